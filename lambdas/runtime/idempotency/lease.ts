@@ -1,0 +1,215 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CompletedRecordCache } from './completed-cache';
+import {
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  isRetryable,
+  OutcomeUnknownError,
+  type StoredError,
+  toStoredError,
+} from './errors';
+import { judgeExistingRecord } from './existing-record';
+import { payloadHash, recordId } from './keys';
+import { consoleObserver, type IdempotencyObserver } from './observer';
+import { parseResult, serializeResult, tooLargeError } from './result-json';
+import type { DynamoDbIdempotencyStore, Lease } from './store';
+
+export type IdempotencyMode = 'at-least-once' | 'at-most-once';
+
+/** The part of the Lambda context the lease is sized from. */
+export interface RemainingTime {
+  getRemainingTimeInMillis(): number;
+}
+
+export interface LeaseIdempotencyOptions {
+  store: DynamoDbIdempotencyStore;
+  /** The operation, e.g. "notifications": keys of different namespaces never collide. */
+  namespace: string;
+  /** What happens when a lease expires without completion: re-run (at-least-once) or IN_DOUBT (at-most-once). */
+  mode: IdempotencyMode;
+  /** Minimum lease. With a Lambda context the lease is at least its remaining time plus the margin. */
+  leaseMs?: number;
+  leaseMarginMs?: number;
+  /** LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. */
+  cache?: CompletedRecordCache | false;
+  observer?: IdempotencyObserver;
+  /** How often the COMPLETED write is tried after the effect succeeded. */
+  completionAttempts?: number;
+}
+
+export interface EffectContext {
+  /** `namespace#key`: pass it on as an `Idempotency-Key` so an idempotent remote dedupes too. */
+  idempotencyKey: string;
+  /** 1 on the first run of this key, more after failures or takeovers. */
+  attempt: number;
+}
+
+export type LeaseOutcome<T> =
+  /** The effect ran now. `recorded` is false when its completion could not be written (see the observer). */
+  | { status: 'executed'; result: T; recorded: boolean }
+  /** The effect ran before; its stored result. */
+  | { status: 'duplicate'; result: T; fromCache: boolean }
+  /** At-most-once: the effect may or may not have happened; not run, left for an operator. */
+  | { status: 'in-doubt'; reason: StoredError };
+
+export type LeaseStart<T> =
+  | { status: 'acquired'; lease: Lease }
+  | Exclude<LeaseOutcome<T>, { status: 'executed' }>;
+
+/** How a failed effect was recorded. */
+export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
+
+/** Without a Lambda context nothing bounds the run: default to Lambda's 15-minute maximum. */
+export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
+const DEFAULT_LEASE_MARGIN_MS = 2_000;
+
+/**
+ * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first
+ * delivery, 1 failed conditional write (0 from the cache) for a duplicate.
+ */
+export class LeaseIdempotency {
+  readonly #options: LeaseIdempotencyOptions;
+  readonly #cache: CompletedRecordCache | undefined;
+  readonly #observer: IdempotencyObserver;
+
+  constructor(options: LeaseIdempotencyOptions) {
+    recordId(options.namespace, 'probe'); // fail fast on a bad namespace
+    this.#options = options;
+    this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());
+    this.#observer = options.observer ?? consoleObserver;
+  }
+
+  get mode(): IdempotencyMode {
+    return this.#options.mode;
+  }
+
+  /** Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once). */
+  async run<T>(
+    input: { key: string; payload: unknown; context?: RemainingTime },
+    effect: (context: EffectContext) => Promise<T> | T,
+  ): Promise<LeaseOutcome<T>> {
+    const start = await this.start<T>(input);
+    if (start.status !== 'acquired') return start;
+    const { lease } = start;
+    let result: T;
+    try {
+      result = await effect({ idempotencyKey: lease.id, attempt: lease.attempt });
+    } catch (error) {
+      const verdict = await this.recordFailure(lease, error);
+      if (verdict === 'in-doubt') return { status: 'in-doubt', reason: toStoredError(error) };
+      throw error;
+    }
+    return { status: 'executed', result, recorded: await this.recordCompletion(lease, result) };
+  }
+
+  /** Acquires the lease, or tells why the effect must not run now. */
+  async start<T>(input: { key: string; payload: unknown; context?: RemainingTime }): Promise<LeaseStart<T>> {
+    const { store, mode } = this.#options;
+    const id = recordId(this.#options.namespace, input.key);
+    const hash = payloadHash(input.payload);
+    const cached = this.#cache?.get(id, store.now());
+    if (cached) {
+      if (cached.payloadHash !== hash) throw new IdempotencyConflictError(id);
+      return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
+    }
+
+    const acquired = await store.acquire({
+      id,
+      payloadHash: hash,
+      leaseMs: this.#leaseMs(input.context),
+      takeOverExpiredLease: mode === 'at-least-once',
+    });
+    if (acquired.acquired) return { status: 'acquired', lease: acquired.lease };
+
+    const verdict = judgeExistingRecord(acquired.existing, hash, store.now());
+    switch (verdict.kind) {
+      case 'completed':
+        this.#remember(id, hash, verdict.result, acquired.existing.expiresAt);
+        return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
+      case 'in-doubt': {
+        const reason = verdict.record.error ?? { name: 'InDoubt', message: 'outcome unknown' };
+        return { status: 'in-doubt', reason };
+      }
+      case 'expired-lease': {
+        const reason = {
+          name: 'LeaseExpired',
+          message: `lease expired at ${new Date(verdict.record.leaseExpiresAt ?? 0).toISOString()} without completion`,
+        };
+        // At-least-once would have taken the lease over in the acquire; getting here means a race.
+        if (mode === 'at-most-once' && (await store.parkExpiredLease(verdict.record, reason))) {
+          this.#observer.inDoubt(id, reason);
+          return { status: 'in-doubt', reason };
+        }
+        throw new IdempotencyInProgressError(id, store.now());
+      }
+    }
+  }
+
+  /**
+   * Records a successful effect. The effect already happened, so a failing write is retried with
+   * backoff and then only reported: the lease expires and mode decides what a redelivery does.
+   * Returns whether the completion was recorded.
+   */
+  async recordCompletion(lease: Lease, result: unknown): Promise<boolean> {
+    const serialized = serializeResult(result);
+    const attempts = this.#options.completionAttempts ?? 3;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const written = await this.#options.store.complete(lease, serialized);
+        if (!written) {
+          this.#observer.leaseLost(lease.id, 'complete');
+          return false;
+        }
+        break;
+      } catch (error) {
+        if (attempt >= attempts) {
+          this.#observer.completionWriteFailed(lease.id, error);
+          return false;
+        }
+        await sleep(25 * 2 ** attempt * (0.5 + Math.random()));
+      }
+    }
+    const tooLarge = tooLargeError(lease.id, serialized);
+    if (tooLarge) throw tooLarge;
+    this.#remember(lease.id, lease.payloadHash, serialized.result, lease.recordExpiresAt);
+    return true;
+  }
+
+  /**
+   * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
+   * at-most-once mode, FAILED otherwise (the next delivery runs it again).
+   */
+  async recordFailure(lease: Lease, error: unknown): Promise<FailureVerdict> {
+    const { store, mode } = this.#options;
+    const stored = toStoredError(error);
+    const verdict: FailureVerdict =
+      error instanceof OutcomeUnknownError && mode === 'at-most-once'
+        ? 'in-doubt'
+        : isRetryable(error)
+          ? 'failed'
+          : 'rejected';
+    try {
+      const written =
+        verdict === 'in-doubt'
+          ? await store.markInDoubt(lease, stored)
+          : verdict === 'rejected'
+            ? await store.reject(lease, stored)
+            : await store.fail(lease, stored);
+      if (!written) this.#observer.leaseLost(lease.id, verdict);
+      else if (verdict === 'in-doubt') this.#observer.inDoubt(lease.id, stored);
+    } catch (writeError) {
+      this.#observer.failureWriteFailed(lease.id, writeError);
+    }
+    return verdict;
+  }
+
+  #leaseMs(context: RemainingTime | undefined): number {
+    const { leaseMs, leaseMarginMs = DEFAULT_LEASE_MARGIN_MS } = this.#options;
+    if (!context) return leaseMs ?? DEFAULT_LEASE_MS;
+    return Math.max(leaseMs ?? 0, context.getRemainingTimeInMillis() + leaseMarginMs);
+  }
+
+  #remember(id: string, hash: string, result: string | undefined, expiresAtSec: number): void {
+    this.#cache?.set(id, { payloadHash: hash, result, expiresAtMs: expiresAtSec * 1000 });
+  }
+}

@@ -1,0 +1,319 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  DynamoDbIdempotencyStore,
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  type IdempotencyObserver,
+  IdempotencyRejectedError,
+  LeaseIdempotency,
+  type LeaseIdempotencyOptions,
+  NonRetryableError,
+  OutcomeUnknownError,
+  ResultTooLargeError,
+} from '../../lambdas/runtime/idempotency';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { lambdaContext } from '../support/lambda-context';
+import { countRequests, failRequests } from '../support/sdk-middleware';
+
+/** A clock the tests move by hand, so leases and records expire without waiting. */
+function manualClock(start = Date.now()) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+function recordingObserver() {
+  const events: { event: string; id: string }[] = [];
+  const observer: IdempotencyObserver = {
+    completionWriteFailed: (id) => events.push({ event: 'completionWriteFailed', id }),
+    leaseLost: (id) => events.push({ event: 'leaseLost', id }),
+    inDoubt: (id) => events.push({ event: 'inDoubt', id }),
+    failureWriteFailed: (id) => events.push({ event: 'failureWriteFailed', id }),
+  };
+  return { events, observer };
+}
+
+let client: DynamoDBClient;
+let table: string;
+let clock: ReturnType<typeof manualClock>;
+let store: DynamoDbIdempotencyStore;
+let requests: ReturnType<typeof countRequests>;
+
+beforeEach(async () => {
+  client = localDynamoClient();
+  table = await createTable(client, 'idem');
+  clock = manualClock();
+  store = new DynamoDbIdempotencyStore({ client, tableName: table, now: clock.now, ttlSeconds: 3600 });
+  requests = countRequests(client);
+});
+
+afterEach(() => {
+  expect(requests.counts.GetItem ?? 0).toBe(0); // the core never reads before it writes
+  client.destroy();
+});
+
+function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
+  return new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-least-once', cache: false, ...options });
+}
+
+describe('lease mode: first delivery and duplicates', () => {
+  it('costs two writes for a first delivery and one failed conditional put for a duplicate', async () => {
+    const idempotency = lease();
+    let runs = 0;
+    const effect = async () => ({ sent: ++runs });
+
+    const first = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
+    expect(first).toEqual({ status: 'executed', result: { sent: 1 }, recorded: true });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+
+    requests.reset();
+    const again = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
+    expect(again).toEqual({ status: 'duplicate', result: { sent: 1 }, fromCache: false });
+    expect(requests.counts).toEqual({ PutItem: 1 });
+    expect(runs).toBe(1);
+
+    const record = await readItem(table, 'mail#k1');
+    expect(record).toMatchObject({ status: 'COMPLETED', result: '{"sent":1}', attempts: 1 });
+    expect(record?.leaseToken).toBeUndefined();
+  });
+
+  it('answers hot duplicates from the in-memory cache with no request at all', async () => {
+    const idempotency = lease({ cache: undefined });
+    await idempotency.run({ key: 'k1', payload: 1 }, async () => 'done');
+    requests.reset();
+    const again = await idempotency.run({ key: 'k1', payload: 1 }, async () => 'again');
+    expect(again).toEqual({ status: 'duplicate', result: 'done', fromCache: true });
+    expect(requests.total()).toBe(0);
+    await expect(idempotency.run({ key: 'k1', payload: 2 }, async () => 'x')).rejects.toThrow(
+      IdempotencyConflictError,
+    );
+    expect(requests.total()).toBe(0);
+  });
+
+  it('replays an undefined result as a duplicate', async () => {
+    const idempotency = lease();
+    await idempotency.run({ key: 'k1', payload: 1 }, async () => undefined);
+    const again = await idempotency.run({ key: 'k1', payload: 1 }, async () => 'should not run');
+    expect(again).toEqual({ status: 'duplicate', result: undefined, fromCache: false });
+  });
+
+  it('runs the effect exactly once for 20 concurrent calls with one key', async () => {
+    const idempotency = lease();
+    let runs = 0;
+    let settledOthers = 0;
+    let releaseEffect: () => void = () => undefined;
+    const othersDone = new Promise<void>((resolve) => (releaseEffect = resolve));
+
+    const calls = Array.from({ length: 20 }, () =>
+      idempotency
+        .run({ key: 'hot', payload: { n: 1 } }, async () => {
+          runs++;
+          // Hold the lease until every other call has been answered, bounded in case none are.
+          await Promise.race([othersDone, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+          return 'effect';
+        })
+        .finally(() => {
+          if (++settledOthers === 19) releaseEffect();
+        }),
+    );
+    const outcomes = await Promise.allSettled(calls);
+
+    expect(runs).toBe(1);
+    const executed = outcomes.filter((o) => o.status === 'fulfilled' && o.value.status === 'executed');
+    expect(executed).toHaveLength(1);
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(IdempotencyInProgressError);
+      else expect(outcome.value.result).toBe('effect');
+    }
+    expect(await readItem(table, 'mail#hot')).toMatchObject({ status: 'COMPLETED' });
+  });
+
+  it('sizes the lease from the Lambda context: remaining time plus the margin', async () => {
+    const idempotency = lease({ leaseMarginMs: 1_000 });
+    const start = await idempotency.start({ key: 'k1', payload: 1, context: lambdaContext(40_000) });
+    expect(start.status).toBe('acquired');
+    const record = await readItem(table, 'mail#k1');
+    expect(record?.leaseExpiresAt).toBe(clock.now() + 41_000);
+  });
+});
+
+describe('lease expiry', () => {
+  it('at-least-once: takes an expired lease over and runs the effect again', async () => {
+    const idempotency = lease({ leaseMs: 1_000 });
+    const crashed = await idempotency.start({ key: 'k1', payload: 1 });
+    expect(crashed.status).toBe('acquired');
+
+    await expect(idempotency.run({ key: 'k1', payload: 1 }, async () => 'x')).rejects.toThrow(
+      IdempotencyInProgressError,
+    );
+    clock.advance(1_001);
+    const taken = await idempotency.run({ key: 'k1', payload: 1 }, async ({ attempt }) => attempt);
+    expect(taken).toEqual({ status: 'executed', result: 2, recorded: true });
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED', attempts: 2 });
+  });
+
+  it('at-most-once: parks an expired lease as IN_DOUBT and does not run the effect', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    await idempotency.start({ key: 'k1', payload: 1 });
+    clock.advance(1_001);
+
+    let runs = 0;
+    const outcome = await idempotency.run({ key: 'k1', payload: 1 }, async () => ++runs);
+    expect(outcome.status).toBe('in-doubt');
+    expect(runs).toBe(0);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT' });
+    expect(events).toEqual([{ event: 'inDoubt', id: 'mail#k1' }]);
+
+    // It stays parked: later deliveries neither run it nor fail.
+    const later = await idempotency.run({ key: 'k1', payload: 1 }, async () => ++runs);
+    expect(later.status).toBe('in-doubt');
+    expect(runs).toBe(0);
+  });
+
+  it('refuses the expired owner’s late completion (fencing) and changes nothing', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ leaseMs: 1_000, observer });
+    const first = await idempotency.start({ key: 'k1', payload: 1 });
+    if (first.status !== 'acquired') throw new Error('expected the first owner to acquire');
+    clock.advance(1_001);
+    const second = await idempotency.start({ key: 'k1', payload: 1 });
+    if (second.status !== 'acquired') throw new Error('expected the takeover to acquire');
+
+    expect(await idempotency.recordCompletion(first.lease, 'late')).toBe(false);
+    expect(await idempotency.recordFailure(first.lease, new Error('late'))).toBe('failed');
+    expect(events.map((e) => e.event)).toEqual(['leaseLost', 'leaseLost']);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({
+      status: 'IN_PROGRESS',
+      leaseToken: second.lease.token,
+    });
+
+    expect(await idempotency.recordCompletion(second.lease, 'new owner')).toBe(true);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED', result: '"new owner"' });
+  });
+});
+
+describe('failures, rejections, conflicts and expiry', () => {
+  it('records FAILED and lets the next delivery run again', async () => {
+    const idempotency = lease();
+    await expect(
+      idempotency.run({ key: 'k1', payload: 1 }, async () => {
+        throw new Error('gateway 503');
+      }),
+    ).rejects.toThrow('gateway 503');
+    expect(await readItem(table, 'mail#k1')).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      error: { name: 'Error', message: 'gateway 503' },
+    });
+
+    const retried = await idempotency.run({ key: 'k1', payload: 1 }, async ({ attempt }) => attempt);
+    expect(retried).toEqual({ status: 'executed', result: 2, recorded: true });
+  });
+
+  it('records REJECTED and replays the same error to duplicates without running', async () => {
+    const idempotency = lease();
+    await expect(
+      idempotency.run({ key: 'k1', payload: 1 }, async () => {
+        throw new NonRetryableError('unknown recipient');
+      }),
+    ).rejects.toThrow(NonRetryableError);
+
+    let runs = 0;
+    const replay = idempotency.run({ key: 'k1', payload: 1 }, async () => ++runs);
+    await expect(replay).rejects.toThrow(IdempotencyRejectedError);
+    await expect(replay).rejects.toThrow(/NonRetryableError: unknown recipient/);
+    expect(runs).toBe(0);
+  });
+
+  it('reports the same key with a different payload as a conflict', async () => {
+    const idempotency = lease();
+    await idempotency.run({ key: 'k1', payload: { amount: 10 } }, async () => 'ok');
+    await expect(idempotency.run({ key: 'k1', payload: { amount: 11 } }, async () => 'x')).rejects.toThrow(
+      IdempotencyConflictError,
+    );
+    // A FAILED record is only re-acquirable with the same payload, too.
+    await expect(
+      idempotency.run({ key: 'k2', payload: 1 }, async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    await expect(idempotency.run({ key: 'k2', payload: 2 }, async () => 'x')).rejects.toThrow(
+      IdempotencyConflictError,
+    );
+  });
+
+  it('treats a record past expiresAt as absent, before TTL has deleted it', async () => {
+    const idempotency = lease();
+    await idempotency.run({ key: 'k1', payload: 1 }, async () => 'first');
+    clock.advance(3_600_000);
+    const again = await idempotency.run({ key: 'k1', payload: 2 }, async () => 'second life');
+    expect(again).toEqual({ status: 'executed', result: 'second life', recorded: true });
+  });
+
+  it('keeps the other namespace apart', async () => {
+    await lease().run({ key: 'k1', payload: 1 }, async () => 'mail');
+    const other = new LeaseIdempotency({ store, namespace: 'sms', mode: 'at-least-once', cache: false });
+    expect(await other.run({ key: 'k1', payload: 2 }, async () => 'sms')).toMatchObject({
+      status: 'executed',
+    });
+  });
+});
+
+describe('unknown outcomes and unrecordable completions', () => {
+  it('at-most-once: an OutcomeUnknownError records IN_DOUBT and acknowledges', async () => {
+    const idempotency = lease({ mode: 'at-most-once' });
+    const outcome = await idempotency.run({ key: 'k1', payload: 1 }, async () => {
+      throw new OutcomeUnknownError('timed out after the request was sent');
+    });
+    expect(outcome).toEqual({
+      status: 'in-doubt',
+      reason: { name: 'OutcomeUnknownError', message: 'timed out after the request was sent' },
+    });
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT' });
+  });
+
+  it('at-least-once: an OutcomeUnknownError is a retryable failure', async () => {
+    const idempotency = lease();
+    await expect(
+      idempotency.run({ key: 'k1', payload: 1 }, async () => {
+        throw new OutcomeUnknownError('timed out');
+      }),
+    ).rejects.toThrow(OutcomeUnknownError);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'FAILED' });
+  });
+
+  it('reports success when the completion write fails after the effect, and leaves the lease to expire', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ observer });
+    const outage = failRequests(client, (operation, input) => {
+      const values = input.ExpressionAttributeValues as Record<string, { S?: string }> | undefined;
+      return operation === 'UpdateItem' && values?.[':status']?.S === 'COMPLETED';
+    });
+
+    let runs = 0;
+    const outcome = await idempotency.run({ key: 'k1', payload: 1 }, async () => ++runs);
+    expect(outcome).toEqual({ status: 'executed', result: 1, recorded: false });
+    expect(outage.failures).toBe(3); // retried inside the invocation before giving up
+    expect(events).toEqual([{ event: 'completionWriteFailed', id: 'mail#k1' }]);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_PROGRESS' });
+  });
+
+  it('records a too-large result as COMPLETED without it, and says so loudly', async () => {
+    const idempotency = lease();
+    const huge = 'x'.repeat(400 * 1024);
+    let runs = 0;
+    const run = () =>
+      idempotency.run({ key: 'k1', payload: 1 }, async () => {
+        runs++;
+        return huge;
+      });
+    await expect(run()).rejects.toThrow(ResultTooLargeError);
+    await expect(run()).rejects.toThrow(/exceeds the 358400-byte limit/);
+    expect(runs).toBe(1);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({
+      status: 'COMPLETED',
+      resultBytes: huge.length + 2,
+    });
+  });
+});

@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import type { IdempotencyRecord } from '../../lambdas/runtime/idempotency';
+import { ID_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
+import { localAwsConfig } from '../../sandbox/local-aws-config';
+
+/** A client for the run's DynamoDB Local. Each test that counts requests uses its own. */
+export function localDynamoClient(): DynamoDBClient {
+  return new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** A table keyed by a string `id`: the idempotency table's schema, also used for business tables. */
+export async function createTable(client: DynamoDBClient, prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      AttributeDefinitions: [{ AttributeName: ID_ATTRIBUTE, AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: ID_ATTRIBUTE, KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  return name;
+}
+
+/** Reads an item for an assertion, through a client of its own so it never shows in request counts. */
+export async function readItem<T = IdempotencyRecord>(table: string, id: string): Promise<T | undefined> {
+  const client = DynamoDBDocumentClient.from(localDynamoClient());
+  try {
+    const { Item } = await client.send(
+      new GetCommand({ TableName: table, Key: { id }, ConsistentRead: true }),
+    );
+    return Item as T | undefined;
+  } finally {
+    client.destroy();
+  }
+}
