@@ -8,6 +8,8 @@ import { trackProcessGroup } from './process-group';
 export interface DynamoDbLocal {
   readonly endpoint: string;
   readonly port: number;
+  /** Leader of the process group that holds the JVM. */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -46,7 +48,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   }
   child.stdout?.resume();
   child.stderr?.resume();
-  return { endpoint, port, stop: () => group.stop() };
+  return { endpoint, port, pid: group.pid, stop: () => group.stop() };
 }
 
 async function waitUntilAnswering(

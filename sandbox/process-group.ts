@@ -33,7 +33,10 @@ function installHooks(): void {
 }
 
 /** Tracks a child spawned with `detached: true` so that it and its descendants can be stopped together. */
-export function trackProcessGroup(child: ChildProcess): { stop: (graceMs?: number) => Promise<void> } {
+export function trackProcessGroup(child: ChildProcess): {
+  pid: number;
+  stop: (graceMs?: number) => Promise<void>;
+} {
   const pid = child.pid;
   if (pid === undefined) throw new Error('the child process has no pid: it failed to spawn');
   installHooks();
@@ -44,6 +47,7 @@ export function trackProcessGroup(child: ChildProcess): { stop: (graceMs?: numbe
   });
 
   return {
+    pid,
     async stop(graceMs = 5_000) {
       signalGroup(pid, 'SIGTERM');
       const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);

@@ -1,0 +1,50 @@
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { startDynamoDbLocal } from '../../sandbox/dynamodb-local';
+import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../sandbox/java';
+import { localAwsConfig } from '../../sandbox/local-aws-config';
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('DynamoDB Local fixture', () => {
+  it('answers on loopback and leaves no process of its group behind when stopped', async () => {
+    const dynamodb = await startDynamoDbLocal();
+    const client = new DynamoDBClient(localAwsConfig(dynamodb.endpoint));
+    try {
+      expect(dynamodb.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(await client.send(new ListTablesCommand({}))).toMatchObject({ TableNames: [] });
+      expect(groupAlive(dynamodb.pid)).toBe(true);
+    } finally {
+      client.destroy();
+      await dynamodb.stop();
+    }
+    expect(groupAlive(dynamodb.pid)).toBe(false);
+  });
+});
+
+describe('Java detection', () => {
+  it('reads the major version of old and new version strings', () => {
+    expect(parseJavaMajor('openjdk version "17.0.15" 2025-04-15')).toBe(17);
+    expect(parseJavaMajor('java version "1.8.0_392"')).toBe(8);
+    expect(parseJavaMajor('openjdk version "21" 2023-09-19')).toBe(21);
+    expect(parseJavaMajor('nonsense')).toBeUndefined();
+  });
+
+  it('names what to install when java is missing', () => {
+    expect(() => assertJavaAvailable('/nonexistent/java')).toThrow(JavaRuntimeMissingError);
+    expect(() => assertJavaAvailable('/nonexistent/java')).toThrow(
+      /Java 17 or newer.*openjdk-17-jre-headless/,
+    );
+  });
+
+  it('accepts the Java on this machine', () => {
+    expect(() => assertJavaAvailable()).not.toThrow();
+  });
+});
