@@ -14,7 +14,8 @@ import {
 } from '../../lambdas/runtime/idempotency';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
 import { lambdaContext } from '../support/lambda-context';
-import { countRequests, failRequests } from '../support/sdk-middleware';
+import { countRequests } from '../../sandbox/request-counter';
+import { failRequests } from '../support/sdk-middleware';
 
 /** A clock the tests move by hand, so leases and records expire without waiting. */
 function manualClock(start = Date.now()) {
@@ -123,7 +124,7 @@ describe('lease mode: first delivery and duplicates', () => {
     expect(executed).toHaveLength(1);
     for (const outcome of outcomes) {
       if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(IdempotencyInProgressError);
-      else expect(outcome.value.result).toBe('effect');
+      else expect(outcome.value).toMatchObject({ result: 'effect' });
     }
     expect(await readItem(table, 'mail#hot')).toMatchObject({ status: 'COMPLETED' });
   });

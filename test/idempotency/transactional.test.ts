@@ -11,7 +11,7 @@ import {
   type TransactionWrite,
 } from '../../lambdas/runtime/idempotency';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { countRequests } from '../support/sdk-middleware';
+import { countRequests } from '../../sandbox/request-counter';
 
 let client: DynamoDBClient;
 let idempotencyTable: string;

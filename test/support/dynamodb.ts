@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { IdempotencyRecord } from '../../lambdas/runtime/idempotency';
-import { ID_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
 import { localAwsConfig } from '../../sandbox/local-aws-config';
+import { createIdempotencyTable } from '../../sandbox/tables';
 
 /** A client for the run's DynamoDB Local. Each test that counts requests uses its own. */
 export function localDynamoClient(): DynamoDBClient {
@@ -15,17 +15,10 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** A table keyed by a string `id`: the idempotency table's schema, also used for business tables. */
+/** A fresh table with the idempotency table's schema (a string `id`); business tables use it too. */
 export async function createTable(client: DynamoDBClient, prefix: string): Promise<string> {
   const name = uniqueName(prefix);
-  await client.send(
-    new CreateTableCommand({
-      TableName: name,
-      AttributeDefinitions: [{ AttributeName: ID_ATTRIBUTE, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: ID_ATTRIBUTE, KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
+  await createIdempotencyTable(client, name);
   return name;
 }
 

@@ -1,25 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
-/** Counts the requests a client sends, by operation, per attempt (SDK retries count too). */
-export function countRequests(client: DynamoDBClient) {
-  const counts: Record<string, number> = {};
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const operation = String(context.commandName).replace(/Command$/, '');
-      counts[operation] = (counts[operation] ?? 0) + 1;
-      return next(args);
-    },
-    { step: 'deserialize', name: 'testRequestCounter' },
-  );
-  return {
-    counts,
-    total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
-    reset: () => {
-      for (const key of Object.keys(counts)) delete counts[key];
-    },
-  };
-}
-
 /**
  * Makes chosen requests fail before they leave the client: `select` sees the operation and the
  * marshalled input. Returns a switch to stop failing.
