@@ -52,9 +52,14 @@ try {
   console.log(`   ${deliveries.length} deliveries of ${distinct} notifications, ${sent.length} e-mails sent`);
   console.log(`   DynamoDB requests: ${requests.total()} (2 per first delivery, 1 per duplicate)`);
   check('every notification sent exactly once', sent.length === distinct);
-  check('cost is 2 per first delivery + 1 per duplicate', requests.total() === distinct * 2 + (deliveries.length - distinct));
+  check(
+    'cost is 2 per first delivery + 1 per duplicate',
+    requests.total() === distinct * 2 + (deliveries.length - distinct),
+  );
 
-  console.log('\n2. A container dies after acquiring its lease; the message comes back after the lease expires');
+  console.log(
+    '\n2. A container dies after acquiring its lease; the message comes back after the lease expires',
+  );
   const shortLease = { store, cache: false as const, leaseMs: 1_000, observer: quietObserver };
   const payments = new LeaseIdempotency({ ...shortLease, namespace: 'payments', mode: 'at-most-once' });
   const emails = new LeaseIdempotency({ ...shortLease, namespace: 'mail', mode: 'at-least-once' });
@@ -65,14 +70,20 @@ try {
   let newsletters = 0;
   const payment = await payments.run({ key: 'charge-42', payload: { cents: 1999 } }, async () => ++charges);
   const email = await emails.run({ key: 'newsletter-7', payload: { issue: 7 } }, async () => ++newsletters);
-  console.log(`   at-most-once (payment): ${payment.status}: not charged again, left for \`oncely in-doubt\``);
+  console.log(
+    `   at-most-once (payment): ${payment.status}: not charged again, left for \`oncely in-doubt\``,
+  );
   console.log(`   at-least-once (newsletter): ${email.status}: sent by the redelivery`);
   check('the payment was not retried blindly', payment.status === 'in-doubt' && charges === 0);
   check('the newsletter was taken over and sent', email.status === 'executed' && newsletters === 1);
 
   console.log('\n3. Transactional mode: ledger deposits, exactly once, one request each');
   const ledger = new TransactionalIdempotency({ store, namespace: 'ledger', cache: false });
-  const deposits = Array.from({ length: 300 }, (_, i) => ({ id: `dep-${i}`, account: `acct-${i % 7}`, cents: 100 + i }));
+  const deposits = Array.from({ length: 300 }, (_, i) => ({
+    id: `dep-${i}`,
+    account: `acct-${i % 7}`,
+    cents: 100 + i,
+  }));
   const redelivered = [...deposits, ...deposits.filter((_, i) => i % 3 === 0)];
   requests.reset();
   let duplicates = 0;
@@ -98,13 +109,19 @@ try {
   const documents = DynamoDBDocumentClient.from(client);
   let ledgerTotal = 0;
   for (let account = 0; account < 7; account++) {
-    const { Item } = await documents.send(new GetCommand({ TableName: 'oncely-ledger', Key: { id: `acct-${account}` } }));
+    const { Item } = await documents.send(
+      new GetCommand({ TableName: 'oncely-ledger', Key: { id: `acct-${account}` } }),
+    );
     ledgerTotal += Number(Item?.balance ?? 0);
   }
   const expected = deposits.reduce((sum, deposit) => sum + deposit.cents, 0);
-  console.log(`   ${redelivered.length} deliveries of ${deposits.length} deposits, 8 at a time; ${duplicates} duplicates stopped`);
+  console.log(
+    `   ${redelivered.length} deliveries of ${deposits.length} deposits, 8 at a time; ${duplicates} duplicates stopped`,
+  );
   console.log(`   ledger total ${ledgerTotal} cents; sum of distinct deposits ${expected} cents`);
-  console.log(`   TransactWriteItems: ${requests.counts.TransactWriteItems} (1 per delivery, business write included)`);
+  console.log(
+    `   TransactWriteItems: ${requests.counts.TransactWriteItems} (1 per delivery, business write included)`,
+  );
   check('ledger equals the sum of the distinct deposits', ledgerTotal === expected);
   check('one request per delivery', requests.counts.TransactWriteItems === redelivered.length);
 } finally {
@@ -113,5 +130,7 @@ try {
 }
 
 const failed = checks.filter((c) => !c.ok);
-console.log(`\n${failed.length === 0 ? 'All' : `${checks.length - failed.length} of`} ${checks.length} checks passed.`);
+console.log(
+  `\n${failed.length === 0 ? 'All' : `${checks.length - failed.length} of`} ${checks.length} checks passed.`,
+);
 process.exitCode = failed.length === 0 ? 0 : 1;

@@ -12,9 +12,9 @@ import {
   OutcomeUnknownError,
   ResultTooLargeError,
 } from '../../lambdas/runtime/idempotency';
+import { countRequests } from '../../sandbox/request-counter';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
 import { lambdaContext } from '../support/lambda-context';
-import { countRequests } from '../../sandbox/request-counter';
 import { failRequests } from '../support/sdk-middleware';
 
 /** A clock the tests move by hand, so leases and records expire without waiting. */

@@ -10,8 +10,8 @@ import {
   TransactionContentionError,
   type TransactionWrite,
 } from '../../lambdas/runtime/idempotency';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
 import { countRequests } from '../../sandbox/request-counter';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
 
 let client: DynamoDBClient;
 let idempotencyTable: string;

@@ -1,9 +1,12 @@
+import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local';
+import { startSqsEmulator } from '../../sandbox/sqs-emulator';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
+    sqsEndpoint: string;
   }
 }
 
@@ -11,7 +14,13 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dynamodb = await startDynamoDbLocal();
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
+  const sqs = await startSqsEmulator().catch(async (error) => {
+    await dynamodb.stop();
+    throw error;
+  });
+  project.provide('sqsEndpoint', sqs.endpoint);
   return async () => {
+    await sqs.stop();
     await dynamodb.stop();
   };
 }

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { createEnvelope, InvalidEnvelopeError, parseEnvelope } from '../lambdas/runtime/envelope';
+import { deriveMessageKey, NonRetryableError } from '../lambdas/runtime/idempotency';
+
+describe('message envelope', () => {
+  it('derives the key when the producer gives none, and keeps a given one', () => {
+    const message = { type: 'OrderPlaced', groupId: 'customer-1', payload: { orderId: 'o-1' } };
+    const now = new Date('2026-11-21T10:00:00.000Z');
+    expect(createEnvelope(message, now)).toEqual({
+      ...message,
+      key: deriveMessageKey(message),
+      publishedAt: now.toISOString(),
+    });
+    expect(createEnvelope({ ...message, key: 'order-o-1' }, now).key).toBe('order-o-1');
+  });
+
+  it('round-trips through the SQS body', () => {
+    const envelope = createEnvelope({ type: 'T', groupId: 'g', key: 'k', payload: [1, { a: null }] });
+    expect(parseEnvelope(JSON.stringify(envelope))).toEqual(envelope);
+  });
+
+  it('rejects bodies that are not envelopes, permanently and saying why', () => {
+    expect(() => parseEnvelope('not json')).toThrow(InvalidEnvelopeError);
+    expect(() => parseEnvelope('not json')).toThrow(NonRetryableError);
+    const bad = { type: '', key: 'has space', groupId: 'g', payload: 1, publishedAt: 'yesterday' };
+    expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/type: type must not be empty/);
+    expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/key: key must be 1–128 printable ASCII/);
+    expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/publishedAt: publishedAt must be an ISO-8601/);
+  });
+});

@@ -1,0 +1,276 @@
+import { randomUUID } from 'node:crypto';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type ReceiveMessageCommandInput,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
+import { afterAll, describe, inject, it } from 'vitest';
+import { localAwsConfig } from '../sandbox/local-aws-config';
+
+// Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
+// (DESIGN.md §2, §5). Every test owns its queues, so the tests run concurrently.
+
+const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const queueUrls: string[] = [];
+
+afterAll(async () => {
+  await Promise.all(queueUrls.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))));
+  sqs.destroy();
+});
+
+async function createFifoQueue(
+  attributes: Record<string, string> = {},
+): Promise<{ url: string; arn: string }> {
+  const QueueName = `conformance-${randomUUID().slice(0, 8)}.fifo`;
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName, Attributes: { FifoQueue: 'true', ...attributes } }),
+  );
+  if (!QueueUrl) throw new Error(`CreateQueue returned no QueueUrl for ${QueueName}`);
+  queueUrls.push(QueueUrl);
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  if (!Attributes?.QueueArn) throw new Error(`GetQueueAttributes returned no QueueArn for ${QueueName}`);
+  return { url: QueueUrl, arn: Attributes.QueueArn };
+}
+
+function send(
+  QueueUrl: string,
+  MessageBody: string,
+  MessageGroupId: string,
+  MessageDeduplicationId?: string,
+) {
+  return sqs.send(new SendMessageCommand({ QueueUrl, MessageBody, MessageGroupId, MessageDeduplicationId }));
+}
+
+/** One ReceiveMessage; `AttributeNames: ['All']` is the only way the emulator returns system attributes. */
+async function receive(
+  QueueUrl: string,
+  input: Partial<ReceiveMessageCommandInput> = {},
+): Promise<Message[]> {
+  const { Messages } = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, AttributeNames: ['All'], ...input }),
+  );
+  return Messages ?? [];
+}
+
+function deleteMessage(QueueUrl: string, message: Message) {
+  return sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message.ReceiptHandle }));
+}
+
+/** Long-polls (and deletes) until `count` messages arrived or `timeoutMs` passed; returns them in order. */
+async function receiveAll(QueueUrl: string, count: number, timeoutMs = 5_000): Promise<Message[]> {
+  const received: Message[] = [];
+  const deadline = Date.now() + timeoutMs;
+  while (received.length < count && Date.now() < deadline) {
+    for (const message of await receive(QueueUrl, { WaitTimeSeconds: 1 })) {
+      received.push(message);
+      await deleteMessage(QueueUrl, message);
+    }
+  }
+  return received;
+}
+
+/** Polls `probe` until it returns a value, or fails after `timeoutMs`. */
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function visibleCount(QueueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessages);
+}
+
+const bodies = (messages: Message[]) => messages.map((message) => message.Body);
+const bodiesOfGroup = (messages: Message[], group: string) =>
+  bodies(messages.filter((message) => message.Attributes?.MessageGroupId === group));
+
+describe.concurrent('SQS emulator (FIFO conformance)', () => {
+  it('drops a repeated MessageDeduplicationId for the window, even after the first was deleted', async ({
+    expect,
+  }) => {
+    const { url } = await createFifoQueue();
+    const first = await send(url, 'first', 'g', 'key-1');
+    const repeat = await send(url, 'repeat', 'g', 'key-1');
+    expect(repeat.MessageId).toBe(first.MessageId);
+    expect(repeat.SequenceNumber).toBe(first.SequenceNumber);
+
+    const [delivered] = await receiveAll(url, 1);
+    expect(delivered?.Body).toBe('first');
+
+    // Once received and deleted the id is still remembered: a later message of the group is next.
+    const afterDelete = await send(url, 'after delete', 'g', 'key-1');
+    expect(afterDelete.MessageId).toBe(first.MessageId);
+    await send(url, 'sentinel', 'g', 'key-2');
+    expect(bodies(await receiveAll(url, 1))).toEqual(['sentinel']);
+  });
+
+  it('deduplicates per message group with DeduplicationScope=messageGroup, per queue otherwise', async ({
+    expect,
+  }) => {
+    const perGroup = await createFifoQueue({ DeduplicationScope: 'messageGroup' });
+    const a = await send(perGroup.url, 'a', 'group-a', 'same-key');
+    const b = await send(perGroup.url, 'b', 'group-b', 'same-key');
+    expect(b.MessageId).not.toBe(a.MessageId);
+    expect(bodies(await receiveAll(perGroup.url, 2)).sort()).toEqual(['a', 'b']);
+
+    const perQueue = await createFifoQueue({ DeduplicationScope: 'queue' });
+    const c = await send(perQueue.url, 'c', 'group-a', 'same-key');
+    const d = await send(perQueue.url, 'd', 'group-b', 'same-key');
+    expect(d.MessageId).toBe(c.MessageId);
+    await send(perQueue.url, 'sentinel', 'group-b', 'other-key');
+    expect(bodies(await receiveAll(perQueue.url, 2))).toEqual(['c', 'sentinel']);
+  });
+
+  it('deduplicates identical bodies with ContentBasedDeduplication', async ({ expect }) => {
+    const { url } = await createFifoQueue({ ContentBasedDeduplication: 'true' });
+    const first = await send(url, 'same body', 'g');
+    const repeat = await send(url, 'same body', 'g');
+    const other = await send(url, 'other body', 'g');
+    expect(repeat.MessageId).toBe(first.MessageId);
+    expect(other.MessageId).not.toBe(first.MessageId);
+    expect(bodies(await receiveAll(url, 2))).toEqual(['same body', 'other body']);
+  });
+
+  it('returns nothing of a group while one of its messages is in flight, but serves other groups', async ({
+    expect,
+  }) => {
+    const { url } = await createFifoQueue();
+    await send(url, 'a1', 'A', 'a1');
+    await send(url, 'a2', 'A', 'a2');
+    await send(url, 'b1', 'B', 'b1');
+
+    const [a1] = await receive(url, { MaxNumberOfMessages: 1 });
+    expect(a1?.Body).toBe('a1');
+    expect(bodies(await receive(url))).toEqual(['b1']);
+    expect(await receive(url)).toEqual([]);
+
+    if (!a1) throw new Error('a1 was not received');
+    await deleteMessage(url, a1);
+    expect(bodies(await receive(url))).toEqual(['a2']);
+  });
+
+  it('redelivers a group in order once the visibility timeout expires', async ({ expect }) => {
+    const { url } = await createFifoQueue({ VisibilityTimeout: '1' });
+    await send(url, 'a1', 'A', 'a1');
+    await send(url, 'a2', 'A', 'a2');
+    expect(bodies(await receive(url, { MaxNumberOfMessages: 1 }))).toEqual(['a1']);
+
+    const redelivered = await receiveAll(url, 2);
+    expect(bodies(redelivered)).toEqual(['a1', 'a2']);
+    expect(redelivered.map((message) => message.Attributes?.ApproximateReceiveCount)).toEqual(['2', '1']);
+  });
+
+  it('may return several messages of one group in one receive, in order', async ({ expect }) => {
+    const { url } = await createFifoQueue();
+    for (const body of ['a1', 'a2', 'a3', 'a4', 'a5']) await send(url, body, 'A', body);
+    expect(bodies(await receive(url))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5']);
+  });
+
+  it('answers a long poll as soon as a message arrives', async ({ expect }) => {
+    const { url } = await createFifoQueue();
+    // Send only once the receive request is on the wire: the deserialize step is the last before it.
+    let requestSent!: () => void;
+    const sent = new Promise<void>((resolve) => (requestSent = resolve));
+    const command = new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 5, MaxNumberOfMessages: 10 });
+    command.middlewareStack.add(
+      (next) => (args) => {
+        requestSent();
+        return next(args);
+      },
+      { step: 'deserialize' },
+    );
+    const startedAt = Date.now();
+    const receiving = sqs.send(command);
+    await sent;
+    await send(url, 'hello', 'g', 'hello');
+
+    const { Messages } = await receiving;
+    expect(bodies(Messages ?? [])).toEqual(['hello']);
+    // Generous bound: the point is not waiting out WaitTimeSeconds (5 s) for MaxNumberOfMessages.
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+  });
+
+  it('moves a message to the FIFO DLQ after maxReceiveCount, keeping body and group', async ({ expect }) => {
+    const dlq = await createFifoQueue();
+    const source = await createFifoQueue({
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    });
+    const sent = await send(source.url, 'poison', 'G', 'poison-key');
+
+    const receiveCounts: (string | undefined)[] = [];
+    const [dead] = await waitFor('the message to reach the DLQ', async () => {
+      // Receive without deleting, as a failing consumer does.
+      for (const message of await receive(source.url, { WaitTimeSeconds: 1 })) {
+        receiveCounts.push(message.Attributes?.ApproximateReceiveCount);
+      }
+      const dlqMessages = await receive(dlq.url);
+      return dlqMessages.length ? dlqMessages : undefined;
+    });
+    expect(receiveCounts).toEqual(['1', '2']);
+    expect(dead?.Body).toBe('poison');
+    expect(dead?.MessageId).toBe(sent.MessageId);
+    expect(dead?.Attributes?.MessageGroupId).toBe('G');
+    // DESIGN §2: the DLQ copy's dedup id is its message id, so a redrive is not dropped as a duplicate.
+    expect(dead?.Attributes?.MessageDeduplicationId).toBe(dead?.MessageId);
+  });
+
+  it('keeps the per-group order of a SendMessageBatch', async ({ expect }) => {
+    const { url } = await createFifoQueue();
+    const entries = Array.from({ length: 10 }, (_, i) => {
+      const body = `${i % 2 ? 'B' : 'A'}${Math.floor(i / 2)}`;
+      return { Id: `e${i}`, MessageBody: body, MessageGroupId: body[0], MessageDeduplicationId: body };
+    });
+    const { Successful, Failed } = await sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }),
+    );
+    expect(Failed ?? []).toEqual([]);
+    expect(Successful).toHaveLength(10);
+
+    const received = await receiveAll(url, 10);
+    expect(bodiesOfGroup(received, 'A')).toEqual(['A0', 'A1', 'A2', 'A3', 'A4']);
+    expect(bodiesOfGroup(received, 'B')).toEqual(['B0', 'B1', 'B2', 'B3', 'B4']);
+  });
+
+  it('redrives DLQ messages back to the source queue with StartMessageMoveTask, in group order', async ({
+    expect,
+  }) => {
+    const dlq = await createFifoQueue();
+    const source = await createFifoQueue({
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    });
+    await send(source.url, 'a1', 'A', 'a1');
+    await send(source.url, 'a2', 'A', 'a2');
+    await send(source.url, 'b1', 'B', 'b1');
+    // Received once and never deleted: all three go to the DLQ when their visibility expires.
+    expect(await receive(source.url)).toHaveLength(3);
+    await waitFor('three messages in the DLQ', async () =>
+      (await visibleCount(dlq.url)) === 3 ? true : undefined,
+    );
+
+    // Within the 5-minute dedup window of the original sends: they must still be delivered.
+    await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
+    const redriven = await receiveAll(source.url, 3);
+    expect(bodiesOfGroup(redriven, 'A')).toEqual(['a1', 'a2']);
+    expect(bodiesOfGroup(redriven, 'B')).toEqual(['b1']);
+    expect(await visibleCount(dlq.url)).toBe(0);
+  });
+});
