@@ -1,0 +1,43 @@
+/**
+ * What the publisher Lambda accepts and answers (DESIGN §6): the contract between it and the
+ * `oncely/client` other services call it with. Types only, so the client stays light.
+ */
+
+/** One message as a producer hands it over. */
+export interface PublishMessage {
+  /** What happened, e.g. "OrderPlaced"; 1–128 characters. */
+  type: string;
+  /** The SQS message group: messages of one group are delivered in request order. */
+  groupId: string;
+  /** The idempotency key; derived from type, groupId and payload when absent (DESIGN §2). */
+  key?: string;
+  /** Any JSON value; `null` for a message without one. */
+  payload: unknown;
+}
+
+export interface PublishRequest {
+  /** Makes the whole request idempotent: a repeat returns the first response and sends nothing. */
+  requestId?: string;
+  messages: PublishMessage[];
+}
+
+/**
+ * At most this many messages per request. It keeps the response — one result per message — within
+ * what the idempotency record can store for a repeat, whatever the keys and failure reasons.
+ */
+export const MAX_MESSAGES_PER_REQUEST = 500;
+
+export type MessageResult =
+  /** The queue accepted the message (or already had it: SQS deduplicates a key for 5 minutes). */
+  | { key: string; status: 'sent'; messageId: string; sequenceNumber?: string }
+  /** It was not sent and will not be: retries ran out, or the failure cannot be retried. */
+  | { key: string; status: 'failed'; reason: string }
+  /** Not sent because an earlier message of its group failed: sending it would break the group's order. */
+  | { key: string; status: 'blocked'; reason: string };
+
+export type MessageStatus = MessageResult['status'];
+
+export interface PublishResponse {
+  /** One result per message, in request order. */
+  results: MessageResult[];
+}
