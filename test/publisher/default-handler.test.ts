@@ -1,0 +1,45 @@
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { handler } from '../../lambdas/publisher/handler';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config';
+import { createTable, localDynamoClient } from '../support/dynamodb';
+import { lambdaContext } from '../support/lambda-context';
+import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs';
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+const request = {
+  messages: [{ type: 'OrderPlaced', groupId: 'customer-1', key: 'order-1', payload: { cents: 100 } }],
+};
+
+describe('the deployed publisher handler', () => {
+  it('is importable without its environment, and names what is missing when invoked', async () => {
+    vi.stubEnv('QUEUE_URL', '');
+    vi.stubEnv('IDEMPOTENCY_TABLE_NAME', '');
+    await expect(handler(request, lambdaContext())).rejects.toMatchObject({
+      name: 'PublisherEnvironmentError',
+      message: expect.stringContaining('QUEUE_URL is not set; IDEMPOTENCY_TABLE_NAME is not set'),
+    });
+  });
+
+  it('configures itself from PUBLISHER_ENVIRONMENT and the AWS SDK environment', async () => {
+    const sqs = localSqsClient();
+    const dynamodb = localDynamoClient();
+    const queueUrl = await createFifoQueue(sqs, 'deployed');
+    const table = await createTable(dynamodb, 'deployed');
+    vi.stubEnv('QUEUE_URL', queueUrl);
+    vi.stubEnv('IDEMPOTENCY_TABLE_NAME', table);
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', inject('sqsEndpoint'));
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', inject('dynamodbEndpoint'));
+    vi.stubEnv('AWS_REGION', LOCAL_REGION);
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+
+    const { results } = await handler({ requestId: 'deployed-1', ...request }, lambdaContext());
+    expect(results).toMatchObject([{ key: 'order-1', status: 'sent' }]);
+    expect((await drainQueue(sqs, queueUrl, 1)).map((message) => message.envelope.key)).toEqual(['order-1']);
+    sqs.destroy();
+    dynamodb.destroy();
+  });
+});

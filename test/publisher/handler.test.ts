@@ -1,0 +1,231 @@
+import { SQSServiceException } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import type { MessageResult, PublishResponse } from '../../lambdas/publisher/contract';
+import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
+import { countRequests } from '../../sandbox/request-counter';
+import { lambdaContext } from '../support/lambda-context';
+import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher';
+import { drainQueue, keysOfGroup } from '../support/sqs';
+import { injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults';
+
+const fixture = usePublisherFixture();
+
+const groupsOf = (messages: readonly { groupId: string }[]) => [...new Set(messages.map((m) => m.groupId))];
+const statuses = (results: readonly MessageResult[]) => results.map((result) => result.status);
+const messageIdOf = (result: MessageResult | undefined) =>
+  result?.status === 'sent' ? result.messageId : undefined;
+
+describe('publisher: sending', () => {
+  it('sends 1,000 messages over 50 groups in ceil(n/10) batches, each group in request order', async () => {
+    const messages = orders(1_000, 50);
+    const handler = fixture.publisher();
+    const calls = countRequests(fixture.sqs);
+
+    const results: MessageResult[] = [];
+    // Two requests: at most MAX_MESSAGES_PER_REQUEST (500) each.
+    for (const part of [messages.slice(0, 500), messages.slice(500)]) {
+      results.push(...(await handler({ messages: part }, lambdaContext())).results);
+    }
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    expect(results.map((result) => result.key)).toEqual(messages.map(expectedKey));
+    expect(calls.counts.SendMessageBatch).toBe(Math.ceil(messages.length / 10));
+
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+    for (const group of groupsOf(messages)) {
+      expect(keysOfGroup(received, group)).toEqual(requestedKeysOfGroup(messages, group));
+    }
+    // The key is the deduplication id and travels in the envelope; SQS's message ids are reported.
+    expect(received.map((message) => message.deduplicationId)).toEqual(received.map((m) => m.envelope.key));
+    const sentIds = new Map(results.map((result) => [result.key, messageIdOf(result)]));
+    expect(received.map((message) => sentIds.get(message.envelope.key))).toEqual(
+      received.map((m) => m.messageId),
+    );
+  });
+
+  it("splits batches by size as well: their bodies never exceed the queue's maximum message size", async () => {
+    const messages = Array.from({ length: 5 }, (_, i) => ({
+      type: 'DocumentStored',
+      groupId: 'documents',
+      key: `document-${i}`,
+      payload: { text: 'x'.repeat(100_000) },
+    }));
+    const calls = countRequests(fixture.sqs);
+    const { results } = await fixture.publisher()({ messages }, lambdaContext());
+
+    expect(statuses(results)).toEqual(['sent', 'sent', 'sent', 'sent', 'sent']);
+    expect(calls.counts.SendMessageBatch).toBe(3); // two ~100 KB bodies fit in 256 KB, three do not
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 5);
+    expect(keysOfGroup(received, 'documents')).toEqual(messages.map((m) => m.key));
+  });
+});
+
+describe('publisher: partial failures', () => {
+  it('retries transiently failed entries with the same deduplication id: each is delivered once, in order', async () => {
+    const messages = orders(60, 6);
+    const lostAnswers = new Set([3, 17, 42].map((i) => expectedKey(nth(messages, i))));
+    const refusedTwice = expectedKey(nth(messages, 25));
+    const log = injectEntryFaults(fixture.sqs, ({ key, attempt }) => {
+      // Enqueued, but reported failed: only the same deduplication id on the retry prevents a duplicate.
+      if (lostAnswers.has(key) && attempt === 1) return { when: 'after-sending', ...TRANSIENT };
+      if (key === refusedTwice && attempt <= 2) return { when: 'before-sending', ...TRANSIENT };
+      return undefined;
+    });
+
+    const { results } = await fixture.publisher()({ messages }, lambdaContext());
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    for (const key of lostAnswers) expect(log.attemptsOf(key)).toBe(2);
+    expect(log.attemptsOf(refusedTwice)).toBe(3);
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
+    for (const group of groupsOf(messages)) {
+      expect(keysOfGroup(received, group)).toEqual(requestedKeysOfGroup(messages, group));
+    }
+    // The retry of an enqueued entry was deduplicated: SQS answered with the first message id.
+    const delivered = new Map(received.map((message) => [message.envelope.key, message.messageId]));
+    for (const key of lostAnswers) {
+      expect(messageIdOf(results.find((result) => result.key === key))).toBe(delivered.get(key));
+    }
+  });
+
+  it("blocks only its own group's later messages after a permanent failure, and never reorders", async () => {
+    const messages = orders(60, 6);
+    const victimIndex = 20;
+    const victim = nth(messages, victimIndex);
+    const victimKey = expectedKey(victim);
+    const log = injectEntryFaults(fixture.sqs, ({ key }) =>
+      key === victimKey ? { when: 'before-sending', ...PERMANENT } : undefined,
+    );
+
+    const { results } = await fixture.publisher()({ messages }, lambdaContext());
+
+    messages.forEach((message, i) => {
+      const result = results[i];
+      if (i === victimIndex) {
+        expect(result).toMatchObject({
+          status: 'failed',
+          reason: expect.stringContaining('InvalidMessageContents'),
+        });
+      } else if (message.groupId === victim.groupId && i > victimIndex) {
+        expect(result).toMatchObject({
+          status: 'blocked',
+          reason: expect.stringContaining(`messages[${victimIndex}]`),
+        });
+      } else {
+        expect(result?.status).toBe('sent');
+      }
+    });
+    expect(log.attemptsOf(victimKey)).toBe(1); // a permanent failure is not retried
+
+    const sentCount = results.filter((result) => result.status === 'sent').length;
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, sentCount);
+    for (const group of groupsOf(messages)) {
+      const requested = requestedKeysOfGroup(messages, group);
+      const expected =
+        group === victim.groupId ? requested.slice(0, requested.indexOf(victimKey)) : requested;
+      expect(keysOfGroup(received, group)).toEqual(expected);
+    }
+  });
+
+  it('retries whole calls that fail with throttling or a dropped connection, with the same deduplication ids', async () => {
+    const messages = orders(40, 4);
+    const throttled = new SQSServiceException({
+      name: 'ThrottlingException',
+      $fault: 'client',
+      $metadata: { httpStatusCode: 400 },
+      message: 'Rate exceeded',
+    });
+    const connectionReset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const log = injectEntryFaults(fixture.sqs, () => undefined); // outermost: it sees every attempt
+    injectCallFaults(fixture.sqs, (call) => {
+      if (call === 1) return { when: 'before-sending', error: throttled };
+      // The batch was enqueued, then the answer was lost: a retry with new ids would duplicate it.
+      if (call === 3) return { when: 'after-sending', error: connectionReset };
+      return undefined;
+    });
+
+    const { results } = await fixture.publisher()({ messages }, lambdaContext());
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    const retried = messages.map(expectedKey).filter((key) => log.attemptsOf(key) > 1);
+    expect(retried.length).toBeGreaterThanOrEqual(20); // the throttled batch and the reset one
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
+    for (const group of groupsOf(messages)) {
+      expect(keysOfGroup(received, group)).toEqual(requestedKeysOfGroup(messages, group));
+    }
+  });
+});
+
+describe('publisher: request idempotency', () => {
+  it('answers a repeated requestId with the first response, sends nothing, however late', async () => {
+    let clock = Date.now();
+    const store = new DynamoDbIdempotencyStore({
+      client: fixture.dynamodb,
+      tableName: fixture.table,
+      now: () => clock,
+    });
+    const handler = fixture.publisher({ store });
+    const request = { requestId: 'checkout-42', messages: orders(12, 3) };
+    const calls = countRequests(fixture.sqs);
+
+    const first = await handler(request, lambdaContext());
+    expect(calls.counts.SendMessageBatch).toBe(2);
+    calls.reset();
+
+    clock += 24 * 60 * 60 * 1000; // long after SQS's 5-minute deduplication window
+    const repeat: PublishResponse = await handler(structuredClone(request), lambdaContext());
+    expect(repeat).toEqual(first);
+    expect(calls.total()).toBe(0);
+    await drainQueue(fixture.sqs, fixture.queueUrl, 12); // no more than the first request's
+  });
+
+  it('refuses the same requestId with different messages as a conflict, sending nothing', async () => {
+    const handler = fixture.publisher();
+    await handler({ requestId: 'checkout-42', messages: orders(3, 1) }, lambdaContext());
+    const calls = countRequests(fixture.sqs);
+
+    const other = { requestId: 'checkout-42', messages: orders(3, 1, 'refund') };
+    await expect(handler(other, lambdaContext())).rejects.toMatchObject({
+      name: 'PublishConflictError',
+      requestId: 'checkout-42',
+      message: expect.stringContaining('was already used for a different request'),
+    });
+    expect(calls.total()).toBe(0);
+  });
+
+  it('tells a concurrent repeat that the request is in progress, then replays the response', async () => {
+    const handler = fixture.publisher();
+    const request = { requestId: 'checkout-7', messages: orders(5, 1) };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    fixture.sqs.middlewareStack.add(
+      (next) => async (args) => {
+        held = true;
+        await gate;
+        return next(args);
+      },
+      { step: 'initialize', name: 'holdSends' },
+    );
+
+    const first = handler(request, lambdaContext());
+    await expect.poll(() => held, { timeout: 5_000 }).toBe(true);
+    await expect(handler(request, lambdaContext())).rejects.toMatchObject({
+      name: 'PublishInProgressError',
+      requestId: 'checkout-7',
+      retryable: true,
+      leaseExpiresAt: expect.any(Number),
+    });
+    release();
+    const response = await first;
+    expect(await handler(request, lambdaContext())).toEqual(response);
+    await drainQueue(fixture.sqs, fixture.queueUrl, 5);
+  });
+
+  it('records nothing for a request without a requestId', async () => {
+    const requests = countRequests(fixture.dynamodb);
+    const { results } = await fixture.publisher()({ messages: orders(3, 1) }, lambdaContext());
+    expect(statuses(results)).toEqual(['sent', 'sent', 'sent']);
+    expect(requests.total()).toBe(0);
+  });
+});

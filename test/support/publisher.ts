@@ -1,0 +1,89 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, beforeEach } from 'vitest';
+import type { PublishMessage } from '../../lambdas/publisher/contract';
+import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../lambdas/publisher/environment';
+import { createPublisherHandler, type PublisherOptions } from '../../lambdas/publisher/handler';
+import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
+import { deriveMessageKey } from '../../lambdas/runtime/idempotency/keys';
+import { createTable, localDynamoClient } from './dynamodb';
+import { createFifoQueue, localSqsClient } from './sqs';
+
+/** Retries without real waiting, so tests of retries stay fast. */
+export const FAST_RETRY = { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 4 };
+
+/**
+ * `count` order messages spread over `groups` groups in a scrambled, fixed order; every other one
+ * has no key, so its key is derived (DESIGN §2).
+ */
+export function orders(count: number, groups: number, prefix = 'order'): PublishMessage[] {
+  return Array.from({ length: count }, (_, i) => ({
+    type: 'OrderPlaced',
+    groupId: `customer-${(i * 37 + Math.floor(i / 7)) % groups}`,
+    ...(i % 2 === 0 ? { key: `${prefix}-${i}` } : {}),
+    payload: { seq: i, amountCents: 100 + i },
+  }));
+}
+
+/** The item at `index`, which the test knows is there. */
+export function nth<T>(items: readonly T[], index: number): T {
+  const item = items[index];
+  if (item === undefined) throw new Error(`no item at index ${index} of ${items.length}`);
+  return item;
+}
+
+export function expectedKey(message: PublishMessage): string {
+  return message.key ?? deriveMessageKey(message);
+}
+
+/** The keys of one group's messages, in request order. */
+export function requestedKeysOfGroup(messages: readonly PublishMessage[], groupId: string): string[] {
+  return messages.filter((message) => message.groupId === groupId).map(expectedKey);
+}
+
+export interface PublisherFixture {
+  sqs: SQSClient;
+  dynamodb: DynamoDBClient;
+  queueUrl: string;
+  table: string;
+  store: DynamoDbIdempotencyStore;
+  /** A publisher on the fixture's queue and table; options override the test defaults. */
+  publisher(options?: Partial<PublisherOptions>): ReturnType<typeof createPublisherHandler>;
+}
+
+/** A fresh FIFO queue, idempotency table and clients for every test of the calling file. */
+export function usePublisherFixture(): PublisherFixture {
+  const fixture = {} as PublisherFixture;
+  beforeEach(async () => {
+    const sqs = localSqsClient();
+    const dynamodb = localDynamoClient();
+    const [queueUrl, table] = await Promise.all([
+      createFifoQueue(sqs, 'publisher'),
+      createTable(dynamodb, 'publish'),
+    ]);
+    const store = new DynamoDbIdempotencyStore({ client: dynamodb, tableName: table });
+    Object.assign(fixture, {
+      sqs,
+      dynamodb,
+      queueUrl,
+      table,
+      store,
+      publisher: (options: Partial<PublisherOptions> = {}) =>
+        createPublisherHandler({
+          sqs,
+          queueUrl,
+          maxMessageBytes: DEFAULT_QUEUE_MAX_MESSAGE_BYTES,
+          store,
+          retry: FAST_RETRY,
+          cache: false,
+          ...options,
+        }),
+    });
+  });
+  afterEach(async () => {
+    await fixture.sqs.send(new DeleteQueueCommand({ QueueUrl: fixture.queueUrl }));
+    fixture.sqs.destroy();
+    fixture.dynamodb.destroy();
+  });
+  return fixture;
+}
