@@ -1,0 +1,27 @@
+/**
+ * `oncely/client`: how other services publish through the Oncely publisher Lambda.
+ *
+ *   import { publish } from 'oncely/client';
+ *   const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
+ */
+export {
+  MAX_MESSAGES_PER_REQUEST,
+  type MessageResult,
+  type MessageStatus,
+  type PublishMessage,
+  type PublishResponse,
+} from '../lambdas/publisher/contract';
+export {
+  PublishConflictError,
+  PublishInProgressError,
+  PublishValidationError,
+  type ValidationProblem,
+} from '../lambdas/publisher/errors';
+export { PublisherClientConfigurationError, PublisherFunctionError, PublisherResponseError } from './errors';
+export {
+  DEFAULT_CLIENT_RETRY,
+  PUBLISHER_FUNCTION_ENV,
+  type PublishOptions,
+  type PublishResult,
+  publish,
+} from './publish';

@@ -1,0 +1,208 @@
+import { LambdaClient, ResourceNotFoundException } from '@aws-sdk/client-lambda';
+import type { Context } from 'aws-lambda';
+// The package's own name: what other services import.
+import {
+  PublishConflictError,
+  PublisherClientConfigurationError,
+  PublisherResponseError,
+  type PublishMessage,
+  PublishValidationError,
+  publish,
+} from 'oncely/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { PublisherHandler } from '../../lambdas/publisher/handler';
+import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
+import { countRequests } from '../../sandbox/request-counter';
+import { readItem } from '../support/dynamodb';
+import { orders, usePublisherFixture } from '../support/publisher';
+import { drainQueue } from '../support/sqs';
+
+const FUNCTION = 'oncely-publisher';
+const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
+
+const fixture = usePublisherFixture();
+let endpoint: LambdaInvokeEndpoint;
+let lambda: LambdaClient;
+/** The events the function received, in order. */
+let invocations: { requestId?: string }[];
+/** What the function does around the real publisher; tests replace it to inject trouble. */
+let behaviour: (event: unknown, context: Context, publisher: PublisherHandler) => Promise<unknown>;
+
+beforeEach(async () => {
+  invocations = [];
+  behaviour = (event, context, publisher) => publisher(event, context);
+  const publisher = fixture.publisher();
+  endpoint = await startLambdaInvokeEndpoint({
+    functions: {
+      [FUNCTION]: {
+        timeoutMs: 10_000,
+        handler: (event, context) => {
+          invocations.push(event as { requestId?: string });
+          return behaviour(event, context, publisher);
+        },
+      },
+    },
+  });
+  lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });
+});
+
+afterEach(async () => {
+  lambda.destroy();
+  await endpoint.stop();
+  vi.unstubAllEnvs();
+});
+
+const options = () => ({ functionName: FUNCTION, lambda, retry: FAST });
+const statuses = (results: { status: string }[]) => results.map((result) => result.status);
+
+/** Makes the first Invoke fail after the function ran: the answer is lost on the way back. */
+function loseFirstAnswer() {
+  let calls = 0;
+  lambda.middlewareStack.add(
+    (next) => async (args) => {
+      const result = await next(args);
+      if (++calls === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      return result;
+    },
+    { step: 'deserialize', name: 'loseFirstAnswer' },
+  );
+}
+
+describe('publish (oncely/client)', () => {
+  it('publishes through Lambda Invoke and answers one result per message, with its requestId', async () => {
+    const messages = orders(12, 3);
+    const { requestId, results } = await publish(messages, options());
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(invocations).toEqual([{ requestId, messages }]);
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+  });
+
+  it.each([
+    ['its answer was lost on the way back', loseFirstAnswer],
+    [
+      'the function crashed after publishing',
+      () => {
+        let crashed = false;
+        behaviour = async (event, context, publisher) => {
+          const response = await publisher(event, context);
+          if (crashed) return response;
+          crashed = true;
+          throw new Error('Runtime exited after publishing');
+        };
+      },
+    ],
+  ])('retries with the same requestId when %s: one send, and the stored response', async (_, trouble) => {
+    trouble();
+    const sends = countRequests(fixture.sqs);
+    const messages = orders(12, 3);
+
+    const { requestId, results } = await publish(messages, options());
+
+    expect(invocations.map((event) => event.requestId)).toEqual([requestId, requestId]);
+    expect(sends.counts.SendMessageBatch).toBe(2); // the first invocation's two batches, and nothing more
+    const record = await readItem(fixture.table, `publish#${requestId}`);
+    expect(JSON.parse(record?.result ?? 'null')).toEqual({ results });
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
+  });
+
+  it('waits while another attempt holds the requestId, then returns its response', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    fixture.sqs.middlewareStack.add(
+      (next) => async (args) => {
+        held = true;
+        await gate;
+        return next(args);
+      },
+      { step: 'initialize', name: 'holdSends' },
+    );
+    const sends = countRequests(fixture.sqs);
+    const messages = orders(5, 1);
+
+    const first = publish(messages, { ...options(), requestId: 'checkout-9' });
+    const second = (async () => {
+      await expect.poll(() => held, { timeout: 5_000 }).toBe(true);
+      return publish(messages, { ...options(), requestId: 'checkout-9' });
+    })();
+    try {
+      // The second publish was told "in progress" at least once, and keeps trying.
+      await expect.poll(() => invocations.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
+    } finally {
+      release();
+    }
+
+    const [firstResult, secondResult] = await Promise.all([first, second]);
+    expect(secondResult).toEqual(firstResult);
+    expect(sends.counts.SendMessageBatch).toBe(1);
+  });
+
+  it('raises PublishValidationError with every problem, without retrying', async () => {
+    const invalid: PublishMessage[] = [
+      orders(1, 1)[0] as PublishMessage,
+      { type: '', groupId: 'g 1', payload: 1 },
+    ];
+    const error = await publish(invalid, options()).catch((thrown: unknown) => thrown);
+
+    expect(error).toBeInstanceOf(PublishValidationError);
+    expect((error as PublishValidationError).problems).toEqual([
+      { index: 1, path: 'messages[1].type', message: 'type must not be empty' },
+      {
+        index: 1,
+        path: 'messages[1].groupId',
+        message: 'groupId must be 1–128 printable ASCII characters without spaces',
+      },
+    ]);
+    expect((error as Error).message).toMatch(
+      /^The publish request is invalid, nothing was sent: messages\[1\]\.type/,
+    );
+    expect(invocations).toHaveLength(1);
+  });
+
+  it('raises PublishConflictError for a requestId reused with other messages, without retrying', async () => {
+    await publish(orders(2, 1), { ...options(), requestId: 'checkout-1' });
+    const error = await publish(orders(2, 1, 'refund'), { ...options(), requestId: 'checkout-1' }).catch(
+      (thrown: unknown) => thrown,
+    );
+
+    expect(error).toBeInstanceOf(PublishConflictError);
+    expect(error).toMatchObject({ requestId: 'checkout-1', retryable: false });
+    expect(invocations).toHaveLength(2);
+  });
+
+  it("raises the AWS SDK's own error for an unknown function, without retrying", async () => {
+    const error = await publish(orders(1, 1), { ...options(), functionName: 'no-such-publisher' }).catch(
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ResourceNotFoundException);
+    expect(invocations).toHaveLength(0);
+  });
+
+  it('refuses an answer that is not a publish response: the function is not the publisher', async () => {
+    behaviour = async () => ({ ok: true });
+    await expect(publish(orders(1, 1), options())).rejects.toThrow(PublisherResponseError);
+    expect(invocations).toHaveLength(1);
+  });
+
+  it('says how to name the function when neither an option nor ONCELY_PUBLISHER_FUNCTION does', async () => {
+    vi.stubEnv('ONCELY_PUBLISHER_FUNCTION', '');
+    const error = await publish(orders(1, 1), { lambda }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(PublisherClientConfigurationError);
+    expect(error).toMatchObject({ message: expect.stringContaining('set ONCELY_PUBLISHER_FUNCTION') });
+  });
+
+  it('finds the endpoint and the function through the environment, as a deployed service would', async () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_LAMBDA', endpoint.endpoint);
+    vi.stubEnv('AWS_REGION', LOCAL_REGION);
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+    vi.stubEnv('ONCELY_PUBLISHER_FUNCTION', endpoint.functionArn(FUNCTION));
+
+    const { results } = await publish(orders(2, 1));
+    expect(statuses(results)).toEqual(['sent', 'sent']);
+  });
+});
