@@ -41,7 +41,7 @@ export const DEFAULT_CLIENT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 
  * attempts run out: PublishInProgressError, PublisherFunctionError or the AWS SDK's own.
  */
 export async function publish(
-  messages: PublishMessage[],
+  messages: readonly PublishMessage[],
   options: PublishOptions = {},
 ): Promise<PublishResult> {
   const functionName = options.functionName ?? process.env[PUBLISHER_FUNCTION_ENV];

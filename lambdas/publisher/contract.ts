@@ -18,12 +18,13 @@ export interface PublishMessage {
 export interface PublishRequest {
   /** Makes the whole request idempotent: a repeat returns the first response and sends nothing. */
   requestId?: string;
-  messages: PublishMessage[];
+  messages: readonly PublishMessage[];
 }
 
 /**
- * At most this many messages per request. It keeps the response — one result per message — within
- * what the idempotency record can store for a repeat, whatever the keys and failure reasons.
+ * At most this many messages per request. It keeps the response — one result per message, with a
+ * key of at most 128 characters and a reason of at most 200 — small enough for the idempotency
+ * record to store it, so that a repeat can replay it.
  */
 export const MAX_MESSAGES_PER_REQUEST = 500;
 

@@ -117,12 +117,14 @@ function settleGroup(
     // SQS accepted a later message of the group although an earlier one failed. A retry would land
     // after it, so the failures are final: the group keeps its order, with gaps the results name.
     for (const { message, outcome: later } of rest) {
-      if (later.sent) ledger.record(message, later);
-      else
+      if (later.sent) {
+        ledger.record(message, later);
+      } else {
         ledger.fail(
           message,
           `${later.reason}; not retried: a later message of its group was already accepted`,
         );
+      }
     }
     return undefined;
   }

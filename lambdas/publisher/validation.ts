@@ -57,7 +57,7 @@ const CHARACTERS_SQS_REFUSES = /[\uFFFE\uFFFF]/;
  * one PublishValidationError listing every problem, each with the message's index and the reason.
  */
 export function validatePublishRequest(input: unknown, limits: ValidationLimits, now: Date): PublishCommand {
-  const request = requestSchema.safeParse(input, { error: describeIssue('the request') });
+  const request = requestSchema.safeParse(input, { error: describeIssue('the request', requestSchema) });
   const problems: ValidationProblem[] = request.success ? [] : request.error.issues.map(requestProblem);
   const rawMessages = request.success ? request.data.messages : messagesToCheckAnyway(input);
 
@@ -65,7 +65,7 @@ export function validatePublishRequest(input: unknown, limits: ValidationLimits,
   const prepared: PreparedMessage[] = [];
   const firstIndexOfKey = new Map<string, number>();
   rawMessages.forEach((raw, index) => {
-    const parsed = messageSchema.safeParse(raw, { error: describeIssue('a message') });
+    const parsed = messageSchema.safeParse(raw, { error: describeIssue('a message', messageSchema) });
     if (!parsed.success) {
       problems.push(...parsed.error.issues.map((issue) => messageProblem(index, issue)));
       return;
@@ -134,18 +134,18 @@ function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** Clearer wording than zod's defaults for the issues whose messages the schemas do not set. */
-function describeIssue(subject: string) {
+function describeIssue(subject: string, schema: { shape: object }) {
+  const fields = Object.keys(schema.shape).join(', ');
   return (issue: core.$ZodRawIssue): string | undefined => {
     const field = issue.path?.length ? String(issue.path.at(-1)) : subject;
     switch (issue.code) {
       case 'invalid_type':
         if (issue.input === undefined) return `${field} is required`;
         return `${field} must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}`;
-      case 'unrecognized_keys':
-        return (
-          `${subject} has unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => JSON.stringify(key)).join(', ')}` +
-          (subject === 'a message' ? ' (a message has type, groupId, key and payload)' : '')
-        );
+      case 'unrecognized_keys': {
+        const unknown = issue.keys.map((key) => JSON.stringify(key)).join(', ');
+        return `${subject} has unknown field${issue.keys.length > 1 ? 's' : ''} ${unknown} (its fields: ${fields})`;
+      }
       default:
         return undefined;
     }

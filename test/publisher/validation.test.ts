@@ -47,7 +47,10 @@ describe('publisher: validation', () => {
     [
       'an unknown request field',
       { messages: [valid], priority: 'high' },
-      { path: 'request', message: 'the request has unknown field "priority"' },
+      {
+        path: 'request',
+        message: 'the request has unknown field "priority" (its fields: requestId, messages)',
+      },
     ],
     [
       'a requestId with a space',
@@ -131,7 +134,7 @@ describe('publisher: validation', () => {
       { ...valid, delaySeconds: 5 },
       {
         path: 'messages[1]',
-        message: 'a message has unknown field "delaySeconds" (a message has type, groupId, key and payload)',
+        message: 'a message has unknown field "delaySeconds" (its fields: type, groupId, key, payload)',
       },
     ],
     [
