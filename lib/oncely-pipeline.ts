@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration } from 'aws-cdk-lib';
+import { type CfnResource, Duration } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
@@ -14,7 +14,13 @@ import { EXPIRES_AT_ATTRIBUTE, ID_ATTRIBUTE } from '../lambdas/runtime/idempoten
 import { PipelineAlarms } from './pipeline-alarms';
 import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings';
 
-const LAMBDAS = join(dirname(fileURLToPath(import.meta.url)), '..', 'lambdas');
+const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * Metadata key on each function's CloudFormation resource naming its TypeScript entry (relative to
+ * the project root): the local sandbox runs that module in-process instead of the bundled asset.
+ */
+export const ENTRY_METADATA_KEY = 'oncely:entry';
 
 export interface OncelyPipelineProps extends PipelineSettings {
   /** Where the example consumer POSTs notifications (an e-mail gateway in real life). */
@@ -146,8 +152,9 @@ export class OncelyPipeline extends Construct {
     });
     const role = new Role(this, `${id}Role`, { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
     logGroup.grantWrite(role);
-    return new NodejsFunction(this, id, {
-      entry: join(LAMBDAS, folder, 'handler.ts'),
+    const entry = join('lambdas', folder, 'handler.ts');
+    const fn = new NodejsFunction(this, id, {
+      entry: join(PROJECT_ROOT, entry),
       role,
       logGroup,
       handler: 'handler',
@@ -167,6 +174,8 @@ export class OncelyPipeline extends Construct {
           "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
       },
     });
+    (fn.node.defaultChild as CfnResource).addMetadata(ENTRY_METADATA_KEY, entry);
+    return fn;
   }
 
   /** Each function gets exactly the actions it uses, on exactly its resources. */
