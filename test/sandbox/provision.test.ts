@@ -103,7 +103,6 @@ describe('provisioning the synthesized stack into the emulators', () => {
     const types = new Set(provisioned.notEmulated.map((r) => r.type));
     expect([...types].sort()).toEqual(
       [
-        'AWS::CDK::Metadata',
         'AWS::CloudWatch::Alarm',
         'AWS::IAM::Policy',
         'AWS::IAM::Role',
