@@ -7,6 +7,7 @@ export interface TemplateResource {
 
 export interface CloudFormationTemplate {
   Resources: Record<string, TemplateResource>;
+  Outputs?: Record<string, { Value: unknown }>;
 }
 
 /** What `Ref` and `Fn::GetAtt` of a provisioned resource stand for locally. */

@@ -58,6 +58,8 @@ export interface ProvisionedStack {
   eventSources: LocalEventSource[];
   /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
   notEmulated: { logicalId: string; type: string }[];
+  /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
+  outputs: { OutputKey: string; OutputValue: string }[];
 }
 
 export interface ProvisionOptions {
@@ -128,7 +130,11 @@ export async function provisionTemplate(
   const notEmulated = Object.entries(template.Resources)
     .filter(([, resource]) => !EMULATED.has(resource.Type))
     .map(([logicalId, resource]) => ({ logicalId, type: resource.Type }));
-  return { queues, tables, functions, eventSources, notEmulated };
+  const outputs = Object.entries(template.Outputs ?? {}).map(([key, output]) => ({
+    OutputKey: key,
+    OutputValue: String(resolve<unknown>(output.Value)),
+  }));
+  return { queues, tables, functions, eventSources, notEmulated, outputs };
 }
 
 /** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */
