@@ -1,6 +1,9 @@
 /** The region every local emulator and client agrees on. */
 export const LOCAL_REGION = 'us-east-1';
 
+/** The account local ARNs name (the SQS emulator's and the sandbox's Lambda functions'). */
+export const LOCAL_ACCOUNT_ID = '123456789012';
+
 /**
  * SDK client configuration for a loopback emulator. The credentials are placeholders: the
  * emulators accept any, and fixed ones keep a developer's real AWS credentials out of the sandbox.

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { createRequestHandler } from 'local-aws-sqs';
-import { LOCAL_REGION } from './local-aws-config';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config';
 
 /** Written by sandbox/patches/local-aws-sqs.mjs; keep the two in sync. */
 const PATCH_MARKER = '/* oncely-patch v1 */';
@@ -52,6 +52,7 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
     port: requestedPort,
     hostname: HOST,
     region: LOCAL_REGION,
+    accountId: LOCAL_ACCOUNT_ID,
     // Tests create and delete queues freely; AWS's 60 s wait before re-creating a name would only slow them.
     emulateQueueCreationLifecycle: false,
   });

@@ -1,0 +1,126 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+
+export type IdempotencyMode = 'at-least-once' | 'at-most-once';
+
+/** What a user can tune on the pipeline; every field has a documented default. */
+export interface PipelineSettings {
+  /** Deliveries before SQS moves a message to the DLQ. Default 5. */
+  readonly maxReceiveCount?: number;
+  /** Consumer Lambda timeout. Default 30 seconds. */
+  readonly consumerTimeout?: Duration;
+  /** Consumer Lambda memory. Default 512 MiB. */
+  readonly consumerMemoryMiB?: number;
+  /** Records per consumer invocation (FIFO: at most 10). Default 10. */
+  readonly batchSize?: number;
+  /** Concurrent consumer invocations the event source may run (2–1000). Default 10. */
+  readonly maxConcurrency?: number;
+  /** Message groups one consumer invocation processes concurrently. Default 10. */
+  readonly maxConcurrentGroups?: number;
+  /** Queue visibility timeout; at least 6 × the consumer timeout. Default exactly that. */
+  readonly visibilityTimeout?: Duration;
+  /** How long the queue keeps a message. Default 4 days. */
+  readonly queueRetention?: Duration;
+  /** How long the DLQ keeps a message (time to inspect and redrive). Default 14 days. */
+  readonly dlqRetention?: Duration;
+  /**
+   * Lifetime of an idempotency record. It must outlive queue + DLQ retention, or a redriven
+   * message would be taken for new. Default queue + DLQ retention + 1 day.
+   */
+  readonly idempotencyTtl?: Duration;
+  /** The largest message body, in bytes (SQS allows 1 KiB–1 MiB). Default 256 KiB. */
+  readonly maxMessageSizeBytes?: number;
+  /** What an expired notification lease means: re-send (at-least-once) or IN_DOUBT (at-most-once). Default at-most-once. */
+  readonly notificationMode?: IdempotencyMode;
+  /** Alarm when the oldest message waits longer than this. Default 5 minutes. */
+  readonly oldestMessageAgeThreshold?: Duration;
+  /** Tables and queues on stack deletion. Default RETAIN: deleting a stack never deletes data. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** DynamoDB deletion protection. Default false. */
+  readonly deletionProtection?: boolean;
+}
+
+export type ResolvedSettings = Required<PipelineSettings>;
+
+/** Raised at synth time for settings that would break exactly-once delivery or cannot deploy. */
+export class PipelineConfigurationError extends Error {
+  override readonly name = 'PipelineConfigurationError';
+}
+
+const FIFO_MAX_BATCH_SIZE = 10;
+const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+/** Fills in the defaults and refuses settings that cannot work, naming every problem at once. */
+export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettings {
+  const consumerTimeout = settings.consumerTimeout ?? Duration.seconds(30);
+  const queueRetention = settings.queueRetention ?? Duration.days(4);
+  const dlqRetention = settings.dlqRetention ?? Duration.days(14);
+  const retentionSeconds = queueRetention.toSeconds() + dlqRetention.toSeconds();
+  const resolved: ResolvedSettings = {
+    maxReceiveCount: settings.maxReceiveCount ?? 5,
+    consumerTimeout,
+    consumerMemoryMiB: settings.consumerMemoryMiB ?? 512,
+    batchSize: settings.batchSize ?? FIFO_MAX_BATCH_SIZE,
+    maxConcurrency: settings.maxConcurrency ?? 10,
+    maxConcurrentGroups: settings.maxConcurrentGroups ?? 10,
+    visibilityTimeout:
+      settings.visibilityTimeout ?? Duration.seconds(consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR),
+    queueRetention,
+    dlqRetention,
+    idempotencyTtl:
+      settings.idempotencyTtl ?? Duration.seconds(retentionSeconds + Duration.days(1).toSeconds()),
+    maxMessageSizeBytes: settings.maxMessageSizeBytes ?? 256 * 1024,
+    notificationMode: settings.notificationMode ?? 'at-most-once',
+    oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold ?? Duration.minutes(5),
+    removalPolicy: settings.removalPolicy ?? RemovalPolicy.RETAIN,
+    deletionProtection: settings.deletionProtection ?? false,
+  };
+  const problems = findProblems(resolved);
+  if (problems.length > 0) {
+    throw new PipelineConfigurationError(`Invalid Oncely pipeline settings:\n- ${problems.join('\n- ')}`);
+  }
+  return resolved;
+}
+
+function findProblems(s: ResolvedSettings): string[] {
+  const problems: string[] = [];
+  const retention = s.queueRetention.toSeconds() + s.dlqRetention.toSeconds();
+  if (s.idempotencyTtl.toSeconds() < retention) {
+    problems.push(
+      `idempotencyTtl (${s.idempotencyTtl.toHumanString()}) is shorter than queueRetention + dlqRetention ` +
+        `(${s.queueRetention.toHumanString()} + ${s.dlqRetention.toHumanString()}): a message redriven after its ` +
+        'record expired would run its effect again. Raise idempotencyTtl or shorten the retentions.',
+    );
+  }
+  const minimumVisibility = s.consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR;
+  if (s.visibilityTimeout.toSeconds() < minimumVisibility) {
+    problems.push(
+      `visibilityTimeout (${s.visibilityTimeout.toHumanString()}) must be at least ${VISIBILITY_TIMEOUT_FACTOR} × ` +
+        `consumerTimeout (${minimumVisibility} seconds), as AWS advises for SQS event sources: otherwise a ` +
+        'message can become visible again while an invocation still works on it.',
+    );
+  }
+  if (!Number.isInteger(s.batchSize) || s.batchSize < 1 || s.batchSize > FIFO_MAX_BATCH_SIZE) {
+    problems.push(`batchSize (${s.batchSize}) must be a whole number from 1 to 10 for a FIFO queue.`);
+  }
+  if (!Number.isInteger(s.maxReceiveCount) || s.maxReceiveCount < 1 || s.maxReceiveCount > 1000) {
+    problems.push(`maxReceiveCount (${s.maxReceiveCount}) must be a whole number from 1 to 1000.`);
+  }
+  if (!Number.isInteger(s.maxConcurrency) || s.maxConcurrency < 2 || s.maxConcurrency > 1000) {
+    problems.push(`maxConcurrency (${s.maxConcurrency}) must be a whole number from 2 to 1000.`);
+  }
+  if (!Number.isInteger(s.maxConcurrentGroups) || s.maxConcurrentGroups < 1) {
+    problems.push(`maxConcurrentGroups (${s.maxConcurrentGroups}) must be a whole number of at least 1.`);
+  }
+  if (s.maxMessageSizeBytes < 1024 || s.maxMessageSizeBytes > 1024 * 1024) {
+    problems.push(`maxMessageSizeBytes (${s.maxMessageSizeBytes}) must be from 1024 to 1048576 bytes.`);
+  }
+  for (const [name, value] of [
+    ['queueRetention', s.queueRetention],
+    ['dlqRetention', s.dlqRetention],
+  ] as const) {
+    if (value.toSeconds() < 60 || value.toSeconds() > Duration.days(14).toSeconds()) {
+      problems.push(`${name} (${value.toHumanString()}) must be from 1 minute to 14 days (SQS's limits).`);
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,133 @@
+import {
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { InvocationResult } from './function-runtime';
+import type { LocalEventSource } from './provision';
+
+/** What happened to one batch, for progress reports and tests. */
+export interface BatchReport {
+  received: number;
+  deleted: number;
+  /** Left on the queue: reported failures, or the whole batch after a function error. */
+  retained: number;
+  functionError?: string;
+}
+
+export interface PollerOptions {
+  sqs: SQSClient;
+  source: LocalEventSource;
+  region: string;
+  invoke: (event: SQSEvent) => Promise<InvocationResult>;
+  onBatch?: (report: BatchReport) => void;
+  /** Long-poll wait per receive; short, so that stop() is quick. */
+  waitTimeSeconds?: number;
+}
+
+/**
+ * Runs an SQS event source mapping locally with Lambda's rules: up to `maxConcurrency` pollers,
+ * batches of up to `batchSize`, records deleted only after the function succeeded; with
+ * ReportBatchItemFailures only the reported records stay, and a response naming a record that is
+ * not in the batch fails the whole batch. A function error leaves the whole batch to come back
+ * after the visibility timeout. FIFO order is the queue's: a group is blocked while in flight.
+ */
+export function startEventSourcePoller(options: PollerOptions): { stop: () => Promise<void> } {
+  let running = true;
+  const loops = Array.from({ length: options.source.maxConcurrency }, async () => {
+    while (running) {
+      try {
+        await pollOnce(options);
+      } catch (error) {
+        if (running)
+          console.error(`[oncely sandbox] polling ${options.source.queue.name} failed: ${String(error)}`);
+      }
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function pollOnce(options: PollerOptions): Promise<void> {
+  const { sqs, source } = options;
+  const { Messages = [] } = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: source.queue.url,
+      MaxNumberOfMessages: source.batchSize,
+      WaitTimeSeconds: options.waitTimeSeconds ?? 1,
+      AttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  if (Messages.length === 0) return;
+  const event: SQSEvent = { Records: Messages.map((message) => toRecord(message, source, options.region)) };
+  const outcome = await options.invoke(event);
+  const failed = outcome.ok ? failedIds(outcome.result, event, source.reportBatchItemFailures) : 'all';
+  const done = failed === 'all' ? [] : Messages.filter((message) => !failed.has(String(message.MessageId)));
+  for (let i = 0; i < done.length; i += 10) {
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: source.queue.url,
+        Entries: done.slice(i, i + 10).map((message, index) => ({
+          Id: String(index),
+          ReceiptHandle: message.ReceiptHandle,
+        })),
+      }),
+    );
+  }
+  options.onBatch?.({
+    received: Messages.length,
+    deleted: done.length,
+    retained: Messages.length - done.length,
+    functionError: outcome.ok ? undefined : `${outcome.error.errorType}: ${outcome.error.errorMessage}`,
+  });
+}
+
+/** Lambda's reading of a partial batch response; `all` when the response itself is invalid. */
+function failedIds(result: unknown, event: SQSEvent, reportBatchItemFailures: boolean): Set<string> | 'all' {
+  if (!reportBatchItemFailures) return new Set();
+  const failures = (result as { batchItemFailures?: unknown } | null | undefined)?.batchItemFailures;
+  if (failures === undefined || failures === null) return new Set();
+  if (!Array.isArray(failures)) return 'all';
+  const inBatch = new Set(event.Records.map((record) => record.messageId));
+  const ids = new Set<string>();
+  for (const failure of failures) {
+    const id = (failure as { itemIdentifier?: unknown })?.itemIdentifier;
+    if (typeof id !== 'string' || !inBatch.has(id)) return 'all';
+    ids.add(id);
+  }
+  return ids;
+}
+
+/** The record Lambda's event source mapping builds from a received message. */
+function toRecord(message: Message, source: LocalEventSource, region: string): SQSRecord {
+  const attributes = message.Attributes ?? {};
+  return {
+    messageId: String(message.MessageId),
+    receiptHandle: String(message.ReceiptHandle),
+    body: String(message.Body),
+    attributes: attributes as unknown as SQSRecord['attributes'],
+    messageAttributes: Object.fromEntries(
+      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
+        name,
+        {
+          dataType: String(value.DataType),
+          stringValue: value.StringValue,
+          binaryValue: value.BinaryValue ? Buffer.from(value.BinaryValue).toString('base64') : undefined,
+          stringListValues: [],
+          binaryListValues: [],
+        },
+      ]),
+    ),
+    md5OfBody: String(message.MD5OfBody),
+    eventSource: 'aws:sqs',
+    eventSourceARN: source.queue.arn,
+    awsRegion: region,
+  };
+}

@@ -1,0 +1,142 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { type PipelineResources, resourcesFromOutputs } from '../lib/stack-outputs';
+import { startDynamoDbLocal } from './dynamodb-local';
+import { type BatchReport, startEventSourcePoller } from './event-source-poller';
+import { type InvocationResult, LocalFunctionRuntime } from './function-runtime';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config';
+import { type ProvisionedStack, provisionTemplate } from './provision';
+import { startSqsEmulator } from './sqs-emulator';
+import { synthesizeTemplate } from './synthesize';
+
+/**
+ * Context the sandbox synthesises with unless told otherwise: a `local` stage, and a short consumer
+ * timeout, so that a failed batch comes back after 6 × 2 s instead of minutes.
+ */
+export const SANDBOX_CONTEXT = { stage: 'local', consumerTimeoutSeconds: 2 };
+
+export interface SandboxOptions {
+  /** CDK context for the synth (overrides {@link SANDBOX_CONTEXT}). */
+  context?: Record<string, unknown>;
+  /** Environment variables set on every function, over the template's (`--env NAME=VALUE`). */
+  environment?: Record<string, string>;
+  /** Called after each batch an event source delivered. */
+  onBatch?: (functionName: string, report: BatchReport) => void;
+  projectRoot?: string;
+}
+
+/** What clients need to use the sandbox: the ready file's content. */
+export interface SandboxDescription {
+  region: string;
+  stackName: string;
+  endpoints: { sqs: string; dynamodb: string };
+  resources: PipelineResources;
+  notEmulated: { logicalId: string; type: string }[];
+}
+
+export interface Sandbox {
+  readonly description: SandboxDescription;
+  readonly provisioned: ProvisionedStack;
+  /** Invokes a function of the stack by name, as Lambda would. */
+  invoke(functionName: string, event: unknown): Promise<InvocationResult>;
+  stop(): Promise<void>;
+}
+
+/** Raised when an invocation names a function the stack does not have. */
+export class UnknownFunctionError extends Error {
+  override readonly name = 'UnknownFunctionError';
+}
+
+/**
+ * The whole pipeline on loopback: DynamoDB Local and the SQS emulator, provisioned from the
+ * synthesised stack, its functions run in-process and its event sources polled with Lambda's rules.
+ * Whatever fails during start-up stops what had started.
+ */
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const step of stops.reverse()) await step();
+  };
+  try {
+    const [dynamodbLocal, sqsEmulator] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+    stops.push(
+      () => dynamodbLocal.stop(),
+      () => sqsEmulator.stop(),
+    );
+    const sqs = new SQSClient(localAwsConfig(sqsEmulator.endpoint));
+    const dynamodb = new DynamoDBClient(localAwsConfig(dynamodbLocal.endpoint));
+    stops.push(async () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    });
+
+    const { stackName, template } = synthesizeTemplate({ ...SANDBOX_CONTEXT, ...options.context });
+    const provisioned = await provisionTemplate(template, {
+      sqs,
+      dynamodb,
+      stackName,
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+    });
+
+    const awsEnvironment = {
+      AWS_REGION: LOCAL_REGION,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamodbLocal.endpoint,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+    const runtimes = new Map(
+      provisioned.functions.map((fn) => [
+        fn.name,
+        new LocalFunctionRuntime(
+          { ...fn, environment: { ...fn.environment, ...awsEnvironment, ...options.environment } },
+          options.projectRoot ?? process.cwd(),
+        ),
+      ]),
+    );
+    stops.push(async () => {
+      await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
+    });
+    const invoke = (functionName: string, event: unknown) => {
+      const runtime =
+        runtimes.get(functionName) ?? [...runtimes.values()].find((r) => r.spec.arn === functionName);
+      if (!runtime) {
+        throw new UnknownFunctionError(
+          `Function not found: ${functionName}. It has ${[...runtimes.keys()].join(', ')}.`,
+        );
+      }
+      return runtime.invoke(event);
+    };
+
+    for (const source of provisioned.eventSources) {
+      const poller = startEventSourcePoller({
+        sqs,
+        source,
+        region: LOCAL_REGION,
+        invoke: (event: SQSEvent) => invoke(source.functionName, event),
+        onBatch: (report) => options.onBatch?.(source.functionName, report),
+      });
+      // Pollers stop before the functions and emulators they use.
+      stops.push(() => poller.stop());
+    }
+
+    return {
+      description: {
+        region: LOCAL_REGION,
+        stackName,
+        endpoints: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint },
+        resources: resourcesFromOutputs(stackName, provisioned.outputs),
+        notEmulated: provisioned.notEmulated,
+      },
+      provisioned,
+      invoke,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

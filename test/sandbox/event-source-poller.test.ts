@@ -1,0 +1,144 @@
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-source-poller';
+import type { InvocationResult } from '../../sandbox/function-runtime';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
+import type { LocalEventSource } from '../../sandbox/provision';
+import { uniqueName } from '../support/dynamodb';
+
+const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const pollers: { stop: () => Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+});
+afterAll(() => sqs.destroy());
+
+async function fifoSource(maxConcurrency = 2): Promise<LocalEventSource> {
+  const name = `${uniqueName('poll')}.fifo`;
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', VisibilityTimeout: '1' } }),
+  );
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return {
+    logicalId: 'Source',
+    queue: { logicalId: 'Queue', name, url: String(QueueUrl), arn: String(Attributes?.QueueArn) },
+    functionName: 'consumer',
+    batchSize: 10,
+    reportBatchItemFailures: true,
+    maxConcurrency,
+  };
+}
+
+async function send(source: LocalEventSource, messages: { group: string; body: string }[]) {
+  for (let i = 0; i < messages.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: source.queue.url,
+        Entries: messages.slice(i, i + 10).map((m, index) => ({
+          Id: String(index),
+          MessageBody: m.body,
+          MessageGroupId: m.group,
+          MessageDeduplicationId: m.body,
+        })),
+      }),
+    );
+  }
+}
+
+function poll(source: LocalEventSource, invoke: (event: SQSEvent) => Promise<InvocationResult>) {
+  const reports: BatchReport[] = [];
+  pollers.push(
+    startEventSourcePoller({
+      sqs,
+      source,
+      region: LOCAL_REGION,
+      invoke,
+      onBatch: (r) => reports.push(r),
+      waitTimeSeconds: 1,
+    }),
+  );
+  return reports;
+}
+
+const bodies = (event: SQSEvent) => event.Records.map((record) => record.body);
+
+describe('local event source poller', () => {
+  it('delivers every message once, in order per group, with bounded concurrency', async () => {
+    const source = await fifoSource(2);
+    const sent = Array.from({ length: 30 }, (_, i) => ({ group: `g${i % 3}`, body: `g${i % 3}-${i}` }));
+    await send(source, sent);
+    const seen: string[] = [];
+    let running = 0;
+    let peak = 0;
+    poll(source, async (event) => {
+      peak = Math.max(peak, ++running);
+      await new Promise((resolve) => setImmediate(resolve));
+      seen.push(...bodies(event));
+      running--;
+      return { ok: true, result: { batchItemFailures: [] } };
+    });
+    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(30);
+    for (const group of ['g0', 'g1', 'g2']) {
+      expect(seen.filter((b) => b.startsWith(group))).toEqual(
+        sent.filter((m) => m.group === group).map((m) => m.body),
+      );
+    }
+    expect(peak).toBeLessThanOrEqual(2);
+  });
+
+  it('keeps only the reported failures, which come back after the visibility timeout, in order', async () => {
+    const source = await fifoSource();
+    await send(source, [
+      { group: 'a', body: 'a1' },
+      { group: 'a', body: 'a2' },
+      { group: 'b', body: 'b1' },
+    ]);
+    const deliveries: string[] = [];
+    let failedOnce = false;
+    const reports = poll(source, async (event) => {
+      deliveries.push(...bodies(event));
+      if (failedOnce) return { ok: true, result: { batchItemFailures: [] } };
+      failedOnce = true;
+      const failures = event.Records.filter((r) => r.attributes.MessageGroupId === 'a');
+      return {
+        ok: true,
+        result: { batchItemFailures: failures.map((r) => ({ itemIdentifier: r.messageId })) },
+      };
+    });
+    await expect.poll(() => deliveries.filter((b) => b.startsWith('a')).length, { timeout: 10_000 }).toBe(4);
+    expect(deliveries.filter((b) => b === 'b1')).toHaveLength(1);
+    expect(deliveries.filter((b) => b.startsWith('a'))).toEqual(['a1', 'a2', 'a1', 'a2']);
+    expect(reports[0]).toMatchObject({ received: 3, deleted: 1, retained: 2 });
+  });
+
+  it('leaves the whole batch on a function error or an invalid partial response', async () => {
+    for (const firstOutcome of [
+      { ok: false, error: { errorType: 'Error', errorMessage: 'boom' } } as const,
+      { ok: true, result: { batchItemFailures: [{ itemIdentifier: 'not-in-this-batch' }] } } as const,
+    ]) {
+      const source = await fifoSource();
+      await send(source, [
+        { group: 'a', body: 'a1' },
+        { group: 'b', body: 'b1' },
+      ]);
+      const receiveCounts: string[] = [];
+      let calls = 0;
+      const reports = poll(source, async (event) => {
+        receiveCounts.push(...event.Records.map((r) => `${r.body}:${r.attributes.ApproximateReceiveCount}`));
+        return calls++ === 0 ? firstOutcome : { ok: true, result: undefined };
+      });
+      await expect.poll(() => receiveCounts.length, { timeout: 10_000 }).toBe(4);
+      expect(receiveCounts.sort()).toEqual(['a1:1', 'a1:2', 'b1:1', 'b1:2']);
+      expect(reports[0]).toMatchObject({ received: 2, deleted: 0, retained: 2 });
+      await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
+import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision';
+import { synthesizeTemplate } from '../../sandbox/synthesize';
+import { uniqueName } from '../support/dynamodb';
+
+const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+let provisioned: ProvisionedStack;
+
+beforeAll(async () => {
+  const { template } = synthesizeTemplate({ notificationUrl: 'http://127.0.0.1:9/notify' });
+  provisioned = await provisionTemplate(template, {
+    sqs,
+    dynamodb,
+    stackName: uniqueName('Prov'),
+    region: LOCAL_REGION,
+    accountId: LOCAL_ACCOUNT_ID,
+  });
+});
+
+afterAll(() => {
+  sqs.destroy();
+  dynamodb.destroy();
+});
+
+const queueNamed = (part: string) => {
+  const queue = provisioned.queues.find((q) => q.logicalId.includes(part));
+  if (!queue) throw new Error(`no queue ${part}`);
+  return queue;
+};
+
+describe('provisioning the synthesized stack into the emulators', () => {
+  it('creates the FIFO queue with its real properties and a redrive policy to the local DLQ', async () => {
+    const queue = queueNamed('PipelineQueue');
+    const dlq = queueNamed('DeadLetterQueue');
+    expect(queue.name).toMatch(/\.fifo$/);
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queue.url, AttributeNames: ['All'] }),
+    );
+    expect(Attributes).toMatchObject({
+      FifoQueue: 'true',
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+      VisibilityTimeout: '180',
+      MessageRetentionPeriod: String(4 * 86400),
+      MaximumMessageSize: '262144',
+    });
+    expect(JSON.parse(String(Attributes?.RedrivePolicy))).toEqual({
+      deadLetterTargetArn: dlq.arn,
+      maxReceiveCount: 5,
+    });
+  });
+
+  it('creates the tables with their key schema and the TTL attribute', async () => {
+    expect(provisioned.tables).toHaveLength(2);
+    for (const table of provisioned.tables) {
+      const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: table.name }));
+      expect(Table?.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
+    }
+    const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
+    const { TimeToLiveDescription } = await dynamodb.send(
+      new DescribeTimeToLiveCommand({ TableName: String(idempotency?.name) }),
+    );
+    expect(TimeToLiveDescription).toMatchObject({
+      AttributeName: EXPIRES_AT_ATTRIBUTE,
+      TimeToLiveStatus: 'ENABLED',
+    });
+  });
+
+  it('resolves each function’s environment to the local resources', () => {
+    const publisher = provisioned.functions.find((f) => f.logicalId.includes('Publisher'));
+    const consumer = provisioned.functions.find((f) => f.logicalId.includes('Consumer'));
+    const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
+    expect(publisher).toMatchObject({
+      entry: 'lambdas/publisher/handler.ts',
+      exportName: 'handler',
+      timeoutSeconds: 30,
+      environment: { QUEUE_URL: queueNamed('PipelineQueue').url, IDEMPOTENCY_TABLE_NAME: idempotency?.name },
+    });
+    expect(consumer?.environment).toMatchObject({
+      DLQ_URL: queueNamed('DeadLetterQueue').url,
+      NOTIFICATION_URL: 'http://127.0.0.1:9/notify',
+    });
+  });
+
+  it('describes the event source mapping with Lambda’s settings', () => {
+    expect(provisioned.eventSources).toEqual([
+      expect.objectContaining({
+        queue: queueNamed('PipelineQueue'),
+        functionName: provisioned.functions.find((f) => f.logicalId.includes('Consumer'))?.name,
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: 10,
+      }),
+    ]);
+  });
+
+  it('lists what it does not emulate instead of skipping it silently', () => {
+    const types = new Set(provisioned.notEmulated.map((r) => r.type));
+    expect([...types].sort()).toEqual(
+      [
+        'AWS::CloudWatch::Alarm',
+        'AWS::IAM::Policy',
+        'AWS::IAM::Role',
+        'AWS::Logs::LogGroup',
+        'AWS::SQS::QueuePolicy',
+      ].sort(),
+    );
+  });
+});
