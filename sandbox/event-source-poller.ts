@@ -5,7 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import type { InvocationResult } from './function-runtime';
+import type { InvocationResult } from './lambda-context';
 import type { LocalEventSource } from './provision';
 
 /** What happened to one batch, for progress reports and tests. */

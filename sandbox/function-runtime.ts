@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-
-/** What Lambda returns for an invocation: the result, or the error as Lambda reports it. */
-export type InvocationResult =
-  | { ok: true; result: unknown }
-  | { ok: false; error: { errorType: string; errorMessage: string; trace?: string[] } };
+import { type FunctionError, type InvocationResult, type LocalInvoker, timeoutError } from './lambda-context';
 
 export interface LocalFunctionSpec {
   name: string;
@@ -27,7 +23,7 @@ const WORKER = new URL('./function-worker.mjs', import.meta.url);
  * function with its own `process.env`. An invocation past its timeout has its worker terminated,
  * like a timed-out Lambda sandbox, and is reported with Lambda's timeout error.
  */
-export class LocalFunctionRuntime {
+export class LocalFunctionRuntime implements LocalInvoker {
   readonly #spec: LocalFunctionSpec;
   readonly #projectRoot: string;
   readonly #idle: Worker[] = [];
@@ -43,19 +39,14 @@ export class LocalFunctionRuntime {
     return this.#spec;
   }
 
-  async invoke(event: unknown): Promise<InvocationResult> {
+  async invoke(event: unknown, awsRequestId: string = randomUUID()): Promise<InvocationResult> {
     if (this.#stopped) throw new Error(`function ${this.#spec.name} is stopped`);
     const worker = this.#idle.pop() ?? (await this.#startWorker());
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
-    const requestId = randomUUID();
     const outcome = await new Promise<InvocationResult | 'timeout' | 'crash'>((resolve) => {
       const timer = setTimeout(() => resolve('timeout'), timeoutMs);
-      const onMessage = (message: {
-        id: string;
-        result?: unknown;
-        error?: Extract<InvocationResult, { ok: false }>['error'];
-      }) => {
-        if (message.id !== requestId) return;
+      const onMessage = (message: { id: string; result?: unknown; error?: FunctionError }) => {
+        if (message.id !== awsRequestId) return;
         cleanup();
         resolve(message.error ? { ok: false, error: message.error } : { ok: true, result: message.result });
       };
@@ -70,17 +61,16 @@ export class LocalFunctionRuntime {
       };
       worker.on('message', onMessage);
       worker.once('exit', onExit);
-      worker.postMessage({ id: requestId, event, deadline: Date.now() + timeoutMs, requestId });
+      worker.postMessage({ id: awsRequestId, event, deadline: Date.now() + timeoutMs, awsRequestId });
     });
     if (outcome === 'timeout' || outcome === 'crash') {
       this.#all.delete(worker);
       await worker.terminate();
-      const seconds = this.#spec.timeoutSeconds.toFixed(2);
       return {
         ok: false,
         error:
           outcome === 'timeout'
-            ? { errorType: 'Sandbox.Timedout', errorMessage: `Task timed out after ${seconds} seconds` }
+            ? timeoutError(awsRequestId, timeoutMs)
             : {
                 errorType: 'Runtime.ExitError',
                 errorMessage: 'the function’s process exited during the invocation',

@@ -1,28 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Context } from 'aws-lambda';
-import { LOCAL_REGION } from './local-aws-config';
-
-/** A handler as Lambda's Node.js runtime calls it (async, or returning a value). */
-export type LocalHandler = (event: unknown, context: Context) => unknown;
-
-export interface LocalFunction {
-  handler: LocalHandler;
-  /** The function's timeout: the context's remaining time counts down from it, and a longer run is reported as Lambda reports a timeout. */
-  timeoutMs: number;
-  /**
-   * Its environment variables. Handlers run in this process and share one `process.env`, so these
-   * are set there while the endpoint runs; two functions may not give one variable different values.
-   */
-  environment?: Record<string, string>;
-}
+import type { LocalInvoker } from './lambda-context';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config';
 
 export interface LambdaInvokeEndpointOptions {
-  functions: Record<string, LocalFunction>;
+  /** The functions it serves, by name: worker-thread runtimes in the sandbox, in-process ones in tests. */
+  functions: Record<string, LocalInvoker>;
   /** Port to listen on (loopback only); 0, the default, takes a free one. */
   port?: number;
   region?: string;
-  /** The account local ARNs name; the SQS emulator's default account unless given. */
+  /** The account local ARNs name; the emulators' account unless given. */
   accountId?: string;
 }
 
@@ -31,17 +18,16 @@ export interface LambdaInvokeEndpoint {
   readonly endpoint: string;
   readonly port: number;
   functionArn(name: string): string;
-  /** Stops listening, waits for background (`Event`) invocations, and restores `process.env`. */
+  /** Stops listening and waits for background (`Event`) invocations. */
   stop(): Promise<void>;
 }
 
-/** Functions' environments disagree, or the endpoint cannot listen. */
+/** The endpoint cannot listen. */
 export class LambdaInvokeEndpointError extends Error {
   override readonly name = 'LambdaInvokeEndpointError';
 }
 
 const HOST = '127.0.0.1';
-const DEFAULT_ACCOUNT_ID = '123456789012';
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 /** A name, `123456789012:function:name` or a full ARN, each with an optional `:qualifier`. */
 const FUNCTION_REFERENCE =
@@ -52,22 +38,21 @@ const MAX_PAYLOAD_BYTES = { RequestResponse: 6_291_456, Event: 1_048_576, DryRun
 type InvocationType = keyof typeof MAX_PAYLOAD_BYTES;
 
 /**
- * A Lambda `Invoke`-compatible HTTP endpoint on loopback that runs handlers in this process with a
- * Lambda-like context, and answers as Lambda does — so the AWS SDK, and the clients built on it,
+ * A Lambda `Invoke`-compatible HTTP endpoint on loopback that runs local functions and answers as
+ * Lambda does — so the AWS SDK, and the clients built on it,
  * behave as against AWS: results and function errors (`X-Amz-Function-Error: Unhandled` with
  * `{ errorType, errorMessage, trace }`), `Event` invocations (202, run in the background) and
  * service errors in the AWS JSON shape (an unknown function is a `ResourceNotFoundException`).
  *
  * Not emulated: versions and aliases (only `$LATEST`), log tails, async retries and destinations,
- * concurrency limits, and isolation — a timed-out handler keeps running in the background.
+ * and concurrency limits.
  */
 export async function startLambdaInvokeEndpoint(
   options: LambdaInvokeEndpointOptions,
 ): Promise<LambdaInvokeEndpoint> {
   const region = options.region ?? LOCAL_REGION;
-  const accountId = options.accountId ?? DEFAULT_ACCOUNT_ID;
+  const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
   const functionArn = (name: string) => `arn:aws:lambda:${region}:${accountId}:function:${name}`;
-  const restoreEnvironment = applyEnvironments(options.functions);
   const background = new Set<Promise<unknown>>();
 
   const invoke = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -115,7 +100,14 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(204, headers).end();
       return;
     }
-    const run = runHandler(name, target, event, { awsRequestId, invokedFunctionArn: functionArn(name) });
+    const run = target
+      .invoke(event, awsRequestId)
+      .then(
+        (outcome): HandlerOutcome =>
+          outcome.ok
+            ? { payload: JSON.stringify(outcome.result ?? null) }
+            : { payload: JSON.stringify(outcome.error), functionError: 'Unhandled' },
+      );
     if (type === 'Event') {
       const tracked = run.then(({ payload, functionError }) => {
         if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
@@ -140,10 +132,7 @@ export async function startLambdaInvokeEndpoint(
       sendServiceError(response, 500, 'ServiceException', `The local endpoint failed: ${String(error)}`),
     );
   });
-  const port = await listen(server, options.port ?? 0).catch((error: unknown) => {
-    restoreEnvironment();
-    throw error;
-  });
+  const port = await listen(server, options.port ?? 0);
 
   return {
     endpoint: `http://${HOST}:${port}`,
@@ -155,7 +144,6 @@ export async function startLambdaInvokeEndpoint(
         server.closeAllConnections();
       });
       await Promise.allSettled(background);
-      restoreEnvironment();
     },
   };
 }
@@ -167,71 +155,9 @@ function functionName(reference: string, qualifierParameter: string | null): str
   return match && (!qualifier || qualifier === '$LATEST') ? match[1] : undefined;
 }
 
-const TIMED_OUT = Symbol('timed out');
-
-interface Invocation {
-  awsRequestId: string;
-  invokedFunctionArn: string;
-}
-
 interface HandlerOutcome {
   payload: string;
   functionError?: 'Unhandled';
-}
-
-/** Runs a handler as the Lambda Node.js runtime does, turning its result or error into Lambda's payload. */
-async function runHandler(
-  name: string,
-  target: LocalFunction,
-  event: unknown,
-  invocation: Invocation,
-): Promise<HandlerOutcome> {
-  const deadline = Date.now() + target.timeoutMs;
-  const context: Context = {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: name,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: invocation.invokedFunctionArn,
-    memoryLimitInMB: '128',
-    awsRequestId: invocation.awsRequestId,
-    logGroupName: `/aws/lambda/${name}`,
-    logStreamName: `local/[$LATEST]${invocation.awsRequestId.replaceAll('-', '')}`,
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), target.timeoutMs);
-  });
-  try {
-    const result = await Promise.race([
-      Promise.resolve().then(() => target.handler(event, context)),
-      timedOut,
-    ]);
-    if (result === TIMED_OUT) {
-      const seconds = (target.timeoutMs / 1000).toFixed(2);
-      const errorMessage = `RequestId: ${invocation.awsRequestId} Error: Task timed out after ${seconds} seconds`;
-      return {
-        payload: JSON.stringify({ errorType: 'Sandbox.Timedout', errorMessage }),
-        functionError: 'Unhandled',
-      };
-    }
-    return { payload: JSON.stringify(result ?? null) };
-  } catch (error) {
-    return { payload: JSON.stringify(errorPayload(error)), functionError: 'Unhandled' };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** What the Node.js runtime reports for a thrown value; it keeps no other property of an error. */
-function errorPayload(error: unknown) {
-  if (error instanceof Error) {
-    return { errorType: error.name, errorMessage: error.message, trace: error.stack?.split('\n') ?? [] };
-  }
-  return { errorType: typeof error, errorMessage: String(error), trace: [] };
 }
 
 /** An AWS JSON error, as Lambda's API sends one: the SDK raises the matching typed exception. */
@@ -259,34 +185,6 @@ async function readBody(request: IncomingMessage, maxBytes: number): Promise<str
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/**
- * Sets every function's environment in `process.env`; returns how to put the previous values back.
- * Handlers share this process, so one variable cannot hold two functions' different values.
- */
-function applyEnvironments(functions: Record<string, LocalFunction>): () => void {
-  const merged = new Map<string, { value: string; owner: string }>();
-  for (const [name, { environment = {} }] of Object.entries(functions)) {
-    for (const [variable, value] of Object.entries(environment)) {
-      const earlier = merged.get(variable);
-      if (earlier && earlier.value !== value) {
-        throw new LambdaInvokeEndpointError(
-          `Functions ${earlier.owner} and ${name} set ${variable} to different values, but their handlers ` +
-            'run in one process with one environment. Give the variable one value, or use two endpoints in two processes.',
-        );
-      }
-      merged.set(variable, { value, owner: name });
-    }
-  }
-  const previous = new Map([...merged.keys()].map((variable) => [variable, process.env[variable]]));
-  for (const [variable, { value }] of merged) process.env[variable] = value;
-  return () => {
-    for (const [variable, value] of previous) {
-      if (value === undefined) delete process.env[variable];
-      else process.env[variable] = value;
-    }
-  };
 }
 
 function listen(server: ReturnType<typeof createServer>, port: number): Promise<number> {

@@ -11,8 +11,9 @@ import {
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PublisherHandler } from '../../lambdas/publisher/handler';
+import { inProcessFunction } from '../../sandbox/in-process-function';
 import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
-import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
+import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config';
 import { countRequests } from '../../sandbox/request-counter';
 import { readItem } from '../support/dynamodb';
 import { orders, usePublisherFixture } from '../support/publisher';
@@ -35,13 +36,15 @@ beforeEach(async () => {
   const publisher = fixture.publisher();
   endpoint = await startLambdaInvokeEndpoint({
     functions: {
-      [FUNCTION]: {
+      [FUNCTION]: inProcessFunction({
+        name: FUNCTION,
+        arn: localFunctionArn(FUNCTION),
         timeoutMs: 10_000,
         handler: (event, context) => {
           invocations.push(event as { requestId?: string });
           return behaviour(event, context, publisher);
         },
-      },
+      }),
     },
   });
   lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });

@@ -7,7 +7,7 @@ import {
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-source-poller';
-import type { InvocationResult } from '../../sandbox/function-runtime';
+import type { InvocationResult } from '../../sandbox/lambda-context';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
 import type { LocalEventSource } from '../../sandbox/provision';
 import { uniqueName } from '../support/dynamodb';

@@ -58,9 +58,12 @@ describe('local function runtime', () => {
 
   it('kills an invocation past its timeout and carries on with a fresh container', async () => {
     const fn = runtime('hold', { timeoutSeconds: 0.3 });
-    expect(await fn.invoke({ ms: 5_000 })).toEqual({
+    expect(await fn.invoke({ ms: 5_000 }, 'request-1')).toEqual({
       ok: false,
-      error: { errorType: 'Sandbox.Timedout', errorMessage: 'Task timed out after 0.30 seconds' },
+      error: {
+        errorType: 'Sandbox.Timedout',
+        errorMessage: 'RequestId: request-1 Error: Task timed out after 0.30 seconds',
+      },
     });
     expect(await fn.invoke({ ms: 0 })).toMatchObject({ ok: true, result: { invocationsInThisContainer: 1 } });
   });

@@ -8,12 +8,13 @@ import {
 } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type LambdaInvokeEndpoint,
-  LambdaInvokeEndpointError,
-  startLambdaInvokeEndpoint,
-} from '../../sandbox/lambda-invoke-endpoint';
-import { localAwsConfig } from '../../sandbox/local-aws-config';
+import { inProcessFunction } from '../../sandbox/in-process-function';
+import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
+import { localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config';
+
+/** A function run in this process, as the endpoint serves it. */
+const local = (name: string, timeoutMs: number, handler: (event: unknown, context: Context) => unknown) =>
+  inProcessFunction({ name, arn: localFunctionArn(name), timeoutMs, handler });
 
 let endpoint: LambdaInvokeEndpoint;
 let lambda: LambdaClient;
@@ -23,44 +24,24 @@ let releaseSlowHandler: () => void = () => undefined;
 beforeAll(async () => {
   endpoint = await startLambdaInvokeEndpoint({
     functions: {
-      echo: {
-        timeoutMs: 3_000,
-        handler: async (event, context: Context) => ({
-          event,
-          functionName: context.functionName,
-          invokedFunctionArn: context.invokedFunctionArn,
-          awsRequestId: context.awsRequestId,
-          remainingMs: context.getRemainingTimeInMillis(),
-        }),
-      },
-      nothing: { timeoutMs: 1_000, handler: async () => undefined },
-      fails: {
-        timeoutMs: 1_000,
-        handler: async () => {
-          throw new RangeError('out of stock');
-        },
-      },
-      throwsString: {
-        timeoutMs: 1_000,
-        handler: () => {
-          throw 'boom';
-        },
-      },
-      slow: {
-        timeoutMs: 100,
-        handler: () => new Promise<void>((resolve) => (releaseSlowHandler = resolve)),
-      },
-      background: {
-        timeoutMs: 1_000,
-        handler: async (event) => {
-          backgroundEvents.push(event);
-        },
-      },
-      readsEnvironment: {
-        timeoutMs: 1_000,
-        environment: { ONCELY_ENDPOINT_TEST: 'from the function' },
-        handler: async () => process.env.ONCELY_ENDPOINT_TEST,
-      },
+      echo: local('echo', 3_000, async (event, context) => ({
+        event,
+        functionName: context.functionName,
+        invokedFunctionArn: context.invokedFunctionArn,
+        awsRequestId: context.awsRequestId,
+        remainingMs: context.getRemainingTimeInMillis(),
+      })),
+      nothing: local('nothing', 1_000, async () => undefined),
+      fails: local('fails', 1_000, async () => {
+        throw new RangeError('out of stock');
+      }),
+      throwsString: local('throwsString', 1_000, () => {
+        throw 'boom';
+      }),
+      slow: local('slow', 100, () => new Promise<void>((resolve) => (releaseSlowHandler = resolve))),
+      background: local('background', 1_000, async (event) => {
+        backgroundEvents.push(event);
+      }),
     },
   });
   lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });
@@ -180,42 +161,21 @@ describe('Lambda Invoke endpoint', () => {
       RequestTooLargeException,
     );
   });
-
-  it("sets the functions' environment while it runs", async () => {
-    expect((await invoke({ FunctionName: 'readsEnvironment' })).payload).toBe('from the function');
-  });
 });
 
 describe('Lambda Invoke endpoint lifecycle', () => {
-  it('restores process.env and stops answering once stopped', async () => {
-    const own = await startLambdaInvokeEndpoint({
-      functions: {
-        f: { timeoutMs: 1_000, environment: { ONCELY_LIFECYCLE_TEST: 'set' }, handler: () => 'ok' },
-      },
-    });
+  it('stops answering once stopped', async () => {
+    const own = await startLambdaInvokeEndpoint({ functions: { f: local('f', 1_000, () => 'ok') } });
     const client = new LambdaClient({ ...localAwsConfig(own.endpoint), maxAttempts: 1 });
     expect(own.port).toBeGreaterThan(0);
-    expect(process.env.ONCELY_LIFECYCLE_TEST).toBe('set');
     expect((await client.send(new InvokeCommand({ FunctionName: 'f' }))).StatusCode).toBe(200);
 
     await own.stop();
     client.destroy();
-    expect(process.env.ONCELY_LIFECYCLE_TEST).toBeUndefined();
     const afterStop = new LambdaClient({ ...localAwsConfig(own.endpoint), maxAttempts: 1 });
     await expect(afterStop.send(new InvokeCommand({ FunctionName: 'f' }))).rejects.toMatchObject({
       code: 'ECONNREFUSED',
     });
     afterStop.destroy();
-  });
-
-  it('refuses two functions that need one variable to hold different values', async () => {
-    const start = startLambdaInvokeEndpoint({
-      functions: {
-        publisher: { timeoutMs: 1_000, environment: { QUEUE_URL: 'a' }, handler: () => 'ok' },
-        consumer: { timeoutMs: 1_000, environment: { QUEUE_URL: 'b' }, handler: () => 'ok' },
-      },
-    });
-    await expect(start).rejects.toThrow(LambdaInvokeEndpointError);
-    await expect(start).rejects.toThrow('Functions publisher and consumer set QUEUE_URL to different values');
   });
 });
