@@ -5,6 +5,7 @@ import { type PipelineResources, resourcesFromOutputs } from '../lib/stack-outpu
 import { startDynamoDbLocal } from './dynamodb-local';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller';
 import { LocalFunctionRuntime } from './function-runtime';
+import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint';
 import type { InvocationResult } from './lambda-context';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config';
 import { type ProvisionedStack, provisionTemplate } from './provision';
@@ -31,7 +32,7 @@ export interface SandboxOptions {
 export interface SandboxDescription {
   region: string;
   stackName: string;
-  endpoints: { sqs: string; dynamodb: string };
+  endpoints: { sqs: string; dynamodb: string; lambda: string };
   resources: PipelineResources;
   notEmulated: { logicalId: string; type: string }[];
 }
@@ -51,7 +52,8 @@ export class UnknownFunctionError extends Error {
 
 /**
  * The whole pipeline on loopback: DynamoDB Local and the SQS emulator, provisioned from the
- * synthesised stack, its functions run in-process and its event sources polled with Lambda's rules.
+ * synthesised stack, its functions run in-process (worker threads), its event sources polled with
+ * Lambda's rules, and a Lambda Invoke endpoint serving its functions.
  * Whatever fails during start-up stops what had started.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
@@ -111,6 +113,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       }
       return runtime.invoke(event);
     };
+    const lambda = await startLambdaInvokeEndpoint({ functions: Object.fromEntries(runtimes) });
+    stops.push(() => lambda.stop());
 
     for (const source of provisioned.eventSources) {
       const poller = startEventSourcePoller({
@@ -128,7 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       description: {
         region: LOCAL_REGION,
         stackName,
-        endpoints: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint },
+        endpoints: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
         resources: resourcesFromOutputs(stackName, provisioned.outputs),
         notEmulated: provisioned.notEmulated,
       },

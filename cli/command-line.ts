@@ -1,0 +1,115 @@
+import { parseArgs } from 'node:util';
+
+export const USAGE = `Usage:
+  oncely local [--env NAME=VALUE]... [--context KEY=VALUE]... [--ready-file PATH]
+      Run the whole pipeline locally (DynamoDB Local, the SQS emulator, the functions, a Lambda
+      Invoke endpoint) until Ctrl-C. --env sets a variable on every function; --context is CDK
+      context for the synth; --ready-file receives the endpoints and resource names once ready.
+
+  oncely dlq list      [--ready-file PATH | --stack NAME]
+  oncely dlq redrive   [--ready-file PATH | --stack NAME]
+  oncely in-doubt list [--ready-file PATH | --stack NAME]
+  oncely in-doubt resolve KEY --as completed|retry [--ready-file PATH | --stack NAME]
+      Operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by name,
+      with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.`;
+
+/** The command line is wrong; the message says how. */
+export class CliUsageError extends Error {
+  override readonly name = 'CliUsageError';
+}
+
+/** Where an operations command finds the pipeline. */
+export type Target = { kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string };
+
+export type Command =
+  | { name: 'help' }
+  | {
+      name: 'local';
+      options: { environment: Record<string, string>; context: Record<string, string>; readyFile?: string };
+    }
+  | { name: 'dlq-list' | 'dlq-redrive' | 'in-doubt-list'; target: Target }
+  | { name: 'in-doubt-resolve'; target: Target; id: string; as: 'completed' | 'retry' };
+
+export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = process.env): Command {
+  const { values, positionals } = parse(argv);
+  const [group, action, ...rest] = positionals;
+  if (values.help || group === undefined || group === 'help') return { name: 'help' };
+  if (group === 'local') {
+    expectNoMore([action, ...rest].filter((word) => word !== undefined));
+    return {
+      name: 'local',
+      options: {
+        environment: pairs(values.env ?? [], '--env'),
+        context: pairs(values.context ?? [], '--context'),
+        readyFile: values['ready-file'],
+      },
+    };
+  }
+  const target = targetOf(values, env);
+  if (group === 'dlq' && (action === 'list' || action === 'redrive')) {
+    expectNoMore(rest);
+    return { name: action === 'list' ? 'dlq-list' : 'dlq-redrive', target };
+  }
+  if (group === 'in-doubt' && action === 'list') {
+    expectNoMore(rest);
+    return { name: 'in-doubt-list', target };
+  }
+  if (group === 'in-doubt' && action === 'resolve') {
+    const [id, ...extra] = rest;
+    if (!id)
+      throw new CliUsageError('in-doubt resolve needs the record id, e.g. notifications#order-7-mail.');
+    expectNoMore(extra);
+    if (values.as !== 'completed' && values.as !== 'retry') {
+      throw new CliUsageError(
+        'in-doubt resolve needs --as completed (it happened) or --as retry (run it again).',
+      );
+    }
+    return { name: 'in-doubt-resolve', target, id, as: values.as };
+  }
+  throw new CliUsageError(`Unknown command: oncely ${positionals.join(' ')}`);
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        env: { type: 'string', multiple: true },
+        context: { type: 'string', multiple: true },
+        'ready-file': { type: 'string' },
+        stack: { type: 'string' },
+        as: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new CliUsageError((error as Error).message);
+  }
+}
+
+function pairs(items: string[], flag: string): Record<string, string> {
+  return Object.fromEntries(
+    items.map((item) => {
+      const at = item.indexOf('=');
+      if (at <= 0) throw new CliUsageError(`${flag} takes NAME=VALUE, got "${item}".`);
+      return [item.slice(0, at), item.slice(at + 1)];
+    }),
+  );
+}
+
+function targetOf(values: { 'ready-file'?: string; stack?: string }, env: NodeJS.ProcessEnv): Target {
+  if (values['ready-file'] && values.stack)
+    throw new CliUsageError('Give --ready-file or --stack, not both.');
+  const readyFile = values['ready-file'] ?? (values.stack ? undefined : env.ONCELY_READY_FILE);
+  if (readyFile) return { kind: 'sandbox', readyFile };
+  const stackName = values.stack ?? env.ONCELY_STACK_NAME;
+  if (stackName) return { kind: 'stack', stackName };
+  throw new CliUsageError(
+    'Which pipeline? Give --ready-file PATH (a running `oncely local`) or --stack NAME (a deployed stack).',
+  );
+}
+
+function expectNoMore(words: (string | undefined)[]): void {
+  if (words.length > 0) throw new CliUsageError(`Unexpected argument: ${words.join(' ')}`);
+}
