@@ -242,7 +242,7 @@ describe.concurrent('FIFO batch middleware', () => {
     const invalid = { type: 'Named', groupId: 'P', key: randomUUID(), payload: { name: 7 } };
     const ids = {
       p1: await publish(sqs, queue.url, p1),
-      unknownType: await publish(sqs, queue.url, named('P', 'P2', 'Unheard')),
+      unknownType: await publish(sqs, queue.url, named('P', 'P2', 'constructor')),
       invalidPayload: await publish(sqs, queue.url, invalid),
       conflict: await publish(sqs, queue.url, { ...p1, payload: { name: 'not P1' } }, randomUUID()),
       p5: await publish(sqs, queue.url, named('P', 'P5')),
@@ -272,7 +272,7 @@ describe.concurrent('FIFO batch middleware', () => {
     expect(errorOf(ids.unknownType)).toMatchObject({
       group: 'P',
       name: 'UnknownMessageTypeError',
-      message: expect.stringContaining('no operation handles message type "Unheard"'),
+      message: expect.stringContaining('no operation handles message type "constructor"'),
       receiveCount: '1',
     });
     expect(errorOf(ids.invalidPayload)).toMatchObject({

@@ -33,8 +33,11 @@ export async function processRecord(
   try {
     if (received.error) throw received.error;
     const { message } = received;
-    const operation = options.operations[message.type];
-    if (!operation) throw new UnknownMessageTypeError(message.type, Object.keys(options.operations));
+    // Own properties only: a message of type "constructor" must not find Object's.
+    if (!Object.hasOwn(options.operations, message.type)) {
+      throw new UnknownMessageTypeError(message.type, Object.keys(options.operations));
+    }
+    const operation = options.operations[message.type] as ConsumerOperation;
     const outcome = await operation.execute(message, { store: options.store, telemetry, ...invocation });
     reportSuccess(outcome, telemetry);
     return 'succeeded';
