@@ -44,6 +44,9 @@ export function postJson(
         ...options.headers,
       },
       signal: AbortSignal.timeout(options.timeoutMs),
+      // A fresh connection per request: a kept-alive socket the server has just closed fails after
+      // 'finish', which would park a notification that never arrived as IN_DOUBT.
+      agent: false,
     });
     // 'finish': the whole request was handed to the OS, so the remote may receive and act on it.
     request.on('finish', () => (sent = true));

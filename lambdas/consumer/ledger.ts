@@ -38,19 +38,18 @@ export interface OrderItem {
 const id = z.string().min(1).max(100);
 const count = z.int().positive();
 
-export const stockReceivedSchema = z.object({ sku: id, quantity: count });
-export const orderSchema = z.object({
+const stockReceivedSchema = z.object({ sku: id, quantity: count });
+const orderSchema = z.object({
   orderId: id,
   customerId: id,
   sku: id,
   quantity: count,
   amountCents: count,
 });
-export const paymentCapturedSchema = z.object({ orderId: id, customerId: id, amountCents: count });
+const paymentCapturedSchema = z.object({ orderId: id, customerId: id, amountCents: count });
 
-export type StockReceived = z.infer<typeof stockReceivedSchema>;
-export type Order = z.infer<typeof orderSchema>;
-export type PaymentCaptured = z.infer<typeof paymentCapturedSchema>;
+type Order = z.infer<typeof orderSchema>;
+type PaymentCaptured = z.infer<typeof paymentCapturedSchema>;
 
 /** The ledger's event types, each with its operation. */
 export function ledgerOperations(tableName: string): Record<string, ConsumerOperation> {

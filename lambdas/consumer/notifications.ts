@@ -5,13 +5,11 @@ import { type HttpAnswer, postJson } from './http-post';
 
 export const NOTIFICATIONS_NAMESPACE = 'notifications';
 
-export const sendNotificationSchema = z.object({
+const sendNotificationSchema = z.object({
   to: z.email(),
   subject: z.string().min(1).max(200),
   body: z.string().min(1).max(100_000),
 });
-
-export type SendNotification = z.infer<typeof sendNotificationSchema>;
 
 /** The gateway answered 5xx, 408 or 429: it did not send the notification; a later try may succeed. */
 export class NotificationGatewayUnavailableError extends OncelyError {
