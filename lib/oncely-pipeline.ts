@@ -10,6 +10,8 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { CONSUMER_ENVIRONMENT } from '../lambdas/consumer/environment';
+import { PUBLISHER_ENVIRONMENT } from '../lambdas/publisher/environment';
 import { EXPIRES_AT_ATTRIBUTE, ID_ATTRIBUTE } from '../lambdas/runtime/idempotency/record';
 import { PipelineAlarms } from './pipeline-alarms';
 import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings';
@@ -81,10 +83,11 @@ export class OncelyPipeline extends Construct {
       timeout: Duration.seconds(30),
       memorySize: 256,
       environment: {
-        QUEUE_URL: this.queue.queueUrl,
-        QUEUE_MAX_MESSAGE_BYTES: String(settings.maxMessageSizeBytes),
-        IDEMPOTENCY_TABLE_NAME: this.idempotencyTable.tableName,
-        IDEMPOTENCY_TTL_SECONDS: String(settings.idempotencyTtl.toSeconds()),
+        [PUBLISHER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
+        // The same figure as the queue's limit, so the publisher refuses exactly what SQS would.
+        [PUBLISHER_ENVIRONMENT.queueMaxMessageBytes]: String(settings.maxMessageSizeBytes),
+        [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
         POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
       },
     });
@@ -92,13 +95,13 @@ export class OncelyPipeline extends Construct {
       timeout: settings.consumerTimeout,
       memorySize: settings.consumerMemoryMiB,
       environment: {
-        IDEMPOTENCY_TABLE_NAME: this.idempotencyTable.tableName,
-        IDEMPOTENCY_TTL_SECONDS: String(settings.idempotencyTtl.toSeconds()),
-        LEDGER_TABLE_NAME: this.ledgerTable.tableName,
-        DLQ_URL: this.deadLetterQueue.queueUrl,
-        NOTIFICATION_URL: props.notificationUrl,
-        MAX_CONCURRENT_GROUPS: String(settings.maxConcurrentGroups),
-        NOTIFICATION_MODE: settings.notificationMode,
+        [CONSUMER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
+        [CONSUMER_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
+        [CONSUMER_ENVIRONMENT.dlqUrl]: this.deadLetterQueue.queueUrl,
+        [CONSUMER_ENVIRONMENT.notificationUrl]: props.notificationUrl,
+        [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
+        [CONSUMER_ENVIRONMENT.notificationMode]: settings.notificationMode,
         POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
         POWERTOOLS_METRICS_NAMESPACE: serviceName,
       },
@@ -188,12 +191,8 @@ export class OncelyPipeline extends Construct {
       ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
       [this.idempotencyTable.tableArn],
     );
-    // Transactional mode: TransactWriteItems is authorised per item action.
-    allow(
-      this.consumer,
-      ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
-      [this.ledgerTable.tableArn],
-    );
+    // Transactional mode: TransactWriteItems is authorised per item action (the ledger puts and updates).
+    allow(this.consumer, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.ledgerTable.tableArn]);
   }
 }
 

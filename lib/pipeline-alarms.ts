@@ -11,6 +11,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { CONSUMER_METRICS } from '../lambdas/runtime/consumer/telemetry';
 
 export interface PipelineAlarmsProps {
   queue: IQueue;
@@ -57,7 +58,7 @@ export class PipelineAlarms extends Construct {
       'An at-most-once effect may or may not have happened: check it, then `oncely in-doubt resolve`.',
       new Metric({
         namespace: props.metricsNamespace,
-        metricName: 'InDoubt',
+        metricName: CONSUMER_METRICS.inDoubt,
         dimensionsMap: { service: props.consumerServiceName },
         statistic: 'Sum',
       }),

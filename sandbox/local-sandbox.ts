@@ -5,8 +5,8 @@ import { type PipelineResources, resourcesFromOutputs } from '../lib/stack-outpu
 import { startDynamoDbLocal } from './dynamodb-local';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller';
 import { LocalFunctionRuntime } from './function-runtime';
-import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint';
 import type { InvocationResult } from './lambda-context';
+import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config';
 import { type ProvisionedStack, provisionTemplate } from './provision';
 import { startSqsEmulator } from './sqs-emulator';

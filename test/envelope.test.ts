@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createEnvelope, InvalidEnvelopeError, parseEnvelope } from '../lambdas/runtime/envelope';
+import {
+  createEnvelope,
+  InvalidEnvelopeError,
+  parseEnvelope,
+  parseReceivedEnvelope,
+} from '../lambdas/runtime/envelope';
 import { deriveMessageKey, NonRetryableError } from '../lambdas/runtime/idempotency';
 
 describe('message envelope', () => {
@@ -26,5 +31,14 @@ describe('message envelope', () => {
     expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/type: type must not be empty/);
     expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/key: key must be 1–128 printable ASCII/);
     expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/publishedAt: publishedAt must be an ISO-8601/);
+  });
+
+  it('lets a received envelope lack its key (the consumer falls back to the dedup id), nothing else', () => {
+    const { key: _key, ...keyless } = createEnvelope({ type: 'T', groupId: 'g', payload: 1 });
+    expect(parseReceivedEnvelope(JSON.stringify(keyless))).toEqual(keyless);
+    expect(() => parseEnvelope(JSON.stringify(keyless))).toThrow(/key: Invalid input/);
+    expect(() => parseReceivedEnvelope(JSON.stringify({ ...keyless, groupId: '' }))).toThrow(
+      InvalidEnvelopeError,
+    );
   });
 });

@@ -41,19 +41,41 @@ export function createEnvelope(message: OutgoingMessage, now = new Date()): Mess
 /** The body is not an Oncely envelope: no retry can fix it, so it goes to the DLQ at once. */
 export class InvalidEnvelopeError extends NonRetryableError {}
 
+/**
+ * What a consumer accepts: an envelope whose `key` may be missing, as in bodies written by a producer
+ * other than Oncely's publisher. The consumer then keys the message by its MessageDeduplicationId.
+ */
+export const receivedEnvelopeSchema = messageEnvelopeSchema.extend({
+  key: messageEnvelopeSchema.shape.key.optional(),
+});
+
+export type ReceivedEnvelope = z.infer<typeof receivedEnvelopeSchema>;
+
 export function parseEnvelope(body: string): MessageEnvelope {
+  return parseBody(body, messageEnvelopeSchema);
+}
+
+export function parseReceivedEnvelope(body: string): ReceivedEnvelope {
+  return parseBody(body, receivedEnvelopeSchema);
+}
+
+/** Every problem a schema found, as "path: message", for errors a person can act on. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; ');
+}
+
+function parseBody<T>(body: string, schema: z.ZodType<T>): T {
   let json: unknown;
   try {
     json = JSON.parse(body);
   } catch {
     throw new InvalidEnvelopeError('the message body is not JSON, so it is not an Oncely envelope');
   }
-  const parsed = messageEnvelopeSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`,
+    throw new InvalidEnvelopeError(
+      `the message body is not a valid Oncely envelope: ${describeIssues(parsed.error)}`,
     );
-    throw new InvalidEnvelopeError(`the message body is not a valid Oncely envelope: ${problems.join('; ')}`);
   }
   return parsed.data;
 }

@@ -24,9 +24,9 @@ describe('the deployed publisher handler', () => {
   });
 
   it('configures itself from PUBLISHER_ENVIRONMENT and the AWS SDK environment', async () => {
-    const sqs = localSqsClient();
+    const sqs = localSqsClient(1);
     const dynamodb = localDynamoClient();
-    const queueUrl = await createFifoQueue(sqs, 'deployed');
+    const { url: queueUrl } = await createFifoQueue(sqs);
     const table = await createTable(dynamodb, 'deployed');
     vi.stubEnv('QUEUE_URL', queueUrl);
     vi.stubEnv('IDEMPOTENCY_TABLE_NAME', table);

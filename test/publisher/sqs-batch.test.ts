@@ -5,11 +5,11 @@ import type { PreparedMessage } from '../../lambdas/publisher/validation';
 import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs';
 import { injectEntryFaults } from '../support/sqs-faults';
 
-const sqs = localSqsClient();
+const sqs = localSqsClient(1);
 let queueUrl: string;
 
 beforeAll(async () => {
-  queueUrl = await createFifoQueue(sqs, 'sqs-batch');
+  queueUrl = (await createFifoQueue(sqs)).url;
 });
 afterAll(async () => {
   await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
@@ -42,7 +42,7 @@ describe('sqsBatchSender', () => {
   });
 
   it("treats a sender fault as permanent unless it is throttling, and SQS's own faults as transient", async () => {
-    const faulty = localSqsClient();
+    const faulty = localSqsClient(1);
     const faults = new Map([
       ['refused', { code: 'InvalidMessageContents', senderFault: true }],
       ['throttled', { code: 'RequestThrottled', senderFault: true }],

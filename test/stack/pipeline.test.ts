@@ -5,6 +5,9 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
+import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment';
+import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment';
+import { CONSUMER_METRICS } from '../../lambdas/runtime/consumer/telemetry';
 import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
 import { OncelyPipeline } from '../../lib/oncely-pipeline';
 import { PipelineConfigurationError } from '../../lib/pipeline-settings';
@@ -94,6 +97,20 @@ describe('functions', () => {
     for (const fn of functions) expect(fn).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
   });
 
+  it('set every variable their handler reads, and none it does not', () => {
+    const environments = Object.entries(template.findResources('AWS::Lambda::Function')).map(([id, fn]) => ({
+      id,
+      names: Object.keys(fn.Properties.Environment.Variables).filter(
+        (name) => !name.startsWith('POWERTOOLS_') && name !== 'NODE_OPTIONS',
+      ),
+    }));
+    const publisher = environments.find((e) => e.id.includes('Publisher'))?.names.sort();
+    const consumer = environments.find((e) => e.id.includes('Consumer'))?.names.sort();
+    expect(publisher).toEqual(Object.values(PUBLISHER_ENVIRONMENT).sort());
+    const { notificationTimeoutMs: _default, ...setByStack } = CONSUMER_ENVIRONMENT;
+    expect(consumer).toEqual(Object.values(setByStack).sort());
+  });
+
   it('consume the queue with partial batch responses and no batching window', () => {
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 10,
@@ -129,7 +146,6 @@ describe('functions', () => {
     ]);
     expect(actionsOf('Consumer')).toEqual(
       [
-        'dynamodb:ConditionCheckItem',
         'dynamodb:DeleteItem',
         'dynamodb:PutItem',
         'dynamodb:PutItem',
@@ -173,11 +189,17 @@ describe('alarms and outputs', () => {
   it('alarm on DLQ depth, in-doubt records, consumer errors and the oldest message’s age', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
     expect(alarms.map((a) => a.MetricName).sort()).toEqual(
-      ['ApproximateAgeOfOldestMessage', 'ApproximateNumberOfMessagesVisible', 'Errors', 'InDoubt'].sort(),
+      [
+        'ApproximateAgeOfOldestMessage',
+        'ApproximateNumberOfMessagesVisible',
+        'Errors',
+        CONSUMER_METRICS.inDoubt,
+      ].sort(),
     );
-    const inDoubt = alarms.find((a) => a.MetricName === 'InDoubt');
+    const inDoubt = alarms.find((a) => a.MetricName === CONSUMER_METRICS.inDoubt);
     expect(inDoubt).toMatchObject({
       Namespace: 'oncely',
+      Dimensions: [{ Name: 'service', Value: 'oncely-consumer' }],
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
     });

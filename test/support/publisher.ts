@@ -55,10 +55,10 @@ export interface PublisherFixture {
 export function usePublisherFixture(): PublisherFixture {
   const fixture = {} as PublisherFixture;
   beforeEach(async () => {
-    const sqs = localSqsClient();
+    const sqs = localSqsClient(1);
     const dynamodb = localDynamoClient();
     const [queueUrl, table] = await Promise.all([
-      createFifoQueue(sqs, 'publisher'),
+      createFifoQueue(sqs).then((queue) => queue.url),
       createTable(dynamodb, 'publish'),
     ]);
     const store = new DynamoDbIdempotencyStore({ client: dynamodb, tableName: table });

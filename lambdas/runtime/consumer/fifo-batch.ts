@@ -1,0 +1,82 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { MiddlewareObj } from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { type DynamoDbIdempotencyStore, IdempotencyConfigurationError } from '../idempotency';
+import { DeadLetterQueue, type DeadLetterQueueOptions } from './dead-letter-queue';
+import { planGroups } from './group-plan';
+import { runGroups } from './group-runner';
+import { logFieldsOf, receiveRecord } from './message';
+import type { ConsumerOperation } from './operations';
+import { processRecord } from './record-processor';
+import { type MetricsSink, RecordTelemetry } from './telemetry';
+
+export interface FifoBatchOptions {
+  store: DynamoDbIdempotencyStore;
+  /** The operation for each message type; a message of another type goes to the DLQ. */
+  operations: Readonly<Record<string, ConsumerOperation>>;
+  deadLetterQueue: DeadLetterQueueOptions;
+  logger: Logger;
+  /** Powertools' Metrics, published by its `logMetrics` middleware. */
+  metrics: MetricsSink;
+  /** How many message groups run at once; 10 (a whole batch) by default. */
+  maxConcurrentGroups?: number;
+}
+
+export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
+
+/**
+ * Middy middleware that processes an SQS FIFO batch record by record, with per-record idempotency
+ * and DESIGN §5's ordering rules, and answers with the partial batch response (the event source
+ * mapping needs `ReportBatchItemFailures`). It does its work in `after`, so use it last: the
+ * Powertools middlewares used before it then log with the Lambda context and publish its metrics.
+ */
+export function fifoBatch(
+  options: FifoBatchOptions,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  const maxConcurrentGroups = options.maxConcurrentGroups ?? DEFAULT_MAX_CONCURRENT_GROUPS;
+  if (!Number.isInteger(maxConcurrentGroups) || maxConcurrentGroups < 1) {
+    throw new IdempotencyConfigurationError(
+      `maxConcurrentGroups must be a positive integer, not ${maxConcurrentGroups}.`,
+    );
+  }
+  const deadLetterQueue = new DeadLetterQueue(options.deadLetterQueue);
+  const processor = { store: options.store, operations: options.operations, deadLetterQueue };
+
+  const processBatch = async (event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> => {
+    const records = event.Records.map((sqsRecord) => {
+      const received = receiveRecord(sqsRecord);
+      return { received, telemetry: RecordTelemetry.forRecord(options, logFieldsOf(received)) };
+    });
+    const report = await runGroups(
+      planGroups(records, ({ received }) => received.groupId),
+      maxConcurrentGroups,
+      ({ received, telemetry }, signal) =>
+        processRecord(received, telemetry, { lambdaContext, signal }, processor),
+    );
+    for (const { telemetry } of report.skipped) {
+      telemetry.count('skipped');
+      telemetry.logger.info('not run: an earlier record of its group failed; SQS redelivers it in order');
+    }
+    const unacknowledged = new Set([...report.failed, ...report.skipped]);
+    return {
+      batchItemFailures: records
+        .filter((record) => unacknowledged.has(record))
+        .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
+    };
+  };
+
+  return {
+    name: 'oncely-fifo-batch',
+    after: async (request) => {
+      try {
+        request.response = await processBatch(request.event, request.context);
+      } catch (error) {
+        options.logger.error('the whole batch failed: SQS redelivers every record of it', {
+          error,
+          messageIds: request.event.Records.map((record) => record.messageId),
+        });
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,411 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, type SQSClient, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  CONSUMER_METRICS,
+  type ConsumerOperation,
+  DLQ_ATTRIBUTES,
+  fifoBatch,
+  IdempotencyStoreUnavailableError,
+  type LeaseOperationOptions,
+  leaseOperation,
+} from '../../lambdas/runtime/consumer';
+import { DynamoDbIdempotencyStore, NonRetryableError } from '../../lambdas/runtime/idempotency';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { failRequests } from '../support/sdk-middleware';
+import {
+  createQueueWithDlq,
+  deleteQueues,
+  type FifoQueue,
+  localSqsClient,
+  publish,
+  receiveMessages,
+  sendBody,
+} from '../support/sqs';
+import { pollOnce, pollUntil } from '../support/sqs-event-source';
+import { metricsRecorder, silentLogger } from '../support/telemetry';
+
+// The FIFO batch middleware against the SQS emulator and DynamoDB Local, with in-memory effects:
+// each test owns its queues and its keys (one idempotency table for the file), so they run concurrently.
+
+let dynamodb: DynamoDBClient;
+let sqs: SQSClient;
+let idempotencyTable: string;
+const queues: FifoQueue[] = [];
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  sqs = localSqsClient();
+  idempotencyTable = await createTable(dynamodb, 'consumer-idem');
+});
+
+afterAll(async () => {
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  dynamodb.destroy();
+});
+
+async function queuePair(maxReceiveCount = 5) {
+  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount });
+  queues.push(pair.queue, pair.dlq);
+  return pair;
+}
+
+const namedPayload = z.object({ name: z.string() });
+
+/** A lease-mode operation that records the names it ran, in order. */
+function recordingOperation(
+  overrides: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
+    fail?: (name: string, attempt: number) => void;
+  } = {},
+) {
+  const ran: string[] = [];
+  const operation = leaseOperation({
+    namespace: `test-${randomUUID().slice(0, 8)}`,
+    mode: 'at-least-once',
+    payload: namedPayload,
+    run: async (message, { attempt }) => {
+      ran.push(message.payload.name);
+      overrides.fail?.(message.payload.name, attempt);
+      return { ran: message.payload.name };
+    },
+    ...overrides,
+  });
+  return { ran, operation };
+}
+
+function consumer(
+  operations: Record<string, ConsumerOperation>,
+  dlqUrl: string,
+  client: DynamoDBClient = dynamodb,
+) {
+  const metrics = metricsRecorder();
+  const store = new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable });
+  const handler = middy<SQSEvent, SQSBatchResponse>().use(
+    fifoBatch({
+      store,
+      operations,
+      deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
+      logger: silentLogger(),
+      metrics,
+    }),
+  );
+  return { handler, metrics };
+}
+
+const named = (groupId: string, name: string, type = 'Named') => ({
+  type,
+  groupId,
+  key: `${name}-${randomUUID().slice(0, 8)}`,
+  payload: { name },
+});
+
+const failureIds = (response: SQSBatchResponse | undefined) =>
+  response?.batchItemFailures.map((failure) => failure.itemIdentifier);
+
+describe.concurrent('FIFO batch middleware', () => {
+  it('keeps group B going after a failure in group A, skips A’s later records, and redelivers A in order', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation({
+      fail: (name, attempt) => {
+        if (name === 'A2' && attempt === 1) throw new Error('gateway 503');
+      },
+    });
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
+    const ids: Record<string, string> = {};
+    for (const [group, name] of [
+      ['A', 'A1'],
+      ['A', 'A2'],
+      ['A', 'A3'],
+      ['B', 'B1'],
+      ['B', 'B2'],
+    ] as const) {
+      ids[name] = await publish(sqs, queue.url, named(group, name));
+    }
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.records).toHaveLength(5);
+    expect(failureIds(first.response)).toEqual([ids.A2, ids.A3]);
+    expect(ran.filter((name) => name.startsWith('A'))).toEqual(['A1', 'A2']); // A3 did not run
+    expect(ran.filter((name) => name.startsWith('B'))).toEqual(['B1', 'B2']);
+    expect(first.deleted.sort()).toEqual([ids.A1, ids.B1, ids.B2].sort());
+    expect(metrics.counts[CONSUMER_METRICS.skipped]).toBe(1);
+
+    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.records.length > 0),
+    );
+    const redelivery = redelivered.find((poll) => poll.records.length > 0);
+    expect(redelivery?.records.map((record) => record.messageId)).toEqual([ids.A2, ids.A3]);
+    expect(failureIds(redelivery?.response)).toEqual([]);
+    expect(ran.filter((name) => name.startsWith('A'))).toEqual(['A1', 'A2', 'A2', 'A3']);
+    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(5);
+  });
+
+  it('runs the same message once across two batches, also in a fresh container', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const message = named('G', 'once');
+    await publish(sqs, queue.url, message);
+    const first = consumer({ Named: operation }, dlq.url);
+    expect(failureIds((await pollOnce(sqs, queue, first.handler)).response)).toEqual([]);
+
+    // The same message again after SQS's dedup window (another dedup id), to a new container (no cache).
+    await publish(sqs, queue.url, message, randomUUID());
+    const secondContainer = recordingOperation({ namespace: operation.namespace });
+    const second = consumer({ Named: secondContainer.operation }, dlq.url);
+    const again = await pollOnce(sqs, queue, second.handler);
+    expect(again.records).toHaveLength(1);
+    expect(failureIds(again.response)).toEqual([]);
+    expect(second.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(ran).toEqual(['once']);
+    expect(secondContainer.ran).toEqual([]);
+  });
+
+  it('runs a message once when its visibility expires mid-run and a second invocation gets it', async () => {
+    const { queue, dlq } = await queuePair();
+    let effectStarted!: () => void;
+    const started = new Promise<void>((resolve) => (effectStarted = resolve));
+    let finishEffect!: () => void;
+    const finish = new Promise<void>((resolve) => (finishEffect = resolve));
+    let runs = 0;
+    const slow = leaseOperation({
+      namespace: 'slow',
+      mode: 'at-least-once',
+      run: async () => {
+        runs++;
+        effectStarted();
+        await finish;
+      },
+    });
+    const { handler, metrics } = consumer({ Slow: slow }, dlq.url);
+    const id = await publish(sqs, queue.url, { type: 'Slow', groupId: 'G', key: randomUUID(), payload: {} });
+
+    const firstInvocation = pollOnce(sqs, queue, handler);
+    await started;
+    // The visibility timeout (1 s) expires while the first invocation still runs the effect.
+    const concurrent = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.records.length > 0),
+    );
+    expect(failureIds(concurrent.at(-1)?.response)).toEqual([id]);
+    expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+
+    finishEffect();
+    const first = await firstInvocation;
+    expect(failureIds(first.response)).toEqual([]);
+    // Its receipt handle may be stale by now; whichever delivery comes next is a duplicate.
+    await pollUntil(
+      sqs,
+      queue,
+      handler,
+      (polls) => first.deleted.includes(id) || polls.some((poll) => poll.deleted.includes(id)),
+    );
+    expect(runs).toBe(1);
+  });
+
+  it('recognises a completed message that reached the DLQ anyway and was redriven with a new dedup id', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const { ran, operation } = recordingOperation();
+    const message = named('G', 'redriven');
+    await publish(sqs, queue.url, message);
+
+    // The effect completes, but the delete fails: SQS moves the message to the DLQ on its next receive.
+    const { handler } = consumer({ Named: operation }, dlq.url);
+    expect(failureIds((await pollOnce(sqs, queue, handler, { acknowledge: false })).response)).toEqual([]);
+    await pollUntil(sqs, queue, handler, async () => (await visibleMessages(dlq)) === 1);
+
+    await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
+    const freshContainer = recordingOperation({ namespace: operation.namespace });
+    const fresh = consumer({ Named: freshContainer.operation }, dlq.url);
+    const [redrive] = await pollUntil(
+      sqs,
+      queue,
+      fresh.handler,
+      (polls) => polls.length > 0 && polls[0]?.records.length === 1,
+    );
+    const record = redrive?.records[0];
+    expect(record?.attributes.MessageDeduplicationId).not.toBe(message.key);
+    expect(failureIds(redrive?.response)).toEqual([]);
+    expect(fresh.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(ran).toEqual(['redriven']);
+    expect(freshContainer.ran).toEqual([]);
+  });
+
+  it('sends poison records to the DLQ at once with their error, and their group goes on', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
+    const p1 = named('P', 'P1');
+    const invalid = { type: 'Named', groupId: 'P', key: randomUUID(), payload: { name: 7 } };
+    const ids = {
+      p1: await publish(sqs, queue.url, p1),
+      unknownType: await publish(sqs, queue.url, named('P', 'P2', 'constructor')),
+      invalidPayload: await publish(sqs, queue.url, invalid),
+      conflict: await publish(sqs, queue.url, { ...p1, payload: { name: 'not P1' } }, randomUUID()),
+      p5: await publish(sqs, queue.url, named('P', 'P5')),
+      notJson: await sendBody(sqs, queue.url, 'not json', 'Q', randomUUID()),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(6);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(ran).toEqual(['P1', 'P5']);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(4);
+    expect(metrics.counts[CONSUMER_METRICS.conflict]).toBe(1);
+
+    const dead = await receiveMessages(sqs, dlq.url, 4);
+    const errorOf = (messageId: string) => {
+      const copy = dead.find(
+        (m) => m.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue === messageId,
+      );
+      const attribute = (name: string) => copy?.MessageAttributes?.[name]?.StringValue;
+      return {
+        group: copy?.Attributes?.MessageGroupId,
+        name: attribute(DLQ_ATTRIBUTES.errorName),
+        message: attribute(DLQ_ATTRIBUTES.errorMessage),
+        receiveCount: attribute(DLQ_ATTRIBUTES.receiveCount),
+      };
+    };
+    expect(errorOf(ids.unknownType)).toMatchObject({
+      group: 'P',
+      name: 'UnknownMessageTypeError',
+      message: expect.stringContaining('no operation handles message type "constructor"'),
+      receiveCount: '1',
+    });
+    expect(errorOf(ids.invalidPayload)).toMatchObject({
+      name: 'InvalidPayloadError',
+      message: expect.stringContaining('name: Invalid input: expected string'),
+    });
+    expect(errorOf(ids.conflict)).toMatchObject({ name: 'IdempotencyConflictError' });
+    expect(errorOf(ids.notJson)).toMatchObject({ group: 'Q', name: 'InvalidEnvelopeError' });
+    expect(dead.find((m) => m.Body === 'not json')).toBeDefined();
+    // Lease mode recorded the rejection: a redrive of the same message is refused without running.
+    expect(await readItem(idempotencyTable, `${operation.namespace}#${invalid.key}`)).toMatchObject({
+      status: 'REJECTED',
+      error: { name: 'InvalidPayloadError' },
+    });
+  });
+
+  it('fails a poison record normally when the DLQ cannot take it, and skips the rest of its group', async () => {
+    const { queue } = await queuePair();
+    const missingDlq = `${queue.url.replace(/[^/]+$/, '')}no-such-dlq.fifo`;
+    const { ran, operation } = recordingOperation({
+      fail: (name) => {
+        if (name === 'X1') throw new NonRetryableError('the gateway refused it');
+      },
+    });
+    const { handler, metrics } = consumer({ Named: operation }, missingDlq);
+    const x1 = await publish(sqs, queue.url, named('X', 'X1'));
+    const x2 = await publish(sqs, queue.url, named('X', 'X2'));
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([x1, x2]);
+    expect(ran).toEqual(['X1']);
+    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBe(1);
+  });
+
+  it('retries a transient failure, then SQS moves it to the DLQ after maxReceiveCount', async () => {
+    const { queue, dlq } = await queuePair(2);
+    const receiveCounts: number[] = [];
+    const flaky = leaseOperation({
+      namespace: 'flaky',
+      mode: 'at-least-once',
+      run: async (message) => {
+        receiveCounts.push(message.receiveCount);
+        throw new Error('the downstream service is unavailable');
+      },
+    });
+    const { handler, metrics } = consumer({ Flaky: flaky }, dlq.url);
+    const key = randomUUID();
+    await publish(sqs, queue.url, { type: 'Flaky', groupId: 'G', key, payload: {} });
+
+    await pollUntil(sqs, queue, handler, async () => (await visibleMessages(dlq)) === 1);
+    expect(receiveCounts).toEqual([1, 2]);
+    expect(metrics.counts[CONSUMER_METRICS.failed]).toBe(2);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined(); // SQS moved it, not the consumer
+    expect(await readItem(idempotencyTable, `flaky#${key}`)).toMatchObject({ status: 'FAILED', attempts: 2 });
+  });
+
+  it('fails the whole batch when the table fails, after releasing the lease it took meanwhile', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation } = recordingOperation();
+    const a1 = named('A', 'A1');
+    const b1 = named('B', 'B1');
+    const idOf = (message: { key: string }) => `${operation.namespace}#${message.key}`;
+    // A1's acquire is held until B1's has failed: A1 then holds a lease in a batch that is failing.
+    let b1Failed!: () => void;
+    const afterB1Failed = new Promise<void>((resolve) => (b1Failed = resolve));
+    holdPutItem(client, idOf(a1), afterB1Failed);
+    failRequests(
+      client,
+      (operationName, input) => operationName === 'PutItem' && JSON.stringify(input).includes(idOf(b1)),
+      () => {
+        b1Failed();
+        return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
+      },
+    );
+    const { handler } = consumer({ Named: operation }, dlq.url, client);
+    await publish(sqs, queue.url, a1);
+    await publish(sqs, queue.url, named('A', 'A2'));
+    await publish(sqs, queue.url, b1);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(3);
+    expect(poll.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    expect(String(poll.error)).toContain('ECONNREFUSED');
+    expect(poll.deleted).toEqual([]);
+    expect(ran).toEqual([]);
+    expect(await readItem(idempotencyTable, idOf(a1))).toBeUndefined(); // released, not left IN_PROGRESS
+    client.destroy();
+  });
+
+  it('keys a message by its envelope key, by its dedup id when the body has none, or by an extractor', async () => {
+    const { queue, dlq } = await queuePair();
+    const byDefault = recordingOperation();
+    const byOrder = recordingOperation({
+      key: (message) => `order-${(message.payload as { name: string }).name}`,
+    });
+    const { handler } = consumer({ Default: byDefault.operation, ByOrder: byOrder.operation }, dlq.url);
+    const withKey = named('G', 'keyed', 'Default');
+    await publish(sqs, queue.url, withKey, randomUUID());
+    const { key: _omitted, ...withoutKey } = {
+      ...withKey,
+      payload: { name: 'unkeyed' },
+      publishedAt: new Date().toISOString(),
+    };
+    const dedupId = randomUUID();
+    await sendBody(sqs, queue.url, JSON.stringify(withoutKey), 'G', dedupId);
+    const orderName = randomUUID();
+    await publish(sqs, queue.url, named('G', orderName, 'ByOrder'));
+
+    expect(failureIds((await pollOnce(sqs, queue, handler)).response)).toEqual([]);
+    const statusOf = async (id: string) => (await readItem(idempotencyTable, id))?.status;
+    expect(await statusOf(`${byDefault.operation.namespace}#${withKey.key}`)).toBe('COMPLETED');
+    expect(await statusOf(`${byDefault.operation.namespace}#${dedupId}`)).toBe('COMPLETED');
+    expect(await statusOf(`${byOrder.operation.namespace}#order-${orderName}`)).toBe('COMPLETED');
+  });
+});
+
+async function visibleMessages(queue: FifoQueue): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queue.url, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessages);
+}
+
+/** Holds the PutItem of record `id` until `release` resolves. */
+function holdPutItem(client: DynamoDBClient, id: string, release: Promise<void>): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'PutCommand' || context.commandName === 'PutItemCommand') {
+        if (JSON.stringify((args as { input: unknown }).input).includes(id)) await release;
+      }
+      return next(args);
+    },
+    { step: 'build', name: 'holdPutItem' },
+  );
+}
