@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
 import { type FunctionError, type InvocationResult, type LocalInvoker, timeoutError } from './lambda-context';
 
@@ -14,6 +15,9 @@ export interface LocalFunctionSpec {
   /** The function's environment, resolved to local resources. */
   environment: Record<string, string>;
 }
+
+/** Receives each line a function writes (its logs and EMF metrics); without it they go to this process's output. */
+export type FunctionOutput = (line: string, functionName: string) => void;
 
 const WORKER = new URL('./function-worker.mjs', import.meta.url);
 
@@ -30,9 +34,12 @@ export class LocalFunctionRuntime implements LocalInvoker {
   readonly #all = new Set<Worker>();
   #stopped = false;
 
-  constructor(spec: LocalFunctionSpec, projectRoot: string) {
+  readonly #output: FunctionOutput | undefined;
+
+  constructor(spec: LocalFunctionSpec, projectRoot: string, output?: FunctionOutput) {
     this.#spec = spec;
     this.#projectRoot = projectRoot;
+    this.#output = output;
   }
 
   get spec(): LocalFunctionSpec {
@@ -101,7 +108,15 @@ export class LocalFunctionRuntime implements LocalInvoker {
         functionArn: spec.arn,
         memoryMiB: spec.memoryMiB ?? 128,
       },
+      stdout: this.#output !== undefined,
+      stderr: this.#output !== undefined,
     });
+    if (this.#output) {
+      const output = this.#output;
+      for (const stream of [worker.stdout, worker.stderr]) {
+        createInterface({ input: stream }).on('line', (line) => output(line, spec.name));
+      }
+    }
     this.#all.add(worker);
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) =>

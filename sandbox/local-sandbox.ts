@@ -4,7 +4,7 @@ import type { SQSEvent } from 'aws-lambda';
 import { type PipelineResources, resourcesFromOutputs } from '../lib/stack-outputs';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller';
-import { LocalFunctionRuntime } from './function-runtime';
+import { type FunctionOutput, LocalFunctionRuntime } from './function-runtime';
 import type { InvocationResult } from './lambda-context';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config';
@@ -23,6 +23,8 @@ export interface SandboxOptions {
   context?: Record<string, unknown>;
   /** Environment variables set on every function, over the template's (`--env NAME=VALUE`). */
   environment?: Record<string, string>;
+  /** Receives every line the functions write; by default it goes to this process's output. */
+  functionOutput?: FunctionOutput;
   /** Called after each batch an event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
   projectRoot?: string;
@@ -97,6 +99,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         new LocalFunctionRuntime(
           { ...fn, environment: { ...fn.environment, ...awsEnvironment, ...options.environment } },
           options.projectRoot ?? process.cwd(),
+          options.functionOutput,
         ),
       ]),
     );

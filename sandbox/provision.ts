@@ -38,6 +38,7 @@ export interface LocalFunction {
   /** The module's export to call (the part of `Handler` after the dot). */
   exportName: string;
   timeoutSeconds: number;
+  memoryMiB: number;
   environment: Record<string, string>;
 }
 
@@ -243,6 +244,7 @@ function describeFunction(logicalId: string, resource: TemplateResource) {
         .split('.')
         .pop() ?? 'handler',
     timeoutSeconds: Number(properties.Timeout ?? 3),
+    memoryMiB: Number(properties.MemorySize ?? 128),
     environment: {},
   };
 }

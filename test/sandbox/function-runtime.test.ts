@@ -39,6 +39,27 @@ describe('local function runtime', () => {
     expect(process.env.GREETING).toBeUndefined();
   });
 
+  it('hands each line the function writes to the output callback, when there is one', async () => {
+    const lines: string[] = [];
+    const fn = new LocalFunctionRuntime(
+      {
+        name: 'fn-logs',
+        arn: 'arn:aws:lambda:us-east-1:123456789012:function:fn-logs',
+        entry: 'test/fixtures/functions.ts',
+        exportName: 'logs',
+        timeoutSeconds: 5,
+        environment: {},
+      },
+      process.cwd(),
+      (line, functionName) => lines.push(`${functionName}: ${line}`),
+    );
+    runtimes.push(fn);
+    await fn.invoke({ message: 'hello' });
+    await expect
+      .poll(() => lines)
+      .toEqual(['fn-logs: {"level":"INFO","message":"hello"}', 'fn-logs: to stderr']);
+  });
+
   it('reports a thrown error the way Lambda does', async () => {
     const result = await runtime('fail').invoke({});
     expect(result).toMatchObject({
