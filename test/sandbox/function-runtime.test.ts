@@ -55,9 +55,10 @@ describe('local function runtime', () => {
     );
     runtimes.push(fn);
     await fn.invoke({ message: 'hello' });
+    // stdout and stderr are two streams: their lines may arrive in either order.
     await expect
-      .poll(() => lines)
-      .toEqual(['fn-logs: {"level":"INFO","message":"hello"}', 'fn-logs: to stderr']);
+      .poll(() => [...lines].sort())
+      .toEqual(['fn-logs: to stderr', 'fn-logs: {"level":"INFO","message":"hello"}']);
   });
 
   it('reports a thrown error the way Lambda does', async () => {
