@@ -6,6 +6,9 @@ import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line';
  */
 import { runLocal } from '../cli/local-command';
 
+// The SDK's notice about future Node versions would only clutter an operator's terminal.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 async function main(argv: string[]): Promise<number> {
   const command = parseCommandLine(argv);
   switch (command.name) {
