@@ -18,6 +18,7 @@ import { countRequests } from '../../sandbox/request-counter';
 import { readItem } from '../support/dynamodb';
 import { orders, usePublisherFixture } from '../support/publisher';
 import { drainQueue } from '../support/sqs';
+import { holdSends } from '../support/sqs-faults';
 
 const FUNCTION = 'oncely-publisher';
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
@@ -113,23 +114,13 @@ describe('publish (oncely/client)', () => {
   });
 
   it('waits while another attempt holds the requestId, then returns its response', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let held = false;
-    fixture.sqs.middlewareStack.add(
-      (next) => async (args) => {
-        held = true;
-        await gate;
-        return next(args);
-      },
-      { step: 'initialize', name: 'holdSends' },
-    );
+    const { held, release } = holdSends(fixture.sqs);
     const sends = countRequests(fixture.sqs);
     const messages = orders(5, 1);
 
     const first = publish(messages, { ...options(), requestId: 'checkout-9' });
     const second = (async () => {
-      await expect.poll(() => held, { timeout: 5_000 }).toBe(true);
+      await expect.poll(() => held(), { timeout: 5_000 }).toBe(true);
       return publish(messages, { ...options(), requestId: 'checkout-9' });
     })();
     try {

@@ -6,7 +6,7 @@ import { countRequests } from '../../sandbox/request-counter';
 import { lambdaContext } from '../support/lambda-context';
 import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher';
 import { drainQueue, keysOfGroup } from '../support/sqs';
-import { injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults';
+import { holdSends, injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults';
 
 const fixture = usePublisherFixture();
 
@@ -196,20 +196,10 @@ describe('publisher: request idempotency', () => {
   it('tells a concurrent repeat that the request is in progress, then replays the response', async () => {
     const handler = fixture.publisher();
     const request = { requestId: 'checkout-7', messages: orders(5, 1) };
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let held = false;
-    fixture.sqs.middlewareStack.add(
-      (next) => async (args) => {
-        held = true;
-        await gate;
-        return next(args);
-      },
-      { step: 'initialize', name: 'holdSends' },
-    );
+    const { held, release } = holdSends(fixture.sqs);
 
     const first = handler(request, lambdaContext());
-    await expect.poll(() => held, { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => held(), { timeout: 5_000 }).toBe(true);
     await expect(handler(request, lambdaContext())).rejects.toMatchObject({
       name: 'PublishInProgressError',
       requestId: 'checkout-7',

@@ -3,15 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local';
 import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../sandbox/java';
 import { localAwsConfig } from '../../sandbox/local-aws-config';
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { groupAlive } from '../support/process-group';
 
 describe('DynamoDB Local fixture', () => {
   it('answers on loopback and leaves no process of its group behind when stopped', async () => {

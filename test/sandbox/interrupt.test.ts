@@ -2,15 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { groupAlive } from '../support/process-group';
 
 describe('interrupting a process that runs DynamoDB Local', () => {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

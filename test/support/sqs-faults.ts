@@ -114,3 +114,22 @@ export function injectCallFaults(
     { step: 'initialize', name: `callFaults-${Math.random()}` },
   );
 }
+
+/**
+ * Holds every request of `sqs` until `release()`: makes a publish stay in flight on purpose, so
+ * that a repeat can meet it. `held()` tells whether a request is waiting.
+ */
+export function holdSends(sqs: SQSClient) {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let held = false;
+  sqs.middlewareStack.add(
+    (next) => async (args) => {
+      held = true;
+      await gate;
+      return next(args);
+    },
+    { step: 'initialize', name: 'holdSends' },
+  );
+  return { held: () => held, release };
+}

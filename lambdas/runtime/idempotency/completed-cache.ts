@@ -1,3 +1,5 @@
+import { IdempotencyConflictError } from './errors';
+
 /** What a duplicate needs to be answered without DynamoDB. */
 export interface CachedCompletion {
   payloadHash: string;
@@ -23,6 +25,16 @@ export class CompletedRecordCache {
     if (entry.expiresAtMs <= nowMs) return undefined;
     this.#entries.set(id, entry); // re-insert: Map order is the recency order
     return entry;
+  }
+
+  /**
+   * The completion a call with this payload duplicates, if cached; the same key with another
+   * payload is a conflict, detected here as it would be by DynamoDB.
+   */
+  duplicateOf(id: string, payloadHash: string, nowMs: number): CachedCompletion | undefined {
+    const cached = this.get(id, nowMs);
+    if (cached && cached.payloadHash !== payloadHash) throw new IdempotencyConflictError(id);
+    return cached;
   }
 
   set(id: string, entry: CachedCompletion): void {

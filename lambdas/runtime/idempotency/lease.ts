@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CompletedRecordCache } from './completed-cache';
 import {
-  IdempotencyConflictError,
   IdempotencyInProgressError,
   isRetryable,
   OutcomeUnknownError,
@@ -107,11 +106,8 @@ export class LeaseIdempotency {
     const { store, mode } = this.#options;
     const id = recordId(this.#options.namespace, input.key);
     const hash = payloadHash(input.payload);
-    const cached = this.#cache?.get(id, store.now());
-    if (cached) {
-      if (cached.payloadHash !== hash) throw new IdempotencyConflictError(id);
-      return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
-    }
+    const cached = this.#cache?.duplicateOf(id, hash, store.now());
+    if (cached) return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
 
     const acquired = await store.acquire({
       id,

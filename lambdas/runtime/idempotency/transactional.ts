@@ -3,7 +3,6 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { CompletedRecordCache } from './completed-cache';
 import {
   IdempotencyConfigurationError,
-  IdempotencyConflictError,
   IdempotencyInProgressError,
   TransactionContentionError,
 } from './errors';
@@ -54,11 +53,8 @@ export class TransactionalIdempotency {
     const { store } = this.#options;
     const id = recordId(this.#options.namespace, input.key);
     const hash = payloadHash(input.payload);
-    const cached = this.#cache?.get(id, store.now());
-    if (cached) {
-      if (cached.payloadHash !== hash) throw new IdempotencyConflictError(id);
-      return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
-    }
+    const cached = this.#cache?.duplicateOf(id, hash, store.now());
+    if (cached) return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
 
     const { writes, result } = await plan({ idempotencyKey: id });
     if (writes.length > MAX_TRANSACTION_WRITES) {
