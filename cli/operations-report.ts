@@ -1,9 +1,9 @@
-import type { DeadLetterListing } from './dead-letter-list';
+/** What the operations commands print, for people; `--json` prints the results themselves instead. */
+
+import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list';
 import type { RedriveResult } from './dead-letter-redrive';
 import type { InDoubtRecord, Resolution } from './in-doubt-records';
 import { formatTable } from './text-table';
-
-/** What the operations commands print, for people; `--json` prints the results themselves instead. */
 
 export function describeDeadLetters(listing: DeadLetterListing): string {
   const { messages, dlqUrl } = listing;
@@ -32,7 +32,8 @@ export function describeDeadLetters(listing: DeadLetterListing): string {
   }
   if (listing.stillHidden > 0) {
     notes.push(
-      `${listing.stillHidden} listed messages could not be made visible again; they reappear within a minute.`,
+      `${listing.stillHidden} listed messages could not be made visible again; they reappear within ` +
+        `${LISTING_VISIBILITY_TIMEOUT_SECONDS} s.`,
     );
   }
   return [`${count(messages.length, 'message')} in the DLQ (${dlqUrl}):`, table, ...notes].join('\n');
