@@ -1,12 +1,17 @@
 #!/usr/bin/env -S npx tsx
-import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line';
+
 /**
  * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq` and
- * `oncely in-doubt` operate a running pipeline, local or deployed.
+ * `oncely in-doubt` operate a running pipeline, local or deployed. Exit codes: 0 done, 1 failed,
+ * 2 the command line is wrong.
  */
-import { runLocal } from '../cli/local-command';
 
-// The SDK's notice about future Node versions would only clutter an operator's terminal.
+import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line';
+import { runLocal } from '../cli/local-command';
+import { runOperation } from '../cli/operations-command';
+
+// The project supports Node 20 (package.json engines); the SDK's notice about its own future
+// support would only clutter an operator's output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 async function main(argv: string[]): Promise<number> {
@@ -18,7 +23,7 @@ async function main(argv: string[]): Promise<number> {
     case 'local':
       return runLocal(command.options);
     default:
-      throw new CliUsageError(`oncely ${command.name.replace('-', ' ')} is not available yet.`);
+      return runOperation(command);
   }
 }
 

@@ -6,12 +6,19 @@ export const USAGE = `Usage:
       Invoke endpoint) until Ctrl-C. --env sets a variable on every function; --context is CDK
       context for the synth; --ready-file receives the endpoints and resource names once ready.
 
-  oncely dlq list      [--ready-file PATH | --stack NAME]
-  oncely dlq redrive   [--ready-file PATH | --stack NAME]
-  oncely in-doubt list [--ready-file PATH | --stack NAME]
-  oncely in-doubt resolve KEY --as completed|retry [--ready-file PATH | --stack NAME]
-      Operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by name,
-      with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.`;
+  oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
+      Show the messages in the DLQ (without consuming them) and why they are there.
+  oncely dlq redrive   [--ready-file PATH | --stack NAME] [--json]
+      Move the DLQ's messages back to the queue, each group in order, and wait for the move.
+  oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
+      Show the IN_DOUBT records: effects that may or may not have happened.
+  oncely in-doubt resolve ID --as completed|retry [--ready-file PATH | --stack NAME] [--json]
+      ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
+      --as retry: it did not happen, send the message again so that the consumer runs it.
+
+  These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
+  name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
+  --json prints the result as JSON.`;
 
 /** The command line is wrong; the message says how. */
 export class CliUsageError extends Error {
@@ -27,8 +34,11 @@ export type Command =
       name: 'local';
       options: { environment: Record<string, string>; context: Record<string, string>; readyFile?: string };
     }
-  | { name: 'dlq-list' | 'dlq-redrive' | 'in-doubt-list'; target: Target }
-  | { name: 'in-doubt-resolve'; target: Target; id: string; as: 'completed' | 'retry' };
+  | { name: 'dlq-list' | 'dlq-redrive' | 'in-doubt-list'; target: Target; json: boolean }
+  | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' };
+
+/** A command that operates a running pipeline. */
+export type OperationsCommand = Extract<Command, { target: Target }>;
 
 export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = process.env): Command {
   const { values, positionals } = parse(argv);
@@ -46,13 +56,14 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
     };
   }
   const target = targetOf(values, env);
+  const json = values.json ?? false;
   if (group === 'dlq' && (action === 'list' || action === 'redrive')) {
     expectNoMore(rest);
-    return { name: action === 'list' ? 'dlq-list' : 'dlq-redrive', target };
+    return { name: action === 'list' ? 'dlq-list' : 'dlq-redrive', target, json };
   }
   if (group === 'in-doubt' && action === 'list') {
     expectNoMore(rest);
-    return { name: 'in-doubt-list', target };
+    return { name: 'in-doubt-list', target, json };
   }
   if (group === 'in-doubt' && action === 'resolve') {
     const [id, ...extra] = rest;
@@ -64,7 +75,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         'in-doubt resolve needs --as completed (it happened) or --as retry (run it again).',
       );
     }
-    return { name: 'in-doubt-resolve', target, id, as: values.as };
+    return { name: 'in-doubt-resolve', target, json, id, as: values.as };
   }
   throw new CliUsageError(`Unknown command: oncely ${positionals.join(' ')}`);
 }
@@ -80,6 +91,7 @@ function parse(argv: string[]) {
         'ready-file': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });

@@ -159,6 +159,8 @@ describe.concurrent('example consumer: SendNotification', () => {
     ).toMatchObject({
       status: 'IN_DOUBT',
       error: { name: 'OutcomeUnknownError' },
+      // Acknowledged, so the record keeps the message for an operator's retry.
+      message: { body: expect.stringContaining(message.key), groupId: message.groupId },
     });
     expect(consumer.metricCount(CONSUMER_METRICS.inDoubt)).toBe(1);
   });
@@ -209,6 +211,7 @@ describe.concurrent('example consumer: SendNotification', () => {
     expect(await readItem(consumer.idempotencyTable, id2)).toMatchObject({
       status: 'IN_DOUBT',
       error: { name: 'LeaseExpired' },
+      message: { body: expect.stringContaining(message.key), groupId: message.groupId },
     });
 
     // The "dead" invocation's late success cannot overwrite the verdict (fencing).

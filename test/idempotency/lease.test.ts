@@ -8,6 +8,7 @@ import {
   IdempotencyRejectedError,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
+  MAX_KEPT_MESSAGE_BYTES,
   NonRetryableError,
   OutcomeUnknownError,
   ResultTooLargeError,
@@ -272,6 +273,36 @@ describe('unknown outcomes and unrecordable completions', () => {
       reason: { name: 'OutcomeUnknownError', message: 'timed out after the request was sent' },
     });
     expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT' });
+  });
+
+  it('at-most-once: an IN_DOUBT record keeps the message it was given, at no extra request', async () => {
+    const message = { body: '{"type":"SendNotification"}', groupId: 'ada' };
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await idempotency.run({ key: 'unknown', payload: 1, message }, async () => {
+      throw new OutcomeUnknownError('timed out');
+    });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(await readItem(table, 'mail#unknown')).toMatchObject({ status: 'IN_DOUBT', message });
+
+    // The other way in: a later delivery parks an expired lease, with the message it carries.
+    await idempotency.start({ key: 'expired', payload: 1 });
+    clock.advance(1_001);
+    requests.reset();
+    const parked = await idempotency.start({ key: 'expired', payload: 1, message });
+    expect(parked.status).toBe('in-doubt');
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(await readItem(table, 'mail#expired')).toMatchObject({ status: 'IN_DOUBT', message });
+  });
+
+  it('at-most-once: a message too large for the record is not kept, and the record is still IN_DOUBT', async () => {
+    const message = { body: 'x'.repeat(MAX_KEPT_MESSAGE_BYTES + 1), groupId: 'ada' };
+    const idempotency = lease({ mode: 'at-most-once' });
+    await idempotency.run({ key: 'k1', payload: 1, message }, async () => {
+      throw new OutcomeUnknownError('timed out');
+    });
+    const record = await readItem(table, 'mail#k1');
+    expect(record).toMatchObject({ status: 'IN_DOUBT' });
+    expect(record?.message).toBeUndefined();
   });
 
   it('at-least-once: an OutcomeUnknownError is a retryable failure', async () => {

@@ -98,7 +98,12 @@ export function leaseOperation<P = unknown, T = unknown>(
         cache,
         observer: telemetry,
       });
-      const input = { ...idempotencyInput(message, options.key), context: lambdaContext };
+      const input = {
+        ...idempotencyInput(message, options.key),
+        context: lambdaContext,
+        // At-most-once acknowledges a message whose record becomes IN_DOUBT: the record keeps it for a retry.
+        message: { body: message.record.body, groupId: message.groupId },
+      };
       const start = await idempotency.start<T>(input).catch((error: unknown) => {
         throw asStoreFailure(namespace, input.key, error);
       });
@@ -118,7 +123,7 @@ export function leaseOperation<P = unknown, T = unknown>(
         };
         result = await options.run(validated(message, options.payload), context);
       } catch (error) {
-        if ((await idempotency.recordFailure(lease, error)) === 'in-doubt') return 'in-doubt';
+        if ((await idempotency.recordFailure(lease, error, input.message)) === 'in-doubt') return 'in-doubt';
         throw error;
       }
       await idempotency.recordCompletion(lease, result);

@@ -10,6 +10,7 @@ import {
 import { judgeExistingRecord } from './existing-record';
 import { payloadHash, recordId } from './keys';
 import { consoleObserver, type IdempotencyObserver } from './observer';
+import type { KeptMessage } from './record';
 import { parseResult, serializeResult, tooLargeError } from './result-json';
 import type { DynamoDbIdempotencyStore, Lease } from './store';
 
@@ -34,6 +35,14 @@ export interface LeaseIdempotencyOptions {
   observer?: IdempotencyObserver;
   /** How often the COMPLETED write is tried after the effect succeeded. */
   completionAttempts?: number;
+}
+
+export interface LeaseInput {
+  key: string;
+  payload: unknown;
+  context?: RemainingTime;
+  /** The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it. */
+  message?: KeptMessage;
 }
 
 export interface EffectContext {
@@ -84,7 +93,7 @@ export class LeaseIdempotency {
 
   /** Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once). */
   async run<T>(
-    input: { key: string; payload: unknown; context?: RemainingTime },
+    input: LeaseInput,
     effect: (context: EffectContext) => Promise<T> | T,
   ): Promise<LeaseOutcome<T>> {
     const start = await this.start<T>(input);
@@ -94,7 +103,7 @@ export class LeaseIdempotency {
     try {
       result = await effect({ idempotencyKey: lease.id, attempt: lease.attempt });
     } catch (error) {
-      const verdict = await this.recordFailure(lease, error);
+      const verdict = await this.recordFailure(lease, error, input.message);
       if (verdict === 'in-doubt') return { status: 'in-doubt', reason: toStoredError(error) };
       throw error;
     }
@@ -102,7 +111,7 @@ export class LeaseIdempotency {
   }
 
   /** Acquires the lease, or tells why the effect must not run now. */
-  async start<T>(input: { key: string; payload: unknown; context?: RemainingTime }): Promise<LeaseStart<T>> {
+  async start<T>(input: LeaseInput): Promise<LeaseStart<T>> {
     const { store, mode } = this.#options;
     const id = recordId(this.#options.namespace, input.key);
     const hash = payloadHash(input.payload);
@@ -132,7 +141,10 @@ export class LeaseIdempotency {
           message: `lease expired at ${new Date(verdict.record.leaseExpiresAt ?? 0).toISOString()} without completion`,
         };
         // At-least-once would have taken the lease over in the acquire; getting here means a race.
-        if (mode === 'at-most-once' && (await store.parkExpiredLease(verdict.record, reason))) {
+        if (
+          mode === 'at-most-once' &&
+          (await store.parkExpiredLease(verdict.record, reason, input.message))
+        ) {
           this.#observer.inDoubt(id, reason);
           return { status: 'in-doubt', reason };
         }
@@ -173,9 +185,9 @@ export class LeaseIdempotency {
 
   /**
    * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
-   * at-most-once mode, FAILED otherwise (the next delivery runs it again).
+   * at-most-once mode (keeping `message`), FAILED otherwise (the next delivery runs it again).
    */
-  async recordFailure(lease: Lease, error: unknown): Promise<FailureVerdict> {
+  async recordFailure(lease: Lease, error: unknown, message?: KeptMessage): Promise<FailureVerdict> {
     const { store, mode } = this.#options;
     const stored = toStoredError(error);
     const verdict: FailureVerdict =
@@ -187,7 +199,7 @@ export class LeaseIdempotency {
     try {
       const written =
         verdict === 'in-doubt'
-          ? await store.markInDoubt(lease, stored)
+          ? await store.markInDoubt(lease, stored, message)
           : verdict === 'rejected'
             ? await store.reject(lease, stored)
             : await store.fail(lease, stored);

@@ -15,7 +15,25 @@ export const DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 60 * 60;
 /** DynamoDB items are limited to 400 KB; the rest of the record needs a little room. */
 export const MAX_RESULT_BYTES = 350 * 1024;
 
+/**
+ * An IN_DOUBT record keeps its message only up to this size: the record must stay within
+ * DynamoDB's 400 KB item limit, while a queue may allow messages of up to 1 MiB.
+ */
+export const MAX_KEPT_MESSAGE_BYTES = 300 * 1024;
+
 export type RecordStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'REJECTED' | 'IN_DOUBT';
+
+/**
+ * The message a lease-mode record was run for, as it arrived: an at-most-once consumer acknowledges
+ * a message when its record becomes IN_DOUBT, so the record keeps it for an operator who decides
+ * to run it again (`oncely in-doubt resolve --as retry`).
+ */
+export interface KeptMessage {
+  /** The SQS message body (the envelope). */
+  body: string;
+  /** The SQS message group it is re-sent to. */
+  groupId: string;
+}
 
 /** One idempotency record as stored (DESIGN §3). */
 export interface IdempotencyRecord {
@@ -34,6 +52,8 @@ export interface IdempotencyRecord {
   error?: StoredError;
   attempts?: number;
   updatedAt?: number;
+  /** IN_DOUBT only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
+  message?: KeptMessage;
 }
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {

@@ -15,7 +15,13 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type StoredError, TransactionConditionFailedError } from './errors';
-import { DEFAULT_RECORD_TTL_SECONDS, type IdempotencyRecord, isExpired } from './record';
+import {
+  DEFAULT_RECORD_TTL_SECONDS,
+  type IdempotencyRecord,
+  isExpired,
+  type KeptMessage,
+  MAX_KEPT_MESSAGE_BYTES,
+} from './record';
 
 /** One business write of a transactional handler, in DynamoDBDocumentClient's format. */
 export type TransactionWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -154,31 +160,45 @@ export class DynamoDbIdempotencyStore {
     return this.#fencedUpdate(lease, 'REJECTED', { error });
   }
 
-  /** Records that the effect may or may not have happened; only an operator moves it on. */
-  markInDoubt(lease: Lease, error: StoredError): Promise<boolean> {
-    return this.#fencedUpdate(lease, 'IN_DOUBT', { error });
+  /**
+   * Records that the effect may or may not have happened; only an operator moves it on. The
+   * record keeps `message` (if it fits), so that the operator can run it again.
+   */
+  markInDoubt(lease: Lease, error: StoredError, message?: KeptMessage): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'IN_DOUBT', { error, message: keepable(message) });
   }
 
   /**
    * At-most-once: parks a record whose owner's lease expired without completion as IN_DOUBT,
    * fenced on that owner's token so a concurrent completion wins. False if something else won.
+   * The record keeps `message` (the delivery that found it; if it fits), as with `markInDoubt`.
    */
-  async parkExpiredLease(record: IdempotencyRecord, reason: StoredError): Promise<boolean> {
+  async parkExpiredLease(
+    record: IdempotencyRecord,
+    reason: StoredError,
+    message?: KeptMessage,
+  ): Promise<boolean> {
     const now = this.now();
+    const kept = keepable(message);
     try {
       await this.#documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { id: record.id },
-          UpdateExpression: 'SET #status = :inDoubt, #error = :error, updatedAt = :nowMs REMOVE leaseToken',
+          UpdateExpression: `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs${kept ? ', #message = :message' : ''} REMOVE leaseToken`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
-          ExpressionAttributeNames: { ...STATUS_NAMES, '#error': 'error' },
+          ExpressionAttributeNames: {
+            ...STATUS_NAMES,
+            '#error': 'error',
+            ...(kept ? { '#message': 'message' } : {}),
+          },
           ExpressionAttributeValues: {
             ':inDoubt': 'IN_DOUBT',
             ':inProgress': IN_PROGRESS,
             ':token': record.leaseToken,
             ':error': reason,
             ':nowMs': now,
+            ...(kept ? { ':message': kept } : {}),
           },
         }),
       );
@@ -300,6 +320,12 @@ export class DynamoDbIdempotencyStore {
   #recordExpiresAt(nowMs: number): number {
     return Math.floor(nowMs / 1000) + this.ttlSeconds;
   }
+}
+
+/** The message an IN_DOUBT record keeps, unless it is too large for the record. */
+function keepable(message: KeptMessage | undefined): KeptMessage | undefined {
+  if (!message || Buffer.byteLength(message.body, 'utf8') > MAX_KEPT_MESSAGE_BYTES) return undefined;
+  return message;
 }
 
 /** DynamoDBDocumentClient leaves the item of a failed condition marshalled: unmarshall it here. */

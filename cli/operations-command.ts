@@ -1,0 +1,59 @@
+import type { OperationsCommand } from './command-line';
+import { listDeadLetters } from './dead-letter-list';
+import { type RedriveOptions, redriveDeadLetters } from './dead-letter-redrive';
+import { listInDoubt, resolveAsCompleted, resolveAsRetry } from './in-doubt-records';
+import {
+  describeDeadLetters,
+  describeInDoubt,
+  describeRedrive,
+  describeResolution,
+} from './operations-report';
+import { connect } from './target';
+
+export interface OperationsOptions {
+  /** Where the result goes; standard output by default. */
+  print?: (text: string) => void;
+  redrive?: RedriveOptions;
+}
+
+/**
+ * `oncely dlq …` and `oncely in-doubt …`: connects to the target, runs the command, prints its
+ * result (for people, or as JSON with `--json`) and returns the exit code. Failures are thrown as
+ * the typed errors of `operations-errors.ts`.
+ */
+export async function runOperation(
+  command: OperationsCommand,
+  options: OperationsOptions = {},
+): Promise<number> {
+  const print = options.print ?? ((text: string) => console.log(text));
+  const report = <T>(result: T, describe: (result: T) => string) =>
+    print(command.json ? JSON.stringify(result, null, 2) : describe(result));
+  const pipeline = await connect(command.target);
+  const { resources } = pipeline;
+  try {
+    switch (command.name) {
+      case 'dlq-list':
+        report(await listDeadLetters(pipeline.sqs, resources.dlqUrl), describeDeadLetters);
+        return 0;
+      case 'dlq-redrive':
+        report(await redriveDeadLetters(pipeline.sqs, resources, options.redrive), (result) =>
+          describeRedrive(result, resources.queueUrl),
+        );
+        return 0;
+      case 'in-doubt-list':
+        report(await listInDoubt(pipeline), (records) =>
+          describeInDoubt(records, resources.idempotencyTableName),
+        );
+        return 0;
+      case 'in-doubt-resolve': {
+        const resolve = command.as === 'completed' ? resolveAsCompleted : resolveAsRetry;
+        report(await resolve(pipeline, command.id), (resolution) =>
+          describeResolution(resolution, resources.queueUrl),
+        );
+        return 0;
+      }
+    }
+  } finally {
+    pipeline.close();
+  }
+}
