@@ -16,7 +16,7 @@ const progress = (line: string) => {
   }
 };
 const report = await runDemo(
-  { customers: 200, ordersPerCustomer: 10, skus: 12 },
+  { customers: 150, ordersPerCustomer: 10, skus: 12 },
   (line) => console.log(line),
   progress,
 );
