@@ -77,10 +77,10 @@ export function latencyChartSvg(results: readonly BatchLatency[], latencyMs: num
   ].join('\n');
 }
 
-/** The smallest 1, 2 or 5 × 10ⁿ at or above `value`, so that the axis has round ticks. */
+/** The smallest round number (1, 2, 2.5, 3, 4, 5, 6 or 8 × 10ⁿ) at or above `value`: the axis's quarters stay round too. */
 function niceCeiling(value: number): number {
   const magnitude = 10 ** Math.floor(Math.log10(Math.max(value, 1)));
-  return ([1, 2, 5, 10].find((step) => step * magnitude >= value) ?? 10) * magnitude;
+  return ([1, 2, 2.5, 3, 4, 5, 6, 8, 10].find((step) => step * magnitude >= value) ?? 10) * magnitude;
 }
 
 function round(ms: number): string {
