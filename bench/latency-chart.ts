@@ -17,20 +17,19 @@ const COLOURS: Record<BatchConsumer, string> = {
 export function latencyChartSvg(results: readonly BatchLatency[], latencyMs: number): string {
   const groupCounts = [...new Set(results.map((result) => result.groups))];
   const consumers = [...new Set(results.map((result) => result.consumer))];
-  const top = niceCeiling(Math.max(...results.map((result) => result.latency.p90)));
+  const ticks = axisTicks(Math.max(...results.map((result) => result.latency.p90)));
+  const top = ticks.at(-1) ?? 1;
   const plotWidth = WIDTH - PLOT.left - PLOT.right;
   const plotHeight = HEIGHT - PLOT.top - PLOT.bottom;
   const y = (ms: number) => PLOT.top + plotHeight - (ms / top) * plotHeight;
   const slot = plotWidth / groupCounts.length;
   const barWidth = (slot * 0.75) / consumers.length;
 
-  const grid = [0, 0.25, 0.5, 0.75, 1].map((fraction) => {
-    const ms = top * fraction;
-    return (
+  const grid = ticks.map(
+    (ms) =>
       `<line x1="${PLOT.left}" x2="${WIDTH - PLOT.right}" y1="${y(ms)}" y2="${y(ms)}" stroke="#ddd"/>` +
-      `<text x="${PLOT.left - 8}" y="${y(ms) + 4}" text-anchor="end">${Number.isInteger(ms) ? ms : round(ms)}</text>`
-    );
-  });
+      `<text x="${PLOT.left - 8}" y="${y(ms) + 4}" text-anchor="end">${Number.isInteger(ms) ? ms : round(ms)}</text>`,
+  );
   const bars = groupCounts.flatMap((groups, slotIndex) => {
     const left = PLOT.left + slot * slotIndex + slot * 0.125;
     const label = `<text x="${PLOT.left + slot * (slotIndex + 0.5)}" y="${PLOT.top + plotHeight + 20}" text-anchor="middle">${groups} ${groups === 1 ? 'group' : 'groups'}</text>`;
@@ -77,10 +76,12 @@ export function latencyChartSvg(results: readonly BatchLatency[], latencyMs: num
   ].join('\n');
 }
 
-/** The smallest round number (1, 2, 2.5, 3, 4, 5, 6 or 8 × 10ⁿ) at or above `value`: the axis's quarters stay round too. */
-function niceCeiling(value: number): number {
-  const magnitude = 10 ** Math.floor(Math.log10(Math.max(value, 1)));
-  return ([1, 2, 2.5, 3, 4, 5, 6, 8, 10].find((step) => step * magnitude >= value) ?? 10) * magnitude;
+/** About four round steps (1, 2, 2.5 or 5 × 10ⁿ) from 0 to at least `max`. */
+function axisTicks(max: number): number[] {
+  const rough = Math.max(max, 1) / 4;
+  const magnitude = 10 ** Math.floor(Math.log10(rough));
+  const step = ([1, 2, 2.5, 5, 10].find((candidate) => candidate * magnitude >= rough) ?? 10) * magnitude;
+  return Array.from({ length: Math.ceil(Math.max(max, 1) / step) + 1 }, (_, index) => index * step);
 }
 
 function round(ms: number): string {
