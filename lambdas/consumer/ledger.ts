@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { type ConsumerOperation, transactionalOperation } from '../runtime/consumer';
-import { CompletedRecordCache, type TransactionWrite } from '../runtime/idempotency';
+import { CompletedRecordCache } from '../runtime/idempotency';
+import { ledgerWrites } from './ledger-writes';
+
+export { ledgerItemId } from './ledger-writes';
 
 /**
  * The ledger: stock per SKU, a balance per customer (charges negative, payments positive) and
@@ -8,12 +11,6 @@ import { CompletedRecordCache, type TransactionWrite } from '../runtime/idempote
  * their idempotency record commit together, so each event applies exactly once.
  */
 export const LEDGER_NAMESPACE = 'ledger';
-
-export const ledgerItemId = {
-  stock: (sku: string) => `stock#${sku}`,
-  account: (customerId: string) => `account#${customerId}`,
-  order: (orderId: string) => `order#${orderId}`,
-};
 
 /** A stock item: `available` never goes below zero. */
 export interface StockItem {
@@ -47,9 +44,6 @@ const orderSchema = z.object({
   amountCents: count,
 });
 const paymentCapturedSchema = z.object({ orderId: id, customerId: id, amountCents: count });
-
-type Order = z.infer<typeof orderSchema>;
-type PaymentCaptured = z.infer<typeof paymentCapturedSchema>;
 
 /** The ledger's event types, each with its operation. */
 export function ledgerOperations(tableName: string): Record<string, ConsumerOperation> {
@@ -106,79 +100,4 @@ export function ledgerOperations(tableName: string): Record<string, ConsumerOper
           : undefined,
     }),
   };
-}
-
-/** The ledger's writes, in DynamoDBDocumentClient's format; conditions carry the business rules. */
-function ledgerWrites(TableName: string) {
-  return {
-    addStock: (sku: string, quantity: number): TransactionWrite => ({
-      Update: {
-        TableName,
-        Key: { id: ledgerItemId.stock(sku) },
-        UpdateExpression: 'ADD available :quantity',
-        ExpressionAttributeValues: { ':quantity': quantity },
-      },
-    }),
-    takeStock: (sku: string, quantity: number): TransactionWrite => ({
-      Update: {
-        TableName,
-        Key: { id: ledgerItemId.stock(sku) },
-        UpdateExpression: 'SET available = available - :quantity',
-        ConditionExpression: 'available >= :quantity',
-        ExpressionAttributeValues: { ':quantity': quantity },
-      },
-    }),
-    addToBalance: (customerId: string, cents: number): TransactionWrite => ({
-      Update: {
-        TableName,
-        Key: { id: ledgerItemId.account(customerId) },
-        UpdateExpression: 'ADD balanceCents :cents',
-        ExpressionAttributeValues: { ':cents': cents },
-      },
-    }),
-    createOrder: (order: Order): TransactionWrite => ({
-      Put: {
-        TableName,
-        Item: { id: ledgerItemId.order(order.orderId), status: 'PLACED', ...withoutOrderId(order) },
-        ConditionExpression: 'attribute_not_exists(id)',
-      },
-    }),
-    markPaid: (payment: PaymentCaptured): TransactionWrite => ({
-      Update: {
-        TableName,
-        Key: { id: ledgerItemId.order(payment.orderId) },
-        UpdateExpression: 'SET #status = :paid',
-        ConditionExpression: '#status = :placed AND customerId = :customerId AND amountCents = :amountCents',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':paid': 'PAID',
-          ':placed': 'PLACED',
-          ':customerId': payment.customerId,
-          ':amountCents': payment.amountCents,
-        },
-      },
-    }),
-    markCancelled: (order: Order): TransactionWrite => ({
-      Update: {
-        TableName,
-        Key: { id: ledgerItemId.order(order.orderId) },
-        UpdateExpression: 'SET #status = :cancelled',
-        ConditionExpression:
-          '#status = :placed AND customerId = :customerId AND sku = :sku AND quantity = :quantity AND amountCents = :amountCents',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':cancelled': 'CANCELLED',
-          ':placed': 'PLACED',
-          ':customerId': order.customerId,
-          ':sku': order.sku,
-          ':quantity': order.quantity,
-          ':amountCents': order.amountCents,
-        },
-      },
-    }),
-  };
-}
-
-function withoutOrderId({ orderId: _orderId, ...rest }: Order) {
-  return rest;
 }

@@ -1,0 +1,155 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createConsumerHandler } from '../lambdas/consumer/consumer';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../lambdas/consumer/environment';
+import { countRequests } from '../sandbox/request-counter';
+import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients';
+import { createLeaseConsumerHandler } from './consumers/lease-consumer';
+import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer';
+import { invocationContext, silentTelemetry } from './invocation';
+import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources';
+import { rotate } from './rotate';
+import { type Spread, spreadOf } from './statistics';
+import { fifoEvent, stockMessages } from './stock-events';
+
+export const BATCH_CONSUMERS = {
+  transactional: 'Oncely: the example consumer (transactional mode)',
+  lease: 'Oncely: fifoBatch in lease mode',
+  powertools: 'Powertools: SqsFifoPartialProcessorAsync + makeIdempotent',
+} as const;
+export type BatchConsumer = keyof typeof BATCH_CONSUMERS;
+
+export interface BatchLatencyOptions {
+  groupCounts: readonly number[];
+  /** Timed batches per consumer and group count. */
+  batches: number;
+  /** Untimed batches first, so that connections, caches and the JIT are warm. */
+  warmupBatches: number;
+  /** Added to every DynamoDB request. */
+  latencyMs: number;
+  onProgress?: (line: string) => void;
+}
+
+export interface BatchLatency {
+  consumer: BatchConsumer;
+  groups: number;
+  /** Milliseconds from invocation to the partial batch response. */
+  latency: Spread;
+  requestsPerRecord: number;
+}
+
+type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+const BATCH_SIZE = 10;
+/** The records carry an ARN as Lambda's event source mapping sets it; no consumer reads it. */
+const QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench.fifo';
+
+/**
+ * (2) How long a 10-record FIFO batch of first deliveries takes, spread over 1 to 10 message groups,
+ * each consumer invoked directly with the event Lambda would deliver. Every DynamoDB request is held
+ * `latencyMs`, as an AWS round trip would; the consumers take turns, batch after batch, so that any
+ * drift of the machine falls on all of them alike.
+ */
+export async function measureBatchLatency(
+  endpoints: BenchEndpoints,
+  options: BatchLatencyOptions,
+): Promise<BatchLatency[]> {
+  const sqs = sqsClient(endpoints);
+  const clients = Object.fromEntries(
+    Object.keys(BATCH_CONSUMERS).map((consumer) => [consumer, dynamoDbClient(endpoints, options.latencyMs)]),
+  ) as Record<BatchConsumer, DynamoDBClient>;
+  const dlq = await createFifoQueue(sqs, {});
+  try {
+    const handlers = await buildConsumers(clients, sqs, dlq.url);
+    const consumers = Object.keys(handlers) as BatchConsumer[];
+    const results: BatchLatency[] = [];
+    for (const groups of options.groupCounts) {
+      const samples = new Map<BatchConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
+      const counters = new Map(consumers.map((consumer) => [consumer, countRequests(clients[consumer])]));
+      for (let round = 0; round < options.warmupBatches + options.batches; round++) {
+        if (round === options.warmupBatches) for (const counter of counters.values()) counter.reset();
+        for (const consumer of rotate(consumers, round)) {
+          const elapsed = await timeBatch(handlers[consumer], groups);
+          if (round >= options.warmupBatches) samples.get(consumer)?.push(elapsed);
+        }
+      }
+      for (const consumer of consumers) {
+        results.push({
+          consumer,
+          groups,
+          latency: spreadOf(samples.get(consumer) ?? []),
+          requestsPerRecord: (counters.get(consumer)?.total() ?? 0) / (options.batches * BATCH_SIZE),
+        });
+      }
+      options.onProgress?.(
+        `${groups} group(s): ${results
+          .filter((result) => result.groups === groups)
+          .map((result) => `${result.consumer} ${result.latency.median.toFixed(1)} ms`)
+          .join(', ')}`,
+      );
+    }
+    return results;
+  } finally {
+    await deleteQueues(sqs, [dlq]);
+    sqs.destroy();
+    for (const client of Object.values(clients)) client.destroy();
+  }
+}
+
+async function buildConsumers(
+  clients: Record<BatchConsumer, DynamoDBClient>,
+  sqs: SQSClient,
+  dlqUrl: string,
+): Promise<Record<BatchConsumer, BatchHandler>> {
+  const tablesOf = async (client: DynamoDBClient) => {
+    const [idempotencyTableName, ledgerTableName] = await Promise.all([
+      newIdempotencyTable(client),
+      newLedgerTable(client),
+    ]);
+    // Nothing is posted: the workload has no notifications.
+    return { idempotencyTableName, ledgerTableName, notificationUrl: 'http://127.0.0.1:9/unused' };
+  };
+  const [transactional, lease, powertools] = await Promise.all([
+    tablesOf(clients.transactional),
+    tablesOf(clients.lease),
+    tablesOf(clients.powertools),
+  ]);
+  return {
+    transactional: createConsumerHandler({
+      config: {
+        ...transactional,
+        dlqUrl,
+        notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
+        notificationMode: 'at-most-once',
+      },
+      dynamodb: clients.transactional,
+      sqs,
+      ...silentTelemetry(),
+    }),
+    lease: createLeaseConsumerHandler({
+      ...lease,
+      dynamodb: clients.lease,
+      sqs,
+      dlqUrl,
+      ...silentTelemetry(),
+    }),
+    powertools: createPowertoolsConsumerHandler({
+      ...powertools,
+      dynamodb: clients.powertools,
+      ...silentTelemetry(),
+    }),
+  };
+}
+
+async function timeBatch(handler: BatchHandler, groups: number): Promise<number> {
+  const event = fifoEvent(stockMessages(BATCH_SIZE, groups), QUEUE_ARN);
+  const context = invocationContext();
+  const started = performance.now();
+  const response = await handler(event, context);
+  const elapsed = performance.now() - started;
+  if (response.batchItemFailures.length > 0) {
+    throw new Error(`${response.batchItemFailures.length} records of a benchmark batch failed`);
+  }
+  return elapsed;
+}

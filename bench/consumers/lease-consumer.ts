@@ -1,0 +1,46 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { fifoBatch, leaseOperation } from '../../lambdas/runtime/consumer';
+import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
+import { STOCK_RECEIVED } from '../stock-events';
+import { type ShopSettings, shopEventEffect } from './shop-events';
+
+export interface LeaseConsumerOptions extends ShopSettings {
+  dynamodb: DynamoDBClient;
+  sqs: SQSClient;
+  idempotencyTableName: string;
+  dlqUrl: string;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * The example consumer's middleware stack with the benchmark's event in lease mode instead of
+ * transactional mode: acquire, the same single write as the Powertools consumer, complete. It has
+ * Powertools' request count per record, so beside it the concurrency of groups shows on its own.
+ */
+export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
+  const { dynamodb, logger, metrics } = options;
+  const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
+  return middy<SQSEvent, SQSBatchResponse>()
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics))
+    .use(
+      fifoBatch({
+        store: new DynamoDbIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
+        logger,
+        metrics,
+        deadLetterQueue: { client: options.sqs, queueUrl: options.dlqUrl },
+        operations: {
+          [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode: 'at-least-once', run: effect }),
+        },
+      }),
+    );
+}

@@ -1,0 +1,78 @@
+import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import {
+  requiredVariable,
+  type ShopEvent,
+  type ShopSettings,
+  shopEventEffect,
+  shopSettingsFromEnvironment,
+} from './shop-events';
+
+export interface PowertoolsConsumerOptions extends ShopSettings {
+  dynamodb: DynamoDBClient;
+  idempotencyTableName: string;
+  logger?: Logger;
+  metrics?: Metrics;
+}
+
+/**
+ * The example consumer's business logic as a Powertools user would build it, following Powertools'
+ * documentation for FIFO batches with idempotency: `SqsFifoPartialProcessorAsync` runs the records
+ * one after another, each through `makeIdempotent` with the DynamoDB persistence layer, keyed by
+ * the envelope's key and checked against its type and payload (as Oncely checks for conflicts).
+ * Logger and Metrics as the example consumer has them.
+ */
+export function createPowertoolsConsumerHandler(options: PowertoolsConsumerOptions) {
+  const { dynamodb, logger = new Logger(), metrics = new Metrics() } = options;
+  const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'powertools_json(body).key',
+    payloadValidationJmesPath: 'powertools_json(body).[type, payload]',
+  });
+  const persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: options.idempotencyTableName,
+    awsSdkV3Client: dynamodb,
+  });
+  const processRecord = makeIdempotent(
+    async (record: SQSRecord) => {
+      const event = JSON.parse(record.body) as ShopEvent;
+      await effect(event);
+      metrics.addMetric('RecordsProcessed', MetricUnit.Count, 1);
+      logger.info('processed', { messageId: record.messageId, messageKey: event.key });
+    },
+    { persistenceStore, config },
+  );
+  const processor = new SqsFifoPartialProcessorAsync();
+
+  return async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+    logger.addContext(context);
+    config.registerLambdaContext(context);
+    try {
+      // skipGroupOnError: a failure skips the rest of its group only, as Oncely does.
+      return await processPartialResponse(event, processRecord, processor, {
+        context,
+        skipGroupOnError: true,
+      });
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+let configured: ReturnType<typeof createPowertoolsConsumerHandler> | undefined;
+
+/** The Lambda entry point, reading the example consumer's variables; built on the first invocation. */
+export async function handler(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
+  configured ??= createPowertoolsConsumerHandler({
+    dynamodb: new DynamoDBClient({}),
+    idempotencyTableName: requiredVariable('IDEMPOTENCY_TABLE_NAME'),
+    ...shopSettingsFromEnvironment(),
+  });
+  return configured(event, context);
+}

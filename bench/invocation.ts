@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { lambdaContext } from '../sandbox/lambda-context';
+import { localFunctionArn } from '../sandbox/local-aws-config';
+
+/** The Lambda context of one invocation with 30 s to go: the libraries size their leases from it. */
+export function invocationContext(): Context {
+  return lambdaContext({
+    functionName: 'bench',
+    functionArn: localFunctionArn('bench'),
+    awsRequestId: randomUUID(),
+    deadline: Date.now() + 30_000,
+  });
+}
+
+/**
+ * Powertools Logger and Metrics as the consumers use them, printing nothing: the benchmark's output is
+ * its report. Metrics print unless POWERTOOLS_METRICS_DISABLED is set when they are made (run.ts sets it).
+ */
+export function silentTelemetry(): { logger: Logger; metrics: Metrics } {
+  return {
+    logger: new Logger({ serviceName: 'bench', logLevel: 'SILENT' }),
+    metrics: new Metrics({ namespace: 'OncelyBench', serviceName: 'bench' }),
+  };
+}

@@ -1,0 +1,360 @@
+import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency';
+import { BUNDLES, type BundleSize } from './bundle-size';
+import type { Machine } from './machine';
+import { type PublisherCost, SENDERS } from './publisher-calls';
+import {
+  DELIVERY_SCENARIOS,
+  type DeliveryScenario,
+  IDEMPOTENCY_SUBJECTS,
+  type IdempotencySubject,
+  type RequestsPerMessage,
+} from './requests-per-message';
+import type { BenchSettings } from './settings';
+import { ratio, type Spread } from './statistics';
+import type { TargetVerdict } from './targets';
+import { PIPELINE_CONSUMERS, type Throughput } from './throughput';
+
+/** Everything one run measured, and what it ran on. */
+export interface BenchResults {
+  settings: BenchSettings;
+  command: string;
+  startedAt: Date;
+  seconds: number;
+  machine: Machine;
+  loadAverageAtEnd: number;
+  requests: RequestsPerMessage[];
+  latency: BatchLatency[];
+  publisher: PublisherCost[];
+  bundles: BundleSize[];
+  throughput: Throughput[];
+  targets: TargetVerdict[];
+}
+
+/** bench/RESULTS.md: every figure of the run with its ratio to the baseline measured beside it. */
+export function resultsMarkdown(results: BenchResults, chartFile: string): string {
+  return [
+    '# Benchmark results',
+    '',
+    `Written by \`${results.command}\` (${results.settings.mode} run) on ${results.startedAt.toISOString()}, ` +
+      `in ${results.seconds.toFixed(0)} s. Every figure comes from this one run on this one machine; a ratio ` +
+      'compares it with the baseline measured beside it. Nothing here is typed in by hand: run the command again to ' +
+      'check, and expect other absolute figures on another machine.',
+    '',
+    machineSection(results),
+    targetsSection(results.targets),
+    requestsSection(results.requests),
+    latencySection(results.latency, results.settings, chartFile),
+    publisherSection(results.publisher, results.settings),
+    bundleSection(results.bundles),
+    throughputSection(results.throughput, results.settings),
+    notesSection(results),
+  ].join('\n');
+}
+
+function machineSection({ machine, loadAverageAtEnd, settings }: BenchResults): string {
+  return [
+    '## Machine',
+    '',
+    table(
+      ['', ''],
+      [
+        ['CPUs (`nproc`)', `${machine.cpus} × ${machine.cpuModel}`],
+        ['memory', `${machine.memoryGiB} GiB`],
+        ['Node.js', machine.node],
+        ['Java (DynamoDB Local)', machine.java],
+        ['OS', machine.os],
+        [
+          'load average (1 min)',
+          `${machine.loadAverage.toFixed(1)} at the start, ${loadAverageAtEnd.toFixed(1)} at the end: ` +
+            (Math.max(machine.loadAverage, loadAverageAtEnd) > machine.cpus
+              ? 'the machine was busy with other work too, which slows and scatters every timing'
+              : 'the machine was otherwise mostly idle'),
+        ],
+        [
+          'emulators',
+          'DynamoDB Local (in memory, one JVM) and the SQS emulator `local-aws-sqs` (in this process)',
+        ],
+        ['added latency', `${settings.latencyMs} ms per request where a section says so`],
+      ],
+    ),
+    '',
+  ].join('\n');
+}
+
+function targetsSection(targets: readonly TargetVerdict[]): string {
+  return [
+    '## Targets',
+    '',
+    table(
+      ['target', 'measured', 'verdict'],
+      targets.map((target) => [
+        target.target,
+        target.measured,
+        target.met ? '**met**' : `**missed**: ${target.shortfall}`,
+      ]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function requestsSection(rows: readonly RequestsPerMessage[]): string {
+  const subjects = Object.keys(IDEMPOTENCY_SUBJECTS) as IdempotencySubject[];
+  const row = (subject: IdempotencySubject, scenario: DeliveryScenario) =>
+    rows.find((candidate) => candidate.subject === subject && candidate.scenario === scenario);
+  const cells = (scenario: DeliveryScenario, figure: (row: RequestsPerMessage) => number, detail: boolean) =>
+    subjects.map((subject) => {
+      const measured = row(subject, scenario);
+      const baseline = row('powertools', scenario);
+      if (!measured || !baseline) return '–';
+      const value = figure(measured);
+      const versus = subject === 'powertools' ? '' : ` (${ratio(value, figure(baseline))})`;
+      return `${value}${versus}${detail ? `: ${operationList(measured.operations)}` : ''}`;
+    });
+  const scenarios = Object.keys(DELIVERY_SCENARIOS) as DeliveryScenario[];
+  const header = ['', ...subjects.map((subject) => IDEMPOTENCY_SUBJECTS[subject])];
+  return [
+    '## 1. DynamoDB requests per message',
+    '',
+    'Requests counted by an SDK middleware on the DynamoDB client each library is given, business write included ' +
+      "(the ledger's `takeStock`: stock never below zero). Ratios against Powertools, the baseline.",
+    '',
+    table(
+      header,
+      scenarios.map((scenario) => [
+        DELIVERY_SCENARIOS[scenario],
+        ...cells(scenario, (measured) => measured.requests, true),
+      ]),
+    ),
+    '',
+    'Write units: the capacity DynamoDB Local reports for the requests that succeeded — what on-demand mode ' +
+      'bills as write request units. An item written in a transaction counts twice. A write refused by its ' +
+      'condition reports nothing locally, although AWS bills it as well.',
+    '',
+    table(
+      header,
+      scenarios.map((scenario) => [
+        DELIVERY_SCENARIOS[scenario],
+        ...cells(scenario, (measured) => measured.writeUnits, false),
+      ]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function latencySection(rows: readonly BatchLatency[], settings: BenchSettings, chartFile: string): string {
+  const consumers = Object.keys(BATCH_CONSUMERS) as BatchConsumer[];
+  const groupCounts = settings.batchLatency.groupCounts;
+  const find = (consumer: BatchConsumer, groups: number) =>
+    rows.find((row) => row.consumer === consumer && row.groups === groups);
+  const { batches, warmupBatches } = settings.batchLatency;
+  return [
+    '## 2. FIFO batch latency',
+    '',
+    `A 10-record batch of first deliveries (StockReceived, one ledger write each) spread over 1 to 10 message ` +
+      `groups, each consumer invoked directly with the event Lambda delivers, ${settings.latencyMs} ms added to ` +
+      `every DynamoDB request. ${batches} timed batches per cell after ${warmupBatches} untimed ones; the ` +
+      'consumers take turns batch after batch. Median and p10–p90 in ms; the ratio is how many times faster than ' +
+      'Powertools (the baseline).',
+    '',
+    table(
+      ['groups', ...consumers.map((consumer) => BATCH_CONSUMERS[consumer])],
+      groupCounts.map((groups) => {
+        const baseline = find('powertools', groups);
+        return [
+          String(groups),
+          ...consumers.map((consumer) => {
+            const measured = find(consumer, groups);
+            if (!measured || !baseline) return '–';
+            const faster =
+              consumer === 'powertools'
+                ? ''
+                : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
+            return `${spreadText(measured.latency, 'ms')}${faster}`;
+          }),
+        ];
+      }),
+    ),
+    '',
+    `DynamoDB requests per record, counted during the timed batches: ${consumers
+      .map((consumer) => `${consumer} ${find(consumer, groupCounts[0] ?? 1)?.requestsPerRecord.toFixed(2)}`)
+      .join(', ')}.`,
+    '',
+    `![Batch latency by message groups](${chartFile})`,
+    '',
+  ].join('\n');
+}
+
+function publisherSection(rows: readonly PublisherCost[], settings: BenchSettings): string {
+  const find = (sender: PublisherCost['sender'], latency: number) =>
+    rows.find((row) => row.sender === sender && row.addedLatencyMs === latency);
+  const latencies = [0, settings.latencyMs];
+  const { messages, groups, rounds } = settings.publisher;
+  return [
+    '## 3. Publisher',
+    '',
+    `${messages} messages over ${groups} groups to a FIFO queue of the SQS emulator: through the publisher handler ` +
+      '(validation, request idempotency, `SendMessageBatch` in group order; requests of 500 messages, the most one ' +
+      'may carry) against one `SendMessage` after another (the naive baseline). Wall time as the emulators answer, ' +
+      `and with ${settings.latencyMs} ms added to every SQS and DynamoDB request; median of ${rounds} run(s), ` +
+      'p10–p90 in brackets. Calls against the naive baseline, and how many times faster than it.',
+    '',
+    table(
+      [
+        '',
+        'SQS calls',
+        'per message',
+        'DynamoDB requests',
+        'wall time (emulators)',
+        `wall time (+${settings.latencyMs} ms)`,
+      ],
+      (Object.keys(SENDERS) as PublisherCost['sender'][]).map((sender) => {
+        const [raw, slow] = latencies.map((latency) => find(sender, latency));
+        const [naiveRaw, naiveSlow] = latencies.map((latency) => find('naive', latency));
+        const versus = (value: number, baseline: number) =>
+          sender === 'naive' ? '' : ` (${ratio(value, baseline)})`;
+        const faster = (value: number, baseline: number) =>
+          sender === 'naive' ? '' : `, ${ratio(baseline, value)} faster`;
+        if (!raw || !slow || !naiveRaw || !naiveSlow) return [SENDERS[sender], '–', '–', '–', '–', '–'];
+        return [
+          SENDERS[sender],
+          `${raw.sqsCalls}${versus(raw.sqsCalls, naiveRaw.sqsCalls)}`,
+          (raw.sqsCalls / raw.messages).toFixed(3),
+          String(raw.dynamodbRequests),
+          `${rangeText(raw.wallMs, 'ms')}${faster(raw.wallMs.median, naiveRaw.wallMs.median)}`,
+          `${rangeText(slow.wallMs, 'ms')}${faster(slow.wallMs.median, naiveSlow.wallMs.median)}`,
+        ];
+      }),
+    ),
+    '',
+  ].join('\n');
+}
+
+const SHARED_BY_BOTH = 'zod';
+
+function bundleSection(bundles: readonly BundleSize[]): string {
+  const baseline = bundles.find((bundle) => bundle.consumer === 'powertools');
+  const withoutShared = (bundle: BundleSize) =>
+    bundle.bytes - (bundle.parts.find((part) => part.origin === SHARED_BY_BOTH)?.bytes ?? 0);
+  const origins = [...new Set(bundles.flatMap((bundle) => bundle.parts.map((part) => part.origin)))];
+  return [
+    '## 4. Bundle size',
+    '',
+    'The consumer bundled as `lib/oncely-pipeline.ts` bundles it (esbuild, ESM, minified, node24, AWS SDK ' +
+      'external), against the same consumer built on Powertools batch + idempotency + logger + metrics ' +
+      '(`bench/consumers/powertools-consumer.ts`). Ratios against Powertools.',
+    '',
+    table(
+      ['', 'minified', 'gzipped', `minified, without ${SHARED_BY_BOTH} (both use it alike)`],
+      bundles.map((bundle) => {
+        const versus = (value: number, base: number) =>
+          bundle.consumer === 'powertools' ? '' : ` (${ratio(value, base)})`;
+        return [
+          `${BUNDLES[bundle.consumer].label} (\`${bundle.entry}\`)`,
+          `${kib(bundle.bytes)}${baseline ? versus(bundle.bytes, baseline.bytes) : ''}`,
+          `${kib(bundle.gzipBytes)}${baseline ? versus(bundle.gzipBytes, baseline.gzipBytes) : ''}`,
+          `${kib(withoutShared(bundle))}${baseline ? versus(withoutShared(bundle), withoutShared(baseline)) : ''}`,
+        ];
+      }),
+    ),
+    '',
+    'Where the minified bytes come from (esbuild metafile):',
+    '',
+    table(
+      ['origin', ...bundles.map((bundle) => BUNDLES[bundle.consumer].label)],
+      origins.map((origin) => [
+        `\`${origin}\``,
+        ...bundles.map((bundle) => {
+          const bytes = bundle.parts.find((part) => part.origin === origin)?.bytes;
+          return bytes ? kib(bytes) : '–';
+        }),
+      ]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function throughputSection(rows: readonly Throughput[], settings: BenchSettings): string {
+  const baseline = rows.find((row) => row.consumer === 'idempotencyFree');
+  const { messages, rounds, groups, maxConcurrency } = settings.throughput;
+  return [
+    '## 5. End-to-end throughput',
+    '',
+    `${messages} StockReceived messages over ${groups} groups per round, ${rounds} round(s) per consumer, the ` +
+      'pipelines taking turns: the publisher Lambda and the consumer Lambda in worker threads as the sandbox runs ' +
+      `them (\`sandbox/function-runtime.ts\`), the consumer fed by the sandbox's event source poller (batches of 10, ` +
+      `${maxConcurrency} pollers), timed from the first publish to the last record acknowledged. Messages per ` +
+      'second: median, p10–p90 over the rounds. Ratios against the consumer without idempotency.',
+    '',
+    table(
+      ['consumer', 'messages/s', 'ratio'],
+      rows.map((row) => [
+        PIPELINE_CONSUMERS[row.consumer].label,
+        rangeText(row.messagesPerSecond, 'msg/s'),
+        baseline && row !== baseline
+          ? ratio(row.messagesPerSecond.median, baseline.messagesPerSecond.median)
+          : 'baseline',
+      ]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function notesSection(results: BenchResults): string {
+  const firstUnits = (subject: IdempotencySubject) =>
+    results.requests.find((row) => row.subject === subject && row.scenario === 'first')?.writeUnits;
+  return [
+    '## How to read these figures',
+    '',
+    `- **Requests are not the bill.** A first delivery in transactional mode is one request but ` +
+      `${firstUnits('transactional')} write units (two items, each counted twice in a transaction), against ` +
+      `${firstUnits('powertools')} for Powertools plus a separate write. With several business writes that must ` +
+      'apply together, Powertools needs a transaction too, and the units come out even; the saving is in ' +
+      'round trips (latency) and in having no window between the effect and its record.',
+    '- **Latency is modelled.** The emulators answer on loopback in a millisecond or two, so (2) adds a fixed delay ' +
+      'to every DynamoDB request, as an AWS round trip would take. Requests sent at once all go to one DynamoDB ' +
+      `Local process on ${results.machine.cpus} CPUs and wait there for one another, as they would not on ` +
+      'DynamoDB: that weighs on the consumers that run groups at once, not on the one that runs records in turn.',
+    '- **Throughput is CPU-bound here.** In (5) DynamoDB Local, the SQS emulator and the Lambda workers share ' +
+      `${results.machine.cpus} CPUs, so messages per second follow how much work DynamoDB Local does per message. ` +
+      'It is a sandbox figure: the ratio means more than the absolute number.',
+    '- **(5) swaps only the consumer.** `startSandbox()` runs the functions the synthesised stack names, so its ' +
+      "consumer cannot be swapped; (5) builds the same pipeline from the sandbox's parts (worker-thread function " +
+      'runtime, event source poller, the publisher Lambda) with one consumer per run.',
+    '- **Powertools versions.** `@aws-lambda-powertools/idempotency` and `batch` are 2.35.0, the newest on the ' +
+      'registry, beside logger and metrics 2.36.0. Their second copy of `@aws-lambda-powertools/commons` is ' +
+      'bundled once, as a project on a single version would bundle it.',
+    '- **Same business logic.** The Powertools and idempotency-free consumers send the ledger writes of ' +
+      '`lambdas/consumer/ledger-writes.ts` themselves (`bench/consumers/shop-events.ts`); the Powertools one follows ' +
+      'its documentation for FIFO batches: `SqsFifoPartialProcessorAsync`, `processPartialResponse`, ' +
+      "`makeIdempotent` per record, keyed by the envelope's key, validated against its type and payload.",
+    '',
+  ].join('\n');
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function operationList(operations: Record<string, number>): string {
+  const entries = Object.entries(operations);
+  if (entries.length === 0) return 'none';
+  return entries.map(([operation, count]) => (count === 1 ? operation : `${operation} ×${count}`)).join(', ');
+}
+
+function spreadText(spread: Spread, unit: string): string {
+  return `${figure(spread.median)} ${unit} (${figure(spread.p10)}–${figure(spread.p90)})`;
+}
+
+function rangeText(spread: Spread, unit: string): string {
+  return spread.samples > 1 ? spreadText(spread, unit) : `${figure(spread.median)} ${unit}`;
+}
+
+function figure(value: number): string {
+  return value >= 100 ? value.toFixed(0) : value.toFixed(1);
+}
+
+function kib(bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KiB`;
+}

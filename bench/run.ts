@@ -1,0 +1,89 @@
+/**
+ * `npm run bench [-- --quick]`: measures Oncely against AWS Lambda Powertools and a naive pipeline,
+ * all in one run on DynamoDB Local and the SQS emulator, then writes bench/RESULTS.md and the latency
+ * chart and prints the tables. Figures are printed, never asserted: test/bench checks that it runs.
+ */
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startDynamoDbLocal } from '../sandbox/dynamodb-local';
+import { startSqsEmulator } from '../sandbox/sqs-emulator';
+import { measureBatchLatency } from './batch-latency';
+import { measureBundleSizes } from './bundle-size';
+import type { BenchEndpoints } from './clients';
+import { latencyChartSvg } from './latency-chart';
+import { currentLoad, describeMachine } from './machine';
+import { measurePublisher } from './publisher-calls';
+import { type BenchResults, resultsMarkdown } from './report';
+import { measureRequestsPerMessage } from './requests-per-message';
+import { FULL, QUICK } from './settings';
+import { judgeTargets } from './targets';
+import { measureThroughput } from './throughput';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// The consumers' Powertools Metrics would print their EMF to stdout, in between the report.
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const PROJECT_ROOT = join(BENCH_DIR, '..');
+const CHART_FILE = 'batch-latency.svg';
+
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const settings = values.quick ? QUICK : FULL;
+const command = values.quick ? 'npm run bench -- --quick' : 'npm run bench';
+const startedAt = new Date();
+const machine = describeMachine();
+const progress = (line: string) => console.log(`   ${line}`);
+
+console.log(`Oncely benchmarks, ${settings.mode} run: ${machine.cpus} CPUs, Node ${machine.node}\n`);
+const [dynamodb, sqs] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+try {
+  const endpoints: BenchEndpoints = { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint };
+  const step = async <T>(title: string, measure: () => Promise<T>): Promise<T> => {
+    console.log(title);
+    const started = performance.now();
+    const result = await measure();
+    progress(`done in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+    return result;
+  };
+
+  const requests = await step('1. DynamoDB requests per message', () => measureRequestsPerMessage(endpoints));
+  const latency = await step('2. FIFO batch latency', () =>
+    measureBatchLatency(endpoints, {
+      ...settings.batchLatency,
+      latencyMs: settings.latencyMs,
+      onProgress: progress,
+    }),
+  );
+  const publisher = await step('3. Publisher', () =>
+    measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
+  );
+  const bundles = await step('4. Bundle size', () => measureBundleSizes(PROJECT_ROOT));
+  const throughput = await step('5. End-to-end throughput', () =>
+    measureThroughput(endpoints, { ...settings.throughput, projectRoot: PROJECT_ROOT, onProgress: progress }),
+  );
+
+  const results: BenchResults = {
+    settings,
+    command,
+    startedAt,
+    seconds: (Date.now() - startedAt.getTime()) / 1000,
+    machine,
+    loadAverageAtEnd: currentLoad(),
+    requests,
+    latency,
+    publisher,
+    bundles,
+    throughput,
+    targets: judgeTargets({ requests, latency, publisher }),
+  };
+  const markdown = resultsMarkdown(results, CHART_FILE);
+  await writeFile(join(BENCH_DIR, 'RESULTS.md'), markdown);
+  await writeFile(join(BENCH_DIR, CHART_FILE), latencyChartSvg(latency, settings.latencyMs));
+  console.log(markdown);
+  console.log(`Written: bench/RESULTS.md and bench/${CHART_FILE}`);
+} finally {
+  await sqs.stop();
+  await dynamodb.stop();
+}

@@ -1,0 +1,36 @@
+/** How much of everything a run measures. */
+export interface BenchSettings {
+  mode: 'full' | 'quick';
+  /** Added to every DynamoDB request in (2), and to every request in (3)'s second measurement. */
+  latencyMs: number;
+  batchLatency: { groupCounts: number[]; batches: number; warmupBatches: number };
+  publisher: { messages: number; groups: number; rounds: number };
+  throughput: {
+    messages: number;
+    rounds: number;
+    groups: number;
+    maxConcurrency: number;
+    warmupMessages: number;
+  };
+}
+
+const GROUP_COUNTS = [1, 2, 5, 10];
+const LATENCY_MS = 5;
+
+export const FULL: BenchSettings = {
+  mode: 'full',
+  latencyMs: LATENCY_MS,
+  batchLatency: { groupCounts: GROUP_COUNTS, batches: 100, warmupBatches: 20 },
+  publisher: { messages: 1_000, groups: 10, rounds: 3 },
+  // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.
+  throughput: { messages: 600, rounds: 5, groups: 50, maxConcurrency: 10, warmupMessages: 200 },
+};
+
+/** A small version that finishes in well under a minute: indicative figures, the same code paths. */
+export const QUICK: BenchSettings = {
+  mode: 'quick',
+  latencyMs: LATENCY_MS,
+  batchLatency: { groupCounts: GROUP_COUNTS, batches: 5, warmupBatches: 3 },
+  publisher: { messages: 200, groups: 10, rounds: 1 },
+  throughput: { messages: 100, rounds: 1, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
+};

@@ -1,0 +1,229 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../lambdas/publisher/contract';
+import { type BatchReport, startEventSourcePoller } from '../sandbox/event-source-poller';
+import { LocalFunctionRuntime } from '../sandbox/function-runtime';
+import { LOCAL_REGION, localFunctionArn } from '../sandbox/local-aws-config';
+import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients';
+import {
+  createQueueWithDlq,
+  deleteQueues,
+  newIdempotencyTable,
+  newLedgerTable,
+  sumOfAttribute,
+  uniqueName,
+} from './resources';
+import { rotate } from './rotate';
+import { type Spread, spreadOf } from './statistics';
+import { stockMessages } from './stock-events';
+
+export const PIPELINE_CONSUMERS = {
+  idempotencyFree: {
+    label: 'no idempotency: the same writes and FIFO rules, nothing recorded',
+    entry: 'bench/consumers/idempotency-free-consumer.ts',
+  },
+  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/consumer/handler.ts' },
+  powertools: { label: 'Powertools consumer', entry: 'bench/consumers/powertools-consumer.ts' },
+} as const;
+export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
+
+export interface ThroughputOptions {
+  /** Messages per timed round. */
+  messages: number;
+  /** Timed rounds per consumer; the pipelines take turns. */
+  rounds: number;
+  groups: number;
+  /** Pollers of the event source, so at most this many consumer invocations at once. */
+  maxConcurrency: number;
+  /** Sent and consumed before the clock starts: every worker then has its modules loaded and warm. */
+  warmupMessages: number;
+  projectRoot: string;
+  onProgress?: (line: string) => void;
+}
+
+export interface Throughput {
+  consumer: PipelineConsumer;
+  messagesPerRound: number;
+  /** Messages per second, one sample per round. */
+  messagesPerSecond: Spread;
+}
+
+const BATCH_SIZE = 10;
+const TIMEOUT_SECONDS = 30;
+/** How long the last message may take to be consumed before the run counts as stuck. */
+const DRAIN_TIMEOUT_MS = 120_000;
+
+/**
+ * (5) Messages per second through the pipeline as the sandbox runs it: the publisher Lambda and a
+ * consumer Lambda in worker threads (`sandbox/function-runtime.ts`, one invocation per worker as in
+ * Lambda), the consumer fed by the sandbox's event source poller with the stack's batch size. A
+ * round runs from the first publish to the last record acknowledged. Only the consumer differs
+ * between the pipelines, which take turns round after round; at the end each ledger must hold
+ * exactly one unit per message.
+ */
+export async function measureThroughput(
+  endpoints: BenchEndpoints,
+  options: ThroughputOptions,
+): Promise<Throughput[]> {
+  const consumers = Object.keys(PIPELINE_CONSUMERS) as PipelineConsumer[];
+  const pipelines: Pipeline[] = [];
+  try {
+    for (const consumer of consumers) pipelines.push(await startPipeline(endpoints, consumer, options));
+    await Promise.all(pipelines.map((pipeline) => pipeline.warmUp()));
+    const samples = new Map<PipelineConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
+    for (let round = 0; round < options.rounds; round++) {
+      for (const pipeline of rotate(pipelines, round)) {
+        const seconds = await pipeline.deliver(options.messages);
+        samples.get(pipeline.consumer)?.push(options.messages / seconds);
+      }
+      options.onProgress?.(
+        `round ${round + 1}: ${consumers.map((consumer) => `${consumer} ${samples.get(consumer)?.at(-1)?.toFixed(0)}/s`).join(', ')}`,
+      );
+    }
+    for (const pipeline of pipelines) await pipeline.checkLedger();
+    return consumers.map((consumer) => ({
+      consumer,
+      messagesPerRound: options.messages,
+      messagesPerSecond: spreadOf(samples.get(consumer) ?? []),
+    }));
+  } finally {
+    for (const pipeline of pipelines) await pipeline.stop();
+  }
+}
+
+interface Pipeline {
+  consumer: PipelineConsumer;
+  warmUp(): Promise<void>;
+  /** Publishes `count` new messages and waits until all are acknowledged; returns the seconds it took. */
+  deliver(count: number): Promise<number>;
+  checkLedger(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startPipeline(
+  endpoints: BenchEndpoints,
+  consumer: PipelineConsumer,
+  options: ThroughputOptions,
+): Promise<Pipeline> {
+  const sqs = sqsClient(endpoints);
+  const dynamodb = dynamoDbClient(endpoints);
+  const { queue, dlq } = await createQueueWithDlq(sqs);
+  const [idempotencyTable, ledgerTable, publisherTable] = await Promise.all([
+    newIdempotencyTable(dynamodb),
+    newLedgerTable(dynamodb),
+    newIdempotencyTable(dynamodb, 'publisher'),
+  ]);
+  const runtime = (name: string, entry: string, variables: Record<string, string>) =>
+    new LocalFunctionRuntime(
+      {
+        name,
+        arn: localFunctionArn(name),
+        entry,
+        exportName: 'handler',
+        timeoutSeconds: TIMEOUT_SECONDS,
+        environment: {
+          ...awsEnvironment(endpoints),
+          POWERTOOLS_SERVICE_NAME: 'bench',
+          POWERTOOLS_LOG_LEVEL: 'SILENT',
+          POWERTOOLS_METRICS_DISABLED: 'true',
+          ...variables,
+        },
+      },
+      options.projectRoot,
+    );
+  const publisher = runtime(`bench-publisher-${consumer}`, 'lambdas/publisher/handler.ts', {
+    QUEUE_URL: queue.url,
+    IDEMPOTENCY_TABLE_NAME: publisherTable,
+  });
+  const consumerFunction = runtime(`bench-${consumer}`, PIPELINE_CONSUMERS[consumer].entry, {
+    IDEMPOTENCY_TABLE_NAME: idempotencyTable,
+    LEDGER_TABLE_NAME: ledgerTable,
+    DLQ_URL: dlq.url,
+    // The workload has no notifications: nothing is posted.
+    NOTIFICATION_URL: 'http://127.0.0.1:9/unused',
+  });
+  const acknowledged = new AcknowledgedRecords();
+  const poller = startEventSourcePoller({
+    sqs,
+    region: LOCAL_REGION,
+    source: {
+      logicalId: 'BenchEventSource',
+      queue,
+      functionName: `bench-${consumer}`,
+      batchSize: BATCH_SIZE,
+      reportBatchItemFailures: true,
+      maxConcurrency: options.maxConcurrency,
+    },
+    invoke: (event) => consumerFunction.invoke(event),
+    onBatch: (report) => acknowledged.add(report),
+  });
+  let sent = 0;
+
+  const deliver = async (count: number): Promise<number> => {
+    const started = performance.now();
+    const messages = stockMessages(count, options.groups);
+    for (let start = 0; start < messages.length; start += MAX_MESSAGES_PER_REQUEST) {
+      const request = {
+        requestId: uniqueName('request'),
+        messages: messages.slice(start, start + MAX_MESSAGES_PER_REQUEST),
+      };
+      const outcome = await publisher.invoke(request);
+      if (!outcome.ok) throw new Error(`${consumer}: the publisher failed: ${outcome.error.errorMessage}`);
+      const unsent = (outcome.result as PublishResponse).results.filter(({ status }) => status !== 'sent');
+      if (unsent.length > 0)
+        throw new Error(`${consumer}: the publisher did not send ${unsent.length} messages`);
+    }
+    sent += count;
+    await acknowledged.waitFor(sent, `${consumer}'s consumer`);
+    return (performance.now() - started) / 1000;
+  };
+
+  return {
+    consumer,
+    // Workers start (Lambda's init phase) and warm up on the first messages, before the clock runs.
+    warmUp: async () => {
+      await deliver(options.warmupMessages);
+    },
+    deliver,
+    checkLedger: async () => {
+      const applied = await sumOfAttribute(dynamodb, ledgerTable, 'available');
+      if (applied !== sent) {
+        throw new Error(`${consumer}: the ledger holds ${applied} units after ${sent} messages of one unit`);
+      }
+    },
+    stop: async () => {
+      await poller.stop();
+      await Promise.all([publisher.stop(), consumerFunction.stop()]);
+      await deleteQueues(sqs, [queue, dlq]);
+      sqs.destroy();
+      dynamodb.destroy();
+    },
+  };
+}
+
+/**
+ * Counts what a poller acknowledged. A failed record or batch would only come back after the
+ * visibility timeout, so the first one ends the run with its reason instead of a stall.
+ */
+class AcknowledgedRecords {
+  #count = 0;
+  #failure: string | undefined;
+
+  add(report: BatchReport): void {
+    this.#count += report.deleted;
+    if (report.retained > 0)
+      this.#failure ??= report.functionError ?? `${report.retained} records of a batch failed`;
+  }
+
+  async waitFor(count: number, what: string): Promise<void> {
+    const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+    while (this.#count < count) {
+      if (this.#failure) throw new Error(`${what} failed: ${this.#failure}`);
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${what} left ${count - this.#count} messages unconsumed after ${DRAIN_TIMEOUT_MS} ms`,
+        );
+      }
+      await sleep(5);
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { measureBatchLatency } from '../../bench/batch-latency';
+import { measureBundleSizes } from '../../bench/bundle-size';
+import type { BenchEndpoints } from '../../bench/clients';
+import { latencyChartSvg } from '../../bench/latency-chart';
+import { describeMachine } from '../../bench/machine';
+import { measurePublisher } from '../../bench/publisher-calls';
+import { resultsMarkdown } from '../../bench/report';
+import { measureRequestsPerMessage } from '../../bench/requests-per-message';
+import { QUICK } from '../../bench/settings';
+import { judgeTargets } from '../../bench/targets';
+import { measureThroughput } from '../../bench/throughput';
+
+// `npm run bench` in a tiny configuration, so that a broken benchmark fails here rather than on the
+// day someone runs it. Timings are only checked to be there: they are the benchmark's to report.
+describe('the benchmarks, in miniature', () => {
+  let endpoints: BenchEndpoints;
+  beforeAll(() => {
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
+    endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+  });
+
+  it('measure every figure and report them with the targets judged', { timeout: 60_000 }, async () => {
+    const requests = await measureRequestsPerMessage(endpoints);
+    const latency = await measureBatchLatency(endpoints, {
+      groupCounts: [1, 10],
+      batches: 1,
+      warmupBatches: 0,
+      latencyMs: 0,
+    });
+    const publisher = await measurePublisher(endpoints, { messages: 25, groups: 3, rounds: 1, latencyMs: 1 });
+    const bundles = await measureBundleSizes(process.cwd());
+    const throughput = await measureThroughput(endpoints, {
+      messages: 10,
+      rounds: 1,
+      groups: 5,
+      maxConcurrency: 1,
+      // One message warms the three pipelines at once: their workers start in parallel.
+      warmupMessages: 1,
+      projectRoot: process.cwd(),
+    });
+
+    const firstDelivery = (subject: string) =>
+      requests.find((row) => row.subject === subject && row.scenario === 'first');
+    expect(requests).toHaveLength(12);
+    expect(firstDelivery('transactional')).toMatchObject({
+      requests: 1,
+      operations: { TransactWriteItems: 1 },
+    });
+    expect(firstDelivery('powertools')).toMatchObject({ requests: 3, writeUnits: 3 });
+    expect(
+      latency.map(({ consumer, groups, requestsPerRecord }) => [consumer, groups, requestsPerRecord]),
+    ).toEqual([
+      ['transactional', 1, 1],
+      ['lease', 1, 3],
+      ['powertools', 1, 3],
+      ['transactional', 10, 1],
+      ['lease', 10, 3],
+      ['powertools', 10, 3],
+    ]);
+    expect(latency.every(({ latency: { median } }) => median > 0)).toBe(true);
+    expect(
+      publisher.map(({ sender, sqsCalls, dynamodbRequests }) => [sender, sqsCalls, dynamodbRequests]),
+    ).toEqual([
+      ['publisher', 3, 2],
+      ['naive', 25, 0],
+      ['publisher', 3, 2],
+      ['naive', 25, 0],
+    ]);
+    for (const bundle of bundles) {
+      expect(bundle.parts.reduce((sum, part) => sum + part.bytes, 0)).toBeLessThanOrEqual(bundle.bytes);
+      expect(bundle.parts.map((part) => part.origin)).toContain('zod');
+    }
+    expect(throughput.map(({ consumer }) => consumer)).toEqual(['idempotencyFree', 'oncely', 'powertools']);
+    expect(throughput.every(({ messagesPerSecond }) => messagesPerSecond.median > 0)).toBe(true);
+
+    const targets = judgeTargets({ requests, latency, publisher });
+    expect(targets.map((target) => target.met)).toEqual([true, expect.any(Boolean), false]);
+    const results = {
+      settings: QUICK,
+      command: 'test',
+      startedAt: new Date(),
+      seconds: 1,
+      machine: describeMachine(),
+      loadAverageAtEnd: 0,
+      requests,
+      latency,
+      publisher,
+      bundles,
+      throughput,
+      targets,
+    };
+    expect(resultsMarkdown(results, 'chart.svg')).toContain('## 5. End-to-end throughput');
+    expect(latencyChartSvg(latency, 0)).toMatch(/^<svg[\s\S]*<\/svg>\n$/);
+  });
+});
