@@ -1,10 +1,12 @@
 /**
  * `npm run bench [-- --quick]`: measures Oncely against AWS Lambda Powertools and a naive pipeline,
  * all in one run on DynamoDB Local and the SQS emulator, then writes bench/RESULTS.md and the latency
- * chart and prints the tables. Figures are printed, never asserted: test/bench checks that it runs.
+ * chart and prints the tables (a quick run writes them to .oncely/bench-quick/ instead, so that it
+ * never replaces the committed full results). Figures are printed, never asserted: test/bench
+ * checks that it runs.
  */
-import { writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../sandbox/dynamodb-local';
@@ -32,6 +34,7 @@ const CHART_FILE = 'batch-latency.svg';
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
 const settings = values.quick ? QUICK : FULL;
 const command = values.quick ? 'npm run bench -- --quick' : 'npm run bench';
+const OUTPUT_DIR = values.quick ? join(PROJECT_ROOT, '.oncely', 'bench-quick') : BENCH_DIR;
 const startedAt = new Date();
 const machine = describeMachine();
 const progress = (line: string) => console.log(`   ${line}`);
@@ -79,10 +82,13 @@ try {
     targets: judgeTargets({ requests, latency, publisher }),
   };
   const markdown = resultsMarkdown(results, CHART_FILE);
-  await writeFile(join(BENCH_DIR, 'RESULTS.md'), markdown);
-  await writeFile(join(BENCH_DIR, CHART_FILE), latencyChartSvg(latency, settings.latencyMs));
+  await mkdir(OUTPUT_DIR, { recursive: true });
+  await writeFile(join(OUTPUT_DIR, 'RESULTS.md'), markdown);
+  await writeFile(join(OUTPUT_DIR, CHART_FILE), latencyChartSvg(latency, settings.latencyMs));
   console.log(markdown);
-  console.log(`Written: bench/RESULTS.md and bench/${CHART_FILE}`);
+  console.log(
+    `Written: ${relative(PROJECT_ROOT, join(OUTPUT_DIR, 'RESULTS.md'))} and ${CHART_FILE} beside it`,
+  );
 } finally {
   await sqs.stop();
   await dynamodb.stop();
