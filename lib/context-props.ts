@@ -2,22 +2,6 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { OncelyPipelineProps } from './oncely-pipeline';
 import { PipelineConfigurationError } from './pipeline-settings';
 
-/** Context keys `cdk deploy -c key=value` understands, each mapped onto a pipeline setting. */
-export const CONTEXT_KEYS = [
-  'notificationUrl',
-  'notificationMode',
-  'maxReceiveCount',
-  'consumerTimeoutSeconds',
-  'consumerMemoryMiB',
-  'batchSize',
-  'maxConcurrency',
-  'maxConcurrentGroups',
-  'queueRetentionDays',
-  'dlqRetentionDays',
-  'idempotencyTtlDays',
-  'maxMessageSizeBytes',
-] as const;
-
 /** Until you point it at your gateway, notifications fail as retryable and end in the DLQ. */
 export const PLACEHOLDER_NOTIFICATION_URL = 'https://notifications.invalid/send';
 

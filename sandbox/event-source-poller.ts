@@ -1,12 +1,8 @@
-import {
-  DeleteMessageBatchCommand,
-  type Message,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
 import type { InvocationResult } from './lambda-context';
 import type { LocalEventSource } from './provision';
+import { failedMessageIds, toSqsRecord } from './sqs-event';
 
 /** What happened to one batch, for progress reports and tests. */
 export interface BatchReport {
@@ -66,9 +62,16 @@ async function pollOnce(options: PollerOptions): Promise<void> {
     }),
   );
   if (Messages.length === 0) return;
-  const event: SQSEvent = { Records: Messages.map((message) => toRecord(message, source, options.region)) };
+  const event: SQSEvent = {
+    Records: Messages.map((message) => toSqsRecord(message, source.queue.arn, options.region)),
+  };
   const outcome = await options.invoke(event);
-  const failed = outcome.ok ? failedIds(outcome.result, event, source.reportBatchItemFailures) : 'all';
+  // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
+  const failed = !outcome.ok
+    ? 'all'
+    : source.reportBatchItemFailures
+      ? failedMessageIds(outcome.result, event)
+      : new Set<string>();
   const done = failed === 'all' ? [] : Messages.filter((message) => !failed.has(String(message.MessageId)));
   for (let i = 0; i < done.length; i += 10) {
     await sqs.send(
@@ -87,47 +90,4 @@ async function pollOnce(options: PollerOptions): Promise<void> {
     retained: Messages.length - done.length,
     functionError: outcome.ok ? undefined : `${outcome.error.errorType}: ${outcome.error.errorMessage}`,
   });
-}
-
-/** Lambda's reading of a partial batch response; `all` when the response itself is invalid. */
-function failedIds(result: unknown, event: SQSEvent, reportBatchItemFailures: boolean): Set<string> | 'all' {
-  if (!reportBatchItemFailures) return new Set();
-  const failures = (result as { batchItemFailures?: unknown } | null | undefined)?.batchItemFailures;
-  if (failures === undefined || failures === null) return new Set();
-  if (!Array.isArray(failures)) return 'all';
-  const inBatch = new Set(event.Records.map((record) => record.messageId));
-  const ids = new Set<string>();
-  for (const failure of failures) {
-    const id = (failure as { itemIdentifier?: unknown })?.itemIdentifier;
-    if (typeof id !== 'string' || !inBatch.has(id)) return 'all';
-    ids.add(id);
-  }
-  return ids;
-}
-
-/** The record Lambda's event source mapping builds from a received message. */
-function toRecord(message: Message, source: LocalEventSource, region: string): SQSRecord {
-  const attributes = message.Attributes ?? {};
-  return {
-    messageId: String(message.MessageId),
-    receiptHandle: String(message.ReceiptHandle),
-    body: String(message.Body),
-    attributes: attributes as unknown as SQSRecord['attributes'],
-    messageAttributes: Object.fromEntries(
-      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
-        name,
-        {
-          dataType: String(value.DataType),
-          stringValue: value.StringValue,
-          binaryValue: value.BinaryValue ? Buffer.from(value.BinaryValue).toString('base64') : undefined,
-          stringListValues: [],
-          binaryListValues: [],
-        },
-      ]),
-    ),
-    md5OfBody: String(message.MD5OfBody),
-    eventSource: 'aws:sqs',
-    eventSourceARN: source.queue.arn,
-    awsRegion: region,
-  };
 }

@@ -1,12 +1,7 @@
-import {
-  DeleteMessageCommand,
-  type Message,
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config';
+import { failedMessageIds, toSqsRecord } from '../../sandbox/sqs-event';
 import { lambdaContext } from './lambda-context';
 import type { FifoQueue } from './sqs';
 
@@ -52,7 +47,7 @@ export async function pollOnce(
       MessageAttributeNames: ['All'],
     }),
   );
-  const records = Messages.map((message) => toSqsRecord(message, queue.arn));
+  const records = Messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION));
   if (records.length === 0) return { records, deleted: [] };
 
   let response: SQSBatchResponse | undefined;
@@ -62,8 +57,8 @@ export async function pollOnce(
     return { records, error, deleted: [] };
   }
   if (options.acknowledge === false) return { records, response, deleted: [] };
-  const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
-  const succeeded = records.filter((record) => !failed.has(record.messageId));
+  const failed = failedMessageIds(response, { Records: records });
+  const succeeded = failed === 'all' ? [] : records.filter((record) => !failed.has(record.messageId));
   // As the event source mapping: a failed delete (e.g. a stale receipt handle) only means the message comes back.
   const deletes = await Promise.allSettled(
     succeeded.map((record) =>
@@ -96,46 +91,4 @@ export async function pollUntil(
     polls.push(await pollOnce(sqs, queue, handler, options));
   }
   return polls;
-}
-
-/** The record Lambda's event source mapping builds from a received message. */
-export function toSqsRecord(message: Message, queueArn: string): SQSRecord {
-  const { MessageId, ReceiptHandle, Body, MD5OfBody, Attributes = {} } = message;
-  if (!MessageId || !ReceiptHandle || Body === undefined) {
-    throw new Error(`ReceiveMessage returned an incomplete message: ${JSON.stringify(message)}`);
-  }
-  return {
-    messageId: MessageId,
-    receiptHandle: ReceiptHandle,
-    body: Body,
-    attributes: {
-      ApproximateReceiveCount: Attributes.ApproximateReceiveCount ?? '1',
-      SentTimestamp: Attributes.SentTimestamp ?? '',
-      SenderId: Attributes.SenderId ?? '',
-      ApproximateFirstReceiveTimestamp: Attributes.ApproximateFirstReceiveTimestamp ?? '',
-      SequenceNumber: Attributes.SequenceNumber,
-      MessageGroupId: Attributes.MessageGroupId,
-      MessageDeduplicationId: Attributes.MessageDeduplicationId,
-    },
-    messageAttributes: toRecordAttributes(message.MessageAttributes ?? {}),
-    md5OfBody: MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: LOCAL_REGION,
-  };
-}
-
-function toRecordAttributes(attributes: Record<string, MessageAttributeValue>): SQSMessageAttributes {
-  return Object.fromEntries(
-    Object.entries(attributes).map(([name, value]) => [
-      name,
-      {
-        dataType: value.DataType ?? 'String',
-        stringValue: value.StringValue,
-        binaryValue: value.BinaryValue && Buffer.from(value.BinaryValue).toString('base64'),
-        stringListValues: [],
-        binaryListValues: [],
-      },
-    ]),
-  );
 }
