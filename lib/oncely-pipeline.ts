@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CfnResource, Duration } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -12,7 +12,13 @@ import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 
 import { Construct } from 'constructs';
 import { CONSUMER_ENVIRONMENT } from '../lambdas/consumer/environment';
 import { PUBLISHER_ENVIRONMENT } from '../lambdas/publisher/environment';
-import { EXPIRES_AT_ATTRIBUTE, ID_ATTRIBUTE } from '../lambdas/runtime/idempotency/record';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  ID_ATTRIBUTE,
+  UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_NAME,
+  UPDATED_AT_ATTRIBUTE,
+} from '../lambdas/runtime/idempotency/record';
 import { PipelineAlarms } from './pipeline-alarms';
 import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings';
 
@@ -77,6 +83,13 @@ export class OncelyPipeline extends Construct {
     });
 
     this.idempotencyTable = this.#table('IdempotencyTable', settings, EXPIRES_AT_ATTRIBUTE);
+    // Sparse: only records an operator must resolve carry the key, so listing them never scans.
+    this.idempotencyTable.addGlobalSecondaryIndex({
+      indexName: UNRESOLVED_INDEX_NAME,
+      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
+      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
+      projectionType: ProjectionType.ALL,
+    });
     this.ledgerTable = this.#table('LedgerTable', settings);
 
     this.publisher = this.#function('Publisher', 'publisher', {

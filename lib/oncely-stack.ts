@@ -26,6 +26,7 @@ export class OncelyStack extends Stack {
       dlqArn: pipeline.deadLetterQueue.queueArn,
       idempotencyTableName: pipeline.idempotencyTable.tableName,
       ledgerTableName: pipeline.ledgerTable.tableName,
+      idempotencyTtlSeconds: String(pipeline.settings.idempotencyTtl.toSeconds()),
     };
     for (const [key, value] of Object.entries(outputs)) {
       new CfnOutput(this, STACK_OUTPUTS[key as keyof typeof STACK_OUTPUTS], { value });

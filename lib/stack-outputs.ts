@@ -12,6 +12,8 @@ export const STACK_OUTPUTS = {
   dlqArn: 'DlqArn',
   idempotencyTableName: 'IdempotencyTableName',
   ledgerTableName: 'LedgerTableName',
+  /** The idempotency records' lifetime: what the dedup horizon (DESIGN §2) is computed from. */
+  idempotencyTtlSeconds: 'IdempotencyTtlSeconds',
 } as const;
 
 export type StackOutputKey = keyof typeof STACK_OUTPUTS;

@@ -21,6 +21,26 @@ export const MAX_RESULT_BYTES = 350 * 1024;
  */
 export const MAX_KEPT_MESSAGE_BYTES = 300 * 1024;
 
+/**
+ * A sparse global secondary index of the records an operator must look at (DESIGN §3): only
+ * records carrying {@link UNRESOLVED_ATTRIBUTE} are in it, so listing them never scans the table.
+ * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: all attributes.
+ */
+export const UNRESOLVED_INDEX_NAME = 'unresolved';
+
+/** Present only on records that need an operator; its value says why ({@link UnresolvedReason}). */
+export const UNRESOLVED_ATTRIBUTE = 'unresolved';
+
+/** The sort key of the unresolved index. */
+export const UPDATED_AT_ATTRIBUTE = 'updatedAt';
+
+/**
+ * Why a record is in the unresolved index: `IN_DOUBT` (the effect may or may not have happened) or
+ * `RETRY_PENDING` (an operator chose `--as retry`: the record is FAILED and keeps its message until
+ * the message is back on the queue; a crash in between leaves it here, to be sent again).
+ */
+export type UnresolvedReason = 'IN_DOUBT' | 'RETRY_PENDING';
+
 export type RecordStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'REJECTED' | 'IN_DOUBT';
 
 /**
@@ -52,8 +72,10 @@ export interface IdempotencyRecord {
   error?: StoredError;
   attempts?: number;
   updatedAt?: number;
-  /** IN_DOUBT only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
+  /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
   message?: KeptMessage;
+  /** Only on records an operator must resolve: they are in the unresolved index. */
+  unresolved?: UnresolvedReason;
 }
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
