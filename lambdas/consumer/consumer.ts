@@ -47,7 +47,7 @@ export function createConsumerHandler({
         logger,
         metrics,
         maxConcurrentGroups: config.maxConcurrentGroups,
-        deadLetterQueue: { client: sqs, queueUrl: config.dlqUrl },
+        deadLetterQueue: { client: sqs, queueUrl: config.dlqUrl, sourceQueueUrl: config.queueUrl },
         operations: {
           ...ledgerOperations(config.ledgerTableName),
           SendNotification: notificationOperation({

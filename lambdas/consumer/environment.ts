@@ -10,6 +10,8 @@ export const CONSUMER_ENVIRONMENT = {
   ledgerTableName: 'LEDGER_TABLE_NAME',
   dlqUrl: 'DLQ_URL',
   notificationUrl: 'NOTIFICATION_URL',
+  /** Optional: the queue the consumer reads; a record dead-lettered is then deleted from it at once. */
+  queueUrl: 'QUEUE_URL',
   /** Optional: lifetime of an idempotency record; must outlive queue + DLQ retention. */
   idempotencyTtlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   /** Optional: how many message groups of a batch run at once. */
@@ -37,6 +39,7 @@ const environmentSchema = z.object({
   [ledgerTableName]: required(ledgerTableName),
   [dlqUrl]: httpUrl(dlqUrl),
   [notificationUrl]: httpUrl(notificationUrl),
+  [optional.queueUrl]: httpUrl(optional.queueUrl).optional(),
   [optional.idempotencyTtlSeconds]: positiveInteger(optional.idempotencyTtlSeconds).optional(),
   [optional.maxConcurrentGroups]: positiveInteger(optional.maxConcurrentGroups).optional(),
   [optional.notificationTimeoutMs]: positiveInteger(optional.notificationTimeoutMs).optional(),
@@ -53,6 +56,8 @@ export interface ConsumerConfig {
   ledgerTableName: string;
   dlqUrl: string;
   notificationUrl: string;
+  /** The source queue; without it a dead-lettered record is left for the event source mapping to delete. */
+  queueUrl?: string;
   /** The store's default (30 days) when unset. */
   idempotencyTtlSeconds?: number;
   /** The middleware's default (10) when unset. */
@@ -62,7 +67,9 @@ export interface ConsumerConfig {
 }
 
 /** The consumer cannot start: its environment is incomplete or wrong. */
-export class ConsumerEnvironmentError extends NonRetryableError {}
+export class ConsumerEnvironmentError extends NonRetryableError {
+  static override readonly errorName: string = 'ConsumerEnvironmentError';
+}
 
 /** Reads and checks the consumer's environment; the error names every missing or invalid variable. */
 export function readConsumerConfig(environment: NodeJS.ProcessEnv = process.env): ConsumerConfig {
@@ -80,6 +87,7 @@ export function readConsumerConfig(environment: NodeJS.ProcessEnv = process.env)
     ledgerTableName: env[ledgerTableName],
     dlqUrl: env[dlqUrl],
     notificationUrl: env[notificationUrl],
+    queueUrl: env[optional.queueUrl],
     idempotencyTtlSeconds: env[optional.idempotencyTtlSeconds],
     maxConcurrentGroups: env[optional.maxConcurrentGroups],
     notificationTimeoutMs: env[optional.notificationTimeoutMs] ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,

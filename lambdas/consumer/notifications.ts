@@ -13,11 +13,14 @@ const sendNotificationSchema = z.object({
 
 /** The gateway answered 5xx, 408 or 429: it did not send the notification; a later try may succeed. */
 export class NotificationGatewayUnavailableError extends OncelyError {
+  static readonly errorName: string = 'NotificationGatewayUnavailableError';
   readonly retryable = true;
 }
 
 /** The gateway refused the notification (a 4xx other than 408/429): sending it again cannot help. */
-export class NotificationRefusedError extends NonRetryableError {}
+export class NotificationRefusedError extends NonRetryableError {
+  static override readonly errorName: string = 'NotificationRefusedError';
+}
 
 /**
  * `SendNotification`: POSTs `{ to, subject, body }` to an e-mail gateway, in lease mode. At-most-once

@@ -24,7 +24,8 @@ export interface DedupHorizon {
 /** Epoch ms before which a message's `publishedAt` is past the horizon. */
 export function dedupHorizonStartMs(horizon: DedupHorizon, nowMs: number): number {
   const margin =
-    horizon.marginSeconds ?? Math.min(DEFAULT_DEDUP_HORIZON_MARGIN_SECONDS, Math.floor(horizon.ttlSeconds / 10));
+    horizon.marginSeconds ??
+    Math.min(DEFAULT_DEDUP_HORIZON_MARGIN_SECONDS, Math.floor(horizon.ttlSeconds / 10));
   return nowMs - (horizon.ttlSeconds - margin) * 1000;
 }
 

@@ -30,6 +30,7 @@ describe('consumer environment', () => {
       'NOTIFICATION_MODE',
       'NOTIFICATION_TIMEOUT_MS',
       'NOTIFICATION_URL',
+      'QUEUE_URL',
     ]);
   });
 

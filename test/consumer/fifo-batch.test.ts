@@ -339,10 +339,10 @@ describe.concurrent('FIFO batch middleware', () => {
     // A1's acquire is held until B1's has failed: A1 then holds a lease in a batch that is failing.
     let b1Failed!: () => void;
     const afterB1Failed = new Promise<void>((resolve) => (b1Failed = resolve));
-    holdPutItem(client, idOf(a1), afterB1Failed);
+    holdAcquire(client, idOf(a1), afterB1Failed);
     failRequests(
       client,
-      (operationName, input) => operationName === 'PutItem' && JSON.stringify(input).includes(idOf(b1)),
+      (operationName, input) => operationName === 'UpdateItem' && JSON.stringify(input).includes(idOf(b1)),
       () => {
         b1Failed();
         return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
@@ -398,10 +398,10 @@ async function visibleMessages(queue: FifoQueue): Promise<number> {
 }
 
 /** Holds the PutItem of record `id` until `release` resolves. */
-function holdPutItem(client: DynamoDBClient, id: string, release: Promise<void>): void {
+function holdAcquire(client: DynamoDBClient, id: string, release: Promise<void>): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      if (context.commandName === 'PutCommand' || context.commandName === 'PutItemCommand') {
+      if (context.commandName === 'UpdateCommand' || context.commandName === 'UpdateItemCommand') {
         if (JSON.stringify((args as { input: unknown }).input).includes(id)) await release;
       }
       return next(args);

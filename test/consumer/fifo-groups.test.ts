@@ -30,7 +30,7 @@ describe('runGroups', () => {
       running.delete(record);
       return 'succeeded';
     });
-    expect(report).toEqual({ failed: [], skipped: [] });
+    expect(report).toEqual({ failed: [], skipped: [], deferred: [] });
     expect(events.filter((event) => event.includes('A'))).toEqual(['start A1', 'start A2', 'start A3']);
     // B started before A finished: the groups really ran concurrently.
     expect(events.slice(0, 2)).toEqual(['start A1', 'start B1']);
@@ -43,7 +43,7 @@ describe('runGroups', () => {
       ran.push(record);
       return verdicts[record] ?? 'succeeded';
     });
-    expect(report).toEqual({ failed: ['A2'], skipped: ['A3', 'A4'] });
+    expect(report).toEqual({ failed: ['A2'], skipped: ['A3', 'A4'], deferred: [] });
     expect(ran.sort()).toEqual(['A1', 'A2', 'B1', 'B2']);
   });
 
@@ -56,7 +56,7 @@ describe('runGroups', () => {
       running--;
       return 'succeeded';
     });
-    expect(report).toEqual({ failed: [], skipped: [] });
+    expect(report).toEqual({ failed: [], skipped: [], deferred: [] });
     expect(mostAtOnce).toBe(2);
   });
 

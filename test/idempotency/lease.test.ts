@@ -31,6 +31,7 @@ function recordingObserver() {
     leaseLost: (id) => events.push({ event: 'leaseLost', id }),
     inDoubt: (id) => events.push({ event: 'inDoubt', id }),
     failureWriteFailed: (id) => events.push({ event: 'failureWriteFailed', id }),
+    resultNotStored: (id) => events.push({ event: 'resultNotStored', id }),
   };
   return { events, observer };
 }
@@ -59,24 +60,24 @@ function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
 }
 
 describe('lease mode: first delivery and duplicates', () => {
-  it('costs two writes for a first delivery and one failed conditional put for a duplicate', async () => {
+  it('costs two writes for a first delivery and one failed conditional update for a duplicate', async () => {
     const idempotency = lease();
     let runs = 0;
     const effect = async () => ({ sent: ++runs });
 
     const first = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
     expect(first).toEqual({ status: 'executed', result: { sent: 1 }, recorded: true });
-    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
 
     requests.reset();
     const again = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
     expect(again).toEqual({ status: 'duplicate', result: { sent: 1 }, fromCache: false });
-    expect(requests.counts).toEqual({ PutItem: 1 });
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
     expect(runs).toBe(1);
 
     const record = await readItem(table, 'mail#k1');
     expect(record).toMatchObject({ status: 'COMPLETED', result: '{"sent":1}', attempts: 1 });
-    expect(record?.leaseToken).toBeUndefined();
+    expect(record?.leaseExpiresAt).toBeUndefined();
   });
 
   it('answers hot duplicates from the in-memory cache with no request at all', async () => {
@@ -182,7 +183,7 @@ describe('lease expiry', () => {
     const second = await idempotency.start({ key: 'k1', payload: 1 });
     if (second.status !== 'acquired') throw new Error('expected the takeover to acquire');
 
-    expect(await idempotency.recordCompletion(first.lease, 'late')).toBe(false);
+    expect(await idempotency.recordCompletion(first.lease, 'late')).toBe('lease-lost');
     expect(await idempotency.recordFailure(first.lease, new Error('late'))).toBe('failed');
     expect(events.map((e) => e.event)).toEqual(['leaseLost', 'leaseLost']);
     expect(await readItem(table, 'mail#k1')).toMatchObject({
@@ -190,7 +191,7 @@ describe('lease expiry', () => {
       leaseToken: second.lease.token,
     });
 
-    expect(await idempotency.recordCompletion(second.lease, 'new owner')).toBe(true);
+    expect(await idempotency.recordCompletion(second.lease, 'new owner')).toBe('recorded');
     expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED', result: '"new owner"' });
   });
 });
@@ -281,7 +282,7 @@ describe('unknown outcomes and unrecordable completions', () => {
     await idempotency.run({ key: 'unknown', payload: 1, message }, async () => {
       throw new OutcomeUnknownError('timed out');
     });
-    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
     expect(await readItem(table, 'mail#unknown')).toMatchObject({ status: 'IN_DOUBT', message });
 
     // The other way in: a later delivery parks an expired lease, with the message it carries.
@@ -290,7 +291,7 @@ describe('unknown outcomes and unrecordable completions', () => {
     requests.reset();
     const parked = await idempotency.start({ key: 'expired', payload: 1, message });
     expect(parked.status).toBe('in-doubt');
-    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
     expect(await readItem(table, 'mail#expired')).toMatchObject({ status: 'IN_DOUBT', message });
   });
 
@@ -315,7 +316,7 @@ describe('unknown outcomes and unrecordable completions', () => {
     expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'FAILED' });
   });
 
-  it('reports success when the completion write fails after the effect, and leaves the lease to expire', async () => {
+  it('reports an unrecorded completion when the write keeps failing after the effect, and leaves the lease to expire', async () => {
     const { events, observer } = recordingObserver();
     const idempotency = lease({ observer });
     const outage = failRequests(client, (operation, input) => {
@@ -331,8 +332,9 @@ describe('unknown outcomes and unrecordable completions', () => {
     expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_PROGRESS' });
   });
 
-  it('records a too-large result as COMPLETED without it, and says so loudly', async () => {
-    const idempotency = lease();
+  it('records a too-large result as done (never a failure), and tells duplicates that want it why it is gone', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ observer });
     const huge = 'x'.repeat(400 * 1024);
     let runs = 0;
     const run = () =>
@@ -340,6 +342,11 @@ describe('unknown outcomes and unrecordable completions', () => {
         runs++;
         return huge;
       });
+    expect(await run()).toEqual({ status: 'executed', result: huge, recorded: true });
+    expect(events).toEqual([{ event: 'resultNotStored', id: 'mail#k1' }]);
+    // A duplicate is recognised as done; a caller that wants its result learns why there is none.
+    const duplicate = await idempotency.start({ key: 'k1', payload: 1 });
+    expect(duplicate).toMatchObject({ status: 'duplicate', resultBytes: huge.length + 2 });
     await expect(run()).rejects.toThrow(ResultTooLargeError);
     await expect(run()).rejects.toThrow(/exceeds the 358400-byte limit/);
     expect(runs).toBe(1);

@@ -31,3 +31,44 @@ export function failRequests(
     },
   };
 }
+
+/**
+ * Makes chosen requests apply but lose their answer: the request reaches DynamoDB and is applied,
+ * then a retryable error replaces the answer, inside the SDK's retry loop — so the SDK sends the
+ * same request again, as after a dropped connection. `select` sees the operation and the
+ * marshalled input; `times` bounds how many requests lose their answer.
+ */
+export function loseAnswers(
+  client: DynamoDBClient,
+  select: (operation: string, input: Record<string, unknown>) => boolean,
+  times = 1,
+) {
+  let lost = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const operation = String(context.commandName).replace(/Command$/, '');
+      if (lost < times && select(operation, args.input as Record<string, unknown>)) {
+        lost++;
+        throw Object.assign(new Error('injected: the answer was lost after the request was applied'), {
+          name: 'TimeoutError',
+          $metadata: {},
+        });
+      }
+      return result;
+    },
+    // The deserialize step runs inside the retry middleware, so the SDK retries this error.
+    { step: 'deserialize', name: `loseAnswer${Math.random()}` },
+  );
+  return {
+    get lost() {
+      return lost;
+    },
+  };
+}
+
+/** Whether a marshalled UpdateItem/PutItem input sets `status` to `status` (by its `:status` value). */
+export function setsStatus(input: Record<string, unknown>, status: string): boolean {
+  const values = input.ExpressionAttributeValues as Record<string, { S?: string }> | undefined;
+  return Object.values(values ?? {}).some((value) => value?.S === status) && JSON.stringify(input).includes('#status');
+}

@@ -1,7 +1,9 @@
+import { PAST_DEDUP_HORIZON } from '../dedup-horizon';
 import { NonRetryableError, OncelyError } from '../idempotency/errors';
 
 /** No operation is registered for the message's type: no retry can change that. */
 export class UnknownMessageTypeError extends NonRetryableError {
+  static override readonly errorName: string = 'UnknownMessageTypeError';
   constructor(
     readonly type: string,
     knownTypes: readonly string[],
@@ -15,19 +17,23 @@ export class UnknownMessageTypeError extends NonRetryableError {
 
 /** The payload does not match its operation's schema. */
 export class InvalidPayloadError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidPayloadError';
   constructor(type: string, problems: string) {
     super(`the ${type} payload is invalid: ${problems}. Fix the producer, then publish a corrected message.`);
   }
 }
 
 /** A business write's condition failed (e.g. stock would go below zero): the message is refused for good. */
-export class BusinessRuleViolationError extends NonRetryableError {}
+export class BusinessRuleViolationError extends NonRetryableError {
+  static override readonly errorName: string = 'BusinessRuleViolationError';
+}
 
 /**
  * A record without a MessageGroupId: the consumer is attached to a standard queue, not a FIFO one,
  * so nothing guarantees the order it relies on. This fails the whole batch.
  */
 export class MissingMessageGroupError extends OncelyError {
+  static readonly errorName: string = 'MissingMessageGroupError';
   readonly retryable = false;
   constructor(readonly messageId: string) {
     super(
@@ -42,6 +48,7 @@ export class MissingMessageGroupError extends OncelyError {
  * throttled, access denied). Every record needs that table, so this fails the whole batch.
  */
 export class IdempotencyStoreUnavailableError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyStoreUnavailableError';
   readonly retryable = true;
   constructor(idempotencyKey: string, cause: unknown) {
     super(
@@ -55,4 +62,35 @@ export class IdempotencyStoreUnavailableError extends OncelyError {
 
 function describeCause(cause: unknown): string {
   return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}
+
+/**
+ * The message was published longer ago than the dedup horizon (DESIGN §2): its idempotency record,
+ * if it ever had one, may have expired, so it cannot be told apart from a new message. It is never
+ * run; its name is the DLQ reason `PastDedupHorizon`.
+ */
+export class PastDedupHorizonError extends NonRetryableError {
+  static override readonly errorName: string = PAST_DEDUP_HORIZON;
+  constructor(publishedAt: string, ttlSeconds: number) {
+    super(
+      `the message was published at ${publishedAt}, past the dedup horizon (records live ${ttlSeconds} s): it can ` +
+        'no longer be told apart from a message never processed, so it is not run. If it must run, publish it again ' +
+        'as a new message with a new key.',
+    );
+  }
+}
+
+/**
+ * DynamoDB refused this record's own writes as invalid (ValidationException: an item over 400 KB,
+ * an invalid expression): no retry can fix it, and no other record is affected.
+ */
+export class InvalidRecordWriteError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidRecordWriteError';
+  constructor(idempotencyKey: string, cause: unknown) {
+    super(
+      `DynamoDB refused the writes of "${idempotencyKey}" as invalid (${describeCause(cause)}); nothing was applied. ` +
+        "Fix the operation's writes (item size, expressions); the message goes to the DLQ.",
+      { cause },
+    );
+  }
 }

@@ -3,6 +3,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type DynamoDbIdempotencyStore, IdempotencyConfigurationError } from '../idempotency';
 import { DeadLetterQueue, type DeadLetterQueueOptions } from './dead-letter-queue';
+import { DeadlineGuard } from './deadline';
 import { planGroups } from './group-plan';
 import { runGroups } from './group-runner';
 import { logFieldsOf, receiveRecord } from './message';
@@ -20,6 +21,18 @@ export interface FifoBatchOptions {
   metrics: MetricsSink;
   /** How many message groups run at once; 10 (a whole batch) by default. */
   maxConcurrentGroups?: number;
+  /**
+   * A record is not started with less than this many milliseconds of the invocation left (DESIGN
+   * §5); it and the rest of its group come back. By default learnt per container: twice its slowest
+   * record so far, at least 1 s.
+   */
+  recordTimeReserveMs?: number;
+  /**
+   * The dedup horizon's safety margin in seconds (DESIGN §2): a message published longer ago than
+   * the store's TTL less this is dead-lettered as `PastDedupHorizon`, never run. By default an hour,
+   * or a tenth of the TTL if that is shorter.
+   */
+  dedupHorizonMarginSeconds?: number;
 }
 
 export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
@@ -40,7 +53,13 @@ export function fifoBatch(
     );
   }
   const deadLetterQueue = new DeadLetterQueue(options.deadLetterQueue);
-  const processor = { store: options.store, operations: options.operations, deadLetterQueue };
+  const processor = {
+    store: options.store,
+    operations: options.operations,
+    deadLetterQueue,
+    horizon: { ttlSeconds: options.store.ttlSeconds, marginSeconds: options.dedupHorizonMarginSeconds },
+  };
+  const deadline = new DeadlineGuard(options.recordTimeReserveMs);
 
   const processBatch = async (event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> => {
     const records = event.Records.map((sqsRecord) => {
@@ -50,14 +69,31 @@ export function fifoBatch(
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
       maxConcurrentGroups,
-      ({ received, telemetry }, signal) =>
-        processRecord(received, telemetry, { lambdaContext, signal }, processor),
+      async ({ received, telemetry }, signal) => {
+        if (!deadline.allowsStart(lambdaContext)) return 'deferred';
+        const started = Date.now();
+        try {
+          return await processRecord(received, telemetry, { lambdaContext, signal }, processor);
+        } finally {
+          deadline.recordFinished(Date.now() - started);
+        }
+      },
     );
     for (const { telemetry } of report.skipped) {
       telemetry.count('skipped');
       telemetry.logger.info('not run: an earlier record of its group failed; SQS redelivers it in order');
     }
-    const unacknowledged = new Set([...report.failed, ...report.skipped]);
+    for (const { telemetry } of report.deferred) {
+      telemetry.count('deferredAtDeadline');
+      telemetry.logger.info(
+        'not started: too little of the invocation is left to finish it; SQS redelivers it',
+        {
+          remainingMs: lambdaContext.getRemainingTimeInMillis(),
+          reserveMs: deadline.reserveMs,
+        },
+      );
+    }
+    const unacknowledged = new Set([...report.failed, ...report.skipped, ...report.deferred]);
     return {
       batchItemFailures: records
         .filter((record) => unacknowledged.has(record))

@@ -1,13 +1,18 @@
 import type { MessageGroupPlan } from './group-plan';
 
-/** How one record ended: `succeeded` is acknowledged, `failed` is left for SQS to redeliver. */
-export type RecordVerdict = 'succeeded' | 'failed';
+/**
+ * How one record ended: `succeeded` is acknowledged, `failed` is left for SQS to redeliver, and
+ * `deferred` was not started (too little time left) and is left for SQS to redeliver too.
+ */
+export type RecordVerdict = 'succeeded' | 'failed' | 'deferred';
 
 export interface GroupRunReport<R> {
   /** Records that ran and failed. */
   failed: R[];
   /** Records not run because an earlier record of their group failed. */
   skipped: R[];
+  /** Records not started for lack of time, with the rest of their group. */
+  deferred: R[];
 }
 
 /**
@@ -21,7 +26,7 @@ export async function runGroups<R>(
   maxConcurrentGroups: number,
   process: (record: R, signal: AbortSignal) => Promise<RecordVerdict>,
 ): Promise<GroupRunReport<R>> {
-  const report: GroupRunReport<R> = { failed: [], skipped: [] };
+  const report: GroupRunReport<R> = { failed: [], skipped: [], deferred: [] };
   const batch = new AbortController();
   const pending = [...groups];
 
@@ -33,6 +38,10 @@ export async function runGroups<R>(
         verdict = await process(record, batch.signal);
       } catch (error) {
         if (!batch.signal.aborted) batch.abort(error);
+        return;
+      }
+      if (verdict === 'deferred') {
+        report.deferred.push(...records.slice(index));
         return;
       }
       if (verdict === 'failed') {

@@ -9,13 +9,19 @@ import {
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
   OncelyError,
+  RecordNotWrittenError,
   recordId,
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
   TransactionConditionFailedError,
   type TransactionPlan,
 } from '../idempotency';
-import { BusinessRuleViolationError, IdempotencyStoreUnavailableError, InvalidPayloadError } from './errors';
+import {
+  BusinessRuleViolationError,
+  IdempotencyStoreUnavailableError,
+  InvalidPayloadError,
+  InvalidRecordWriteError,
+} from './errors';
 import type { ConsumerMessage } from './message';
 import type { RecordTelemetry } from './telemetry';
 
@@ -123,10 +129,15 @@ export function leaseOperation<P = unknown, T = unknown>(
         };
         result = await options.run(validated(message, options.payload), context);
       } catch (error) {
+        // Throws RecordNotWrittenError when the failure cannot be recorded: then no acknowledgement.
         if ((await idempotency.recordFailure(lease, error, input.message)) === 'in-doubt') return 'in-doubt';
         throw error;
       }
-      await idempotency.recordCompletion(lease, result);
+      // No acknowledgement without a record (DESIGN §3): a completion that could not be written
+      // fails the record, and its redelivery settles it once the lease expired.
+      if ((await idempotency.recordCompletion(lease, result)) === 'not-recorded') {
+        throw new RecordNotWrittenError(lease.id, 'COMPLETED', undefined);
+      }
       return 'executed';
     },
   };
@@ -189,11 +200,15 @@ function validated<P>(message: ConsumerMessage, schema: z.ZodType<P> | undefined
 }
 
 /**
- * An error from a request the idempotency core made itself. Its own typed errors are the record's;
- * anything else is DynamoDB failing, which every record of the batch would meet too.
+ * An error from a request the idempotency core made itself. Its own typed errors are the record's,
+ * and so is DynamoDB refusing this record's writes as invalid; anything else is DynamoDB failing,
+ * which every record of the batch would meet too.
  */
 function asStoreFailure(namespace: string, key: string, error: unknown): unknown {
   if (error instanceof OncelyError) return error;
+  if (error instanceof Error && error.name === 'ValidationException') {
+    return new InvalidRecordWriteError(recordId(namespace, key), error);
+  }
   return new IdempotencyStoreUnavailableError(recordId(namespace, key), error);
 }
 

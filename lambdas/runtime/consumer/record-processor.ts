@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import { type DedupHorizon, isPastDedupHorizon } from '../dedup-horizon';
 import {
   type DynamoDbIdempotencyStore,
   IdempotencyConflictError,
@@ -7,7 +8,7 @@ import {
   toStoredError,
 } from '../idempotency';
 import type { DeadLetterQueue } from './dead-letter-queue';
-import { IdempotencyStoreUnavailableError, UnknownMessageTypeError } from './errors';
+import { IdempotencyStoreUnavailableError, PastDedupHorizonError, UnknownMessageTypeError } from './errors';
 import type { RecordVerdict } from './group-runner';
 import type { ReceivedRecord } from './message';
 import type { ConsumerOperation, OperationOutcome } from './operations';
@@ -17,6 +18,7 @@ export interface RecordProcessorOptions {
   store: DynamoDbIdempotencyStore;
   operations: Readonly<Record<string, ConsumerOperation>>;
   deadLetterQueue: DeadLetterQueue;
+  horizon: DedupHorizon;
 }
 
 /**
@@ -36,6 +38,10 @@ export async function processRecord(
     // Own properties only: a message of type "constructor" must not find Object's.
     if (!Object.hasOwn(options.operations, message.type)) {
       throw new UnknownMessageTypeError(message.type, Object.keys(options.operations));
+    }
+    // Before any request: past the horizon, even a lookup could not prove it is not a repeat.
+    if (isPastDedupHorizon(message.publishedAt, options.horizon, options.store.now())) {
+      throw new PastDedupHorizonError(message.publishedAt, options.horizon.ttlSeconds);
     }
     const operation = options.operations[message.type] as ConsumerOperation;
     const outcome = await operation.execute(message, { store: options.store, telemetry, ...invocation });
@@ -89,6 +95,7 @@ async function failure(
     return 'failed';
   }
   if (error instanceof IdempotencyConflictError) telemetry.count('conflict');
+  if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
   try {
     await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
   } catch (sendError) {

@@ -24,10 +24,16 @@ export const CONSUMER_METRICS = {
   failed: 'RecordsFailed',
   /** Not run because an earlier record of its group failed. */
   skipped: 'RecordsSkippedAfterGroupFailure',
-  /** The effect happened but its COMPLETED write kept failing; the lease is left to expire. */
+  /** The effect happened but its COMPLETED write kept failing: not acknowledged; the redelivery settles it. */
   completionWriteFailed: 'CompletionWritesFailed',
-  /** Recording a failure failed; the record stays IN_PROGRESS until its lease expires. */
+  /** Recording a failure failed: not acknowledged; the record stays IN_PROGRESS until its lease expires. */
   failureWriteFailed: 'FailureWritesFailed',
+  /** The effect happened and is recorded, but its result was too large to store for duplicates. */
+  resultNotStored: 'ResultsNotStored',
+  /** Not started: the invocation had too little time left to finish it (DESIGN §5, the deadline). */
+  deferredAtDeadline: 'RecordsDeferredAtDeadline',
+  /** Published longer ago than the dedup horizon (DESIGN §2): sent to the DLQ, never run. */
+  pastDedupHorizon: 'RecordsPastDedupHorizon',
   /** A fenced write found another owner: this invocation's lease had been taken over. */
   leaseLost: 'LeasesLost',
 } as const;
@@ -60,10 +66,22 @@ export class RecordTelemetry implements IdempotencyObserver {
 
   completionWriteFailed(id: string, error: unknown): void {
     this.count('completionWriteFailed');
-    this.logger.error('the effect happened but its completion could not be recorded; the lease will expire', {
-      idempotencyKey: id,
-      error,
-    });
+    this.logger.error(
+      'the effect happened but its completion could not be recorded: the message is not acknowledged, and its ' +
+        'redelivery settles the record once the lease expired',
+      { idempotencyKey: id, error },
+    );
+  }
+
+  resultNotStored(id: string, bytes: number): void {
+    this.count('resultNotStored');
+    this.logger.warn(
+      'the effect happened and is recorded, but its result was too large to store for duplicates',
+      {
+        idempotencyKey: id,
+        bytes,
+      },
+    );
   }
 
   leaseLost(id: string, operation: string): void {

@@ -1,17 +1,23 @@
 /**
  * Errors of the idempotency core. Each says what happened and what to do; `retryable` tells a
  * caller (the FIFO consumer, the publisher client) whether trying the same input again can help.
+ *
+ * Names are what records, DLQ attributes and logs show, and a minifying bundler renames classes:
+ * so each Oncely class fixes its name in a static `errorName`. A subclass of yours without one is
+ * named after its class (bundle with esbuild's `keepNames`, as the Oncely construct does).
  */
 export abstract class OncelyError extends Error {
   abstract readonly retryable: boolean;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
-    this.name = new.target.name;
+    const type = new.target as { errorName?: string; name: string };
+    this.name = Object.hasOwn(type, 'errorName') && type.errorName ? type.errorName : type.name;
   }
 }
 
 /** Thrown by a handler for a failure that no retry can fix (bad input, broken business rule). */
 export class NonRetryableError extends OncelyError {
+  static readonly errorName: string = 'NonRetryableError';
   readonly retryable = false;
 }
 
@@ -20,11 +26,13 @@ export class NonRetryableError extends OncelyError {
  * the connection reset. At-most-once records `IN_DOUBT` and never re-runs it; at-least-once retries.
  */
 export class OutcomeUnknownError extends OncelyError {
+  static readonly errorName: string = 'OutcomeUnknownError';
   readonly retryable = true;
 }
 
 /** Another invocation holds the lease on this key right now. Retry later. */
 export class IdempotencyInProgressError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyInProgressError';
   readonly retryable = true;
   constructor(
     readonly id: string,
@@ -39,6 +47,7 @@ export class IdempotencyInProgressError extends OncelyError {
 
 /** The record is IN_DOUBT: the effect may or may not have happened; an operator must resolve it. */
 export class IdempotencyInDoubtError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyInDoubtError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -53,6 +62,7 @@ export class IdempotencyInDoubtError extends OncelyError {
 
 /** The key was used before with a different payload: two different messages share one key. */
 export class IdempotencyConflictError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyConflictError';
   readonly retryable = false;
   constructor(readonly id: string) {
     super(
@@ -64,6 +74,7 @@ export class IdempotencyConflictError extends OncelyError {
 
 /** A duplicate of a message that was rejected permanently: the original rejection, replayed. */
 export class IdempotencyRejectedError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyRejectedError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -75,6 +86,7 @@ export class IdempotencyRejectedError extends OncelyError {
 
 /** The effect's result cannot be stored in the idempotency record (DynamoDB items are limited to 400 KB). */
 export class ResultTooLargeError extends OncelyError {
+  static readonly errorName: string = 'ResultTooLargeError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -91,6 +103,7 @@ export class ResultTooLargeError extends OncelyError {
 
 /** A business write of a transactional handler failed its own condition (not a duplicate). */
 export class TransactionConditionFailedError extends OncelyError {
+  static readonly errorName: string = 'TransactionConditionFailedError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -105,6 +118,7 @@ export class TransactionConditionFailedError extends OncelyError {
 
 /** DynamoDB kept cancelling the transaction because concurrent transactions touched the same items. */
 export class TransactionContentionError extends OncelyError {
+  static readonly errorName: string = 'TransactionContentionError';
   readonly retryable = true;
   constructor(
     readonly id: string,
@@ -114,8 +128,30 @@ export class TransactionContentionError extends OncelyError {
   }
 }
 
+/**
+ * What happened to a record's effect could not be written to its record, even after retries. The
+ * message must not be acknowledged (DESIGN §3): SQS redelivers it, and that delivery finds the
+ * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once).
+ */
+export class RecordNotWrittenError extends OncelyError {
+  static readonly errorName: string = 'RecordNotWrittenError';
+  readonly retryable = true;
+  constructor(
+    readonly id: string,
+    readonly outcome: string,
+    cause: unknown,
+  ) {
+    super(
+      `"${id}": the effect's outcome (${outcome}) could not be recorded (${describeError(cause)}). The message ` +
+        'is not acknowledged: SQS redelivers it and that delivery settles the record. Check DynamoDB.',
+      { cause },
+    );
+  }
+}
+
 /** Input the idempotency core cannot work with (a bad key, namespace or option). */
 export class IdempotencyConfigurationError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyConfigurationError';
   readonly retryable = false;
 }
 
@@ -128,6 +164,11 @@ export interface StoredError {
 /** Whether trying the same input again could succeed. Unknown errors are assumed transient. */
 export function isRetryable(error: unknown): boolean {
   return !(error instanceof OncelyError) || error.retryable;
+}
+
+function describeError(error: unknown): string {
+  if (error === undefined) return 'the write kept failing; its error is logged';
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 export function toStoredError(error: unknown): StoredError {

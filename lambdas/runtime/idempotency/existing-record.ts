@@ -1,14 +1,10 @@
-import {
-  IdempotencyConflictError,
-  IdempotencyInProgressError,
-  IdempotencyRejectedError,
-  ResultTooLargeError,
-} from './errors';
-import { type IdempotencyRecord, MAX_RESULT_BYTES } from './record';
+import { IdempotencyConflictError, IdempotencyInProgressError, IdempotencyRejectedError } from './errors';
+import type { IdempotencyRecord } from './record';
 
 /** What a record that could not be acquired means for this call. */
 export type ExistingRecordVerdict =
-  | { kind: 'completed'; result?: string }
+  /** Done: `result` as stored, or `resultBytes` when it was too large to store. */
+  | { kind: 'completed'; result?: string; resultBytes?: number }
   | { kind: 'in-doubt'; record: IdempotencyRecord }
   /** IN_PROGRESS past its lease, found by an at-most-once caller: to be parked as IN_DOUBT. */
   | { kind: 'expired-lease'; record: IdempotencyRecord };
@@ -25,10 +21,7 @@ export function judgeExistingRecord(
   if (record.payloadHash !== payloadHash) throw new IdempotencyConflictError(record.id);
   switch (record.status) {
     case 'COMPLETED':
-      if (record.resultBytes !== undefined) {
-        throw new ResultTooLargeError(record.id, record.resultBytes, MAX_RESULT_BYTES);
-      }
-      return { kind: 'completed', result: record.result };
+      return { kind: 'completed', result: record.result, resultBytes: record.resultBytes };
     case 'REJECTED':
       throw new IdempotencyRejectedError(record.id, record.error ?? { name: 'Error', message: 'unknown' });
     case 'IN_DOUBT':

@@ -4,14 +4,16 @@ import {
   IdempotencyInProgressError,
   isRetryable,
   OutcomeUnknownError,
+  RecordNotWrittenError,
+  ResultTooLargeError,
   type StoredError,
   toStoredError,
 } from './errors';
 import { judgeExistingRecord } from './existing-record';
 import { payloadHash, recordId } from './keys';
 import { consoleObserver, type IdempotencyObserver } from './observer';
-import type { KeptMessage } from './record';
-import { parseResult, serializeResult, tooLargeError } from './result-json';
+import { type KeptMessage, MAX_RESULT_BYTES } from './record';
+import { parseResult, serializeResult } from './result-json';
 import type { DynamoDbIdempotencyStore, Lease } from './store';
 
 export type IdempotencyMode = 'at-least-once' | 'at-most-once';
@@ -33,7 +35,10 @@ export interface LeaseIdempotencyOptions {
   /** LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. */
   cache?: CompletedRecordCache | false;
   observer?: IdempotencyObserver;
-  /** How often the COMPLETED write is tried after the effect succeeded. */
+  /**
+   * How often a record write after the effect (COMPLETED, FAILED, REJECTED, IN_DOUBT) is tried
+   * before giving up, on top of the AWS SDK's own retries; 3 by default.
+   */
   completionAttempts?: number;
 }
 
@@ -55,8 +60,11 @@ export interface EffectContext {
 export type LeaseOutcome<T> =
   /** The effect ran now. `recorded` is false when its completion could not be written (see the observer). */
   | { status: 'executed'; result: T; recorded: boolean }
-  /** The effect ran before; its stored result. */
-  | { status: 'duplicate'; result: T; fromCache: boolean }
+  /**
+   * The effect ran before; its stored result. `resultBytes` instead when the result was too large
+   * to store (`result` is then undefined): the effect is done, its result cannot be replayed.
+   */
+  | { status: 'duplicate'; result: T; fromCache: boolean; resultBytes?: number }
   /** At-most-once: the effect may or may not have happened; not run, left for an operator. */
   | { status: 'in-doubt'; reason: StoredError };
 
@@ -66,6 +74,12 @@ export type LeaseStart<T> =
 
 /** How a failed effect was recorded. */
 export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
+
+/**
+ * What became of a successful effect's COMPLETED write: written; fenced out by a new owner of the
+ * record (whose record then says what happened); or not written, even after retries.
+ */
+export type CompletionVerdict = 'recorded' | 'lease-lost' | 'not-recorded';
 
 /** Without a Lambda context nothing bounds the run: default to Lambda's 15-minute maximum. */
 export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
@@ -97,6 +111,14 @@ export class LeaseIdempotency {
     effect: (context: EffectContext) => Promise<T> | T,
   ): Promise<LeaseOutcome<T>> {
     const start = await this.start<T>(input);
+    if (start.status === 'duplicate' && start.resultBytes !== undefined) {
+      // The caller wants the result, and it was too large to store.
+      throw new ResultTooLargeError(
+        recordId(this.#options.namespace, input.key),
+        start.resultBytes,
+        MAX_RESULT_BYTES,
+      );
+    }
     if (start.status !== 'acquired') return start;
     const { lease } = start;
     let result: T;
@@ -107,7 +129,8 @@ export class LeaseIdempotency {
       if (verdict === 'in-doubt') return { status: 'in-doubt', reason: toStoredError(error) };
       throw error;
     }
-    return { status: 'executed', result, recorded: await this.recordCompletion(lease, result) };
+    const completion = await this.recordCompletion(lease, result);
+    return { status: 'executed', result, recorded: completion === 'recorded' };
   }
 
   /** Acquires the lease, or tells why the effect must not run now. */
@@ -129,6 +152,14 @@ export class LeaseIdempotency {
     const verdict = judgeExistingRecord(acquired.existing, hash, store.now());
     switch (verdict.kind) {
       case 'completed':
+        if (verdict.resultBytes !== undefined) {
+          return {
+            status: 'duplicate',
+            result: undefined as T,
+            fromCache: false,
+            resultBytes: verdict.resultBytes,
+          };
+        }
         this.#remember(id, hash, verdict.result, acquired.existing.expiresAt);
         return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
       case 'in-doubt': {
@@ -155,37 +186,33 @@ export class LeaseIdempotency {
 
   /**
    * Records a successful effect. The effect already happened, so a failing write is retried with
-   * backoff and then only reported: the lease expires and mode decides what a redelivery does.
-   * Returns whether the completion was recorded.
+   * backoff; if it still fails, the observer hears of it and the caller must not acknowledge the
+   * message: its redelivery finds the lease expired and settles the record (DESIGN §3). A result
+   * too large to store is recorded as its size: the effect is done, only its replay is lost.
    */
-  async recordCompletion(lease: Lease, result: unknown): Promise<boolean> {
+  async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict> {
     const serialized = serializeResult(result);
-    const attempts = this.#options.completionAttempts ?? 3;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const written = await this.#options.store.complete(lease, serialized);
-        if (!written) {
-          this.#observer.leaseLost(lease.id, 'complete');
-          return false;
-        }
-        break;
-      } catch (error) {
-        if (attempt >= attempts) {
-          this.#observer.completionWriteFailed(lease.id, error);
-          return false;
-        }
-        await sleep(25 * 2 ** attempt * (0.5 + Math.random()));
-      }
+    const written = await this.#writeWithRetries(() => this.#options.store.complete(lease, serialized));
+    if (typeof written === 'object') {
+      this.#observer.completionWriteFailed(lease.id, written.error);
+      return 'not-recorded';
     }
-    const tooLarge = tooLargeError(lease.id, serialized);
-    if (tooLarge) throw tooLarge;
-    this.#remember(lease.id, lease.payloadHash, serialized.result, lease.recordExpiresAt);
-    return true;
+    if (!written) {
+      this.#observer.leaseLost(lease.id, 'complete');
+      return 'lease-lost';
+    }
+    if (serialized.resultBytes !== undefined) {
+      this.#observer.resultNotStored(lease.id, serialized.resultBytes);
+    } else {
+      this.#remember(lease.id, lease.payloadHash, serialized.result, lease.recordExpiresAt);
+    }
+    return 'recorded';
   }
 
   /**
    * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
    * at-most-once mode (keeping `message`), FAILED otherwise (the next delivery runs it again).
+   * Throws `RecordNotWrittenError` when the write kept failing: the message must not be acknowledged.
    */
   async recordFailure(lease: Lease, error: unknown, message?: KeptMessage): Promise<FailureVerdict> {
     const { store, mode } = this.#options;
@@ -196,19 +223,33 @@ export class LeaseIdempotency {
         : isRetryable(error)
           ? 'failed'
           : 'rejected';
-    try {
-      const written =
-        verdict === 'in-doubt'
-          ? await store.markInDoubt(lease, stored, message)
-          : verdict === 'rejected'
-            ? await store.reject(lease, stored)
-            : await store.fail(lease, stored);
-      if (!written) this.#observer.leaseLost(lease.id, verdict);
-      else if (verdict === 'in-doubt') this.#observer.inDoubt(lease.id, stored);
-    } catch (writeError) {
-      this.#observer.failureWriteFailed(lease.id, writeError);
+    const written = await this.#writeWithRetries(() =>
+      verdict === 'in-doubt'
+        ? store.markInDoubt(lease, stored, message)
+        : verdict === 'rejected'
+          ? store.reject(lease, stored)
+          : store.fail(lease, stored),
+    );
+    if (typeof written === 'object') {
+      this.#observer.failureWriteFailed(lease.id, written.error);
+      throw new RecordNotWrittenError(lease.id, verdict, written.error);
     }
+    if (!written) this.#observer.leaseLost(lease.id, verdict);
+    else if (verdict === 'in-doubt') this.#observer.inDoubt(lease.id, stored);
     return verdict;
+  }
+
+  /** A fenced write, tried up to `completionAttempts` times with backoff; its last error if all failed. */
+  async #writeWithRetries(write: () => Promise<boolean>): Promise<boolean | { error: unknown }> {
+    const attempts = this.#options.completionAttempts ?? 3;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (error) {
+        if (attempt >= attempts) return { error };
+        await sleep(25 * 2 ** attempt * (0.5 + Math.random()));
+      }
+    }
   }
 
   #leaseMs(context: RemainingTime | undefined): number {

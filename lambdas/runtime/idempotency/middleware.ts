@@ -1,7 +1,8 @@
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { IdempotencyInDoubtError } from './errors';
+import { IdempotencyInDoubtError, ResultTooLargeError } from './errors';
 import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } from './lease';
+import { MAX_RESULT_BYTES } from './record';
 import type { Lease } from './store';
 
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {
@@ -38,6 +39,9 @@ export function idempotentRequest<TEvent, TResult>(
           leases.set(request, start.lease);
           return;
         case 'duplicate':
+          if (start.resultBytes !== undefined) {
+            throw new ResultTooLargeError(`${options.namespace}#${key}`, start.resultBytes, MAX_RESULT_BYTES);
+          }
           // Middy's early-return contract that also works for `undefined` responses.
           request.earlyResponse = start.result;
           return;
@@ -55,7 +59,8 @@ export function idempotentRequest<TEvent, TResult>(
       const lease = leases.get(request);
       if (!lease) return;
       leases.delete(request);
-      await idempotency.recordFailure(lease, request.error);
+      // The caller gets the handler's error; a failure to record it is the observer's to report.
+      await idempotency.recordFailure(lease, request.error).catch(() => undefined);
     },
   };
 }

@@ -5,13 +5,18 @@ import type { StoredError } from './errors';
  * message is acknowledged), so these are for logs, metrics and alarms, not for the caller.
  */
 export interface IdempotencyObserver {
-  /** The effect succeeded but its COMPLETED write kept failing; the lease is left to expire. */
+  /**
+   * The effect succeeded but its COMPLETED write kept failing: the message is not acknowledged,
+   * and its redelivery settles the record once the lease expired.
+   */
   completionWriteFailed(id: string, error: unknown): void;
+  /** The effect succeeded and is recorded, but its result was too large to store: duplicates cannot replay it. */
+  resultNotStored(id: string, bytes: number): void;
   /** A fenced write found another owner: this invocation's lease had expired and was taken over. */
   leaseLost(id: string, operation: string): void;
   /** A record became IN_DOUBT; an operator must resolve it. */
   inDoubt(id: string, reason: StoredError): void;
-  /** Recording a failure failed; the record stays IN_PROGRESS until its lease expires. */
+  /** Recording a failure failed; the message is not acknowledged and the record stays IN_PROGRESS until its lease expires. */
   failureWriteFailed(id: string, error: unknown): void;
 }
 
@@ -26,6 +31,8 @@ export const consoleObserver: IdempotencyObserver = {
       id,
       error: String(error),
     }),
+  resultNotStored: (id, bytes) =>
+    log('effect completed and recorded, but its result was too large to store for duplicates', { id, bytes }),
   leaseLost: (id, operation) =>
     log('lease lost: another invocation took this record over', { id, operation }),
   inDoubt: (id, reason) => log('record is IN_DOUBT and needs an operator', { id, reason }),

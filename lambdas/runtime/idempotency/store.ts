@@ -8,7 +8,6 @@ import {
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
-  PutCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
@@ -17,10 +16,11 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type StoredError, TransactionConditionFailedError } from './errors';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
+  EXPIRES_AT_ATTRIBUTE,
   type IdempotencyRecord,
-  isExpired,
   type KeptMessage,
   MAX_KEPT_MESSAGE_BYTES,
+  UNRESOLVED_ATTRIBUTE,
 } from './record';
 
 /** One business write of a transactional handler, in DynamoDBDocumentClient's format. */
@@ -81,7 +81,9 @@ export class DynamoDbIdempotencyStore {
 
   /**
    * Takes the lease if the record is absent, expired or FAILED (or, with `takeOverExpiredLease`,
-   * IN_PROGRESS past its lease) — each only for the same payload. One conditional PutItem.
+   * IN_PROGRESS past its lease) — each only for the same payload. One conditional UpdateItem, which
+   * also counts the attempt. If the SDK retried it after its answer was lost, the retry finds the
+   * record holding this call's own token: the lease is ours all the same.
    */
   async acquire(input: {
     id: string;
@@ -96,48 +98,56 @@ export class DynamoDbIdempotencyStore {
     const takeover = input.takeOverExpiredLease
       ? ' OR (#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash)'
       : '';
+    const lease = (attempt: number): AcquireResult => ({
+      acquired: true,
+      lease: {
+        id: input.id,
+        token,
+        payloadHash: input.payloadHash,
+        expiresAt: leaseExpiresAt,
+        recordExpiresAt,
+        attempt,
+      },
+    });
     try {
       const output = await this.#documents.send(
-        new PutCommand({
+        new UpdateCommand({
           TableName: this.tableName,
-          Item: {
-            id: input.id,
-            status: IN_PROGRESS,
-            payloadHash: input.payloadHash,
-            leaseToken: token,
-            leaseExpiresAt,
-            expiresAt: recordExpiresAt,
-            updatedAt: now,
-          },
+          Key: { id: input.id },
+          // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
+          UpdateExpression:
+            'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
+            'expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one ' +
+            'REMOVE #result, resultBytes, #error, #message, unresolved',
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash)${takeover}`,
-          ExpressionAttributeNames: STATUS_NAMES,
-          ExpressionAttributeValues: {
-            ':nowSec': Math.floor(now / 1000),
-            ':failed': 'FAILED',
-            ':hash': input.payloadHash,
-            ...(input.takeOverExpiredLease ? { ':inProgress': IN_PROGRESS, ':nowMs': now } : {}),
+          ExpressionAttributeNames: {
+            ...STATUS_NAMES,
+            '#result': 'result',
+            '#error': 'error',
+            '#message': 'message',
           },
-          // The replaced item (if any) tells how many attempts came before, at no extra cost.
-          ReturnValues: 'ALL_OLD',
+          ExpressionAttributeValues: {
+            ':inProgress': IN_PROGRESS,
+            ':hash': input.payloadHash,
+            ':token': token,
+            ':leaseExpiresAt': leaseExpiresAt,
+            ':expiresAt': recordExpiresAt,
+            ':nowMs': now,
+            ':nowSec': Math.floor(now / 1000),
+            ':zero': 0,
+            ':one': 1,
+            ':failed': 'FAILED',
+          },
+          ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      const previous = output.Attributes as IdempotencyRecord | undefined;
-      const previousAttempts = previous && !isExpired(previous, now) ? (previous.attempts ?? 1) : 0;
-      return {
-        acquired: true,
-        lease: {
-          id: input.id,
-          token,
-          payloadHash: input.payloadHash,
-          expiresAt: leaseExpiresAt,
-          recordExpiresAt,
-          attempt: previousAttempts + 1,
-        },
-      };
+      return lease(Number(output.Attributes?.attempts ?? 1));
     } catch (error) {
       const existing = existingItem(error);
       if (!existing) throw error;
+      if (existing.status === IN_PROGRESS && existing.leaseToken === token)
+        return lease(existing.attempts ?? 1);
       return { acquired: false, existing };
     }
   }
@@ -162,10 +172,16 @@ export class DynamoDbIdempotencyStore {
 
   /**
    * Records that the effect may or may not have happened; only an operator moves it on. The
-   * record keeps `message` (if it fits), so that the operator can run it again.
+   * record keeps `message` (if it fits), so that the operator can run it again; it enters the
+   * unresolved index and lives a full TTL from now, so it stays visible until resolved.
    */
   markInDoubt(lease: Lease, error: StoredError, message?: KeptMessage): Promise<boolean> {
-    return this.#fencedUpdate(lease, 'IN_DOUBT', { error, message: keepable(message) });
+    return this.#fencedUpdate(lease, 'IN_DOUBT', {
+      error,
+      message: keepable(message),
+      [UNRESOLVED_ATTRIBUTE]: 'IN_DOUBT',
+      [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(this.now()),
+    });
   }
 
   /**
@@ -185,7 +201,10 @@ export class DynamoDbIdempotencyStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { id: record.id },
-          UpdateExpression: `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs${kept ? ', #message = :message' : ''} REMOVE leaseToken`,
+          UpdateExpression:
+            'SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, unresolved = :inDoubt, ' +
+            `expiresAt = :expiresAt, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            'REMOVE leaseExpiresAt',
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
@@ -198,14 +217,19 @@ export class DynamoDbIdempotencyStore {
             ':token': record.leaseToken,
             ':error': reason,
             ':nowMs': now,
+            ':expiresAt': this.#recordExpiresAt(now),
+            ':one': 1,
             ...(kept ? { ':message': kept } : {}),
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // Our own earlier try, applied with its answer lost, already parked it.
+      const existing = existingItem(error);
+      return existing?.status === 'IN_DOUBT' && existing.leaseToken === record.leaseToken;
     }
   }
 
@@ -219,12 +243,14 @@ export class DynamoDbIdempotencyStore {
           ConditionExpression: '#status = :inProgress AND leaseToken = :token',
           ExpressionAttributeNames: STATUS_NAMES,
           ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': lease.token },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // No record left: our own earlier try deleted it. Another owner's record: the lease was lost.
+      return existingItem(error) === undefined;
     }
   }
 
@@ -232,6 +258,8 @@ export class DynamoDbIdempotencyStore {
    * Transactional mode: the business writes and a COMPLETED record commit together or not at all.
    * The record goes first; if its condition cancelled the transaction, this is a duplicate and the
    * existing record comes back. A business write's own condition failing is reported as that.
+   * A client request token makes the SDK's retry of a transaction whose answer was lost succeed
+   * without applying it twice (DynamoDB remembers the token for 10 minutes).
    */
   async commitTransaction(input: {
     id: string;
@@ -245,6 +273,7 @@ export class DynamoDbIdempotencyStore {
     try {
       await this.#documents.send(
         new TransactWriteCommand({
+          ClientRequestToken: randomUUID(),
           TransactItems: [
             {
               Put: {
@@ -283,6 +312,11 @@ export class DynamoDbIdempotencyStore {
     }
   }
 
+  /**
+   * An update fenced on the lease: only the lease's owner, while the record is IN_PROGRESS, may
+   * write it. A condition failing because our own earlier try (applied, its answer lost, retried by
+   * the SDK) already wrote this very status is a success; the token stays on the record for that.
+   */
   async #fencedUpdate(lease: Lease, status: string, fields: Record<string, unknown>): Promise<boolean> {
     const present = Object.entries(fields).filter(([, value]) => value !== undefined);
     const names: Record<string, string> = { ...STATUS_NAMES };
@@ -290,10 +324,9 @@ export class DynamoDbIdempotencyStore {
       ':status': status,
       ':inProgress': IN_PROGRESS,
       ':token': lease.token,
-      ':attempts': lease.attempt,
       ':nowMs': this.now(),
     };
-    const sets = ['#status = :status', 'attempts = :attempts', 'updatedAt = :nowMs'];
+    const sets = ['#status = :status', 'updatedAt = :nowMs'];
     for (const [name, value] of present) {
       names[`#${name}`] = name;
       values[`:${name}`] = value;
@@ -304,16 +337,18 @@ export class DynamoDbIdempotencyStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { id: lease.id },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseToken, leaseExpiresAt`,
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = existingItem(error);
+      return existing?.status === status && existing.leaseToken === lease.token;
     }
   }
 

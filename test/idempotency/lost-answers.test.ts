@@ -1,0 +1,146 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  DynamoDbIdempotencyStore,
+  type IdempotencyObserver,
+  LeaseIdempotency,
+  type LeaseIdempotencyOptions,
+  OutcomeUnknownError,
+  RecordNotWrittenError,
+  TransactionalIdempotency,
+} from '../../lambdas/runtime/idempotency';
+import { countRequests } from '../../sandbox/request-counter';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware';
+
+// DESIGN §3 and §11: a request applied with its answer lost (the SDK retries it) must be recognised
+// as this call's own, never taken for somebody else's work; a record write that keeps failing must
+// never let the message be acknowledged.
+
+let client: DynamoDBClient;
+let table: string;
+let requests: ReturnType<typeof countRequests>;
+let now = Date.now();
+
+beforeAll(async () => {
+  const setup = localDynamoClient();
+  table = await createTable(setup, 'lost-answers');
+  setup.destroy();
+});
+
+beforeEach(() => {
+  client?.destroy();
+  client = localDynamoClient();
+  requests = countRequests(client);
+  now = Date.now();
+});
+
+afterAll(() => client.destroy());
+
+const silent: IdempotencyObserver = {
+  completionWriteFailed: () => undefined,
+  leaseLost: () => undefined,
+  inDoubt: () => undefined,
+  failureWriteFailed: () => undefined,
+  resultNotStored: () => undefined,
+};
+
+function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
+  const store = new DynamoDbIdempotencyStore({ client, tableName: table, now: () => now });
+  return new LeaseIdempotency({ store, namespace: 'lost', mode: 'at-most-once', observer: silent, ...options });
+}
+
+const key = () => `k-${Math.random().toString(36).slice(2)}`;
+
+describe('answers lost after the request was applied', () => {
+  it('an acquire retried by the SDK recognises its own lease: the effect runs, nothing is parked', async () => {
+    const k = key();
+    const lost = loseAnswers(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'));
+    let runs = 0;
+    const outcome = await lease({ leaseMs: 60_000 }).run({ key: k, payload: 1 }, async () => ++runs);
+    expect(lost.lost).toBe(1);
+    expect(outcome).toEqual({ status: 'executed', result: 1, recorded: true });
+    expect(requests.counts.UpdateItem).toBe(3); // acquire, its retry, complete
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'COMPLETED', attempts: 1 });
+  });
+
+  it('a completion retried by the SDK recognises its own earlier write as done, not as a lost lease', async () => {
+    const k = key();
+    const lost = loseAnswers(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'COMPLETED'));
+    const outcome = await lease().run({ key: k, payload: 1 }, async () => 'sent');
+    expect(lost.lost).toBe(1);
+    expect(outcome).toEqual({ status: 'executed', result: 'sent', recorded: true });
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'COMPLETED', result: '"sent"' });
+  });
+
+  it('an IN_DOUBT write retried by the SDK is recognised as its own, and parks the record once', async () => {
+    const k = key();
+    loseAnswers(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_DOUBT'));
+    const outcome = await lease().run({ key: k, payload: 1 }, async () => {
+      throw new OutcomeUnknownError('timed out after sending');
+    });
+    expect(outcome.status).toBe('in-doubt');
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'IN_DOUBT', unresolved: 'IN_DOUBT' });
+  });
+
+  it('a transaction retried by the SDK is applied once and reported as executed', async () => {
+    const k = key();
+    const counter = `counter-${k}`;
+    loseAnswers(client, (operation) => operation === 'TransactWriteItems');
+    const store = new DynamoDbIdempotencyStore({ client, tableName: table });
+    const ledger = new TransactionalIdempotency({ store, namespace: 'lost-tx', cache: false });
+    const outcome = await ledger.run({ key: k, payload: 1 }, () => ({
+      writes: [
+        {
+          Update: {
+            TableName: table,
+            Key: { id: counter },
+            UpdateExpression: 'ADD n :one',
+            ExpressionAttributeValues: { ':one': 1 },
+          },
+        },
+      ],
+    }));
+    expect(outcome.status).toBe('executed');
+    expect(requests.counts.TransactWriteItems).toBe(2);
+    expect(await readItem<{ n: number }>(table, counter)).toMatchObject({ n: 1 });
+  });
+});
+
+describe('record writes that keep failing', () => {
+  it('an IN_DOUBT write that keeps failing throws, so the message is not acknowledged; the redelivery parks it', async () => {
+    const k = key();
+    const outage = failRequests(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_DOUBT'));
+    const idempotency = lease({ leaseMs: 1_000 });
+    const run = idempotency.run({ key: k, payload: 1, message: { body: 'b', groupId: 'g' } }, async () => {
+      throw new OutcomeUnknownError('timed out after sending');
+    });
+    await expect(run).rejects.toThrow(RecordNotWrittenError);
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'IN_PROGRESS', attempts: 1 });
+
+    outage.stop();
+    now += 1_001; // the lease expired: the redelivery finds it and parks it, with the message
+    let runs = 0;
+    const redelivery = await idempotency.run(
+      { key: k, payload: 1, message: { body: 'b', groupId: 'g' } },
+      async () => ++runs,
+    );
+    expect(redelivery.status).toBe('in-doubt');
+    expect(runs).toBe(0);
+    const record = await readItem(table, `lost#${k}`);
+    expect(record).toMatchObject({ status: 'IN_DOUBT', unresolved: 'IN_DOUBT', attempts: 1, message: { body: 'b' } });
+    // Parking keeps the record a full TTL from now, so it cannot expire unresolved behind the alarm.
+    expect(record?.expiresAt).toBeGreaterThanOrEqual(Math.floor(now / 1000) + 30 * 24 * 3600);
+  });
+
+  it('counts attempts from the acquire, so a crash after acquiring still shows in the record', async () => {
+    const k = key();
+    const idempotency = lease({ mode: 'at-least-once', leaseMs: 1_000 });
+    await idempotency.start({ key: k, payload: 1 }); // the invocation dies here
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'IN_PROGRESS', attempts: 1 });
+    now += 1_001;
+    const takeover = await idempotency.start({ key: k, payload: 1 });
+    expect(takeover).toMatchObject({ status: 'acquired', lease: { attempt: 2 } });
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ attempts: 2 });
+  });
+});
