@@ -1,0 +1,140 @@
+import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type ErrorAnswer, errorAnswer } from './aws-errors';
+import {
+  type ChaosService,
+  FAULT_KINDS,
+  type Fault,
+  type FaultKind,
+  type FaultPlan,
+  type JsonObject,
+  noFaults,
+} from './faults';
+import { HeldRequests } from './held-requests';
+import { forward, readBody, type UpstreamAnswer } from './http-forward';
+
+const HOST = '127.0.0.1';
+
+export interface FaultProxyOptions {
+  /** Whose error shapes to answer with. */
+  service: ChaosService;
+  /** The emulator's endpoint, e.g. `http://127.0.0.1:8000`. */
+  upstream: string;
+  /** No faults by default. */
+  plan?: FaultPlan;
+}
+
+export interface FaultProxyStats {
+  /** Requests received by operation, faulted or not: an SDK retry counts again. */
+  requests: Record<string, number>;
+  faults: Record<FaultKind, number>;
+  /** Requests held by `hang` now. */
+  hung: number;
+}
+
+export interface FaultProxy {
+  /** Point an SDK client's `endpoint` here. */
+  readonly endpoint: string;
+  setPlan(plan: FaultPlan): void;
+  stats(): FaultProxyStats;
+  /** Lets every hung request go on to the upstream, as a stalled caller that wakes up late. */
+  releaseHung(): void;
+  /** Resolves once `count` requests hang; rejects with `HungRequestTimeoutError` after `timeoutMs`. */
+  waitForHung(count?: number, timeoutMs?: number): Promise<void>;
+  /** Stops listening and drops held requests and every connection: their callers see a reset. */
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy on a free loopback port in front of one AWS JSON endpoint (DynamoDB Local or the
+ * SQS emulator) that injects the faults a plan decides, per request, for the real SDK to meet.
+ */
+export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  const upstream = new URL(options.upstream);
+  const agent = new Agent({ keepAlive: true });
+  const held = new HeldRequests();
+  const requests: Record<string, number> = {};
+  const faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>;
+  let plan = options.plan ?? noFaults;
+  let ordinal = 0;
+
+  const decide = (incoming: IncomingMessage, body: Buffer): Fault | undefined => {
+    const operation = operationOf(incoming);
+    requests[operation] = (requests[operation] ?? 0) + 1;
+    ordinal += 1;
+    const fault = plan({ service: options.service, operation, body: parseJson(body), ordinal });
+    if (fault) faults[fault.kind] += 1;
+    return fault;
+  };
+
+  /** Whether a request may go on to the upstream: a hang or a delay can end with the proxy closing. */
+  const mayGoOn = (fault: Fault | undefined): Promise<boolean> | boolean => {
+    if (fault?.kind === 'hang') return held.hang();
+    if (fault?.kind === 'delay') return held.delay(fault.ms);
+    return true;
+  };
+
+  const handle = async (incoming: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const body = await readBody(incoming);
+    const fault = decide(incoming, body);
+    if (fault?.kind === 'fail-before') return sendError(response, errorAnswer(options.service, 'internal'));
+    if (fault?.kind === 'throttle') return sendError(response, errorAnswer(options.service, 'throttling'));
+    if (!(await mayGoOn(fault))) return void response.destroy();
+    const answer = await forward(upstream, agent, incoming, body);
+    if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
+    if (fault.reset) return void response.destroy();
+    sendError(response, errorAnswer(options.service, 'internal'));
+  };
+
+  // A request the proxy cannot carry (upstream gone, client gone) ends as a reset, as on a real network.
+  const server = createServer(
+    (incoming, response) => void handle(incoming, response).catch(() => response.destroy()),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, HOST, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    endpoint: `http://${HOST}:${port}`,
+    setPlan: (next) => {
+      plan = next;
+    },
+    stats: () => ({ requests: { ...requests }, faults: { ...faults }, hung: held.hung }),
+    releaseHung: () => held.releaseHung(),
+    waitForHung: (count = 1, timeoutMs = 5_000) => held.waitForHung(count, timeoutMs),
+    close: async () => {
+      held.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+      agent.destroy();
+    },
+  };
+}
+
+/** `X-Amz-Target: DynamoDB_20120810.PutItem` → `PutItem`. */
+function operationOf(incoming: IncomingMessage): string {
+  const target = String(incoming.headers['x-amz-target'] ?? '');
+  return target.slice(target.indexOf('.') + 1) || 'Unknown';
+}
+
+function parseJson(body: Buffer): JsonObject {
+  try {
+    const value: unknown = JSON.parse(body.toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
+  } catch {
+    return {};
+  }
+}
+
+function sendError(response: ServerResponse, answer: ErrorAnswer): void {
+  response.writeHead(answer.status, { ...answer.headers, 'content-length': Buffer.byteLength(answer.body) });
+  response.end(answer.body);
+}
+
+function sendAnswer(response: ServerResponse, answer: UpstreamAnswer): void {
+  response.writeHead(answer.status, { ...answer.headers, 'content-length': answer.body.length });
+  response.end(answer.body);
+}

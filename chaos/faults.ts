@@ -1,0 +1,41 @@
+/** The AWS services the proxy can front; each has its own error shapes. */
+export type ChaosService = 'dynamodb' | 'sqs';
+
+/** A request body as sent by the SDK: AWS JSON, so DynamoDB values are in attribute-value form. */
+export type JsonObject = Record<string, unknown>;
+
+/** One request, as a fault plan sees it. */
+export interface ChaosRequest {
+  readonly service: ChaosService;
+  /** The operation named by `X-Amz-Target`, e.g. `PutItem`, `SendMessageBatch`. */
+  readonly operation: string;
+  readonly body: JsonObject;
+  /** 1 for the first request the proxy received; SDK retries count as requests. */
+  readonly ordinal: number;
+}
+
+/**
+ * What the proxy does to one request. `fail-before` and `throttle` answer without forwarding;
+ * `lose-answer` lets the upstream apply it, then answers a retryable 500 (or, with `reset`, drops
+ * the connection); `delay` forwards after `ms`; `hang` holds it until `releaseHung()` or `close()`.
+ */
+export type Fault =
+  | { readonly kind: 'fail-before' }
+  | { readonly kind: 'lose-answer'; readonly reset?: boolean }
+  | { readonly kind: 'throttle' }
+  | { readonly kind: 'delay'; readonly ms: number }
+  | { readonly kind: 'hang' };
+
+export type FaultKind = Fault['kind'];
+
+export const FAULT_KINDS: readonly FaultKind[] = ['fail-before', 'lose-answer', 'throttle', 'delay', 'hang'];
+
+/** Decides each request's fault; `undefined` lets the request through untouched. */
+export type FaultPlan = (request: ChaosRequest) => Fault | undefined;
+
+export const noFaults: FaultPlan = () => undefined;
+
+/** Raised when a plan is built with options that cannot describe a schedule (rates above 1, nth < 1). */
+export class FaultPlanError extends Error {
+  override readonly name = 'FaultPlanError';
+}

@@ -1,0 +1,111 @@
+import type { ScheduleRun } from './run-schedule';
+
+/** One broken promise of DESIGN §11, for one key. */
+export interface Violation {
+  key: string;
+  rule: 'lost' | 'effect-twice' | 'effect-missing' | 'order' | 'dead-lettered-twice' | 'needless-in-doubt';
+  detail: string;
+}
+
+export interface ScheduleVerdict {
+  violations: Violation[];
+  /** Keys checked: the accepted messages. */
+  keysChecked: number;
+  /** IN_DOUBT records whose effect never started. */
+  needlessInDoubt: number;
+  /** Of those, the ones no crash between acquire and effect explains (also listed as violations): should be none. */
+  unexplainedNeedlessInDoubt: number;
+}
+
+/**
+ * DESIGN §11's invariants, per key: every accepted message ends COMPLETED, IN_DOUBT or in the DLQ;
+ * its effect happened once (transactional, at-most-once: never twice; at-least-once: twice only
+ * after a crash inside or after the effect, or an unknown outcome); effects apply in group order;
+ * a message the consumer dead-lettered is in the DLQ once. Also counts needless IN_DOUBTs.
+ */
+export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
+  const violations: Violation[] = [];
+  const { outcome, ledger } = run;
+  let keysChecked = 0;
+  let needlessInDoubt = 0;
+  let unexplainedNeedlessInDoubt = 0;
+  const txApplied = new Map<string, number>();
+  for (const order of outcome.transactionalOrder.values()) {
+    for (const key of order) txApplied.set(key, (txApplied.get(key) ?? 0) + 1);
+  }
+
+  run.keys.forEach((key, index) => {
+    const message = run.schedule.messages[index];
+    if (!message) return;
+    const accepted = run.sent.has(key) || run.received.has(key);
+    const record = outcome.records.get(key);
+    const deadLetters = outcome.deadLetters.get(key) ?? [];
+    const applied =
+      message.operation === 'transactional' ? (txApplied.get(key) ?? 0) : (ledger.applied.get(key) ?? 0);
+    const crashes = run.crashed.get(key) ?? new Set();
+    const add = (rule: Violation['rule'], detail: string) => violations.push({ key, rule, detail });
+
+    if (accepted) {
+      keysChecked++;
+      const settled =
+        record?.status === 'COMPLETED' || record?.status === 'IN_DOUBT' || deadLetters.length > 0;
+      if (!settled) add('lost', `record ${record?.status ?? 'absent'}, not in the DLQ`);
+      if (record?.status === 'REJECTED' && deadLetters.length === 0)
+        add('lost', 'REJECTED but not in the DLQ');
+    }
+    if (record?.status === 'COMPLETED' && applied === 0)
+      add('effect-missing', 'COMPLETED without its effect');
+    if (applied > 1) {
+      const mayRepeat =
+        message.operation === 'at-least-once' &&
+        (crashes.has('inside-effect') ||
+          crashes.has('before-record') ||
+          crashes.has('in-flight') ||
+          message.behaviour === 'unknown-once' ||
+          run.unrecordedCompletions.has(key));
+      if (!mayRepeat) add('effect-twice', `${message.operation} effect applied ${applied} times`);
+    }
+    if (deadLetters.length > 1 && !run.resent.has(key)) {
+      add('dead-lettered-twice', `${deadLetters.length} copies in the DLQ: ${deadLetters.join(', ')}`);
+    }
+    if (
+      record?.status === 'IN_DOUBT' &&
+      message.operation !== 'transactional' &&
+      (ledger.started.get(key) ?? 0) === 0
+    ) {
+      needlessInDoubt++;
+      if (!crashes.has('after-acquire') && !crashes.has('in-flight')) {
+        unexplainedNeedlessInDoubt++;
+        add(
+          'needless-in-doubt',
+          `IN_DOUBT (${record.error?.name}) though its effect never started and no crash explains it`,
+        );
+      }
+    }
+  });
+
+  checkOrder(run, violations);
+  return { violations, keysChecked, needlessInDoubt, unexplainedNeedlessInDoubt };
+}
+
+/**
+ * Within a group, effects apply in publish order. Messages that went through the DLQ or came again
+ * after the window may come back behind later ones by design, so they are left out.
+ */
+function checkOrder(run: ScheduleRun, violations: Violation[]): void {
+  const position = new Map(run.keys.map((key, index) => [key, index]));
+  const inOrder = (group: string, applied: string[]) => {
+    const considered = applied.filter(
+      (key) => !run.resent.has(key) && !(run.outcome.deadLetters.get(key)?.length ?? 0),
+    );
+    const firsts = considered.filter((key, index) => considered.indexOf(key) === index);
+    for (let i = 1; i < firsts.length; i++) {
+      const [before, after] = [firsts[i - 1] as string, firsts[i] as string];
+      if ((position.get(before) ?? 0) > (position.get(after) ?? 0)) {
+        violations.push({ key: after, rule: 'order', detail: `${group}: ${after} applied before ${before}` });
+      }
+    }
+  };
+  for (const [group, applied] of run.outcome.transactionalOrder) inOrder(group, applied);
+  for (const [group, applied] of run.ledger.orderByGroup) inOrder(group, applied);
+}

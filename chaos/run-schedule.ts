@@ -1,0 +1,447 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { publish } from '../client/publish';
+import { createPublisherHandler } from '../lambdas/publisher/handler';
+import { DynamoDbIdempotencyStore } from '../lambdas/runtime/idempotency';
+import { lambdaContext } from '../sandbox/lambda-context';
+import { LOCAL_REGION } from '../sandbox/local-aws-config';
+import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event';
+import { CHAOS_TYPES, type ChaosPayload } from './chaos-operations';
+import type { ChaosWorld } from './chaos-world';
+import { combinePlans } from './combine-plans';
+import { ConsumerContainer } from './consumer-container';
+import { EffectLedger } from './effect-ledger';
+import { type FaultPlan, noFaults } from './faults';
+import { observeOutcome, type ScheduleOutcome } from './observe';
+import type { CrashMark, CrashPoint, Schedule, Step } from './schedule';
+import { dynamoDbClientVia, sqsClientVia } from './sdk-clients';
+import { seededFaultPlan } from './seeded-plan';
+import { createTestClock, type TestClock } from './test-clock';
+
+/** Records live a day here: long enough to outlast the schedule, short enough to jump past. */
+export const CHAOS_TTL_SECONDS = 24 * 60 * 60;
+/** The consumer's timeout; its lease is this plus the 2 s margin. */
+const CONSUMER_TIMEOUT_MS = 30_000;
+/** More than every lease: a jump "past the lease". */
+const PAST_LEASE_MS = CONSUMER_TIMEOUT_MS + 5_000;
+/** Deliveries before SQS moves a message to the DLQ; high, so that faults rarely exhaust it. */
+const MAX_RECEIVE_COUNT = 10;
+/** Deliveries of the drain at most, after the steps: each expires leases and visibility first. */
+const MAX_DRAIN_ROUNDS = 40;
+
+interface Queue {
+  url: string;
+  arn: string;
+}
+
+/** What the run of one schedule saw and left behind, for the invariants. */
+export interface ScheduleRun {
+  id: string;
+  schedule: Schedule;
+  keys: string[];
+  /** Keys a consumer received at least once: accepted messages, whatever the publish answered. */
+  received: Set<string>;
+  /** Keys the publish reported `sent`. */
+  sent: Set<string>;
+  /**
+   * Keys an invocation crashed on: the planned point for its first record, `in-flight` for the
+   * batch's others, which may have been anywhere (between acquire and effect, inside the effect…).
+   */
+  crashed: Map<string, Set<CrashMark>>;
+  /** Keys that went through a redrive, or arrived again after SQS's window. */
+  resent: Set<string>;
+  unrecordedCompletions: Set<string>;
+  ledger: EffectLedger;
+  outcome: ScheduleOutcome;
+}
+
+/**
+ * Runs one schedule against the real publisher, consumer middleware and idempotency core, on
+ * DynamoDB Local and the SQS emulator behind fault proxies: publish, the steps, then a drain without
+ * faults that delivers until the queue is empty — and observes what is left.
+ */
+export async function runSchedule(
+  world: ChaosWorld,
+  schedule: Schedule,
+  options: { extraFaults?: FaultPlan } = {},
+): Promise<ScheduleRun> {
+  const id = `s${randomUUID().slice(0, 8)}`;
+  const clock = createTestClock();
+  const [queue, dlq] = await createQueues(world.sqs, id);
+  const ledger = new EffectLedger();
+  const run: Omit<ScheduleRun, 'outcome'> = {
+    id,
+    schedule,
+    keys: schedule.messages.map((_, index) => `${id}-m${index}`),
+    received: new Set(),
+    sent: new Set(),
+    crashed: new Map(),
+    resent: new Set(),
+    unrecordedCompletions: new Set(),
+    ledger,
+  };
+  const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
+  const containers: ConsumerContainer[] = [];
+  const newContainer = () => {
+    const container = new ConsumerContainer({
+      dynamodbProxy: world.dynamodbProxy,
+      sqsProxy: world.sqsProxy,
+      idempotencyTable: world.idempotencyTable,
+      effectsTable: world.effectsTable,
+      ttlSeconds: CHAOS_TTL_SECONDS,
+      dlqUrl: dlq.url,
+      queueUrl: queue.url,
+      now: clock.now,
+      ledger,
+      unrecordedCompletions: run.unrecordedCompletions,
+    });
+    containers.push(container);
+    return container;
+  };
+  const seeded = scheduleFaultPlan(schedule, id);
+  const plan = options.extraFaults ? combinePlans(options.extraFaults, seeded) : seeded;
+  world.dynamodbProxy.setPlan(plan);
+  world.sqsProxy.setPlan(plan);
+  const publisherClients = {
+    sqs: sqsClientVia(world.sqsProxy),
+    dynamodb: dynamoDbClientVia(world.dynamodbProxy),
+  };
+  const publisherName = registerPublisher(world, id, queue.url, publisherClients);
+  try {
+    const messages = schedule.messages.map((message, index) => chaosMessage(id, index, message));
+    const publishedAtMs = Date.now();
+    await publishQuietly(world, publisherName, messages, run.sent);
+    let warm = newContainer();
+    for (const step of schedule.steps) {
+      if (warm.dead) warm = newContainer();
+      await runStep(step, {
+        world,
+        queue,
+        dlq,
+        clock,
+        inFlight,
+        run,
+        container: warm,
+        newContainer,
+        messages,
+        publisherName,
+        publishedAtMs,
+      });
+    }
+    world.dynamodbProxy.setPlan(noFaults);
+    world.sqsProxy.setPlan(noFaults);
+    await drain({ world, queue, clock, inFlight, run, newContainer });
+    const outcome = await observeOutcome(world, dlq.url, run.keys);
+    return { ...run, outcome };
+  } finally {
+    world.dynamodbProxy.setPlan(noFaults);
+    world.sqsProxy.setPlan(noFaults);
+    world.unregister(publisherName);
+    for (const container of containers) container.destroy();
+    publisherClients.sqs.destroy();
+    publisherClients.dynamodb.destroy();
+    await Promise.all(
+      [queue, dlq].map(({ url }) => world.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
+    );
+  }
+}
+
+interface StepContext {
+  world: ChaosWorld;
+  queue: Queue;
+  dlq: Queue;
+  clock: TestClock;
+  inFlight: Map<string, string>;
+  run: Omit<ScheduleRun, 'outcome'>;
+  container: ConsumerContainer;
+  newContainer: () => ConsumerContainer;
+  messages: ReturnType<typeof chaosMessage>[];
+  publisherName: string;
+  /** When the messages were published (the schedule's start). */
+  publishedAtMs: number;
+}
+
+async function runStep(step: Step, context: StepContext): Promise<void> {
+  const { world, queue, dlq, clock, inFlight, run } = context;
+  switch (step.kind) {
+    case 'deliver':
+      await deliver(context, [context.container], step.crash);
+      return;
+    case 'deliver-twice':
+      await deliver(context, [context.container, context.newContainer()]);
+      return;
+    case 'expire-visibility':
+      await expireVisibility(world.sqs, queue.url, inFlight);
+      return;
+    case 'republish':
+      await publishQuietly(world, context.publisherName, [context.messages[step.index] as never], run.sent);
+      return;
+    case 'resend-after-window': {
+      const message = context.messages[step.index];
+      if (!message) return;
+      run.resent.add(message.key);
+      // The same envelope as published — a copy of the message, not a new publish of it.
+      const body = JSON.stringify({ ...message, publishedAt: new Date(context.publishedAtMs).toISOString() });
+      await world.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queue.url,
+          MessageBody: body,
+          MessageGroupId: message.groupId,
+          MessageDeduplicationId: randomUUID(),
+        }),
+      );
+      return;
+    }
+    case 'redrive':
+      await redrive(world.sqs, dlq.url, queue.url, run.resent);
+      return;
+    case 'clock-jump':
+      clock.advance(step.past === 'lease' ? PAST_LEASE_MS : (CHAOS_TTL_SECONDS + 3_600) * 1000);
+      return;
+  }
+}
+
+/**
+ * One receive and one invocation per container with the same batch, as Lambda's event source
+ * does; records reported successful are deleted, unless the invocation died.
+ */
+async function deliver(
+  context: Pick<StepContext, 'world' | 'queue' | 'clock' | 'inFlight' | 'run'>,
+  containers: ConsumerContainer[],
+  crash?: CrashPoint,
+): Promise<void> {
+  const { world, queue, clock, inFlight, run } = context;
+  const { Messages = [] } = await world.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queue.url,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 0,
+      AttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  if (Messages.length === 0) return;
+  const records = Messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION));
+  for (const record of records) {
+    inFlight.set(record.messageId, record.receiptHandle);
+    const key = keyOfBody(record);
+    if (key) run.received.add(key);
+  }
+  const target = crash ? keyOfBody(records[0] as SQSRecord) : undefined;
+  const markCrash = (key: string | undefined, mark: CrashMark) => {
+    if (!key) return;
+    const marks = run.crashed.get(key) ?? new Set<CrashMark>();
+    marks.add(mark);
+    run.crashed.set(key, marks);
+  };
+  const now = clock.now();
+  const responses = await Promise.all(
+    containers.map(async (container) => {
+      container.planCrash(
+        crash && crash !== 'before-ack' && target ? { key: target, point: crash } : undefined,
+      );
+      const context = lambdaContext({
+        functionName: 'chaos-consumer',
+        functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:chaos-consumer',
+        awsRequestId: randomUUID(),
+        // The lease is sized from the remaining time, which follows the schedule's clock.
+        deadline: Date.now() + CONSUMER_TIMEOUT_MS,
+      });
+      context.getRemainingTimeInMillis = () => Math.max(0, now + CONSUMER_TIMEOUT_MS - clock.now());
+      const answer = await Promise.race([
+        container.handler({ Records: records }, context).then(
+          (response): SQSBatchResponse | 'failed' => response,
+          (): 'failed' => 'failed',
+        ),
+        container.died.then((): 'died' => 'died'),
+      ]);
+      container.planCrash(undefined);
+      return answer;
+    }),
+  );
+  if (responses.includes('died') || crash === 'before-ack') {
+    markCrash(target, crash ?? 'in-flight');
+    for (const record of records.slice(1)) markCrash(keyOfBody(record), 'in-flight');
+  }
+  if (crash === 'before-ack') return; // it answered, then died before Lambda deleted anything
+  const acknowledged = new Set<string>();
+  for (const response of responses) {
+    if (response === 'died' || response === 'failed') continue;
+    const failed = failedMessageIds(response, { Records: records });
+    if (failed === 'all') continue;
+    for (const record of records) if (!failed.has(record.messageId)) acknowledged.add(record.messageId);
+  }
+  for (const record of records) {
+    if (!acknowledged.has(record.messageId)) continue;
+    await world.sqs
+      .send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: record.receiptHandle }))
+      .catch(() => undefined); // as Lambda's event source: a failed delete only brings the message back
+    inFlight.delete(record.messageId);
+  }
+}
+
+/** Messages left in flight become visible again, as when their visibility timeout runs out. */
+async function expireVisibility(
+  sqs: SQSClient,
+  queueUrl: string,
+  inFlight: Map<string, string>,
+): Promise<void> {
+  for (const [messageId, receiptHandle] of inFlight) {
+    await sqs
+      .send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: queueUrl,
+          ReceiptHandle: receiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      )
+      .catch(() => undefined); // deleted meanwhile (a record dead-lettered by the consumer)
+    inFlight.delete(messageId);
+  }
+}
+
+/** Moves every DLQ message back to the queue, in order, as `oncely dlq redrive` does. */
+async function redrive(sqs: SQSClient, dlqUrl: string, queueUrl: string, resent: Set<string>): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, AttributeNames: ['All'] }),
+    );
+    if (Messages.length === 0) return;
+    for (const message of Messages) {
+      const key = safeKey(message.Body);
+      if (key) resent.add(key);
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: message.Body,
+          MessageGroupId: message.Attributes?.MessageGroupId,
+          MessageDeduplicationId: randomUUID(),
+        }),
+      );
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: message.ReceiptHandle }));
+    }
+  }
+}
+
+/**
+ * After the steps, without faults: leases expire, visibility runs out, and fresh containers deliver
+ * until the queue is empty — every message then ends where its record and the DLQ say.
+ */
+async function drain(
+  context: Pick<StepContext, 'world' | 'queue' | 'clock' | 'inFlight' | 'run' | 'newContainer'>,
+) {
+  const { world, queue, clock, inFlight } = context;
+  for (let round = 0; round < MAX_DRAIN_ROUNDS; round++) {
+    clock.advance(PAST_LEASE_MS);
+    await expireVisibility(world.sqs, queue.url, inFlight);
+    if ((await queueDepth(world.sqs, queue.url)) === 0) return;
+    await deliver(context, [context.newContainer()]);
+  }
+  throw new Error(`the queue of ${context.run.id} did not drain in ${MAX_DRAIN_ROUNDS} deliveries`);
+}
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}
+
+async function createQueues(sqs: SQSClient, id: string): Promise<[Queue, Queue]> {
+  const create = async (name: string, attributes: Record<string, string>): Promise<Queue> => {
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } }),
+    );
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    return { url: String(QueueUrl), arn: String(Attributes?.QueueArn) };
+  };
+  const dlq = await create(`${id}-dlq`, {});
+  const queue = await create(id, {
+    VisibilityTimeout: '60',
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: MAX_RECEIVE_COUNT }),
+  });
+  return [queue, dlq];
+}
+
+function chaosMessage(id: string, index: number, message: Schedule['messages'][number]) {
+  const key = `${id}-m${index}`;
+  const groupId = `${id}-g${message.group}`;
+  const payload: ChaosPayload = { key, group: groupId, behaviour: message.behaviour };
+  return { type: CHAOS_TYPES[message.operation], groupId, key, payload };
+}
+
+/**
+ * The schedule's seeded faults. The plan sees requests with this run's id taken out, so that its
+ * decisions — which depend on what a request targets — are the same whenever the schedule runs.
+ */
+export function scheduleFaultPlan(schedule: Schedule, id: string): FaultPlan {
+  const seeded = seededFaultPlan({ seed: schedule.faults.seed, rates: schedule.faults.rates });
+  return (request) =>
+    seeded({ ...request, body: JSON.parse(JSON.stringify(request.body).replaceAll(id, 'S')) });
+}
+
+function registerPublisher(
+  world: ChaosWorld,
+  id: string,
+  queueUrl: string,
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
+): string {
+  const handler = createPublisherHandler({
+    sqs: clients.sqs,
+    queueUrl,
+    maxMessageBytes: 262_144,
+    store: new DynamoDbIdempotencyStore({ client: clients.dynamodb, tableName: world.idempotencyTable }),
+    retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+  });
+  return world.register(`chaos-publisher-${id}`, handler);
+}
+
+/** Publishes through the real client; a publish that fails for good leaves its messages unaccepted. */
+async function publishQuietly(
+  world: ChaosWorld,
+  functionName: string,
+  messages: ReturnType<typeof chaosMessage>[],
+  sent: Set<string>,
+): Promise<void> {
+  try {
+    const { results } = await publish(messages, {
+      functionName,
+      lambda: world.lambda,
+      retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+    });
+    for (const result of results) if (result.status === 'sent') sent.add(result.key);
+  } catch {
+    // Retries ran out under faults: what reached the queue anyway shows up as received.
+  }
+}
+
+function keyOfBody(record: SQSRecord): string | undefined {
+  return safeKey(record.body);
+}
+
+function safeKey(body: string | undefined): string | undefined {
+  try {
+    return (JSON.parse(body ?? '') as { key?: string }).key;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,128 @@
+import fc from 'fast-check';
+import type { SeededFaultKind } from './seeded-plan';
+
+/**
+ * One generated scenario for the fault schedules (issue: reliability): a small workload, the steps
+ * that deliver it with everything that can go wrong between them, and the faults the proxies inject.
+ */
+
+/** How a message's operation makes its effect idempotent (DESIGN §4). */
+export type OperationKind = 'transactional' | 'at-most-once' | 'at-least-once';
+
+/**
+ * What the message's effect does when run: succeed; fail retryably on its first run (before any
+ * effect); be refused for good (poison); or apply its effect and then lose the answer on its first
+ * run (an `OutcomeUnknownError`, as a timeout after the request went out).
+ */
+export type Behaviour = 'ok' | 'fail-once' | 'poison' | 'unknown-once';
+
+export interface ScheduledMessage {
+  group: number;
+  operation: OperationKind;
+  behaviour: Behaviour;
+}
+
+/** Where a consumer invocation dies (DESIGN §11); `before-ack` dies after its response, before the delete. */
+export type CrashPoint =
+  | 'before-acquire'
+  | 'after-acquire'
+  | 'inside-effect'
+  | 'before-record'
+  | 'before-ack';
+
+/** What a crash did to a record: its own point, or `in-flight` for the other records of the dying invocation. */
+export type CrashMark = CrashPoint | 'in-flight';
+
+export const CRASH_POINTS: readonly CrashPoint[] = [
+  'before-acquire',
+  'after-acquire',
+  'inside-effect',
+  'before-record',
+  'before-ack',
+];
+
+export type Step =
+  /** One consumer invocation with a batch from the queue; it may crash at a point, on its first record. */
+  | { kind: 'deliver'; crash?: CrashPoint }
+  /** Two invocations with the same batch at once. */
+  | { kind: 'deliver-twice' }
+  /** Messages in flight become visible again (their visibility timeout ran out). */
+  | { kind: 'expire-visibility' }
+  /** The producer publishes message `index` again (the same key; SQS deduplicates within 5 minutes). */
+  | { kind: 'republish'; index: number }
+  /** Message `index` arrives again after SQS's 5-minute window (same envelope, new deduplication id). */
+  | { kind: 'resend-after-window'; index: number }
+  /** The DLQ's messages are moved back to the queue. */
+  | { kind: 'redrive' }
+  /** The clock jumps past every lease, or past the records' TTL. */
+  | { kind: 'clock-jump'; past: 'lease' | 'ttl' };
+
+export interface FaultProfile {
+  seed: number;
+  rates: Partial<Record<SeededFaultKind, number>>;
+}
+
+export interface Schedule {
+  messages: ScheduledMessage[];
+  steps: Step[];
+  faults: FaultProfile;
+}
+
+const FAULT_RATES: readonly FaultProfile['rates'][] = [
+  {},
+  { 'fail-before': 0.05, 'lose-answer': 0.05, throttle: 0.02 },
+  { 'fail-before': 0.12, 'lose-answer': 0.12, throttle: 0.05, delay: 0.05 },
+  { 'lose-answer': 0.25 },
+];
+
+const message: fc.Arbitrary<ScheduledMessage> = fc.record({
+  group: fc.integer({ min: 0, max: 2 }),
+  operation: fc.constantFrom<OperationKind>('transactional', 'at-most-once', 'at-least-once'),
+  behaviour: fc.oneof(
+    { weight: 6, arbitrary: fc.constant<Behaviour>('ok') },
+    { weight: 1, arbitrary: fc.constantFrom<Behaviour>('fail-once', 'poison', 'unknown-once') },
+  ),
+});
+
+function step(messageCount: number): fc.Arbitrary<Step> {
+  const index = fc.integer({ min: 0, max: messageCount - 1 });
+  return fc.oneof(
+    { weight: 6, arbitrary: fc.record({ kind: fc.constant('deliver' as const) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('deliver' as const),
+        crash: fc.constantFrom(...CRASH_POINTS),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-twice' as const) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire-visibility' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('republish' as const), index }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('resend-after-window' as const), index }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('redrive' as const) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('clock-jump' as const),
+        past: fc.oneof(
+          { weight: 4, arbitrary: fc.constant('lease' as const) },
+          { weight: 1, arbitrary: fc.constant('ttl' as const) },
+        ),
+      }),
+    },
+  );
+}
+
+/** Schedules of 1–6 messages in up to 3 groups, 1–8 steps, and one of a few fault profiles. */
+export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
+  .array(message, { minLength: 1, maxLength: 6 })
+  .chain((messages) =>
+    fc.record({
+      messages: fc.constant(messages),
+      steps: fc.array(step(messages.length), { minLength: 1, maxLength: 8 }),
+      faults: fc.record({
+        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        rates: fc.constantFrom(...FAULT_RATES),
+      }),
+    }),
+  );

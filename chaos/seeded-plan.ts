@@ -1,0 +1,57 @@
+import { type Fault, type FaultPlan, FaultPlanError } from './faults';
+import { requestFingerprint } from './fingerprint';
+import { fnv1a32, mulberry32 } from './hash';
+
+/** The faults a seeded plan scatters; `hang` is for targeted plans, as it stops its caller for good. */
+export type SeededFaultKind = 'fail-before' | 'lose-answer' | 'throttle' | 'delay';
+
+/** Fixed order in which the rates partition [0, 1): part of what makes a seed reproducible. */
+const SEEDED_KINDS: readonly SeededFaultKind[] = ['fail-before', 'lose-answer', 'throttle', 'delay'];
+
+export interface SeededFaultPlanOptions {
+  seed: number;
+  /** Probability of each fault per request; their sum is at most 1. */
+  rates: Partial<Record<SeededFaultKind, number>>;
+  /** Only these operations (e.g. `['PutItem', 'UpdateItem']`) get faults; all by default. */
+  operations?: readonly string[];
+  /** How long a `delay` holds a request; 20 ms by default. */
+  delayMs?: number;
+}
+
+/**
+ * A reproducible random plan: each request's fault depends only on the seed, the request's
+ * fingerprint and how many times that fingerprint was seen before — not on how concurrent
+ * requests interleave — so a seed that breaks a scenario breaks it again.
+ */
+export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
+  const thresholds = cumulativeRates(options.rates);
+  const delayMs = options.delayMs ?? 20;
+  const seen = new Map<string, number>();
+  return (request) => {
+    if (options.operations && !options.operations.includes(request.operation)) return undefined;
+    const fingerprint = requestFingerprint(request);
+    const occurrence = (seen.get(fingerprint) ?? 0) + 1;
+    seen.set(fingerprint, occurrence);
+    const draw = mulberry32(fnv1a32(`${options.seed}\u0000${fingerprint}\u0000${occurrence}`))();
+    const kind = thresholds.find(({ upTo }) => draw < upTo)?.kind;
+    return kind ? faultOf(kind, delayMs) : undefined;
+  };
+}
+
+function cumulativeRates(rates: SeededFaultPlanOptions['rates']) {
+  let upTo = 0;
+  const thresholds = SEEDED_KINDS.map((kind) => {
+    const rate = rates[kind] ?? 0;
+    if (!(rate >= 0 && rate <= 1))
+      throw new FaultPlanError(`the rate of ${kind} must be in [0, 1], got ${rate}`);
+    upTo += rate;
+    return { kind, upTo };
+  });
+  // A small tolerance, so that rates like 0.7 + 0.2 + 0.1 are accepted despite float rounding.
+  if (upTo > 1 + 1e-9) throw new FaultPlanError(`fault rates add up to ${upTo}, more than 1`);
+  return thresholds;
+}
+
+function faultOf(kind: SeededFaultKind, delayMs: number): Fault {
+  return kind === 'delay' ? { kind, ms: delayMs } : { kind };
+}

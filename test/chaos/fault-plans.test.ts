@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { combinePlans } from '../../chaos/combine-plans';
+import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../chaos/faults';
+import { requestFingerprint } from '../../chaos/fingerprint';
+import { mulberry32 } from '../../chaos/hash';
+import { seededFaultPlan } from '../../chaos/seeded-plan';
+import { targetedFaultPlan } from '../../chaos/targeted-plan';
+
+const RATES = { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.05, delay: 0.05 };
+
+const putItem = (id: string): Omit<ChaosRequest, 'ordinal'> => ({
+  service: 'dynamodb',
+  operation: 'PutItem',
+  body: { TableName: 't', Item: { id: { S: id } } },
+});
+
+/** Runs `requests` through `plan`; returns each decision by fingerprint and occurrence (times seen). */
+function decide(plan: FaultPlan, requests: Omit<ChaosRequest, 'ordinal'>[]): Map<string, Fault | undefined> {
+  const decisions = new Map<string, Fault | undefined>();
+  const seen = new Map<string, number>();
+  requests.forEach((request, i) => {
+    const fingerprint = requestFingerprint(request);
+    const occurrence = (seen.get(fingerprint) ?? 0) + 1;
+    seen.set(fingerprint, occurrence);
+    decisions.set(`${fingerprint}#${occurrence}`, plan({ ...request, ordinal: i + 1 }));
+  });
+  return decisions;
+}
+
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const random = mulberry32(seed);
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+}
+
+describe('seededFaultPlan', () => {
+  // 300 items, each sent three times (a first try and two retries), as concurrent callers would.
+  const requests = Array.from({ length: 900 }, (_, i) => putItem(`item-${i % 300}`));
+
+  it('decides the same faults for the same fingerprints whatever order the requests arrive in', () => {
+    const inOrder = decide(seededFaultPlan({ seed: 42, rates: RATES }), requests);
+    const interleaved = decide(seededFaultPlan({ seed: 42, rates: RATES }), shuffled(requests, 7));
+
+    expect(interleaved).toEqual(inOrder);
+    expect([...inOrder.values()].filter(Boolean).length).toBeGreaterThan(0);
+  });
+
+  it('decides differently with another seed, and a retry may be decided differently from its first try', () => {
+    const seed42 = decide(seededFaultPlan({ seed: 42, rates: RATES }), requests);
+    const seed43 = decide(seededFaultPlan({ seed: 43, rates: RATES }), requests);
+    expect(seed43).not.toEqual(seed42);
+    const firstTries = [...seed42].filter(([key]) => key.endsWith('#1')).map(([, fault]) => fault?.kind);
+    const retries = [...seed42].filter(([key]) => key.endsWith('#2')).map(([, fault]) => fault?.kind);
+    expect(retries).not.toEqual(firstTries);
+  });
+
+  it('injects each kind at about its rate, delays with the default 20 ms', () => {
+    const many = Array.from({ length: 20_000 }, (_, i) => putItem(`item-${i}`));
+    const faults = [...decide(seededFaultPlan({ seed: 1, rates: RATES }), many).values()];
+    const share = (kind: string) => faults.filter((fault) => fault?.kind === kind).length / faults.length;
+
+    for (const [kind, rate] of Object.entries(RATES)) {
+      expect(Math.abs(share(kind) - rate), kind).toBeLessThan(0.01);
+    }
+    expect(faults.find((fault) => fault?.kind === 'delay')).toEqual({ kind: 'delay', ms: 20 });
+  });
+
+  it('faults only the listed operations', () => {
+    const plan = seededFaultPlan({ seed: 5, rates: { 'fail-before': 1 }, operations: ['UpdateItem'] });
+    expect(plan({ ...putItem('a'), ordinal: 1 })).toBeUndefined();
+    expect(plan({ ...putItem('a'), operation: 'UpdateItem', ordinal: 2 })).toEqual({ kind: 'fail-before' });
+  });
+
+  it('refuses rates that cannot be probabilities', () => {
+    expect(() => seededFaultPlan({ seed: 1, rates: { 'fail-before': 0.7, 'lose-answer': 0.4 } })).toThrow(
+      FaultPlanError,
+    );
+    expect(() => seededFaultPlan({ seed: 1, rates: { throttle: -0.1 } })).toThrow(FaultPlanError);
+    expect(() =>
+      seededFaultPlan({ seed: 1, rates: { 'fail-before': 0.7, throttle: 0.2, delay: 0.1 } }),
+    ).not.toThrow();
+  });
+});
+
+describe('targetedFaultPlan', () => {
+  const parkAsInDoubt = (id: string): ChaosRequest => ({
+    service: 'dynamodb',
+    operation: 'UpdateItem',
+    body: { Key: { id: { S: id } }, ExpressionAttributeValues: { ':status': { S: 'IN_DOUBT' } } },
+    ordinal: 0,
+  });
+  const writesInDoubt = (request: ChaosRequest) =>
+    request.operation === 'UpdateItem' &&
+    JSON.stringify(request.body.ExpressionAttributeValues).includes('IN_DOUBT');
+
+  it('fails the first matching request every time it is sent (a persistent failure), and nothing else', () => {
+    const plan = targetedFaultPlan({ match: writesInDoubt, fault: { kind: 'fail-before' } });
+
+    expect(plan(putItem('a') as ChaosRequest)).toBeUndefined();
+    expect(plan(parkAsInDoubt('a'))).toEqual({ kind: 'fail-before' });
+    expect(plan(parkAsInDoubt('b'))).toBeUndefined();
+    expect(plan(parkAsInDoubt('a'))).toEqual({ kind: 'fail-before' });
+    expect(plan(parkAsInDoubt('a'))).toEqual({ kind: 'fail-before' });
+  });
+
+  it('targets the nth distinct match, as many times as asked', () => {
+    const plan = targetedFaultPlan({
+      match: writesInDoubt,
+      fault: { kind: 'lose-answer' },
+      nth: 2,
+      times: 1,
+    });
+
+    expect(plan(parkAsInDoubt('a'))).toBeUndefined();
+    expect(plan(parkAsInDoubt('a'))).toBeUndefined();
+    expect(plan(parkAsInDoubt('b'))).toEqual({ kind: 'lose-answer' });
+    expect(plan(parkAsInDoubt('b'))).toBeUndefined();
+  });
+
+  it('refuses a target that cannot exist', () => {
+    const fault: Fault = { kind: 'hang' };
+    expect(() => targetedFaultPlan({ match: writesInDoubt, fault, nth: 0 })).toThrow(FaultPlanError);
+    expect(() => targetedFaultPlan({ match: writesInDoubt, fault, times: 0 })).toThrow(FaultPlanError);
+  });
+});
+
+describe('combinePlans', () => {
+  it("takes the first plan's fault, and lets every plan count every request", () => {
+    const target = targetedFaultPlan({ match: () => true, fault: { kind: 'hang' }, nth: 2 });
+    const plan = combinePlans(
+      targetedFaultPlan({ match: () => true, fault: { kind: 'throttle' }, times: 1 }),
+      target,
+    );
+
+    expect(plan({ ...putItem('a'), ordinal: 1 })).toEqual({ kind: 'throttle' });
+    expect(plan({ ...putItem('a'), ordinal: 2 })).toBeUndefined();
+    // The second plan saw `a` too, so `b` is its second distinct request.
+    expect(plan({ ...putItem('b'), ordinal: 3 })).toEqual({ kind: 'hang' });
+  });
+});

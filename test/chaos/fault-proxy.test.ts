@@ -1,0 +1,329 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy';
+import type { ChaosRequest, Fault } from '../../chaos/faults';
+import { HungRequestTimeoutError } from '../../chaos/held-requests';
+import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients';
+import { targetedFaultPlan } from '../../chaos/targeted-plan';
+import { createEnvelope } from '../../lambdas/runtime/envelope';
+import { localAwsConfig } from '../../sandbox/local-aws-config';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs';
+import { recordRetryDecisions } from './retry-decisions';
+
+/**
+ * The test's (first) `operation` request gets `fault` on every send, SDK retries included; with
+ * `times: 1`, on its first try only.
+ */
+const onOperation = (operation: string, fault: Fault, times?: number) =>
+  targetedFaultPlan({
+    match: (request) => request.operation === operation,
+    fault,
+    ...(times ? { times } : {}),
+  });
+
+describe('fault proxy in front of DynamoDB Local, with the real SDK', () => {
+  const direct = localDynamoClient();
+  let table: string;
+  let proxy: FaultProxy;
+  let client: DynamoDBClient;
+
+  beforeAll(async () => {
+    table = await createTable(direct, 'chaos');
+  });
+  afterAll(() => direct.destroy());
+  beforeEach(async () => {
+    proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+    client = dynamoDbClientVia(proxy);
+  });
+  afterEach(async () => {
+    client.destroy();
+    await proxy.close();
+  });
+
+  /** Acquire-like: a conditional put that returns the existing item when its condition fails. */
+  const putOnce = (target: DynamoDBClient, id: string, token: string) =>
+    target.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { id: { S: id }, token: { S: token } },
+        ConditionExpression: 'attribute_not_exists(id)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+
+  it("shows the plan each request's service, operation, parsed body and ordinal", async () => {
+    const seen: ChaosRequest[] = [];
+    proxy.setPlan((request) => {
+      seen.push(request);
+      return undefined;
+    });
+    const id = randomUUID();
+
+    await putOnce(client, id, 'mine');
+    await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } } }));
+
+    expect(seen).toMatchObject([
+      {
+        service: 'dynamodb',
+        operation: 'PutItem',
+        body: { TableName: table, Item: { id: { S: id } } },
+        ordinal: 1,
+      },
+      { service: 'dynamodb', operation: 'GetItem', body: { Key: { id: { S: id } } }, ordinal: 2 },
+    ]);
+    expect(proxy.stats()).toMatchObject({
+      requests: { PutItem: 1, GetItem: 1 },
+      faults: { 'fail-before': 0 },
+    });
+  });
+
+  it('fail-before answers InternalServerError (500), which the SDK retries as transient; nothing is applied', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'fail-before' }));
+    const decisions = await recordRetryDecisions(client);
+    const id = randomUUID();
+
+    const error = await putOnce(client, id, 'mine').catch((caught: unknown) => caught);
+
+    expect(error).toMatchObject({
+      name: 'InternalServerError',
+      $metadata: { httpStatusCode: 500, attempts: 3 },
+    });
+    expect(decisions).toEqual(['TRANSIENT', 'TRANSIENT', 'TRANSIENT']);
+    expect(proxy.stats().requests.PutItem).toBe(3);
+    expect(await readItem(table, id)).toBeUndefined();
+  });
+
+  it('fail-before once: the SDK retry succeeds, one item written, two requests', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'fail-before' }, 1));
+    const id = randomUUID();
+
+    const output = await putOnce(client, id, 'mine');
+
+    expect(output.$metadata.attempts).toBe(2);
+    expect(await readItem(table, id)).toEqual({ id, token: 'mine' });
+    expect(proxy.stats()).toMatchObject({ requests: { PutItem: 2 }, faults: { 'fail-before': 1 } });
+  });
+
+  it.each([
+    { how: 'a 500 answer', reset: false },
+    { how: 'a connection reset', reset: true },
+  ])('lose-answer by $how: the put is applied, and its SDK retry meets its own item', async ({ reset }) => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'lose-answer', reset }, 1));
+    const decisions = await recordRetryDecisions(client);
+    const id = randomUUID();
+
+    const error = await putOnce(client, id, 'mine').catch((caught: unknown) => caught);
+
+    // The retry's condition fails on the item its own first try wrote: ALL_OLD shows the token.
+    expect(error).toBeInstanceOf(ConditionalCheckFailedException);
+    expect((error as ConditionalCheckFailedException).Item).toEqual({ id: { S: id }, token: { S: 'mine' } });
+    expect(decisions).toEqual(['TRANSIENT', 'CLIENT_ERROR']);
+    expect(proxy.stats()).toMatchObject({ requests: { PutItem: 2 }, faults: { 'lose-answer': 1 } });
+  });
+
+  it('throttle answers ProvisionedThroughputExceededException (400), which the SDK classifies as throttling', async () => {
+    const once = dynamoDbClientVia(proxy, 1);
+    const decisions = await recordRetryDecisions(once);
+    proxy.setPlan(onOperation('PutItem', { kind: 'throttle' }));
+    const id = randomUUID();
+
+    const error = await putOnce(once, id, 'mine').catch((caught: unknown) => caught);
+    once.destroy();
+
+    expect(error).toMatchObject({
+      name: 'ProvisionedThroughputExceededException',
+      $metadata: { httpStatusCode: 400, attempts: 1 },
+    });
+    expect(decisions).toEqual(['THROTTLING']);
+    expect(await readItem(table, id)).toBeUndefined();
+  });
+
+  it('throttle once: the SDK retry succeeds', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'throttle' }, 1));
+    const decisions = await recordRetryDecisions(client);
+    const id = randomUUID();
+
+    const output = await putOnce(client, id, 'mine');
+
+    expect(output.$metadata.attempts).toBe(2);
+    expect(decisions).toEqual(['THROTTLING']);
+    expect(await readItem(table, id)).toEqual({ id, token: 'mine' });
+  });
+
+  it('delay forwards the request after the delay', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'delay', ms: 150 }));
+    const id = randomUUID();
+
+    const started = performance.now();
+    const output = await putOnce(client, id, 'mine');
+
+    expect(performance.now() - started).toBeGreaterThanOrEqual(145);
+    expect(output.$metadata.attempts).toBe(1);
+    expect(await readItem(table, id)).toEqual({ id, token: 'mine' });
+  });
+
+  it('hang holds the request, unapplied, until released; then it goes on', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'hang' }));
+    const id = randomUUID();
+    let settled = false;
+    const put = putOnce(client, id, 'mine').finally(() => {
+      settled = true;
+    });
+
+    await proxy.waitForHung();
+    // A later request through the same proxy completes while the hung one does not.
+    const { Item } = await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } } }));
+    expect(Item).toBeUndefined();
+    expect(settled).toBe(false);
+    expect(proxy.stats()).toMatchObject({ hung: 1, faults: { hang: 1 } });
+
+    proxy.releaseHung();
+    expect((await put).$metadata.attempts).toBe(1);
+    expect(await readItem(table, id)).toEqual({ id, token: 'mine' });
+    expect(proxy.stats().hung).toBe(0);
+  });
+
+  it('closing the proxy drops a hung request: its caller fails and nothing is applied', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'hang' }));
+    const id = randomUUID();
+    const put = putOnce(client, id, 'mine').catch((caught: unknown) => caught);
+
+    await proxy.waitForHung();
+    await proxy.close();
+
+    expect(await put).toBeInstanceOf(Error);
+    expect(await readItem(table, id)).toBeUndefined();
+  });
+
+  it('closing the proxy drops a delayed request too', async () => {
+    proxy.setPlan(onOperation('PutItem', { kind: 'delay', ms: 60_000 }));
+    const id = randomUUID();
+    const put = putOnce(client, id, 'mine').catch((caught: unknown) => caught);
+
+    await expect.poll(() => proxy.stats().faults.delay, { timeout: 5_000 }).toBe(1);
+    await proxy.close();
+
+    expect(await put).toBeInstanceOf(Error);
+    expect(await readItem(table, id)).toBeUndefined();
+  });
+
+  it('waitForHung gives up after its bound when nothing hangs', async () => {
+    await expect(proxy.waitForHung(1, 50)).rejects.toThrow(HungRequestTimeoutError);
+  });
+
+  it("the SDK's own default: DynamoDBClient makes 4 attempts (the helpers set 3)", async () => {
+    const defaults = new DynamoDBClient(localAwsConfig(proxy.endpoint));
+    proxy.setPlan(onOperation('GetItem', { kind: 'fail-before' }));
+
+    const error = await defaults
+      .send(new GetItemCommand({ TableName: table, Key: { id: { S: randomUUID() } } }))
+      .catch((caught: unknown) => caught);
+    defaults.destroy();
+
+    expect(error).toMatchObject({ $metadata: { attempts: 4 } });
+    expect(proxy.stats().requests.GetItem).toBe(4);
+  });
+});
+
+describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
+  const direct = localSqsClient();
+  const queues: FifoQueue[] = [];
+  let queue: FifoQueue;
+  let proxy: FaultProxy;
+  let client: SQSClient;
+
+  afterAll(async () => {
+    await deleteQueues(direct, queues);
+    direct.destroy();
+  });
+  beforeEach(async () => {
+    queue = await createFifoQueue(direct);
+    queues.push(queue);
+    proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+    client = sqsClientVia(proxy);
+  });
+  afterEach(async () => {
+    client.destroy();
+    await proxy.close();
+  });
+
+  const sendOne = (target: SQSClient, key: string) =>
+    target.send(
+      new SendMessageCommand({
+        QueueUrl: queue.url,
+        MessageBody: JSON.stringify(createEnvelope({ type: 'test', key, groupId: 'g', payload: {} })),
+        MessageGroupId: 'g',
+        MessageDeduplicationId: key,
+      }),
+    );
+
+  it.each([
+    { kind: 'fail-before', name: 'InternalError', status: 500, decision: 'TRANSIENT' },
+    { kind: 'throttle', name: 'RequestThrottled', status: 400, decision: 'THROTTLING' },
+  ] as const)('$kind answers $name ($status), which the SDK classifies as $decision', async (shape) => {
+    const once = sqsClientVia(proxy, 1);
+    const decisions = await recordRetryDecisions(once);
+    proxy.setPlan(onOperation('SendMessage', { kind: shape.kind }));
+
+    const error = await sendOne(once, randomUUID()).catch((caught: unknown) => caught);
+    once.destroy();
+
+    expect(error).toMatchObject({ name: shape.name, $metadata: { httpStatusCode: shape.status } });
+    expect(decisions).toEqual([shape.decision]);
+    await drainQueue(direct, queue.url, 0);
+  });
+
+  it('throttle once: the SDK retry sends the message', async () => {
+    proxy.setPlan(onOperation('SendMessage', { kind: 'throttle' }, 1));
+    const key = randomUUID();
+
+    const output = await sendOne(client, key);
+
+    expect(output.$metadata.attempts).toBe(2);
+    expect((await drainQueue(direct, queue.url, 1)).map(({ envelope }) => envelope.key)).toEqual([key]);
+  });
+
+  it('SendMessageBatch whose answer is lost: the SDK retry is deduplicated, each message is queued once', async () => {
+    proxy.setPlan(onOperation('SendMessageBatch', { kind: 'lose-answer' }, 1));
+    const keys = [randomUUID(), randomUUID(), randomUUID()];
+
+    const output = await client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: keys.map((key, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify(createEnvelope({ type: 'test', key, groupId: 'g', payload: { i } })),
+          MessageGroupId: 'g',
+          MessageDeduplicationId: key,
+        })),
+      }),
+    );
+
+    expect(output.$metadata.attempts).toBe(2);
+    expect(output.Successful).toHaveLength(3);
+    expect(output.Failed ?? []).toEqual([]);
+    expect(proxy.stats()).toMatchObject({ requests: { SendMessageBatch: 2 }, faults: { 'lose-answer': 1 } });
+    // drainQueue also fails if any message beyond the three was queued.
+    const received = await drainQueue(direct, queue.url, 3);
+    expect(received.map(({ envelope }) => envelope.key)).toEqual(keys);
+  });
+
+  it("the SDK's own default: SQSClient makes 3 attempts", async () => {
+    const defaults = new SQSClient(localAwsConfig(proxy.endpoint));
+    proxy.setPlan(onOperation('SendMessage', { kind: 'fail-before' }));
+
+    const error = await sendOne(defaults, randomUUID()).catch((caught: unknown) => caught);
+    defaults.destroy();
+
+    expect(error).toMatchObject({ $metadata: { attempts: 3 } });
+    expect(proxy.stats().requests.SendMessage).toBe(3);
+  });
+});

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { createTestClock, TestClockError } from '../../chaos/test-clock';
+
+describe('createTestClock', () => {
+  it('stands still until a test moves it', () => {
+    const clock = createTestClock(1_000);
+    const { now } = clock;
+
+    expect(now()).toBe(1_000);
+    clock.advance(250);
+    expect(now()).toBe(1_250);
+    clock.set(5_000);
+    expect(now()).toBe(5_000);
+  });
+
+  it('starts at the real time by default', () => {
+    const before = Date.now();
+    expect(createTestClock().now()).toBeGreaterThanOrEqual(before);
+  });
+
+  it('refuses to go back with advance, or to leave finite time', () => {
+    const clock = createTestClock(1_000);
+    expect(() => clock.advance(-1)).toThrow(TestClockError);
+    expect(() => clock.advance(Number.NaN)).toThrow(TestClockError);
+    expect(() => clock.set(Number.POSITIVE_INFINITY)).toThrow(TestClockError);
+    expect(clock.now()).toBe(1_000);
+  });
+});
