@@ -46,6 +46,7 @@ export function pipelinePropsFromContext(get: (key: string) => unknown, stage: s
     dlqRetention: duration('dlqRetentionDays', Duration.days),
     idempotencyTtl: duration('idempotencyTtlDays', Duration.days),
     maxMessageSizeBytes: number('maxMessageSizeBytes'),
+    unresolvedCheckInterval: duration('unresolvedCheckIntervalMinutes', Duration.minutes),
     removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     deletionProtection: production,
   };

@@ -2,6 +2,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CfnResource, Duration } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -11,6 +13,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { CONSUMER_ENVIRONMENT } from '../lambdas/consumer/environment';
+import { MONITOR_ENVIRONMENT } from '../lambdas/monitor/environment';
 import { PUBLISHER_ENVIRONMENT } from '../lambdas/publisher/environment';
 import {
   EXPIRES_AT_ATTRIBUTE,
@@ -35,13 +38,14 @@ export interface OncelyPipelineProps extends PipelineSettings {
   readonly notificationUrl: string;
   /** Where alarms notify; none by default (they still show in CloudWatch). */
   readonly alarmTopic?: ITopic;
-  /** Prefix for physical names in metrics; defaults to the construct path. */
+  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
   readonly serviceName?: string;
 }
 
 /**
  * The whole Oncely pipeline (DESIGN §7): FIFO queue + FIFO DLQ, idempotency and ledger tables,
- * publisher and consumer Lambdas, the SQS event source, least-privilege grants and alarms.
+ * publisher and consumer Lambdas, the SQS event source, the scheduled monitor of unresolved records,
+ * least-privilege grants and alarms.
  * Drop it into any stack; `grantPublish` lets another service invoke the publisher.
  */
 export class OncelyPipeline extends Construct {
@@ -52,6 +56,10 @@ export class OncelyPipeline extends Construct {
   readonly ledgerTable: Table;
   readonly publisher: NodejsFunction;
   readonly consumer: NodejsFunction;
+  /** Counts the unresolved idempotency records every `unresolvedCheckInterval` for the in-doubt alarm. */
+  readonly unresolvedMonitor: NodejsFunction;
+  /** The EventBridge schedule that runs {@link unresolvedMonitor}. */
+  readonly unresolvedCheckSchedule: Rule;
   readonly alarms: PipelineAlarms;
 
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
@@ -112,6 +120,7 @@ export class OncelyPipeline extends Construct {
         [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
         [CONSUMER_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
         [CONSUMER_ENVIRONMENT.dlqUrl]: this.deadLetterQueue.queueUrl,
+        [CONSUMER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
         [CONSUMER_ENVIRONMENT.notificationUrl]: props.notificationUrl,
         [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
         [CONSUMER_ENVIRONMENT.notificationMode]: settings.notificationMode,
@@ -126,6 +135,23 @@ export class OncelyPipeline extends Construct {
         maxConcurrency: settings.maxConcurrency,
       }),
     );
+    this.unresolvedMonitor = this.#function('Monitor', 'monitor', {
+      timeout: Duration.minutes(1),
+      memorySize: 256,
+      environment: {
+        [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        POWERTOOLS_SERVICE_NAME: `${serviceName}-monitor`,
+        POWERTOOLS_METRICS_NAMESPACE: serviceName,
+      },
+    });
+    this.unresolvedCheckSchedule = new Rule(this, 'UnresolvedCheckSchedule', {
+      description: 'Runs the unresolved-records monitor, whose counts keep the in-doubt alarm current.',
+      schedule: Schedule.rate(settings.unresolvedCheckInterval),
+      // A count older than one interval is superseded by the next run: not worth EventBridge's retries.
+      targets: [
+        new LambdaFunction(this.unresolvedMonitor, { maxEventAge: settings.unresolvedCheckInterval }),
+      ],
+    });
     this.#grantLeastPrivilege();
 
     this.alarms = new PipelineAlarms(this, 'Alarms', {
@@ -133,7 +159,8 @@ export class OncelyPipeline extends Construct {
       deadLetterQueue: this.deadLetterQueue,
       consumer: this.consumer,
       metricsNamespace: serviceName,
-      consumerServiceName: `${serviceName}-consumer`,
+      monitorServiceName: `${serviceName}-monitor`,
+      unresolvedCheckInterval: settings.unresolvedCheckInterval,
       oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
       topic: props.alarmTopic,
     });
@@ -206,6 +233,12 @@ export class OncelyPipeline extends Construct {
     );
     // Transactional mode: TransactWriteItems is authorised per item action (the ledger puts and updates).
     allow(this.consumer, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.ledgerTable.tableArn]);
+    // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
+    allow(
+      this.unresolvedMonitor,
+      ['dynamodb:Query'],
+      [`${this.idempotencyTable.tableArn}/index/${UNRESOLVED_INDEX_NAME}`],
+    );
   }
 }
 

@@ -2,6 +2,7 @@ import type { Duration } from 'aws-cdk-lib';
 import {
   type Alarm,
   ComparisonOperator,
+  type CreateAlarmOptions,
   type IAlarmAction,
   Metric,
   TreatMissingData,
@@ -11,41 +12,63 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CONSUMER_METRICS } from '../lambdas/runtime/consumer/telemetry';
+import { UNRESOLVED_METRICS } from '../lambdas/monitor/metrics';
+import { MONITOR_SILENT_INTERVALS } from './pipeline-settings';
 
 export interface PipelineAlarmsProps {
   queue: IQueue;
   deadLetterQueue: IQueue;
   consumer: IFunction;
-  /** Where the consumer's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
+  /** Where the monitor's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
   metricsNamespace: string;
-  /** The consumer's `service` dimension (POWERTOOLS_SERVICE_NAME). */
-  consumerServiceName: string;
+  /** The unresolved-records monitor's `service` dimension (POWERTOOLS_SERVICE_NAME). */
+  monitorServiceName: string;
+  /** How often the monitor publishes its counts: the period of the alarms on them. */
+  unresolvedCheckInterval: Duration;
   oldestMessageAgeThreshold: Duration;
   topic?: ITopic;
 }
 
-/** The four things an operator must hear about: poison, in-doubt effects, errors, a stuck queue. */
+/**
+ * The things an operator must hear about: poison, in-doubt effects (and a monitor that no longer
+ * counts them), errors, a stuck queue.
+ */
 export class PipelineAlarms extends Construct {
   readonly deadLetterQueueNotEmpty: Alarm;
   readonly inDoubtRecords: Alarm;
+  readonly unresolvedMonitorSilent: Alarm;
   readonly consumerErrors: Alarm;
   readonly oldestMessageAge: Alarm;
 
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
     super(scope, id);
     const action: IAlarmAction | undefined = props.topic ? new SnsAction(props.topic) : undefined;
-    const alarm = (alarmId: string, description: string, metric: Metric, threshold: number): Alarm => {
+    const alarm = (
+      alarmId: string,
+      description: string,
+      metric: Metric,
+      threshold: number,
+      options: Partial<CreateAlarmOptions> = {},
+    ): Alarm => {
       const created = metric.createAlarm(this, alarmId, {
         alarmDescription: description,
         threshold,
         evaluationPeriods: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
+        ...options,
       });
       if (action) created.addAlarmAction(action);
       return created;
     };
+    const monitorMetric = (statistic: string) =>
+      new Metric({
+        namespace: props.metricsNamespace,
+        metricName: UNRESOLVED_METRICS.inDoubt,
+        dimensionsMap: { service: props.monitorServiceName },
+        statistic,
+        period: props.unresolvedCheckInterval,
+      });
 
     this.deadLetterQueueNotEmpty = alarm(
       'DeadLetterQueueNotEmpty',
@@ -53,16 +76,30 @@ export class PipelineAlarms extends Construct {
       props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum' }),
       0,
     );
+    // The monitor publishes the live count every interval, so this stays raised while any IN_DOUBT
+    // record exists. IGNORE: a rate schedule is not aligned to CloudWatch's periods, so a healthy
+    // monitor can leave a period empty; that must neither clear a raised alarm (it would notify
+    // again a period later) nor raise one. A monitor that stops reporting is the next alarm's job.
     this.inDoubtRecords = alarm(
       'InDoubtRecords',
-      'An at-most-once effect may or may not have happened: check it, then `oncely in-doubt resolve`.',
-      new Metric({
-        namespace: props.metricsNamespace,
-        metricName: CONSUMER_METRICS.inDoubt,
-        dimensionsMap: { service: props.consumerServiceName },
-        statistic: 'Sum',
-      }),
+      'At-most-once effects may or may not have happened: check each, then `oncely in-doubt resolve`.',
+      monitorMetric('Maximum'),
       0,
+      { treatMissingData: TreatMissingData.IGNORE },
+    );
+    // No count for several intervals in a row (the monitor fails, is throttled or is not invoked):
+    // the in-doubt alarm above can then neither raise nor clear, so silence must not look healthy.
+    this.unresolvedMonitorSilent = alarm(
+      'UnresolvedMonitorSilent',
+      'The unresolved-records monitor has stopped reporting, so the InDoubtRecords alarm cannot be trusted: ' +
+        'see the monitor’s logs and errors, and `oncely in-doubt list` meanwhile.',
+      monitorMetric('SampleCount'),
+      1,
+      {
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: MONITOR_SILENT_INTERVALS,
+        treatMissingData: TreatMissingData.BREACHING,
+      },
     );
     this.consumerErrors = alarm(
       'ConsumerErrors',

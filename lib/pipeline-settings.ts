@@ -33,6 +33,11 @@ export interface PipelineSettings {
   readonly notificationMode?: IdempotencyMode;
   /** Alarm when the oldest message waits longer than this. Default 5 minutes. */
   readonly oldestMessageAgeThreshold?: Duration;
+  /**
+   * How often the monitor counts the unresolved (IN_DOUBT, RETRY_PENDING) records; also the
+   * period of the in-doubt alarm. Whole minutes, from 1 minute to 8 hours. Default 5 minutes.
+   */
+  readonly unresolvedCheckInterval?: Duration;
   /** Tables and queues on stack deletion. Default RETAIN: deleting a stack never deletes data. */
   readonly removalPolicy?: RemovalPolicy;
   /** DynamoDB deletion protection. Default false. */
@@ -48,6 +53,13 @@ export class PipelineConfigurationError extends Error {
 
 const FIFO_MAX_BATCH_SIZE = 10;
 const VISIBILITY_TIMEOUT_FACTOR = 6;
+/**
+ * The longest check interval: the monitor-silent alarm looks back over
+ * {@link MONITOR_SILENT_INTERVALS} intervals, and CloudWatch evaluates at most one day.
+ */
+const MAX_UNRESOLVED_CHECK_INTERVAL = Duration.hours(8);
+/** Consecutive check intervals without a count before the monitor counts as silent. */
+export const MONITOR_SILENT_INTERVALS = 3;
 
 /** Fills in the defaults and refuses settings that cannot work, naming every problem at once. */
 export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettings {
@@ -71,6 +83,7 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
     maxMessageSizeBytes: settings.maxMessageSizeBytes ?? 256 * 1024,
     notificationMode: settings.notificationMode ?? 'at-most-once',
     oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold ?? Duration.minutes(5),
+    unresolvedCheckInterval: settings.unresolvedCheckInterval ?? Duration.minutes(5),
     removalPolicy: settings.removalPolicy ?? RemovalPolicy.RETAIN,
     deletionProtection: settings.deletionProtection ?? false,
   };
@@ -113,6 +126,18 @@ function findProblems(s: ResolvedSettings): string[] {
   }
   if (s.maxMessageSizeBytes < 1024 || s.maxMessageSizeBytes > 1024 * 1024) {
     problems.push(`maxMessageSizeBytes (${s.maxMessageSizeBytes}) must be from 1024 to 1048576 bytes.`);
+  }
+  const intervalMs = s.unresolvedCheckInterval.toMilliseconds();
+  if (
+    intervalMs % 60_000 !== 0 ||
+    intervalMs < 60_000 ||
+    intervalMs > MAX_UNRESOLVED_CHECK_INTERVAL.toMilliseconds()
+  ) {
+    problems.push(
+      `unresolvedCheckInterval (${s.unresolvedCheckInterval.toHumanString()}) must be a whole number of minutes ` +
+        'from 1 minute to 8 hours: EventBridge schedules by the minute, and the monitor-silent alarm looks back ' +
+        `${MONITOR_SILENT_INTERVALS} intervals, within CloudWatch's one-day limit.`,
+    );
   }
   for (const [name, value] of [
     ['queueRetention', s.queueRetention],

@@ -8,7 +8,8 @@ import { type FunctionOutput, LocalFunctionRuntime } from './function-runtime';
 import type { InvocationResult } from './lambda-context';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config';
-import { type ProvisionedStack, provisionTemplate } from './provision';
+import { type NotEmulatedResource, type ProvisionedStack, provisionTemplate } from './provision';
+import { startScheduleRunner } from './schedule-runner';
 import { startSqsEmulator } from './sqs-emulator';
 import { synthesizeTemplate } from './synthesize';
 
@@ -29,6 +30,14 @@ export interface SandboxOptions {
   functionOutput?: FunctionOutput;
   /** Called after each batch an event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
+  /**
+   * Runs every schedule rule at this interval instead of its rate, e.g. the unresolved-records
+   * monitor every few seconds in a test. Only the clock changes: the template, and so the
+   * topology, is the one `cdk deploy` deploys. By default each rule's own rate.
+   */
+  scheduleIntervalMs?: number;
+  /** Called after each invocation of a scheduled function, with the rule's name. */
+  onScheduledRun?: (ruleName: string, functionName: string, result: InvocationResult) => void;
   projectRoot?: string;
 }
 
@@ -38,7 +47,7 @@ export interface SandboxDescription {
   stackName: string;
   endpoints: { sqs: string; dynamodb: string; lambda: string };
   resources: PipelineResources;
-  notEmulated: { logicalId: string; type: string }[];
+  notEmulated: NotEmulatedResource[];
 }
 
 export interface Sandbox {
@@ -57,7 +66,8 @@ export class UnknownFunctionError extends Error {
 /**
  * The whole pipeline on loopback: DynamoDB Local and the SQS emulator, provisioned from the
  * synthesised stack, its functions run in-process (worker threads), its event sources polled with
- * Lambda's rules, and a Lambda Invoke endpoint serving its functions.
+ * Lambda's rules, its schedule rules run on their rate, and a Lambda Invoke endpoint serving its
+ * functions.
  * Whatever fails during start-up stops what had started.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
@@ -131,6 +141,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
       // Pollers stop before the functions and emulators they use.
       stops.push(() => poller.stop());
+    }
+    for (const schedule of provisioned.schedules) {
+      const runner = startScheduleRunner({
+        schedule,
+        intervalMs: options.scheduleIntervalMs,
+        region: LOCAL_REGION,
+        accountId: LOCAL_ACCOUNT_ID,
+        invoke,
+        onRun: (functionName, result) => options.onScheduledRun?.(schedule.name, functionName, result),
+      });
+      stops.push(() => runner.stop());
     }
 
     return {

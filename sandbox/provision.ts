@@ -14,6 +14,7 @@ import {
   resolveValue,
   type TemplateResource,
 } from './cloudformation';
+import { describeScheduleRules, type LocalSchedule } from './schedule-rules';
 
 export interface LocalQueue {
   logicalId: string;
@@ -52,13 +53,22 @@ export interface LocalEventSource {
   maxConcurrency: number;
 }
 
+/** A resource of the template with no local effect; `note` says why when it is not the type alone. */
+export interface NotEmulatedResource {
+  logicalId: string;
+  type: string;
+  note?: string;
+}
+
 export interface ProvisionedStack {
   queues: LocalQueue[];
   tables: LocalTable[];
   functions: LocalFunction[];
   eventSources: LocalEventSource[];
+  /** EventBridge schedule rules, to be run by local schedule runners. */
+  schedules: LocalSchedule[];
   /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
-  notEmulated: { logicalId: string; type: string }[];
+  notEmulated: NotEmulatedResource[];
   /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
   outputs: { OutputKey: string; OutputValue: string }[];
 }
@@ -80,8 +90,8 @@ const EMULATED = new Set([
 
 /**
  * Creates the template's queues and tables in the emulators with their real properties, and
- * describes its functions and event sources for the local runtime. Local and deployed topology
- * come from the same template, so they cannot drift.
+ * describes its functions, event sources and schedules for the local runtime. Local and deployed
+ * topology come from the same template, so they cannot drift.
  */
 export async function provisionTemplate(
   template: CloudFormationTemplate,
@@ -128,14 +138,31 @@ export async function provisionTemplate(
   const eventSources = ofType('AWS::Lambda::EventSourceMapping').map(([logicalId, resource]) =>
     describeEventSource(logicalId, resource, queues, resolve),
   );
+
+  const rules = ofType('AWS::Events::Rule');
+  for (const [logicalId, resource] of rules) {
+    const name = String(resource.Properties?.Name ?? physicalName(options.stackName, logicalId, 64));
+    const arn = `arn:aws:events:${options.region}:${options.accountId}:rule/${name}`;
+    resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
+  }
+  const { schedules, handled, notRun } = describeScheduleRules({
+    rules,
+    permissions: ofType('AWS::Lambda::Permission'),
+    functions,
+    resolve,
+  });
+
   const notEmulated = Object.entries(template.Resources)
-    .filter(([, resource]) => !EMULATED.has(resource.Type))
-    .map(([logicalId, resource]) => ({ logicalId, type: resource.Type }));
+    .filter(([logicalId, resource]) => !EMULATED.has(resource.Type) && !handled.has(logicalId))
+    .map(([logicalId, resource]): NotEmulatedResource => {
+      const note = notRun.get(logicalId);
+      return note ? { logicalId, type: resource.Type, note } : { logicalId, type: resource.Type };
+    });
   const outputs = Object.entries(template.Outputs ?? {}).map(([key, output]) => ({
     OutputKey: key,
     OutputValue: String(resolve<unknown>(output.Value)),
   }));
-  return { queues, tables, functions, eventSources, notEmulated, outputs };
+  return { queues, tables, functions, eventSources, schedules, notEmulated, outputs };
 }
 
 /** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */

@@ -2,6 +2,8 @@ import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from 
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
+import { ENTRY_METADATA_KEY } from '../../lib/oncely-pipeline';
+import type { CloudFormationTemplate } from '../../sandbox/cloudformation';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
 import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision';
 import { synthesizeTemplate } from '../../sandbox/synthesize';
@@ -11,15 +13,18 @@ const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
 const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
 let provisioned: ProvisionedStack;
 
-beforeAll(async () => {
-  const { template } = synthesizeTemplate({ notificationUrl: 'http://127.0.0.1:9/notify' });
-  provisioned = await provisionTemplate(template, {
+const provision = (template: CloudFormationTemplate) =>
+  provisionTemplate(template, {
     sqs,
     dynamodb,
     stackName: uniqueName('Prov'),
     region: LOCAL_REGION,
     accountId: LOCAL_ACCOUNT_ID,
   });
+
+beforeAll(async () => {
+  const { template } = synthesizeTemplate({ notificationUrl: 'http://127.0.0.1:9/notify' });
+  provisioned = await provision(template);
 });
 
 afterAll(() => {
@@ -99,6 +104,22 @@ describe('provisioning the synthesized stack into the emulators', () => {
     ]);
   });
 
+  it('describes the schedule rule that runs the unresolved-records monitor', () => {
+    const monitor = provisioned.functions.find((f) => f.logicalId.includes('Monitor'));
+    expect(monitor).toMatchObject({ entry: 'lambdas/monitor/handler.ts', exportName: 'handler' });
+    expect(provisioned.schedules).toEqual([
+      {
+        logicalId: expect.stringContaining('UnresolvedCheckSchedule'),
+        name: expect.any(String),
+        arn: expect.stringMatching(/^arn:aws:events:us-east-1:123456789012:rule\//),
+        expression: 'rate(5 minutes)',
+        intervalMs: 5 * 60_000,
+        functionNames: [monitor?.name],
+      },
+    ]);
+    expect(provisioned.schedules[0].arn.endsWith(`/${provisioned.schedules[0].name}`)).toBe(true);
+  });
+
   it('lists what it does not emulate instead of skipping it silently', () => {
     const types = new Set(provisioned.notEmulated.map((r) => r.type));
     expect([...types].sort()).toEqual(
@@ -110,5 +131,73 @@ describe('provisioning the synthesized stack into the emulators', () => {
         'AWS::SQS::QueuePolicy',
       ].sort(),
     );
+  });
+});
+
+describe('provisioning schedule rules', () => {
+  /** One function, and one rule invoking it with the permission CDK's LambdaFunction target adds. */
+  function scheduledTemplate(rule: Record<string, unknown>, withPermission = true): CloudFormationTemplate {
+    const permission = {
+      Type: 'AWS::Lambda::Permission',
+      Properties: {
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { 'Fn::GetAtt': ['Job', 'Arn'] },
+        Principal: 'events.amazonaws.com',
+        SourceArn: { 'Fn::GetAtt': ['Every', 'Arn'] },
+      },
+    };
+    return {
+      Resources: {
+        Job: {
+          Type: 'AWS::Lambda::Function',
+          Properties: { FunctionName: 'job', Handler: 'index.handler' },
+          Metadata: { [ENTRY_METADATA_KEY]: 'lambdas/monitor/handler.ts' },
+        },
+        Every: {
+          Type: 'AWS::Events::Rule',
+          Properties: { Targets: [{ Id: 'Target0', Arn: { 'Fn::GetAtt': ['Job', 'Arn'] } }], ...rule },
+        },
+        ...(withPermission && { Allow: permission }),
+      },
+    };
+  }
+
+  it.each([
+    ['rate(1 minute)', 60_000],
+    ['rate(2 hours)', 2 * 3_600_000],
+    ['rate(1 day)', 86_400_000],
+  ])(
+    'runs %s every %d ms, and counts the rule and its permission as emulated',
+    async (expression, intervalMs) => {
+      const { schedules, notEmulated } = await provision(
+        scheduledTemplate({ ScheduleExpression: expression }),
+      );
+      expect(schedules).toEqual([
+        expect.objectContaining({ expression, intervalMs, functionNames: ['job'] }),
+      ]);
+      expect(notEmulated).toEqual([]);
+    },
+  );
+
+  it.each([
+    [
+      { ScheduleExpression: 'cron(0 12 * * ? *)' },
+      true,
+      /cron\(0 12 \* \* \? \*\) is not emulated; only rate/,
+    ],
+    [{ EventPattern: { source: ['aws.s3'] } }, true, /event-pattern rules are not emulated/],
+    [
+      { ScheduleExpression: 'rate(5 minutes)' },
+      false,
+      /no AWS::Lambda::Permission lets EventBridge invoke job/,
+    ],
+  ])('does not run %o (permission: %s), and says why', async (rule, withPermission, note) => {
+    const { schedules, notEmulated } = await provision(scheduledTemplate(rule, withPermission));
+    expect(schedules).toEqual([]);
+    expect(notEmulated).toContainEqual({
+      logicalId: 'Every',
+      type: 'AWS::Events::Rule',
+      note: expect.stringMatching(note),
+    });
   });
 });

@@ -7,10 +7,16 @@ const from = (context: Record<string, unknown>, stage = 'dev') =>
 
 describe('pipeline props from CDK context', () => {
   it('reads numbers and durations given as strings on the command line', () => {
-    const props = from({ maxReceiveCount: '3', consumerTimeoutSeconds: '20', idempotencyTtlDays: '30' });
+    const props = from({
+      maxReceiveCount: '3',
+      consumerTimeoutSeconds: '20',
+      idempotencyTtlDays: '30',
+      unresolvedCheckIntervalMinutes: '15',
+    });
     expect(props.maxReceiveCount).toBe(3);
     expect(props.consumerTimeout?.toSeconds()).toBe(20);
     expect(props.idempotencyTtl?.toDays()).toBe(30);
+    expect(props.unresolvedCheckInterval?.toMinutes()).toBe(15);
     expect(props.batchSize).toBeUndefined();
   });
 

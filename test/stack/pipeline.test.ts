@@ -6,15 +6,17 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment';
+import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment';
-import { CONSUMER_METRICS } from '../../lambdas/runtime/consumer/telemetry';
-import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
+import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/runtime/idempotency';
 import { OncelyPipeline } from '../../lib/oncely-pipeline';
 import { PipelineConfigurationError } from '../../lib/pipeline-settings';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
 import { buildStack } from './build-stack';
 
 const { app, stack, template } = buildStack();
+const { pipeline } = stack;
 
 /** The construct dropped into a user's own stack, next to their own resources. */
 function pipelineInOwnStack() {
@@ -26,6 +28,9 @@ function pipelineInOwnStack() {
   });
   return { stack: own, pipeline, topic };
 }
+
+const logicalId = (element: { node: { defaultChild?: unknown } }) =>
+  stack.getLogicalId(element.node.defaultChild as CfnElement);
 
 function queues() {
   const all = template.findResources('AWS::SQS::Queue');
@@ -93,7 +98,7 @@ describe('tables', () => {
 describe('functions', () => {
   it('run on the current Node.js runtime on ARM64', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function')).map((f) => f.Properties);
-    expect(functions).toHaveLength(2);
+    expect(functions).toHaveLength(3);
     for (const fn of functions) expect(fn).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
   });
 
@@ -106,9 +111,11 @@ describe('functions', () => {
     }));
     const publisher = environments.find((e) => e.id.includes('Publisher'))?.names.sort();
     const consumer = environments.find((e) => e.id.includes('Consumer'))?.names.sort();
+    const monitor = environments.find((e) => e.id.includes('Monitor'))?.names.sort();
     expect(publisher).toEqual(Object.values(PUBLISHER_ENVIRONMENT).sort());
     const { notificationTimeoutMs: _default, ...setByStack } = CONSUMER_ENVIRONMENT;
     expect(consumer).toEqual(Object.values(setByStack).sort());
+    expect(monitor).toEqual(Object.values(MONITOR_ENVIRONMENT).sort());
   });
 
   it('consume the queue with partial batch responses and no batching window', () => {
@@ -144,6 +151,7 @@ describe('functions', () => {
       'logs:PutLogEvents',
       'sqs:SendMessage',
     ]);
+    expect(actionsOf('Monitor')).toEqual(['dynamodb:Query', 'logs:CreateLogStream', 'logs:PutLogEvents']);
     expect(actionsOf('Consumer')).toEqual(
       [
         'dynamodb:DeleteItem',
@@ -161,6 +169,28 @@ describe('functions', () => {
         'sqs:SendMessage',
       ].sort(),
     );
+  });
+
+  it('let the monitor query only the unresolved index, never the table', () => {
+    const monitorStatements = Object.entries(template.findResources('AWS::IAM::Policy'))
+      .filter(([id]) => id.includes('Monitor'))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
+      .filter((statement: { Action: string }) => String(statement.Action).startsWith('dynamodb:'));
+    expect(monitorStatements).toEqual([
+      expect.objectContaining({
+        Action: 'dynamodb:Query',
+        Effect: 'Allow',
+        Resource: {
+          'Fn::Join': [
+            '',
+            [
+              { 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] },
+              `/index/${UNRESOLVED_INDEX_NAME}`,
+            ],
+          ],
+        },
+      }),
+    ]);
   });
 
   it('lets another principal invoke the publisher through grantPublish', () => {
@@ -185,30 +215,110 @@ describe('functions', () => {
   });
 });
 
+describe('the unresolved-records monitor', () => {
+  it('runs on an EventBridge schedule, every 5 minutes by default', () => {
+    const rules = Object.values(template.findResources('AWS::Events::Rule')).map((r) => r.Properties);
+    expect(rules).toEqual([
+      expect.objectContaining({
+        ScheduleExpression: 'rate(5 minutes)',
+        State: 'ENABLED',
+        Targets: [
+          expect.objectContaining({
+            Arn: { 'Fn::GetAtt': [logicalId(pipeline.unresolvedMonitor), 'Arn'] },
+            RetryPolicy: { MaximumEventAgeInSeconds: 300 },
+          }),
+        ],
+      }),
+    ]);
+  });
+
+  it('may be invoked by that rule alone', () => {
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [logicalId(pipeline.unresolvedMonitor), 'Arn'] },
+      SourceArn: { 'Fn::GetAtt': [logicalId(pipeline.unresolvedCheckSchedule), 'Arn'] },
+    });
+    expect(Object.keys(template.findResources('AWS::Lambda::Permission'))).toHaveLength(1);
+  });
+
+  it('publishes under the pipeline’s namespace with its own service name, from its own log group', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({
+          POWERTOOLS_SERVICE_NAME: 'oncely-monitor',
+          POWERTOOLS_METRICS_NAMESPACE: 'oncely',
+        }),
+      },
+      LoggingConfig: { LogGroup: { Ref: Match.stringLikeRegexp('PipelineMonitorLogs') } },
+    });
+  });
+
+  it('follows unresolvedCheckInterval, in whole minutes', () => {
+    const { template: hourly } = buildStack({ unresolvedCheckInterval: Duration.hours(1) });
+    hourly.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 hour)' });
+    hourly.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: UNRESOLVED_METRICS.inDoubt,
+      Statistic: 'Maximum',
+      Period: 3600,
+    });
+  });
+});
+
 describe('alarms and outputs', () => {
-  it('alarm on DLQ depth, in-doubt records, consumer errors and the oldest message’s age', () => {
-    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-    expect(alarms.map((a) => a.MetricName).sort()).toEqual(
+  const alarms = () =>
+    Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+
+  it('alarm on DLQ depth, in-doubt records, a silent monitor, consumer errors and the oldest message’s age', () => {
+    expect(
+      alarms()
+        .map((a) => a.MetricName)
+        .sort(),
+    ).toEqual(
       [
         'ApproximateAgeOfOldestMessage',
         'ApproximateNumberOfMessagesVisible',
         'Errors',
-        CONSUMER_METRICS.inDoubt,
+        UNRESOLVED_METRICS.inDoubt,
+        UNRESOLVED_METRICS.inDoubt,
       ].sort(),
     );
-    const inDoubt = alarms.find((a) => a.MetricName === CONSUMER_METRICS.inDoubt);
+  });
+
+  it('stay raised while any IN_DOUBT record exists: the monitor’s count over each interval, not events', () => {
+    const inDoubt = alarms().find(
+      (a) => a.MetricName === UNRESOLVED_METRICS.inDoubt && a.Statistic === 'Maximum',
+    );
     expect(inDoubt).toMatchObject({
       Namespace: 'oncely',
-      Dimensions: [{ Name: 'service', Value: 'oncely-consumer' }],
+      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
+      Period: 300,
+      EvaluationPeriods: 1,
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'ignore',
+    });
+  });
+
+  it('raise when the monitor has reported nothing for three intervals', () => {
+    const silent = alarms().find(
+      (a) => a.MetricName === UNRESOLVED_METRICS.inDoubt && a.Statistic === 'SampleCount',
+    );
+    expect(silent).toMatchObject({
+      Namespace: 'oncely',
+      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
+      Period: 300,
+      EvaluationPeriods: 3,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      TreatMissingData: 'breaching',
     });
   });
 
   it('notify an SNS topic when one is given', () => {
     const { stack: own, topic } = pipelineInOwnStack();
     const alarms = Object.values(Template.fromStack(own).findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(4);
+    expect(alarms).toHaveLength(5);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([
         { Ref: own.getLogicalId(topic.node.defaultChild as CfnElement) },
@@ -233,6 +343,15 @@ describe('synth-time checks', () => {
       /at least 6 × consumerTimeout/,
     ],
     [{ batchSize: 11 }, /batchSize \(11\) must be a whole number from 1 to 10/],
+    [
+      { unresolvedCheckInterval: Duration.seconds(30) },
+      /unresolvedCheckInterval \(30 seconds\) must be a whole/,
+    ],
+    [
+      { unresolvedCheckInterval: Duration.seconds(90) },
+      /unresolvedCheckInterval \(1 minute 30 seconds\) must be a whole/,
+    ],
+    [{ unresolvedCheckInterval: Duration.hours(9) }, /unresolvedCheckInterval \(9 hours\) must be a whole/],
   ])('refuses %o with a clear message', (settings, message) => {
     expect(() => buildStack(settings)).toThrow(PipelineConfigurationError);
     expect(() => buildStack(settings)).toThrow(message);

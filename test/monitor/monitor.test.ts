@@ -1,0 +1,131 @@
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import {
+  MONITOR_ENVIRONMENT,
+  MonitorEnvironmentError,
+  readMonitorEnvironment,
+} from '../../lambdas/monitor/environment';
+import { handler } from '../../lambdas/monitor/handler';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics';
+import { createMonitorHandler } from '../../lambdas/monitor/monitor';
+import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/runtime/idempotency';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config';
+import { createTable, localDynamoClient } from '../support/dynamodb';
+
+const dynamodb = localDynamoClient();
+const documents = DynamoDBDocumentClient.from(dynamodb);
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+beforeAll(() => {
+  // The deployed monitor's configuration: Powertools and the SDK read it from the environment.
+  vi.stubEnv('POWERTOOLS_SERVICE_NAME', 'oncely-monitor');
+  vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'Oncely');
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+  vi.stubEnv('POWERTOOLS_DEV', 'false');
+  vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', inject('dynamodbEndpoint'));
+  vi.stubEnv('AWS_REGION', LOCAL_REGION);
+  vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+});
+afterAll(() => {
+  vi.unstubAllEnvs();
+  documents.destroy();
+  dynamodb.destroy();
+});
+
+/** Everything written to stdout while `run` runs, as parsed JSON lines, and what `run` returned. */
+async function capturingStdout<T>(
+  run: () => Promise<T>,
+): Promise<{ result: T; lines: Record<string, unknown>[] }> {
+  const written: string[] = [];
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    written.push(String(chunk));
+    return true;
+  });
+  try {
+    const result = await run();
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line));
+    return { result, lines };
+  } finally {
+    stdout.mockRestore();
+  }
+}
+
+async function put(table: string, id: string, fields: Partial<IdempotencyRecord>): Promise<void> {
+  const record = { id, status: 'COMPLETED', payloadHash: 'hash', updatedAt: Date.now(), ...fields };
+  await documents.send(new PutCommand({ TableName: table, Item: record }));
+}
+
+/** A record an operator must resolve, keeping a message as IN_DOUBT records do. */
+function unresolved(reason: UnresolvedReason, expiresAt: number, messageBytes = 100) {
+  return {
+    status: reason === 'IN_DOUBT' ? ('IN_DOUBT' as const) : ('FAILED' as const),
+    unresolved: reason,
+    expiresAt,
+    message: { body: 'x'.repeat(messageBytes), groupId: 'g' },
+  };
+}
+
+describe('unresolved-records monitor', () => {
+  // The deployed entry point, configured from its environment alone (it keeps its client, so once per file).
+  it('counts the live IN_DOUBT and RETRY_PENDING records across pages and publishes both as EMF', async () => {
+    const table = await createTable(dynamodb, 'monitor');
+    const live = nowSeconds() + 3600;
+    const expired = nowSeconds() - 60;
+    // Six records with 250 KB messages: more than one 1 MB page of the index.
+    for (let i = 0; i < 6; i++) await put(table, `in-doubt-${i}`, unresolved('IN_DOUBT', live, 250_000));
+    await put(table, 'in-doubt-expired', unresolved('IN_DOUBT', expired));
+    await put(table, 'retry-1', unresolved('RETRY_PENDING', live));
+    await put(table, 'retry-2', unresolved('RETRY_PENDING', live));
+    await put(table, 'retry-expired', unresolved('RETRY_PENDING', expired));
+    await put(table, 'completed', { expiresAt: live });
+    await put(table, 'failed', { status: 'FAILED', expiresAt: live });
+    vi.stubEnv(MONITOR_ENVIRONMENT.idempotencyTableName, table);
+
+    const { result, lines } = await capturingStdout(() => handler());
+
+    expect(result).toEqual({ inDoubt: 6, retryPending: 2 });
+    const emf = lines.filter((line) => '_aws' in line);
+    expect(emf).toHaveLength(1);
+    expect(emf[0]).toMatchObject({
+      _aws: {
+        CloudWatchMetrics: [
+          {
+            Namespace: 'Oncely',
+            Dimensions: [['service']],
+            Metrics: expect.arrayContaining([
+              { Name: UNRESOLVED_METRICS.inDoubt, Unit: 'Count' },
+              { Name: UNRESOLVED_METRICS.retryPending, Unit: 'Count' },
+            ]),
+          },
+        ],
+      },
+      service: 'oncely-monitor',
+      [UNRESOLVED_METRICS.inDoubt]: 6,
+      [UNRESOLVED_METRICS.retryPending]: 2,
+    });
+  });
+
+  it('publishes zeros when nothing is unresolved, so a missing data point means it did not run', async () => {
+    const table = await createTable(dynamodb, 'monitor-empty');
+    await put(table, 'completed', { expiresAt: nowSeconds() + 3600 });
+    const monitor = createMonitorHandler({ dynamodb, idempotencyTableName: table });
+
+    const { result, lines } = await capturingStdout(() => monitor());
+
+    expect(result).toEqual({ inDoubt: 0, retryPending: 0 });
+    expect(lines.find((line) => '_aws' in line)).toMatchObject({
+      [UNRESOLVED_METRICS.inDoubt]: 0,
+      [UNRESOLVED_METRICS.retryPending]: 0,
+    });
+  });
+
+  it('names the missing table variable', () => {
+    expect(() => readMonitorEnvironment({})).toThrow(MonitorEnvironmentError);
+    expect(() => readMonitorEnvironment({})).toThrow(/IDEMPOTENCY_TABLE_NAME is not set/);
+  });
+});

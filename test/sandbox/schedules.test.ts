@@ -1,0 +1,171 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { ScheduledEvent } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics';
+import type { UnresolvedCounts } from '../../lambdas/monitor/unresolved-counts';
+import { inProcessFunction } from '../../sandbox/in-process-function';
+import type { FunctionError, InvocationResult } from '../../sandbox/lambda-context';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox';
+import type { LocalSchedule } from '../../sandbox/schedule-rules';
+import { startScheduleRunner } from '../../sandbox/schedule-runner';
+
+const INTERVAL_MS = 100;
+
+const schedule: LocalSchedule = {
+  logicalId: 'Every',
+  name: 'every-tick',
+  arn: `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:rule/every-tick`,
+  expression: 'rate(1 minute)',
+  intervalMs: 60_000,
+  functionNames: ['job'],
+};
+
+/** Polls `condition` until it holds, for at most `timeoutMs`. */
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const runners: { stop: () => Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+});
+
+/** Runs `schedule` every {@link INTERVAL_MS} against an in-process function taking `durationMs`. */
+function run(durationMs = 0) {
+  const runs: { event: ScheduledEvent; startedAt: number; endedAt?: number }[] = [];
+  const job = inProcessFunction({
+    name: 'job',
+    arn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:function:job`,
+    timeoutMs: 5_000,
+    handler: async (event) => {
+      const current = {
+        event: event as ScheduledEvent,
+        startedAt: Date.now(),
+        endedAt: undefined as number | undefined,
+      };
+      runs.push(current);
+      await new Promise((resolve) => setTimeout(resolve, durationMs));
+      current.endedAt = Date.now();
+      return 'done';
+    },
+  });
+  const results: InvocationResult[] = [];
+  const startedAt = Date.now();
+  const runner = startScheduleRunner({
+    schedule,
+    intervalMs: INTERVAL_MS,
+    region: LOCAL_REGION,
+    accountId: LOCAL_ACCOUNT_ID,
+    invoke: (_functionName, event) => job.invoke(event),
+    onRun: (_functionName, result) => results.push(result),
+  });
+  runners.push(runner);
+  return { runs, results, startedAt, runner };
+}
+
+describe('schedule runner', () => {
+  it('first runs one interval after the start, then on every interval, with EventBridge’s event', async () => {
+    const { runs, results, startedAt } = run();
+    await waitFor(() => results.length >= 3, 'three runs');
+
+    expect(runs[0].startedAt - startedAt).toBeGreaterThanOrEqual(INTERVAL_MS - 5);
+    expect(runs[2].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(2 * INTERVAL_MS - 10);
+    expect(results[0]).toEqual({ ok: true, result: 'done' });
+    expect(runs[0].event).toEqual({
+      version: '0',
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: LOCAL_ACCOUNT_ID,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      region: LOCAL_REGION,
+      resources: [schedule.arn],
+      detail: {},
+    });
+    expect(runs[1].event.id).not.toBe(runs[0].event.id);
+  });
+
+  it('never overlaps two runs of a rule: a tick that falls during a run is skipped', async () => {
+    const { runs, results } = run(2.5 * INTERVAL_MS);
+    await waitFor(() => results.length >= 3, 'three runs');
+
+    for (let i = 1; i < runs.length; i++) {
+      expect(runs[i].startedAt).toBeGreaterThanOrEqual(Number(runs[i - 1].endedAt));
+    }
+    // Runs stay on the interval's ticks: a 250 ms run is followed by the tick at 300 ms.
+    expect(runs[1].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(3 * INTERVAL_MS - 10);
+  });
+
+  it('stops cleanly: waits for the run in progress and starts no other', async () => {
+    const { runs, runner } = run(2 * INTERVAL_MS);
+    await waitFor(() => runs.length === 1, 'a run to start');
+
+    await runner.stop();
+
+    expect(runs[0].endedAt).toBeDefined();
+    // Nothing is due any more: three intervals later still one run (a bound, not a race fix).
+    await new Promise((resolve) => setTimeout(resolve, 3 * INTERVAL_MS));
+    expect(runs).toHaveLength(1);
+  });
+});
+
+describe('the sandbox runs the stack’s schedules', () => {
+  let sandbox: Sandbox;
+  const runs: { ruleName: string; functionName: string; result: InvocationResult }[] = [];
+  const output: { line: string; functionName: string }[] = [];
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({
+      scheduleIntervalMs: 500,
+      onScheduledRun: (ruleName, functionName, result) => runs.push({ ruleName, functionName, result }),
+      functionOutput: (line, functionName) => output.push({ line, functionName }),
+    });
+  });
+  afterAll(async () => {
+    await sandbox?.stop();
+  });
+
+  it('runs the unresolved-records monitor, which counts an IN_DOUBT record once there is one', async () => {
+    const [monitorSchedule] = sandbox.provisioned.schedules;
+    const [monitorName] = monitorSchedule.functionNames;
+    const counts = () =>
+      runs.map(({ result }): UnresolvedCounts | FunctionError =>
+        result.ok ? (result.result as UnresolvedCounts) : result.error,
+      );
+    await waitFor(() => runs.length >= 1, 'the monitor’s first run', 20_000);
+    expect(runs[0]).toMatchObject({ ruleName: monitorSchedule.name, functionName: monitorName });
+    expect(counts()[0]).toEqual({ inDoubt: 0, retryPending: 0 });
+
+    const dynamodb = DynamoDBDocumentClient.from(
+      new DynamoDBClient(localAwsConfig(sandbox.description.endpoints.dynamodb)),
+    );
+    await dynamodb.send(
+      new PutCommand({
+        TableName: sandbox.description.resources.idempotencyTableName,
+        Item: {
+          id: 'mail#in-doubt',
+          status: 'IN_DOUBT',
+          payloadHash: 'hash',
+          unresolved: 'IN_DOUBT',
+          updatedAt: Date.now(),
+          expiresAt: Math.floor(Date.now() / 1000) + 3600,
+        },
+      }),
+    );
+    dynamodb.destroy();
+    await waitFor(() => counts().some((c) => 'inDoubt' in c && c.inDoubt === 1), 'a run that counts it');
+
+    const emf = output
+      .filter(({ functionName, line }) => functionName === monitorName && line.includes('"_aws"'))
+      .map(({ line }) => JSON.parse(line));
+    expect(emf).toContainEqual(
+      expect.objectContaining({ [UNRESOLVED_METRICS.inDoubt]: 1, service: 'oncely-monitor' }),
+    );
+  });
+});
