@@ -20,6 +20,8 @@ export {
 export { PublisherClientConfigurationError, PublisherFunctionError, PublisherResponseError } from './errors';
 export {
   DEFAULT_CLIENT_RETRY,
+  DEFAULT_MAX_LEASE_WAIT_MS,
+  DEFAULT_RESEND_UNKNOWN_ROUNDS,
   PUBLISHER_FUNCTION_ENV,
   type PublishOptions,
   type PublishResult,

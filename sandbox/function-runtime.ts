@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
-import { type FunctionError, type InvocationResult, type LocalInvoker, timeoutError } from './lambda-context';
+import {
+  type FunctionError,
+  functionError,
+  type InvocationResult,
+  type LocalInvoker,
+  timeoutError,
+} from './lambda-context';
 
 export interface LocalFunctionSpec {
   name: string;
@@ -21,11 +27,36 @@ export type FunctionOutput = (line: string, functionName: string) => void;
 
 const WORKER = new URL('./function-worker.mjs', import.meta.url);
 
+/** What a worker posts: its init's outcome, or an invocation's (the result as JSON text, or the error). */
+interface WorkerMessage {
+  ready?: true;
+  initError?: FunctionError;
+  id?: string;
+  payload?: string;
+  error?: FunctionError;
+}
+
+/** What a worker did next: answered, failed with an uncaught error, exited, or nothing in time. */
+type WorkerOutcome =
+  | { kind: 'message'; message: WorkerMessage }
+  | { kind: 'error'; error: unknown }
+  | { kind: 'exit'; code: number }
+  | { kind: 'timeout' };
+
+/** The sandbox cannot hand this event to a worker (nested deeper than a structured clone goes). */
+export class FunctionEventError extends Error {
+  override readonly name = 'FunctionEventError';
+}
+
 /**
  * Runs one Lambda function locally. Each invocation gets a worker thread of its own, reused once
  * it is free (a warm container): one invocation at a time per worker, as in Lambda, and each
- * function with its own `process.env`. An invocation past its timeout has its worker terminated,
- * like a timed-out Lambda sandbox, and is reported with Lambda's timeout error.
+ * function with its own `process.env`. Whatever goes wrong inside the function is answered as
+ * Lambda answers it, with a function error. A thrown error (a stack overflow too) and a result
+ * that is not JSON leave the container warm; these replace it with a fresh one: a handler module
+ * that fails to load (its init error, e.g. `Runtime.ImportModuleError`), an uncaught error or
+ * unhandled rejection (`Runtime.UnhandledPromiseRejection`), an exit (`Runtime.ExitError`), and an
+ * invocation past its timeout (`Sandbox.Timedout`).
  */
 export class LocalFunctionRuntime implements LocalInvoker {
   readonly #spec: LocalFunctionSpec;
@@ -48,45 +79,33 @@ export class LocalFunctionRuntime implements LocalInvoker {
 
   async invoke(event: unknown, awsRequestId: string = randomUUID()): Promise<InvocationResult> {
     if (this.#stopped) throw new Error(`function ${this.#spec.name} is stopped`);
-    const worker = this.#idle.pop() ?? (await this.#startWorker());
+    const started = this.#idle.pop() ?? (await this.#startWorker(awsRequestId));
+    if (!(started instanceof Worker)) return { ok: false, error: started };
+    const worker = started;
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
-    const outcome = await new Promise<InvocationResult | 'timeout' | 'crash'>((resolve) => {
-      const timer = setTimeout(() => resolve('timeout'), timeoutMs);
-      const onMessage = (message: { id: string; result?: unknown; error?: FunctionError }) => {
-        if (message.id !== awsRequestId) return;
-        cleanup();
-        resolve(message.error ? { ok: false, error: message.error } : { ok: true, result: message.result });
-      };
-      const onExit = () => {
-        cleanup();
-        resolve('crash');
-      };
-      const cleanup = () => {
-        clearTimeout(timer);
-        worker.off('message', onMessage);
-        worker.off('exit', onExit);
-      };
-      worker.on('message', onMessage);
-      worker.once('exit', onExit);
+    try {
       worker.postMessage({ id: awsRequestId, event, deadline: Date.now() + timeoutMs, awsRequestId });
-    });
-    if (outcome === 'timeout' || outcome === 'crash') {
-      this.#all.delete(worker);
-      await worker.terminate();
-      return {
-        ok: false,
-        error:
-          outcome === 'timeout'
-            ? timeoutError(awsRequestId, timeoutMs)
-            : {
-                errorType: 'Runtime.ExitError',
-                errorMessage: 'the function’s process exited during the invocation',
-              },
-      };
+    } catch (error) {
+      this.#release(worker);
+      // Lambda hands any JSON event over; a structured clone stops a few thousand levels down.
+      throw new FunctionEventError(
+        `The sandbox cannot give function ${this.#spec.name} this event (${String(error)}): ` +
+          'nest it less deeply to run it locally.',
+        { cause: error },
+      );
     }
-    if (this.#stopped) await worker.terminate();
-    else this.#idle.push(worker);
-    return outcome;
+    const outcome = await nextOutcome(worker, (message) => message.id === awsRequestId, timeoutMs);
+    if (outcome.kind !== 'message') {
+      await this.#discard(worker);
+      const error =
+        outcome.kind === 'timeout'
+          ? timeoutError(awsRequestId, timeoutMs)
+          : crashError(outcome, awsRequestId);
+      return { ok: false, error };
+    }
+    this.#release(worker);
+    const { payload, error } = outcome.message;
+    return error ? { ok: false, error } : { ok: true, result: JSON.parse(payload ?? 'null') };
   }
 
   async stop(): Promise<void> {
@@ -96,8 +115,11 @@ export class LocalFunctionRuntime implements LocalInvoker {
     this.#all.clear();
   }
 
-  /** Starts a worker and waits for its handler module to load (the function's init phase). */
-  async #startWorker(): Promise<Worker> {
+  /**
+   * Starts a worker and waits for its handler module to load (the function's init phase). A
+   * failed init is the invocation's error, as in Lambda, and the next invocation tries again.
+   */
+  async #startWorker(awsRequestId: string): Promise<Worker | FunctionError> {
     const spec = this.#spec;
     const worker = new Worker(WORKER, {
       env: { ...spec.environment, AWS_LAMBDA_FUNCTION_NAME: spec.name },
@@ -118,25 +140,68 @@ export class LocalFunctionRuntime implements LocalInvoker {
       }
     }
     this.#all.add(worker);
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) =>
-        reject(
-          new Error(`function ${spec.name} failed to initialise from ${spec.entry}: ${error.message}`, {
-            cause: error,
-          }),
-        );
-      worker.once('error', onError);
-      worker.once('message', () => {
-        worker.off('error', onError);
-        resolve();
-      });
-    });
-    // An error outside an invocation (a stray rejection) ends this container, as it would in Lambda.
-    worker.on('error', () => {
-      this.#all.delete(worker);
-      const index = this.#idle.indexOf(worker);
-      if (index >= 0) this.#idle.splice(index, 1);
-    });
-    return worker;
+    // Always listened to, so that no error of the worker's can go unhandled in this process: one
+    // outside an invocation (a stray timer's) ends this container, as it would in Lambda.
+    worker.on('error', () => this.#forget(worker));
+    worker.on('exit', () => this.#forget(worker));
+
+    const outcome = await nextOutcome(worker, (message) => message.ready === true || !!message.initError);
+    if (outcome.kind === 'message' && outcome.message.ready) return worker;
+    await this.#discard(worker);
+    if (outcome.kind === 'message' && outcome.message.initError) return outcome.message.initError;
+    return crashError(outcome as Exclude<WorkerOutcome, { kind: 'message' | 'timeout' }>, awsRequestId);
   }
+
+  /** A worker done with its invocation: warm for the next one, unless the runtime stopped meanwhile. */
+  #release(worker: Worker): void {
+    if (this.#stopped || !this.#all.has(worker)) void worker.terminate();
+    else this.#idle.push(worker);
+  }
+
+  async #discard(worker: Worker): Promise<void> {
+    this.#forget(worker);
+    await worker.terminate();
+  }
+
+  #forget(worker: Worker): void {
+    this.#all.delete(worker);
+    const index = this.#idle.indexOf(worker);
+    if (index >= 0) this.#idle.splice(index, 1);
+  }
+}
+
+/** Waits for the worker's next accepted message, uncaught error or exit, or for `timeoutMs`. */
+function nextOutcome(
+  worker: Worker,
+  accept: (message: WorkerMessage) => boolean,
+  timeoutMs?: number,
+): Promise<WorkerOutcome> {
+  return new Promise((resolve) => {
+    const timer =
+      timeoutMs === undefined ? undefined : setTimeout(() => done({ kind: 'timeout' }), timeoutMs);
+    const onMessage = (message: WorkerMessage) => {
+      if (accept(message)) done({ kind: 'message', message });
+    };
+    const onError = (error: unknown) => done({ kind: 'error', error });
+    const onExit = (code: number) => done({ kind: 'exit', code });
+    const done = (outcome: WorkerOutcome) => {
+      clearTimeout(timer);
+      worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+      resolve(outcome);
+    };
+    worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+  });
+}
+
+/** How Lambda reports a container that failed outside the handler's own promise. */
+function crashError(
+  outcome: Extract<WorkerOutcome, { kind: 'error' | 'exit' }>,
+  awsRequestId: string,
+): FunctionError {
+  if (outcome.kind === 'error') return functionError(outcome.error);
+  const reason =
+    outcome.code === 0
+      ? 'Runtime exited without providing a reason'
+      : `Runtime exited with error: exit status ${outcome.code}`;
+  return { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${awsRequestId} Error: ${reason}` };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { LocalInvoker } from './lambda-context';
+import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config';
 
 export interface LambdaInvokeEndpointOptions {
@@ -100,18 +100,15 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(204, headers).end();
       return;
     }
-    const run = target
-      .invoke(event, awsRequestId)
-      .then(
-        (outcome): HandlerOutcome =>
-          outcome.ok
-            ? { payload: JSON.stringify(outcome.result ?? null) }
-            : { payload: JSON.stringify(outcome.error), functionError: 'Unhandled' },
-      );
+    const run = target.invoke(event, awsRequestId).then(handlerOutcome);
     if (type === 'Event') {
-      const tracked = run.then(({ payload, functionError }) => {
-        if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
-      });
+      const tracked = run.then(
+        ({ payload, functionError }) => {
+          if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
+        },
+        // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
+        (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
+      );
       background.add(tracked);
       void tracked.finally(() => background.delete(tracked));
       response.writeHead(202, headers).end();
@@ -158,6 +155,21 @@ function functionName(reference: string, qualifierParameter: string | null): str
 interface HandlerOutcome {
   payload: string;
   functionError?: 'Unhandled';
+}
+
+/** The Invoke answer for an invocation: a result that is not JSON fails as Lambda's runtime fails it. */
+function handlerOutcome(outcome: InvocationResult): HandlerOutcome {
+  if (!outcome.ok) return unhandled(outcome.error);
+  try {
+    return { payload: JSON.stringify(outcome.result ?? null) ?? 'null' };
+  } catch (error) {
+    const errorMessage = `Unable to stringify response body: ${(error as Error).message}`;
+    return unhandled({ errorType: 'Error', errorMessage, trace: [] });
+  }
+}
+
+function unhandled(error: FunctionError): HandlerOutcome {
+  return { payload: JSON.stringify(error), functionError: 'Unhandled' };
 }
 
 /** An AWS JSON error, as Lambda's API sends one: the SDK raises the matching typed exception. */

@@ -33,6 +33,26 @@ describe('message envelope', () => {
     expect(() => parseEnvelope(JSON.stringify(bad))).toThrow(/publishedAt: publishedAt must be an ISO-8601/);
   });
 
+  it('refuses a payload nested thousands of levels deep, permanently, before anything recurses into it', () => {
+    const body = `{"type":"T","groupId":"g","publishedAt":"2026-11-21T10:00:00.000Z","payload":${deepArray(10_000)}}`;
+    for (const parse of [parseEnvelope, parseReceivedEnvelope]) {
+      expect(() => parse(body)).toThrow(InvalidEnvelopeError);
+      expect(() => parse(body)).toThrow(
+        'the message body is not a valid Oncely envelope: payload nests arrays and objects more than 64 levels deep',
+      );
+    }
+  });
+
+  it('accepts a payload nested 64 levels deep', () => {
+    const envelope = createEnvelope({
+      type: 'T',
+      groupId: 'g',
+      key: 'k',
+      payload: JSON.parse(deepArray(64)),
+    });
+    expect(parseEnvelope(JSON.stringify(envelope))).toEqual(envelope);
+  });
+
   it('lets a received envelope lack its key (the consumer falls back to the dedup id), nothing else', () => {
     const { key: _key, ...keyless } = createEnvelope({ type: 'T', groupId: 'g', payload: 1 });
     expect(parseReceivedEnvelope(JSON.stringify(keyless))).toEqual(keyless);
@@ -42,3 +62,8 @@ describe('message envelope', () => {
     );
   });
 });
+
+/** JSON text of arrays within arrays, `depth` levels deep. */
+function deepArray(depth: number): string {
+  return `${'['.repeat(depth)}${']'.repeat(depth)}`;
+}

@@ -28,12 +28,26 @@ export interface PublishRequest {
  */
 export const MAX_MESSAGES_PER_REQUEST = 500;
 
+/**
+ * What is known of one message (DESIGN §6). A response never calls a message `failed` or `blocked`
+ * that may be on the queue: such a message is `unknown`.
+ */
 export type MessageResult =
   /** The queue accepted the message (or already had it: SQS deduplicates a key for 5 minutes). */
   | { key: string; status: 'sent'; messageId: string; sequenceNumber?: string }
-  /** It was not sent and will not be: retries ran out, or the failure cannot be retried. */
+  /**
+   * Certainly not on the queue, and not sent again: retries ran out, or the failure cannot be
+   * retried. Entries SQS itself lists as failed in a SendMessageBatch answer count as not enqueued.
+   */
   | { key: string; status: 'failed'; reason: string }
-  /** Not sent because an earlier message of its group failed: sending it would break the group's order. */
+  /**
+   * Maybe on the queue: an attempt may have reached SQS (its answer was lost, SQS answered 5xx, or
+   * the call was cut off at the deadline), and no later one confirmed it. Publish it again with the
+   * same key (and, for its group's order, the `blocked` messages after it): SQS drops the repeat
+   * within 5 minutes, and the consumer's idempotency record after that. `oncely/client` does so.
+   */
+  | { key: string; status: 'unknown'; reason: string }
+  /** Not sent because an earlier message of its group failed or is unknown: sending it would break the group's order. */
   | { key: string; status: 'blocked'; reason: string };
 
 export type MessageStatus = MessageResult['status'];

@@ -4,10 +4,14 @@ import { chunkByCountAndBytes, MAX_BATCH_ENTRIES } from './batching';
 import type { MessageResult } from './contract';
 import type { PreparedMessage } from './validation';
 
-/** What one attempt at sending one entry came to. */
+/**
+ * What one attempt at sending one entry came to. A failed attempt says whether it may have reached
+ * SQS all the same (`maybeSent`: the call's answer was lost, a 5xx, a call cut off at the deadline):
+ * the message may then be on the queue, and is never reported as certainly not sent.
+ */
 export type EntryOutcome =
   | { sent: true; messageId: string; sequenceNumber?: string }
-  | { sent: false; retryable: boolean; reason: string };
+  | { sent: false; retryable: boolean; maybeSent: boolean; reason: string };
 
 /**
  * Sends one batch and answers one outcome per entry, in entry order; a failure of the whole call
@@ -37,6 +41,9 @@ export const MAX_REASON_LENGTH = 200;
  * next round, after an exponential backoff, while attempts and time remain; until then no later
  * message of their group is sent. Once a message of a group fails for good, the group's later
  * messages are not sent at all (`blocked`). Messages of other groups go on regardless.
+ *
+ * A message that fails for good is `unknown` rather than `failed` when any of its attempts may
+ * have reached SQS; so is a `blocked` one that an earlier attempt may have enqueued.
  */
 export async function sendInGroupOrder(
   messages: readonly PreparedMessage[],
@@ -101,6 +108,7 @@ function settleGroup(
   entries: readonly GroupEntry[],
   ledger: ResultLedger,
 ): { groupId: string; reason: string; messages: PreparedMessage[] } | undefined {
+  for (const { message, outcome } of entries) ledger.note(message, outcome);
   let accepted = 0;
   for (const { message, outcome } of entries) {
     if (!outcome.sent) break;
@@ -161,6 +169,7 @@ async function attemptBatch(batch: readonly PreparedMessage[], options: OrderedS
       (): EntryOutcome => ({
         sent: false,
         retryable: false,
+        maybeSent: false,
         reason: 'not sent: the invocation ran out of time',
       }),
     );
@@ -173,6 +182,8 @@ class ResultLedger {
   readonly results: MessageResult[];
   /** Group id → index of the group's first message that failed for good. */
   readonly #stoppedBy = new Map<string, number>();
+  /** Indexes of the messages an attempt may have enqueued although it failed. */
+  readonly #maybeSent = new Set<number>();
 
   constructor(size: number) {
     this.results = new Array(size);
@@ -187,22 +198,35 @@ class ResultLedger {
     this.results[message.index] = { key: message.key, status: 'sent', messageId, sequenceNumber };
   }
 
-  /** A final failure: the message is not sent, and neither is any later message of its group. */
+  /** Remembers an attempt that failed but may have reached SQS: the message may be on the queue. */
+  note(message: PreparedMessage, outcome: EntryOutcome): void {
+    if (!outcome.sent && outcome.maybeSent) this.#maybeSent.add(message.index);
+  }
+
+  /** A final failure: the message is not sent again, and neither is any later message of its group. */
   fail(message: PreparedMessage, reason: string): void {
-    this.results[message.index] = {
-      key: message.key,
-      status: 'failed',
-      reason: reason.slice(0, MAX_REASON_LENGTH),
-    };
+    this.results[message.index] = this.#maybeSent.has(message.index)
+      ? { key: message.key, status: 'unknown', reason: cut(`may be on the queue: ${reason}`) }
+      : { key: message.key, status: 'failed', reason: cut(reason) };
     if (!this.#stoppedBy.has(message.groupId)) this.#stoppedBy.set(message.groupId, message.index);
   }
 
   block(message: PreparedMessage): void {
-    const blocker = this.#stoppedBy.get(message.groupId);
-    this.results[message.index] = {
-      key: message.key,
-      status: 'blocked',
-      reason: `not sent: messages[${blocker}] of the same group failed, and sending this one would break the group's order`,
-    };
+    const blocker = this.#stoppedBy.get(message.groupId) as number;
+    const blockerStatus = this.results[blocker]?.status;
+    const why =
+      `messages[${blocker}] of the same group ${blockerStatus === 'unknown' ? 'may not have been sent' : 'failed'}, ` +
+      "and sending this one would break the group's order";
+    this.results[message.index] = this.#maybeSent.has(message.index)
+      ? {
+          key: message.key,
+          status: 'unknown',
+          reason: cut(`may be on the queue from an earlier attempt: ${why}`),
+        }
+      : { key: message.key, status: 'blocked', reason: cut(`not sent: ${why}`) };
   }
+}
+
+function cut(reason: string): string {
+  return reason.slice(0, MAX_REASON_LENGTH);
 }

@@ -1,6 +1,7 @@
 import { type core, z } from 'zod';
 import { createEnvelope, messageEnvelopeSchema } from '../runtime/envelope';
 import { isValidKey } from '../runtime/idempotency/keys';
+import { isNestedDeeperThan, MAX_PAYLOAD_DEPTH, PAYLOAD_TOO_DEEP } from '../runtime/json-depth';
 import { MAX_MESSAGES_PER_REQUEST, type PublishMessage, type PublishRequest } from './contract';
 import { PublishValidationError, type ValidationProblem } from './errors';
 
@@ -45,7 +46,11 @@ const messageSchema = messageEnvelopeSchema
   .extend({
     key: messageEnvelopeSchema.shape.key.optional(),
     // JSON has no undefined: a payload set to undefined would vanish from the body.
-    payload: z.unknown().refine((payload) => payload !== undefined, 'payload is required'),
+    payload: z
+      .unknown()
+      .refine((payload) => payload !== undefined, 'payload is required')
+      // Checked here, before the derived key's canonical JSON walks it recursively.
+      .refine((payload) => !isNestedDeeperThan(payload, MAX_PAYLOAD_DEPTH), PAYLOAD_TOO_DEEP),
   })
   .strict();
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { NonRetryableError } from './idempotency/errors';
 import { deriveMessageKey, isValidKey } from './idempotency/keys';
+import { isNestedDeeperThan, MAX_PAYLOAD_DEPTH, PAYLOAD_TOO_DEEP } from './json-depth';
 
 /** Message group ids and keys share SQS's rule: 1–128 printable ASCII characters, no spaces. */
 const sqsId = (what: string) =>
@@ -39,7 +40,9 @@ export function createEnvelope(message: OutgoingMessage, now = new Date()): Mess
 }
 
 /** The body is not an Oncely envelope: no retry can fix it, so it goes to the DLQ at once. */
-export class InvalidEnvelopeError extends NonRetryableError {}
+export class InvalidEnvelopeError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidEnvelopeError';
+}
 
 /**
  * What a consumer accepts: an envelope whose `key` may be missing, as in bodies written by a producer
@@ -70,6 +73,10 @@ function parseBody<T>(body: string, schema: z.ZodType<T>): T {
     json = JSON.parse(body);
   } catch {
     throw new InvalidEnvelopeError('the message body is not JSON, so it is not an Oncely envelope');
+  }
+  // Before anything walks the payload recursively (the key, the hash), which a deep one would overflow.
+  if (isNestedDeeperThan((json as { payload?: unknown } | null)?.payload, MAX_PAYLOAD_DEPTH)) {
+    throw new InvalidEnvelopeError(`the message body is not a valid Oncely envelope: ${PAYLOAD_TOO_DEEP}`);
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {

@@ -1,23 +1,26 @@
 import { LambdaClient, ResourceNotFoundException } from '@aws-sdk/client-lambda';
+import type { SendMessageBatchCommandInput } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 // The package's own name: what other services import.
 import {
   PublishConflictError,
   PublisherClientConfigurationError,
   PublisherResponseError,
+  PublishInProgressError,
   type PublishMessage,
   PublishValidationError,
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PublisherHandler } from '../../lambdas/publisher/handler';
+import { payloadHash } from '../../lambdas/runtime/idempotency/keys';
 import { inProcessFunction } from '../../sandbox/in-process-function';
 import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
 import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config';
 import { countRequests } from '../../sandbox/request-counter';
 import { readItem } from '../support/dynamodb';
-import { orders, usePublisherFixture } from '../support/publisher';
-import { drainQueue } from '../support/sqs';
+import { expectedKey, orders, usePublisherFixture } from '../support/publisher';
+import { drainQueue, keysOfGroup } from '../support/sqs';
 import { holdSends } from '../support/sqs-faults';
 
 const FUNCTION = 'oncely-publisher';
@@ -60,18 +63,42 @@ afterEach(async () => {
 const options = () => ({ functionName: FUNCTION, lambda, retry: FAST });
 const statuses = (results: { status: string }[]) => results.map((result) => result.status);
 
-/** Makes the first Invoke fail after the function ran: the answer is lost on the way back. */
-function loseFirstAnswer() {
+const connectionReset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+/** Makes the `nth` Invoke (the first by default) fail after the function ran: the answer is lost on the way back. */
+function loseAnswer(nth = 1) {
   let calls = 0;
   lambda.middlewareStack.add(
     (next) => async (args) => {
       const result = await next(args);
-      if (++calls === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      if (++calls === nth) throw connectionReset();
       return result;
     },
-    { step: 'deserialize', name: 'loseFirstAnswer' },
+    { step: 'deserialize', name: `loseAnswer-${nth}` },
   );
 }
+
+const loseFirstAnswer = () => loseAnswer(1);
+
+/**
+ * Makes SendMessageBatch calls with a message of `groupId` reach SQS, then lose their answers,
+ * while `active()` says so: the publisher can only call those messages `unknown`.
+ */
+function loseSendsOfGroup(groupId: string, active: () => boolean = () => true) {
+  fixture.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (context.commandName !== 'SendMessageBatchCommand' || !active()) return result;
+      const { Entries = [] } = args.input as SendMessageBatchCommandInput;
+      if (Entries.some((entry) => entry.MessageGroupId === groupId)) throw connectionReset();
+      return result;
+    },
+    { step: 'initialize', name: `loseSendsOf-${groupId}` },
+  );
+}
+
+/** Twelve messages of one group: a batch of 10, and 2 that wait behind it. */
+const lostGroup = () => orders(12, 1, 'lost').map((message) => ({ ...message, groupId: 'customer-lost' }));
 
 describe('publish (oncely/client)', () => {
   it('publishes through Lambda Invoke and answers one result per message, with its requestId', async () => {
@@ -133,6 +160,115 @@ describe('publish (oncely/client)', () => {
     const [firstResult, secondResult] = await Promise.all([first, second]);
     expect(secondResult).toEqual(firstResult);
     expect(sends.counts.SendMessageBatch).toBe(1);
+  });
+
+  it('waits out the lease of an attempt that died, past its retry attempts, then publishes', async () => {
+    const messages = orders(5, 1);
+    // What a dead invocation leaves: the request claimed, its lease running for a while yet.
+    const dead = await fixture.store.acquire({
+      id: 'publish#checkout-dead',
+      payloadHash: payloadHash(messages),
+      leaseMs: 1_500,
+      takeOverExpiredLease: true,
+    });
+    if (!dead.acquired) throw new Error('the record was already there');
+
+    const { results } = await publish(messages, {
+      ...options(),
+      requestId: 'checkout-dead',
+      retry: { maxAttempts: 2, baseDelayMs: 50, maxDelayMs: 200 },
+    });
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    expect(Date.now()).toBeGreaterThanOrEqual(dead.lease.expiresAt);
+    expect(invocations.length).toBeGreaterThan(2); // told "in progress" more often than maxAttempts
+    expect(await readItem(fixture.table, 'publish#checkout-dead')).toMatchObject({ status: 'COMPLETED' });
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+  });
+
+  it('gives up with PublishInProgressError once the lease would outlast maxLeaseWaitMs', async () => {
+    const messages = orders(2, 1);
+    await fixture.store.acquire({
+      id: 'publish#checkout-held',
+      payloadHash: payloadHash(messages),
+      leaseMs: 60_000,
+      takeOverExpiredLease: true,
+    });
+    const sends = countRequests(fixture.sqs);
+
+    const error = await publish(messages, {
+      ...options(),
+      requestId: 'checkout-held',
+      maxLeaseWaitMs: 300,
+    }).catch((thrown: unknown) => thrown);
+
+    expect(error).toBeInstanceOf(PublishInProgressError);
+    expect(error).toMatchObject({ requestId: 'checkout-held', leaseExpiresAt: expect.any(Number) });
+    expect(sends.total()).toBe(0);
+  });
+
+  it('re-sends unknown messages and their blocked group under their keys: each ends sent, on the queue once', async () => {
+    let firstInvocation = true;
+    loseSendsOfGroup('customer-lost', () => firstInvocation);
+    behaviour = async (event, context, publisher) => {
+      try {
+        return await publisher(event, context);
+      } finally {
+        firstInvocation = false;
+      }
+    };
+    loseAnswer(2); // the re-send round's first answer too: its retry must replay it, not send again
+    const sends = countRequests(fixture.sqs);
+    const messages = lostGroup();
+
+    const { requestId, results } = await publish(messages, options());
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    expect(results.map((result) => result.key)).toEqual(messages.map(expectedKey));
+    expect(invocations.map((event) => event.requestId)).toEqual([
+      requestId,
+      `${requestId}.r1`,
+      `${requestId}.r1`,
+    ]);
+    // The first invocation's 5 attempts at the batch of 10, then the round's 2 batches; the replay sends nothing.
+    expect(sends.counts.SendMessageBatch).toBe(7);
+    const first = await readItem(fixture.table, `publish#${requestId}`);
+    expect(JSON.parse(first?.result ?? 'null').results.map((r: { status: string }) => r.status)).toEqual([
+      ...Array(10).fill('unknown'),
+      'blocked',
+      'blocked',
+    ]);
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
+    expect(keysOfGroup(received, 'customer-lost')).toEqual(messages.map(expectedKey));
+    // SQS had the lost ones since the first invocation: the re-send was deduplicated to the same message.
+    const messageIds = new Map(received.map((message) => [message.envelope.key, message.messageId]));
+    for (const result of results) {
+      expect(result).toMatchObject({ status: 'sent', messageId: messageIds.get(result.key) });
+    }
+  });
+
+  it('answers unknown once the re-send rounds run out, naming blockers by their place in the request', async () => {
+    loseSendsOfGroup('customer-lost');
+    const messages = [...orders(10, 1, 'paid'), ...lostGroup()];
+
+    const { requestId, results } = await publish(messages, { ...options(), resendUnknownRounds: 2 });
+
+    expect(invocations.map((event) => event.requestId)).toEqual([
+      requestId,
+      `${requestId}.r1`,
+      `${requestId}.r2`,
+    ]);
+    expect(statuses(results)).toEqual([
+      ...Array(10).fill('sent'),
+      ...Array(10).fill('unknown'),
+      'blocked',
+      'blocked',
+    ]);
+    // The last round sent only the lost group: its messages[0] is this request's messages[10].
+    expect(results[20]).toMatchObject({
+      reason: expect.stringContaining('messages[10] of the same group may not have been sent'),
+    });
+    await drainQueue(fixture.sqs, fixture.queueUrl, 20); // the lost ones are there all the same, once
   });
 
   it('raises PublishValidationError with every problem, without retrying', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { MessageResult, PublishResponse } from '../../lambdas/publisher/contract';
 import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
 import { countRequests } from '../../sandbox/request-counter';
+import { readItem } from '../support/dynamodb';
 import { lambdaContext } from '../support/lambda-context';
 import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher';
 import { drainQueue, keysOfGroup } from '../support/sqs';
@@ -153,6 +154,53 @@ describe('publisher: partial failures', () => {
     for (const group of groupsOf(messages)) {
       expect(keysOfGroup(received, group)).toEqual(requestedKeysOfGroup(messages, group));
     }
+  });
+});
+
+describe('publisher: what is known of a message', () => {
+  const connectionReset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+  const throttled = new SQSServiceException({
+    name: 'ThrottlingException',
+    $fault: 'client',
+    $metadata: { httpStatusCode: 400 },
+    message: 'Rate exceeded',
+  });
+  /** One group of 12: a first batch of 10, and 2 that wait behind it. */
+  const oneGroup = () => orders(12, 1);
+
+  it('reports unknown, never failed, the messages of calls SQS applied but whose answers were lost, and stores it', async () => {
+    injectCallFaults(fixture.sqs, () => ({ when: 'after-sending', error: connectionReset }));
+    const request = { requestId: 'checkout-lost', messages: oneGroup() };
+
+    const response = await fixture.publisher()(request, lambdaContext());
+
+    // All ten of the lost calls may be on the queue; the two that waited behind them are not.
+    expect(statuses(response.results)).toEqual([...Array(10).fill('unknown'), 'blocked', 'blocked']);
+    expect(response.results[0]).toMatchObject({
+      reason: 'may be on the queue: Error: socket hang up (gave up after 5 attempts)',
+    });
+    expect(response.results[10]).toMatchObject({
+      reason: expect.stringContaining('messages[0] of the same group may not have been sent'),
+    });
+    // A repeat of the requestId replays exactly this: the record stores the unknowns as unknown.
+    const record = await readItem(fixture.table, 'publish#checkout-lost');
+    expect(JSON.parse(record?.result ?? 'null')).toEqual(response);
+    // SQS had them all along, once each despite the retries.
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 10);
+    expect(received.map((m) => m.envelope.key)).toEqual(request.messages.slice(0, 10).map(expectedKey));
+  });
+
+  it('reports failed the messages of calls refused before they reached SQS', async () => {
+    injectCallFaults(fixture.sqs, () => ({ when: 'before-sending', error: throttled }));
+
+    const { results } = await fixture.publisher()({ messages: oneGroup() }, lambdaContext());
+
+    // Certainly not sent: the first is failed, and its group waits behind it.
+    expect(statuses(results)).toEqual(['failed', ...Array(11).fill('blocked')]);
+    expect(results[0]).toMatchObject({
+      reason: 'ThrottlingException: Rate exceeded (gave up after 5 attempts)',
+    });
+    await drainQueue(fixture.sqs, fixture.queueUrl, 0);
   });
 });
 

@@ -15,8 +15,20 @@ function prepared(...keys: string[]): PreparedMessage[] {
 }
 
 const ACCEPTED: EntryOutcome = { sent: true, messageId: 'id', sequenceNumber: '1' };
-const TRANSIENT: EntryOutcome = { sent: false, retryable: true, reason: 'InternalError: try again' };
-const PERMANENT: EntryOutcome = { sent: false, retryable: false, reason: 'InvalidMessageContents: no' };
+const TRANSIENT: EntryOutcome = {
+  sent: false,
+  retryable: true,
+  maybeSent: false,
+  reason: 'InternalError: try again',
+};
+const PERMANENT: EntryOutcome = {
+  sent: false,
+  retryable: false,
+  maybeSent: false,
+  reason: 'InvalidMessageContents: no',
+};
+/** A call SQS may have applied, whose answer was lost. */
+const LOST: EntryOutcome = { sent: false, retryable: true, maybeSent: true, reason: 'Error: socket hang up' };
 
 /**
  * A fake SendMessageBatch: `decide` answers for each entry, and — unless `laterEntriesOfGroupFail`
@@ -102,6 +114,48 @@ describe('sendInGroupOrder', () => {
     expect(queue.calls.filter((call) => call.includes('A0'))).toHaveLength(4);
   });
 
+  it('reports unknown, never failed, a message an attempt may have enqueued; the rest of its group stays blocked', async () => {
+    const queue = fakeQueue((key) => (key === 'A1' ? LOST : ACCEPTED));
+    // Three 10-byte bodies per batch: A1's retries carry A2 and A3 along, and A4 is never sent.
+    const options = { ...queue.options, maxBatchBytes: 30 };
+
+    const results = await sendInGroupOrder(prepared('A0', 'A1', 'A2', 'A3', 'A4'), options);
+
+    // A2 and A3 were in A1's lost calls: they may be on the queue too.
+    expect(statusOf(results)).toEqual({
+      A0: 'sent',
+      A1: 'unknown',
+      A2: 'unknown',
+      A3: 'unknown',
+      A4: 'blocked',
+    });
+    expect(results[1]).toMatchObject({
+      reason: 'may be on the queue: Error: socket hang up (gave up after 4 attempts)',
+    });
+    expect(results[2]).toMatchObject({
+      reason: expect.stringMatching(/^may be on the queue from an earlier attempt: messages\[1\]/),
+    });
+    expect(results[4]).toMatchObject({
+      reason: expect.stringContaining('messages[1] of the same group may not have been sent'),
+    });
+    expect(queue.calls.filter((call) => call.includes('A4'))).toEqual([]);
+  });
+
+  it('keeps a message unknown when a later attempt fails for certain: the earlier one may have enqueued it', async () => {
+    const queue = fakeQueue((key, attempt) => {
+      if (key !== 'A0') return ACCEPTED;
+      return attempt === 1 ? LOST : PERMANENT;
+    });
+    const results = await sendInGroupOrder(prepared('A0', 'A1', 'B0'), queue.options);
+
+    expect(statusOf(results)).toEqual({ A0: 'unknown', A1: 'unknown', B0: 'sent' });
+    expect(results[0]).toMatchObject({ reason: 'may be on the queue: InvalidMessageContents: no' });
+    expect(queue.calls).toEqual([
+      ['A0', 'A1', 'B0'],
+      ['A0', 'A1'],
+    ]);
+  });
+
   it('stops retrying when the time left cannot cover the backoff', async () => {
     const queue = fakeQueue(() => TRANSIENT);
     const timeLeft = [60_000, 500]; // after the first call, 500 ms: less than the 1-second backoff
@@ -133,7 +187,7 @@ describe('sendInGroupOrder', () => {
 
   it('keeps every possible response within what an idempotency record stores', async () => {
     const reason = 'x'.repeat(5_000);
-    const queue = fakeQueue(() => ({ sent: false, retryable: false, reason }));
+    const queue = fakeQueue(() => ({ sent: false, retryable: false, maybeSent: false, reason }));
     const longKeys = Array.from({ length: MAX_MESSAGES_PER_REQUEST }, (_, i) => `${i}`.padStart(128, 'k'));
     const messages = longKeys.map((key, index) => ({ index, key, groupId: key, body: '{}', bytes: 2 }));
 

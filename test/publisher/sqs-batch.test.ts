@@ -1,9 +1,11 @@
-import { DeleteQueueCommand } from '@aws-sdk/client-sqs';
+import { DeleteQueueCommand, SQSClient, SQSServiceException } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqsBatchSender } from '../../lambdas/publisher/sqs-batch';
 import type { PreparedMessage } from '../../lambdas/publisher/validation';
+import { freePort } from '../../sandbox/free-port';
+import { localAwsConfig } from '../../sandbox/local-aws-config';
 import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs';
-import { injectEntryFaults } from '../support/sqs-faults';
+import { injectCallFaults, injectEntryFaults } from '../support/sqs-faults';
 
 const sqs = localSqsClient(1);
 let queueUrl: string;
@@ -59,24 +61,131 @@ describe('sqsBatchSender', () => {
       [message(0, 'refused'), message(1, 'throttled'), message(2, 'broken')],
       new AbortController().signal,
     );
+    // What SQS lists in Failed it did not enqueue: never `maybeSent`.
     expect(outcomes).toEqual([
-      { sent: false, retryable: false, reason: 'InvalidMessageContents: injected failure' },
-      { sent: false, retryable: true, reason: 'RequestThrottled: injected failure' },
-      { sent: false, retryable: true, reason: 'InternalError: injected failure' },
+      {
+        sent: false,
+        retryable: false,
+        maybeSent: false,
+        reason: 'InvalidMessageContents: injected failure',
+      },
+      { sent: false, retryable: true, maybeSent: false, reason: 'RequestThrottled: injected failure' },
+      { sent: false, retryable: true, maybeSent: false, reason: 'InternalError: injected failure' },
     ]);
     faulty.destroy();
   });
+});
 
-  it('reports a call cut off at the deadline as a final failure of unknown outcome', async () => {
-    const deadline = new AbortController();
-    deadline.abort();
-    const [outcome] = await sqsBatchSender(sqs, queueUrl)([message(0, 'late')], deadline.signal);
+describe('sqsBatchSender: a failed call', () => {
+  const throttled = new SQSServiceException({
+    name: 'ThrottlingException',
+    $fault: 'client',
+    $metadata: { httpStatusCode: 400 },
+    message: 'Rate exceeded',
+  });
+  const connectionReset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+  it('may have been applied once the request reached SQS: its answer lost, every entry is maybe sent', async () => {
+    const faulty = localSqsClient(1);
+    injectCallFaults(faulty, () => ({ when: 'after-sending', error: connectionReset }));
+
+    const outcomes = await sqsBatchSender(faulty, queueUrl)(
+      [message(0, 'lost-0'), message(1, 'lost-1')],
+      new AbortController().signal,
+    );
+
+    const lost = { sent: false, retryable: true, maybeSent: true, reason: 'Error: socket hang up' };
+    expect(outcomes).toEqual([lost, lost]);
+    const received = await drainQueue(sqs, queueUrl, 2); // SQS did enqueue them
+    expect(received.map((m) => m.deduplicationId)).toEqual(['lost-0', 'lost-1']);
+    faulty.destroy();
+  });
+
+  it('was certainly not applied when it failed before leaving: throttled, or raised on the client', async () => {
+    const faulty = localSqsClient(1);
+    const invalid = new Error('Invalid QueueUrl: raised by the client');
+    const errors = [throttled, invalid];
+    injectCallFaults(faulty, (call) => ({ when: 'before-sending', error: errors[call - 1] ?? invalid }));
+    const send = sqsBatchSender(faulty, queueUrl);
+
+    const [first] = await send([message(0, 'throttled')], new AbortController().signal);
+    const [second] = await send([message(0, 'invalid')], new AbortController().signal);
+
+    expect(first).toEqual({
+      sent: false,
+      retryable: true,
+      maybeSent: false,
+      reason: 'ThrottlingException: Rate exceeded',
+    });
+    expect(second).toMatchObject({ sent: false, retryable: false, maybeSent: false });
+    await drainQueue(sqs, queueUrl, 0);
+    faulty.destroy();
+  });
+
+  it('was certainly not applied when no connection could be made', async () => {
+    const nobody = new SQSClient({
+      ...localAwsConfig(`http://127.0.0.1:${await freePort()}`),
+      maxAttempts: 1,
+    });
+    const [outcome] = await sqsBatchSender(nobody, queueUrl)(
+      [message(0, 'refused')],
+      new AbortController().signal,
+    );
+    expect(outcome).toMatchObject({
+      sent: false,
+      retryable: true,
+      maybeSent: false,
+      reason: expect.stringContaining('ECONNREFUSED'),
+    });
+    nobody.destroy();
+  });
+
+  it('was certainly not applied when SQS answered with a refusal (4xx)', async () => {
+    const [outcome] = await sqsBatchSender(sqs, `${queueUrl}-missing.fifo`)(
+      [message(0, 'nowhere')],
+      new AbortController().signal,
+    );
     expect(outcome).toMatchObject({
       sent: false,
       retryable: false,
+      maybeSent: false,
+      reason: expect.stringMatching(/QueueDoesNotExist|NonExistentQueue/),
+    });
+  });
+
+  it('may have been applied when the deadline cut it off in flight, and was not sent when it had already passed', async () => {
+    const inFlight = new AbortController();
+    const faulty = localSqsClient(1);
+    // The deadline strikes once SQS has the request, before its answer is read.
+    faulty.middlewareStack.add(
+      (next) => async (args) => {
+        await next(args);
+        inFlight.abort();
+        throw Object.assign(new Error('Request aborted'), { name: 'AbortError' });
+      },
+      { step: 'initialize', name: 'deadlineInFlight' },
+    );
+    const [cutOff] = await sqsBatchSender(faulty, queueUrl)([message(0, 'cut-off')], inFlight.signal);
+
+    const passed = new AbortController();
+    passed.abort();
+    const [late] = await sqsBatchSender(sqs, queueUrl)([message(0, 'late')], passed.signal);
+
+    expect(cutOff).toMatchObject({
+      sent: false,
+      retryable: false,
+      maybeSent: true,
       reason: expect.stringContaining(
         "cut off at the invocation's deadline, so whether SQS got it is unknown",
       ),
     });
+    expect(late).toEqual({
+      sent: false,
+      retryable: false,
+      maybeSent: false,
+      reason: 'not sent: the invocation ran out of time',
+    });
+    await drainQueue(sqs, queueUrl, 1); // only the one cut off after SQS had it
+    faulty.destroy();
   });
 });

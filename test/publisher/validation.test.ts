@@ -12,6 +12,11 @@ const valid = { type: 'OrderPlaced', groupId: 'customer-1', key: 'order-1', payl
 const others = (count: number) =>
   Array.from({ length: count }, (_, i) => ({ ...valid, key: `order-${i + 2}` }));
 
+/** Arrays within arrays, `depth` levels deep, as JSON.parse builds them from a request. */
+function nested(depth: number): unknown {
+  return JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
+}
+
 /** Publishes `request` and returns the validation error it must be refused with, having sent and recorded nothing. */
 async function refusal(request: unknown): Promise<PublishValidationError> {
   const sends = countRequests(fixture.sqs);
@@ -211,6 +216,33 @@ describe('publisher: validation', () => {
     ]);
     expect(error.message.split('\n')[0]).toContain('messages[2].groupId: groupId is required');
     expect(publisherErrorFromFunctionError(error.name, error.message)).toEqual(error);
+  });
+
+  it('refuses a payload nested thousands of levels deep as a problem of that message, without overflowing', async () => {
+    const error = await refusal({
+      requestId: 'checkout-deep',
+      messages: [valid, { ...valid, key: 'order-2', payload: { document: nested(10_000) } }],
+    });
+    expect(error.problems).toEqual([
+      {
+        index: 1,
+        path: 'messages[1].payload',
+        message:
+          'payload nests arrays and objects more than 64 levels deep: flatten it, or send a reference to where the document is stored',
+      },
+    ]);
+    expect(await readItem(fixture.table, 'publish#checkout-deep')).toBeUndefined();
+  });
+
+  it('accepts a payload nested 64 levels deep, and refuses one level more', async () => {
+    const { results } = await fixture.publisher()(
+      { messages: [{ ...valid, payload: nested(64) }] },
+      lambdaContext(),
+    );
+    expect(results.map((result) => result.status)).toEqual(['sent']);
+
+    const error = await refusal({ messages: [{ ...valid, payload: { within: nested(64) } }] });
+    expect(error.problems).toMatchObject([{ index: 0, path: 'messages[0].payload' }]);
   });
 
   it('validates before request idempotency: an invalid request leaves no record', async () => {

@@ -1,10 +1,74 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../sandbox/function-runtime';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  FunctionEventError,
+  LocalFunctionRuntime,
+  type LocalFunctionSpec,
+} from '../../sandbox/function-runtime';
 
 const runtimes: LocalFunctionRuntime[] = [];
 afterEach(async () => {
   await Promise.all(runtimes.splice(0).map((runtime) => runtime.stop()));
 });
+
+/** A handler that fails, on demand, each way a Lambda function can, and counts its container's invocations. */
+const CRASHING_HANDLER = `
+let invocations = 0;
+const forever = () => new Promise(() => undefined);
+export const crashes = async (event: { how: string }) => {
+  invocations++;
+  switch (event.how) {
+    case 'overflow': {
+      const deeper = (n: number): number => deeper(n + 1) + 1;
+      return deeper(0);
+    }
+    case 'bigint':
+      return { total: 10n };
+    case 'function':
+      return { ok: true, callback: () => 1 };
+    case 'exit':
+      process.exit(3);
+    case 'timer':
+      setTimeout(() => { throw new TypeError('thrown from a timer'); }, 1);
+      return forever();
+    case 'rejection':
+      void Promise.reject(new RangeError('nobody awaited this'));
+      return forever();
+    default:
+      return { invocationsInThisContainer: invocations };
+  }
+};
+`;
+
+/** Written out at run time: the worker threads load handler modules from files. */
+let crashingRoot: string;
+beforeAll(() => {
+  crashingRoot = mkdtempSync(join(tmpdir(), 'oncely-functions-'));
+  writeFileSync(join(crashingRoot, 'crashing.ts'), CRASHING_HANDLER);
+  writeFileSync(
+    join(crashingRoot, 'broken.ts'),
+    "throw new Error('the configuration is missing');\nexport const handler = async () => 'never';\n",
+  );
+});
+afterAll(() => rmSync(crashingRoot, { recursive: true, force: true }));
+
+function crashing(entry: string, exportName: string) {
+  const created = new LocalFunctionRuntime(
+    {
+      name: `fn-${exportName}`,
+      arn: `arn:aws:lambda:us-east-1:123456789012:function:fn-${exportName}`,
+      entry,
+      exportName,
+      timeoutSeconds: 5,
+      environment: {},
+    },
+    crashingRoot,
+  );
+  runtimes.push(created);
+  return created;
+}
 
 function runtime(exportName: string, overrides: Partial<LocalFunctionSpec> = {}) {
   const created = new LocalFunctionRuntime(
@@ -90,9 +154,94 @@ describe('local function runtime', () => {
     expect(await fn.invoke({ ms: 0 })).toMatchObject({ ok: true, result: { invocationsInThisContainer: 1 } });
   });
 
-  it('explains a handler that cannot be loaded', async () => {
-    await expect(runtime('missing').invoke({})).rejects.toThrow(
-      /failed to initialise.*does not export a function named "missing"/,
-    );
+  it('answers a handler that cannot be loaded with the init error Lambda reports, and tries again next time', async () => {
+    expect(await runtime('missing').invoke({})).toEqual({
+      ok: false,
+      error: {
+        errorType: 'Runtime.HandlerNotFound',
+        errorMessage: expect.stringMatching(/functions\.ts does not export a function named "missing"$/),
+        trace: [],
+      },
+    });
+    expect(await runtime('echo', { entry: 'test/fixtures/no-such-module.ts' }).invoke({})).toMatchObject({
+      ok: false,
+      error: {
+        errorType: 'Runtime.ImportModuleError',
+        errorMessage: expect.stringContaining('Cannot find module'),
+      },
+    });
+    const broken = crashing('broken.ts', 'handler');
+    for (const _ of [1, 2]) {
+      expect(await broken.invoke({})).toMatchObject({
+        ok: false,
+        error: { errorType: 'Error', errorMessage: 'the configuration is missing' },
+      });
+    }
+  });
+});
+
+describe('local function runtime: a crashing function', () => {
+  it.each([
+    [
+      'overflows the stack',
+      'overflow',
+      { errorType: 'RangeError', errorMessage: 'Maximum call stack size exceeded' },
+    ],
+    [
+      'returns what JSON cannot hold',
+      'bigint',
+      {
+        errorType: 'Error',
+        errorMessage: 'Unable to stringify response body: Do not know how to serialize a BigInt',
+      },
+    ],
+  ])('that %s gets a function error, as in Lambda, and keeps its container', async (_, how, error) => {
+    const fn = crashing('crashing.ts', 'crashes');
+    expect(await fn.invoke({ how })).toMatchObject({ ok: false, error });
+    expect(await fn.invoke({ how: 'count' })).toEqual({
+      ok: true,
+      result: { invocationsInThisContainer: 2 },
+    });
+  });
+
+  it.each([
+    [
+      'exits',
+      'exit',
+      {
+        errorType: 'Runtime.ExitError',
+        errorMessage: 'RequestId: request-1 Error: Runtime exited with error: exit status 3',
+      },
+    ],
+    ['throws from a timer', 'timer', { errorType: 'TypeError', errorMessage: 'thrown from a timer' }],
+    [
+      'leaves a rejection unhandled',
+      'rejection',
+      { errorType: 'Runtime.UnhandledPromiseRejection', errorMessage: 'RangeError: nobody awaited this' },
+    ],
+  ])('that %s gets a function error, as in Lambda, and a fresh container after', async (_, how, error) => {
+    const fn = crashing('crashing.ts', 'crashes');
+    expect(await fn.invoke({ how }, 'request-1')).toMatchObject({ ok: false, error });
+    expect(await fn.invoke({ how: 'count' })).toEqual({
+      ok: true,
+      result: { invocationsInThisContainer: 1 },
+    });
+  });
+
+  it('refuses, without running anything, an event nested deeper than it can hand to a worker', async () => {
+    const fn = crashing('crashing.ts', 'crashes');
+    const deep = JSON.parse(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+    await expect(fn.invoke(deep)).rejects.toThrow(FunctionEventError);
+    expect(await fn.invoke({ how: 'count' })).toEqual({
+      ok: true,
+      result: { invocationsInThisContainer: 1 },
+    });
+  });
+
+  it('returns a result as Lambda does, through JSON: a function in it is left out', async () => {
+    expect(await crashing('crashing.ts', 'crashes').invoke({ how: 'function' })).toEqual({
+      ok: true,
+      result: { ok: true },
+    });
   });
 });

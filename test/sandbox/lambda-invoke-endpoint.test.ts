@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   InvalidRequestContentException,
   InvokeCommand,
@@ -8,6 +11,7 @@ import {
 } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalFunctionRuntime } from '../../sandbox/function-runtime';
 import { inProcessFunction } from '../../sandbox/in-process-function';
 import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
 import { localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config';
@@ -161,6 +165,83 @@ describe('Lambda Invoke endpoint', () => {
       RequestTooLargeException,
     );
   });
+});
+
+describe('Lambda Invoke endpoint: a crashing function', () => {
+  let root: string;
+  let crashing: LambdaInvokeEndpoint;
+  let client: LambdaClient;
+  /** Runs in the sandbox's worker threads, where a function can really crash. */
+  const worker = (name: string, entry: string, exportName: string) =>
+    new LocalFunctionRuntime(
+      { name, arn: localFunctionArn(name), entry, exportName, timeoutSeconds: 5, environment: {} },
+      root,
+    );
+  const runtimes: LocalFunctionRuntime[] = [];
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'oncely-endpoint-'));
+    writeFileSync(
+      join(root, 'crashing.ts'),
+      `export const crashes = async (event: { how: string }) => {
+         if (event.how === 'exit') process.exit(2);
+         if (event.how === 'timer') setTimeout(() => { throw new TypeError('thrown from a timer'); }, 1);
+         const deeper = (n: number): number => deeper(n + 1) + 1;
+         return event.how === 'overflow' ? deeper(0) : new Promise(() => undefined);
+       };\n`,
+    );
+    writeFileSync(join(root, 'broken.ts'), "throw new Error('the configuration is missing');\n");
+    runtimes.push(worker('crashes', 'crashing.ts', 'crashes'), worker('broken', 'broken.ts', 'handler'));
+    crashing = await startLambdaInvokeEndpoint({
+      functions: {
+        crashes: runtimes[0] as LocalFunctionRuntime,
+        broken: runtimes[1] as LocalFunctionRuntime,
+        bigint: local('bigint', 1_000, async () => ({ total: 10n })),
+      },
+    });
+    client = new LambdaClient({ ...localAwsConfig(crashing.endpoint), maxAttempts: 1 });
+  });
+
+  afterAll(async () => {
+    client.destroy();
+    await crashing.stop();
+    await Promise.all(runtimes.map((runtime) => runtime.stop()));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  async function invokeCrashing(FunctionName: string, event: unknown = {}) {
+    const output = await client.send(
+      new InvokeCommand({ FunctionName, Payload: new TextEncoder().encode(JSON.stringify(event)) }),
+    );
+    return {
+      StatusCode: output.StatusCode,
+      FunctionError: output.FunctionError,
+      payload: JSON.parse(new TextDecoder().decode(output.Payload)),
+    };
+  }
+
+  it.each([
+    ['overflows the stack', 'crashes', { how: 'overflow' }, 'RangeError', 'Maximum call stack size exceeded'],
+    ['exits', 'crashes', { how: 'exit' }, 'Runtime.ExitError', expect.stringMatching(/exit status 2$/)],
+    ['throws from a timer', 'crashes', { how: 'timer' }, 'TypeError', 'thrown from a timer'],
+    ['fails to load', 'broken', {}, 'Error', 'the configuration is missing'],
+    [
+      'returns what JSON cannot hold',
+      'bigint',
+      {},
+      'Error',
+      'Unable to stringify response body: Do not know how to serialize a BigInt',
+    ],
+  ])(
+    'answers a function that %s with a function error, not a service error',
+    async (_, name, event, type, message) => {
+      expect(await invokeCrashing(name, event)).toEqual({
+        StatusCode: 200,
+        FunctionError: 'Unhandled',
+        payload: expect.objectContaining({ errorType: type, errorMessage: message }),
+      });
+    },
+  );
 });
 
 describe('Lambda Invoke endpoint lifecycle', () => {
