@@ -124,7 +124,7 @@ const quietObserver: IdempotencyObserver = {
   leaseLost: () => undefined,
   inDoubt: () => undefined,
   failureWriteFailed: () => undefined,
-      resultNotStored: () => undefined,
+  resultNotStored: () => undefined,
 };
 
 const containers: Record<

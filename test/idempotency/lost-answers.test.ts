@@ -47,7 +47,13 @@ const silent: IdempotencyObserver = {
 
 function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
   const store = new DynamoDbIdempotencyStore({ client, tableName: table, now: () => now });
-  return new LeaseIdempotency({ store, namespace: 'lost', mode: 'at-most-once', observer: silent, ...options });
+  return new LeaseIdempotency({
+    store,
+    namespace: 'lost',
+    mode: 'at-most-once',
+    observer: silent,
+    ...options,
+  });
 }
 
 const key = () => `k-${Math.random().toString(36).slice(2)}`;
@@ -55,7 +61,10 @@ const key = () => `k-${Math.random().toString(36).slice(2)}`;
 describe('answers lost after the request was applied', () => {
   it('an acquire retried by the SDK recognises its own lease: the effect runs, nothing is parked', async () => {
     const k = key();
-    const lost = loseAnswers(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'));
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'),
+    );
     let runs = 0;
     const outcome = await lease({ leaseMs: 60_000 }).run({ key: k, payload: 1 }, async () => ++runs);
     expect(lost.lost).toBe(1);
@@ -66,7 +75,10 @@ describe('answers lost after the request was applied', () => {
 
   it('a completion retried by the SDK recognises its own earlier write as done, not as a lost lease', async () => {
     const k = key();
-    const lost = loseAnswers(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'COMPLETED'));
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'COMPLETED'),
+    );
     const outcome = await lease().run({ key: k, payload: 1 }, async () => 'sent');
     expect(lost.lost).toBe(1);
     expect(outcome).toEqual({ status: 'executed', result: 'sent', recorded: true });
@@ -110,7 +122,10 @@ describe('answers lost after the request was applied', () => {
 describe('record writes that keep failing', () => {
   it('an IN_DOUBT write that keeps failing throws, so the message is not acknowledged; the redelivery parks it', async () => {
     const k = key();
-    const outage = failRequests(client, (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_DOUBT'));
+    const outage = failRequests(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_DOUBT'),
+    );
     const idempotency = lease({ leaseMs: 1_000 });
     const run = idempotency.run({ key: k, payload: 1, message: { body: 'b', groupId: 'g' } }, async () => {
       throw new OutcomeUnknownError('timed out after sending');
@@ -128,7 +143,12 @@ describe('record writes that keep failing', () => {
     expect(redelivery.status).toBe('in-doubt');
     expect(runs).toBe(0);
     const record = await readItem(table, `lost#${k}`);
-    expect(record).toMatchObject({ status: 'IN_DOUBT', unresolved: 'IN_DOUBT', attempts: 1, message: { body: 'b' } });
+    expect(record).toMatchObject({
+      status: 'IN_DOUBT',
+      unresolved: 'IN_DOUBT',
+      attempts: 1,
+      message: { body: 'b' },
+    });
     // Parking keeps the record a full TTL from now, so it cannot expire unresolved behind the alarm.
     expect(record?.expiresAt).toBeGreaterThanOrEqual(Math.floor(now / 1000) + 30 * 24 * 3600);
   });

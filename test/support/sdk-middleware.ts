@@ -70,5 +70,8 @@ export function loseAnswers(
 /** Whether a marshalled UpdateItem/PutItem input sets `status` to `status` (by its `:status` value). */
 export function setsStatus(input: Record<string, unknown>, status: string): boolean {
   const values = input.ExpressionAttributeValues as Record<string, { S?: string }> | undefined;
-  return Object.values(values ?? {}).some((value) => value?.S === status) && JSON.stringify(input).includes('#status');
+  return (
+    Object.values(values ?? {}).some((value) => value?.S === status) &&
+    JSON.stringify(input).includes('#status')
+  );
 }

@@ -212,28 +212,38 @@ function asStoreFailure(namespace: string, key: string, error: unknown): unknown
   return new IdempotencyStoreUnavailableError(recordId(namespace, key), error);
 }
 
-/** Gives up a lease whose effect never started, so the redelivery runs afresh instead of finding it IN_PROGRESS. */
+/**
+ * Gives up a lease whose effect never started, so the redelivery runs afresh instead of finding it
+ * IN_PROGRESS (and, at-most-once, parking it IN_DOUBT once it expired). Tried a few times.
+ */
 async function release(
   store: DynamoDbIdempotencyStore,
   lease: Lease,
   telemetry: RecordTelemetry,
 ): Promise<void> {
-  try {
-    if (await store.release(lease)) {
-      telemetry.logger.info('released the lease: the batch failed before the effect started', {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if (await store.release(lease)) {
+        telemetry.logger.info('released the lease: the batch failed before the effect started', {
+          idempotencyKey: lease.id,
+        });
+      } else {
+        telemetry.leaseLost(lease.id, 'release');
+      }
+      return;
+    } catch (error) {
+      if (attempt < RELEASE_ATTEMPTS) continue;
+      telemetry.logger.error('could not release the lease; it expires on its own', {
         idempotencyKey: lease.id,
+        leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
+        error,
       });
-    } else {
-      telemetry.leaseLost(lease.id, 'release');
+      return;
     }
-  } catch (error) {
-    telemetry.logger.error('could not release the lease; it expires on its own', {
-      idempotencyKey: lease.id,
-      leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
-      error,
-    });
   }
 }
+
+const RELEASE_ATTEMPTS = 3;
 
 function violation<P>(
   error: TransactionConditionFailedError,

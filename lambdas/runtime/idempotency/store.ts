@@ -144,11 +144,29 @@ export class DynamoDbIdempotencyStore {
       );
       return lease(Number(output.Attributes?.attempts ?? 1));
     } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) {
+        // The SDK gave up, and one of its tries may have been applied: give back a lease that is
+        // perhaps ours, so that no at-most-once delivery later finds it expired and parks it IN_DOUBT.
+        await this.#releaseToken(input.id, token);
+        throw error;
+      }
       const existing = existingItem(error);
       if (!existing) throw error;
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
         return lease(existing.attempts ?? 1);
       return { acquired: false, existing };
+    }
+  }
+
+  /** Best effort, a few tries: deletes the record if it is IN_PROGRESS under `token`. */
+  async #releaseToken(id: string, token: string): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        await this.release({ id, token } as Lease);
+        return;
+      } catch {
+        // Still failing: the lease, if it is ours, expires on its own.
+      }
     }
   }
 
