@@ -8,13 +8,16 @@ export const USAGE = `Usage:
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
-  oncely dlq redrive   [--ready-file PATH | --stack NAME] [--json]
-      Move the DLQ's messages back to the queue, each group in order, and wait for the move.
+  oncely dlq redrive   [--ready-file PATH | --stack NAME] [--timeout SECONDS] [--json]
+      Move the DLQ's messages back to the queue, each group in order; leave those past the dedup
+      horizon in the DLQ. Stops after --timeout seconds (default 300); run it again for the rest.
   oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
-      Show the IN_DOUBT records: effects that may or may not have happened.
+      Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
+      RETRY_PENDING (a \`resolve --as retry\` that did not finish).
   oncely in-doubt resolve ID --as completed|retry [--ready-file PATH | --stack NAME] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
-      --as retry: it did not happen, send the message again so that the consumer runs it.
+      --as retry: it did not happen, send the message again so that the consumer runs it (run it
+      again to finish a retry listed as RETRY_PENDING).
 
   These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
@@ -34,7 +37,8 @@ export type Command =
       name: 'local';
       options: { environment: Record<string, string>; context: Record<string, string>; readyFile?: string };
     }
-  | { name: 'dlq-list' | 'dlq-redrive' | 'in-doubt-list'; target: Target; json: boolean }
+  | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
+  | { name: 'dlq-redrive'; target: Target; json: boolean; timeoutSeconds?: number }
   | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' };
 
 /** A command that operates a running pipeline. */
@@ -57,9 +61,13 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
   }
   const target = targetOf(values, env);
   const json = values.json ?? false;
-  if (group === 'dlq' && (action === 'list' || action === 'redrive')) {
+  if (group === 'dlq' && action === 'list') {
     expectNoMore(rest);
-    return { name: action === 'list' ? 'dlq-list' : 'dlq-redrive', target, json };
+    return { name: 'dlq-list', target, json };
+  }
+  if (group === 'dlq' && action === 'redrive') {
+    expectNoMore(rest);
+    return { name: 'dlq-redrive', target, json, timeoutSeconds: seconds(values.timeout, '--timeout') };
   }
   if (group === 'in-doubt' && action === 'list') {
     expectNoMore(rest);
@@ -91,6 +99,7 @@ function parse(argv: string[]) {
         'ready-file': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
+        timeout: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -108,6 +117,15 @@ function pairs(items: string[], flag: string): Record<string, string> {
       return [item.slice(0, at), item.slice(at + 1)];
     }),
   );
+}
+
+function seconds(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number <= 0) {
+    throw new CliUsageError(`${flag} takes a whole number of seconds above 0, got "${value}".`);
+  }
+  return number;
 }
 
 function targetOf(values: { 'ready-file'?: string; stack?: string }, env: NodeJS.ProcessEnv): Target {

@@ -101,7 +101,7 @@ async function countMessages(sqs: SQSClient, queueUrl: string): Promise<number> 
 }
 
 /** Makes received messages visible again; returns how many could not be. */
-async function makeVisible(sqs: SQSClient, queueUrl: string, messages: Message[]): Promise<number> {
+export async function makeVisible(sqs: SQSClient, queueUrl: string, messages: Message[]): Promise<number> {
   let failed = 0;
   for (let i = 0; i < messages.length; i += 10) {
     const { Failed = [] } = await sqs.send(

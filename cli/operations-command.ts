@@ -1,19 +1,19 @@
 import type { OperationsCommand } from './command-line';
 import { listDeadLetters } from './dead-letter-list';
-import { type RedriveOptions, redriveDeadLetters } from './dead-letter-redrive';
-import { listInDoubt, resolveAsCompleted, resolveAsRetry } from './in-doubt-records';
+import { redriveDeadLetters } from './dead-letter-redrive';
+import { listUnresolved, resolveAsCompleted } from './in-doubt-records';
+import { resolveAsRetry } from './in-doubt-retry';
 import {
   describeDeadLetters,
-  describeInDoubt,
   describeRedrive,
   describeResolution,
+  describeUnresolved,
 } from './operations-report';
 import { connect } from './target';
 
 export interface OperationsOptions {
   /** Where the result goes; standard output by default. */
   print?: (text: string) => void;
-  redrive?: RedriveOptions;
 }
 
 /**
@@ -35,14 +35,16 @@ export async function runOperation(
       case 'dlq-list':
         report(await listDeadLetters(pipeline.sqs, resources.dlqUrl), describeDeadLetters);
         return 0;
-      case 'dlq-redrive':
-        report(await redriveDeadLetters(pipeline.sqs, resources, options.redrive), (result) =>
+      case 'dlq-redrive': {
+        const timeoutMs = command.timeoutSeconds === undefined ? undefined : command.timeoutSeconds * 1000;
+        report(await redriveDeadLetters(pipeline.sqs, resources, { timeoutMs }), (result) =>
           describeRedrive(result, resources.queueUrl),
         );
         return 0;
+      }
       case 'in-doubt-list':
-        report(await listInDoubt(pipeline), (records) =>
-          describeInDoubt(records, resources.idempotencyTableName),
+        report(await listUnresolved(pipeline), (records) =>
+          describeUnresolved(records, resources.idempotencyTableName),
         );
         return 0;
       case 'in-doubt-resolve': {

@@ -2,7 +2,7 @@
 
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list';
 import type { RedriveResult } from './dead-letter-redrive';
-import type { InDoubtRecord, Resolution } from './in-doubt-records';
+import type { Resolution, UnresolvedRecord } from './in-doubt-records';
 import { formatTable } from './text-table';
 
 export function describeDeadLetters(listing: DeadLetterListing): string {
@@ -40,32 +40,55 @@ export function describeDeadLetters(listing: DeadLetterListing): string {
 }
 
 export function describeRedrive(result: RedriveResult, queueUrl: string): string {
-  if (result.status === 'COMPLETED') {
-    return (
-      `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}. The consumer runs them again; ` +
-      'those that had completed are recognised by their key and not run twice.'
+  const lines = [
+    `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}, each group in order. The consumer ` +
+      'runs them again; those that had completed are recognised by their key and not run twice.',
+  ];
+  if (result.skipped > 0) {
+    lines.push(
+      `Skipped ${count(result.skipped, 'message')} past the dedup horizon: they can no longer be told apart from ` +
+        'new messages; see DESIGN §2. They stay in the DLQ (ErrorName PastDedupHorizon); to run one anyway, ' +
+        'publish it again under a new key.',
     );
   }
-  return (
-    `The redrive is still running: ${result.moved} of ${result.toMove ?? '?'} messages moved so far. SQS ` +
-    'carries on in the background; `oncely dlq list` shows what is left.'
-  );
+  if (result.timedOut) {
+    lines.push(
+      'The time bound ended the redrive first: the rest is still in the DLQ; run `oncely dlq redrive` again.',
+    );
+  }
+  if (result.stillHidden > 0) {
+    lines.push(
+      `${count(result.stillHidden, 'message')} left in the DLQ could not be made visible again; they reappear ` +
+        'within a minute.',
+    );
+  }
+  return lines.join('\n');
 }
 
-export function describeInDoubt(records: readonly InDoubtRecord[], tableName: string): string {
-  if (records.length === 0) return `No records are IN_DOUBT (${tableName}).`;
+/** What an operator does about a retry that did not finish. */
+const RETRY_PENDING_NOTE =
+  'retry pending: message not confirmed back on the queue; run resolve --as retry again';
+
+export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
+  if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
   const table = formatTable(
-    ['ID', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON'],
+    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON'],
     records.map((record) => [
       record.id,
+      record.status,
       record.since ?? '-',
       String(record.attempts ?? '-'),
       record.groupId ?? '(no message kept)',
-      record.reason ? `${record.reason.name}: ${record.reason.message}` : '-',
+      record.status === 'RETRY_PENDING'
+        ? RETRY_PENDING_NOTE
+        : record.reason
+          ? `${record.reason.name}: ${record.reason.message}`
+          : '-',
     ]),
   );
+  const inDoubt = records.filter((record) => record.status === 'IN_DOUBT').length;
   return [
-    `${count(records.length, 'record')} IN_DOUBT (${tableName}):`,
+    `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
     table,
     'Find out whether each effect happened, then: `oncely in-doubt resolve ID --as completed` if it did, ' +
       '`--as retry` to run it again.',
@@ -74,9 +97,13 @@ export function describeInDoubt(records: readonly InDoubtRecord[], tableName: st
 
 export function describeResolution(resolution: Resolution, queueUrl: string): string {
   if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
+  const sent =
+    `${resolution.id}: its message is back on ${queueUrl} (group ${resolution.groupId}, message id ` +
+    `${resolution.messageId}); the record is FAILED, so the consumer runs it again.`;
+  if (!resolution.notCleared) return sent;
   return (
-    `${resolution.id}: the record is deleted and its message sent again to ${queueUrl} (group ` +
-    `${resolution.groupId}, message id ${resolution.messageId}); the consumer runs it as a new message.`
+    `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
+    'until the consumer runs the message. There is no need to resolve it again.'
   );
 }
 

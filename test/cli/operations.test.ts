@@ -1,55 +1,63 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteMessageCommand,
   GetQueueAttributesCommand,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
-  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line';
 import type { DeadLetterListing } from '../../cli/dead-letter-list';
-import type { InDoubtRecord } from '../../cli/in-doubt-records';
+import { type RedriveResult, redriveDeadLetters } from '../../cli/dead-letter-redrive';
+import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../cli/in-doubt-records';
+import { resolveAsRetry } from '../../cli/in-doubt-retry';
 import { runOperation } from '../../cli/operations-command';
 import {
+  DedupHorizonUnknownError,
+  MessageNotKeptError,
   PipelineUnreachableError,
   ReadyFileError,
   RecordNotInDoubtError,
+  RedriveInterruptedError,
+  ResendFailedError,
+  ResolutionConflictError,
   UnknownRecordError,
 } from '../../cli/operations-errors';
+import { describeRedrive, describeResolution } from '../../cli/operations-report';
 import { ledgerItemId } from '../../lambdas/consumer/ledger';
 import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/consumer/notifications';
 import type { PublishMessage, PublishResponse } from '../../lambdas/publisher/contract';
-import type { IdempotencyRecord } from '../../lambdas/runtime/idempotency';
+import { PAST_DEDUP_HORIZON } from '../../lambdas/runtime/dedup-horizon';
+import { type IdempotencyRecord, payloadHash } from '../../lambdas/runtime/idempotency';
 import { freePort } from '../../sandbox/free-port';
 import { localAwsConfig } from '../../sandbox/local-aws-config';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox';
-import { type GatewayBehaviour, startGateway } from '../support/http-gateway';
+import { startGateway } from '../support/http-gateway';
+import { beforeRequests, fail, once, type RequestInput } from './sdk-faults';
 
 // The operations commands against one real sandbox (DynamoDB Local, the SQS emulator, the functions
 // and their pollers), found through its ready file as `oncely … --ready-file` finds it.
 
 let sandbox: Sandbox;
 let gateway: Awaited<ReturnType<typeof startGateway>>;
-let gatewayAnswer: GatewayBehaviour = 'hang';
 let directory: string;
 let readyFile: string;
 let sqs: SQSClient;
 let documents: DynamoDBDocumentClient;
 
 beforeAll(async () => {
-  gateway = await startGateway(() => gatewayAnswer);
+  gateway = await startGateway(() => 200);
   sandbox = await startSandbox({
-    // The consumer's notifications go to the stand-in gateway; a short timeout makes a hang IN_DOUBT fast.
-    environment: {
-      NOTIFICATION_URL: gateway.url,
-      NOTIFICATION_TIMEOUT_MS: '300',
-      POWERTOOLS_LOG_LEVEL: 'ERROR',
-    },
+    // The consumer's notifications go to the stand-in gateway, which records them in order.
+    environment: { NOTIFICATION_URL: gateway.url, POWERTOOLS_LOG_LEVEL: 'ERROR' },
   });
   directory = mkdtempSync(join(tmpdir(), 'oncely-ops-'));
   readyFile = join(directory, 'ready.json');
@@ -57,6 +65,7 @@ beforeAll(async () => {
   sqs = new SQSClient(localAwsConfig(sandbox.description.endpoints.sqs));
   documents = DynamoDBDocumentClient.from(
     new DynamoDBClient(localAwsConfig(sandbox.description.endpoints.dynamodb)),
+    { marshallOptions: { removeUndefinedValues: true } },
   );
 });
 
@@ -72,10 +81,7 @@ afterAll(async () => {
 async function oncely(...args: string[]): Promise<string> {
   const command = parseCommandLine([...args, '--ready-file', readyFile], {}) as OperationsCommand;
   const printed: string[] = [];
-  const code = await runOperation(command, {
-    print: (text) => printed.push(text),
-    redrive: { pollIntervalMs: 100, timeoutMs: 20_000 },
-  });
+  const code = await runOperation(command, { print: (text) => printed.push(text) });
   expect(code).toBe(0);
   return printed.join('\n');
 }
@@ -112,6 +118,109 @@ async function queued(queueUrl: string): Promise<number> {
 
 const WAIT = { timeout: 15_000, interval: 100 };
 
+/** A notification the example consumer POSTs to the gateway with `notifications#KEY` as Idempotency-Key. */
+const notification = (key: string, groupId: string) => ({
+  type: 'SendNotification',
+  groupId,
+  key,
+  payload: { to: `${key}@example.com`, subject: 'Hello', body: `This is ${key}` },
+});
+
+const body = (message: object, publishedAt = new Date().toISOString()) =>
+  JSON.stringify({ ...message, publishedAt });
+
+/** The record ids the gateway was sent, in order, of those given. */
+const sentToGateway = (...ids: string[]) =>
+  gateway.requests.map((request) => String(request.idempotencyKey)).filter((id) => ids.includes(id));
+
+/** Puts a message in the DLQ as the consumer or SQS would have moved it there. */
+async function deadLetter(
+  messageBody: string,
+  groupId: string,
+  attributes: Record<string, MessageAttributeValue> = {},
+): Promise<void> {
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: sandbox.description.resources.dlqUrl,
+      MessageBody: messageBody,
+      MessageGroupId: groupId,
+      MessageDeduplicationId: randomUUID(),
+      MessageAttributes: attributes,
+    }),
+  );
+}
+
+/** The DLQ's messages of these groups, as `oncely dlq list --json` shows them. */
+async function deadLettersOf(...groups: string[]) {
+  const listing = await json<DeadLetterListing>('dlq', 'list');
+  return listing.messages.filter((message) => groups.includes(message.groupId ?? ''));
+}
+
+/** Empties the DLQ, so that the next test counts only its own messages. */
+async function drainDeadLetters(): Promise<void> {
+  const QueueUrl = sandbox.description.resources.dlqUrl;
+  for (;;) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+    );
+    if (Messages.length === 0) return;
+    for (const { ReceiptHandle } of Messages)
+      await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle }));
+  }
+}
+
+/**
+ * Writes a notification's record as the idempotency core parks it IN_DOUBT (DESIGN §3): its error,
+ * its message kept, in the unresolved index, a full TTL to live. `fields` override any of that.
+ */
+async function park(key: string, groupId: string, fields: Partial<IdempotencyRecord> = {}): Promise<string> {
+  const { resources } = sandbox.description;
+  const message = notification(key, groupId);
+  const nowMs = Date.now();
+  const id = `${NOTIFICATIONS_NAMESPACE}#${key}`;
+  await documents.send(
+    new PutCommand({
+      TableName: resources.idempotencyTableName,
+      Item: {
+        id,
+        status: 'IN_DOUBT',
+        unresolved: 'IN_DOUBT',
+        // What the consumer's operations hash: so that its acquire takes the record over.
+        payloadHash: payloadHash({ type: message.type, payload: message.payload }),
+        updatedAt: nowMs,
+        expiresAt: Math.floor(nowMs / 1000) + Number(resources.idempotencyTtlSeconds),
+        attempts: 1,
+        error: { name: 'OutcomeUnknownError', message: 'POST /send failed after the request was sent' },
+        message: { body: body(message), groupId },
+        ...fields,
+      },
+    }),
+  );
+  return id;
+}
+
+/** The in-doubt operations on clients of the test's own, to inject faults into. */
+function inDoubtTarget(): InDoubtTarget & { close: () => void } {
+  const { endpoints, resources } = sandbox.description;
+  const target = {
+    dynamodb: new DynamoDBClient(localAwsConfig(endpoints.dynamodb)),
+    sqs: new SQSClient(localAwsConfig(endpoints.sqs)),
+    resources,
+  };
+  return {
+    ...target,
+    close: () => {
+      target.dynamodb.destroy();
+      target.sqs.destroy();
+    },
+  };
+}
+
+const recordOf = (id: string) => readItem(sandbox.description.resources.idempotencyTableName, id);
+
+const updating = (prefix: string) => (input: RequestInput) =>
+  String(input.UpdateExpression).startsWith(prefix);
+
 describe('oncely dlq', () => {
   it('lists a poison message without consuming it, and redrives it; a completed one is recognised', async () => {
     const { resources } = sandbox.description;
@@ -128,14 +237,7 @@ describe('oncely dlq', () => {
     await expect.poll(stockItem, WAIT).toMatchObject({ available: 5 });
     // The effect happened, yet SQS dead-lettered the message anyway (say its deletes kept failing):
     // the same body lands in the DLQ, as SQS would move it there.
-    await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: resources.dlqUrl,
-        MessageBody: JSON.stringify({ ...stock, publishedAt: new Date().toISOString() }),
-        MessageGroupId: stock.groupId,
-        MessageDeduplicationId: 'moved-by-sqs',
-      }),
-    );
+    await deadLetter(body(stock), stock.groupId);
     await expect.poll(() => queued(resources.dlqUrl), WAIT).toBe(2);
 
     const listing = await json<DeadLetterListing>('dlq', 'list');
@@ -162,7 +264,9 @@ describe('oncely dlq', () => {
     expect(table).toMatch(/ops-stock +StockReceived +stock-1 .*moved by SQS after maxReceiveCount/);
     expect(await queued(resources.dlqUrl)).toBe(2); // listed, not consumed
 
-    expect(await oncely('dlq', 'redrive')).toMatch(/^Moved 2 messages from the DLQ back to /);
+    expect(await oncely('dlq', 'redrive')).toMatch(
+      /^Moved 2 messages from the DLQ back to \S+, each group in order\./,
+    );
     // The poison is rejected again and comes back as a new copy; the stock message is a duplicate.
     await expect
       .poll(async () => (await json<DeadLetterListing>('dlq', 'list')).messages, WAIT)
@@ -171,78 +275,239 @@ describe('oncely dlq', () => {
     expect(again?.originalMessageId).not.toBe(sentId(published));
     await expect.poll(() => queued(resources.queueUrl), WAIT).toBe(0);
     expect(await stockItem()).toMatchObject({ available: 5 });
+    await drainDeadLetters();
+  });
 
-    // SQS runs one move task per queue at a time.
-    await sqs.send(
-      new StartMessageMoveTaskCommand({ SourceArn: resources.dlqArn, DestinationArn: resources.queueArn }),
+  it('redrives each group in order, leaves messages past the dedup horizon in the DLQ, and may run twice', async () => {
+    const [n1, old, n2, n3, marked] = ['n1', 'old', 'n2', 'n3', 'marked'].map((key) => `redrive-${key}`);
+    const ids = [n1, old, n2, n3, marked].map((key) => `${NOTIFICATIONS_NAMESPACE}#${key}`);
+    await deadLetter(body(notification(n1, 'ops-order')), 'ops-order');
+    // Published long before the horizon (the sandbox's TTL is days): a redrive would run it as new.
+    await deadLetter(body(notification(old, 'ops-order'), '2020-01-01T00:00:00.000Z'), 'ops-order');
+    await deadLetter(body(notification(n2, 'ops-order')), 'ops-order');
+    await deadLetter(body(notification(n3, 'ops-order')), 'ops-order');
+    // Recent by its envelope, but the consumer already judged it past the horizon.
+    await deadLetter(body(notification(marked, 'ops-other')), 'ops-other', {
+      ErrorName: { DataType: 'String', StringValue: PAST_DEDUP_HORIZON },
+    });
+    await deadLetter('not an envelope', 'ops-other');
+
+    const text = await oncely('dlq', 'redrive');
+    expect(text).toMatch(/^Moved 4 messages from the DLQ back to /);
+    expect(text).toContain(
+      'Skipped 2 messages past the dedup horizon: they can no longer be told apart from new messages; see DESIGN §2.',
     );
-    await expect(oncely('dlq', 'redrive')).rejects.toThrow(
-      /^A message move task is already running on \S+ \(started .*, 0 of 1 moved\); SQS runs one at a time\./,
+    await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.filter((id) => !/old|marked/.test(id)));
+    // The skipped ones stay, marked; the non-envelope was redriven and the consumer dead-lettered it again.
+    const { dlqUrl } = sandbox.description.resources;
+    await expect.poll(() => queued(dlqUrl), WAIT).toBe(3);
+    const left = await deadLettersOf('ops-order', 'ops-other');
+    expect(left.map((message) => [message.key ?? 'not an envelope', message.error?.name]).sort()).toEqual([
+      ['not an envelope', 'InvalidEnvelopeError'],
+      ['redrive-marked', PAST_DEDUP_HORIZON],
+      ['redrive-old', PAST_DEDUP_HORIZON],
+    ]);
+
+    // Again: the skipped copies are seen once more and stay; only the non-envelope moves (and comes back).
+    expect(await json<RedriveResult>('dlq', 'redrive')).toEqual({
+      moved: 1,
+      skipped: 2,
+      timedOut: false,
+      stillHidden: 0,
+    });
+    await expect.poll(() => queued(dlqUrl), WAIT).toBe(3);
+    expect(sentToGateway(...ids)).toHaveLength(3);
+    await drainDeadLetters();
+  });
+
+  it('stops when a delete fails, losing and reordering nothing; a second run finishes', async () => {
+    const { endpoints, resources } = sandbox.description;
+    const ids = ['cut-1', 'cut-2', 'cut-3'].map((key) => `${NOTIFICATIONS_NAMESPACE}#${key}`);
+    for (const key of ['cut-1', 'cut-2', 'cut-3'])
+      await deadLetter(body(notification(key, 'ops-cut')), 'ops-cut');
+    // The first message reaches the queue, but its delete from the DLQ fails: as a crash between the two.
+    const client = new SQSClient(localAwsConfig(endpoints.sqs));
+    beforeRequests(
+      client,
+      once((input) => input.QueueUrl === resources.dlqUrl && 'ReceiptHandle' in input),
+      fail,
     );
+    const error = await redriveDeadLetters(client, resources).catch((thrown: unknown) => thrown);
+    client.destroy();
+    expect(error).toBeInstanceOf(RedriveInterruptedError);
+    expect((error as Error).message).toMatch(
+      /^The redrive stopped after moving 0 and skipping 0 messages: moving message \S+ \(group ops-cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ: run `oncely dlq redrive` again/,
+    );
+    await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.slice(0, 1));
+    // All three are back to be received at once (none left in flight to block the group).
+    expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({ moved: 3, skipped: 0 });
+    await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids); // cut-1's second copy is a duplicate
+    expect(await queued(resources.dlqUrl)).toBe(0);
+  });
+
+  it('stops at its time bound, and refuses to guess a dedup horizon it cannot compute', async () => {
+    const { resources } = sandbox.description;
+    await deadLetter(body(notification('bound-1', 'ops-bound')), 'ops-bound');
+    const bounded = await redriveDeadLetters(sqs, resources, { timeoutMs: 0 });
+    expect(bounded).toEqual({ moved: 0, skipped: 0, timedOut: true, stillHidden: 0 });
+    expect(describeRedrive(bounded, 'the-queue')).toContain(
+      'The time bound ended the redrive first: the rest is still in the DLQ; run `oncely dlq redrive` again.',
+    );
+    await expect(redriveDeadLetters(sqs, { ...resources, idempotencyTtlSeconds: 'soon' })).rejects.toThrow(
+      DedupHorizonUnknownError,
+    );
+    expect(await queued(resources.dlqUrl)).toBe(1);
+    await drainDeadLetters();
   });
 });
 
 describe('oncely in-doubt', () => {
-  it('lists IN_DOUBT notifications and resolves them: retry sends once more, completed sends nothing', async () => {
-    const { resources } = sandbox.description;
-    const notification = (key: string, groupId: string) => ({
-      type: 'SendNotification',
-      groupId,
-      key,
-      payload: { to: `${key}@example.com`, subject: 'Hello', body: `This is ${key}` },
+  it('lists the records to resolve, oldest first, and resolves them; retry sends once, completed never', async () => {
+    const t = Date.now();
+    const retried = await park('ops-retry', 'ops-mail-a', { updatedAt: t - 3000 });
+    const completed = await park('ops-completed', 'ops-mail-b', { updatedAt: t - 2000 });
+    // A `--as retry` killed after its first step: FAILED, message kept, still listed.
+    const pending = await park('ops-pending', 'ops-mail-c', {
+      status: 'FAILED',
+      unresolved: 'RETRY_PENDING',
+      updatedAt: t - 1000,
     });
-    const sendsOf = (key: string) => gateway.requests.filter((request) => request.idempotencyKey === key);
-    const retried = `${NOTIFICATIONS_NAMESPACE}#mail-retry`;
-    const completed = `${NOTIFICATIONS_NAMESPACE}#mail-completed`;
+    const bare = await park('ops-bare', 'ops-mail-d', { message: undefined, updatedAt: t });
+    const expired = await park('ops-expired', 'ops-mail-e', { expiresAt: Math.floor(t / 1000) - 1 });
 
-    gatewayAnswer = 'hang'; // the requests go out, the answers never come: outcome unknown
-    await publish(notification('mail-retry', 'ops-mail-a'), notification('mail-completed', 'ops-mail-b'));
-    await expect
-      .poll(
-        async () => (await json<InDoubtRecord[]>('in-doubt', 'list')).map((record) => record.id).sort(),
-        WAIT,
-      )
-      .toEqual([completed, retried]);
+    const listed = (id: string, status: string, updatedAt: number, groupId?: string) => ({
+      id,
+      status,
+      reason: { name: 'OutcomeUnknownError', message: 'POST /send failed after the request was sent' },
+      since: new Date(updatedAt).toISOString(),
+      attempts: 1,
+      ...(groupId ? { groupId } : {}),
+    });
+    expect(await json<UnresolvedRecord[]>('in-doubt', 'list')).toEqual([
+      listed(retried, 'IN_DOUBT', t - 3000, 'ops-mail-a'),
+      listed(completed, 'IN_DOUBT', t - 2000, 'ops-mail-b'),
+      listed(pending, 'RETRY_PENDING', t - 1000, 'ops-mail-c'),
+      listed(bare, 'IN_DOUBT', t),
+    ]);
     const table = await oncely('in-doubt', 'list');
-    expect(table).toContain('2 records IN_DOUBT');
+    expect(table).toMatch(/^3 records IN_DOUBT, 1 pending a retry \(/);
+    expect(table).toMatch(
+      new RegExp(`${retried} +IN_DOUBT +\\S+Z +1 +ops-mail-a +OutcomeUnknownError: POST /send failed`),
+    );
     expect(table).toMatch(
       new RegExp(
-        `${retried} +\\S+Z +1 +ops-mail-a +OutcomeUnknownError: POST .* failed after the request was sent`,
+        `${pending} +RETRY_PENDING +\\S+Z +1 +ops-mail-c +retry pending: message not confirmed back on the queue; ` +
+          'run resolve --as retry again',
       ),
     );
+    expect(table).toMatch(new RegExp(`${bare} +IN_DOUBT .*\\(no message kept\\)`));
 
-    gatewayAnswer = 200;
     expect(await oncely('in-doubt', 'resolve', retried, '--as', 'retry')).toMatch(
       new RegExp(
-        `^${retried}: the record is deleted and its message sent again to .* \\(group ops-mail-a, message id `,
+        `^${retried}: its message is back on \\S+ \\(group ops-mail-a, message id \\S+\\); the record is FAILED, so ` +
+          'the consumer runs it again\\.$',
       ),
     );
-    await expect
-      .poll(() => readItem(resources.idempotencyTableName, retried), WAIT)
-      .toMatchObject({
-        status: 'COMPLETED',
-      });
-    expect(sendsOf(retried)).toHaveLength(2); // the one in doubt, and the retry
-
     expect(await oncely('in-doubt', 'resolve', completed, '--as', 'completed')).toBe(
       `${completed} is now COMPLETED: it is never run again.`,
     );
-    const record = await readItem(resources.idempotencyTableName, completed);
-    expect(record).toMatchObject({ status: 'COMPLETED' });
-    expect(record?.message).toBeUndefined();
-    expect(sendsOf(completed)).toHaveLength(1);
-    expect(await oncely('in-doubt', 'list')).toMatch(/^No records are IN_DOUBT/);
+    expect(await oncely('in-doubt', 'resolve', pending, '--as', 'retry')).toContain('(group ops-mail-c,');
+    // Two groups: the consumer may run them in either order.
+    await expect
+      .poll(() => sentToGateway(retried, completed, pending).sort(), WAIT)
+      .toEqual([pending, retried]);
+    for (const id of [retried, completed, pending]) {
+      await expect.poll(() => recordOf(id), WAIT).toMatchObject({ status: 'COMPLETED' });
+      expect(await recordOf(id)).not.toHaveProperty('unresolved');
+      expect(await recordOf(id)).not.toHaveProperty('message');
+    }
 
+    await expect(oncely('in-doubt', 'resolve', bare, '--as', 'retry')).rejects.toThrow(MessageNotKeptError);
+    await oncely('in-doubt', 'resolve', bare, '--as', 'completed');
     await expect(oncely('in-doubt', 'resolve', retried, '--as', 'retry')).rejects.toThrow(
       new RecordNotInDoubtError(`${retried} is COMPLETED, not IN_DOUBT: there is nothing to resolve.`),
     );
-    await expect(oncely('in-doubt', 'resolve', 'mail-retry', '--as', 'completed')).rejects.toThrow(
+    await expect(oncely('in-doubt', 'resolve', expired, '--as', 'completed')).rejects.toThrow(
       UnknownRecordError,
     );
-    await expect(oncely('in-doubt', 'resolve', 'notifications#nope', '--as', 'completed')).rejects.toThrow(
+    await expect(oncely('in-doubt', 'resolve', 'ops-retry', '--as', 'completed')).rejects.toThrow(
+      UnknownRecordError,
+    );
+    await expect(oncely('in-doubt', 'resolve', 'notifications#nope', '--as', 'retry')).rejects.toThrow(
       /^No idempotency record notifications#nope\. `oncely in-doubt list` shows the records in doubt\.$/,
     );
-    expect(sendsOf(retried)).toHaveLength(2);
+    expect(await oncely('in-doubt', 'list')).toMatch(/^No records are IN_DOUBT or pending a retry/);
+    expect(sentToGateway(retried, completed, pending).sort()).toEqual([pending, retried]);
+  });
+
+  it('keeps a retry whose send failed RETRY_PENDING and listed, with its message; a second run finishes it', async () => {
+    const id = await park('ops-unsent', 'ops-mail-f');
+    const target = inDoubtTarget();
+    beforeRequests(target.sqs, (input) => 'MessageBody' in input, fail);
+    try {
+      await expect(resolveAsRetry(target, id)).rejects.toThrow(
+        new ResendFailedError(
+          `Could not send the message of ${id} back to the queue (Error: injected: the connection dropped). ` +
+            'Nothing is lost: the record is RETRY_PENDING and keeps its message. ' +
+            `Run \`oncely in-doubt resolve ${id} --as retry\` again.`,
+        ),
+      );
+    } finally {
+      target.close();
+    }
+    expect(await recordOf(id)).toMatchObject({
+      status: 'FAILED',
+      unresolved: 'RETRY_PENDING',
+      message: { groupId: 'ops-mail-f' },
+      error: { name: 'OutcomeUnknownError' },
+    });
+    expect(await json<UnresolvedRecord[]>('in-doubt', 'list')).toEqual([
+      expect.objectContaining({ id, status: 'RETRY_PENDING' }),
+    ]);
+
+    await oncely('in-doubt', 'resolve', id, '--as', 'retry');
+    await expect.poll(() => recordOf(id), WAIT).toMatchObject({ status: 'COMPLETED' });
+    expect(sentToGateway(id)).toEqual([id]);
+  });
+
+  it('reports a retry whose record could not be cleared; the consumer takes the record over', async () => {
+    const id = await park('ops-uncleared', 'ops-mail-g');
+    const target = inDoubtTarget();
+    beforeRequests(target.dynamodb, updating('REMOVE'), fail);
+    try {
+      const resolution = await resolveAsRetry(target, id);
+      expect(resolution).toMatchObject({ notCleared: 'Error: injected: the connection dropped' });
+      expect(describeResolution(resolution, 'the-queue')).toMatch(
+        /could not be taken off the list \(Error: injected: .*\): it shows as RETRY_PENDING until the consumer runs the message\. There is no need to resolve it again\.$/,
+      );
+    } finally {
+      target.close();
+    }
+    await expect.poll(() => recordOf(id), WAIT).toMatchObject({ status: 'COMPLETED' });
+    expect(await recordOf(id)).not.toHaveProperty('unresolved');
+    expect(sentToGateway(id)).toEqual([id]);
+  });
+
+  it('refuses a resolution whose record changed after it was read, and says what it is now', async () => {
+    const id = await park('ops-raced', 'ops-mail-h');
+    const target = inDoubtTarget();
+    // Another operator resolves it between this command's read and its write.
+    beforeRequests(target.dynamodb, once(updating('SET #status = :completed')), async () => {
+      await oncely('in-doubt', 'resolve', id, '--as', 'completed');
+    });
+    try {
+      await expect(resolveAsCompleted(target, id)).rejects.toThrow(
+        new ResolutionConflictError(
+          `${id} changed while this command resolved it: it is now COMPLETED (another \`oncely in-doubt resolve\`, ` +
+            'or the consumer running a re-sent message, got there first). This command changed nothing; ' +
+            '`oncely in-doubt list` shows whether it still needs resolving.',
+        ),
+      );
+    } finally {
+      target.close();
+    }
+    await expect(oncely('in-doubt', 'resolve', id, '--as', 'retry')).rejects.toThrow(RecordNotInDoubtError);
+    expect(sentToGateway(id)).toEqual([]);
   });
 });
 
@@ -343,6 +608,13 @@ describe('the operations command line', () => {
     });
     expect(() => parseCommandLine(['in-doubt', 'resolve', 'k', '--as', 'maybe', '--stack', 's'], {})).toThrow(
       CliUsageError,
+    );
+    expect(parseCommandLine(['dlq', 'redrive', '--stack', 's', '--timeout', '60'], {})).toMatchObject({
+      name: 'dlq-redrive',
+      timeoutSeconds: 60,
+    });
+    expect(() => parseCommandLine(['dlq', 'redrive', '--stack', 's', '--timeout', '0'], {})).toThrow(
+      new CliUsageError('--timeout takes a whole number of seconds above 0, got "0".'),
     );
   });
 });
