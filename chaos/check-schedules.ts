@@ -11,6 +11,8 @@ export interface ScheduleCheckOptions {
   schedules: number;
   /** fast-check's seed: the same seed generates the same schedules. Random by default. */
   seed?: number;
+  /** With `seed` and one worker: replays the counterexample fast-check reported at this path. */
+  path?: string;
   /** Schedules run side by side, each worker with its own proxies and tables; 2 by default. */
   workers?: number;
   onProgress?: (done: number) => void;
@@ -78,7 +80,7 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
             }
             return verdict.violations.length === 0;
           }),
-          { numRuns, seed: workerSeed, endOnFailure: false },
+          { numRuns, seed: workerSeed, endOnFailure: false, ...(options.path ? { path: options.path } : {}) },
         );
         if (result.failed && result.counterexample && !counterexample) {
           const [schedule] = result.counterexample;

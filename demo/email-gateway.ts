@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
-/** How the gateway answers the first attempt of a notification; later attempts are accepted. */
-export type FirstAnswer = 'accept' | 'unavailable' | 'hang';
+/**
+ * How the gateway answers the first attempt of a notification; later attempts are accepted.
+ * `hang` never answers and sends nothing; `send-then-hang` sends the e-mail, then never answers.
+ */
+export type FirstAnswer = 'accept' | 'unavailable' | 'hang' | 'send-then-hang';
 
 /**
  * A stand-in e-mail gateway on loopback: it records every request by its Idempotency-Key and
@@ -19,7 +22,8 @@ export async function startEmailGateway(firstAnswer: (key: string) => FirstAnswe
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       const answer = attempt === 1 ? firstAnswer(key) : 'accept';
-      if (answer === 'hang') {
+      if (answer === 'send-then-hang') accepted.set(key, (accepted.get(key) ?? 0) + 1);
+      if (answer === 'hang' || answer === 'send-then-hang') {
         hanging.add(response);
         return;
       }

@@ -21,9 +21,20 @@ import { synthesizeTemplate } from './synthesize';
  */
 export const SANDBOX_CONTEXT = { stage: 'local', consumerTimeoutSeconds: 2, maxConcurrency: 4 };
 
+/** Where the functions reach SQS and DynamoDB. */
+export interface ServiceEndpoints {
+  sqs: string;
+  dynamodb: string;
+}
+
 export interface SandboxOptions {
   /** CDK context for the synth (overrides {@link SANDBOX_CONTEXT}). */
   context?: Record<string, unknown>;
+  /**
+   * Routes the functions' SQS and DynamoDB requests elsewhere once the emulators run — e.g. through
+   * a fault-injecting proxy in front of them. The pollers and the ready file keep the emulators'.
+   */
+  routeFunctions?: (emulators: ServiceEndpoints) => Promise<ServiceEndpoints> | ServiceEndpoints;
   /** Environment variables set on every function, over the template's (`--env NAME=VALUE`). */
   environment?: Record<string, string>;
   /** Receives every line the functions write; by default it goes to this process's output. */
@@ -97,12 +108,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       accountId: LOCAL_ACCOUNT_ID,
     });
 
+    const emulators = { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint };
+    const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
     const awsEnvironment = {
       AWS_REGION: LOCAL_REGION,
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamodbLocal.endpoint,
+      AWS_ENDPOINT_URL_SQS: routed.sqs,
+      AWS_ENDPOINT_URL_DYNAMODB: routed.dynamodb,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
     const runtimes = new Map(

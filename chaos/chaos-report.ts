@@ -1,0 +1,81 @@
+import type { ScheduleCheckReport } from './check-schedules';
+import type { PipelineChaosReport } from './pipeline-run';
+
+export interface ChaosRun {
+  date: string;
+  machine: string;
+  schedules: ScheduleCheckReport;
+  pipeline: PipelineChaosReport;
+}
+
+/** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
+export function chaosPassed(run: { schedules: ScheduleCheckReport; pipeline?: PipelineChaosReport }): boolean {
+  const { schedules, pipeline } = run;
+  const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
+  return (
+    schedules.violations === 0 &&
+    schedules.unexplainedNeedlessInDoubt === 0 &&
+    !schedules.counterexample &&
+    pipelinePassed
+  );
+}
+
+/** The figures of a run as Markdown: what `npm run chaos` writes to bench/CHAOS.md. */
+export function chaosMarkdown(run: ChaosRun): string {
+  const { schedules: s, pipeline: p } = run;
+  const kinds = (faults: Record<string, number>) =>
+    Object.entries(faults)
+      .filter(([, n]) => n > 0)
+      .map(([kind, n]) => `${kind} ${n.toLocaleString('en')}`)
+      .join(', ');
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
+  const lines = [
+    '# Fault schedules',
+    '',
+    `Written by \`npm run chaos\` on ${run.date} (${run.machine}). ${chaosPassed(run) ? '**0 violations.**' : '**VIOLATIONS FOUND.**'}`,
+    'What is injected and checked is described in the README, "Faults it survives".',
+    '',
+    '## Generated schedules',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
+    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
+    `| faults injected | ${kinds(s.faults)} |`,
+    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
+    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
+    `| violations | ${s.violations} |`,
+    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect: ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
+    `| time | ${seconds(s.durationMs)} |`,
+    '',
+    '## The whole pipeline in the sandbox',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| messages published | ${p.published} (seed ${p.seed}) |`,
+    `| faults injected | ${kinds(p.faults)} |`,
+    `| invocations that died (timeouts holding a request) | ${p.crashes} |`,
+    `| keys checked | ${p.keysChecked} |`,
+    `| in the DLQ | ${p.deadLettered} (${Object.entries(p.deadLetterReasons)
+      .map(([reason, n]) => `${reason} ${n}`)
+      .join(', ')}) |`,
+    `| IN_DOUBT | ${p.inDoubt}, needless: ${p.needlessInDoubt} |`,
+    `| violations | ${p.violations.length} |`,
+    `| time | ${seconds(p.durationMs)} |`,
+  ];
+  if (s.counterexample) {
+    lines.push(
+      '',
+      '## Counterexample',
+      '',
+      `Replay: \`npm run chaos -- --seed ${s.counterexample.seed} --path ${s.counterexample.path} --workers 1 --schedules 1 --no-pipeline\``,
+      '',
+      '```json',
+      JSON.stringify(s.counterexample, null, 2),
+      '```',
+    );
+  }
+  if (p.violations.length > 0)
+    lines.push('', '## Pipeline violations', '', ...p.violations.map((v) => `- ${v}`));
+  return `${lines.join('\n')}\n`;
+}

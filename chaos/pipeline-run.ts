@@ -1,0 +1,346 @@
+import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { publish } from '../client/publish';
+import { startEmailGateway } from '../demo/email-gateway';
+import { differences, readLedger } from '../demo/ledger-snapshot';
+import { buildWorkload } from '../demo/workload';
+import { LEDGER_NAMESPACE } from '../lambdas/consumer/ledger';
+import { NOTIFICATIONS_NAMESPACE } from '../lambdas/consumer/notifications';
+import { createEnvelope, type OutgoingMessage } from '../lambdas/runtime/envelope';
+import type { IdempotencyRecord } from '../lambdas/runtime/idempotency';
+import { localAwsConfig } from '../sandbox/local-aws-config';
+import { startSandbox } from '../sandbox/local-sandbox';
+import { combinePlans } from './combine-plans';
+import { type FaultProxy, startFaultProxy } from './fault-proxy';
+import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults';
+import { fnv1a32 } from './hash';
+import { seededFaultPlan } from './seeded-plan';
+import { targetedFaultPlan } from './targeted-plan';
+
+export interface PipelineChaosOptions {
+  seed: number;
+  customers: number;
+  ordersPerCustomer: number;
+  /** How long the queue may take to empty after the last publish. */
+  settleTimeoutMs?: number;
+  print?: (line: string) => void;
+}
+
+export interface PipelineChaosReport {
+  seed: number;
+  published: number;
+  keysChecked: number;
+  violations: string[];
+  inDoubt: number;
+  /** IN_DOUBT notifications the gateway never received. */
+  needlessInDoubt: number;
+  deadLettered: number;
+  /** DLQ copies by reason (`ErrorName`; SQS's own moves after maxReceiveCount carry none). */
+  deadLetterReasons: Record<string, number>;
+  faults: Record<FaultKind, number>;
+  /** Invocations that died: timed out holding a request, or crashed. */
+  crashes: number;
+  durationMs: number;
+}
+
+/**
+ * The whole pipeline in the sandbox — publisher, consumer and the example shop's operations, run
+ * from the stack as synthesised — with the functions' DynamoDB and SQS requests going through
+ * fault proxies, a few of them hanging until the Lambda times out (the worker is terminated, as a
+ * crash), and an e-mail gateway that answers 503 or sends and then hangs. Then DESIGN §11's checks.
+ */
+export async function runPipelineChaos(options: PipelineChaosOptions): Promise<PipelineChaosReport> {
+  const started = Date.now();
+  const print = options.print ?? (() => undefined);
+  const workload = buildWorkload({
+    customers: options.customers,
+    ordersPerCustomer: options.ordersPerCustomer,
+    skus: 5,
+  });
+  const gateway = await startEmailGateway((key) => {
+    const draw = fnv1a32(`${options.seed}:${key}`) % 100;
+    return draw < 10 ? 'unavailable' : draw < 16 ? 'send-then-hang' : 'accept';
+  });
+  const proxies: FaultProxy[] = [];
+  let crashes = 0;
+  const sandbox = await startSandbox({
+    environment: {
+      NOTIFICATION_URL: gateway.url,
+      NOTIFICATION_TIMEOUT_MS: '800',
+      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
+    },
+    functionOutput: () => undefined,
+    onBatch: (_, report) => {
+      if (report.functionError) crashes++;
+    },
+    routeFunctions: async (emulators) => {
+      const plan = pipelineFaultPlan(options.seed);
+      const [dynamodb, sqs] = await Promise.all([
+        startFaultProxy({ service: 'dynamodb', upstream: emulators.dynamodb, plan }),
+        startFaultProxy({
+          service: 'sqs',
+          upstream: emulators.sqs,
+          plan: seededFaultPlan({ seed: options.seed, rates: RATES }),
+        }),
+      ]);
+      proxies.push(dynamodb, sqs);
+      return { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint };
+    },
+  });
+  const { endpoints, resources, region } = sandbox.description;
+  const lambda = new LambdaClient({ ...localAwsConfig(endpoints.lambda), region, maxAttempts: 1 });
+  const sqs = new SQSClient(localAwsConfig(endpoints.sqs));
+  const dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
+  const violations: string[] = [];
+  try {
+    const sent = new Set<string>();
+    const send = async (messages: OutgoingMessage[]) => {
+      for (let i = 0; i < messages.length; i += 100) {
+        const { results } = await publish(messages.slice(i, i + 100), {
+          functionName: resources.publisherFunctionName,
+          lambda,
+          retry: { maxAttempts: 8, baseDelayMs: 50, maxDelayMs: 1_000 },
+        });
+        for (const result of results) if (result.status === 'sent') sent.add(result.key);
+      }
+    };
+    print(
+      `  publishing ${workload.stock.length + workload.stream.length + workload.poison.length} messages …`,
+    );
+    await send(workload.stock);
+    await send([...workload.stream, ...workload.poison]);
+    const late = workload.stream.filter((_, index) => index % 15 === 0);
+    await resendAfterWindow(sqs, resources.queueUrl, late);
+    print(
+      `  ${sent.size} published, ${late.length} re-sent as after SQS's window; waiting for the queue to empty …`,
+    );
+    let lastPrint = 0;
+    await settle(sqs, resources.queueUrl, options.settleTimeoutMs ?? 120_000, (depth) => {
+      if (Date.now() - lastPrint < 5_000) return;
+      lastPrint = Date.now();
+      print(`  … ${depth} messages queued or in flight`);
+    });
+
+    const records = await readRecords(dynamodb, resources.idempotencyTableName);
+    const { copies: deadLetters, reasons: deadLetterReasons } = await drainDeadLetters(sqs, resources.dlqUrl);
+    const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+    const all = [...workload.stock, ...workload.stream, ...workload.poison];
+
+    // Every accepted message ends COMPLETED, IN_DOUBT or in the DLQ.
+    let keysChecked = 0;
+    for (const message of all) {
+      const key = message.key as string;
+      const namespace = message.type === 'SendNotification' ? NOTIFICATIONS_NAMESPACE : LEDGER_NAMESPACE;
+      const record = records.get(`${namespace}#${key}`);
+      const accepted = sent.has(key) || record !== undefined || deadLetters.has(key);
+      if (!accepted) continue;
+      keysChecked++;
+      const settled = record?.status === 'COMPLETED' || record?.status === 'IN_DOUBT' || deadLetters.has(key);
+      if (!settled) violations.push(`${key}: record ${record?.status ?? 'absent'} and not in the DLQ (lost)`);
+      if ((deadLetters.get(key) ?? 0) > 1 && !late.includes(message)) {
+        violations.push(`${key}: ${deadLetters.get(key)} copies in the DLQ`);
+      }
+    }
+    // Transactional effects: the ledger is exactly the effects of the COMPLETED records, each once.
+    const expected = expectedLedger(
+      all,
+      (key) => records.get(`${LEDGER_NAMESPACE}#${key}`)?.status === 'COMPLETED',
+    );
+    for (const difference of [
+      ...differences(expected.stock, ledger.stock),
+      ...differences(expected.balances, ledger.balances),
+    ]) {
+      violations.push(`ledger: ${difference}`);
+    }
+    // At-most-once e-mails: never two; a completed one was sent.
+    for (const [key, count] of gateway.accepted)
+      if (count > 1) violations.push(`${key}: e-mail sent ${count} times`);
+    let inDoubt = 0;
+    let needlessInDoubt = 0;
+    for (const [id, record] of records) {
+      if (!id.startsWith(`${NOTIFICATIONS_NAMESPACE}#`)) continue;
+      if (record.status === 'COMPLETED' && !gateway.accepted.has(id))
+        violations.push(`${id}: COMPLETED, never sent`);
+      if (record.status !== 'IN_DOUBT') continue;
+      inDoubt++;
+      if (!gateway.attempts.has(id)) needlessInDoubt++;
+    }
+    const faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>;
+    for (const proxy of proxies) for (const kind of FAULT_KINDS) faults[kind] += proxy.stats().faults[kind];
+    return {
+      seed: options.seed,
+      published: sent.size,
+      keysChecked,
+      violations,
+      inDoubt,
+      needlessInDoubt,
+      deadLettered: [...deadLetters.values()].reduce((sum, n) => sum + n, 0),
+      deadLetterReasons,
+      faults,
+      crashes,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    lambda.destroy();
+    sqs.destroy();
+    dynamodb.destroy();
+    await sandbox.stop();
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+    await gateway.close();
+  }
+}
+
+const RATES = { 'fail-before': 0.04, 'lose-answer': 0.04, throttle: 0.02 };
+
+/**
+ * Seeded faults on every DynamoDB request, and three crashes: a notification's acquire and another's
+ * completion hang until the consumer times out (its worker is terminated), and so does a ledger
+ * transaction (after applying it: the answer never comes back).
+ */
+function pipelineFaultPlan(seed: number): FaultPlan {
+  const body = (request: { body: unknown }) => JSON.stringify(request.body);
+  return combinePlans(
+    targetedFaultPlan({
+      match: (r) =>
+        r.operation === 'UpdateItem' && body(r).includes(':inProgress') && body(r).includes('notifications#'),
+      nth: 2,
+      times: 1,
+      fault: { kind: 'hang' },
+    }),
+    targetedFaultPlan({
+      match: (r) =>
+        r.operation === 'UpdateItem' && body(r).includes('"COMPLETED"') && body(r).includes('notifications#'),
+      nth: 4,
+      times: 1,
+      fault: { kind: 'hang' },
+    }),
+    seededFaultPlan({ seed, rates: RATES }),
+  );
+}
+
+/** The ledger as the COMPLETED ledger records say it must be: each such event's effect once. */
+function expectedLedger(messages: OutgoingMessage[], completed: (key: string) => boolean) {
+  const stock = new Map<string, number>();
+  const balances = new Map<string, number>();
+  const add = (map: Map<string, number>, id: string, delta: number) =>
+    map.set(id, (map.get(id) ?? 0) + delta);
+  const seen = new Set<string>();
+  for (const { type, key, payload } of messages) {
+    if (!key || seen.has(key) || !completed(key)) continue;
+    seen.add(key);
+    const p = payload as { sku: string; quantity: number; customerId: string; amountCents: number };
+    if (type === 'StockReceived') add(stock, p.sku, p.quantity);
+    if (type === 'OrderPlaced') {
+      add(stock, p.sku, -p.quantity);
+      add(balances, p.customerId, -p.amountCents);
+    }
+    if (type === 'PaymentCaptured') add(balances, p.customerId, p.amountCents);
+    if (type === 'OrderCancelled') {
+      add(stock, p.sku, p.quantity);
+      add(balances, p.customerId, p.amountCents);
+    }
+  }
+  return { stock, balances };
+}
+
+async function resendAfterWindow(sqs: SQSClient, queueUrl: string, messages: OutgoingMessage[]) {
+  for (let i = 0; i < messages.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.slice(i, i + 10).map((message, index) => ({
+          Id: String(index),
+          MessageBody: JSON.stringify(createEnvelope(message)),
+          MessageGroupId: message.groupId,
+          MessageDeduplicationId: `late-${message.key}`,
+        })),
+      }),
+    );
+  }
+}
+
+/** Waits until nothing is queued or in flight, twice in a row (a redelivery may be about to appear). */
+async function settle(
+  sqs: SQSClient,
+  queueUrl: string,
+  timeoutMs: number,
+  onDepth?: (depth: number) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() > deadline) throw new Error(`the queue did not empty within ${timeoutMs} ms`);
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    const depth =
+      Number(Attributes.ApproximateNumberOfMessages) +
+      Number(Attributes.ApproximateNumberOfMessagesNotVisible);
+    quiet = depth === 0 ? quiet + 1 : 0;
+    onDepth?.(depth);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+async function readRecords(
+  dynamodb: DynamoDBClient,
+  tableName: string,
+): Promise<Map<string, IdempotencyRecord>> {
+  const records = new Map<string, IdempotencyRecord>();
+  for await (const page of paginateScan(
+    { client: dynamodb },
+    { TableName: tableName, ConsistentRead: true },
+  )) {
+    for (const item of page.Items ?? []) {
+      const record = unmarshall(item) as IdempotencyRecord;
+      records.set(record.id, record);
+    }
+  }
+  return records;
+}
+
+/** Key → copies in the DLQ; received and deleted (a FIFO queue hides a group's rest behind its head). */
+async function drainDeadLetters(sqs: SQSClient, dlqUrl: string) {
+  const copies = new Map<string, number>();
+  const reasons: Record<string, number> = {};
+  for (;;) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    if (Messages.length === 0) return { copies, reasons };
+    for (const message of Messages) {
+      const reason =
+        message.MessageAttributes?.ErrorName?.StringValue ?? '(moved by SQS after maxReceiveCount)';
+      reasons[reason] = (reasons[reason] ?? 0) + 1;
+      let key = '(not an envelope)';
+      try {
+        key = (JSON.parse(message.Body ?? '') as { key: string }).key;
+      } catch {}
+      copies.set(key, (copies.get(key) ?? 0) + 1);
+    }
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: Messages.map((message, index) => ({
+          Id: String(index),
+          ReceiptHandle: message.ReceiptHandle,
+        })),
+      }),
+    );
+  }
+}
