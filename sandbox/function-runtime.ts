@@ -43,11 +43,6 @@ type WorkerOutcome =
   | { kind: 'exit'; code: number }
   | { kind: 'timeout' };
 
-/** The sandbox cannot hand this event to a worker (nested deeper than a structured clone goes). */
-export class FunctionEventError extends Error {
-  override readonly name = 'FunctionEventError';
-}
-
 /**
  * Runs one Lambda function locally. Each invocation gets a worker thread of its own, reused once
  * it is free (a warm container): one invocation at a time per worker, as in Lambda, and each
@@ -77,23 +72,20 @@ export class LocalFunctionRuntime implements LocalInvoker {
     return this.#spec;
   }
 
-  async invoke(event: unknown, awsRequestId: string = randomUUID()): Promise<InvocationResult> {
+  async invoke(
+    event: unknown,
+    awsRequestId: string = randomUUID(),
+    eventJson?: string,
+  ): Promise<InvocationResult> {
     if (this.#stopped) throw new Error(`function ${this.#spec.name} is stopped`);
+    // The worker gets the event as JSON text and parses it, as Lambda's runtime does: JSON.parse takes
+    // any nesting, where a structured clone (or a re-stringify) stops a few thousand levels down.
+    const json = eventJson ?? JSON.stringify(event ?? null);
     const started = this.#idle.pop() ?? (await this.#startWorker(awsRequestId));
     if (!(started instanceof Worker)) return { ok: false, error: started };
     const worker = started;
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
-    try {
-      worker.postMessage({ id: awsRequestId, event, deadline: Date.now() + timeoutMs, awsRequestId });
-    } catch (error) {
-      this.#release(worker);
-      // Lambda hands any JSON event over; a structured clone stops a few thousand levels down.
-      throw new FunctionEventError(
-        `The sandbox cannot give function ${this.#spec.name} this event (${String(error)}): ` +
-          'nest it less deeply to run it locally.',
-        { cause: error },
-      );
-    }
+    worker.postMessage({ id: awsRequestId, eventJson: json, deadline: Date.now() + timeoutMs, awsRequestId });
     const outcome = await nextOutcome(worker, (message) => message.id === awsRequestId, timeoutMs);
     if (outcome.kind !== 'message') {
       await this.#discard(worker);

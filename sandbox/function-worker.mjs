@@ -17,7 +17,8 @@ const loaded = await loadHandler();
 if (loaded.error) {
   parentPort.postMessage({ initError: loaded.error });
 } else {
-  parentPort.on('message', async ({ id, event, deadline, awsRequestId }) => {
+  parentPort.on('message', async ({ id, eventJson, deadline, awsRequestId }) => {
+    const event = JSON.parse(eventJson);
     const context = lambdaContext({ functionName, functionArn, awsRequestId, deadline, memoryMiB });
     let reply;
     try {

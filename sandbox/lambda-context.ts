@@ -12,7 +12,8 @@ export type InvocationResult = { ok: true; result: unknown } | { ok: false; erro
 
 /** Something that runs a function locally: in a worker thread (the sandbox) or in this process (tests). */
 export interface LocalInvoker {
-  invoke(event: unknown, awsRequestId?: string): Promise<InvocationResult>;
+  /** `eventJson`, when given, is the event as the JSON text it arrived in (it may nest too deep to re-serialise). */
+  invoke(event: unknown, awsRequestId?: string, eventJson?: string): Promise<InvocationResult>;
 }
 
 export interface ContextOptions {

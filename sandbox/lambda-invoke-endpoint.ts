@@ -100,7 +100,7 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(204, headers).end();
       return;
     }
-    const run = target.invoke(event, awsRequestId).then(handlerOutcome);
+    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
     if (type === 'Event') {
       const tracked = run.then(
         ({ payload, functionError }) => {

@@ -225,4 +225,21 @@ describe('Oncely end to end', () => {
       target.lambda.send(new InvokeCommand({ FunctionName: `missing-${run}` })),
     ).rejects.toBeInstanceOf(ResourceNotFoundException);
   });
+
+  it('refuses a payload nested thousands of levels deep with a validation error, not a crash', async () => {
+    // Built as text: JSON.stringify itself overflows on such a value.
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const body = `{"messages":[{"type":"Deep","groupId":"g-${run}","payload":${deep}}]}`;
+    const raw = await target.lambda.send(
+      new InvokeCommand({
+        FunctionName: target.resources.publisherFunctionName,
+        Payload: new TextEncoder().encode(body),
+      }),
+    );
+    expect(raw.FunctionError).toBe('Unhandled');
+    expect(JSON.parse(new TextDecoder().decode(raw.Payload))).toMatchObject({
+      errorType: 'PublishValidationError',
+      errorMessage: expect.stringContaining('messages[0].payload'),
+    });
+  });
 });

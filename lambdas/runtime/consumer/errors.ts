@@ -79,18 +79,3 @@ export class PastDedupHorizonError extends NonRetryableError {
     );
   }
 }
-
-/**
- * DynamoDB refused this record's own writes as invalid (ValidationException: an item over 400 KB,
- * an invalid expression): no retry can fix it, and no other record is affected.
- */
-export class InvalidRecordWriteError extends NonRetryableError {
-  static override readonly errorName: string = 'InvalidRecordWriteError';
-  constructor(idempotencyKey: string, cause: unknown) {
-    super(
-      `DynamoDB refused the writes of "${idempotencyKey}" as invalid (${describeCause(cause)}); nothing was applied. ` +
-        "Fix the operation's writes (item size, expressions); the message goes to the DLQ.",
-      { cause },
-    );
-  }
-}

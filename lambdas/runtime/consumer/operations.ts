@@ -5,6 +5,7 @@ import { describeIssues } from '../envelope';
 import {
   CompletedRecordCache,
   type DynamoDbIdempotencyStore,
+  InvalidRecordWriteError,
   type Lease,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
@@ -16,12 +17,7 @@ import {
   TransactionConditionFailedError,
   type TransactionPlan,
 } from '../idempotency';
-import {
-  BusinessRuleViolationError,
-  IdempotencyStoreUnavailableError,
-  InvalidPayloadError,
-  InvalidRecordWriteError,
-} from './errors';
+import { BusinessRuleViolationError, IdempotencyStoreUnavailableError, InvalidPayloadError } from './errors';
 import type { ConsumerMessage } from './message';
 import type { RecordTelemetry } from './telemetry';
 

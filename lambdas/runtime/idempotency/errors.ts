@@ -149,6 +149,21 @@ export class RecordNotWrittenError extends OncelyError {
   }
 }
 
+/**
+ * DynamoDB refused this record's own writes as invalid (ValidationException: an item over 400 KB,
+ * an invalid expression): no retry can fix it, and no other record is affected.
+ */
+export class InvalidRecordWriteError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidRecordWriteError';
+  constructor(idempotencyKey: string, cause: unknown) {
+    super(
+      `DynamoDB refused the writes of "${idempotencyKey}" as invalid (${describeError(cause)}); nothing was applied. ` +
+        'Fix the writes (item size, expressions): no retry can make them valid.',
+      { cause },
+    );
+  }
+}
+
 /** Input the idempotency core cannot work with (a bad key, namespace or option). */
 export class IdempotencyConfigurationError extends OncelyError {
   static readonly errorName: string = 'IdempotencyConfigurationError';

@@ -13,7 +13,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type StoredError, TransactionConditionFailedError } from './errors';
+import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
   EXPIRES_AT_ATTRIBUTE,
@@ -322,9 +322,20 @@ export class DynamoDbIdempotencyStore {
       if (recordReason?.Code === 'ConditionalCheckFailed' && recordReason.Item) {
         return { committed: false, existing: unmarshall(recordReason.Item) as IdempotencyRecord };
       }
-      const failures = writeReasons
-        .map((reason, index) => ({ index, code: reason.Code ?? 'Unknown', message: reason.Message }))
-        .filter((reason) => reason.code === 'ConditionalCheckFailed' || reason.code === 'ValidationError');
+      const reasons = writeReasons.map((reason, index) => ({
+        index,
+        code: reason.Code ?? 'Unknown',
+        message: reason.Message,
+      }));
+      // An invalid write (an item grown past 400 KB) is not a business rule that said no.
+      const invalid = reasons.filter((reason) => reason.code === 'ValidationError');
+      if (invalid.length > 0) {
+        const detail = invalid
+          .map((reason) => `write ${reason.index}: ${reason.message ?? reason.code}`)
+          .join('; ');
+        throw new InvalidRecordWriteError(input.id, new Error(detail));
+      }
+      const failures = reasons.filter((reason) => reason.code === 'ConditionalCheckFailed');
       if (failures.length > 0) throw new TransactionConditionFailedError(input.id, failures);
       throw error; // TransactionConflict, throttling: the caller decides whether to retry
     }

@@ -1,0 +1,815 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as effectTakes } from 'node:timers/promises';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import * as consumerExports from '../../lambdas/runtime/consumer';
+import {
+  CONSUMER_METRICS,
+  type ConsumerOperation,
+  DLQ_ATTRIBUTES,
+  type FifoBatchOptions,
+  fifoBatch,
+  IdempotencyStoreUnavailableError,
+  type LeaseOperationOptions,
+  leaseOperation,
+  transactionalOperation,
+} from '../../lambdas/runtime/consumer';
+import { PAST_DEDUP_HORIZON } from '../../lambdas/runtime/dedup-horizon';
+import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../lambdas/runtime/envelope';
+import * as idempotencyExports from '../../lambdas/runtime/idempotency';
+import {
+  DynamoDbIdempotencyStore,
+  type IdempotencyStoreOptions,
+  MAX_RESULT_BYTES,
+  NonRetryableError,
+  OncelyError,
+  OutcomeUnknownError,
+} from '../../lambdas/runtime/idempotency';
+import { sha256Hex } from '../../lambdas/runtime/idempotency/keys';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { lambdaContext } from '../support/lambda-context';
+import { failRequests, setsStatus } from '../support/sdk-middleware';
+import {
+  createFifoQueue,
+  createQueueWithDlq,
+  deleteQueues,
+  type FifoQueue,
+  localSqsClient,
+  publish,
+  receiveMessages,
+  sendBody,
+} from '../support/sqs';
+import { pollOnce, pollUntil } from '../support/sqs-event-source';
+import { metricsRecorder, silentLogger } from '../support/telemetry';
+
+// Reliability rules of the FIFO batch middleware (DESIGN §2 dedup horizon, §3 no acknowledgement
+// without a record, §5 deadline, per-record errors, DLQ once and at the size limit), against the SQS
+// emulator and DynamoDB Local. Each test owns its queues and keys, so they run concurrently.
+
+let dynamodb: DynamoDBClient;
+let sqs: SQSClient;
+let idempotencyTable: string;
+let businessTable: string;
+const queues: FifoQueue[] = [];
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  sqs = localSqsClient();
+  [idempotencyTable, businessTable] = await Promise.all([
+    createTable(dynamodb, 'reliability-idem'),
+    createTable(dynamodb, 'reliability-business'),
+  ]);
+});
+
+afterAll(async () => {
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  dynamodb.destroy();
+});
+
+async function queuePair(maxReceiveCount = 5, visibilityTimeoutSeconds = 1) {
+  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds, maxReceiveCount });
+  queues.push(pair.queue, pair.dlq);
+  return pair;
+}
+
+/** A queue and its DLQ that both take messages of at most `maximumMessageSize` bytes. */
+async function smallQueuePair(maximumMessageSize: number) {
+  const dlq = await createFifoQueue(sqs, { MaximumMessageSize: String(maximumMessageSize) });
+  const queue = await createFifoQueue(sqs, {
+    MaximumMessageSize: String(maximumMessageSize),
+    VisibilityTimeout: '1',
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
+  });
+  queues.push(queue, dlq);
+  return { queue, dlq };
+}
+
+const namedPayload = z.object({ name: z.string() });
+
+/** A lease-mode operation that records the names it ran, in order. */
+function recordingOperation(
+  overrides: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
+    fail?: (name: string, attempt: number) => void;
+  } = {},
+) {
+  const ran: string[] = [];
+  const operation = leaseOperation({
+    namespace: `test-${randomUUID().slice(0, 8)}`,
+    mode: 'at-least-once',
+    payload: namedPayload,
+    run: async (message, { attempt }) => {
+      ran.push(message.payload.name);
+      overrides.fail?.(message.payload.name, attempt);
+      return { ran: message.payload.name };
+    },
+    ...overrides,
+  });
+  return { ran, operation };
+}
+
+interface ConsumerSetup {
+  /** The DynamoDB client of the store; a dedicated one when a test injects failures into it. */
+  client?: DynamoDBClient;
+  store?: Pick<IdempotencyStoreOptions, 'ttlSeconds' | 'now'>;
+  batch?: Pick<FifoBatchOptions, 'recordTimeReserveMs' | 'dedupHorizonMarginSeconds' | 'maxConcurrentGroups'>;
+  sourceQueueUrl?: string;
+}
+
+function consumer(operations: Record<string, ConsumerOperation>, dlqUrl: string, setup: ConsumerSetup = {}) {
+  const metrics = metricsRecorder();
+  const store = new DynamoDbIdempotencyStore({
+    client: setup.client ?? dynamodb,
+    tableName: idempotencyTable,
+    ...setup.store,
+  });
+  const handler = middy<SQSEvent, SQSBatchResponse>().use(
+    fifoBatch({
+      store,
+      operations,
+      deadLetterQueue: { client: sqs, queueUrl: dlqUrl, sourceQueueUrl: setup.sourceQueueUrl },
+      logger: silentLogger(),
+      metrics,
+      ...setup.batch,
+    }),
+  );
+  return { handler, metrics, store };
+}
+
+/** A store clock that tests move forward, to expire leases. */
+function movableClock() {
+  let offsetMs = 0;
+  return {
+    now: () => Date.now() + offsetMs,
+    advance: (ms: number) => {
+      offsetMs += ms;
+    },
+  };
+}
+
+/** A Lambda context whose remaining time the test sets. */
+function controlledContext(remainingMs: () => number): Context {
+  return { ...lambdaContext(), getRemainingTimeInMillis: remainingMs };
+}
+
+const named = (groupId: string, name: string, type = 'Named') => ({
+  type,
+  groupId,
+  key: `${name}-${randomUUID().slice(0, 8)}`,
+  payload: { name },
+});
+
+/** Publishes an envelope as the publisher would have `ageSeconds` ago. */
+function publishAged(queue: FifoQueue, message: OutgoingMessage, ageSeconds: number): Promise<string> {
+  const envelope = createEnvelope(message, new Date(Date.now() - ageSeconds * 1000));
+  return sendBody(sqs, queue.url, JSON.stringify(envelope), message.groupId, envelope.key);
+}
+
+const failureIds = (response: SQSBatchResponse | undefined) =>
+  response?.batchItemFailures.map((failure) => failure.itemIdentifier);
+
+const connectionRefused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
+
+/** What a DLQ copy says about itself. */
+function dlqCopy(message: Message | undefined) {
+  const attribute = (name: string) => message?.MessageAttributes?.[name]?.StringValue;
+  return {
+    body: message?.Body,
+    group: message?.Attributes?.MessageGroupId,
+    deduplicationId: message?.Attributes?.MessageDeduplicationId,
+    errorName: attribute(DLQ_ATTRIBUTES.errorName),
+    errorMessage: attribute(DLQ_ATTRIBUTES.errorMessage),
+    originalMessageId: attribute(DLQ_ATTRIBUTES.originalMessageId),
+    attributeNames: Object.keys(message?.MessageAttributes ?? {}).sort(),
+  };
+}
+
+/** The DLQ copies by original message id (the copies must carry the attribute). */
+async function dlqCopiesById(dlq: FifoQueue, count: number) {
+  const copies = (await receiveMessages(sqs, dlq.url, count)).map(dlqCopy);
+  return Object.fromEntries(copies.map((copy) => [copy.originalMessageId, copy]));
+}
+
+describe.concurrent('consumer reliability', () => {
+  // ── §2 the dedup horizon ──────────────────────────────────────────────────────────────────────
+
+  it('dead-letters a message past the dedup horizon without running it, and runs one just inside', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    // TTL 600 s, default margin min(1 h, TTL/10) = 60 s: the horizon is 540 s.
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, { store: { ttlSeconds: 600 } });
+    const past = named('P', 'P1');
+    const ids = {
+      past: await publishAged(queue, past, 545),
+      laterOfGroup: await publish(sqs, queue.url, named('P', 'P2')),
+      justInside: await publishAged(queue, named('Q', 'Q1'), 530),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(3);
+    expect(poll.error).toBeUndefined();
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted.sort()).toEqual(Object.values(ids).sort());
+    expect(ran.sort()).toEqual(['P2', 'Q1']);
+    expect(metrics.counts[CONSUMER_METRICS.pastDedupHorizon]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(2);
+    // Never run, not even acquired: nothing proves its record (if any) still protects the key.
+    expect(await readItem(idempotencyTable, `${operation.namespace}#${past.key}`)).toBeUndefined();
+
+    const [dead] = await receiveMessages(sqs, dlq.url, 1);
+    expect(dlqCopy(dead)).toMatchObject({
+      group: 'P',
+      errorName: PAST_DEDUP_HORIZON,
+      originalMessageId: ids.past,
+      body: expect.stringContaining(past.key),
+    });
+    expect(dlqCopy(dead).errorName).toBe('PastDedupHorizon');
+  });
+
+  it('places the dedup horizon by the dedupHorizonMarginSeconds option', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    // TTL 600 s less a 300 s margin: the horizon is 300 s (the default margin would make it 540 s).
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      store: { ttlSeconds: 600 },
+      batch: { dedupHorizonMarginSeconds: 300 },
+    });
+    const pastId = await publishAged(queue, named('A', 'A1'), 330);
+    await publishAged(queue, named('B', 'B1'), 270);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(ran).toEqual(['B1']);
+    expect(metrics.counts[CONSUMER_METRICS.pastDedupHorizon]).toBe(1);
+    const [dead] = await receiveMessages(sqs, dlq.url, 1);
+    expect(dlqCopy(dead)).toMatchObject({ errorName: PAST_DEDUP_HORIZON, originalMessageId: pastId });
+  });
+
+  // ── §5 the deadline ───────────────────────────────────────────────────────────────────────────
+
+  it('starts no record with less time left than a fixed recordTimeReserveMs, and runs them with enough', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      batch: { recordTimeReserveMs: 5_000 },
+    });
+    const ids = [
+      await publish(sqs, queue.url, named('A', 'A1')),
+      await publish(sqs, queue.url, named('A', 'A2')),
+      await publish(sqs, queue.url, named('B', 'B1')),
+    ];
+
+    const short = await pollOnce(sqs, queue, handler, { context: lambdaContext(4_999) });
+    expect(short.records).toHaveLength(3);
+    expect(short.error).toBeUndefined();
+    expect(failureIds(short.response)).toEqual(ids);
+    expect(ran).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(3);
+    expect(metrics.counts[CONSUMER_METRICS.failed]).toBeUndefined();
+
+    const redelivered = await pollUntil(
+      sqs,
+      queue,
+      handler,
+      (polls) => polls.flatMap((poll) => poll.deleted).length === 3,
+      { context: lambdaContext(5_000) },
+    );
+    expect(redelivered.flatMap((poll) => failureIds(poll.response) ?? [])).toEqual([]);
+    expect(ran.filter((name) => name.startsWith('A'))).toEqual(['A1', 'A2']);
+    expect(ran.sort()).toEqual(['A1', 'A2', 'B1']);
+    expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(3);
+  });
+
+  it('learns the default reserve: twice the slowest record so far defers the next group’s record', async () => {
+    // The invocation outlasts 1 s: a longer visibility timeout keeps A1's receipt handle valid for its delete.
+    const { queue, dlq } = await queuePair(5, 2);
+    const ran: string[] = [];
+    const operation = leaseOperation({
+      namespace: `slow-${randomUUID().slice(0, 8)}`,
+      mode: 'at-most-once',
+      payload: namedPayload,
+      run: async (message) => {
+        ran.push(message.payload.name);
+        if (message.payload.name === 'A1') await effectTakes(700); // a slow effect
+      },
+    });
+    // One group at a time, so A1 finishes before B1 is considered.
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      batch: { maxConcurrentGroups: 1 },
+    });
+    const a1 = await publish(sqs, queue.url, named('A', 'A1'));
+    const b1Message = named('B', 'B1');
+    const b1 = await publish(sqs, queue.url, b1Message);
+    const b2 = await publish(sqs, queue.url, named('B', 'B2'));
+
+    // 1.1 s left throughout: above the initial reserve (1 s), below twice A1's 700+ ms.
+    const context = controlledContext(() => 1_100);
+    const poll = await pollOnce(sqs, queue, handler, { context });
+    expect(poll.records.map((record) => record.messageId)).toEqual([a1, b1, b2]);
+    expect(failureIds(poll.response)).toEqual([b1, b2]);
+    expect(poll.deleted).toEqual([a1]);
+    expect(ran).toEqual(['A1']);
+    expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(2);
+    expect(await readItem(idempotencyTable, `${operation.namespace}#${b1Message.key}`)).toBeUndefined();
+
+    // The container keeps what it learnt; with time enough the deferred group runs, in order.
+    await pollUntil(sqs, queue, handler, (polls) => polls.flatMap((p) => p.deleted).length === 2, {
+      context: controlledContext(() => 5_000),
+    });
+    expect(ran).toEqual(['A1', 'B1', 'B2']);
+  });
+
+  // ── §5 errors that belong to one record ───────────────────────────────────────────────────────
+
+  it('dead-letters a record whose own DynamoDB writes are invalid, and the rest of the batch goes on', async () => {
+    const { queue, dlq } = await queuePair();
+    const writes = transactionalOperation({
+      namespace: `tx-${randomUUID().slice(0, 8)}`,
+      payload: z.object({ kind: z.enum(['ok', 'too-large', 'bad-expression']), item: z.string() }),
+      plan: ({ payload: { kind, item } }) => {
+        switch (kind) {
+          case 'ok':
+            return {
+              writes: [{ Put: { TableName: businessTable, Item: { id: item, n: 1 } } }],
+              result: item,
+            };
+          case 'too-large': // over DynamoDB's 400 KB item limit
+            return {
+              writes: [
+                { Put: { TableName: businessTable, Item: { id: item, blob: 'x'.repeat(410 * 1024) } } },
+              ],
+            };
+          case 'bad-expression':
+            return {
+              writes: [
+                {
+                  Update: {
+                    TableName: businessTable,
+                    Key: { id: item },
+                    UpdateExpression: 'SET = :n',
+                    ExpressionAttributeValues: { ':n': 1 },
+                  },
+                },
+              ],
+            };
+        }
+      },
+    });
+    const { handler, metrics } = consumer({ Write: writes }, dlq.url);
+    const message = (groupId: string, kind: string) => ({
+      type: 'Write',
+      groupId,
+      key: randomUUID(),
+      payload: { kind, item: randomUUID() },
+    });
+    const tooLarge = message('L', 'too-large');
+    const afterTooLarge = message('L', 'ok');
+    const badExpression = message('X', 'bad-expression');
+    const ok = message('K', 'ok');
+    const ids = {
+      tooLarge: await publish(sqs, queue.url, tooLarge),
+      afterTooLarge: await publish(sqs, queue.url, afterTooLarge),
+      badExpression: await publish(sqs, queue.url, badExpression),
+      ok: await publish(sqs, queue.url, ok),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(4);
+    expect(poll.error).toBeUndefined();
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
+    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(2);
+
+    const dead = await dlqCopiesById(dlq, 2);
+    expect(dead[ids.tooLarge]).toMatchObject({ group: 'L', errorName: 'InvalidRecordWriteError' });
+    expect(dead[ids.badExpression]).toMatchObject({ group: 'X', errorName: 'InvalidRecordWriteError' });
+    const recordOf = (m: { key: string }) => readItem(idempotencyTable, `${writes.namespace}#${m.key}`);
+    const itemOf = (m: { payload: { item: string } }) => readItem(businessTable, m.payload.item);
+    expect(await recordOf(ok)).toMatchObject({ status: 'COMPLETED' });
+    expect(await itemOf(ok)).toMatchObject({ n: 1 });
+    expect(await recordOf(afterTooLarge)).toMatchObject({ status: 'COMPLETED' });
+    expect(await recordOf(tooLarge)).toBeUndefined();
+    expect(await itemOf(tooLarge)).toBeUndefined();
+    expect(await recordOf(badExpression)).toBeUndefined();
+  });
+
+  it('names a write that grows an existing item past 400 KB InvalidRecordWriteError, not a business rule', async () => {
+    // DynamoDB cancels such a transaction with a ValidationError reason (not a ValidationException):
+    // "Item size to update has exceeded the maximum allowed size".
+    const { queue, dlq } = await queuePair();
+    const grow = (message: { payload: unknown }) => {
+      const { item } = message.payload as { item: string };
+      return {
+        writes: [
+          {
+            Update: {
+              TableName: businessTable,
+              Key: { id: item },
+              UpdateExpression: 'SET more = :more',
+              ExpressionAttributeValues: { ':more': 'y'.repeat(200 * 1024) },
+            },
+          },
+        ],
+      };
+    };
+    const plain = transactionalOperation({ namespace: `grow-${randomUUID().slice(0, 8)}`, plan: grow });
+    const described = transactionalOperation({
+      namespace: `grow-described-${randomUUID().slice(0, 8)}`,
+      plan: grow,
+      describeViolation: () => 'the account is overdrawn',
+    });
+    const { handler } = consumer({ Grow: plain, GrowDescribed: described }, dlq.url);
+    const item = () => randomUUID();
+    const items = { plain: item(), described: item() };
+    // Two items of 300 KB: valid on their own, too large once the update adds 200 KB.
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    for (const id of Object.values(items)) {
+      await documents.send(
+        new PutCommand({ TableName: businessTable, Item: { id, blob: 'x'.repeat(300 * 1024) } }),
+      );
+    }
+    const ids = {
+      plain: await publish(sqs, queue.url, {
+        type: 'Grow',
+        groupId: 'P',
+        key: randomUUID(),
+        payload: { item: items.plain },
+      }),
+      described: await publish(sqs, queue.url, {
+        type: 'GrowDescribed',
+        groupId: 'D',
+        key: randomUUID(),
+        payload: { item: items.described },
+      }),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.error).toBeUndefined();
+    expect(failureIds(poll.response)).toEqual([]);
+    const dead = await dlqCopiesById(dlq, 2);
+    expect({ plain: dead[ids.plain]?.errorName, described: dead[ids.described]?.errorName }).toEqual({
+      plain: 'InvalidRecordWriteError',
+      described: 'InvalidRecordWriteError',
+    });
+  });
+
+  it('records a lease-mode effect whose result is too large to store as done, never dead-letters it', async () => {
+    const { queue, dlq } = await queuePair();
+    const large = { blob: 'x'.repeat(MAX_RESULT_BYTES + 10 * 1024) };
+    const { ran, operation } = recordingOperation({
+      run: async (message) => {
+        ran.push(message.payload.name);
+        return large;
+      },
+    });
+    const first = consumer({ Named: operation }, dlq.url);
+    const message = named('G', 'large');
+    const id = await publish(sqs, queue.url, message);
+
+    const poll = await pollOnce(sqs, queue, first.handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted).toEqual([id]);
+    expect(first.metrics.counts[CONSUMER_METRICS.resultNotStored]).toBe(1);
+    expect(first.metrics.counts[CONSUMER_METRICS.processed]).toBe(1);
+    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+    const record = await readItem(idempotencyTable, `${operation.namespace}#${message.key}`);
+    expect(record).toMatchObject({
+      status: 'COMPLETED',
+      resultBytes: Buffer.byteLength(JSON.stringify(large)),
+    });
+    expect(record?.result).toBeUndefined();
+
+    // The same message after SQS's dedup window, in the same container and in a fresh one.
+    const again = recordingOperation({ namespace: operation.namespace });
+    const fresh = consumer({ Named: again.operation }, dlq.url);
+    for (const handler of [first.handler, fresh.handler]) {
+      const duplicateId = await publish(sqs, queue.url, message, randomUUID());
+      const duplicate = await pollOnce(sqs, queue, handler);
+      expect(failureIds(duplicate.response)).toEqual([]);
+      expect(duplicate.deleted).toEqual([duplicateId]);
+    }
+    expect(first.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(fresh.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(ran).toEqual(['large']);
+    expect(again.ran).toEqual([]);
+    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+    expect(await receiveMessages(sqs, dlq.url, 1, 1_000)).toEqual([]);
+  });
+
+  // ── the DLQ: at the size limit, and once ──────────────────────────────────────────────────────
+
+  it('gets a poison message at the queue’s size limit into the DLQ, with fewer attributes or none', async () => {
+    const maxBytes = 2_048;
+    const { queue, dlq } = await smallQueuePair(maxBytes);
+    const { operation } = recordingOperation({
+      fail: (name) => {
+        if (name.startsWith('refused')) throw new NonRetryableError('the gateway refused it for good');
+      },
+    });
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
+    /** An envelope body of exactly `length` characters (ASCII). */
+    const bodyOf = (message: OutgoingMessage & { key: string }, length: number) => {
+      const padded = (pad: string) =>
+        JSON.stringify(createEnvelope({ ...message, payload: { ...(message.payload as object), pad } }));
+      const body = padded('x'.repeat(length - padded('').length));
+      expect(body).toHaveLength(length);
+      return body;
+    };
+    const atLimit = named('A', 'at-limit', 'NoSuchType');
+    const nearLimit = named('B', 'refused-near-limit');
+    const bodies = { atLimit: bodyOf(atLimit, maxBytes), nearLimit: bodyOf(nearLimit, maxBytes - 100) };
+    const ids = {
+      atLimit: await sendBody(sqs, queue.url, bodies.atLimit, 'A', atLimit.key),
+      nearLimit: await sendBody(sqs, queue.url, bodies.nearLimit, 'B', nearLimit.key),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(2);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted.sort()).toEqual(Object.values(ids).sort());
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
+    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBeUndefined();
+
+    const dead = (await receiveMessages(sqs, dlq.url, 2)).map(dlqCopy);
+    const atLimitCopy = dead.find((copy) => copy.body === bodies.atLimit);
+    const nearLimitCopy = dead.find((copy) => copy.body === bodies.nearLimit);
+    // At the limit, not even the error's name fits: the body alone, in its group.
+    expect(atLimitCopy).toMatchObject({ group: 'A', attributeNames: [] });
+    // 100 bytes short of it: the error's name fits, the other attributes do not.
+    expect(nearLimitCopy).toMatchObject({
+      group: 'B',
+      attributeNames: [DLQ_ATTRIBUTES.errorName],
+      errorName: 'NonRetryableError',
+    });
+  });
+
+  it('sends a dead-lettered record to the DLQ once when its batch then fails, deleting it from the source queue', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation } = recordingOperation();
+    const a2 = named('A', 'A2');
+    const failing = failRequests(
+      client,
+      (name, input) =>
+        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      client,
+      sourceQueueUrl: queue.url,
+    });
+    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
+    const a2Id = await publish(sqs, queue.url, a2);
+
+    // A1 goes to the DLQ, then A2's acquire meets an unreachable table: the whole batch fails.
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
+    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    expect(first.deleted).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    failing.stop();
+
+    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(a2Id)),
+    );
+    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([a2Id]);
+    expect(ran).toEqual(['A2']);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    const dead = await receiveMessages(sqs, dlq.url, 2, 1_500);
+    expect(dead.map(dlqCopy)).toMatchObject([
+      {
+        originalMessageId: poisonId,
+        errorName: 'UnknownMessageTypeError',
+        deduplicationId: sha256Hex(poisonId),
+      },
+    ]);
+    client.destroy();
+  });
+
+  it('without sourceQueueUrl, a record dead-lettered again after its batch failed is deduplicated by the DLQ', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation } = recordingOperation();
+    const a2 = named('A', 'A2');
+    const failing = failRequests(
+      client,
+      (name, input) =>
+        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, { client });
+    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
+    const a2Id = await publish(sqs, queue.url, a2);
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    failing.stop();
+
+    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(a2Id)),
+    );
+    // The poison message came back with its batch and was sent to the DLQ a second time …
+    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
+      poisonId,
+      a2Id,
+    ]);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
+    expect(ran).toEqual(['A2']);
+    // … and the DLQ kept one copy: same message id, same deduplication id, within 5 minutes.
+    const dead = await receiveMessages(sqs, dlq.url, 2, 1_500);
+    expect(dead.map(dlqCopy)).toMatchObject([
+      { originalMessageId: poisonId, deduplicationId: sha256Hex(poisonId) },
+    ]);
+    client.destroy();
+  });
+
+  // ── §3 no acknowledgement without a record ────────────────────────────────────────────────────
+
+  it('does not acknowledge an outcome-unknown effect whose IN_DOUBT write fails; the redelivery parks it', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const clock = movableClock();
+    const { ran, operation } = recordingOperation({
+      mode: 'at-most-once',
+      fail: () => {
+        throw new OutcomeUnknownError('POST /charge timed out after the request went out');
+      },
+    });
+    const inDoubtWrites = failRequests(
+      client,
+      (name, input) =>
+        name === 'UpdateItem' && JSON.stringify(input.ExpressionAttributeValues ?? {}).includes('"IN_DOUBT"'),
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      client,
+      store: { now: clock.now },
+    });
+    const message = named('G', 'charge');
+    const id = await publish(sqs, queue.url, message);
+    const recordId = `${operation.namespace}#${message.key}`;
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeUndefined();
+    expect(failureIds(first.response)).toEqual([id]);
+    expect(first.deleted).toEqual([]);
+    expect(inDoubtWrites.failures).toBeGreaterThan(0);
+    expect(ran).toEqual(['charge']);
+    expect(metrics.counts[CONSUMER_METRICS.failureWriteFailed]).toBe(1);
+    expect(await readItem(idempotencyTable, recordId)).toMatchObject({ status: 'IN_PROGRESS' });
+
+    inDoubtWrites.stop();
+    clock.advance(60_000); // past the lease: the 30 s the context had left, plus the margin
+    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
+    expect(ran).toEqual(['charge']);
+    expect(await readItem(idempotencyTable, recordId)).toMatchObject({
+      status: 'IN_DOUBT',
+      unresolved: 'IN_DOUBT',
+      message: { body: expect.stringContaining(message.key), groupId: 'G' },
+    });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+    client.destroy();
+  });
+
+  it('does not acknowledge an effect whose COMPLETED write keeps failing; the redelivery parks it at-most-once', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const clock = movableClock();
+    const { ran, operation } = recordingOperation({ mode: 'at-most-once' });
+    const completions = failRequests(
+      client,
+      (name, input) => name === 'UpdateItem' && setsStatus(input, 'COMPLETED'),
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+      client,
+      store: { now: clock.now },
+    });
+    const message = named('G', 'pay');
+    const id = await publish(sqs, queue.url, message);
+    const recordId = `${operation.namespace}#${message.key}`;
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeUndefined();
+    expect(failureIds(first.response)).toEqual([id]);
+    expect(completions.failures).toBeGreaterThan(0);
+    expect(metrics.counts[CONSUMER_METRICS.completionWriteFailed]).toBe(1);
+    expect(await readItem(idempotencyTable, recordId)).toMatchObject({ status: 'IN_PROGRESS' });
+
+    completions.stop();
+    clock.advance(60_000);
+    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
+    expect(ran).toEqual(['pay']);
+    expect(await readItem(idempotencyTable, recordId)).toMatchObject({
+      status: 'IN_DOUBT',
+      unresolved: 'IN_DOUBT',
+      message: { body: expect.stringContaining(message.key), groupId: 'G' },
+    });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+    client.destroy();
+  });
+
+  // ── §10 fixed error names ─────────────────────────────────────────────────────────────────────
+
+  it('names every dead-lettered error by its fixed name, and a user subclass by its class', async () => {
+    class PaymentDeclined extends NonRetryableError {}
+    class CardBlocked extends NonRetryableError {
+      static override readonly errorName: string = 'CardBlockedByIssuer';
+    }
+    class CardExpired extends CardBlocked {}
+    const { queue, dlq } = await queuePair();
+    const thrown: Record<string, () => Error> = {
+      plain: () => new NonRetryableError('no'),
+      declined: () => new PaymentDeclined('the card was declined'),
+      blocked: () => new CardBlocked('the issuer blocked the card'),
+      expired: () => new CardExpired('the card expired'),
+    };
+    const { operation } = recordingOperation({
+      fail: (name) => {
+        const error = thrown[name];
+        if (error) throw error();
+      },
+    });
+    // A write whose condition fails: a business rule, described or not.
+    const outOfStock = (message: { key: string }) => ({
+      writes: [
+        {
+          ConditionCheck: {
+            TableName: businessTable,
+            Key: { id: `missing-${message.key}` },
+            ConditionExpression: 'attribute_exists(id)',
+          },
+        },
+      ],
+    });
+    const stock = transactionalOperation({
+      namespace: `stock-${randomUUID().slice(0, 8)}`,
+      plan: outOfStock,
+    });
+    const describedStock = transactionalOperation({
+      namespace: `described-${randomUUID().slice(0, 8)}`,
+      plan: outOfStock,
+      describeViolation: () => 'the item is out of stock',
+    });
+    const { handler } = consumer({ Named: operation, Stock: stock, Described: describedStock }, dlq.url);
+    const declined = named('declined', 'declined');
+    const expected: Record<string, string> = {};
+    const send = async (name: string, sent: Promise<string>) => {
+      expected[await sent] = name;
+    };
+    await send('NonRetryableError', publish(sqs, queue.url, named('plain', 'plain')));
+    await send('PaymentDeclined', publish(sqs, queue.url, declined));
+    await send('CardBlockedByIssuer', publish(sqs, queue.url, named('blocked', 'blocked')));
+    await send('CardExpired', publish(sqs, queue.url, named('expired', 'expired')));
+    await send('UnknownMessageTypeError', publish(sqs, queue.url, named('unknown', 'u', 'NoSuchType')));
+    await send(
+      'InvalidPayloadError',
+      publish(sqs, queue.url, { type: 'Named', groupId: 'invalid', key: randomUUID(), payload: { name: 7 } }),
+    );
+    await send(
+      'InvalidEnvelopeError',
+      sendBody(sqs, queue.url, '{"not":"an envelope"}', 'envelope', randomUUID()),
+    );
+    await send('TransactionConditionFailedError', publish(sqs, queue.url, named('stock', 's', 'Stock')));
+    await send('BusinessRuleViolationError', publish(sqs, queue.url, named('described', 'd', 'Described')));
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(9);
+    expect(failureIds(poll.response)).toEqual([]);
+    const dead = await dlqCopiesById(dlq, 9);
+    const names = Object.fromEntries(Object.keys(expected).map((id) => [id, dead[id]?.errorName]));
+    expect(names).toEqual(expected);
+    expect(await readItem(idempotencyTable, `${operation.namespace}#${declined.key}`)).toMatchObject({
+      status: 'REJECTED',
+      error: { name: 'PaymentDeclined' },
+    });
+  });
+
+  it('fixes the name of every Oncely error class, so a minified bundle keeps it', () => {
+    const classes = [
+      ...Object.values(consumerExports),
+      ...Object.values(idempotencyExports),
+      InvalidEnvelopeError,
+    ]
+      .filter((value): value is typeof OncelyError => typeof value === 'function')
+      .filter((value) => value.prototype instanceof OncelyError);
+    expect(classes.length).toBeGreaterThan(10);
+    const unnamed = classes.filter((type) => {
+      const own = Object.getOwnPropertyDescriptor(type, 'errorName')?.value;
+      return typeof own !== 'string' || own === '';
+    });
+    expect(unnamed.map((type) => type.name)).toEqual([]);
+    // Instances report it, not their class's name (PastDedupHorizonError is named PastDedupHorizon).
+    expect(new consumerExports.PastDedupHorizonError('2020-01-01T00:00:00.000Z', 600).name).toBe(
+      PAST_DEDUP_HORIZON,
+    );
+  });
+});
