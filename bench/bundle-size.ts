@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
+import { lambdaBuildOptions, lambdaBundleFile } from '../lib/bundling';
 
 export const BUNDLES = {
   oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/consumer/handler.ts' },
@@ -19,36 +20,23 @@ export interface BundleSize {
 }
 
 /**
- * (4) The consumers bundled as `lib/oncely-pipeline.ts` has NodejsFunction bundle them: esbuild,
- * ESM, minified, for node24, the AWS SDK left out (the Lambda runtime provides it). Nothing is
- * written to disk.
+ * (4) The consumers bundled as `lib/oncely-pipeline.ts` has NodejsFunction bundle them, with the
+ * same options (`lib/bundling.ts`): esbuild, ESM, minified with names kept, for node24, the AWS SDK
+ * left out (the Lambda runtime provides it). Nothing is written to disk.
  */
 export async function measureBundleSizes(projectRoot: string): Promise<BundleSize[]> {
   const sizes: BundleSize[] = [];
   for (const consumer of Object.keys(BUNDLES) as BundledConsumer[]) {
     const { entry } = BUNDLES[consumer];
     const result = await build({
-      absWorkingDir: projectRoot,
-      entryPoints: [entry],
-      outfile: 'bundle/index.mjs',
+      ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }),
       write: false,
       metafile: true,
       logLevel: 'error',
-      bundle: true,
-      platform: 'node',
-      minify: true,
-      sourcemap: true,
-      format: 'esm',
-      target: 'node24',
-      mainFields: ['module', 'main'],
-      external: ['@aws-sdk/*'],
-      banner: {
-        js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      },
       plugins: [onePowertoolsCommons(projectRoot)],
     });
-    const code = result.outputFiles.find((file) => file.path.endsWith('.mjs'));
-    if (!code) throw new Error(`esbuild wrote no index.mjs for ${entry}`);
+    const code = result.outputFiles.find((file) => file.path.endsWith(lambdaBundleFile()));
+    if (!code) throw new Error(`esbuild wrote no ${lambdaBundleFile()} for ${entry}`);
     sizes.push({
       consumer,
       entry,

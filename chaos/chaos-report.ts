@@ -9,7 +9,10 @@ export interface ChaosRun {
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
-export function chaosPassed(run: { schedules: ScheduleCheckReport; pipeline?: PipelineChaosReport }): boolean {
+export function chaosPassed(run: {
+  schedules: ScheduleCheckReport;
+  pipeline?: PipelineChaosReport;
+}): boolean {
   const { schedules, pipeline } = run;
   const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
   return (

@@ -7,7 +7,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -22,6 +22,7 @@ import {
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
 } from '../lambdas/runtime/idempotency/record';
+import { LAMBDA_BUNDLING } from './bundling';
 import { PipelineAlarms } from './pipeline-alarms';
 import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings';
 
@@ -206,16 +207,8 @@ export class OncelyPipeline extends Construct {
       timeout: options.timeout,
       memorySize: options.memorySize,
       environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
-      bundling: {
-        minify: true,
-        sourceMap: true,
-        format: OutputFormat.ESM,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        // Some dependencies still `require()` Node built-ins; ESM bundles need a require of their own.
-        banner:
-          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      },
+      // Minified ESM for node24 with names kept (error names survive): see lib/bundling.ts.
+      bundling: LAMBDA_BUNDLING,
     });
     (fn.node.defaultChild as CfnResource).addMetadata(ENTRY_METADATA_KEY, entry);
     return fn;

@@ -336,15 +336,20 @@ describe.concurrent('FIFO batch middleware', () => {
     const a1 = named('A', 'A1');
     const b1 = named('B', 'B1');
     const idOf = (message: { key: string }) => `${operation.namespace}#${message.key}`;
-    // A1's acquire is held until B1's has failed: A1 then holds a lease in a batch that is failing.
+    // A1's acquire is held until B1's has failed for good — its acquire, then the three tries to give
+    // back the lease it might have taken: A1 then holds a lease in a batch that is failing. (The
+    // failure reaches the batch in microtasks, before A1's answer can come back from DynamoDB.)
     let b1Failed!: () => void;
     const afterB1Failed = new Promise<void>((resolve) => (b1Failed = resolve));
     holdAcquire(client, idOf(a1), afterB1Failed);
+    let b1GiveBacks = 0;
     failRequests(
       client,
-      (operationName, input) => operationName === 'UpdateItem' && JSON.stringify(input).includes(idOf(b1)),
+      (operationName, input) =>
+        (operationName === 'UpdateItem' || operationName === 'DeleteItem') &&
+        JSON.stringify(input).includes(idOf(b1)),
       () => {
-        b1Failed();
+        if (++b1GiveBacks === 4) b1Failed();
         return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
       },
     );

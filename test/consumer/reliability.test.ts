@@ -287,7 +287,8 @@ describe.concurrent('consumer reliability', () => {
     expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(3);
   });
 
-  it('learns the default reserve: twice the slowest record so far defers the next group’s record', async () => {
+  it('learns the default reserve: twice its recent slow records defers the next group’s record', async () => {
+    let remaining = 5_000;
     // The invocation outlasts 1 s: a longer visibility timeout keeps A1's receipt handle valid for its delete.
     const { queue, dlq } = await queuePair(5, 2);
     const ran: string[] = [];
@@ -297,7 +298,10 @@ describe.concurrent('consumer reliability', () => {
       payload: namedPayload,
       run: async (message) => {
         ran.push(message.payload.name);
-        if (message.payload.name === 'A1') await effectTakes(700); // a slow effect
+        if (message.payload.name === 'A1') {
+          await effectTakes(700); // a slow effect, after which 1.1 s of the invocation are left
+          remaining = 1_100;
+        }
       },
     });
     // One group at a time, so A1 finishes before B1 is considered.
@@ -309,8 +313,10 @@ describe.concurrent('consumer reliability', () => {
     const b1 = await publish(sqs, queue.url, b1Message);
     const b2 = await publish(sqs, queue.url, named('B', 'B2'));
 
-    // 1.1 s left throughout: above the initial reserve (1 s), below twice A1's 700+ ms.
-    const context = controlledContext(() => 1_100);
+    // The batch starts with 5 s (half of it caps nothing); after A1, 1.1 s are left: above the
+    // initial reserve (1 s), below twice A1's 700+ ms.
+    remaining = 5_000;
+    const context = controlledContext(() => remaining);
     const poll = await pollOnce(sqs, queue, handler, { context });
     expect(poll.records.map((record) => record.messageId)).toEqual([a1, b1, b2]);
     expect(failureIds(poll.response)).toEqual([b1, b2]);

@@ -23,8 +23,9 @@ export interface FifoBatchOptions {
   maxConcurrentGroups?: number;
   /**
    * A record is not started with less than this many milliseconds of the invocation left (DESIGN
-   * §5); it and the rest of its group come back. By default learnt per container: twice its slowest
-   * record so far, at least 1 s.
+   * §5); it and the rest of its group come back. By default learnt per container — twice the 90th
+   * percentile of its last 20 records, at least 1 s, at most half the batch's time — and the first
+   * record of a batch always starts.
    */
   recordTimeReserveMs?: number;
   /**
@@ -66,11 +67,14 @@ export function fifoBatch(
       const received = receiveRecord(sqsRecord);
       return { received, telemetry: RecordTelemetry.forRecord(options, logFieldsOf(received)) };
     });
+    let anyStarted = false;
+    const budgetMs = lambdaContext.getRemainingTimeInMillis();
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
       maxConcurrentGroups,
       async ({ received, telemetry }, signal) => {
-        if (!deadline.allowsStart(lambdaContext)) return 'deferred';
+        if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+        anyStarted = true;
         const started = Date.now();
         try {
           return await processRecord(received, telemetry, { lambdaContext, signal }, processor);
@@ -89,7 +93,7 @@ export function fifoBatch(
         'not started: too little of the invocation is left to finish it; SQS redelivers it',
         {
           remainingMs: lambdaContext.getRemainingTimeInMillis(),
-          reserveMs: deadline.reserveMs,
+          reserveMs: deadline.reserveMs(budgetMs),
         },
       );
     }
