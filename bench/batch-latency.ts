@@ -1,17 +1,17 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createConsumerHandler } from '../lambdas/consumer/consumer';
-import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../lambdas/consumer/environment';
-import { countRequests } from '../sandbox/request-counter';
-import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients';
-import { createLeaseConsumerHandler } from './consumers/lease-consumer';
-import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer';
-import { invocationContext, silentTelemetry } from './invocation';
-import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources';
-import { rotate } from './rotate';
-import { type Spread, spreadOf } from './statistics';
-import { fifoEvent, stockMessages } from './stock-events';
+import { createConsumerHandler } from '../examples/shop/consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
+import { countRequests } from '../src/sandbox/request-counter.js';
+import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
+import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
+import { invocationContext, silentTelemetry } from './invocation.js';
+import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
+import { rotate } from './rotate.js';
+import { type Spread, spreadOf } from './statistics.js';
+import { fifoEvent, stockMessages } from './stock-events.js';
 
 export const BATCH_CONSUMERS = {
   transactional: 'Oncely: the example consumer (transactional mode)',

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
-import { lambdaBuildOptions, lambdaBundleFile } from '../lib/bundling';
+import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
 
 export const BUNDLES = {
   oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/consumer/handler.ts' },

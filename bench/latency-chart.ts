@@ -1,4 +1,4 @@
-import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency';
+import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency.js';
 
 const WIDTH = 760;
 const HEIGHT = 430;

@@ -1,16 +1,16 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../lambdas/publisher/contract';
-import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../lambdas/publisher/environment';
-import { createPublisherHandler } from '../lambdas/publisher/handler';
-import { createEnvelope } from '../lambdas/runtime/envelope';
-import { DynamoDbIdempotencyStore } from '../lambdas/runtime/idempotency';
-import { countRequests } from '../sandbox/request-counter';
-import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients';
-import { invocationContext } from './invocation';
-import { createFifoQueue, deleteQueues, newIdempotencyTable, queueDepth, uniqueName } from './resources';
-import { rotate } from './rotate';
-import { type Spread, spreadOf } from './statistics';
-import { stockMessages } from './stock-events';
+import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../src/publisher/contract.js';
+import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../src/publisher/environment.js';
+import { createPublisherHandler } from '../src/publisher/handler.js';
+import { createEnvelope } from '../src/common/envelope.js';
+import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { countRequests } from '../src/sandbox/request-counter.js';
+import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { invocationContext } from './invocation.js';
+import { createFifoQueue, deleteQueues, newIdempotencyTable, queueDepth, uniqueName } from './resources.js';
+import { rotate } from './rotate.js';
+import { type Spread, spreadOf } from './statistics.js';
+import { stockMessages } from './stock-events.js';
 
 export const SENDERS = {
   publisher: 'Oncely publisher (SendMessageBatch)',

@@ -1,18 +1,18 @@
-import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency';
-import { BUNDLES, type BundleSize } from './bundle-size';
-import type { Machine } from './machine';
-import { type PublisherCost, SENDERS } from './publisher-calls';
+import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency.js';
+import { BUNDLES, type BundleSize } from './bundle-size.js';
+import type { Machine } from './machine.js';
+import { type PublisherCost, SENDERS } from './publisher-calls.js';
 import {
   DELIVERY_SCENARIOS,
   type DeliveryScenario,
   IDEMPOTENCY_SUBJECTS,
   type IdempotencySubject,
   type RequestsPerMessage,
-} from './requests-per-message';
-import type { BenchSettings } from './settings';
-import { ratio, type Spread } from './statistics';
-import type { TargetVerdict } from './targets';
-import { PIPELINE_CONSUMERS, type Throughput } from './throughput';
+} from './requests-per-message.js';
+import type { BenchSettings } from './settings.js';
+import { ratio, type Spread } from './statistics.js';
+import type { TargetVerdict } from './targets.js';
+import { PIPELINE_CONSUMERS, type Throughput } from './throughput.js';
 
 /** Everything one run measured, and what it ran on. */
 export interface BenchResults {

@@ -2,18 +2,18 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ledgerItemId, ledgerWrites } from '../lambdas/consumer/ledger-writes';
+import { ledgerItemId, ledgerWrites } from '../examples/shop/consumer/ledger-writes.js';
 import {
   DynamoDbIdempotencyStore,
   type IdempotencyObserver,
   LeaseIdempotency,
   TransactionalIdempotency,
-} from '../lambdas/runtime/idempotency';
-import { countRequests } from '../sandbox/request-counter';
-import { type BenchEndpoints, dynamoDbClient } from './clients';
-import { invocationContext } from './invocation';
-import { newIdempotencyTable, newLedgerTable, uniqueName } from './resources';
-import { sumWriteUnits } from './write-units';
+} from '../src/idempotency/index.js';
+import { countRequests } from '../src/sandbox/request-counter.js';
+import { type BenchEndpoints, dynamoDbClient } from './clients.js';
+import { invocationContext } from './invocation.js';
+import { newIdempotencyTable, newLedgerTable, uniqueName } from './resources.js';
+import { sumWriteUnits } from './write-units.js';
 
 /** The ways of making one DynamoDB write happen once that (1) compares. */
 export const IDEMPOTENCY_SUBJECTS = {

@@ -1,8 +1,8 @@
 import type { SQSEvent } from 'aws-lambda';
-import type { PublishMessage } from '../lambdas/publisher/contract';
-import { createEnvelope } from '../lambdas/runtime/envelope';
-import { LOCAL_REGION } from '../sandbox/local-aws-config';
-import { uniqueName } from './resources';
+import type { PublishMessage } from '../src/publisher/contract.js';
+import { createEnvelope } from '../src/common/envelope.js';
+import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
+import { uniqueName } from './resources.js';
 
 /**
  * The benchmarks' workload: `StockReceived`, the example consumer's event with one ledger write

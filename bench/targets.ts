@@ -1,6 +1,6 @@
-import type { BatchLatency } from './batch-latency';
-import type { PublisherCost } from './publisher-calls';
-import type { RequestsPerMessage } from './requests-per-message';
+import type { BatchLatency } from './batch-latency.js';
+import type { PublisherCost } from './publisher-calls.js';
+import type { RequestsPerMessage } from './requests-per-message.js';
 
 /** Issue 7's targets, judged on the figures of the run; never on expectations. */
 export interface TargetVerdict {

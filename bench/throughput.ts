@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../lambdas/publisher/contract';
-import { type BatchReport, startEventSourcePoller } from '../sandbox/event-source-poller';
-import { LocalFunctionRuntime } from '../sandbox/function-runtime';
-import { LOCAL_REGION, localFunctionArn } from '../sandbox/local-aws-config';
-import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients';
+import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../src/publisher/contract.js';
+import { type BatchReport, startEventSourcePoller } from '../src/sandbox/event-source-poller.js';
+import { LocalFunctionRuntime } from '../src/sandbox/function-runtime.js';
+import { LOCAL_REGION, localFunctionArn } from '../src/sandbox/local-aws-config.js';
+import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import {
   createQueueWithDlq,
   deleteQueues,
@@ -11,10 +11,10 @@ import {
   newLedgerTable,
   sumOfAttribute,
   uniqueName,
-} from './resources';
-import { rotate } from './rotate';
-import { type Spread, spreadOf } from './statistics';
-import { stockMessages } from './stock-events';
+} from './resources.js';
+import { rotate } from './rotate.js';
+import { type Spread, spreadOf } from './statistics.js';
+import { stockMessages } from './stock-events.js';
 
 export const PIPELINE_CONSUMERS = {
   idempotencyFree: {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ChaosService } from './faults';
+import type { ChaosService } from './faults.js';
 
 /** A complete HTTP answer the proxy sends instead of the upstream's. */
 export interface ErrorAnswer {

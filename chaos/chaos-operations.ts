@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { type ConsumerOperation, leaseOperation, transactionalOperation } from '../lambdas/runtime/consumer';
-import { NonRetryableError, OutcomeUnknownError } from '../lambdas/runtime/idempotency';
-import type { EffectLedger } from './effect-ledger';
-import type { Behaviour } from './schedule';
+import { type ConsumerOperation, leaseOperation, transactionalOperation } from '../src/consumer/index.js';
+import { NonRetryableError, OutcomeUnknownError } from '../src/idempotency/index.js';
+import type { EffectLedger } from './effect-ledger.js';
+import type { Behaviour } from './schedule.js';
 
 /** The message types of the schedules, one per way of making an effect idempotent. */
 export const CHAOS_TYPES = {

@@ -1,5 +1,5 @@
-import type { ScheduleCheckReport } from './check-schedules';
-import type { PipelineChaosReport } from './pipeline-run';
+import type { ScheduleCheckReport } from './check-schedules.js';
+import type { PipelineChaosReport } from './pipeline-run.js';
 
 export interface ChaosRun {
   date: string;

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
-import { type ChaosWorld, type Emulators, openChaosWorld } from './chaos-world';
-import { FAULT_KINDS, type FaultKind } from './faults';
-import { checkInvariants, type Violation } from './invariants';
-import { runSchedule } from './run-schedule';
-import { type Schedule, scheduleArbitrary } from './schedule';
+import { type ChaosWorld, type Emulators, openChaosWorld } from './chaos-world.js';
+import { FAULT_KINDS, type FaultKind } from './faults.js';
+import { checkInvariants, type Violation } from './invariants.js';
+import { runSchedule } from './run-schedule.js';
+import { type Schedule, scheduleArbitrary } from './schedule.js';
 
 export interface ScheduleCheckOptions {
   emulators: Emulators;

@@ -1,4 +1,4 @@
-import type { FaultPlan } from './faults';
+import type { FaultPlan } from './faults.js';
 
 /**
  * Several plans at once, e.g. seeded noise plus one targeted fault: the first plan's fault wins.

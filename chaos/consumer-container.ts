@@ -3,12 +3,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fifoBatch } from '../lambdas/runtime/consumer';
-import { DynamoDbIdempotencyStore } from '../lambdas/runtime/idempotency';
-import { chaosOperations } from './chaos-operations';
-import type { EffectLedger } from './effect-ledger';
-import type { CrashPoint } from './schedule';
-import { dynamoDbClientVia, sqsClientVia } from './sdk-clients';
+import { fifoBatch } from '../src/consumer/index.js';
+import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { chaosOperations } from './chaos-operations.js';
+import type { EffectLedger } from './effect-ledger.js';
+import type { CrashPoint } from './schedule.js';
+import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 
 /** A crash planned for one invocation: at `point`, on the record whose idempotency id ends in `key`. */
 export interface PlannedCrash {

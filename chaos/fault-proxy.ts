@@ -1,6 +1,6 @@
 import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type ErrorAnswer, errorAnswer } from './aws-errors';
+import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
 import {
   type ChaosService,
   FAULT_KINDS,
@@ -9,9 +9,9 @@ import {
   type FaultPlan,
   type JsonObject,
   noFaults,
-} from './faults';
-import { HeldRequests } from './held-requests';
-import { forward, readBody, type UpstreamAnswer } from './http-forward';
+} from './faults.js';
+import { HeldRequests } from './held-requests.js';
+import { forward, readBody, type UpstreamAnswer } from './http-forward.js';
 
 const HOST = '127.0.0.1';
 

@@ -1,4 +1,4 @@
-import type { ChaosRequest, JsonObject } from './faults';
+import type { ChaosRequest, JsonObject } from './faults.js';
 
 /**
  * A stable identity of what a request does: its operation and the items or messages it targets,

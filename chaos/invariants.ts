@@ -1,4 +1,4 @@
-import type { ScheduleRun } from './run-schedule';
+import type { ScheduleRun } from './run-schedule.js';
 
 /** One broken promise of DESIGN §11, for one key. */
 export interface Violation {

@@ -8,22 +8,22 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { publish } from '../client/publish';
-import { startEmailGateway } from '../demo/email-gateway';
-import { differences, readLedger } from '../demo/ledger-snapshot';
-import { buildWorkload } from '../demo/workload';
-import { LEDGER_NAMESPACE } from '../lambdas/consumer/ledger';
-import { NOTIFICATIONS_NAMESPACE } from '../lambdas/consumer/notifications';
-import { createEnvelope, type OutgoingMessage } from '../lambdas/runtime/envelope';
-import type { IdempotencyRecord } from '../lambdas/runtime/idempotency';
-import { localAwsConfig } from '../sandbox/local-aws-config';
-import { startSandbox } from '../sandbox/local-sandbox';
-import { combinePlans } from './combine-plans';
-import { type FaultProxy, startFaultProxy } from './fault-proxy';
-import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults';
-import { fnv1a32 } from './hash';
-import { seededFaultPlan } from './seeded-plan';
-import { targetedFaultPlan } from './targeted-plan';
+import { publish } from '../src/client/publish.js';
+import { startEmailGateway } from '../examples/shop/demo/email-gateway.js';
+import { differences, readLedger } from '../examples/shop/demo/ledger-snapshot.js';
+import { buildWorkload } from '../examples/shop/demo/workload.js';
+import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
+import { createEnvelope, type OutgoingMessage } from '../src/common/envelope.js';
+import type { IdempotencyRecord } from '../src/idempotency/index.js';
+import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import { startSandbox } from '../src/sandbox/local-sandbox.js';
+import { combinePlans } from './combine-plans.js';
+import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
+import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults.js';
+import { fnv1a32 } from './hash.js';
+import { seededFaultPlan } from './seeded-plan.js';
+import { targetedFaultPlan } from './targeted-plan.js';
 
 export interface PipelineChaosOptions {
   seed: number;

@@ -11,23 +11,23 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { publish } from '../client/publish';
-import { createPublisherHandler } from '../lambdas/publisher/handler';
-import { DynamoDbIdempotencyStore } from '../lambdas/runtime/idempotency';
-import { lambdaContext } from '../sandbox/lambda-context';
-import { LOCAL_REGION } from '../sandbox/local-aws-config';
-import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event';
-import { CHAOS_TYPES, type ChaosPayload } from './chaos-operations';
-import type { ChaosWorld } from './chaos-world';
-import { combinePlans } from './combine-plans';
-import { ConsumerContainer } from './consumer-container';
-import { EffectLedger } from './effect-ledger';
-import { type FaultPlan, noFaults } from './faults';
-import { observeOutcome, type ScheduleOutcome } from './observe';
-import type { CrashMark, CrashPoint, Schedule, Step } from './schedule';
-import { dynamoDbClientVia, sqsClientVia } from './sdk-clients';
-import { seededFaultPlan } from './seeded-plan';
-import { createTestClock, type TestClock } from './test-clock';
+import { publish } from '../src/client/publish.js';
+import { createPublisherHandler } from '../src/publisher/handler.js';
+import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { lambdaContext } from '../src/sandbox/lambda-context.js';
+import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
+import { failedMessageIds, toSqsRecord } from '../src/sandbox/sqs-event.js';
+import { CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
+import type { ChaosWorld } from './chaos-world.js';
+import { combinePlans } from './combine-plans.js';
+import { ConsumerContainer } from './consumer-container.js';
+import { EffectLedger } from './effect-ledger.js';
+import { type FaultPlan, noFaults } from './faults.js';
+import { observeOutcome, type ScheduleOutcome } from './observe.js';
+import type { CrashMark, CrashPoint, Schedule, Step } from './schedule.js';
+import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
+import { seededFaultPlan } from './seeded-plan.js';
+import { createTestClock, type TestClock } from './test-clock.js';
 
 /** Records live a day here: long enough to outlast the schedule, short enough to jump past. */
 export const CHAOS_TTL_SECONDS = 24 * 60 * 60;

@@ -1,6 +1,6 @@
-import { type Fault, type FaultPlan, FaultPlanError } from './faults';
-import { requestFingerprint } from './fingerprint';
-import { fnv1a32, mulberry32 } from './hash';
+import { type Fault, type FaultPlan, FaultPlanError } from './faults.js';
+import { requestFingerprint } from './fingerprint.js';
+import { fnv1a32, mulberry32 } from './hash.js';
 
 /** The faults a seeded plan scatters; `hang` is for targeted plans, as it stops its caller for good. */
 export type SeededFaultKind = 'fail-before' | 'lose-answer' | 'throttle' | 'delay';

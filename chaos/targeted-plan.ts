@@ -1,6 +1,6 @@
-import type { ChaosRequest, Fault, FaultPlan } from './faults';
-import { FaultPlanError } from './faults';
-import { requestFingerprint } from './fingerprint';
+import type { ChaosRequest, Fault, FaultPlan } from './faults.js';
+import { FaultPlanError } from './faults.js';
+import { requestFingerprint } from './fingerprint.js';
 
 export interface TargetedFaultOptions {
   /** Which requests may be the target, e.g. UpdateItems that write `IN_DOUBT`. */

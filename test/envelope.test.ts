@@ -4,8 +4,8 @@ import {
   InvalidEnvelopeError,
   parseEnvelope,
   parseReceivedEnvelope,
-} from '../lambdas/runtime/envelope';
-import { deriveMessageKey, NonRetryableError } from '../lambdas/runtime/idempotency';
+} from '../src/common/envelope.js';
+import { deriveMessageKey, NonRetryableError } from '../src/idempotency/index.js';
 
 describe('message envelope', () => {
   it('derives the key when the producer gives none, and keeps a given one', () => {

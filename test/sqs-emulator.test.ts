@@ -13,7 +13,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, inject, it } from 'vitest';
-import { localAwsConfig } from '../sandbox/local-aws-config';
+import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
 
 // Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
 // (DESIGN.md §2, §5). Every test owns its queues, so the tests run concurrently.

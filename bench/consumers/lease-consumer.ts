@@ -7,10 +7,10 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fifoBatch, leaseOperation } from '../../lambdas/runtime/consumer';
-import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
-import { STOCK_RECEIVED } from '../stock-events';
-import { type ShopSettings, shopEventEffect } from './shop-events';
+import { fifoBatch, leaseOperation } from '../../src/consumer/index.js';
+import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
+import { STOCK_RECEIVED } from '../stock-events.js';
+import { type ShopSettings, shopEventEffect } from './shop-events.js';
 
 export interface LeaseConsumerOptions extends ShopSettings {
   dynamodb: DynamoDBClient;

@@ -12,7 +12,7 @@ import {
   type ShopSettings,
   shopEventEffect,
   shopSettingsFromEnvironment,
-} from './shop-events';
+} from './shop-events.js';
 
 export interface PowertoolsConsumerOptions extends ShopSettings {
   dynamodb: DynamoDBClient;

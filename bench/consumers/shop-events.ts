@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { ledgerWrites } from '../../lambdas/consumer/ledger-writes';
-import type { TransactionWrite } from '../../lambdas/runtime/idempotency';
+import { ledgerWrites } from '../../examples/shop/consumer/ledger-writes.js';
+import type { TransactionWrite } from '../../src/idempotency/index.js';
 
 /** Where the shop's effects go. */
 export interface ShopSettings {

@@ -1,15 +1,15 @@
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { measureBatchLatency } from '../../bench/batch-latency';
-import { measureBundleSizes } from '../../bench/bundle-size';
-import type { BenchEndpoints } from '../../bench/clients';
-import { latencyChartSvg } from '../../bench/latency-chart';
-import { describeMachine } from '../../bench/machine';
-import { measurePublisher } from '../../bench/publisher-calls';
-import { resultsMarkdown } from '../../bench/report';
-import { measureRequestsPerMessage } from '../../bench/requests-per-message';
-import { QUICK } from '../../bench/settings';
-import { judgeTargets } from '../../bench/targets';
-import { measureThroughput } from '../../bench/throughput';
+import { measureBatchLatency } from '../../bench/batch-latency.js';
+import { measureBundleSizes } from '../../bench/bundle-size.js';
+import type { BenchEndpoints } from '../../bench/clients.js';
+import { latencyChartSvg } from '../../bench/latency-chart.js';
+import { describeMachine } from '../../bench/machine.js';
+import { measurePublisher } from '../../bench/publisher-calls.js';
+import { resultsMarkdown } from '../../bench/report.js';
+import { measureRequestsPerMessage } from '../../bench/requests-per-message.js';
+import { QUICK } from '../../bench/settings.js';
+import { judgeTargets } from '../../bench/targets.js';
+import { measureThroughput } from '../../bench/throughput.js';
 
 // `npm run bench` in a tiny configuration, so that a broken benchmark fails here rather than on the
 // day someone runs it. Timings are only checked to be there: they are the benchmark's to report.

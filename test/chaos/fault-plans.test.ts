@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { combinePlans } from '../../chaos/combine-plans';
-import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../chaos/faults';
-import { requestFingerprint } from '../../chaos/fingerprint';
-import { mulberry32 } from '../../chaos/hash';
-import { seededFaultPlan } from '../../chaos/seeded-plan';
-import { targetedFaultPlan } from '../../chaos/targeted-plan';
+import { combinePlans } from '../../chaos/combine-plans.js';
+import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../chaos/faults.js';
+import { requestFingerprint } from '../../chaos/fingerprint.js';
+import { mulberry32 } from '../../chaos/hash.js';
+import { seededFaultPlan } from '../../chaos/seeded-plan.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 
 const RATES = { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.05, delay: 0.05 };
 

@@ -7,16 +7,16 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy';
-import type { ChaosRequest, Fault } from '../../chaos/faults';
-import { HungRequestTimeoutError } from '../../chaos/held-requests';
-import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients';
-import { targetedFaultPlan } from '../../chaos/targeted-plan';
-import { createEnvelope } from '../../lambdas/runtime/envelope';
-import { localAwsConfig } from '../../sandbox/local-aws-config';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs';
-import { recordRetryDecisions } from './retry-decisions';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import type { ChaosRequest, Fault } from '../../chaos/faults.js';
+import { HungRequestTimeoutError } from '../../chaos/held-requests.js';
+import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { createEnvelope } from '../../src/common/envelope.js';
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
+import { recordRetryDecisions } from './retry-decisions.js';
 
 /**
  * The test's (first) `operation` request gets `fault` on every send, SDK retries included; with

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runPipelineChaos } from '../../chaos/pipeline-run';
+import { runPipelineChaos } from '../../chaos/pipeline-run.js';
 
 // The whole pipeline in its own sandbox under faults — `npm run chaos` runs a larger one.
 

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world';
-import { checkSchedules } from '../../chaos/check-schedules';
-import type { ChaosRequest } from '../../chaos/faults';
-import { checkInvariants } from '../../chaos/invariants';
-import { runSchedule } from '../../chaos/run-schedule';
-import type { Schedule } from '../../chaos/schedule';
-import { targetedFaultPlan } from '../../chaos/targeted-plan';
-import { PAST_DEDUP_HORIZON } from '../../lambdas/runtime/dedup-horizon';
+import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
+import { checkSchedules } from '../../chaos/check-schedules.js';
+import type { ChaosRequest } from '../../chaos/faults.js';
+import { checkInvariants } from '../../chaos/invariants.js';
+import { runSchedule } from '../../chaos/run-schedule.js';
+import type { Schedule } from '../../chaos/schedule.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
 
 // DESIGN §11 under generated fault schedules: the real publisher, consumer middleware and
 // idempotency core on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos`

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createTestClock, TestClockError } from '../../chaos/test-clock';
+import { createTestClock, TestClockError } from '../../chaos/test-clock.js';
 
 describe('createTestClock', () => {
   it('stands still until a test moves it', () => {

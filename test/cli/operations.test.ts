@@ -14,12 +14,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line';
-import type { DeadLetterListing } from '../../cli/dead-letter-list';
-import { type RedriveResult, redriveDeadLetters } from '../../cli/dead-letter-redrive';
-import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../cli/in-doubt-records';
-import { resolveAsRetry } from '../../cli/in-doubt-retry';
-import { runOperation } from '../../cli/operations-command';
+import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../src/cli/command-line.js';
+import type { DeadLetterListing } from '../../src/cli/dead-letter-list.js';
+import { type RedriveResult, redriveDeadLetters } from '../../src/cli/dead-letter-redrive.js';
+import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../src/cli/in-doubt-records.js';
+import { resolveAsRetry } from '../../src/cli/in-doubt-retry.js';
+import { runOperation } from '../../src/cli/operations-command.js';
 import {
   DedupHorizonUnknownError,
   MessageNotKeptError,
@@ -30,18 +30,18 @@ import {
   ResendFailedError,
   ResolutionConflictError,
   UnknownRecordError,
-} from '../../cli/operations-errors';
-import { describeRedrive, describeResolution } from '../../cli/operations-report';
-import { ledgerItemId } from '../../lambdas/consumer/ledger';
-import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/consumer/notifications';
-import type { PublishMessage, PublishResponse } from '../../lambdas/publisher/contract';
-import { PAST_DEDUP_HORIZON } from '../../lambdas/runtime/dedup-horizon';
-import { type IdempotencyRecord, payloadHash } from '../../lambdas/runtime/idempotency';
-import { freePort } from '../../sandbox/free-port';
-import { localAwsConfig } from '../../sandbox/local-aws-config';
-import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox';
-import { startGateway } from '../support/http-gateway';
-import { beforeRequests, fail, once, type RequestInput } from './sdk-faults';
+} from '../../src/cli/operations-errors.js';
+import { describeRedrive, describeResolution } from '../../src/cli/operations-report.js';
+import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
+import type { PublishMessage, PublishResponse } from '../../src/publisher/contract.js';
+import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
+import { type IdempotencyRecord, payloadHash } from '../../src/idempotency/index.js';
+import { freePort } from '../../src/sandbox/free-port.js';
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+import { startGateway } from '../support/http-gateway.js';
+import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 
 // The operations commands against one real sandbox (DynamoDB Local, the SQS emulator, the functions
 // and their pollers), found through its ready file as `oncely … --ready-file` finds it.

@@ -12,16 +12,16 @@ import {
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { PublisherHandler } from '../../lambdas/publisher/handler';
-import { payloadHash } from '../../lambdas/runtime/idempotency/keys';
-import { inProcessFunction } from '../../sandbox/in-process-function';
-import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint';
-import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config';
-import { countRequests } from '../../sandbox/request-counter';
-import { readItem } from '../support/dynamodb';
-import { expectedKey, orders, usePublisherFixture } from '../support/publisher';
-import { drainQueue, keysOfGroup } from '../support/sqs';
-import { holdSends } from '../support/sqs-faults';
+import type { PublisherHandler } from '../../src/publisher/handler.js';
+import { payloadHash } from '../../src/idempotency/keys.js';
+import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
+import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../src/sandbox/lambda-invoke-endpoint.js';
+import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { readItem } from '../support/dynamodb.js';
+import { expectedKey, orders, usePublisherFixture } from '../support/publisher.js';
+import { drainQueue, keysOfGroup } from '../support/sqs.js';
+import { holdSends } from '../support/sqs-faults.js';
 
 const FUNCTION = 'oncely-publisher';
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };

@@ -13,10 +13,10 @@ import {
   IdempotencyStoreUnavailableError,
   type LeaseOperationOptions,
   leaseOperation,
-} from '../../lambdas/runtime/consumer';
-import { DynamoDbIdempotencyStore, NonRetryableError } from '../../lambdas/runtime/idempotency';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { failRequests } from '../support/sdk-middleware';
+} from '../../src/consumer/index.js';
+import { DynamoDbIdempotencyStore, NonRetryableError } from '../../src/idempotency/index.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { failRequests } from '../support/sdk-middleware.js';
 import {
   createQueueWithDlq,
   deleteQueues,
@@ -25,9 +25,9 @@ import {
   publish,
   receiveMessages,
   sendBody,
-} from '../support/sqs';
-import { pollOnce, pollUntil } from '../support/sqs-event-source';
-import { metricsRecorder, silentLogger } from '../support/telemetry';
+} from '../support/sqs.js';
+import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // The FIFO batch middleware against the SQS emulator and DynamoDB Local, with in-memory effects:
 // each test owns its queues and its keys (one idempotency table for the file), so they run concurrently.

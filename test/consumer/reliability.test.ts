@@ -7,7 +7,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import * as consumerExports from '../../lambdas/runtime/consumer';
+import * as consumerExports from '../../src/consumer/index.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,
@@ -18,10 +18,10 @@ import {
   type LeaseOperationOptions,
   leaseOperation,
   transactionalOperation,
-} from '../../lambdas/runtime/consumer';
-import { PAST_DEDUP_HORIZON } from '../../lambdas/runtime/dedup-horizon';
-import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../lambdas/runtime/envelope';
-import * as idempotencyExports from '../../lambdas/runtime/idempotency';
+} from '../../src/consumer/index.js';
+import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
+import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../src/common/envelope.js';
+import * as idempotencyExports from '../../src/idempotency/index.js';
 import {
   DynamoDbIdempotencyStore,
   type IdempotencyStoreOptions,
@@ -29,11 +29,11 @@ import {
   NonRetryableError,
   OncelyError,
   OutcomeUnknownError,
-} from '../../lambdas/runtime/idempotency';
-import { sha256Hex } from '../../lambdas/runtime/idempotency/keys';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { lambdaContext } from '../support/lambda-context';
-import { failRequests, setsStatus } from '../support/sdk-middleware';
+} from '../../src/idempotency/index.js';
+import { sha256Hex } from '../../src/idempotency/keys.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { failRequests, setsStatus } from '../support/sdk-middleware.js';
 import {
   createFifoQueue,
   createQueueWithDlq,
@@ -43,9 +43,9 @@ import {
   publish,
   receiveMessages,
   sendBody,
-} from '../support/sqs';
-import { pollOnce, pollUntil } from '../support/sqs-event-source';
-import { metricsRecorder, silentLogger } from '../support/telemetry';
+} from '../support/sqs.js';
+import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // Reliability rules of the FIFO batch middleware (DESIGN §2 dedup horizon, §3 no acknowledgement
 // without a record, §5 deadline, per-record errors, DLQ once and at the size limit), against the SQS

@@ -6,7 +6,7 @@ import {
   isValidKey,
   payloadHash,
   recordId,
-} from '../../lambdas/runtime/idempotency';
+} from '../../src/idempotency/index.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {

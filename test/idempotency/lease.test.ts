@@ -12,11 +12,11 @@ import {
   NonRetryableError,
   OutcomeUnknownError,
   ResultTooLargeError,
-} from '../../lambdas/runtime/idempotency';
-import { countRequests } from '../../sandbox/request-counter';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { lambdaContext } from '../support/lambda-context';
-import { failRequests } from '../support/sdk-middleware';
+} from '../../src/idempotency/index.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { failRequests } from '../support/sdk-middleware.js';
 
 /** A clock the tests move by hand, so leases and records expire without waiting. */
 function manualClock(start = Date.now()) {

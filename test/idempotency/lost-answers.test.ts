@@ -8,10 +8,10 @@ import {
   OutcomeUnknownError,
   RecordNotWrittenError,
   TransactionalIdempotency,
-} from '../../lambdas/runtime/idempotency';
-import { countRequests } from '../../sandbox/request-counter';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware';
+} from '../../src/idempotency/index.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
 
 // DESIGN §3 and §11: a request applied with its answer lost (the SDK retries it) must be recognised
 // as this call's own, never taken for somebody else's work; a record write that keeps failing must

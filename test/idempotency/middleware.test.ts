@@ -6,9 +6,9 @@ import {
   IdempotencyConflictError,
   IdempotencyInProgressError,
   idempotentRequest,
-} from '../../lambdas/runtime/idempotency';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
-import { lambdaContext } from '../support/lambda-context';
+} from '../../src/idempotency/index.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
 
 interface PublishRequest {
   requestId?: string;

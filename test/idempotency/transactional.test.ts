@@ -9,9 +9,9 @@ import {
   TransactionConditionFailedError,
   TransactionContentionError,
   type TransactionWrite,
-} from '../../lambdas/runtime/idempotency';
-import { countRequests } from '../../sandbox/request-counter';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+} from '../../src/idempotency/index.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 
 let client: DynamoDBClient;
 let idempotencyTable: string;

@@ -4,13 +4,13 @@ import {
   MONITOR_ENVIRONMENT,
   MonitorEnvironmentError,
   readMonitorEnvironment,
-} from '../../lambdas/monitor/environment';
-import { handler } from '../../lambdas/monitor/handler';
-import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics';
-import { createMonitorHandler } from '../../lambdas/monitor/monitor';
-import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/runtime/idempotency';
-import { LOCAL_REGION } from '../../sandbox/local-aws-config';
-import { createTable, localDynamoClient } from '../support/dynamodb';
+} from '../../src/monitor/environment.js';
+import { handler } from '../../src/monitor/handler.js';
+import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
+import { createMonitorHandler } from '../../src/monitor/monitor.js';
+import type { IdempotencyRecord, UnresolvedReason } from '../../src/idempotency/index.js';
+import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+import { createTable, localDynamoClient } from '../support/dynamodb.js';
 
 const dynamodb = localDynamoClient();
 const documents = DynamoDBDocumentClient.from(dynamodb);

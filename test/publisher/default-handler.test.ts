@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { handler } from '../../lambdas/publisher/handler';
-import { LOCAL_REGION } from '../../sandbox/local-aws-config';
-import { createTable, localDynamoClient } from '../support/dynamodb';
-import { lambdaContext } from '../support/lambda-context';
-import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs';
+import { handler } from '../../src/publisher/handler.js';
+import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();

@@ -1,13 +1,13 @@
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import type { MessageResult, PublishResponse } from '../../lambdas/publisher/contract';
-import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
-import { countRequests } from '../../sandbox/request-counter';
-import { readItem } from '../support/dynamodb';
-import { lambdaContext } from '../support/lambda-context';
-import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher';
-import { drainQueue, keysOfGroup } from '../support/sqs';
-import { holdSends, injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults';
+import type { MessageResult, PublishResponse } from '../../src/publisher/contract.js';
+import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { readItem } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher.js';
+import { drainQueue, keysOfGroup } from '../support/sqs.js';
+import { holdSends, injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults.js';
 
 const fixture = usePublisherFixture();
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_MESSAGES_PER_REQUEST } from '../../lambdas/publisher/contract';
+import { MAX_MESSAGES_PER_REQUEST } from '../../src/publisher/contract.js';
 import {
   type EntryOutcome,
   MAX_REASON_LENGTH,
   type OrderedSendOptions,
   sendInGroupOrder,
-} from '../../lambdas/publisher/ordered-sender';
-import type { PreparedMessage } from '../../lambdas/publisher/validation';
-import { MAX_RESULT_BYTES } from '../../lambdas/runtime/idempotency';
+} from '../../src/publisher/ordered-sender.js';
+import type { PreparedMessage } from '../../src/publisher/validation.js';
+import { MAX_RESULT_BYTES } from '../../src/idempotency/index.js';
 
 /** Messages named by group and position, e.g. "A0", "A1", "B0". */
 function prepared(...keys: string[]): PreparedMessage[] {

@@ -1,9 +1,9 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { startDynamoDbLocal } from '../../sandbox/dynamodb-local';
-import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../sandbox/java';
-import { localAwsConfig } from '../../sandbox/local-aws-config';
-import { groupAlive } from '../support/process-group';
+import { startDynamoDbLocal } from '../../src/sandbox/dynamodb-local.js';
+import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../src/sandbox/java.js';
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { groupAlive } from '../support/process-group.js';
 
 describe('DynamoDB Local fixture', () => {
   it('answers on loopback and leaves no process of its group behind when stopped', async () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../sandbox/function-runtime';
+import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../src/sandbox/function-runtime.js';
 
 const runtimes: LocalFunctionRuntime[] = [];
 afterEach(async () => {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { groupAlive } from '../support/process-group';
+import { groupAlive } from '../support/process-group.js';
 
 describe('interrupting a process that runs DynamoDB Local', () => {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

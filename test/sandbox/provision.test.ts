@@ -1,13 +1,13 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/runtime/idempotency';
-import { ENTRY_METADATA_KEY } from '../../lib/oncely-pipeline';
-import type { CloudFormationTemplate } from '../../sandbox/cloudformation';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
-import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision';
-import { synthesizeTemplate } from '../../sandbox/synthesize';
-import { uniqueName } from '../support/dynamodb';
+import { EXPIRES_AT_ATTRIBUTE } from '../../src/idempotency/index.js';
+import { ENTRY_METADATA_KEY } from '../../src/cdk/oncely-pipeline.js';
+import type { CloudFormationTemplate } from '../../src/sandbox/cloudformation.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { type ProvisionedStack, provisionTemplate } from '../../src/sandbox/provision.js';
+import { synthesizeTemplate } from '../../src/sandbox/synthesize.js';
+import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
 const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));

@@ -2,14 +2,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics';
-import type { UnresolvedCounts } from '../../lambdas/monitor/unresolved-counts';
-import { inProcessFunction } from '../../sandbox/in-process-function';
-import type { FunctionError, InvocationResult } from '../../sandbox/lambda-context';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config';
-import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox';
-import type { LocalSchedule } from '../../sandbox/schedule-rules';
-import { startScheduleRunner } from '../../sandbox/schedule-runner';
+import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
+import type { UnresolvedCounts } from '../../src/monitor/unresolved-counts.js';
+import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
+import type { FunctionError, InvocationResult } from '../../src/sandbox/lambda-context.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+import type { LocalSchedule } from '../../src/sandbox/schedule-rules.js';
+import { startScheduleRunner } from '../../src/sandbox/schedule-runner.js';
 
 const INTERVAL_MS = 100;
 

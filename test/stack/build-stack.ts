@@ -1,7 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { OncelyPipelineProps } from '../../lib/oncely-pipeline';
-import { OncelyStack } from '../../lib/oncely-stack';
+import type { OncelyPipelineProps } from '../../src/cdk/oncely-pipeline.js';
+import { OncelyStack } from '../../examples/shop/lib/oncely-stack.js';
 
 /** Synthesises the app stack without bundling the Lambdas (that is `npm run synth`'s job). */
 export function buildStack(pipeline: Partial<OncelyPipelineProps> = {}) {

@@ -6,13 +6,13 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment';
-import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/consumer/notifications';
-import { DLQ_ATTRIBUTES } from '../../lambdas/runtime/consumer';
-import { type IdempotencyRecord, recordId } from '../../lambdas/runtime/idempotency';
-import { LAMBDA_BUNDLING, lambdaBuildOptions, lambdaBundleFile } from '../../lib/bundling';
-import { LOCAL_REGION } from '../../sandbox/local-aws-config';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb';
+import { CONSUMER_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
+import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
+import { DLQ_ATTRIBUTES } from '../../src/consumer/index.js';
+import { type IdempotencyRecord, recordId } from '../../src/idempotency/index.js';
+import { LAMBDA_BUNDLING, lambdaBuildOptions, lambdaBundleFile } from '../../src/cdk/bundling.js';
+import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import {
   createQueueWithDlq,
   deleteQueues,
@@ -20,8 +20,8 @@ import {
   localSqsClient,
   publish,
   receiveMessages,
-} from '../support/sqs';
-import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source';
+} from '../support/sqs.js';
+import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
 
 /**
  * The consumers bundled exactly as the stack bundles its Lambdas (lib/bundling.ts: minified, ESM,

@@ -1,6 +1,6 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
-import { PLACEHOLDER_NOTIFICATION_URL, pipelinePropsFromContext } from '../../lib/context-props';
+import { PLACEHOLDER_NOTIFICATION_URL, pipelinePropsFromContext } from '../../examples/shop/lib/context-props.js';
 
 const from = (context: Record<string, unknown>, stage = 'dev') =>
   pipelinePropsFromContext((k) => context[k], stage);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MissingStackOutputsError, resourcesFromOutputs, STACK_OUTPUTS } from '../../lib/stack-outputs';
+import { MissingStackOutputsError, resourcesFromOutputs, STACK_OUTPUTS } from '../../src/cdk/stack-outputs.js';
 
 describe('reading a deployed stack’s outputs', () => {
   const complete = Object.values(STACK_OUTPUTS).map((key) => ({

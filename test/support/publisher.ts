@@ -1,13 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach } from 'vitest';
-import type { PublishMessage } from '../../lambdas/publisher/contract';
-import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../lambdas/publisher/environment';
-import { createPublisherHandler, type PublisherOptions } from '../../lambdas/publisher/handler';
-import { DynamoDbIdempotencyStore } from '../../lambdas/runtime/idempotency';
-import { deriveMessageKey } from '../../lambdas/runtime/idempotency/keys';
-import { createTable, localDynamoClient } from './dynamodb';
-import { createFifoQueue, localSqsClient } from './sqs';
+import type { PublishMessage } from '../../src/publisher/contract.js';
+import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../src/publisher/environment.js';
+import { createPublisherHandler, type PublisherOptions } from '../../src/publisher/handler.js';
+import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
+import { deriveMessageKey } from '../../src/idempotency/keys.js';
+import { createTable, localDynamoClient } from './dynamodb.js';
+import { createFifoQueue, localSqsClient } from './sqs.js';
 
 /** Retries without real waiting, so tests of retries stay fast. */
 export const FAST_RETRY = { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 4 };

@@ -1,9 +1,9 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { LOCAL_REGION } from '../../sandbox/local-aws-config';
-import { failedMessageIds, toSqsRecord } from '../../sandbox/sqs-event';
-import { lambdaContext } from './lambda-context';
-import type { FifoQueue } from './sqs';
+import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+import { failedMessageIds, toSqsRecord } from '../../src/sandbox/sqs-event.js';
+import { lambdaContext } from './lambda-context.js';
+import type { FifoQueue } from './sqs.js';
 
 export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 

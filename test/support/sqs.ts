@@ -15,8 +15,8 @@ import {
   type MessageEnvelope,
   type OutgoingMessage,
   parseEnvelope,
-} from '../../lambdas/runtime/envelope';
-import { localAwsConfig } from '../../sandbox/local-aws-config';
+} from '../../src/common/envelope.js';
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
 
 export interface FifoQueue {
   url: string;

@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { MetricsSink } from '../../lambdas/runtime/consumer';
+import type { MetricsSink } from '../../src/consumer/index.js';
 
 /** A Powertools logger that prints nothing, for tests that do not look at logs. */
 export function silentLogger(): Logger {

@@ -1,4 +1,0 @@
-/** The CDK app (`npm run synth`, `npx cdk deploy`); see lib/oncely-app.ts. */
-import { buildOncelyApp } from '../lib/oncely-app';
-
-buildOncelyApp();

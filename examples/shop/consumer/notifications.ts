@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { type ConsumerOperation, leaseOperation } from '../../../src/consumer/index.js';
+import { type IdempotencyMode, NonRetryableError, OncelyError } from '../../../src/idempotency/index.js';
+import { type HttpAnswer, postJson } from './http-post.js';
+
+export const NOTIFICATIONS_NAMESPACE = 'notifications';
+
+const sendNotificationSchema = z.object({
+  to: z.email(),
+  subject: z.string().min(1).max(200),
+  body: z.string().min(1).max(100_000),
+});
+
+/** The gateway answered 5xx, 408 or 429: it did not send the notification; a later try may succeed. */
+export class NotificationGatewayUnavailableError extends OncelyError {
+  static readonly errorName: string = 'NotificationGatewayUnavailableError';
+  readonly retryable = true;
+}
+
+/** The gateway refused the notification (a 4xx other than 408/429): sending it again cannot help. */
+export class NotificationRefusedError extends NonRetryableError {
+  static override readonly errorName: string = 'NotificationRefusedError';
+}
+
+/**
+ * `SendNotification`: POSTs `{ to, subject, body }` to an e-mail gateway, in lease mode. At-most-once
+ * (the default) parks a notification whose outcome is unknown (a timeout after the request went
+ * out) IN_DOUBT, never sending it twice; at-least-once re-sends it instead. The idempotency key goes
+ * along so the gateway can dedupe too.
+ */
+export function notificationOperation(gateway: {
+  url: string;
+  timeoutMs: number;
+  mode?: IdempotencyMode;
+}): ConsumerOperation {
+  return leaseOperation({
+    namespace: NOTIFICATIONS_NAMESPACE,
+    mode: gateway.mode ?? 'at-most-once',
+    payload: sendNotificationSchema,
+    run: async ({ payload }, { idempotencyKey }) => {
+      const answer = await postJson(gateway.url, payload, {
+        headers: { 'Idempotency-Key': idempotencyKey },
+        timeoutMs: gateway.timeoutMs,
+      });
+      return { status: accepted(answer) };
+    },
+  });
+}
+
+function accepted({ status, body }: HttpAnswer): number {
+  if (status >= 200 && status < 300) return status;
+  const answer = `the notification gateway answered ${status}${body ? `: ${body.slice(0, 200)}` : ''}`;
+  if (status === 408 || status === 429 || status >= 500) {
+    throw new NotificationGatewayUnavailableError(`${answer}. Nothing was sent; SQS redelivers the message.`);
+  }
+  throw new NotificationRefusedError(`${answer}. Fix the notification, then publish it again.`);
+}

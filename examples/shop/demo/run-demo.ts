@@ -1,0 +1,268 @@
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { publish } from 'oncely/client';
+import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
+import { CONSUMER_METRICS } from '../../../src/consumer/telemetry.js';
+import { createEnvelope, type OutgoingMessage } from '../../../src/common/envelope.js';
+import { localAwsConfig } from '../../../src/sandbox/local-aws-config.js';
+import { startSandbox } from '../../../src/sandbox/local-sandbox.js';
+import { startEmailGateway } from './email-gateway.js';
+import { differences, readInDoubtIds, readLedger } from './ledger-snapshot.js';
+import { MetricsTally } from './metrics-tally.js';
+import { buildWorkload, type WorkloadSize } from './workload.js';
+
+const PUBLISH_CHUNK = 500;
+const LOG_FILE = '.oncely/demo-functions.log';
+
+export interface DemoReport {
+  checks: { name: string; ok: boolean; detail?: string }[];
+}
+
+/**
+ * `npm start`: the sandbox, driven the way a user's services would drive the deployed pipeline,
+ * with trouble injected on purpose; the report checks that every effect happened exactly once.
+ */
+export async function runDemo(
+  size: WorkloadSize,
+  print: (line: string) => void,
+  progress: (line: string) => void = print,
+): Promise<DemoReport> {
+  const workload = buildWorkload(size);
+  // The gateway sees each e-mail's Idempotency-Key: the consumer's record id, `namespace#key`.
+  const receipts = workload.notificationKeys.map((key) => `${NOTIFICATIONS_NAMESPACE}#${key}`);
+  // Trouble strikes the earliest receipts, so their 12-second wait for redelivery overlaps the
+  // rest of the work instead of trailing after it.
+  const firstReceipts = workload.stream
+    .filter((message) => message.type === 'SendNotification')
+    .map((message) => `${NOTIFICATIONS_NAMESPACE}#${message.key}`);
+  const hangKey = firstReceipts[0] ?? '';
+  const flakyKeys = new Set(firstReceipts.slice(1, 41));
+  const gateway = await startEmailGateway((key) =>
+    key === hangKey ? 'hang' : flakyKeys.has(key) ? 'unavailable' : 'accept',
+  );
+  const tally = new MetricsTally();
+  mkdirSync('.oncely', { recursive: true });
+  writeFileSync(LOG_FILE, '');
+
+  print('Starting the sandbox: DynamoDB Local, the SQS emulator, the stack synthesised from lib/ …');
+  const sandbox = await startSandbox({
+    environment: { NOTIFICATION_URL: gateway.url, NOTIFICATION_TIMEOUT_MS: '10000' },
+    functionOutput: (line, fn) => {
+      if (!tally.add(line)) appendFileSync(LOG_FILE, `${fn}: ${line}\n`);
+    },
+  });
+  const { endpoints, resources, region } = sandbox.description;
+  const credentials = localAwsConfig('').credentials;
+  const lambda = new LambdaClient({ endpoint: endpoints.lambda, region, credentials });
+  const sqs = new SQSClient(localAwsConfig(endpoints.sqs));
+  const dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
+  const send = (messages: OutgoingMessage[], requestId?: string) =>
+    publish(messages, { functionName: resources.publisherFunctionName, lambda, requestId });
+  const queueDepth = async (QueueUrl: string) => {
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
+    return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+  };
+
+  try {
+    print(`Ready in the sandbox (${sandbox.description.stackName}); function logs go to ${LOG_FILE}.\n`);
+    print(`1. A stock load: ${workload.stock.length} StockReceived events.`);
+    await send(workload.stock);
+    await waitFor(
+      async () =>
+        (await readLedger(dynamodb, resources.ledgerTableName)).stock.size === workload.stock.length,
+      30_000,
+    );
+
+    const stream = [...workload.stream];
+    stream.splice(120, 0, workload.poison[0] as OutgoingMessage);
+    stream.splice(240, 0, workload.poison[1] as OutgoingMessage);
+    const customers = new Set(stream.map((m) => m.groupId)).size;
+    print(
+      `2. ${stream.length} order, payment, cancellation and receipt events of ${customers} customers, through the client:`,
+    );
+    const started = Date.now();
+    const firstResults = new Map<string, string>();
+    let requests = 0;
+    let firstRequest: { messages: OutgoingMessage[]; requestId: string; results: unknown } | undefined;
+    for (let i = 0; i < stream.length; i += PUBLISH_CHUNK) {
+      const messages = stream.slice(i, i + PUBLISH_CHUNK);
+      const response = await send(messages);
+      requests++;
+      firstRequest ??= { messages, requestId: response.requestId, results: response.results };
+      for (const result of response.results)
+        if (result.status === 'sent') firstResults.set(result.key, result.messageId);
+    }
+    print(
+      `   published ${firstResults.size} messages in ${requests} requests of up to ${PUBLISH_CHUNK} ` +
+        `(${seconds(Date.now() - started)} s).`,
+    );
+
+    print('3. Trouble, on purpose:');
+    const replay = firstRequest ? await send(firstRequest.messages, firstRequest.requestId) : undefined;
+    const replayed = JSON.stringify(replay?.results) === JSON.stringify(firstRequest?.results);
+    print(
+      `   - the first request repeated with its requestId: ${replayed ? 'answered from the publisher’s record' : 'NOT replayed'}`,
+    );
+    const retried = await send(stream.slice(0, 300));
+    const stoppedBySqs = retried.results.filter(
+      (r) => r.status === 'sent' && firstResults.get(r.key) === r.messageId,
+    ).length;
+    print(
+      `   - a producer retried ${retried.results.length} messages with a new requestId: SQS deduplicated ${stoppedBySqs}`,
+    );
+    const resent = stream.slice(300, 500).filter((m) => m.type !== 'OrderShipped');
+    await resendAfterDedupWindow(sqs, resources.queueUrl, resent);
+    print(
+      `   - ${resent.length} messages re-sent as after SQS’s 5-minute window (fresh dedup ids, same keys)`,
+    );
+    print(`   - ${workload.poison.length} poison messages (an unknown type, an order beyond the stock)`);
+    print(`   - the e-mail gateway is unavailable (503) on the first try of ${flakyKeys.size} receipts`);
+    print('   - and hangs on one receipt until the consumer Lambda times out, holding its lease\n');
+
+    let dlqDepth = 0;
+    let inDoubtIds: string[] = [];
+    let finishedAt = Date.now();
+    await waitFor(
+      async () => {
+        dlqDepth = await queueDepth(resources.dlqUrl);
+        const queued = await queueDepth(resources.queueUrl);
+        progress(
+          `   … ${seconds(Date.now() - started)} s: ${tally.get(CONSUMER_METRICS.processed)} effects applied, ` +
+            `${tally.get(CONSUMER_METRICS.duplicate)} duplicates stopped, ${dlqDepth} in the DLQ, ` +
+            `${tally.get(CONSUMER_METRICS.inDoubt)} in doubt, ${queued} queued`,
+        );
+        finishedAt = Date.now();
+        // Scanning the tables competes with the consumer for DynamoDB Local: only once the queue is empty.
+        if (queued > 0) return false;
+        const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+        inDoubtIds = await readInDoubtIds(dynamodb, resources.idempotencyTableName);
+        // At-most-once: every receipt ends up sent or in doubt (or both: sent, but not recorded), never twice.
+        const receiptsSettled = receipts.every(
+          (key) => gateway.accepted.has(key) || inDoubtIds.includes(key),
+        );
+        return (
+          differences(workload.expected.stock, ledger.stock).length === 0 &&
+          differences(workload.expected.balances, ledger.balances).length === 0 &&
+          receiptsSettled &&
+          dlqDepth === workload.poison.length &&
+          inDoubtIds.includes(hangKey)
+        );
+      },
+      60_000,
+      500,
+    ).catch(() => undefined);
+    const elapsed = finishedAt - started;
+
+    const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+    const wrong = [
+      ...differences(workload.expected.stock, ledger.stock),
+      ...differences(workload.expected.balances, ledger.balances),
+    ];
+    const duplicateEmails = [...gateway.accepted].filter(([, n]) => n > 1).map(([key]) => key);
+    // In doubt means "may or may not have been sent": an accepted e-mail can be in doubt too.
+    const unsettled = receipts.filter((key) => !gateway.accepted.has(key) && !inDoubtIds.includes(key));
+    const inDoubtResent = inDoubtIds.filter((key) => (gateway.attempts.get(key) ?? 0) > 1);
+    const handled = tally.get(CONSUMER_METRICS.processed) + tally.get(CONSUMER_METRICS.duplicate);
+    print('\nReport');
+    const row = (label: string, value: number | string, note = '') =>
+      print(`  ${label.padEnd(34)} ${String(value).padStart(7)}  ${note}`);
+    row(
+      'published',
+      firstResults.size + workload.stock.length,
+      `in ${requests + 1} requests (+1 replayed, nothing re-sent)`,
+    );
+    row('duplicates stopped by SQS', stoppedBySqs, 'producer retries inside the 5-minute window');
+    row('delivered to the consumer', handled, 'records handled, redeliveries included');
+    row(
+      'duplicates stopped by the consumer',
+      tally.get(CONSUMER_METRICS.duplicate),
+      'after the window, or redelivered after a timeout',
+    );
+    row(
+      'effects applied',
+      tally.get(CONSUMER_METRICS.processed),
+      `ledger transactions and ${gateway.accepted.size} e-mails`,
+    );
+    row('in the DLQ', dlqDepth, 'sent there at once, their groups went on');
+    row(
+      'in doubt',
+      inDoubtIds.length,
+      'cut off by the Lambda timeout, never re-sent: `oncely in-doubt list`',
+    );
+    row(
+      'throughput',
+      Math.round(handled / (elapsed / 1000)),
+      `records/s over ${seconds(elapsed)} s (incl. a 12 s retry wait)`,
+    );
+
+    const checks = [
+      {
+        name: 'the ledger equals the totals computed from the distinct events',
+        ok: wrong.length === 0,
+        detail: wrong.slice(0, 5).join('; '),
+      },
+      {
+        name: 'no e-mail was sent twice; each was sent, or is in doubt for an operator',
+        ok: duplicateEmails.length === 0 && unsettled.length === 0,
+        detail: [...duplicateEmails, ...unsettled].slice(0, 5).join(', '),
+      },
+      {
+        name: 'the hung e-mail is in doubt, and no in-doubt e-mail reached the gateway twice',
+        ok: inDoubtIds.includes(hangKey) && inDoubtResent.length === 0,
+        detail: inDoubtResent.join(', '),
+      },
+      { name: 'both poison messages are in the DLQ', ok: dlqDepth === workload.poison.length },
+      { name: 'the repeated request was answered from the publisher’s record', ok: replayed },
+      { name: 'SQS deduplicated every retried message', ok: stoppedBySqs === retried.results.length },
+      {
+        name: 'the consumer stopped every re-sent duplicate',
+        ok: tally.get(CONSUMER_METRICS.duplicate) >= resent.length,
+      },
+    ];
+    print('\nChecks');
+    for (const check of checks)
+      print(`  ${check.ok ? '✔' : '✘'} ${check.name}${check.ok || !check.detail ? '' : `: ${check.detail}`}`);
+    return { checks };
+  } finally {
+    lambda.destroy();
+    sqs.destroy();
+    dynamodb.destroy();
+    await sandbox.stop();
+    await gateway.close();
+  }
+}
+
+/** Sends envelopes straight to the queue with fresh dedup ids: SQS lets them through, the consumer must not. */
+async function resendAfterDedupWindow(sqs: SQSClient, queueUrl: string, messages: OutgoingMessage[]) {
+  for (let i = 0; i < messages.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.slice(i, i + 10).map((message, index) => ({
+          Id: String(index),
+          MessageBody: JSON.stringify(createEnvelope(message)),
+          MessageGroupId: message.groupId,
+          MessageDeduplicationId: `late-${message.key}`,
+        })),
+      }),
+    );
+  }
+}
+
+async function waitFor(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+const seconds = (ms: number) => (ms / 1000).toFixed(1);

@@ -1,0 +1,61 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { vi } from 'vitest';
+import { createConsumerHandler } from '../../consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../../consumer/environment.js';
+import type { IdempotencyMode } from '../../../../src/idempotency/index.js';
+import { createTable } from '../../../../test/support/dynamodb.js';
+import { createQueueWithDlq, type FifoQueue } from '../../../../test/support/sqs.js';
+import { silentLogger } from '../../../../test/support/telemetry.js';
+
+export interface ExampleConsumerOptions {
+  dynamodb: DynamoDBClient;
+  sqs: SQSClient;
+  notificationUrl?: string;
+  notificationTimeoutMs?: number;
+  notificationMode?: IdempotencyMode;
+  maxReceiveCount?: number;
+  now?: () => number;
+}
+
+/**
+ * The example consumer (lambdas/consumer) wired to its own tables and queues on the emulators, as
+ * the stack would wire it. Metrics are recorded, not printed.
+ */
+export async function exampleConsumer(options: ExampleConsumerOptions) {
+  const [idempotencyTable, ledgerTable, queues] = await Promise.all([
+    createTable(options.dynamodb, 'consumer-idem'),
+    createTable(options.dynamodb, 'ledger'),
+    createQueueWithDlq(options.sqs, {
+      visibilityTimeoutSeconds: 1,
+      maxReceiveCount: options.maxReceiveCount ?? 5,
+    }),
+  ]);
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
+  const metrics = new Metrics({ namespace: 'OncelyTest', serviceName: 'consumer-test' });
+  const added = vi.spyOn(metrics, 'addMetric');
+  /** How much of a metric the consumer added so far. */
+  const metricCount = (name: string) =>
+    added.mock.calls.filter(([metric]) => metric === name).reduce((sum, [, , value]) => sum + value, 0);
+  const config = {
+    idempotencyTableName: idempotencyTable,
+    ledgerTableName: ledgerTable,
+    dlqUrl: queues.dlq.url,
+    notificationUrl: options.notificationUrl ?? 'http://127.0.0.1:9/unused',
+    notificationTimeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
+    notificationMode: options.notificationMode ?? 'at-most-once',
+  };
+  /** A new container: its own caches, the same tables and queues. */
+  const container = () =>
+    createConsumerHandler({
+      config,
+      dynamodb: options.dynamodb,
+      sqs: options.sqs,
+      logger: silentLogger(),
+      metrics,
+      now: options.now,
+    });
+  const { queue, dlq }: { queue: FifoQueue; dlq: FifoQueue } = queues;
+  return { handler: container(), container, queue, dlq, idempotencyTable, ledgerTable, metricCount };
+}

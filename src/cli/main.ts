@@ -1,0 +1,40 @@
+#!/usr/bin/env -S npx tsx
+
+/**
+ * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq` and
+ * `oncely in-doubt` operate a running pipeline, local or deployed. Exit codes: 0 done, 1 failed,
+ * 2 the command line is wrong.
+ */
+
+import { CliUsageError, parseCommandLine, USAGE } from './command-line.js';
+import { runLocal } from './local-command.js';
+import { runOperation } from './operations-command.js';
+
+// The project supports Node 20 (package.json engines); the SDK's notice about its own future
+// support would only clutter an operator's output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+async function main(argv: string[]): Promise<number> {
+  const command = parseCommandLine(argv);
+  switch (command.name) {
+    case 'help':
+      console.log(USAGE);
+      return 0;
+    case 'local':
+      return runLocal(command.options);
+    default:
+      return runOperation(command);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof CliUsageError) console.error(`${error.message}\n\n${USAGE}`);
+    else if (error instanceof Error) console.error(`${error.name}: ${error.message}`);
+    else console.error(String(error));
+    process.exitCode = error instanceof CliUsageError ? 2 : 1;
+  },
+);

@@ -1,0 +1,61 @@
+import type { OperationsCommand } from './command-line.js';
+import { listDeadLetters } from './dead-letter-list.js';
+import { redriveDeadLetters } from './dead-letter-redrive.js';
+import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
+import { resolveAsRetry } from './in-doubt-retry.js';
+import {
+  describeDeadLetters,
+  describeRedrive,
+  describeResolution,
+  describeUnresolved,
+} from './operations-report.js';
+import { connect } from './target.js';
+
+export interface OperationsOptions {
+  /** Where the result goes; standard output by default. */
+  print?: (text: string) => void;
+}
+
+/**
+ * `oncely dlq …` and `oncely in-doubt …`: connects to the target, runs the command, prints its
+ * result (for people, or as JSON with `--json`) and returns the exit code. Failures are thrown as
+ * the typed errors of `operations-errors.ts`.
+ */
+export async function runOperation(
+  command: OperationsCommand,
+  options: OperationsOptions = {},
+): Promise<number> {
+  const print = options.print ?? ((text: string) => console.log(text));
+  const report = <T>(result: T, describe: (result: T) => string) =>
+    print(command.json ? JSON.stringify(result, null, 2) : describe(result));
+  const pipeline = await connect(command.target);
+  const { resources } = pipeline;
+  try {
+    switch (command.name) {
+      case 'dlq-list':
+        report(await listDeadLetters(pipeline.sqs, resources.dlqUrl), describeDeadLetters);
+        return 0;
+      case 'dlq-redrive': {
+        const timeoutMs = command.timeoutSeconds === undefined ? undefined : command.timeoutSeconds * 1000;
+        report(await redriveDeadLetters(pipeline.sqs, resources, { timeoutMs }), (result) =>
+          describeRedrive(result, resources.queueUrl),
+        );
+        return 0;
+      }
+      case 'in-doubt-list':
+        report(await listUnresolved(pipeline), (records) =>
+          describeUnresolved(records, resources.idempotencyTableName),
+        );
+        return 0;
+      case 'in-doubt-resolve': {
+        const resolve = command.as === 'completed' ? resolveAsCompleted : resolveAsRetry;
+        report(await resolve(pipeline, command.id), (resolution) =>
+          describeResolution(resolution, resources.queueUrl),
+        );
+        return 0;
+      }
+    }
+  } finally {
+    pipeline.close();
+  }
+}

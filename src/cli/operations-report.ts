@@ -1,0 +1,112 @@
+/** What the operations commands print, for people; `--json` prints the results themselves instead. */
+
+import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
+import type { RedriveResult } from './dead-letter-redrive.js';
+import type { Resolution, UnresolvedRecord } from './in-doubt-records.js';
+import { formatTable } from './text-table.js';
+
+export function describeDeadLetters(listing: DeadLetterListing): string {
+  const { messages, dlqUrl } = listing;
+  if (messages.length === 0) return `The DLQ is empty (${dlqUrl}).`;
+  const table = formatTable(
+    ['SENT', 'GROUP', 'TYPE', 'KEY', 'RECEIVES', 'MESSAGE ID', 'ORIGINAL ID', 'ERROR'],
+    messages.map((message) => [
+      message.sentAt ?? '-',
+      message.groupId ?? '-',
+      message.type ?? '(not an envelope)',
+      message.key ?? '-',
+      String(message.receiveCount ?? message.approximateReceiveCount ?? '-'),
+      message.messageId,
+      message.originalMessageId ?? '-',
+      message.error
+        ? `${message.error.name}: ${message.error.message ?? ''}`
+        : 'moved by SQS after maxReceiveCount deliveries (see the consumer logs)',
+    ]),
+  );
+  const notes = [];
+  if (listing.approximateCount > messages.length) {
+    notes.push(
+      `SQS counts about ${listing.approximateCount} messages: a FIFO queue hands out each group from its ` +
+        'head only, so later messages of a long group show once the earlier ones are redriven.',
+    );
+  }
+  if (listing.stillHidden > 0) {
+    notes.push(
+      `${listing.stillHidden} listed messages could not be made visible again; they reappear within ` +
+        `${LISTING_VISIBILITY_TIMEOUT_SECONDS} s.`,
+    );
+  }
+  return [`${count(messages.length, 'message')} in the DLQ (${dlqUrl}):`, table, ...notes].join('\n');
+}
+
+export function describeRedrive(result: RedriveResult, queueUrl: string): string {
+  const lines = [
+    `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}, each group in order. The consumer ` +
+      'runs them again; those that had completed are recognised by their key and not run twice.',
+  ];
+  if (result.skipped > 0) {
+    lines.push(
+      `Skipped ${count(result.skipped, 'message')} past the dedup horizon: they can no longer be told apart from ` +
+        'new messages; see DESIGN §2. They stay in the DLQ (ErrorName PastDedupHorizon); to run one anyway, ' +
+        'publish it again under a new key.',
+    );
+  }
+  if (result.timedOut) {
+    lines.push(
+      'The time bound ended the redrive first: the rest is still in the DLQ; run `oncely dlq redrive` again.',
+    );
+  }
+  if (result.stillHidden > 0) {
+    lines.push(
+      `${count(result.stillHidden, 'message')} left in the DLQ could not be made visible again; they reappear ` +
+        'within a minute.',
+    );
+  }
+  return lines.join('\n');
+}
+
+/** What an operator does about a retry that did not finish. */
+const RETRY_PENDING_NOTE =
+  'retry pending: message not confirmed back on the queue; run resolve --as retry again';
+
+export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
+  if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
+  const table = formatTable(
+    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON'],
+    records.map((record) => [
+      record.id,
+      record.status,
+      record.since ?? '-',
+      String(record.attempts ?? '-'),
+      record.groupId ?? '(no message kept)',
+      record.status === 'RETRY_PENDING'
+        ? RETRY_PENDING_NOTE
+        : record.reason
+          ? `${record.reason.name}: ${record.reason.message}`
+          : '-',
+    ]),
+  );
+  const inDoubt = records.filter((record) => record.status === 'IN_DOUBT').length;
+  return [
+    `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
+    table,
+    'Find out whether each effect happened, then: `oncely in-doubt resolve ID --as completed` if it did, ' +
+      '`--as retry` to run it again.',
+  ].join('\n');
+}
+
+export function describeResolution(resolution: Resolution, queueUrl: string): string {
+  if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
+  const sent =
+    `${resolution.id}: its message is back on ${queueUrl} (group ${resolution.groupId}, message id ` +
+    `${resolution.messageId}); the record is FAILED, so the consumer runs it again.`;
+  if (!resolution.notCleared) return sent;
+  return (
+    `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
+    'until the consumer runs the message. There is no need to resolve it again.'
+  );
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}

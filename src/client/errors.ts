@@ -1,0 +1,31 @@
+import { OncelyError } from '../idempotency/errors.js';
+
+/** The client does not know which function to invoke. */
+export class PublisherClientConfigurationError extends OncelyError {
+  override readonly name = 'PublisherClientConfigurationError';
+  readonly retryable = false;
+}
+
+/**
+ * A function error other than the publisher's own (validation, conflict, in progress): a timeout,
+ * a crash, an AWS error inside the publisher. Retried by `publish` — safely, since the requestId
+ * turns a repeat into a replay — and thrown once the attempts run out.
+ */
+export class PublisherFunctionError extends OncelyError {
+  override readonly name = 'PublisherFunctionError';
+  readonly retryable = true;
+
+  constructor(
+    /** Lambda's `errorType`, e.g. `Sandbox.Timedout`. */
+    readonly errorType: string,
+    readonly errorMessage: string,
+  ) {
+    super(`The publisher function failed with ${errorType}: ${errorMessage}`);
+  }
+}
+
+/** The function answered, but not with a publish response: is it really the Oncely publisher? */
+export class PublisherResponseError extends OncelyError {
+  override readonly name = 'PublisherResponseError';
+  readonly retryable = false;
+}

@@ -1,0 +1,81 @@
+import { PAST_DEDUP_HORIZON } from '../common/dedup-horizon.js';
+import { NonRetryableError, OncelyError } from '../idempotency/errors.js';
+
+/** No operation is registered for the message's type: no retry can change that. */
+export class UnknownMessageTypeError extends NonRetryableError {
+  static override readonly errorName: string = 'UnknownMessageTypeError';
+  constructor(
+    readonly type: string,
+    knownTypes: readonly string[],
+  ) {
+    super(
+      `no operation handles message type "${type}" (this consumer handles ${knownTypes.join(', ') || 'no type'}). ` +
+        'Register an operation for it, or stop publishing it to this queue; then redrive the message.',
+    );
+  }
+}
+
+/** The payload does not match its operation's schema. */
+export class InvalidPayloadError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidPayloadError';
+  constructor(type: string, problems: string) {
+    super(`the ${type} payload is invalid: ${problems}. Fix the producer, then publish a corrected message.`);
+  }
+}
+
+/** A business write's condition failed (e.g. stock would go below zero): the message is refused for good. */
+export class BusinessRuleViolationError extends NonRetryableError {
+  static override readonly errorName: string = 'BusinessRuleViolationError';
+}
+
+/**
+ * A record without a MessageGroupId: the consumer is attached to a standard queue, not a FIFO one,
+ * so nothing guarantees the order it relies on. This fails the whole batch.
+ */
+export class MissingMessageGroupError extends OncelyError {
+  static readonly errorName: string = 'MissingMessageGroupError';
+  readonly retryable = false;
+  constructor(readonly messageId: string) {
+    super(
+      `message ${messageId} has no MessageGroupId: this consumer must read a FIFO queue (*.fifo). ` +
+        'Attach it to the FIFO queue, or remove the event source mapping.',
+    );
+  }
+}
+
+/**
+ * DynamoDB failed a request the idempotency core made for a record (unreachable, missing table,
+ * throttled, access denied). Every record needs that table, so this fails the whole batch.
+ */
+export class IdempotencyStoreUnavailableError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyStoreUnavailableError';
+  readonly retryable = true;
+  constructor(idempotencyKey: string, cause: unknown) {
+    super(
+      `DynamoDB failed while recording "${idempotencyKey}" (${describeCause(cause)}); nothing of this record was ` +
+        'applied. Check that the tables exist, the function may use them and DynamoDB is reachable: the whole ' +
+        'batch fails so that SQS redelivers it.',
+      { cause },
+    );
+  }
+}
+
+function describeCause(cause: unknown): string {
+  return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}
+
+/**
+ * The message was published longer ago than the dedup horizon (DESIGN §2): its idempotency record,
+ * if it ever had one, may have expired, so it cannot be told apart from a new message. It is never
+ * run; its name is the DLQ reason `PastDedupHorizon`.
+ */
+export class PastDedupHorizonError extends NonRetryableError {
+  static override readonly errorName: string = PAST_DEDUP_HORIZON;
+  constructor(publishedAt: string, ttlSeconds: number) {
+    super(
+      `the message was published at ${publishedAt}, past the dedup horizon (records live ${ttlSeconds} s): it can ` +
+        'no longer be told apart from a message never processed, so it is not run. If it must run, publish it again ' +
+        'as a new message with a new key.',
+    );
+  }
+}

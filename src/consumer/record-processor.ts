@@ -1,0 +1,115 @@
+import type { Context } from 'aws-lambda';
+import { type DedupHorizon, isPastDedupHorizon } from '../common/dedup-horizon.js';
+import {
+  type DynamoDbIdempotencyStore,
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  isRetryable,
+  toStoredError,
+} from '../idempotency/index.js';
+import type { DeadLetterQueue } from './dead-letter-queue.js';
+import { IdempotencyStoreUnavailableError, PastDedupHorizonError, UnknownMessageTypeError } from './errors.js';
+import type { RecordVerdict } from './group-runner.js';
+import type { ReceivedRecord } from './message.js';
+import type { ConsumerOperation, OperationOutcome } from './operations.js';
+import type { RecordTelemetry } from './telemetry.js';
+
+export interface RecordProcessorOptions {
+  store: DynamoDbIdempotencyStore;
+  operations: Readonly<Record<string, ConsumerOperation>>;
+  deadLetterQueue: DeadLetterQueue;
+  horizon: DedupHorizon;
+}
+
+/**
+ * One record, start to verdict: route it by type, run its operation with idempotency, and turn
+ * what happened into DESIGN §5's verdict. A non-retryable failure goes to the DLQ at once and
+ * counts as a success, so it does not block its group. Throws only what fails the whole batch.
+ */
+export async function processRecord(
+  received: ReceivedRecord,
+  telemetry: RecordTelemetry,
+  invocation: { lambdaContext: Context; signal: AbortSignal },
+  options: RecordProcessorOptions,
+): Promise<RecordVerdict> {
+  try {
+    if (received.error) throw received.error;
+    const { message } = received;
+    // Own properties only: a message of type "constructor" must not find Object's.
+    if (!Object.hasOwn(options.operations, message.type)) {
+      throw new UnknownMessageTypeError(message.type, Object.keys(options.operations));
+    }
+    // Before any request: past the horizon, even a lookup could not prove it is not a repeat.
+    if (isPastDedupHorizon(message.publishedAt, options.horizon, options.store.now())) {
+      throw new PastDedupHorizonError(message.publishedAt, options.horizon.ttlSeconds);
+    }
+    const operation = options.operations[message.type] as ConsumerOperation;
+    const outcome = await operation.execute(message, { store: options.store, telemetry, ...invocation });
+    reportSuccess(outcome, telemetry);
+    return 'succeeded';
+  } catch (error) {
+    // Once the batch fails as a whole, SQS redelivers every record: nothing else to decide here.
+    if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) throw error;
+    return failure(received, error, telemetry, options.deadLetterQueue);
+  }
+}
+
+function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry): void {
+  switch (outcome) {
+    case 'executed':
+      telemetry.count('processed');
+      telemetry.logger.info('processed');
+      return;
+    case 'duplicate':
+      telemetry.count('duplicate');
+      telemetry.logger.info('duplicate of a completed record: acknowledged without running');
+      return;
+    case 'in-doubt':
+      // Counted where the record became IN_DOUBT (the observer), not on every delivery of it.
+      telemetry.logger.warn(
+        'the record is IN_DOUBT: acknowledged without running; an operator must resolve it',
+      );
+      return;
+  }
+}
+
+async function failure(
+  received: ReceivedRecord,
+  error: unknown,
+  telemetry: RecordTelemetry,
+  deadLetterQueue: DeadLetterQueue,
+): Promise<RecordVerdict> {
+  if (error instanceof IdempotencyInProgressError) {
+    telemetry.count('inProgressElsewhere');
+    telemetry.logger.warn(
+      'another invocation is processing this key: the record fails and SQS redelivers it',
+      {
+        error,
+      },
+    );
+    return 'failed';
+  }
+  if (isRetryable(error)) {
+    telemetry.count('failed');
+    telemetry.logger.warn('the record failed and SQS redelivers it', { error });
+    return 'failed';
+  }
+  if (error instanceof IdempotencyConflictError) telemetry.count('conflict');
+  if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
+  try {
+    await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
+  } catch (sendError) {
+    telemetry.count('dlqSendFailed');
+    telemetry.logger.error(
+      'could not send a non-retryable record to the DLQ: it fails and SQS redelivers it',
+      {
+        error,
+        sendError,
+      },
+    );
+    return 'failed';
+  }
+  telemetry.count('sentToDlq');
+  telemetry.logger.warn('sent to the DLQ at once: no retry can fix this record', { error });
+  return 'succeeded';
+}

@@ -1,0 +1,113 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { MetricUnit as MetricUnitName } from '@aws-lambda-powertools/metrics/types';
+import type { IdempotencyObserver, StoredError } from '../idempotency/index.js';
+import type { RecordLogFields } from './message.js';
+
+/** The CloudWatch metrics (EMF, unit Count) a consumer emits, by what they count. */
+export const CONSUMER_METRICS = {
+  /** The record's effect ran now. */
+  processed: 'RecordsProcessed',
+  /** A duplicate of a completed record: acknowledged without running. */
+  duplicate: 'DuplicateRecords',
+  /** The key was used before with another payload (the record also goes to the DLQ). */
+  conflict: 'KeyConflicts',
+  /** Another invocation holds the key's lease: the record fails and comes back. */
+  inProgressElsewhere: 'RecordsInProgressElsewhere',
+  /** A record became IN_DOUBT (at-most-once): an operator must resolve it. */
+  inDoubt: 'RecordsInDoubt',
+  /** A non-retryable record sent to the DLQ at once. */
+  sentToDlq: 'RecordsSentToDlq',
+  /** Sending a non-retryable record to the DLQ failed: it fails and comes back. */
+  dlqSendFailed: 'DlqSendsFailed',
+  /** A retryable failure: SQS redelivers the record. */
+  failed: 'RecordsFailed',
+  /** Not run because an earlier record of its group failed. */
+  skipped: 'RecordsSkippedAfterGroupFailure',
+  /** The effect happened but its COMPLETED write kept failing: not acknowledged; the redelivery settles it. */
+  completionWriteFailed: 'CompletionWritesFailed',
+  /** Recording a failure failed: not acknowledged; the record stays IN_PROGRESS until its lease expires. */
+  failureWriteFailed: 'FailureWritesFailed',
+  /** The effect happened and is recorded, but its result was too large to store for duplicates. */
+  resultNotStored: 'ResultsNotStored',
+  /** Not started: the invocation had too little time left to finish it (DESIGN §5, the deadline). */
+  deferredAtDeadline: 'RecordsDeferredAtDeadline',
+  /** Published longer ago than the dedup horizon (DESIGN §2): sent to the DLQ, never run. */
+  pastDedupHorizon: 'RecordsPastDedupHorizon',
+  /** A fenced write found another owner: this invocation's lease had been taken over. */
+  leaseLost: 'LeasesLost',
+} as const;
+
+export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
+
+/** The part of Powertools' `Metrics` a consumer uses; its Middy `logMetrics` middleware publishes them. */
+export interface MetricsSink {
+  addMetric(name: string, unit: MetricUnitName, value: number): unknown;
+}
+
+/**
+ * Logs and metrics of one record. It is the idempotency core's observer for that record, so what
+ * the core reports without throwing is logged with the record's key, group and message id too.
+ */
+export class RecordTelemetry implements IdempotencyObserver {
+  constructor(
+    /** This record's logger: every line carries its key, group and message id. */
+    readonly logger: Logger,
+    private readonly metrics: MetricsSink,
+  ) {}
+
+  static forRecord(base: { logger: Logger; metrics: MetricsSink }, fields: RecordLogFields): RecordTelemetry {
+    return new RecordTelemetry(base.logger.createChild({ persistentKeys: { ...fields } }), base.metrics);
+  }
+
+  count(metric: ConsumerMetric): void {
+    this.metrics.addMetric(CONSUMER_METRICS[metric], MetricUnit.Count, 1);
+  }
+
+  completionWriteFailed(id: string, error: unknown): void {
+    this.count('completionWriteFailed');
+    this.logger.error(
+      'the effect happened but its completion could not be recorded: the message is not acknowledged, and its ' +
+        'redelivery settles the record once the lease expired',
+      { idempotencyKey: id, error },
+    );
+  }
+
+  resultNotStored(id: string, bytes: number): void {
+    this.count('resultNotStored');
+    this.logger.warn(
+      'the effect happened and is recorded, but its result was too large to store for duplicates',
+      {
+        idempotencyKey: id,
+        bytes,
+      },
+    );
+  }
+
+  leaseLost(id: string, operation: string): void {
+    this.count('leaseLost');
+    this.logger.warn('lease lost: another invocation took this record over; nothing was overwritten', {
+      idempotencyKey: id,
+      operation,
+    });
+  }
+
+  inDoubt(id: string, reason: StoredError): void {
+    this.count('inDoubt');
+    this.logger.warn(
+      'the record is IN_DOUBT: its effect may or may not have happened; an operator must resolve it',
+      {
+        idempotencyKey: id,
+        reason,
+      },
+    );
+  }
+
+  failureWriteFailed(id: string, error: unknown): void {
+    this.count('failureWriteFailed');
+    this.logger.error('could not record the failure; the record stays IN_PROGRESS until its lease expires', {
+      idempotencyKey: id,
+      error,
+    });
+  }
+}

@@ -1,0 +1,83 @@
+import type { StoredError } from './errors.js';
+
+/** The table's TTL attribute (epoch seconds). The CDK construct configures TTL from this constant. */
+export const EXPIRES_AT_ATTRIBUTE = 'expiresAt';
+
+/** The table's partition key. */
+export const ID_ATTRIBUTE = 'id';
+
+/**
+ * Records must outlive every way a message can come back (queue retention + DLQ retention, each at
+ * most 14 days in SQS). The deployed stack sets the exact figure; this default covers the maximum.
+ */
+export const DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 60 * 60;
+
+/** DynamoDB items are limited to 400 KB; the rest of the record needs a little room. */
+export const MAX_RESULT_BYTES = 350 * 1024;
+
+/**
+ * An IN_DOUBT record keeps its message only up to this size: the record must stay within
+ * DynamoDB's 400 KB item limit, while a queue may allow messages of up to 1 MiB.
+ */
+export const MAX_KEPT_MESSAGE_BYTES = 300 * 1024;
+
+/**
+ * A sparse global secondary index of the records an operator must look at (DESIGN §3): only
+ * records carrying {@link UNRESOLVED_ATTRIBUTE} are in it, so listing them never scans the table.
+ * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: all attributes.
+ */
+export const UNRESOLVED_INDEX_NAME = 'unresolved';
+
+/** Present only on records that need an operator; its value says why ({@link UnresolvedReason}). */
+export const UNRESOLVED_ATTRIBUTE = 'unresolved';
+
+/** The sort key of the unresolved index. */
+export const UPDATED_AT_ATTRIBUTE = 'updatedAt';
+
+/**
+ * Why a record is in the unresolved index: `IN_DOUBT` (the effect may or may not have happened) or
+ * `RETRY_PENDING` (an operator chose `--as retry`: the record is FAILED and keeps its message until
+ * the message is back on the queue; a crash in between leaves it here, to be sent again).
+ */
+export type UnresolvedReason = 'IN_DOUBT' | 'RETRY_PENDING';
+
+export type RecordStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'REJECTED' | 'IN_DOUBT';
+
+/**
+ * The message a lease-mode record was run for, as it arrived: an at-most-once consumer acknowledges
+ * a message when its record becomes IN_DOUBT, so the record keeps it for an operator who decides
+ * to run it again (`oncely in-doubt resolve --as retry`).
+ */
+export interface KeptMessage {
+  /** The SQS message body (the envelope). */
+  body: string;
+  /** The SQS message group it is re-sent to. */
+  groupId: string;
+}
+
+/** One idempotency record as stored (DESIGN §3). */
+export interface IdempotencyRecord {
+  id: string;
+  status: RecordStatus;
+  payloadHash: string;
+  /** Epoch seconds; past it the record counts as absent even before TTL deletes it. */
+  expiresAt: number;
+  leaseToken?: string;
+  /** Epoch milliseconds. */
+  leaseExpiresAt?: number;
+  /** The handler's result as JSON; absent when it returned `undefined`. */
+  result?: string;
+  /** Set instead of `result` when the result was too large to store. */
+  resultBytes?: number;
+  error?: StoredError;
+  attempts?: number;
+  updatedAt?: number;
+  /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
+  message?: KeptMessage;
+  /** Only on records an operator must resolve: they are in the unresolved index. */
+  unresolved?: UnresolvedReason;
+}
+
+export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
+  return record.expiresAt * 1000 <= nowMs;
+}

@@ -1,0 +1,399 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
+import {
+  DEFAULT_RECORD_TTL_SECONDS,
+  EXPIRES_AT_ATTRIBUTE,
+  type IdempotencyRecord,
+  type KeptMessage,
+  MAX_KEPT_MESSAGE_BYTES,
+  UNRESOLVED_ATTRIBUTE,
+} from './record.js';
+
+/** One business write of a transactional handler, in DynamoDBDocumentClient's format. */
+export type TransactionWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The right to run the effect for one record, proven by `token` on every later write. */
+export interface Lease {
+  readonly id: string;
+  readonly token: string;
+  readonly payloadHash: string;
+  /** Epoch milliseconds. */
+  readonly expiresAt: number;
+  /** Epoch seconds: when the record itself expires. */
+  readonly recordExpiresAt: number;
+  /** 1 for the first run of this key, more after failures or lease takeovers. */
+  readonly attempt: number;
+}
+
+export type AcquireResult =
+  | { acquired: true; lease: Lease }
+  | { acquired: false; existing: IdempotencyRecord };
+
+export type TransactionResult =
+  | { committed: true; recordExpiresAt: number }
+  | { committed: false; existing: IdempotencyRecord };
+
+export interface IdempotencyStoreOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Lifetime of a record; must outlive queue + DLQ retention. */
+  ttlSeconds?: number;
+  /** Clock in epoch milliseconds; tests move it to expire leases and records. */
+  now?: () => number;
+}
+
+const IN_PROGRESS = 'IN_PROGRESS';
+const STATUS_NAMES = { '#status': 'status' };
+const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
+
+/**
+ * The idempotency table (DESIGN §3). Every method is a single DynamoDB request; none reads first:
+ * a failed condition returns the existing item in the error, which is all a caller needs.
+ */
+export class DynamoDbIdempotencyStore {
+  readonly tableName: string;
+  readonly ttlSeconds: number;
+  readonly now: () => number;
+  readonly #documents: DynamoDBDocumentClient;
+
+  constructor(options: IdempotencyStoreOptions) {
+    this.tableName = options.tableName;
+    this.ttlSeconds = options.ttlSeconds ?? DEFAULT_RECORD_TTL_SECONDS;
+    this.now = options.now ?? Date.now;
+    this.#documents = DynamoDBDocumentClient.from(options.client, {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+  }
+
+  /**
+   * Takes the lease if the record is absent, expired or FAILED (or, with `takeOverExpiredLease`,
+   * IN_PROGRESS past its lease) — each only for the same payload. One conditional UpdateItem, which
+   * also counts the attempt. If the SDK retried it after its answer was lost, the retry finds the
+   * record holding this call's own token: the lease is ours all the same.
+   */
+  async acquire(input: {
+    id: string;
+    payloadHash: string;
+    leaseMs: number;
+    takeOverExpiredLease: boolean;
+  }): Promise<AcquireResult> {
+    const now = this.now();
+    const token = randomUUID();
+    const leaseExpiresAt = now + input.leaseMs;
+    const recordExpiresAt = this.#recordExpiresAt(now);
+    const takeover = input.takeOverExpiredLease
+      ? ' OR (#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash)'
+      : '';
+    const lease = (attempt: number): AcquireResult => ({
+      acquired: true,
+      lease: {
+        id: input.id,
+        token,
+        payloadHash: input.payloadHash,
+        expiresAt: leaseExpiresAt,
+        recordExpiresAt,
+        attempt,
+      },
+    });
+    try {
+      const output = await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: input.id },
+          // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
+          UpdateExpression:
+            'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
+            'expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one ' +
+            'REMOVE #result, resultBytes, #error, #message, unresolved',
+          ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash)${takeover}`,
+          ExpressionAttributeNames: {
+            ...STATUS_NAMES,
+            '#result': 'result',
+            '#error': 'error',
+            '#message': 'message',
+          },
+          ExpressionAttributeValues: {
+            ':inProgress': IN_PROGRESS,
+            ':hash': input.payloadHash,
+            ':token': token,
+            ':leaseExpiresAt': leaseExpiresAt,
+            ':expiresAt': recordExpiresAt,
+            ':nowMs': now,
+            ':nowSec': Math.floor(now / 1000),
+            ':zero': 0,
+            ':one': 1,
+            ':failed': 'FAILED',
+          },
+          ReturnValues: 'UPDATED_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return lease(Number(output.Attributes?.attempts ?? 1));
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) {
+        // The SDK gave up, and one of its tries may have been applied: give back a lease that is
+        // perhaps ours, so that no at-most-once delivery later finds it expired and parks it IN_DOUBT.
+        await this.#releaseToken(input.id, token);
+        throw error;
+      }
+      const existing = existingItem(error);
+      if (!existing) throw error;
+      if (existing.status === IN_PROGRESS && existing.leaseToken === token)
+        return lease(existing.attempts ?? 1);
+      return { acquired: false, existing };
+    }
+  }
+
+  /** Best effort, a few tries: deletes the record if it is IN_PROGRESS under `token`. */
+  async #releaseToken(id: string, token: string): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        await this.release({ id, token } as Lease);
+        return;
+      } catch {
+        // Still failing: the lease, if it is ours, expires on its own.
+      }
+    }
+  }
+
+  /** Records the effect as done. Returns false if the lease was lost (fencing). */
+  complete(lease: Lease, outcome: { result?: string; resultBytes?: number }): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'COMPLETED', {
+      result: outcome.result,
+      resultBytes: outcome.resultBytes,
+    });
+  }
+
+  /** Records a retryable failure: the next delivery may acquire the record again. */
+  fail(lease: Lease, error: StoredError): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'FAILED', { error });
+  }
+
+  /** Records a permanent failure: duplicates get the same error. */
+  reject(lease: Lease, error: StoredError): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'REJECTED', { error });
+  }
+
+  /**
+   * Records that the effect may or may not have happened; only an operator moves it on. The
+   * record keeps `message` (if it fits), so that the operator can run it again; it enters the
+   * unresolved index and lives a full TTL from now, so it stays visible until resolved.
+   */
+  markInDoubt(lease: Lease, error: StoredError, message?: KeptMessage): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'IN_DOUBT', {
+      error,
+      message: keepable(message),
+      [UNRESOLVED_ATTRIBUTE]: 'IN_DOUBT',
+      [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(this.now()),
+    });
+  }
+
+  /**
+   * At-most-once: parks a record whose owner's lease expired without completion as IN_DOUBT,
+   * fenced on that owner's token so a concurrent completion wins. False if something else won.
+   * The record keeps `message` (the delivery that found it; if it fits), as with `markInDoubt`.
+   */
+  async parkExpiredLease(
+    record: IdempotencyRecord,
+    reason: StoredError,
+    message?: KeptMessage,
+  ): Promise<boolean> {
+    const now = this.now();
+    const kept = keepable(message);
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: record.id },
+          UpdateExpression:
+            'SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, unresolved = :inDoubt, ' +
+            `expiresAt = :expiresAt, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            'REMOVE leaseExpiresAt',
+          ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
+          ExpressionAttributeNames: {
+            ...STATUS_NAMES,
+            '#error': 'error',
+            ...(kept ? { '#message': 'message' } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':inDoubt': 'IN_DOUBT',
+            ':inProgress': IN_PROGRESS,
+            ':token': record.leaseToken,
+            ':error': reason,
+            ':nowMs': now,
+            ':expiresAt': this.#recordExpiresAt(now),
+            ':one': 1,
+            ...(kept ? { ':message': kept } : {}),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // Our own earlier try, applied with its answer lost, already parked it.
+      const existing = existingItem(error);
+      return existing?.status === 'IN_DOUBT' && existing.leaseToken === record.leaseToken;
+    }
+  }
+
+  /** Gives the record up untouched by any effect, so the next delivery starts afresh. */
+  async release(lease: Lease): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { id: lease.id },
+          ConditionExpression: '#status = :inProgress AND leaseToken = :token',
+          ExpressionAttributeNames: STATUS_NAMES,
+          ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': lease.token },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // No record left: our own earlier try deleted it. Another owner's record: the lease was lost.
+      return existingItem(error) === undefined;
+    }
+  }
+
+  /**
+   * Transactional mode: the business writes and a COMPLETED record commit together or not at all.
+   * The record goes first; if its condition cancelled the transaction, this is a duplicate and the
+   * existing record comes back. A business write's own condition failing is reported as that.
+   * A client request token makes the SDK's retry of a transaction whose answer was lost succeed
+   * without applying it twice (DynamoDB remembers the token for 10 minutes).
+   */
+  async commitTransaction(input: {
+    id: string;
+    payloadHash: string;
+    result?: string;
+    resultBytes?: number;
+    writes: readonly TransactionWrite[];
+  }): Promise<TransactionResult> {
+    const now = this.now();
+    const recordExpiresAt = this.#recordExpiresAt(now);
+    try {
+      await this.#documents.send(
+        new TransactWriteCommand({
+          ClientRequestToken: randomUUID(),
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: {
+                  id: input.id,
+                  status: 'COMPLETED',
+                  payloadHash: input.payloadHash,
+                  result: input.result,
+                  resultBytes: input.resultBytes,
+                  attempts: 1,
+                  expiresAt: recordExpiresAt,
+                  updatedAt: now,
+                },
+                ConditionExpression: ABSENT_OR_EXPIRED,
+                ExpressionAttributeValues: { ':nowSec': Math.floor(now / 1000) },
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+            ...input.writes,
+          ],
+        }),
+      );
+      return { committed: true, recordExpiresAt };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const [recordReason, ...writeReasons] = error.CancellationReasons ?? [];
+      if (recordReason?.Code === 'ConditionalCheckFailed' && recordReason.Item) {
+        return { committed: false, existing: unmarshall(recordReason.Item) as IdempotencyRecord };
+      }
+      const reasons = writeReasons.map((reason, index) => ({
+        index,
+        code: reason.Code ?? 'Unknown',
+        message: reason.Message,
+      }));
+      // An invalid write (an item grown past 400 KB) is not a business rule that said no.
+      const invalid = reasons.filter((reason) => reason.code === 'ValidationError');
+      if (invalid.length > 0) {
+        const detail = invalid
+          .map((reason) => `write ${reason.index}: ${reason.message ?? reason.code}`)
+          .join('; ');
+        throw new InvalidRecordWriteError(input.id, new Error(detail));
+      }
+      const failures = reasons.filter((reason) => reason.code === 'ConditionalCheckFailed');
+      if (failures.length > 0) throw new TransactionConditionFailedError(input.id, failures);
+      throw error; // TransactionConflict, throttling: the caller decides whether to retry
+    }
+  }
+
+  /**
+   * An update fenced on the lease: only the lease's owner, while the record is IN_PROGRESS, may
+   * write it. A condition failing because our own earlier try (applied, its answer lost, retried by
+   * the SDK) already wrote this very status is a success; the token stays on the record for that.
+   */
+  async #fencedUpdate(lease: Lease, status: string, fields: Record<string, unknown>): Promise<boolean> {
+    const present = Object.entries(fields).filter(([, value]) => value !== undefined);
+    const names: Record<string, string> = { ...STATUS_NAMES };
+    const values: Record<string, unknown> = {
+      ':status': status,
+      ':inProgress': IN_PROGRESS,
+      ':token': lease.token,
+      ':nowMs': this.now(),
+    };
+    const sets = ['#status = :status', 'updatedAt = :nowMs'];
+    for (const [name, value] of present) {
+      names[`#${name}`] = name;
+      values[`:${name}`] = value;
+      sets.push(`#${name} = :${name}`);
+    }
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: lease.id },
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt`,
+          ConditionExpression: '#status = :inProgress AND leaseToken = :token',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = existingItem(error);
+      return existing?.status === status && existing.leaseToken === lease.token;
+    }
+  }
+
+  #recordExpiresAt(nowMs: number): number {
+    return Math.floor(nowMs / 1000) + this.ttlSeconds;
+  }
+}
+
+/** The message an IN_DOUBT record keeps, unless it is too large for the record. */
+function keepable(message: KeptMessage | undefined): KeptMessage | undefined {
+  if (!message || Buffer.byteLength(message.body, 'utf8') > MAX_KEPT_MESSAGE_BYTES) return undefined;
+  return message;
+}
+
+/** DynamoDBDocumentClient leaves the item of a failed condition marshalled: unmarshall it here. */
+function existingItem(error: unknown): IdempotencyRecord | undefined {
+  if (!(error instanceof ConditionalCheckFailedException) || !error.Item) return undefined;
+  return unmarshall(error.Item as Record<string, AttributeValue>) as IdempotencyRecord;
+}

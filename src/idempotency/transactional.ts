@@ -1,0 +1,109 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { CompletedRecordCache } from './completed-cache.js';
+import {
+  IdempotencyConfigurationError,
+  IdempotencyInProgressError,
+  TransactionContentionError,
+} from './errors.js';
+import { judgeExistingRecord } from './existing-record.js';
+import { payloadHash, recordId } from './keys.js';
+import { parseResult, serializeResult, tooLargeError } from './result-json.js';
+import type { DynamoDbIdempotencyStore, TransactionWrite } from './store.js';
+
+/** DynamoDB allows 100 items per transaction; one of them is the idempotency record. */
+export const MAX_TRANSACTION_WRITES = 99;
+
+/** What a transactional handler computes: its DynamoDB writes and the result duplicates replay. */
+export interface TransactionPlan<T> {
+  writes: TransactionWrite[];
+  result?: T;
+}
+
+export type TransactionalOutcome<T> =
+  | { status: 'executed'; result: T | undefined }
+  | { status: 'duplicate'; result: T | undefined; fromCache: boolean };
+
+export interface TransactionalIdempotencyOptions {
+  store: DynamoDbIdempotencyStore;
+  namespace: string;
+  cache?: CompletedRecordCache | false;
+  /** Retries when concurrent transactions on the same items cancel this one. */
+  contentionRetries?: number;
+}
+
+/**
+ * Transactional mode (DESIGN §4), for effects that are DynamoDB writes: the writes and the
+ * COMPLETED record commit in one TransactWriteItems. Exactly-once, no lease, one request.
+ */
+export class TransactionalIdempotency {
+  readonly #options: TransactionalIdempotencyOptions;
+  readonly #cache: CompletedRecordCache | undefined;
+
+  constructor(options: TransactionalIdempotencyOptions) {
+    recordId(options.namespace, 'probe'); // fail fast on a bad namespace
+    this.#options = options;
+    this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());
+  }
+
+  async run<T>(
+    input: { key: string; payload: unknown },
+    plan: (context: { idempotencyKey: string }) => Promise<TransactionPlan<T>> | TransactionPlan<T>,
+  ): Promise<TransactionalOutcome<T>> {
+    const { store } = this.#options;
+    const id = recordId(this.#options.namespace, input.key);
+    const hash = payloadHash(input.payload);
+    const cached = this.#cache?.duplicateOf(id, hash, store.now());
+    if (cached) return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
+
+    const { writes, result } = await plan({ idempotencyKey: id });
+    if (writes.length > MAX_TRANSACTION_WRITES) {
+      throw new IdempotencyConfigurationError(
+        `"${id}": ${writes.length} writes do not fit one transaction with the idempotency record ` +
+          `(at most ${MAX_TRANSACTION_WRITES}). Split the effect, or use lease mode.`,
+      );
+    }
+    // Unlike lease mode, nothing has happened yet: an unstorable result is refused up front.
+    const serialized = serializeResult(result);
+    const tooLarge = tooLargeError(id, serialized);
+    if (tooLarge) throw tooLarge;
+
+    const outcome = await this.#commitWithRetries(id, hash, serialized.result, writes);
+    if (outcome.committed) {
+      this.#cache?.set(id, {
+        payloadHash: hash,
+        result: serialized.result,
+        expiresAtMs: outcome.recordExpiresAt * 1000,
+      });
+      return { status: 'executed', result };
+    }
+    const verdict = judgeExistingRecord(outcome.existing, hash, store.now());
+    if (verdict.kind !== 'completed') throw new IdempotencyInProgressError(id, store.now());
+    this.#cache?.set(id, {
+      payloadHash: hash,
+      result: verdict.result,
+      expiresAtMs: outcome.existing.expiresAt * 1000,
+    });
+    return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
+  }
+
+  async #commitWithRetries(id: string, hash: string, result: string | undefined, writes: TransactionWrite[]) {
+    const { store, contentionRetries = 3 } = this.#options;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await store.commitTransaction({ id, payloadHash: hash, result, writes });
+      } catch (error) {
+        if (!isContention(error)) throw error;
+        if (attempt >= contentionRetries) throw new TransactionContentionError(id, attempt + 1);
+        await sleep(20 * 2 ** attempt * (0.5 + Math.random()));
+      }
+    }
+  }
+}
+
+function isContention(error: unknown): boolean {
+  return (
+    error instanceof TransactionCanceledException &&
+    (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict')
+  );
+}

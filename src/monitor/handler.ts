@@ -1,0 +1,19 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { readMonitorEnvironment } from './environment.js';
+import { createMonitorHandler } from './monitor.js';
+import type { UnresolvedCounts } from './unresolved-counts.js';
+
+let monitor: ReturnType<typeof createMonitorHandler> | undefined;
+
+/**
+ * The Lambda entry point, run by an EventBridge schedule (its event carries nothing it needs).
+ * Built on the first invocation rather than at import, so that tools can import it without the
+ * environment; the client then lives with the container.
+ */
+export async function handler(): Promise<UnresolvedCounts> {
+  monitor ??= createMonitorHandler({
+    dynamodb: new DynamoDBClient({}),
+    idempotencyTableName: readMonitorEnvironment().idempotencyTableName,
+  });
+  return monitor();
+}

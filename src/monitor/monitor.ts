@@ -1,0 +1,30 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { UNRESOLVED_METRICS } from './metrics.js';
+import { countUnresolved, type UnresolvedCounts } from './unresolved-counts.js';
+
+export interface MonitorDependencies {
+  dynamodb: DynamoDBClient;
+  idempotencyTableName: string;
+  /** Powertools reads its namespace and service from the environment when not given. */
+  metrics?: Metrics;
+}
+
+/**
+ * The unresolved-records monitor (DESIGN §3): on each scheduled run it counts the live IN_DOUBT and
+ * RETRY_PENDING records and publishes both counts, zeros included, so an alarm on them stays raised
+ * while any record exists and a missing data point means the monitor did not run.
+ */
+export function createMonitorHandler({
+  dynamodb,
+  idempotencyTableName,
+  metrics = new Metrics(),
+}: MonitorDependencies): () => Promise<UnresolvedCounts> {
+  return async () => {
+    const counts = await countUnresolved(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000));
+    metrics.addMetric(UNRESOLVED_METRICS.inDoubt, MetricUnit.Count, counts.inDoubt);
+    metrics.addMetric(UNRESOLVED_METRICS.retryPending, MetricUnit.Count, counts.retryPending);
+    metrics.publishStoredMetrics();
+    return counts;
+  };
+}

@@ -1,0 +1,53 @@
+import { type DynamoDBClient, paginateQuery } from '@aws-sdk/client-dynamodb';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_NAME,
+  type UnresolvedReason,
+} from '../idempotency/record.js';
+
+export interface UnresolvedCounts {
+  inDoubt: number;
+  retryPending: number;
+}
+
+/**
+ * Counts the live records of each unresolved reason through the sparse index: a query per
+ * reason, paginated (a page stops at 1 MB, a few IN_DOUBT records with their kept messages), never
+ * a scan. A record past `expiresAt` counts as absent, as everywhere else, even before TTL deletes it.
+ */
+export async function countUnresolved(
+  client: DynamoDBClient,
+  tableName: string,
+  nowSeconds: number,
+): Promise<UnresolvedCounts> {
+  const [inDoubt, retryPending] = await Promise.all(
+    (['IN_DOUBT', 'RETRY_PENDING'] as const).map((reason) =>
+      countReason(client, tableName, reason, nowSeconds),
+    ),
+  );
+  return { inDoubt, retryPending };
+}
+
+async function countReason(
+  client: DynamoDBClient,
+  tableName: string,
+  reason: UnresolvedReason,
+  nowSeconds: number,
+): Promise<number> {
+  const pages = paginateQuery(
+    { client },
+    {
+      TableName: tableName,
+      IndexName: UNRESOLVED_INDEX_NAME,
+      Select: 'COUNT',
+      KeyConditionExpression: '#reason = :reason',
+      FilterExpression: '#expiresAt > :now',
+      ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
+      ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
+    },
+  );
+  let count = 0;
+  for await (const page of pages) count += page.Count ?? 0;
+  return count;
+}

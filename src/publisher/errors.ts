@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { OncelyError } from '../idempotency/errors.js';
+
+/**
+ * The publisher's function errors, and how they cross the Lambda boundary.
+ *
+ * Lambda turns a thrown error into `{ errorType: error.name, errorMessage: error.message, trace }`
+ * and drops every other property. So each error here has a fixed `name` (never the class name,
+ * which a minifying bundler may rename) and writes its details into its message: a readable
+ * summary on the first line, the details as JSON on the second. The client parses them back
+ * into the same classes with `publisherErrorFromFunctionError`.
+ */
+abstract class PublisherFunctionError extends OncelyError {
+  constructor(summary: string, details: object) {
+    super(`${summary.replaceAll('\n', ' ')}\n${JSON.stringify(details)}`);
+  }
+}
+
+/** One reason a request is invalid. */
+export interface ValidationProblem {
+  /** The message's position in the request; absent for a problem of the request itself. */
+  index?: number;
+  /** Where, e.g. `messages[3].groupId`. */
+  path: string;
+  message: string;
+}
+
+/** How many problems the summary line lists; the details always carry all of them. */
+const PROBLEMS_IN_SUMMARY = 10;
+
+/** The request is invalid: nothing was sent. Fix the listed messages and publish again. */
+export class PublishValidationError extends PublisherFunctionError {
+  override readonly name = 'PublishValidationError';
+  readonly retryable = false;
+
+  constructor(readonly problems: readonly ValidationProblem[]) {
+    const listed = problems
+      .slice(0, PROBLEMS_IN_SUMMARY)
+      .map((problem) => `${problem.path}: ${problem.message}`);
+    const more = problems.length - listed.length;
+    super(
+      `The publish request is invalid, nothing was sent: ${listed.join('; ')}${more > 0 ? `; and ${more} more` : ''}`,
+      { problems },
+    );
+  }
+}
+
+/** The requestId was used before for a different request. Nothing was sent. */
+export class PublishConflictError extends PublisherFunctionError {
+  override readonly name = 'PublishConflictError';
+  readonly retryable = false;
+
+  constructor(readonly requestId: string) {
+    super(
+      `requestId "${requestId}" was already used for a different request, so nothing was sent. A requestId ` +
+        'names one request: retry with exactly the same messages, or give a new request a new requestId.',
+      { requestId },
+    );
+  }
+}
+
+/** Another invocation is publishing this requestId right now. Retry: the repeat gets its response. */
+export class PublishInProgressError extends PublisherFunctionError {
+  override readonly name = 'PublishInProgressError';
+  readonly retryable = true;
+
+  constructor(
+    readonly requestId: string,
+    /** Epoch milliseconds after which the other invocation's claim on the request expires. */
+    readonly leaseExpiresAt: number,
+  ) {
+    super(
+      `requestId "${requestId}" is being published by another invocation (claimed until ` +
+        `${new Date(leaseExpiresAt).toISOString()}); this one sent nothing. Retry with the same requestId: ` +
+        'once the other finishes, a repeat returns its response.',
+      { requestId, leaseExpiresAt },
+    );
+  }
+}
+
+export type PublisherError = PublishValidationError | PublishConflictError | PublishInProgressError;
+
+const validationProblem = z.object({
+  index: z.number().int().optional(),
+  path: z.string(),
+  message: z.string(),
+});
+
+const decoders: Record<string, z.ZodType<PublisherError>> = {
+  PublishValidationError: z
+    .object({ problems: z.array(validationProblem) })
+    .transform(({ problems }) => new PublishValidationError(problems)),
+  PublishConflictError: z
+    .object({ requestId: z.string() })
+    .transform(({ requestId }) => new PublishConflictError(requestId)),
+  PublishInProgressError: z
+    .object({ requestId: z.string(), leaseExpiresAt: z.number() })
+    .transform(({ requestId, leaseExpiresAt }) => new PublishInProgressError(requestId, leaseExpiresAt)),
+};
+
+/**
+ * Rebuilds a publisher error, details included, from what Lambda reports for it. `undefined` when
+ * the function error is not one of them (a timeout, a crash) or its details do not parse.
+ */
+export function publisherErrorFromFunctionError(
+  errorType: string,
+  errorMessage: string,
+): PublisherError | undefined {
+  const decoder = Object.hasOwn(decoders, errorType) ? decoders[errorType] : undefined;
+  const newline = errorMessage.indexOf('\n');
+  if (!decoder || newline < 0) return undefined;
+  let details: unknown;
+  try {
+    details = JSON.parse(errorMessage.slice(newline + 1));
+  } catch {
+    return undefined;
+  }
+  const decoded = decoder.safeParse(details);
+  return decoded.success ? decoded.data : undefined;
+}

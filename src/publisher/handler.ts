@@ -1,0 +1,97 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { RetryPolicy } from '../common/backoff.js';
+import {
+  type CompletedRecordCache,
+  DynamoDbIdempotencyStore,
+  idempotentRequest,
+} from '../idempotency/index.js';
+import type { PublishResponse } from './contract.js';
+import { readPublisherEnvironment } from './environment.js';
+import { PUBLISH_NAMESPACE, publisherErrors, validation } from './middlewares.js';
+import { sendInGroupOrder } from './ordered-sender.js';
+import { sqsBatchSender } from './sqs-batch.js';
+import type { PublishCommand } from './validation.js';
+
+/** What Lambda calls: the raw event in, the response (or a publisher error) out. */
+export type PublisherHandler = (event: unknown, context: Context) => Promise<PublishResponse>;
+
+export interface PublisherOptions {
+  sqs: SQSClient;
+  queueUrl: string;
+  /** The queue's maximum message size: the limit for each body, and for a batch's bodies together. */
+  maxMessageBytes: number;
+  /** The idempotency table, for requests with a requestId. */
+  store: DynamoDbIdempotencyStore;
+  /** How failed entries are retried; within the invocation's remaining time in any case. */
+  retry?: RetryPolicy;
+  /** Time kept back from the invocation's remaining time to record and return the response. */
+  reserveMs?: number;
+  /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
+  cache?: CompletedRecordCache | false;
+}
+
+export const DEFAULT_PUBLISH_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 50, maxDelayMs: 2_000 };
+const DEFAULT_RESERVE_MS = 1_000;
+
+/**
+ * The publisher (DESIGN §6): validate everything, then send in batches without ever reordering a
+ * message group; with a requestId, the whole request is idempotent.
+ */
+export function createPublisherHandler(options: PublisherOptions): PublisherHandler {
+  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl);
+  const reserveMs = options.reserveMs ?? DEFAULT_RESERVE_MS;
+  const publish = async (command: PublishCommand, context: Context): Promise<PublishResponse> => ({
+    results: await sendInGroupOrder(command.prepared, {
+      sendBatch,
+      maxBatchBytes: options.maxMessageBytes,
+      retry: options.retry ?? DEFAULT_PUBLISH_RETRY,
+      timeLeftMs: () => context.getRemainingTimeInMillis() - reserveMs,
+    }),
+  });
+
+  const handler = middy<PublishCommand, PublishResponse>(publish)
+    .use(publisherErrors())
+    .use(validation({ maxMessageBytes: options.maxMessageBytes }))
+    .use(
+      idempotentRequest<PublishCommand, PublishResponse>({
+        store: options.store,
+        namespace: PUBLISH_NAMESPACE,
+        key: (command) => command.requestId,
+        // The messages as given: the prepared bodies carry a timestamp that differs on every repeat.
+        payload: (command) => command.messages,
+        cache: options.cache,
+      }),
+    );
+  // The validation middleware turns the raw event into a command before anything else sees it.
+  return handler as PublisherHandler;
+}
+
+/** The publisher as deployed: configured from PUBLISHER_ENVIRONMENT and the AWS SDK's defaults. */
+export function publisherFromEnvironment(env: NodeJS.ProcessEnv = process.env): PublisherHandler {
+  const environment = readPublisherEnvironment(env);
+  return createPublisherHandler({
+    // One attempt per call: the publisher retries failed entries itself, within the invocation's time.
+    sqs: new SQSClient({ maxAttempts: 1 }),
+    queueUrl: environment.queueUrl,
+    maxMessageBytes: environment.queueMaxMessageBytes,
+    store: new DynamoDbIdempotencyStore({
+      client: new DynamoDBClient({}),
+      tableName: environment.idempotencyTableName,
+      ttlSeconds: environment.idempotencyTtlSeconds,
+    }),
+  });
+}
+
+let configured: PublisherHandler | undefined;
+
+/**
+ * The Lambda entry point: the Middy handler of `publisherFromEnvironment`, built on the first
+ * invocation, so that importing this module needs no environment.
+ */
+export const handler: PublisherHandler = async (event, context) => {
+  configured ??= publisherFromEnvironment();
+  return configured(event, context);
+};

@@ -1,0 +1,232 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
+import { chunkByCountAndBytes, MAX_BATCH_ENTRIES } from './batching.js';
+import type { MessageResult } from './contract.js';
+import type { PreparedMessage } from './validation.js';
+
+/**
+ * What one attempt at sending one entry came to. A failed attempt says whether it may have reached
+ * SQS all the same (`maybeSent`: the call's answer was lost, a 5xx, a call cut off at the deadline):
+ * the message may then be on the queue, and is never reported as certainly not sent.
+ */
+export type EntryOutcome =
+  | { sent: true; messageId: string; sequenceNumber?: string }
+  | { sent: false; retryable: boolean; maybeSent: boolean; reason: string };
+
+/**
+ * Sends one batch and answers one outcome per entry, in entry order; a failure of the whole call
+ * is an outcome for each entry. `signal` aborts the call when the time budget runs out.
+ */
+export type SendBatch = (batch: readonly PreparedMessage[], signal: AbortSignal) => Promise<EntryOutcome[]>;
+
+export interface OrderedSendOptions {
+  sendBatch: SendBatch;
+  /** The most a batch's bodies may add up to: the queue's maximum message size. */
+  maxBatchBytes: number;
+  retry: RetryPolicy;
+  /** How long sending may still take (the invocation's remaining time, less what finishing needs). */
+  timeLeftMs: () => number;
+}
+
+/** A call with less time than this would only be cut off: the message is reported as not sent instead. */
+const MIN_TIME_FOR_A_CALL_MS = 100;
+
+/** Failure reasons are cut to this length, which keeps every response storable (see MAX_MESSAGES_PER_REQUEST). */
+export const MAX_REASON_LENGTH = 200;
+
+/**
+ * Sends prepared messages in batches and never reorders a message group (DESIGN §6).
+ *
+ * Entries that fail retryably are sent again — with the same body and deduplication id — in the
+ * next round, after an exponential backoff, while attempts and time remain; until then no later
+ * message of their group is sent. Once a message of a group fails for good, the group's later
+ * messages are not sent at all (`blocked`). Messages of other groups go on regardless.
+ *
+ * A message that fails for good is `unknown` rather than `failed` when any of its attempts may
+ * have reached SQS; so is a `blocked` one that an earlier attempt may have enqueued.
+ */
+export async function sendInGroupOrder(
+  messages: readonly PreparedMessage[],
+  options: OrderedSendOptions,
+): Promise<MessageResult[]> {
+  const ledger = new ResultLedger(messages.length);
+  const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: options.maxBatchBytes };
+  let pending = [...messages];
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    /** Group id → why its first message in `nextRound` has to be sent again. */
+    const retrying = new Map<string, string>();
+    const nextRound: PreparedMessage[] = [];
+    for (const chunk of chunkByCountAndBytes(pending, limits)) {
+      const batch: PreparedMessage[] = [];
+      for (const message of chunk) {
+        if (ledger.isStopped(message.groupId)) ledger.block(message);
+        else if (retrying.has(message.groupId)) nextRound.push(message);
+        else batch.push(message);
+      }
+      if (batch.length === 0) continue;
+      const outcomes = await attemptBatch(batch, options);
+      for (const entries of entriesByGroup(batch, outcomes)) {
+        const retry = settleGroup(entries, ledger);
+        if (!retry) continue;
+        retrying.set(retry.groupId, retry.reason);
+        nextRound.push(...retry.messages);
+      }
+    }
+    if (nextRound.length === 0) break;
+
+    nextRound.sort((a, b) => a.index - b.index);
+    const wait = backoffDelayMs(attempt, options.retry);
+    const giveUp =
+      attempt >= options.retry.maxAttempts
+        ? `gave up after ${attempt} attempts`
+        : options.timeLeftMs() < wait + MIN_TIME_FOR_A_CALL_MS
+          ? `gave up after ${attempt} attempts: no time left for another`
+          : undefined;
+    if (giveUp) {
+      for (const message of nextRound) {
+        if (ledger.isStopped(message.groupId)) ledger.block(message);
+        else ledger.fail(message, `${retrying.get(message.groupId)} (${giveUp})`);
+      }
+      break;
+    }
+    await sleep(wait);
+    pending = nextRound;
+  }
+  return ledger.results;
+}
+
+interface GroupEntry {
+  message: PreparedMessage;
+  outcome: EntryOutcome;
+}
+
+/**
+ * Records one batch's outcomes for the entries of one group (in batch order). Returns the
+ * messages to send again when the group's first failure is retryable.
+ */
+function settleGroup(
+  entries: readonly GroupEntry[],
+  ledger: ResultLedger,
+): { groupId: string; reason: string; messages: PreparedMessage[] } | undefined {
+  for (const { message, outcome } of entries) ledger.note(message, outcome);
+  let accepted = 0;
+  for (const { message, outcome } of entries) {
+    if (!outcome.sent) break;
+    ledger.record(message, outcome);
+    accepted++;
+  }
+  const rest = entries.slice(accepted);
+  const first = rest[0];
+  if (!first || first.outcome.sent) return undefined;
+  const { message: firstMessage } = first;
+  const failure = first.outcome;
+
+  if (rest.some((entry) => entry.outcome.sent)) {
+    // SQS accepted a later message of the group although an earlier one failed. A retry would land
+    // after it, so the failures are final: the group keeps its order, with gaps the results name.
+    for (const { message, outcome: later } of rest) {
+      if (later.sent) {
+        ledger.record(message, later);
+      } else {
+        ledger.fail(
+          message,
+          `${later.reason}; not retried: a later message of its group was already accepted`,
+        );
+      }
+    }
+    return undefined;
+  }
+  if (failure.retryable) {
+    return {
+      groupId: firstMessage.groupId,
+      reason: failure.reason,
+      messages: rest.map((entry) => entry.message),
+    };
+  }
+  ledger.fail(firstMessage, failure.reason);
+  for (const { message } of rest.slice(1)) ledger.block(message);
+  return undefined;
+}
+
+/** The batch's entries with their outcomes, per group, each group in batch order. */
+function entriesByGroup(
+  batch: readonly PreparedMessage[],
+  outcomes: readonly EntryOutcome[],
+): GroupEntry[][] {
+  const groups = new Map<string, GroupEntry[]>();
+  batch.forEach((message, i) => {
+    const entries = groups.get(message.groupId) ?? [];
+    entries.push({ message, outcome: outcomes[i] as EntryOutcome });
+    groups.set(message.groupId, entries);
+  });
+  return [...groups.values()];
+}
+
+async function attemptBatch(batch: readonly PreparedMessage[], options: OrderedSendOptions) {
+  const timeLeft = options.timeLeftMs();
+  if (timeLeft < MIN_TIME_FOR_A_CALL_MS) {
+    return batch.map(
+      (): EntryOutcome => ({
+        sent: false,
+        retryable: false,
+        maybeSent: false,
+        reason: 'not sent: the invocation ran out of time',
+      }),
+    );
+  }
+  return options.sendBatch(batch, AbortSignal.timeout(timeLeft));
+}
+
+/** Each message's result, and which groups are stopped by a message that failed for good. */
+class ResultLedger {
+  readonly results: MessageResult[];
+  /** Group id → index of the group's first message that failed for good. */
+  readonly #stoppedBy = new Map<string, number>();
+  /** Indexes of the messages an attempt may have enqueued although it failed. */
+  readonly #maybeSent = new Set<number>();
+
+  constructor(size: number) {
+    this.results = new Array(size);
+  }
+
+  isStopped(groupId: string): boolean {
+    return this.#stoppedBy.has(groupId);
+  }
+
+  record(message: PreparedMessage, outcome: EntryOutcome & { sent: true }): void {
+    const { messageId, sequenceNumber } = outcome;
+    this.results[message.index] = { key: message.key, status: 'sent', messageId, sequenceNumber };
+  }
+
+  /** Remembers an attempt that failed but may have reached SQS: the message may be on the queue. */
+  note(message: PreparedMessage, outcome: EntryOutcome): void {
+    if (!outcome.sent && outcome.maybeSent) this.#maybeSent.add(message.index);
+  }
+
+  /** A final failure: the message is not sent again, and neither is any later message of its group. */
+  fail(message: PreparedMessage, reason: string): void {
+    this.results[message.index] = this.#maybeSent.has(message.index)
+      ? { key: message.key, status: 'unknown', reason: cut(`may be on the queue: ${reason}`) }
+      : { key: message.key, status: 'failed', reason: cut(reason) };
+    if (!this.#stoppedBy.has(message.groupId)) this.#stoppedBy.set(message.groupId, message.index);
+  }
+
+  block(message: PreparedMessage): void {
+    const blocker = this.#stoppedBy.get(message.groupId) as number;
+    const blockerStatus = this.results[blocker]?.status;
+    const why =
+      `messages[${blocker}] of the same group ${blockerStatus === 'unknown' ? 'may not have been sent' : 'failed'}, ` +
+      "and sending this one would break the group's order";
+    this.results[message.index] = this.#maybeSent.has(message.index)
+      ? {
+          key: message.key,
+          status: 'unknown',
+          reason: cut(`may be on the queue from an earlier attempt: ${why}`),
+        }
+      : { key: message.key, status: 'blocked', reason: cut(`not sent: ${why}`) };
+  }
+}
+
+function cut(reason: string): string {
+  return reason.slice(0, MAX_REASON_LENGTH);
+}

@@ -1,0 +1,78 @@
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchCommandOutput,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { isThrottlingErrorCode, isTransientAwsError } from '../common/transient-aws-error.js';
+import type { EntryOutcome, SendBatch } from './ordered-sender.js';
+import { watchArrival } from './request-arrival.js';
+
+/**
+ * SendMessageBatch as a SendBatch: each message's key is its MessageDeduplicationId, so sending
+ * an entry again — after a lost answer, say — cannot enqueue it twice within SQS's 5-minute window.
+ *
+ * A failed call may have been applied when the request reached SQS (see watchArrival): its entries
+ * are then `maybeSent`. Entries SQS lists in `Failed` are taken as not enqueued: that list is SQS's
+ * own account of the entries it refused, and an entry it enqueued is in `Successful`.
+ */
+export function sqsBatchSender(sqs: SQSClient, queueUrl: string): SendBatch {
+  return async (batch, signal) => {
+    const entries = batch.map((message) => ({
+      Id: `m${message.index}`,
+      MessageBody: message.body,
+      MessageGroupId: message.groupId,
+      MessageDeduplicationId: message.key,
+    }));
+    if (signal.aborted) {
+      const reason = 'not sent: the invocation ran out of time';
+      return entries.map((): EntryOutcome => ({ sent: false, retryable: false, maybeSent: false, reason }));
+    }
+    const command = new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries });
+    const mayHaveArrived = watchArrival(command);
+    let output: SendMessageBatchCommandOutput;
+    try {
+      output = await sqs.send(command, { abortSignal: signal });
+    } catch (error) {
+      const outcome = wholeCallFailure(error, signal, mayHaveArrived());
+      return entries.map(() => outcome);
+    }
+    const accepted = new Map(output.Successful?.map((entry) => [entry.Id, entry]));
+    const refused = new Map(output.Failed?.map((entry) => [entry.Id, entry]));
+    return entries.map(({ Id }): EntryOutcome => {
+      const success = accepted.get(Id);
+      if (success?.MessageId) {
+        return { sent: true, messageId: success.MessageId, sequenceNumber: success.SequenceNumber };
+      }
+      const failure = refused.get(Id);
+      if (!failure) {
+        // SQS got the call and did not say what became of the entry: it may have enqueued it.
+        return {
+          sent: false,
+          retryable: true,
+          maybeSent: true,
+          reason: 'SQS answered nothing for this entry',
+        };
+      }
+      // A sender fault is permanent (e.g. InvalidMessageContents), unless it is throttling.
+      const retryable = !failure.SenderFault || isThrottlingErrorCode(failure.Code);
+      const reason = `${failure.Code}: ${failure.Message ?? 'no message'}`;
+      return { sent: false, retryable, maybeSent: false, reason };
+    });
+  };
+}
+
+function wholeCallFailure(error: unknown, signal: AbortSignal, mayHaveArrived: boolean): EntryOutcome {
+  const description = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  if (signal.aborted) {
+    const reason = mayHaveArrived
+      ? `${description}; cut off at the invocation's deadline, so whether SQS got it is unknown`
+      : `${description}; not sent: the invocation ran out of time`;
+    return { sent: false, retryable: false, maybeSent: mayHaveArrived, reason };
+  }
+  return {
+    sent: false,
+    retryable: isTransientAwsError(error),
+    maybeSent: mayHaveArrived,
+    reason: description,
+  };
+}

