@@ -1,5 +1,5 @@
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import { type PipelineResources, resourcesFromOutputs } from './stack-outputs.js';
+import { type PipelineResources, resourcesFromOutputs } from './pipeline-outputs.js';
 
 /**
  * Finds a deployed pipeline (AWS, or LocalStack through `AWS_ENDPOINT_URL`) by its stack name.

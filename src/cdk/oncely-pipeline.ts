@@ -1,18 +1,16 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type CfnResource, Duration } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { CfnOutput, Duration } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, type ITable, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type IFunction, Function as LambdaFunctionResource, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { DeduplicationScope, FifoThroughputLimit, type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CONSUMER_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
+import { CONSUMER_ENVIRONMENT } from '../consumer/environment.js';
 import { MONITOR_ENVIRONMENT } from '../monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../publisher/environment.js';
 import {
@@ -23,45 +21,68 @@ import {
   UPDATED_AT_ATTRIBUTE,
 } from '../idempotency/record.js';
 import { LAMBDA_BUNDLING } from './bundling.js';
+import { packageEntry } from './package-entries.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
+import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
 import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings.js';
 
-const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
+export interface OncelyConsumerEntry
+  extends Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup' | 'timeout' | 'memorySize' | 'runtime'> {
+  /**
+   * Your handler's file (TypeScript or JavaScript), e.g. `src/consumer.ts`, bundled like Oncely's
+   * own functions (esbuild, ESM, minified with names kept, Node.js 24, ARM64 unless you say otherwise).
+   */
+  readonly entry: string;
+  /** The exported handler. Default `handler`. */
+  readonly handler?: string;
+}
 
-/**
- * Metadata key on each function's CloudFormation resource naming its TypeScript entry (relative to
- * the project root): the local sandbox runs that module in-process instead of the bundled asset.
- */
-export const ENTRY_METADATA_KEY = 'oncely:entry';
+/** Your consumer, built by you: the construct attaches the queue to it and grants it what it needs. */
+export interface OncelyConsumerFunction {
+  /**
+   * The function. If it is a `lambda.Function` (NodejsFunction included), the construct sets its
+   * environment; otherwise set it yourself (see {@link OncelyPipeline.consumerEnvironment}). Its
+   * timeout must be the pipeline's `consumerTimeout`, which sizes the queue's visibility timeout.
+   */
+  readonly function: IFunction;
+}
 
 export interface OncelyPipelineProps extends PipelineSettings {
-  /** Where the example consumer POSTs notifications (an e-mail gateway in real life). */
-  readonly notificationUrl: string;
+  /** The Lambda that consumes the queue: its entry file, or a function you built. Required. */
+  readonly consumer: OncelyConsumerEntry | OncelyConsumerFunction;
   /** Where alarms notify; none by default (they still show in CloudWatch). */
   readonly alarmTopic?: ITopic;
   /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
   readonly serviceName?: string;
+  /**
+   * Put before the logical ids of the stack outputs the pipeline adds (`PublisherFunctionName`, …):
+   * needed only for a second pipeline in one stack. Default '' (none).
+   */
+  readonly outputPrefix?: string;
 }
 
 /**
- * The whole Oncely pipeline (DESIGN §7): FIFO queue + FIFO DLQ, idempotency and ledger tables,
- * publisher and consumer Lambdas, the SQS event source, the scheduled monitor of unresolved records,
- * least-privilege grants and alarms.
- * Drop it into any stack; `grantPublish` lets another service invoke the publisher.
+ * The Oncely pipeline (DESIGN §7) around your consumer: FIFO queue + FIFO DLQ, the idempotency
+ * table with its index of unresolved records, the publisher Lambda, the SQS event source with
+ * partial batch responses, the scheduled monitor of unresolved records, least-privilege grants,
+ * alarms and stack outputs. Your consumer's environment tells `fifoBatch` everything it needs.
+ * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
  */
 export class OncelyPipeline extends Construct {
   readonly settings: ResolvedSettings;
-  readonly queue: Queue;
-  readonly deadLetterQueue: Queue;
-  readonly idempotencyTable: Table;
-  readonly ledgerTable: Table;
-  readonly publisher: NodejsFunction;
-  readonly consumer: NodejsFunction;
+  readonly queue: IQueue;
+  readonly deadLetterQueue: IQueue;
+  readonly idempotencyTable: ITable;
+  readonly publisher: IFunction;
+  readonly consumer: IFunction;
   /** Counts the unresolved idempotency records every `unresolvedCheckInterval` for the in-doubt alarm. */
-  readonly unresolvedMonitor: NodejsFunction;
+  readonly unresolvedMonitor: IFunction;
   /** The EventBridge schedule that runs {@link unresolvedMonitor}. */
   readonly unresolvedCheckSchedule: Rule;
   readonly alarms: PipelineAlarms;
+  /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */
+  readonly consumerEnvironment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
     super(scope, id);
@@ -69,7 +90,7 @@ export class OncelyPipeline extends Construct {
     this.settings = settings;
     const serviceName = props.serviceName ?? 'oncely';
 
-    this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
       fifo: true,
       retentionPeriod: settings.dlqRetention,
       maxMessageSizeBytes: settings.maxMessageSizeBytes,
@@ -77,7 +98,7 @@ export class OncelyPipeline extends Construct {
       enforceSSL: true,
       removalPolicy: settings.removalPolicy,
     });
-    this.queue = new Queue(this, 'Queue', {
+    const queue = new Queue(this, 'Queue', {
       fifo: true,
       // High-throughput FIFO: deduplication and throughput are per message group.
       deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
@@ -87,21 +108,30 @@ export class OncelyPipeline extends Construct {
       maxMessageSizeBytes: settings.maxMessageSizeBytes,
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
       removalPolicy: settings.removalPolicy,
     });
+    this.deadLetterQueue = deadLetterQueue;
+    this.queue = queue;
 
-    this.idempotencyTable = this.#table('IdempotencyTable', settings, EXPIRES_AT_ATTRIBUTE);
+    const idempotencyTable = new Table(this, 'IdempotencyTable', {
+      partitionKey: { name: ID_ATTRIBUTE, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
+      deletionProtection: settings.deletionProtection,
+      removalPolicy: settings.removalPolicy,
+    });
+    this.idempotencyTable = idempotencyTable;
     // Sparse: only records an operator must resolve carry the key, so listing them never scans.
-    this.idempotencyTable.addGlobalSecondaryIndex({
+    idempotencyTable.addGlobalSecondaryIndex({
       indexName: UNRESOLVED_INDEX_NAME,
       partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
       sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
       projectionType: ProjectionType.ALL,
     });
-    this.ledgerTable = this.#table('LedgerTable', settings);
 
-    this.publisher = this.#function('Publisher', 'publisher', {
+    this.publisher = this.#function('Publisher', packageEntry('../publisher/handler'), {
       timeout: Duration.seconds(30),
       memorySize: 256,
       environment: {
@@ -113,22 +143,16 @@ export class OncelyPipeline extends Construct {
         POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
       },
     });
-    this.consumer = this.#function('Consumer', 'consumer', {
-      timeout: settings.consumerTimeout,
-      memorySize: settings.consumerMemoryMiB,
-      environment: {
-        [CONSUMER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
-        [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
-        [CONSUMER_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
-        [CONSUMER_ENVIRONMENT.dlqUrl]: this.deadLetterQueue.queueUrl,
-        [CONSUMER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
-        [CONSUMER_ENVIRONMENT.notificationUrl]: props.notificationUrl,
-        [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
-        [CONSUMER_ENVIRONMENT.notificationMode]: settings.notificationMode,
-        POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
-        POWERTOOLS_METRICS_NAMESPACE: serviceName,
-      },
-    });
+    this.consumerEnvironment = {
+      [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable.tableName,
+      [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
+      [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
+      [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
+      [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
+      POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
+      POWERTOOLS_METRICS_NAMESPACE: serviceName,
+    };
+    this.consumer = this.#consumer(props.consumer);
     this.consumer.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.batchSize,
@@ -136,7 +160,7 @@ export class OncelyPipeline extends Construct {
         maxConcurrency: settings.maxConcurrency,
       }),
     );
-    this.unresolvedMonitor = this.#function('Monitor', 'monitor', {
+    this.unresolvedMonitor = this.#function('Monitor', packageEntry('../monitor/handler'), {
       timeout: Duration.minutes(1),
       memorySize: 256,
       environment: {
@@ -156,8 +180,8 @@ export class OncelyPipeline extends Construct {
     this.#grantLeastPrivilege();
 
     this.alarms = new PipelineAlarms(this, 'Alarms', {
-      queue: this.queue,
-      deadLetterQueue: this.deadLetterQueue,
+      queue,
+      deadLetterQueue,
       consumer: this.consumer,
       metricsNamespace: serviceName,
       monitorServiceName: `${serviceName}-monitor`,
@@ -165,6 +189,7 @@ export class OncelyPipeline extends Construct {
       oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
       topic: props.alarmTopic,
     });
+    this.#addOutputs(props.outputPrefix ?? '');
   }
 
   /** Lets another service's role or function publish by invoking the publisher. */
@@ -172,21 +197,65 @@ export class OncelyPipeline extends Construct {
     return this.publisher.grantInvoke(grantee);
   }
 
-  #table(id: string, settings: ResolvedSettings, timeToLiveAttribute?: string): Table {
-    return new Table(this, id, {
-      partitionKey: { name: ID_ATTRIBUTE, type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute,
-      deletionProtection: settings.deletionProtection,
-      removalPolicy: settings.removalPolicy,
+  /**
+   * Lets another function of yours use the idempotency core on the pipeline's table (lease and
+   * transactional mode, request idempotency): the record writes it makes, and — for a
+   * `lambda.Function` — the table's name and TTL in `IDEMPOTENCY_TABLE_NAME` / `IDEMPOTENCY_TTL_SECONDS`.
+   */
+  grantIdempotency(fn: IFunction): void {
+    allow(fn, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    if (fn instanceof LambdaFunctionResource) {
+      fn.addEnvironment(CONSUMER_ENVIRONMENT.idempotencyTableName, this.idempotencyTable.tableName);
+      fn.addEnvironment(CONSUMER_ENVIRONMENT.idempotencyTtlSeconds, String(this.settings.idempotencyTtl.toSeconds()));
+    }
+  }
+
+  #consumer(consumer: OncelyConsumerEntry | OncelyConsumerFunction): IFunction {
+    if ('function' in consumer) {
+      if (consumer.function instanceof LambdaFunctionResource) {
+        for (const [name, value] of Object.entries(this.consumerEnvironment)) {
+          consumer.function.addEnvironment(name, value);
+        }
+      }
+      return consumer.function;
+    }
+    const { entry, handler, environment, ...options } = consumer;
+    return this.#function('Consumer', entry, {
+      ...options,
+      handler: handler ?? 'handler',
+      timeout: this.settings.consumerTimeout,
+      memorySize: this.settings.consumerMemoryMiB,
+      environment: { ...environment, ...this.consumerEnvironment },
     });
+  }
+
+  #addOutputs(prefix: string): void {
+    const values: Record<PipelineOutputKey, string> = {
+      publisherFunctionName: this.publisher.functionName,
+      publisherFunctionArn: this.publisher.functionArn,
+      consumerFunctionName: this.consumer.functionName,
+      queueUrl: this.queue.queueUrl,
+      queueArn: this.queue.queueArn,
+      dlqUrl: this.deadLetterQueue.queueUrl,
+      dlqArn: this.deadLetterQueue.queueArn,
+      idempotencyTableName: this.idempotencyTable.tableName,
+      idempotencyTtlSeconds: String(this.settings.idempotencyTtl.toSeconds()),
+    };
+    for (const [key, value] of Object.entries(values) as [PipelineOutputKey, string][]) {
+      const output = new CfnOutput(this, PIPELINE_OUTPUTS[key], { value });
+      // Stable, short names other services and tools look up: not the construct path's hash.
+      output.overrideLogicalId(`${prefix}${PIPELINE_OUTPUTS[key]}`);
+    }
   }
 
   #function(
     id: string,
-    folder: string,
-    options: { timeout: Duration; memorySize: number; environment: Record<string, string> },
+    entry: string,
+    options: Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup'> & {
+      timeout: Duration;
+      memorySize: number;
+      environment: Record<string, string>;
+    },
   ): NodejsFunction {
     // Its own role, allowed to write only its own log group (instead of AWS's managed policy,
     // which may create any log group in the account).
@@ -196,36 +265,27 @@ export class OncelyPipeline extends Construct {
     });
     const role = new Role(this, `${id}Role`, { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
     logGroup.grantWrite(role);
-    const entry = join('lambdas', folder, 'handler.ts');
-    const fn = new NodejsFunction(this, id, {
-      entry: join(PROJECT_ROOT, entry),
+    return new NodejsFunction(this, id, {
+      handler: 'handler',
+      architecture: Architecture.ARM_64,
+      ...options,
+      entry,
       role,
       logGroup,
-      handler: 'handler',
       runtime: Runtime.NODEJS_24_X,
-      architecture: Architecture.ARM_64,
-      timeout: options.timeout,
-      memorySize: options.memorySize,
       environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
-      // Minified ESM for node24 with names kept (error names survive): see lib/bundling.ts.
-      bundling: LAMBDA_BUNDLING,
+      // Minified ESM for node24 with names kept (error names survive): see bundling.ts.
+      bundling: { ...LAMBDA_BUNDLING, ...options.bundling },
     });
-    (fn.node.defaultChild as CfnResource).addMetadata(ENTRY_METADATA_KEY, entry);
-    return fn;
   }
 
   /** Each function gets exactly the actions it uses, on exactly its resources. */
   #grantLeastPrivilege(): void {
     allow(this.publisher, ['sqs:SendMessage'], [this.queue.queueArn]);
-    allow(this.publisher, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.idempotencyTable.tableArn]);
+    allow(this.publisher, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
-    allow(
-      this.consumer,
-      ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
-      [this.idempotencyTable.tableArn],
-    );
-    // Transactional mode: TransactWriteItems is authorised per item action (the ledger puts and updates).
-    allow(this.consumer, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.ledgerTable.tableArn]);
+    allow(this.consumer, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
     // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
     allow(
       this.unresolvedMonitor,
@@ -234,6 +294,12 @@ export class OncelyPipeline extends Construct {
     );
   }
 }
+
+/**
+ * What the idempotency core writes: records are taken with UpdateItem, released with DeleteItem,
+ * and committed with business writes in TransactWriteItems, which is authorised per item as a Put.
+ */
+const IDEMPOTENCY_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 function allow(fn: IFunction, actions: string[], resources: string[]): void {
   fn.addToRolePolicy(new PolicyStatement({ actions, resources }));

@@ -1,7 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 
-export type IdempotencyMode = 'at-least-once' | 'at-most-once';
-
 /** What a user can tune on the pipeline; every field has a documented default. */
 export interface PipelineSettings {
   /** Deliveries before SQS moves a message to the DLQ. Default 5. */
@@ -29,8 +27,6 @@ export interface PipelineSettings {
   readonly idempotencyTtl?: Duration;
   /** The largest message body, in bytes (SQS allows 1 KiB–1 MiB). Default 256 KiB. */
   readonly maxMessageSizeBytes?: number;
-  /** What an expired notification lease means: re-send (at-least-once) or IN_DOUBT (at-most-once). Default at-most-once. */
-  readonly notificationMode?: IdempotencyMode;
   /** Alarm when the oldest message waits longer than this. Default 5 minutes. */
   readonly oldestMessageAgeThreshold?: Duration;
   /**
@@ -81,7 +77,6 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
     idempotencyTtl:
       settings.idempotencyTtl ?? Duration.seconds(retentionSeconds + Duration.days(1).toSeconds()),
     maxMessageSizeBytes: settings.maxMessageSizeBytes ?? 256 * 1024,
-    notificationMode: settings.notificationMode ?? 'at-most-once',
     oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold ?? Duration.minutes(5),
     unresolvedCheckInterval: settings.unresolvedCheckInterval ?? Duration.minutes(5),
     removalPolicy: settings.removalPolicy ?? RemovalPolicy.RETAIN,

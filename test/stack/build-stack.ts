@@ -1,13 +1,18 @@
-import { App } from 'aws-cdk-lib';
+import { fileURLToPath } from 'node:url';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { OncelyPipelineProps } from '../../src/cdk/oncely-pipeline.js';
-import { OncelyStack } from '../../examples/shop/lib/oncely-stack.js';
+import { OncelyPipeline, type OncelyPipelineProps } from '../../src/cdk/oncely-pipeline.js';
 
-/** Synthesises the app stack without bundling the Lambdas (that is `npm run synth`'s job). */
-export function buildStack(pipeline: Partial<OncelyPipelineProps> = {}) {
+/** A consumer entry for the construct; never bundled here. */
+export const FIXTURE_CONSUMER = fileURLToPath(new URL('../fixtures/minimal-consumer.ts', import.meta.url));
+
+/**
+ * The construct in a stack of its own, synthesised without bundling the Lambdas (that is
+ * `npm run synth`'s job, and the sandbox's).
+ */
+export function buildStack(props: Partial<OncelyPipelineProps> = {}) {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new OncelyStack(app, 'Test', {
-    pipeline: { notificationUrl: 'https://mail.example.com/send', ...pipeline },
-  });
-  return { app, stack, template: Template.fromStack(stack) };
+  const stack = new Stack(app, 'Test');
+  const pipeline = new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: FIXTURE_CONSUMER }, ...props });
+  return { app, stack, pipeline, template: Template.fromStack(stack) };
 }

@@ -5,27 +5,24 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { CONSUMER_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
+import { Function as LambdaFunction, Code, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
 import { MONITOR_ENVIRONMENT } from '../../src/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../src/publisher/environment.js';
 import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../src/idempotency/index.js';
 import { OncelyPipeline } from '../../src/cdk/oncely-pipeline.js';
 import { PipelineConfigurationError } from '../../src/cdk/pipeline-settings.js';
-import { STACK_OUTPUTS } from '../../src/cdk/stack-outputs.js';
-import { buildStack } from './build-stack.js';
+import { PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
+import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
-const { app, stack, template } = buildStack();
-const { pipeline } = stack;
+const { app, stack, template, pipeline } = buildStack();
 
 /** The construct dropped into a user's own stack, next to their own resources. */
 function pipelineInOwnStack() {
   const own = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'UserStack');
   const topic = new Topic(own, 'Ops');
-  const pipeline = new OncelyPipeline(own, 'Events', {
-    notificationUrl: 'https://mail.example.com',
-    alarmTopic: topic,
-  });
+  const pipeline = new OncelyPipeline(own, 'Events', { consumer: { entry: FIXTURE_CONSUMER }, alarmTopic: topic });
   return { stack: own, pipeline, topic };
 }
 
@@ -77,10 +74,10 @@ describe('queues', () => {
   });
 });
 
-describe('tables', () => {
-  it('are on-demand with point-in-time recovery; the idempotency TTL is the runtime’s attribute', () => {
+describe('the idempotency table', () => {
+  it('is on-demand with point-in-time recovery, and its TTL is the runtime’s attribute', () => {
     const tables = Object.values(template.findResources('AWS::DynamoDB::Table')).map((t) => t.Properties);
-    expect(tables).toHaveLength(2);
+    expect(tables).toHaveLength(1);
     for (const table of tables) {
       expect(table).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
@@ -113,8 +110,7 @@ describe('functions', () => {
     const consumer = environments.find((e) => e.id.includes('Consumer'))?.names.sort();
     const monitor = environments.find((e) => e.id.includes('Monitor'))?.names.sort();
     expect(publisher).toEqual(Object.values(PUBLISHER_ENVIRONMENT).sort());
-    const { notificationTimeoutMs: _default, ...setByStack } = CONSUMER_ENVIRONMENT;
-    expect(consumer).toEqual(Object.values(setByStack).sort());
+    expect(consumer).toEqual(Object.values(CONSUMER_ENVIRONMENT).sort());
     expect(monitor).toEqual(Object.values(MONITOR_ENVIRONMENT).sort());
   });
 
@@ -145,6 +141,7 @@ describe('functions', () => {
         )
         .sort();
     expect(actionsOf('Publisher')).toEqual([
+      'dynamodb:DeleteItem',
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'logs:CreateLogStream',
@@ -156,8 +153,6 @@ describe('functions', () => {
       [
         'dynamodb:DeleteItem',
         'dynamodb:PutItem',
-        'dynamodb:PutItem',
-        'dynamodb:UpdateItem',
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
@@ -326,9 +321,81 @@ describe('alarms and outputs', () => {
     }
   });
 
-  it('export every name another service needs', () => {
+  it('export every name another service needs, under stable ids (a prefix for a second pipeline)', () => {
     const outputs = Object.keys(template.findOutputs('*'));
-    expect(outputs.sort()).toEqual(Object.values(STACK_OUTPUTS).sort());
+    expect(outputs.sort()).toEqual(Object.values(PIPELINE_OUTPUTS).sort());
+    const second = buildStack({ outputPrefix: 'Orders' }).template;
+    expect(Object.keys(second.findOutputs('*')).sort()).toEqual(
+      Object.values(PIPELINE_OUTPUTS)
+        .map((name) => `Orders${name}`)
+        .sort(),
+    );
+  });
+});
+
+describe('your consumer', () => {
+  it('is bundled from your entry, with your options and the environment fifoBatch reads', () => {
+    const { template: own } = buildStack({
+      consumer: { entry: FIXTURE_CONSUMER, environment: { MY_SETTING: 'x' }, description: 'my consumer' },
+    });
+    own.hasResourceProperties('AWS::Lambda::Function', {
+      Description: 'my consumer',
+      Environment: {
+        Variables: Match.objectLike({ MY_SETTING: 'x', [CONSUMER_ENVIRONMENT.dlqUrl]: Match.anyValue() }),
+      },
+    });
+  });
+
+  it('may be a function you built: the queue is attached to it and its environment set', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new Stack(app, 'Own');
+    const fn = new LambdaFunction(own, 'MyConsumer', {
+      runtime: Runtime.NODEJS_24_X,
+      handler: 'index.handler',
+      code: Code.fromInline('export const handler = async () => ({ batchItemFailures: [] });'),
+    });
+    const pipeline = new OncelyPipeline(own, 'Pipeline', { consumer: { function: fn } });
+    expect(pipeline.consumer).toBe(fn);
+    const template = Template.fromStack(own);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: own.getLogicalId(fn.node.defaultChild as CfnElement) },
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      Environment: { Variables: Match.objectLike({ [CONSUMER_ENVIRONMENT.idempotencyTableName]: Match.anyValue() }) },
+    });
+  });
+
+  it('lets another function of yours use the idempotency core through grantIdempotency', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new Stack(app, 'Own');
+    const pipeline = new OncelyPipeline(own, 'Pipeline', { consumer: { entry: FIXTURE_CONSUMER } });
+    const api = new LambdaFunction(own, 'Api', {
+      runtime: Runtime.NODEJS_24_X,
+      handler: 'index.handler',
+      code: Code.fromInline('export const handler = async () => 1;'),
+    });
+    pipeline.grantIdempotency(api);
+    const template = Template.fromStack(own);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+            Resource: { 'Fn::GetAtt': [own.getLogicalId(pipeline.idempotencyTable.node.defaultChild as CfnElement), 'Arn'] },
+          }),
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      Environment: {
+        Variables: Match.objectLike({
+          [CONSUMER_ENVIRONMENT.idempotencyTableName]: Match.anyValue(),
+          [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: Match.anyValue(),
+        }),
+      },
+    });
   });
 });
 

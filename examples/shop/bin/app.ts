@@ -1,4 +1,4 @@
-/** The CDK app (`npm run synth`, `npx cdk deploy`); see lib/oncely-app.ts. */
-import { buildOncelyApp } from '../lib/oncely-app.js';
+/** The shop's CDK app (`npx cdk synth|deploy` here, and `npx oncely local`); see lib/shop-app.ts. */
+import { buildShopApp } from '../lib/shop-app.js';
 
-buildOncelyApp();
+buildShopApp();

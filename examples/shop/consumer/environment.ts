@@ -1,21 +1,14 @@
+import { NonRetryableError } from 'oncely/consumer';
+import type { IdempotencyMode } from 'oncely/idempotency';
 import { z } from 'zod';
-import { type IdempotencyMode, NonRetryableError } from '../../../src/idempotency/index.js';
 
 /**
- * The consumer's environment variables: the CDK stack and the local sandbox set exactly these.
- * Powertools reads its own (`POWERTOOLS_SERVICE_NAME`, `POWERTOOLS_METRICS_NAMESPACE`, …).
+ * The shop consumer's own environment variables, which its stack sets beside those Oncely's
+ * construct sets for `fifoBatch` (`CONSUMER_ENVIRONMENT` of `oncely/consumer`).
  */
-export const CONSUMER_ENVIRONMENT = {
-  idempotencyTableName: 'IDEMPOTENCY_TABLE_NAME',
+export const SHOP_ENVIRONMENT = {
   ledgerTableName: 'LEDGER_TABLE_NAME',
-  dlqUrl: 'DLQ_URL',
   notificationUrl: 'NOTIFICATION_URL',
-  /** Optional: the queue the consumer reads; a record dead-lettered is then deleted from it at once. */
-  queueUrl: 'QUEUE_URL',
-  /** Optional: lifetime of an idempotency record; must outlive queue + DLQ retention. */
-  idempotencyTtlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
-  /** Optional: how many message groups of a batch run at once. */
-  maxConcurrentGroups: 'MAX_CONCURRENT_GROUPS',
   /** Optional: how long a notification POST may take before its outcome counts as unknown. */
   notificationTimeoutMs: 'NOTIFICATION_TIMEOUT_MS',
   /** Optional: `at-most-once` (default: a crashed send is parked IN_DOUBT) or `at-least-once` (it is re-sent). */
@@ -25,72 +18,49 @@ export const CONSUMER_ENVIRONMENT = {
 export const DEFAULT_NOTIFICATION_TIMEOUT_MS = 5_000;
 
 const required = (name: string) => z.string(`${name} is not set`).min(1, `${name} is empty`);
-const positiveInteger = (name: string) =>
-  z.coerce
-    .number<string>(`${name} must be a whole number`)
-    .int(`${name} must be a whole number`)
-    .positive(`${name} must be positive`);
-const httpUrl = (name: string) =>
-  required(name).pipe(z.url({ protocol: /^https?$/, error: `${name} must be an http(s) URL` }));
-
-const { idempotencyTableName, ledgerTableName, dlqUrl, notificationUrl, ...optional } = CONSUMER_ENVIRONMENT;
+const { ledgerTableName, notificationUrl, notificationTimeoutMs, notificationMode } = SHOP_ENVIRONMENT;
 const environmentSchema = z.object({
-  [idempotencyTableName]: required(idempotencyTableName),
   [ledgerTableName]: required(ledgerTableName),
-  [dlqUrl]: httpUrl(dlqUrl),
-  [notificationUrl]: httpUrl(notificationUrl),
-  [optional.queueUrl]: httpUrl(optional.queueUrl).optional(),
-  [optional.idempotencyTtlSeconds]: positiveInteger(optional.idempotencyTtlSeconds).optional(),
-  [optional.maxConcurrentGroups]: positiveInteger(optional.maxConcurrentGroups).optional(),
-  [optional.notificationTimeoutMs]: positiveInteger(optional.notificationTimeoutMs).optional(),
-  [optional.notificationMode]: z
-    .enum(
-      ['at-most-once', 'at-least-once'],
-      `${optional.notificationMode} must be at-most-once or at-least-once`,
-    )
+  [notificationUrl]: required(notificationUrl).pipe(
+    z.url({ protocol: /^https?$/, error: `${notificationUrl} must be an http(s) URL` }),
+  ),
+  [notificationTimeoutMs]: z.coerce
+    .number<string>(`${notificationTimeoutMs} must be a whole number`)
+    .int(`${notificationTimeoutMs} must be a whole number`)
+    .positive(`${notificationTimeoutMs} must be positive`)
+    .optional(),
+  [notificationMode]: z
+    .enum(['at-most-once', 'at-least-once'], `${notificationMode} must be at-most-once or at-least-once`)
     .optional(),
 });
 
-export interface ConsumerConfig {
-  idempotencyTableName: string;
+export interface ShopConfig {
   ledgerTableName: string;
-  dlqUrl: string;
   notificationUrl: string;
-  /** The source queue; without it a dead-lettered record is left for the event source mapping to delete. */
-  queueUrl?: string;
-  /** The store's default (30 days) when unset. */
-  idempotencyTtlSeconds?: number;
-  /** The middleware's default (10) when unset. */
-  maxConcurrentGroups?: number;
   notificationTimeoutMs: number;
   notificationMode: IdempotencyMode;
 }
 
 /** The consumer cannot start: its environment is incomplete or wrong. */
-export class ConsumerEnvironmentError extends NonRetryableError {
-  static override readonly errorName: string = 'ConsumerEnvironmentError';
+export class ShopEnvironmentError extends NonRetryableError {
+  static override readonly errorName: string = 'ShopEnvironmentError';
 }
 
-/** Reads and checks the consumer's environment; the error names every missing or invalid variable. */
-export function readConsumerConfig(environment: NodeJS.ProcessEnv = process.env): ConsumerConfig {
+/** Reads and checks the shop consumer's environment; the error names every missing or invalid variable. */
+export function readShopConfig(environment: NodeJS.ProcessEnv = process.env): ShopConfig {
   const parsed = environmentSchema.safeParse(environment);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => issue.message);
-    throw new ConsumerEnvironmentError(
-      `the consumer's environment is incomplete or invalid: ${problems.join('; ')}. ` +
-        'The CDK stack sets these variables; when running it by hand, set them as README "Writing a consumer" lists.',
+    throw new ShopEnvironmentError(
+      `the shop consumer's environment is incomplete or invalid: ${problems.join('; ')}. ` +
+        'Its stack (examples/shop/lib/shop-stack.ts) sets these variables.',
     );
   }
   const env = parsed.data;
   return {
-    idempotencyTableName: env[idempotencyTableName],
     ledgerTableName: env[ledgerTableName],
-    dlqUrl: env[dlqUrl],
     notificationUrl: env[notificationUrl],
-    queueUrl: env[optional.queueUrl],
-    idempotencyTtlSeconds: env[optional.idempotencyTtlSeconds],
-    maxConcurrentGroups: env[optional.maxConcurrentGroups],
-    notificationTimeoutMs: env[optional.notificationTimeoutMs] ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
-    notificationMode: env[optional.notificationMode] ?? 'at-most-once',
+    notificationTimeoutMs: env[notificationTimeoutMs] ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
+    notificationMode: env[notificationMode] ?? 'at-most-once',
   };
 }

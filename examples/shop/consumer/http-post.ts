@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { OncelyError, OutcomeUnknownError } from '../../../src/idempotency/index.js';
+import { OncelyError, OutcomeUnknownError } from 'oncely/idempotency';
 
 export interface HttpAnswer {
   status: number;

@@ -1,4 +1,4 @@
-import type { TransactionWrite } from '../../../src/idempotency/index.js';
+import type { TransactionWrite } from 'oncely/idempotency';
 
 /**
  * The ledger's items and writes, apart from how they are made idempotent: the example consumer

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { type ConsumerOperation, transactionalOperation } from '../../../src/consumer/index.js';
-import { CompletedRecordCache } from '../../../src/idempotency/index.js';
+import { type ConsumerOperation, transactionalOperation } from 'oncely/consumer';
+import { CompletedRecordCache } from 'oncely/idempotency';
 import { ledgerWrites } from './ledger-writes.js';
 
 export { ledgerItemId } from './ledger-writes.js';

@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { describeDeployedPipeline } from '../../../../src/cdk/deployed-pipeline.js';
-import type { PipelineResources } from '../../../../src/cdk/stack-outputs.js';
+import type { PipelineResources } from '../../../../src/cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../../../../src/sandbox/local-aws-config.js';
 import { startSandbox } from '../../../../src/sandbox/local-sandbox.js';
 

@@ -2,9 +2,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { vi } from 'vitest';
-import { createConsumerHandler } from '../../consumer/consumer.js';
+import { DynamoDBIdempotencyStore, type IdempotencyMode } from 'oncely/idempotency';
+import { createShopHandler } from '../../consumer/consumer.js';
 import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../../consumer/environment.js';
-import type { IdempotencyMode } from '../../../../src/idempotency/index.js';
 import { createTable } from '../../../../test/support/dynamodb.js';
 import { createQueueWithDlq, type FifoQueue } from '../../../../test/support/sqs.js';
 import { silentLogger } from '../../../../test/support/telemetry.js';
@@ -20,8 +20,8 @@ export interface ExampleConsumerOptions {
 }
 
 /**
- * The example consumer (lambdas/consumer) wired to its own tables and queues on the emulators, as
- * the stack would wire it. Metrics are recorded, not printed.
+ * The shop's consumer wired to its own tables and queues on the emulators, as the stack would wire
+ * it — with the test's clients and clock instead of the environment's. Metrics are recorded, not printed.
  */
 export async function exampleConsumer(options: ExampleConsumerOptions) {
   const [idempotencyTable, ledgerTable, queues] = await Promise.all([
@@ -39,22 +39,18 @@ export async function exampleConsumer(options: ExampleConsumerOptions) {
   const metricCount = (name: string) =>
     added.mock.calls.filter(([metric]) => metric === name).reduce((sum, [, , value]) => sum + value, 0);
   const config = {
-    idempotencyTableName: idempotencyTable,
     ledgerTableName: ledgerTable,
-    dlqUrl: queues.dlq.url,
     notificationUrl: options.notificationUrl ?? 'http://127.0.0.1:9/unused',
     notificationTimeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
-    notificationMode: options.notificationMode ?? 'at-most-once',
+    notificationMode: options.notificationMode ?? ('at-most-once' as const),
   };
   /** A new container: its own caches, the same tables and queues. */
   const container = () =>
-    createConsumerHandler({
-      config,
-      dynamodb: options.dynamodb,
-      sqs: options.sqs,
+    createShopHandler(config, {
+      store: new DynamoDBIdempotencyStore({ client: options.dynamodb, tableName: idempotencyTable, now: options.now }),
+      deadLetterQueue: { client: options.sqs, queueUrl: queues.dlq.url, sourceQueueUrl: queues.queue.url },
       logger: silentLogger(),
       metrics,
-      now: options.now,
     });
   const { queue, dlq }: { queue: FifoQueue; dlq: FifoQueue } = queues;
   return { handler: container(), container, queue, dlq, idempotencyTable, ledgerTable, metricCount };

@@ -1,8 +1,9 @@
 /**
- * The stack outputs other services (and the end-to-end suite, the operations CLI) find the
- * pipeline by. One constant each, so the stack and its readers cannot drift apart.
+ * The outputs an `OncelyPipeline` adds to its stack, by which other services, the operations CLI
+ * and the sandbox's ready file find it. One constant each, so the construct and its readers cannot
+ * drift apart. Their logical ids are these names after the pipeline's `outputPrefix` ('' by default).
  */
-export const STACK_OUTPUTS = {
+export const PIPELINE_OUTPUTS = {
   publisherFunctionName: 'PublisherFunctionName',
   publisherFunctionArn: 'PublisherFunctionArn',
   consumerFunctionName: 'ConsumerFunctionName',
@@ -11,15 +12,14 @@ export const STACK_OUTPUTS = {
   dlqUrl: 'DlqUrl',
   dlqArn: 'DlqArn',
   idempotencyTableName: 'IdempotencyTableName',
-  ledgerTableName: 'LedgerTableName',
   /** The idempotency records' lifetime: what the dedup horizon (DESIGN §2) is computed from. */
   idempotencyTtlSeconds: 'IdempotencyTtlSeconds',
 } as const;
 
-export type StackOutputKey = keyof typeof STACK_OUTPUTS;
+export type PipelineOutputKey = keyof typeof PIPELINE_OUTPUTS;
 
 /** The pipeline's resources as other tools address them: stack outputs, or the sandbox's ready file. */
-export type PipelineResources = Record<StackOutputKey, string>;
+export type PipelineResources = Record<PipelineOutputKey, string>;
 
 /** A stack that lacks outputs Oncely needs: not an Oncely stack, or one from another version. */
 export class MissingStackOutputsError extends Error {
@@ -27,25 +27,26 @@ export class MissingStackOutputsError extends Error {
 }
 
 /**
- * Maps a deployed stack's outputs (DescribeStacks' `Outputs`) onto the pipeline's resources,
- * naming every output that is missing.
+ * Maps a stack's outputs (DescribeStacks' `Outputs`, or the sandbox's resolved template outputs)
+ * onto the resources of the pipeline whose outputs carry `prefix`, naming every output missing.
  */
 export function resourcesFromOutputs(
   stackName: string,
   outputs: readonly { OutputKey?: string; OutputValue?: string }[],
+  prefix = '',
 ): PipelineResources {
   const byKey = new Map(outputs.map((output) => [output.OutputKey, output.OutputValue]));
   const resources: Partial<PipelineResources> = {};
   const missing: string[] = [];
-  for (const [key, outputKey] of Object.entries(STACK_OUTPUTS) as [StackOutputKey, string][]) {
-    const value = byKey.get(outputKey);
+  for (const [key, outputKey] of Object.entries(PIPELINE_OUTPUTS) as [PipelineOutputKey, string][]) {
+    const value = byKey.get(`${prefix}${outputKey}`);
     if (value) resources[key] = value;
-    else missing.push(outputKey);
+    else missing.push(`${prefix}${outputKey}`);
   }
   if (missing.length > 0) {
     throw new MissingStackOutputsError(
-      `Stack ${stackName} has no output ${missing.join(', ')}. Is it an Oncely stack deployed from this version? ` +
-        'Deploy it with `npx cdk deploy` and try again.',
+      `Stack ${stackName} has no output ${missing.join(', ')}. Does it contain an OncelyPipeline of this version ` +
+        '(with that outputPrefix)? Deploy it with `npx cdk deploy` and try again.',
     );
   }
   return resources as PipelineResources;

@@ -1,0 +1,19 @@
+import { App, type AppProps, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { shopSettingsFromContext } from './shop-settings.js';
+import { ShopStack } from './shop-stack.js';
+
+/**
+ * The app `cdk deploy` deploys and `oncely local` runs: one stack per stage, configured by context,
+ * with cdk-nag's AWS Solutions checks failing the synth on any finding.
+ */
+export function buildShopApp(props: AppProps = {}): { app: App; stack: ShopStack } {
+  const app = new App(props);
+  const settings = shopSettingsFromContext((key) => app.node.tryGetContext(key));
+  const stack = new ShopStack(app, `Shop-${settings.stage}`, {
+    settings,
+    description: `Oncely example shop (${settings.stage})`,
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { app, stack };
+}

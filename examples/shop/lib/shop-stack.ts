@@ -1,0 +1,56 @@
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Construct } from 'constructs';
+import { OncelyPipeline } from 'oncely/cdk';
+import { SHOP_ENVIRONMENT } from '../consumer/environment.js';
+import type { ShopSettings } from './shop-settings.js';
+
+export interface ShopStackProps extends StackProps {
+  readonly settings: ShopSettings;
+}
+
+/** The output other tools (the demo, the end-to-end suite) find the ledger by. */
+export const LEDGER_TABLE_OUTPUT = 'LedgerTableName';
+
+/**
+ * The example shop: a ledger table, and an Oncely pipeline around the shop's consumer — built
+ * with nothing but the package's public entry points, as your own stack would be.
+ */
+export class ShopStack extends Stack {
+  readonly pipeline: OncelyPipeline;
+  readonly ledgerTable: Table;
+
+  constructor(scope: Construct, id: string, props: ShopStackProps) {
+    super(scope, id, props);
+    const { settings } = props;
+    this.ledgerTable = new Table(this, 'LedgerTable', {
+      partitionKey: { name: 'id', type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: settings.pipeline.deletionProtection,
+      removalPolicy: settings.pipeline.removalPolicy,
+    });
+    this.pipeline = new OncelyPipeline(this, 'Pipeline', {
+      ...settings.pipeline,
+      serviceName: 'shop',
+      consumer: {
+        entry: fileURLToPath(new URL('../consumer/handler.ts', import.meta.url)),
+        environment: {
+          [SHOP_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
+          [SHOP_ENVIRONMENT.notificationUrl]: settings.notificationUrl,
+          ...(settings.notificationMode ? { [SHOP_ENVIRONMENT.notificationMode]: settings.notificationMode } : {}),
+        },
+      },
+    });
+    // Transactional mode: TransactWriteItems is authorised per item action (the ledger puts and updates).
+    this.pipeline.consumer.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [this.ledgerTable.tableArn],
+      }),
+    );
+    new CfnOutput(this, LEDGER_TABLE_OUTPUT, { value: this.ledgerTable.tableName });
+  }
+}
