@@ -3,7 +3,7 @@ import { build, type Metafile, type Plugin } from 'esbuild';
 import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
 
 export const BUNDLES = {
-  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/consumer/handler.ts' },
+  oncely: { label: 'Oncely: the example consumer', entry: 'examples/shop/consumer/handler.ts' },
   powertools: { label: 'Powertools: the same consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
 export type BundledConsumer = keyof typeof BUNDLES;

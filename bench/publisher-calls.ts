@@ -3,7 +3,7 @@ import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../src/publisher/
 import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../src/publisher/environment.js';
 import { createPublisherHandler } from '../src/publisher/handler.js';
 import { createEnvelope } from '../src/common/envelope.js';
-import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
 import { countRequests } from '../src/sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { invocationContext } from './invocation.js';
@@ -101,7 +101,7 @@ async function send(
       await publishAll(
         sqs,
         queue.url,
-        new DynamoDbIdempotencyStore({ client: dynamodb, tableName }),
+        new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
         messages,
       );
     } else {
@@ -124,7 +124,7 @@ async function send(
 async function publishAll(
   sqs: SQSClient,
   queueUrl: string,
-  store: DynamoDbIdempotencyStore,
+  store: DynamoDBIdempotencyStore,
   messages: PublishMessage[],
 ) {
   const publish = createPublisherHandler({

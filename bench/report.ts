@@ -324,7 +324,7 @@ function notesSection(results: BenchResults): string {
       'registry, beside logger and metrics 2.36.0. Their second copy of `@aws-lambda-powertools/commons` is ' +
       'bundled once, as a project on a single version would bundle it.',
     '- **Same business logic.** The Powertools and idempotency-free consumers send the ledger writes of ' +
-      '`lambdas/consumer/ledger-writes.ts` themselves (`bench/consumers/shop-events.ts`); the Powertools one follows ' +
+      '`examples/shop/consumer/ledger-writes.ts` themselves (`bench/consumers/shop-events.ts`); the Powertools one follows ' +
       'its documentation for FIFO batches: `SqsFifoPartialProcessorAsync`, `processPartialResponse`, ' +
       "`makeIdempotent` per record, keyed by the envelope's key, validated against its type and payload.",
     '',

@@ -4,7 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ledgerItemId, ledgerWrites } from '../examples/shop/consumer/ledger-writes.js';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   type IdempotencyObserver,
   LeaseIdempotency,
   TransactionalIdempotency,
@@ -132,7 +132,7 @@ const containers: Record<
   (client: DynamoDBClient, idempotencyTable: string, ledgerTable: string) => Container
 > = {
   transactional: (client, idempotencyTable, ledgerTable) => {
-    const store = new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable });
+    const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
     const takeStock = ledgerWrites(ledgerTable).takeStock;
     return (cache) => {
       const ledger = new TransactionalIdempotency({
@@ -145,7 +145,7 @@ const containers: Record<
     };
   },
   lease: (client, idempotencyTable, ledgerTable) => {
-    const store = new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable });
+    const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
     const takeStock = singleWrite(client, ledgerTable);
     return (cache) => {
       const lease = new LeaseIdempotency({

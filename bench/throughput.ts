@@ -21,7 +21,7 @@ export const PIPELINE_CONSUMERS = {
     label: 'no idempotency: the same writes and FIFO rules, nothing recorded',
     entry: 'bench/consumers/idempotency-free-consumer.ts',
   },
-  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/consumer/handler.ts' },
+  oncely: { label: 'Oncely: the example consumer', entry: 'examples/shop/consumer/handler.ts' },
   powertools: { label: 'Powertools consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
 export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
@@ -130,7 +130,7 @@ async function startPipeline(
       },
       options.projectRoot,
     );
-  const publisher = runtime(`bench-publisher-${consumer}`, 'lambdas/publisher/handler.ts', {
+  const publisher = runtime(`bench-publisher-${consumer}`, 'src/publisher/handler.ts', {
     QUEUE_URL: queue.url,
     IDEMPOTENCY_TABLE_NAME: publisherTable,
   });

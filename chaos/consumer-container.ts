@@ -4,7 +4,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { fifoBatch } from '../src/consumer/index.js';
-import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
 import { chaosOperations } from './chaos-operations.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { CrashPoint } from './schedule.js';
@@ -52,7 +52,7 @@ export class ConsumerContainer {
     this.#dynamodb = dynamoDbClientVia(options.dynamodbProxy);
     this.#sqs = sqsClientVia(options.sqsProxy);
     this.#watchRequests(options.unrecordedCompletions);
-    const store = new DynamoDbIdempotencyStore({
+    const store = new DynamoDBIdempotencyStore({
       client: this.#dynamodb,
       tableName: options.idempotencyTable,
       ttlSeconds: options.ttlSeconds,

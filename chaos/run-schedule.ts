@@ -13,7 +13,7 @@ import {
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../src/client/publish.js';
 import { createPublisherHandler } from '../src/publisher/handler.js';
-import { DynamoDbIdempotencyStore } from '../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
 import { lambdaContext } from '../src/sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
 import { failedMessageIds, toSqsRecord } from '../src/sandbox/sqs-event.js';
@@ -409,7 +409,7 @@ function registerPublisher(
     sqs: clients.sqs,
     queueUrl,
     maxMessageBytes: 262_144,
-    store: new DynamoDbIdempotencyStore({ client: clients.dynamodb, tableName: world.idempotencyTable }),
+    store: new DynamoDBIdempotencyStore({ client: clients.dynamodb, tableName: world.idempotencyTable }),
     retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
   });
   return world.register(`chaos-publisher-${id}`, handler);

@@ -8,7 +8,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { fifoBatch, leaseOperation } from '../../src/consumer/index.js';
-import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
 import { type ShopSettings, shopEventEffect } from './shop-events.js';
 
@@ -34,7 +34,7 @@ export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
     .use(logMetrics(metrics))
     .use(
       fifoBatch({
-        store: new DynamoDbIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
+        store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
         logger,
         metrics,
         deadLetterQueue: { client: options.sqs, queueUrl: options.dlqUrl },

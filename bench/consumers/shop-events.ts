@@ -46,7 +46,7 @@ const sendNotification = z.object({
 });
 
 /**
- * The example consumer's business logic (lambdas/consumer) as a consumer without Oncely does it:
+ * The example consumer's business logic (examples/shop/consumer) as a consumer without Oncely does it:
  * validate the payload, then send the ledger writes itself — one request for a single write, a
  * transaction for several — or POST the notification. It throws what the effect threw (a refused
  * write, a failed POST). The benchmarks' Powertools and idempotency-free consumers share it, so

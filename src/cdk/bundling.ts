@@ -45,7 +45,7 @@ export function lambdaBundleFile(bundling: LambdaBundling = LAMBDA_BUNDLING): st
 export interface LambdaBuildTarget {
   /** The directory NodejsFunction bundles from: the project root, where its lock file is. */
   projectRoot: string;
-  /** The handler's module, relative to `projectRoot` (e.g. `lambdas/consumer/handler.ts`). */
+  /** The handler's module, relative to `projectRoot` (e.g. `examples/shop/consumer/handler.ts`). */
   entry: string;
   /** Where the bundle goes (relative to `projectRoot`, or absolute); its file is {@link lambdaBundleFile}. */
   outdir: string;

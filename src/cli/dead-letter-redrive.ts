@@ -9,7 +9,7 @@ import {
 import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
 import { type DedupHorizon, isPastDedupHorizon, PAST_DEDUP_HORIZON } from '../common/dedup-horizon.js';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
-import type { PipelineResources } from '../cdk/stack-outputs.js';
+import type { PipelineResources } from '../cdk/pipeline-outputs.js';
 import { makeVisible } from './dead-letter-list.js';
 import { DedupHorizonUnknownError, RedriveInterruptedError } from './operations-errors.js';
 

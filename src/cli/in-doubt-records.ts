@@ -15,7 +15,7 @@ import {
   UNRESOLVED_INDEX_NAME,
   type UnresolvedReason,
 } from '../idempotency/index.js';
-import type { PipelineResources } from '../cdk/stack-outputs.js';
+import type { PipelineResources } from '../cdk/pipeline-outputs.js';
 import {
   MessageNotKeptError,
   RecordNotInDoubtError,

@@ -1,6 +1,6 @@
 /**
  * Errors of the operations commands (`oncely dlq`, `oncely in-doubt`). Each message says what
- * happened and what to do; `bin/oncely.ts` prints it and exits with 1. Names are fixed strings, so
+ * happened and what to do; `src/cli/main.ts` prints it and exits with 1. Names are fixed strings, so
  * a minified bundle still reports them.
  */
 

@@ -5,7 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
 import { z } from 'zod';
 import { describeDeployedPipeline } from '../cdk/deployed-pipeline.js';
-import { type PipelineResources, STACK_OUTPUTS, type StackOutputKey } from '../cdk/stack-outputs.js';
+import { type PipelineResources, PIPELINE_OUTPUTS, type PipelineOutputKey } from '../cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
 import {
@@ -38,7 +38,7 @@ const readyFileSchema = z.object({
   region: z.string().min(1),
   endpoints: z.object({ sqs: z.url(), dynamodb: z.url() }),
   resources: z.record(
-    z.enum(Object.keys(STACK_OUTPUTS) as [StackOutputKey, ...StackOutputKey[]]),
+    z.enum(Object.keys(PIPELINE_OUTPUTS) as [PipelineOutputKey, ...PipelineOutputKey[]]),
     z.string().min(1),
   ),
 });

@@ -17,6 +17,7 @@ export {
   PublishValidationError,
   type ValidationProblem,
 } from '../publisher/errors.js';
+export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
 export { PublisherClientConfigurationError, PublisherFunctionError, PublisherResponseError } from './errors.js';
 export {
   DEFAULT_CLIENT_RETRY,

@@ -5,7 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import type { StoredError } from '../idempotency/index.js';
+import type { StoredError } from '../idempotency/errors.js';
 import { sha256Hex } from '../idempotency/keys.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
@@ -20,6 +20,7 @@ export const DLQ_ATTRIBUTES = {
 const MAX_ERROR_MESSAGE_LENGTH = 1_024;
 
 export interface DeadLetterQueueOptions {
+  /** The client that sends to the DLQ (and deletes from the source queue). */
   client: SQSClient;
   /** The FIFO DLQ's URL. */
   queueUrl: string;

@@ -1,4 +1,4 @@
-import type { RemainingTime } from '../idempotency/index.js';
+import type { RemainingTime } from '../idempotency/lease.js';
 
 /** The least time a record is started with, when the container has not yet seen a slower record. */
 export const MIN_RECORD_TIME_RESERVE_MS = 1_000;

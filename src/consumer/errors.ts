@@ -1,3 +1,4 @@
+import type { SQSRecord } from 'aws-lambda';
 import { PAST_DEDUP_HORIZON } from '../common/dedup-horizon.js';
 import { NonRetryableError, OncelyError } from '../idempotency/errors.js';
 
@@ -11,6 +12,21 @@ export class UnknownMessageTypeError extends NonRetryableError {
     super(
       `no operation handles message type "${type}" (this consumer handles ${knownTypes.join(', ') || 'no type'}). ` +
         'Register an operation for it, or stop publishing it to this queue; then redrive the message.',
+    );
+  }
+}
+
+/**
+ * The consumer's `parse` failed on a record's body. Its body never changes, so no retry can help:
+ * the record goes to the DLQ at once, as a body that is not an Oncely envelope does.
+ */
+export class UnparsableMessageError extends NonRetryableError {
+  static override readonly errorName: string = 'UnparsableMessageError';
+  constructor(record: SQSRecord, cause: unknown) {
+    super(
+      `message ${record.messageId} could not be parsed (${describeCause(cause)}). Fix the parser or the ` +
+        'producer, then redrive the message.',
+      { cause },
     );
   }
 }

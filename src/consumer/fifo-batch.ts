@@ -1,25 +1,50 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { type DynamoDbIdempotencyStore, IdempotencyConfigurationError } from '../idempotency/index.js';
+import { IdempotencyConfigurationError } from '../idempotency/errors.js';
+import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { DeadLetterQueue, type DeadLetterQueueOptions } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
+import { type ConsumerVariable, readConsumerEnvironment } from './environment.js';
 import { planGroups } from './group-plan.js';
 import { runGroups } from './group-runner.js';
-import { logFieldsOf, receiveRecord } from './message.js';
+import { logFieldsOf, type MessageParser, parseEnvelopeRecord, receiveRecord } from './message.js';
 import type { ConsumerOperation } from './operations.js';
-import { processRecord } from './record-processor.js';
-import { type MetricsSink, RecordTelemetry } from './telemetry.js';
+import { processRecord, type RecordProcessorOptions } from './record-processor.js';
+import { type ConsumerLogger, type MetricsSink, RecordTelemetry } from './telemetry.js';
 
+/**
+ * How a FIFO consumer processes its batches. Only `operations` is required in a function the
+ * OncelyPipeline construct deploys (or the sandbox runs): the rest defaults from the environment
+ * it sets (`CONSUMER_ENVIRONMENT`), read on the first batch.
+ */
 export interface FifoBatchOptions {
-  store: DynamoDbIdempotencyStore;
   /** The operation for each message type; a message of another type goes to the DLQ. */
   operations: Readonly<Record<string, ConsumerOperation>>;
-  deadLetterQueue: DeadLetterQueueOptions;
-  logger: Logger;
-  /** Powertools' Metrics, published by its `logMetrics` middleware. */
-  metrics: MetricsSink;
-  /** How many message groups run at once; 10 (a whole batch) by default. */
+  /**
+   * The idempotency table. By default a `DynamoDBIdempotencyStore` on the table
+   * `IDEMPOTENCY_TABLE_NAME`, whose records live `IDEMPOTENCY_TTL_SECONDS` (30 days when unset),
+   * through a `DynamoDBClient` with the function's region and credentials.
+   */
+  store?: DynamoDBIdempotencyStore;
+  /**
+   * Where non-retryable records go at once. By default the queue `DLQ_URL` through an `SQSClient`
+   * with the function's region and credentials, with `QUEUE_URL` (when set) as `sourceQueueUrl`.
+   */
+  deadLetterQueue?: DeadLetterQueueOptions;
+  /** Powertools' `Logger` or any object with its methods; by default a Powertools `Logger`. */
+  logger?: ConsumerLogger;
+  /**
+   * Where the consumer counts (`CONSUMER_METRICS`). One you pass is yours to publish (with
+   * Powertools' `logMetrics` middleware). By default a Powertools `Metrics`, which the consumer
+   * publishes itself at the end of each batch (namespace `POWERTOOLS_METRICS_NAMESPACE`, dimension
+   * `service` from `POWERTOOLS_SERVICE_NAME`).
+   */
+  metrics?: MetricsSink;
+  /** How many message groups run at once; by default `MAX_CONCURRENT_GROUPS`, else 10 (a whole batch). */
   maxConcurrentGroups?: number;
   /**
    * A record is not started with less than this many milliseconds of the invocation left (DESIGN
@@ -34,6 +59,12 @@ export interface FifoBatchOptions {
    * or a tenth of the TTL if that is shorter.
    */
   dedupHorizonMarginSeconds?: number;
+  /**
+   * Reads a record's body, for bodies that are not Oncely envelopes (raw producers, EventBridge).
+   * Whatever it throws sends the record to the DLQ at once. The group is always the record's
+   * MessageGroupId. By default `parseEnvelopeRecord`: an Oncely envelope (DESIGN §2).
+   */
+  parse?: MessageParser;
 }
 
 export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
@@ -41,43 +72,184 @@ export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
 /**
  * Middy middleware that processes an SQS FIFO batch record by record, with per-record idempotency
  * and DESIGN §5's ordering rules, and answers with the partial batch response (the event source
- * mapping needs `ReportBatchItemFailures`). It does its work in `after`, so use it last: the
- * Powertools middlewares used before it then log with the Lambda context and publish its metrics.
+ * mapping needs `ReportBatchItemFailures`). It does its work in `after`, so use it last: Powertools
+ * middlewares used before it then log with the Lambda context and publish the metrics you pass it.
  */
 export function fifoBatch(
   options: FifoBatchOptions,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  const maxConcurrentGroups = options.maxConcurrentGroups ?? DEFAULT_MAX_CONCURRENT_GROUPS;
-  if (!Number.isInteger(maxConcurrentGroups) || maxConcurrentGroups < 1) {
-    throw new IdempotencyConfigurationError(
-      `maxConcurrentGroups must be a positive integer, not ${maxConcurrentGroups}.`,
-    );
-  }
-  const deadLetterQueue = new DeadLetterQueue(options.deadLetterQueue);
-  const processor = {
-    store: options.store,
-    operations: options.operations,
-    deadLetterQueue,
-    horizon: { ttlSeconds: options.store.ttlSeconds, marginSeconds: options.dedupHorizonMarginSeconds },
+  consumerFor(options); // checks the options given now; the environment is read on the first batch
+  return {
+    name: 'oncely-fifo-batch',
+    after: async (request) => {
+      request.response = await processFifoBatch(request.event, request.context, options);
+    },
   };
-  const deadline = new DeadlineGuard(options.recordTimeReserveMs);
+}
 
-  const processBatch = async (event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> => {
+/**
+ * What `fifoBatch` does, for a handler without Middy: processes the batch and returns the partial
+ * batch response; throws only what fails the whole batch. What the consumer keeps for the
+ * container's life (its clients, its learnt deadline reserve) belongs to `options`: pass the same
+ * object on every invocation.
+ */
+export function processFifoBatch(
+  event: SQSEvent,
+  lambdaContext: Context,
+  options: FifoBatchOptions,
+): Promise<SQSBatchResponse> {
+  return consumerFor(options).process(event, lambdaContext);
+}
+
+const consumers = new WeakMap<FifoBatchOptions, FifoBatchConsumer>();
+
+function consumerFor(options: FifoBatchOptions): FifoBatchConsumer {
+  let consumer = consumers.get(options);
+  if (!consumer) {
+    consumer = new FifoBatchConsumer(options);
+    consumers.set(options, consumer);
+  }
+  return consumer;
+}
+
+/** The default store's and DLQ's clients: one each per container, whatever the number of consumers. */
+let dynamodbClient: DynamoDBClient | undefined;
+let sqsClient: SQSClient | undefined;
+
+function defaultDynamoDBClient(): DynamoDBClient {
+  dynamodbClient ??= new DynamoDBClient({});
+  return dynamodbClient;
+}
+
+function defaultSqsClient(): SQSClient {
+  sqsClient ??= new SQSClient({});
+  return sqsClient;
+}
+
+interface Telemetry {
+  logger: ConsumerLogger;
+  metrics: MetricsSink;
+  /** Set when the consumer created the metrics: then it publishes them itself. */
+  ownMetrics?: Metrics;
+}
+
+interface BatchSettings {
+  processor: RecordProcessorOptions;
+  maxConcurrentGroups: number;
+}
+
+/** One consumer for the container's life: its defaults, made on the first batch, and its deadline's learning. */
+class FifoBatchConsumer {
+  readonly #options: FifoBatchOptions;
+  readonly #deadline: DeadlineGuard;
+  readonly #parse: MessageParser;
+  #telemetry: Telemetry | undefined;
+  #settings: BatchSettings | undefined;
+
+  constructor(options: FifoBatchOptions) {
+    const { maxConcurrentGroups } = options;
+    if (
+      maxConcurrentGroups !== undefined &&
+      !(Number.isInteger(maxConcurrentGroups) && maxConcurrentGroups >= 1)
+    ) {
+      throw new IdempotencyConfigurationError(
+        `maxConcurrentGroups must be a positive integer, not ${maxConcurrentGroups}.`,
+      );
+    }
+    this.#options = options;
+    this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
+    this.#parse = options.parse ?? parseEnvelopeRecord;
+  }
+
+  async process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    const telemetry = this.#telemetryOnce();
+    try {
+      return await this.#processBatch(this.#settingsOnce(), telemetry, event, lambdaContext);
+    } catch (error) {
+      telemetry.logger.error('the whole batch failed: SQS redelivers every record of it', {
+        error,
+        messageIds: event.Records.map((record) => record.messageId),
+      });
+      throw error;
+    } finally {
+      // Only the metrics it created: metrics passed in are published by their owner.
+      if (telemetry.ownMetrics?.hasStoredMetrics()) telemetry.ownMetrics.publishStoredMetrics();
+    }
+  }
+
+  #telemetryOnce(): Telemetry {
+    if (this.#telemetry) return this.#telemetry;
+    const { logger = new Logger(), metrics } = this.#options;
+    if (metrics) {
+      this.#telemetry = { logger, metrics };
+    } else {
+      const ownMetrics = new Metrics();
+      this.#telemetry = { logger, metrics: ownMetrics, ownMetrics };
+    }
+    return this.#telemetry;
+  }
+
+  /** Reads only the variables the options leave to the environment; a failed read is tried again next batch. */
+  #settingsOnce(): BatchSettings {
+    if (this.#settings) return this.#settings;
+    const { operations, store, deadLetterQueue, maxConcurrentGroups } = this.#options;
+    const variables: ConsumerVariable[] = [
+      ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
+      ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
+      ...(maxConcurrentGroups === undefined ? (['maxConcurrentGroups'] as const) : []),
+    ];
+    const environment = readConsumerEnvironment(variables);
+    const resolvedStore =
+      store ??
+      new DynamoDBIdempotencyStore({
+        client: defaultDynamoDBClient(),
+        tableName: environment.idempotencyTableName,
+        ttlSeconds: environment.idempotencyTtlSeconds,
+      });
+    this.#settings = {
+      maxConcurrentGroups:
+        maxConcurrentGroups ?? environment.maxConcurrentGroups ?? DEFAULT_MAX_CONCURRENT_GROUPS,
+      processor: {
+        store: resolvedStore,
+        operations,
+        deadLetterQueue: new DeadLetterQueue(
+          deadLetterQueue ?? {
+            client: defaultSqsClient(),
+            queueUrl: environment.dlqUrl,
+            sourceQueueUrl: environment.queueUrl,
+          },
+        ),
+        horizon: {
+          ttlSeconds: resolvedStore.ttlSeconds,
+          marginSeconds: this.#options.dedupHorizonMarginSeconds,
+        },
+      },
+    };
+    return this.#settings;
+  }
+
+  async #processBatch(
+    settings: BatchSettings,
+    telemetry: Telemetry,
+    event: SQSEvent,
+    lambdaContext: Context,
+  ): Promise<SQSBatchResponse> {
+    const deadline = this.#deadline;
     const records = event.Records.map((sqsRecord) => {
-      const received = receiveRecord(sqsRecord);
-      return { received, telemetry: RecordTelemetry.forRecord(options, logFieldsOf(received)) };
+      const received = receiveRecord(sqsRecord, this.#parse);
+      return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received)) };
     });
     let anyStarted = false;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
-      maxConcurrentGroups,
+      settings.maxConcurrentGroups,
       async ({ received, telemetry }, signal) => {
         if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
         anyStarted = true;
         const started = Date.now();
         try {
-          return await processRecord(received, telemetry, { lambdaContext, signal }, processor);
+          return await processRecord(received, telemetry, { lambdaContext, signal }, settings.processor);
         } finally {
           deadline.recordFinished(Date.now() - started);
         }
@@ -103,20 +275,5 @@ export function fifoBatch(
         .filter((record) => unacknowledged.has(record))
         .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
     };
-  };
-
-  return {
-    name: 'oncely-fifo-batch',
-    after: async (request) => {
-      try {
-        request.response = await processBatch(request.event, request.context);
-      } catch (error) {
-        options.logger.error('the whole batch failed: SQS redelivers every record of it', {
-          error,
-          messageIds: request.event.Records.map((record) => record.messageId),
-        });
-        throw error;
-      }
-    },
-  };
+  }
 }

@@ -1,8 +1,29 @@
 import type { SQSRecord } from 'aws-lambda';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
-import { MissingMessageGroupError } from './errors.js';
+import { isRetryable } from '../idempotency/errors.js';
+import { MissingMessageGroupError, UnparsableMessageError } from './errors.js';
 
-/** One SQS record as a consumer's business code sees it: the envelope, its key, and SQS's delivery facts. */
+/** What a message parser reads from an SQS record (DESIGN §2); the group is always the record's MessageGroupId. */
+export interface ParsedMessage {
+  /** Selects the operation (`FifoBatchOptions.operations`). */
+  type: string;
+  /**
+   * The message's idempotency key. Take it from the body when the body has one: SQS replaces the
+   * MessageDeduplicationId when it moves a message to a FIFO DLQ, and a redrive must keep its key.
+   */
+  key: string;
+  payload: unknown;
+  /** ISO-8601: when the message was first published, for the dedup horizon (DESIGN §2). */
+  publishedAt: string;
+}
+
+/**
+ * Reads a record's body. Whatever it throws makes the record non-retryable: it goes to the DLQ at
+ * once, as a body that is not an Oncely envelope does.
+ */
+export type MessageParser = (record: SQSRecord) => ParsedMessage;
+
+/** One SQS record as a consumer's business code sees it: the parsed message and SQS's delivery facts. */
 export interface ConsumerMessage<P = unknown> {
   type: string;
   /**
@@ -20,10 +41,23 @@ export interface ConsumerMessage<P = unknown> {
   record: SQSRecord;
 }
 
+/**
+ * The default parser: the body is an Oncely envelope (DESIGN §2), keyed by its `key`, or by the
+ * MessageDeduplicationId when it has none. Throws `InvalidEnvelopeError`.
+ */
+export const parseEnvelopeRecord: MessageParser = (record) => {
+  const envelope = parseReceivedEnvelope(record.body);
+  const key = envelope.key ?? record.attributes.MessageDeduplicationId;
+  if (!key) {
+    throw new InvalidEnvelopeError('the message has neither a key in its body nor a MessageDeduplicationId');
+  }
+  return { type: envelope.type, key, payload: envelope.payload, publishedAt: envelope.publishedAt };
+};
+
 /** A record of the batch, read once: its message, or why its body is not one. */
 export type ReceivedRecord = { record: SQSRecord; groupId: string } & (
   | { message: ConsumerMessage; error?: undefined }
-  | { message?: undefined; error: InvalidEnvelopeError }
+  | { message?: undefined; error: Error }
 );
 
 /** What every log line about a record carries. */
@@ -34,16 +68,33 @@ export interface RecordLogFields {
   messageType?: string;
 }
 
-/** Reads a record's group and envelope. Throws only for a record that is not from a FIFO queue. */
-export function receiveRecord(record: SQSRecord): ReceivedRecord {
+/** Reads a record's group and message. Throws only for a record that is not from a FIFO queue. */
+export function receiveRecord(record: SQSRecord, parse: MessageParser): ReceivedRecord {
   const groupId = record.attributes.MessageGroupId;
   if (!groupId) throw new MissingMessageGroupError(record.messageId);
+  let parsed: ParsedMessage;
   try {
-    return { record, groupId, message: readMessage(record, groupId) };
+    parsed = parse(record);
+    checkParsed(parsed);
   } catch (error) {
-    if (!(error instanceof InvalidEnvelopeError)) throw error;
-    return { record, groupId, error };
+    // A retryable error would block the group until SQS dead-letters it: a body does not change.
+    return {
+      record,
+      groupId,
+      error: isRetryable(error) ? new UnparsableMessageError(record, error) : (error as Error),
+    };
   }
+  const message: ConsumerMessage = {
+    type: parsed.type,
+    key: parsed.key,
+    groupId,
+    payload: parsed.payload,
+    publishedAt: parsed.publishedAt,
+    messageId: record.messageId,
+    receiveCount: Number(record.attributes.ApproximateReceiveCount),
+    record,
+  };
+  return { record, groupId, message };
 }
 
 export function logFieldsOf({ record, groupId, message }: ReceivedRecord): RecordLogFields {
@@ -52,20 +103,10 @@ export function logFieldsOf({ record, groupId, message }: ReceivedRecord): Recor
     : { messageId: record.messageId, groupId, messageKey: record.attributes.MessageDeduplicationId };
 }
 
-function readMessage(record: SQSRecord, groupId: string): ConsumerMessage {
-  const envelope = parseReceivedEnvelope(record.body);
-  const key = envelope.key ?? record.attributes.MessageDeduplicationId;
-  if (!key) {
-    throw new InvalidEnvelopeError('the message has neither a key in its body nor a MessageDeduplicationId');
-  }
-  return {
-    type: envelope.type,
-    key,
-    groupId,
-    payload: envelope.payload,
-    publishedAt: envelope.publishedAt,
-    messageId: record.messageId,
-    receiveCount: Number(record.attributes.ApproximateReceiveCount),
-    record,
-  };
+/** A parser's field of the wrong type fails its record's parse, not some later step on a wrong value. */
+function checkParsed(parsed: ParsedMessage): void {
+  const wrong = (['type', 'key', 'publishedAt'] as const).filter(
+    (field) => typeof (parsed as Partial<ParsedMessage> | undefined)?.[field] !== 'string',
+  );
+  if (wrong.length > 0) throw new Error(`the parser returned no string ${wrong.join(', ')}`);
 }

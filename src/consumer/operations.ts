@@ -1,32 +1,35 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { describeIssues } from '../common/envelope.js';
+import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import {
-  CompletedRecordCache,
-  type DynamoDbIdempotencyStore,
   InvalidRecordWriteError,
-  type Lease,
-  LeaseIdempotency,
-  type LeaseIdempotencyOptions,
   OncelyError,
   RecordNotWrittenError,
-  recordId,
+  TransactionConditionFailedError,
+} from '../idempotency/errors.js';
+import { recordId } from '../idempotency/keys.js';
+import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
+import type { DynamoDBIdempotencyStore, Lease } from '../idempotency/store.js';
+import {
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
-  TransactionConditionFailedError,
   type TransactionPlan,
-} from '../idempotency/index.js';
-import { BusinessRuleViolationError, IdempotencyStoreUnavailableError, InvalidPayloadError } from './errors.js';
+} from '../idempotency/transactional.js';
+import {
+  BusinessRuleViolationError,
+  IdempotencyStoreUnavailableError,
+  InvalidPayloadError,
+} from './errors.js';
 import type { ConsumerMessage } from './message.js';
-import type { RecordTelemetry } from './telemetry.js';
+import type { ConsumerLogger, RecordTelemetry } from './telemetry.js';
 
 /** What business code gets besides the message. */
 export interface RecordContext {
   /** `namespace#key`: pass it on as an `Idempotency-Key` so an idempotent remote dedupes too. */
   idempotencyKey: string;
   /** This record's logger: every line carries its key, group and message id. */
-  logger: Logger;
+  logger: ConsumerLogger;
   lambdaContext: Context;
 }
 
@@ -37,7 +40,7 @@ export interface LeaseRecordContext extends RecordContext {
 
 /** What the batch middleware gives an operation for one record. */
 export interface OperationRuntime {
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
   telemetry: RecordTelemetry;
   lambdaContext: Context;
   /** Aborted when the batch fails as a whole: a lease acquired after that is released unused. */
@@ -55,13 +58,19 @@ export interface ConsumerOperation {
 }
 
 interface OperationOptions<P> {
-  /** The operation, e.g. "ledger": keys of different namespaces never collide. */
+  /** The operation, e.g. "ledger" (1–64 letters, digits, `_.:-`): keys of different namespaces never collide. */
   namespace: string;
-  /** Validates the payload; its problems become the rejection reason of a record sent to the DLQ. */
+  /**
+   * Validates the payload; its problems become the rejection reason of a record sent to the DLQ.
+   * None by default: the payload reaches the function unchecked.
+   */
   payload?: z.ZodType<P>;
-  /** The record's idempotency key (before the namespace); the message's key by default. */
+  /** The record's idempotency key (before the namespace); the message's `key` by default. */
   key?: (message: ConsumerMessage) => string;
-  /** LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off. */
+  /**
+   * LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off. By
+   * default one of 1,000 keys per operation, kept for the container's life.
+   */
   cache?: CompletedRecordCache | false;
 }
 
@@ -213,7 +222,7 @@ function asStoreFailure(namespace: string, key: string, error: unknown): unknown
  * IN_PROGRESS (and, at-most-once, parking it IN_DOUBT once it expired). Tried a few times.
  */
 async function release(
-  store: DynamoDbIdempotencyStore,
+  store: DynamoDBIdempotencyStore,
   lease: Lease,
   telemetry: RecordTelemetry,
 ): Promise<void> {

@@ -1,21 +1,25 @@
 import type { Context } from 'aws-lambda';
 import { type DedupHorizon, isPastDedupHorizon } from '../common/dedup-horizon.js';
 import {
-  type DynamoDbIdempotencyStore,
   IdempotencyConflictError,
   IdempotencyInProgressError,
   isRetryable,
   toStoredError,
-} from '../idempotency/index.js';
+} from '../idempotency/errors.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import type { DeadLetterQueue } from './dead-letter-queue.js';
-import { IdempotencyStoreUnavailableError, PastDedupHorizonError, UnknownMessageTypeError } from './errors.js';
+import {
+  IdempotencyStoreUnavailableError,
+  PastDedupHorizonError,
+  UnknownMessageTypeError,
+} from './errors.js';
 import type { RecordVerdict } from './group-runner.js';
 import type { ReceivedRecord } from './message.js';
 import type { ConsumerOperation, OperationOutcome } from './operations.js';
 import type { RecordTelemetry } from './telemetry.js';
 
 export interface RecordProcessorOptions {
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
   operations: Readonly<Record<string, ConsumerOperation>>;
   deadLetterQueue: DeadLetterQueue;
   horizon: DedupHorizon;

@@ -1,7 +1,7 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitName } from '@aws-lambda-powertools/metrics/types';
-import type { IdempotencyObserver, StoredError } from '../idempotency/index.js';
+import type { StoredError } from '../idempotency/errors.js';
+import type { IdempotencyObserver } from '../idempotency/observer.js';
 import type { RecordLogFields } from './message.js';
 
 /** The CloudWatch metrics (EMF, unit Count) a consumer emits, by what they count. */
@@ -40,9 +40,28 @@ export const CONSUMER_METRICS = {
 
 export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
 
-/** The part of Powertools' `Metrics` a consumer uses; its Middy `logMetrics` middleware publishes them. */
+/**
+ * The part of Powertools' `Metrics` a consumer uses. A sink you pass is yours to publish (with
+ * Powertools' `logMetrics` middleware, say); the one the consumer creates by default it publishes itself.
+ */
 export interface MetricsSink {
   addMetric(name: string, unit: MetricUnitName, value: number): unknown;
+}
+
+/** Structured fields of a log line. */
+export type LogFields = Record<string, unknown>;
+
+/**
+ * The logger a consumer writes to: Powertools' `Logger` is one, and so is any object with these
+ * methods. With `createChild`, each record gets a child logger carrying its fields; without it, the
+ * record's fields are added to each call.
+ */
+export interface ConsumerLogger {
+  debug(message: string, ...extra: LogFields[]): void;
+  info(message: string, ...extra: LogFields[]): void;
+  warn(message: string, ...extra: LogFields[]): void;
+  error(message: string, ...extra: LogFields[]): void;
+  createChild?(options: { persistentKeys: LogFields }): ConsumerLogger;
 }
 
 /**
@@ -52,12 +71,15 @@ export interface MetricsSink {
 export class RecordTelemetry implements IdempotencyObserver {
   constructor(
     /** This record's logger: every line carries its key, group and message id. */
-    readonly logger: Logger,
+    readonly logger: ConsumerLogger,
     private readonly metrics: MetricsSink,
   ) {}
 
-  static forRecord(base: { logger: Logger; metrics: MetricsSink }, fields: RecordLogFields): RecordTelemetry {
-    return new RecordTelemetry(base.logger.createChild({ persistentKeys: { ...fields } }), base.metrics);
+  static forRecord(
+    base: { logger: ConsumerLogger; metrics: MetricsSink },
+    fields: RecordLogFields,
+  ): RecordTelemetry {
+    return new RecordTelemetry(recordLogger(base.logger, { ...fields }), base.metrics);
   }
 
   count(metric: ConsumerMetric): void {
@@ -110,4 +132,19 @@ export class RecordTelemetry implements IdempotencyObserver {
       error,
     });
   }
+}
+
+/** A logger whose every line carries `fields`: a child logger if the logger makes them. */
+function recordLogger(logger: ConsumerLogger, fields: LogFields): ConsumerLogger {
+  if (logger.createChild) return logger.createChild({ persistentKeys: fields });
+  const withFields =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (message: string, ...extra: LogFields[]) =>
+      logger[level](message, Object.assign({ ...fields }, ...extra));
+  return {
+    debug: withFields('debug'),
+    info: withFields('info'),
+    warn: withFields('warn'),
+    error: withFields('error'),
+  };
 }

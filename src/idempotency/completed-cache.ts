@@ -16,6 +16,7 @@ export interface CachedCompletion {
 export class CompletedRecordCache {
   readonly #entries = new Map<string, CachedCompletion>();
 
+  /** @param maxEntries how many records it keeps, the least recently used going first; 1,000 by default. */
   constructor(readonly maxEntries = 1_000) {}
 
   get(id: string, nowMs: number): CachedCompletion | undefined {

@@ -1,9 +1,61 @@
+// `oncely/idempotency`: the core — the store, lease and transactional modes, request idempotency, errors.
 export { CompletedRecordCache } from './completed-cache.js';
-export * from './errors.js';
-export { canonicalJson, deriveMessageKey, isValidKey, payloadHash, recordId } from './keys.js';
-export * from './lease.js';
+export {
+  IdempotencyConfigurationError,
+  IdempotencyConflictError,
+  IdempotencyInDoubtError,
+  IdempotencyInProgressError,
+  IdempotencyRejectedError,
+  InvalidRecordWriteError,
+  NonRetryableError,
+  OncelyError,
+  OutcomeUnknownError,
+  RecordNotWrittenError,
+  ResultTooLargeError,
+  type StoredError,
+  TransactionConditionFailedError,
+  TransactionContentionError,
+} from './errors.js';
+export { deriveMessageKey, isValidKey, recordId } from './keys.js';
+export {
+  type CompletionVerdict,
+  type EffectContext,
+  type FailureVerdict,
+  type IdempotencyMode,
+  LeaseIdempotency,
+  type LeaseIdempotencyOptions,
+  type LeaseInput,
+  type LeaseOutcome,
+  type LeaseStart,
+  type RemainingTime,
+} from './lease.js';
 export { type IdempotentRequestOptions, idempotentRequest } from './middleware.js';
-export { consoleObserver, type IdempotencyObserver } from './observer.js';
-export * from './record.js';
-export * from './store.js';
-export * from './transactional.js';
+export type { IdempotencyObserver } from './observer.js';
+export {
+  DEFAULT_RECORD_TTL_SECONDS,
+  EXPIRES_AT_ATTRIBUTE,
+  ID_ATTRIBUTE,
+  type IdempotencyRecord,
+  isExpired,
+  type KeptMessage,
+  MAX_KEPT_MESSAGE_BYTES,
+  MAX_RESULT_BYTES,
+  type RecordStatus,
+  UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_NAME,
+  type UnresolvedReason,
+  UPDATED_AT_ATTRIBUTE,
+} from './record.js';
+export {
+  DynamoDBIdempotencyStore,
+  type IdempotencyStoreOptions,
+  type Lease,
+  type TransactionWrite,
+} from './store.js';
+export {
+  MAX_TRANSACTION_WRITES,
+  TransactionalIdempotency,
+  type TransactionalIdempotencyOptions,
+  type TransactionalOutcome,
+  type TransactionPlan,
+} from './transactional.js';

@@ -14,7 +14,7 @@ import { payloadHash, recordId } from './keys.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
 import { type KeptMessage, MAX_RESULT_BYTES } from './record.js';
 import { parseResult, serializeResult } from './result-json.js';
-import type { DynamoDbIdempotencyStore, Lease } from './store.js';
+import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
 export type IdempotencyMode = 'at-least-once' | 'at-most-once';
 
@@ -24,16 +24,27 @@ export interface RemainingTime {
 }
 
 export interface LeaseIdempotencyOptions {
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
   /** The operation, e.g. "notifications": keys of different namespaces never collide. */
   namespace: string;
   /** What happens when a lease expires without completion: re-run (at-least-once) or IN_DOUBT (at-most-once). */
   mode: IdempotencyMode;
-  /** Minimum lease. With a Lambda context the lease is at least its remaining time plus the margin. */
+  /**
+   * Minimum lease in milliseconds. With a Lambda context the lease is at least its remaining time
+   * plus the margin; without one it is this, by default Lambda's 15-minute maximum.
+   */
   leaseMs?: number;
+  /** Added to the Lambda context's remaining time, for the record writes after the effect; 2 s by default. */
   leaseMarginMs?: number;
-  /** LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. */
+  /**
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
+   * default one of 1,000 records for this instance.
+   */
   cache?: CompletedRecordCache | false;
+  /**
+   * Told what the core reports without throwing (a completion not written, a lease lost, a record
+   * IN_DOUBT). By default JSON lines on stderr.
+   */
   observer?: IdempotencyObserver;
   /**
    * How often a record write after the effect (COMPLETED, FAILED, REJECTED, IN_DOUBT) is tried

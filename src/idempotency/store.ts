@@ -48,11 +48,16 @@ export type TransactionResult =
   | { committed: false; existing: IdempotencyRecord };
 
 export interface IdempotencyStoreOptions {
+  /** The client of the table's region and account. */
   client: DynamoDBClient;
+  /** The idempotency table (DESIGN §3): partition key `id` (string), TTL on `expiresAt`. */
   tableName: string;
-  /** Lifetime of a record; must outlive queue + DLQ retention. */
+  /**
+   * Lifetime of a record in seconds; must outlive queue + DLQ retention. 30 days by default
+   * (`DEFAULT_RECORD_TTL_SECONDS`), past SQS's longest retention of both.
+   */
   ttlSeconds?: number;
-  /** Clock in epoch milliseconds; tests move it to expire leases and records. */
+  /** Clock in epoch milliseconds, `Date.now` by default; tests move it to expire leases and records. */
   now?: () => number;
 }
 
@@ -64,7 +69,7 @@ const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
  * The idempotency table (DESIGN §3). Every method is a single DynamoDB request; none reads first:
  * a failed condition returns the existing item in the error, which is all a caller needs.
  */
-export class DynamoDbIdempotencyStore {
+export class DynamoDBIdempotencyStore {
   readonly tableName: string;
   readonly ttlSeconds: number;
   readonly now: () => number;

@@ -9,7 +9,7 @@ import {
 import { judgeExistingRecord } from './existing-record.js';
 import { payloadHash, recordId } from './keys.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
-import type { DynamoDbIdempotencyStore, TransactionWrite } from './store.js';
+import type { DynamoDBIdempotencyStore, TransactionWrite } from './store.js';
 
 /** DynamoDB allows 100 items per transaction; one of them is the idempotency record. */
 export const MAX_TRANSACTION_WRITES = 99;
@@ -25,10 +25,15 @@ export type TransactionalOutcome<T> =
   | { status: 'duplicate'; result: T | undefined; fromCache: boolean };
 
 export interface TransactionalIdempotencyOptions {
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
+  /** The operation, e.g. "ledger": keys of different namespaces never collide. */
   namespace: string;
+  /**
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
+   * default one of 1,000 records for this instance.
+   */
   cache?: CompletedRecordCache | false;
-  /** Retries when concurrent transactions on the same items cancel this one. */
+  /** Retries when concurrent transactions on the same items cancel this one; 3 by default. */
   contentionRetries?: number;
 }
 

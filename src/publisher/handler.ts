@@ -5,7 +5,7 @@ import type { Context } from 'aws-lambda';
 import type { RetryPolicy } from '../common/backoff.js';
 import {
   type CompletedRecordCache,
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   idempotentRequest,
 } from '../idempotency/index.js';
 import type { PublishResponse } from './contract.js';
@@ -24,7 +24,7 @@ export interface PublisherOptions {
   /** The queue's maximum message size: the limit for each body, and for a batch's bodies together. */
   maxMessageBytes: number;
   /** The idempotency table, for requests with a requestId. */
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
   /** How failed entries are retried; within the invocation's remaining time in any case. */
   retry?: RetryPolicy;
   /** Time kept back from the invocation's remaining time to record and return the response. */
@@ -77,7 +77,7 @@ export function publisherFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
     sqs: new SQSClient({ maxAttempts: 1 }),
     queueUrl: environment.queueUrl,
     maxMessageBytes: environment.queueMaxMessageBytes,
-    store: new DynamoDbIdempotencyStore({
+    store: new DynamoDBIdempotencyStore({
       client: new DynamoDBClient({}),
       tableName: environment.idempotencyTableName,
       ttlSeconds: environment.idempotencyTtlSeconds,

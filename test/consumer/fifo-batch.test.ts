@@ -2,19 +2,24 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   CONSUMER_METRICS,
+  type ConsumerLogger,
   type ConsumerOperation,
   DLQ_ATTRIBUTES,
+  type FifoBatchOptions,
   fifoBatch,
   IdempotencyStoreUnavailableError,
   type LeaseOperationOptions,
+  type LogFields,
   leaseOperation,
+  type ParsedMessage,
+  processFifoBatch,
 } from '../../src/consumer/index.js';
-import { DynamoDbIdempotencyStore, NonRetryableError } from '../../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore, NonRetryableError } from '../../src/idempotency/index.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';
 import {
@@ -82,9 +87,10 @@ function consumer(
   operations: Record<string, ConsumerOperation>,
   dlqUrl: string,
   client: DynamoDBClient = dynamodb,
+  overrides: Partial<FifoBatchOptions> = {},
 ) {
   const metrics = metricsRecorder();
-  const store = new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable });
+  const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
   const handler = middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
       store,
@@ -92,6 +98,7 @@ function consumer(
       deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
       logger: silentLogger(),
       metrics,
+      ...overrides,
     }),
   );
   return { handler, metrics };
@@ -392,6 +399,141 @@ describe.concurrent('FIFO batch middleware', () => {
     expect(await statusOf(`${byDefault.operation.namespace}#${withKey.key}`)).toBe('COMPLETED');
     expect(await statusOf(`${byDefault.operation.namespace}#${dedupId}`)).toBe('COMPLETED');
     expect(await statusOf(`${byOrder.operation.namespace}#order-${orderName}`)).toBe('COMPLETED');
+  });
+
+  it('processes a batch with processFifoBatch, without Middy, by the same rules', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation({
+      fail: (name) => {
+        if (name === 'A1') throw new Error('gateway 503');
+      },
+    });
+    const metrics = metricsRecorder();
+    // One options object for the container's life: the consumer keeps its state with it.
+    const options: FifoBatchOptions = {
+      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: idempotencyTable }),
+      operations: { Named: operation },
+      deadLetterQueue: { client: sqs, queueUrl: dlq.url },
+      logger: silentLogger(),
+      metrics,
+    };
+    const handler = (event: SQSEvent, context: Context) => processFifoBatch(event, context, options);
+    const a1 = await publish(sqs, queue.url, named('A', 'A1'));
+    const a2 = await publish(sqs, queue.url, named('A', 'A2'));
+    const b1 = await publish(sqs, queue.url, named('B', 'B1'));
+    const poisonId = await publish(sqs, queue.url, named('C', 'C1', 'NoSuchType'));
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([a1, a2]);
+    expect(poll.deleted.sort()).toEqual([b1, poisonId].sort());
+    expect(ran.sort()).toEqual(['A1', 'B1']);
+    expect(metrics.counts).toMatchObject({
+      [CONSUMER_METRICS.failed]: 1,
+      [CONSUMER_METRICS.skipped]: 1,
+      [CONSUMER_METRICS.processed]: 1,
+      [CONSUMER_METRICS.sentToDlq]: 1,
+    });
+    const [dead] = await receiveMessages(sqs, dlq.url, 1);
+    expect(dead?.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue).toBe('UnknownMessageTypeError');
+  });
+
+  it('reads bodies that are not envelopes with a parse option, keyed by the dedup id; what it throws goes to the DLQ', async () => {
+    const { queue, dlq } = await queuePair();
+    const payloads: unknown[] = [];
+    const operation = leaseOperation({
+      namespace: `orders-${randomUUID().slice(0, 8)}`,
+      mode: 'at-least-once',
+      payload: z.object({ orderId: z.string() }),
+      run: (message) => {
+        payloads.push({ ...message.payload, groupId: message.groupId, key: message.key });
+      },
+    });
+    class NotAnOrderError extends NonRetryableError {}
+    // A raw producer's body: `{ "orderId": … }`, its type implied by the queue, its key the dedup id.
+    const parse = (record: SQSRecord): ParsedMessage => {
+      const body = JSON.parse(record.body) as { orderId?: unknown };
+      if (typeof body.orderId !== 'string') throw new NotAnOrderError('the body has no orderId');
+      return {
+        type: 'OrderPlaced',
+        key: record.attributes.MessageDeduplicationId ?? '',
+        payload: { orderId: body.orderId },
+        publishedAt: new Date(Number(record.attributes.SentTimestamp)).toISOString(),
+      };
+    };
+    const { handler, metrics } = consumer({ OrderPlaced: operation }, dlq.url, dynamodb, { parse });
+    const dedupId = randomUUID();
+    await sendBody(sqs, queue.url, JSON.stringify({ orderId: 'o-1' }), 'customer-1', dedupId);
+    const ids = {
+      notJson: await sendBody(sqs, queue.url, 'not json', 'customer-2', randomUUID()),
+      notAnOrder: await sendBody(sqs, queue.url, '{"sku":"s-1"}', 'customer-3', randomUUID()),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(3);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(payloads).toEqual([{ orderId: 'o-1', groupId: 'customer-1', key: dedupId }]);
+    expect(await readItem(idempotencyTable, `${operation.namespace}#${dedupId}`)).toMatchObject({
+      status: 'COMPLETED',
+    });
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
+    const dead = await receiveMessages(sqs, dlq.url, 2);
+    const copyOf = (messageId: string) => {
+      const copy = dead.find(
+        (m) => m.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue === messageId,
+      );
+      return {
+        group: copy?.Attributes?.MessageGroupId,
+        name: copy?.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue,
+        message: copy?.MessageAttributes?.[DLQ_ATTRIBUTES.errorMessage]?.StringValue,
+      };
+    };
+    // A plain error from the parser is named for what it means; a non-retryable one keeps its name.
+    expect(copyOf(ids.notJson)).toMatchObject({
+      group: 'customer-2',
+      name: 'UnparsableMessageError',
+      message: expect.stringContaining('SyntaxError'),
+    });
+    expect(copyOf(ids.notAnOrder)).toMatchObject({ group: 'customer-3', name: 'NotAnOrderError' });
+  });
+
+  it('logs to a structural logger without createChild, each line with its record’s fields', async () => {
+    const { queue, dlq } = await queuePair();
+    const lines: { level: string; message: string; fields: LogFields }[] = [];
+    const line =
+      (level: string) =>
+      (message: string, ...extra: LogFields[]) =>
+        lines.push({ level, message, fields: Object.assign({}, ...extra) });
+    const logger: ConsumerLogger = {
+      debug: line('debug'),
+      info: line('info'),
+      warn: line('warn'),
+      error: line('error'),
+    };
+    const operation = leaseOperation({
+      namespace: `logged-${randomUUID().slice(0, 8)}`,
+      mode: 'at-least-once',
+      run: (_message, context) => context.logger.info('charging', { amountCents: 1250 }),
+    });
+    const { handler } = consumer({ Named: operation }, dlq.url, dynamodb, { logger });
+    const message = named('G', 'logged');
+    const id = await publish(sqs, queue.url, message);
+    const poisonId = await publish(sqs, queue.url, named('H', 'poison', 'NoSuchType'));
+
+    expect(failureIds((await pollOnce(sqs, queue, handler)).response)).toEqual([]);
+    const fields = { messageId: id, groupId: 'G', messageKey: message.key, messageType: 'Named' };
+    expect(lines).toContainEqual({
+      level: 'info',
+      message: 'charging',
+      fields: { ...fields, amountCents: 1250 },
+    });
+    expect(lines).toContainEqual({ level: 'info', message: 'processed', fields });
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        message: expect.stringContaining('sent to the DLQ'),
+        fields: expect.objectContaining({ messageId: poisonId, groupId: 'H', messageType: 'NoSuchType' }),
+      }),
+    );
   });
 });
 

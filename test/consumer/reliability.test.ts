@@ -7,6 +7,8 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
+import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../src/common/envelope.js';
 import * as consumerExports from '../../src/consumer/index.js';
 import {
   CONSUMER_METRICS,
@@ -19,11 +21,9 @@ import {
   leaseOperation,
   transactionalOperation,
 } from '../../src/consumer/index.js';
-import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
-import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../src/common/envelope.js';
 import * as idempotencyExports from '../../src/idempotency/index.js';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   type IdempotencyStoreOptions,
   MAX_RESULT_BYTES,
   NonRetryableError,
@@ -123,7 +123,7 @@ interface ConsumerSetup {
 
 function consumer(operations: Record<string, ConsumerOperation>, dlqUrl: string, setup: ConsumerSetup = {}) {
   const metrics = metricsRecorder();
-  const store = new DynamoDbIdempotencyStore({
+  const store = new DynamoDBIdempotencyStore({
     client: setup.client ?? dynamodb,
     tableName: idempotencyTable,
     ...setup.store,
@@ -813,6 +813,9 @@ describe.concurrent('consumer reliability', () => {
       return typeof own !== 'string' || own === '';
     });
     expect(unnamed.map((type) => type.name)).toEqual([]);
+    // What a consumer throws comes from oncely/consumer too: the very classes of oncely/idempotency.
+    expect(consumerExports.NonRetryableError).toBe(idempotencyExports.NonRetryableError);
+    expect(consumerExports.OutcomeUnknownError).toBe(idempotencyExports.OutcomeUnknownError);
     // Instances report it, not their class's name (PastDedupHorizonError is named PastDedupHorizon).
     expect(new consumerExports.PastDedupHorizonError('2020-01-01T00:00:00.000Z', 600).name).toBe(
       PAST_DEDUP_HORIZON,

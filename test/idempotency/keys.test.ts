@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  canonicalJson,
   deriveMessageKey,
   IdempotencyConfigurationError,
   isValidKey,
-  payloadHash,
   recordId,
 } from '../../src/idempotency/index.js';
+import { canonicalJson, payloadHash } from '../../src/idempotency/keys.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {

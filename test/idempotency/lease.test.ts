@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   IdempotencyConflictError,
   IdempotencyInProgressError,
   type IdempotencyObserver,
@@ -39,14 +39,14 @@ function recordingObserver() {
 let client: DynamoDBClient;
 let table: string;
 let clock: ReturnType<typeof manualClock>;
-let store: DynamoDbIdempotencyStore;
+let store: DynamoDBIdempotencyStore;
 let requests: ReturnType<typeof countRequests>;
 
 beforeEach(async () => {
   client = localDynamoClient();
   table = await createTable(client, 'idem');
   clock = manualClock();
-  store = new DynamoDbIdempotencyStore({ client, tableName: table, now: clock.now, ttlSeconds: 3600 });
+  store = new DynamoDBIdempotencyStore({ client, tableName: table, now: clock.now, ttlSeconds: 3600 });
   requests = countRequests(client);
 });
 

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   type IdempotencyObserver,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
@@ -46,7 +46,7 @@ const silent: IdempotencyObserver = {
 };
 
 function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
-  const store = new DynamoDbIdempotencyStore({ client, tableName: table, now: () => now });
+  const store = new DynamoDBIdempotencyStore({ client, tableName: table, now: () => now });
   return new LeaseIdempotency({
     store,
     namespace: 'lost',
@@ -99,7 +99,7 @@ describe('answers lost after the request was applied', () => {
     const k = key();
     const counter = `counter-${k}`;
     loseAnswers(client, (operation) => operation === 'TransactWriteItems');
-    const store = new DynamoDbIdempotencyStore({ client, tableName: table });
+    const store = new DynamoDBIdempotencyStore({ client, tableName: table });
     const ledger = new TransactionalIdempotency({ store, namespace: 'lost-tx', cache: false });
     const outcome = await ledger.run({ key: k, payload: 1 }, () => ({
       writes: [

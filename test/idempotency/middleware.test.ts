@@ -2,7 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import middy from '@middy/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   IdempotencyConflictError,
   IdempotencyInProgressError,
   idempotentRequest,
@@ -17,12 +17,12 @@ interface PublishRequest {
 
 let client: DynamoDBClient;
 let table: string;
-let store: DynamoDbIdempotencyStore;
+let store: DynamoDBIdempotencyStore;
 
 beforeEach(async () => {
   client = localDynamoClient();
   table = await createTable(client, 'idem');
-  store = new DynamoDbIdempotencyStore({ client, tableName: table });
+  store = new DynamoDBIdempotencyStore({ client, tableName: table });
 });
 
 afterEach(() => client.destroy());

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  DynamoDbIdempotencyStore,
+  DynamoDBIdempotencyStore,
   IdempotencyConfigurationError,
   IdempotencyConflictError,
   ResultTooLargeError,
@@ -23,7 +23,7 @@ beforeEach(async () => {
   client = localDynamoClient();
   idempotencyTable = await createTable(client, 'idem');
   accounts = await createTable(client, 'accounts');
-  const store = new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable });
+  const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
   ledger = new TransactionalIdempotency({ store, namespace: 'ledger', cache: false });
   requests = countRequests(client);
 });
@@ -77,7 +77,7 @@ describe('transactional mode', () => {
 
   it('answers duplicates from the cache without planning or sending anything', async () => {
     const cached = new TransactionalIdempotency({
-      store: new DynamoDbIdempotencyStore({ client, tableName: idempotencyTable }),
+      store: new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable }),
       namespace: 'ledger',
     });
     let plans = 0;

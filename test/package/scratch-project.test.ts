@@ -1,0 +1,160 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import packageJson from '../../package.json' with { type: 'json' };
+import { groupAlive } from '../support/process-group.js';
+
+// A user's project, outside the repository: it installs the packed tarball, writes a consumer and a
+// stack with the public entry points only, type-checks, synthesises, runs in `npx oncely local`,
+// publishes with `oncely/client` and sees each effect once.
+
+const run = promisify(execFile);
+const REPO = join(import.meta.dirname, '..', '..');
+const versions = { ...packageJson.dependencies, ...packageJson.devDependencies } as Record<string, string>;
+
+let project: string;
+let effects: Server;
+const received: string[] = [];
+let sandbox: ChildProcess | undefined;
+
+/** The user's files: a consumer of ~15 lines, a stack of ~10, and a producer. */
+const FILES: Record<string, string> = {
+  'src/consumer.ts': `
+import middy from '@middy/core';
+import { fifoBatch, leaseOperation, NonRetryableError } from 'oncely/consumer';
+import { z } from 'zod';
+
+const welcome = leaseOperation({
+  namespace: 'welcome',
+  mode: 'at-least-once',
+  payload: z.object({ name: z.string() }),
+  run: async ({ payload }, { idempotencyKey }) => {
+    const response = await fetch(process.env.EFFECT_URL as string, {
+      method: 'POST',
+      headers: { 'Idempotency-Key': idempotencyKey },
+      body: JSON.stringify(payload),
+    });
+    if (response.status === 400) throw new NonRetryableError('refused');
+  },
+});
+
+export const handler = middy().use(fifoBatch({ operations: { UserSignedUp: welcome } }));
+`,
+  'bin/app.ts': `
+import { App, Stack } from 'aws-cdk-lib';
+import { OncelyPipeline } from 'oncely/cdk';
+
+const app = new App();
+const stack = new Stack(app, 'Signups');
+new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
+`,
+  'src/producer.ts': `
+import { publish } from 'oncely/client';
+
+const names = ['ada', 'bob', 'cy', 'dee', 'eve'];
+const messages = names.map((name) => ({ type: 'UserSignedUp', groupId: name, key: 'welcome-' + name, payload: { name } }));
+const first = await publish(messages);
+const again = await publish(messages.slice(0, 2)); // a producer's retry: SQS drops it, or the consumer does
+console.log(JSON.stringify([...first.results, ...again.results].map((result) => result.status)));
+`,
+  'cdk.json': JSON.stringify({ app: 'npx tsx bin/app.ts', notices: false }),
+  'tsconfig.json': JSON.stringify({
+    compilerOptions: {
+      target: 'es2023',
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ['node'],
+    },
+    include: ['src', 'bin'],
+  }),
+  'package.json': JSON.stringify({ name: 'signups', private: true, type: 'module' }),
+};
+
+beforeAll(async () => {
+  project = mkdtempSync(join(tmpdir(), 'oncely-user-'));
+  for (const [file, text] of Object.entries(FILES)) {
+    mkdirSync(join(project, file, '..'), { recursive: true });
+    writeFileSync(join(project, file), text);
+  }
+  effects = createServer((request, response) => {
+    received.push(String(request.headers['idempotency-key']));
+    request.resume();
+    response.writeHead(200).end();
+  });
+  await new Promise<void>((resolve) => effects.listen(0, '127.0.0.1', resolve));
+}, 60_000);
+
+afterAll(async () => {
+  if (sandbox?.pid && groupAlive(sandbox.pid)) {
+    process.kill(-sandbox.pid, 'SIGTERM');
+    await waitFor(() => !groupAlive(sandbox?.pid as number), 30_000);
+  }
+  effects.close();
+  rmSync(project, { recursive: true, force: true });
+});
+
+describe('Oncely installed in a project of its own', () => {
+  it('installs from the packed tarball, type-checks, synthesises, runs locally and effects each message once', { timeout: 300_000 }, async () => {
+    const pack = await run('npm', ['pack', '--pack-destination', project, '--silent'], { cwd: REPO, maxBuffer: 1 << 24 });
+    const tarball = join(project, pack.stdout.trim().split('\n').at(-1) as string);
+    expect(existsSync(tarball)).toBe(true);
+    const dependencies = ['aws-cdk-lib', 'constructs', '@middy/core', 'zod'].map((name) => `${name}@${versions[name]}`);
+    const tools = ['aws-cdk', 'typescript', 'tsx', '@types/node', '@types/aws-lambda'].map(
+      (name) => `${name}@${versions[name]}`,
+    );
+    const npm = (args: string[]) =>
+      run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 1 << 24 });
+    await npm(['install', tarball, ...dependencies]);
+    await npm(['install', '--save-dev', ...tools]);
+    // Only the package's public surface: its declared entry points and command.
+    expect(readdirSync(join(project, 'node_modules', 'oncely')).sort()).toEqual(['README.md', 'dist', 'package.json']);
+
+    await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: project });
+    const env = { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' };
+    await run('npx', ['cdk', 'synth', '--quiet'], { cwd: project, env, maxBuffer: 1 << 24 });
+
+    const readyFile = join(project, 'ready.json');
+    const effectUrl = `http://127.0.0.1:${(effects.address() as AddressInfo).port}/welcome`;
+    sandbox = spawn('npx', ['oncely', 'local', '--ready-file', readyFile, '--env', `EFFECT_URL=${effectUrl}`], {
+      cwd: project,
+      env,
+      detached: true,
+      stdio: 'ignore',
+    });
+    await waitFor(() => existsSync(readyFile), 120_000);
+    const ready = JSON.parse(readFileSync(readyFile, 'utf8'));
+    expect(ready.resources.publisherFunctionName).toEqual(expect.any(String));
+
+    const producer = await run('npx', ['tsx', 'src/producer.ts'], {
+      cwd: project,
+      env: {
+        ...env,
+        // The single edge endpoint, as with LocalStack: AWS_ENDPOINT_URL alone.
+        AWS_ENDPOINT_URL: ready.endpoints.edge,
+        AWS_REGION: ready.region,
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        ONCELY_PUBLISHER_FUNCTION: ready.resources.publisherFunctionName,
+      },
+    });
+    expect(JSON.parse(producer.stdout)).toEqual(Array(7).fill('sent'));
+    await waitFor(() => new Set(received).size === 5, 60_000);
+    expect(received.sort()).toEqual(['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`));
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
