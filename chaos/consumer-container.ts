@@ -118,7 +118,8 @@ export class ConsumerContainer {
         const kind = request?.kind;
         if (
           (point === 'before-acquire' && (kind === 'acquire' || kind === 'transaction')) ||
-          (point === 'before-record' && kind !== 'acquire')
+          (point === 'before-record' &&
+            (kind === 'completion' || kind === 'record' || kind === 'transaction'))
         ) {
           return this.#die();
         }
@@ -154,7 +155,7 @@ interface MarshalledInput {
 /** Which of the core's requests this is, and the record ids it touches. */
 function classify(
   input: MarshalledInput,
-): { kind: 'acquire' | 'completion' | 'record' | 'transaction'; ids: string[] } | undefined {
+): { kind: 'acquire' | 'completion' | 'record' | 'release' | 'transaction'; ids: string[] } | undefined {
   if (input.TransactItems) {
     const ids = input.TransactItems.map((item) => item.Put?.Item?.id?.S).filter((id): id is string => !!id);
     return { kind: 'transaction', ids };
@@ -162,6 +163,8 @@ function classify(
   const id = input.Key?.id?.S;
   const expression = input.UpdateExpression ?? '';
   if (!id) return undefined;
+  // A DeleteItem gives a lease back unused: no crash point sits on it.
+  if (!input.UpdateExpression) return { kind: 'release', ids: [id] };
   if (expression.startsWith('SET #status = :inProgress')) return { kind: 'acquire', ids: [id] };
   if (input.ExpressionAttributeValues?.[':status']?.S === 'COMPLETED')
     return { kind: 'completion', ids: [id] };

@@ -58,6 +58,21 @@ describe('regressions: schedules that broke an invariant once', () => {
     expect(verdict.needlessInDoubt).toBe(0);
   });
 
+  it('an acquire that failed for good, in a batch that then crashes, parks nothing needlessly (seed 1529517858, path 1428:14:2:34)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 1, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 1, operation: 'transactional', behaviour: 'ok' },
+        { group: 1, operation: 'at-least-once', behaviour: 'poison' },
+      ],
+      steps: [{ kind: 'deliver', crash: 'before-record' }, { kind: 'deliver' }],
+      faults: { seed: 1592275590, rates: heavy },
+    };
+    const verdict = checkInvariants(await runSchedule(world, schedule));
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.unexplainedNeedlessInDoubt).toBe(0);
+  });
+
   it('an IN_DOUBT write that keeps failing never acknowledges the message (issue: 10 of 120 lost)', async () => {
     const schedule: Schedule = {
       messages: Array.from({ length: 6 }, (_, index) => ({
