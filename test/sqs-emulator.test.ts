@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -12,8 +15,15 @@ import {
   SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, describe, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import {
+  ensureSqsEmulatorPatched,
+  patchSqsEmulatorBundle,
+  SQS_EMULATOR_REPLACEMENTS,
+  SqsEmulatorPatchError,
+  sqsEmulatorPackageDirectory,
+} from '../src/sandbox/sqs-emulator-patch.js';
 
 // Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
 // (DESIGN.md §2, §5). Every test owns its queues, so the tests run concurrently.
@@ -272,5 +282,57 @@ describe.concurrent('SQS emulator (FIFO conformance)', () => {
     expect(bodiesOfGroup(redriven, 'A')).toEqual(['a1', 'a2']);
     expect(bodiesOfGroup(redriven, 'B')).toEqual(['b1']);
     expect(await visibleCount(dlq.url)).toBe(0);
+  });
+});
+
+describe('the emulator patch, applied when the emulator starts (no install script)', () => {
+  let directory: string;
+  const installed = () => readFileSync(join(sqsEmulatorPackageDirectory(), 'dist', 'index.js'), 'utf8');
+  /** A bundle without its first line, the marker (whose comment may name an older patcher). */
+  const body = (bundle: string) => bundle.slice(bundle.indexOf('\n') + 1);
+
+  /** A copy of local-aws-sqs as npm installs it: the run's emulator started patched, so un-patch its bundle. */
+  function pristineCopy(version = '2.0.2'): string {
+    const copy = mkdtempSync(join(directory, 'local-aws-sqs-'));
+    mkdirSync(join(copy, 'dist'));
+    writeFileSync(join(copy, 'package.json'), JSON.stringify({ name: 'local-aws-sqs', version }));
+    let source = body(installed());
+    for (const { find, replace } of SQS_EMULATOR_REPLACEMENTS) source = source.replace(replace, () => find);
+    writeFileSync(join(copy, 'dist', 'index.js'), source);
+    return copy;
+  }
+
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), 'oncely-sqs-patch-'));
+  });
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+  it('patches a pristine local-aws-sqs in place into exactly the bundle this run’s emulator runs', () => {
+    const copy = pristineCopy();
+    const bundle = join(copy, 'dist', 'index.js');
+    expect(readFileSync(bundle, 'utf8').startsWith('/* oncely-patch')).toBe(false);
+    ensureSqsEmulatorPatched(copy);
+    const patched = readFileSync(bundle, 'utf8');
+    expect(patched.startsWith('/* oncely-patch v1 */')).toBe(true);
+    expect(body(patched)).toBe(body(installed()));
+    // No temporary file left beside it.
+    expect(readdirSync(join(copy, 'dist'))).toEqual(['index.js']);
+
+    ensureSqsEmulatorPatched(copy);
+    expect(readFileSync(bundle, 'utf8')).toBe(patched);
+  });
+
+  it('refuses another version of local-aws-sqs, whose bundle the replacements were not written for', () => {
+    const copy = pristineCopy('2.0.3');
+    expect(() => ensureSqsEmulatorPatched(copy)).toThrow(SqsEmulatorPatchError);
+    expect(() => ensureSqsEmulatorPatched(copy)).toThrow(
+      /matches local-aws-sqs@2\.0\.2 exactly, but .* holds 2\.0\.3/,
+    );
+  });
+
+  it('refuses a bundle in which a snippet to replace is not found exactly once', () => {
+    expect(() => patchSqsEmulatorBundle('"use strict";')).toThrow(
+      /the receive loop \(Fs\) was found 0 times in local-aws-sqs@2\.0\.2 dist\/index\.js/,
+    );
   });
 });

@@ -1,10 +1,12 @@
 import { parseArgs } from 'node:util';
 
 export const USAGE = `Usage:
-  oncely local [--env NAME=VALUE]... [--context KEY=VALUE]... [--ready-file PATH]
-      Run the whole pipeline locally (DynamoDB Local, the SQS emulator, the functions, a Lambda
-      Invoke endpoint) until Ctrl-C. --env sets a variable on every function; --context is CDK
-      context for the synth; --ready-file receives the endpoints and resource names once ready.
+  oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
+      Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
+      \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
+      function from its bundled asset, its event sources and schedules, behind one edge endpoint
+      (AWS_ENDPOINT_URL). --env sets a variable on every function; --context is CDK context for the
+      synth; --ready-file receives the endpoints, resource names and stack outputs once ready.
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
@@ -35,7 +37,12 @@ export type Command =
   | { name: 'help' }
   | {
       name: 'local';
-      options: { environment: Record<string, string>; context: Record<string, string>; readyFile?: string };
+      options: {
+        appDirectory?: string;
+        environment: Record<string, string>;
+        context: Record<string, string>;
+        readyFile?: string;
+      };
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
   | { name: 'dlq-redrive'; target: Target; json: boolean; timeoutSeconds?: number }
@@ -53,6 +60,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
     return {
       name: 'local',
       options: {
+        appDirectory: values['app-dir'],
         environment: pairs(values.env ?? [], '--env'),
         context: pairs(values.context ?? [], '--context'),
         readyFile: values['ready-file'],
@@ -97,6 +105,7 @@ function parse(argv: string[]) {
         env: { type: 'string', multiple: true },
         context: { type: 'string', multiple: true },
         'ready-file': { type: 'string' },
+        'app-dir': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
         timeout: { type: 'string' },

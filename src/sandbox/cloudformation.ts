@@ -7,7 +7,7 @@ export interface TemplateResource {
 
 export interface CloudFormationTemplate {
   Resources: Record<string, TemplateResource>;
-  Outputs?: Record<string, { Value: unknown }>;
+  Outputs?: Record<string, { Value: unknown; Export?: { Name: unknown } }>;
 }
 
 /** What `Ref` and `Fn::GetAtt` of a provisioned resource stand for locally. */
@@ -23,12 +23,17 @@ export class UnresolvableValueError extends Error {
 
 export interface ResolveContext {
   resources: ReadonlyMap<string, ResourceAttributes>;
+  /** The values other stacks of the app export, by export name (`Fn::ImportValue`). */
+  exports: ReadonlyMap<string, string>;
   region: string;
   accountId: string;
   stackName: string;
 }
 
-/** Resolves `Ref`, `Fn::GetAtt`, `Fn::Join`, `Fn::Select` and pseudo parameters against local resources. */
+/**
+ * Resolves `Ref`, `Fn::GetAtt`, `Fn::Join`, `Fn::Select`, `Fn::ImportValue` and pseudo parameters
+ * against local resources.
+ */
 export function resolveValue(value: unknown, context: ResolveContext): unknown {
   if (Array.isArray(value)) return value.map((item) => resolveValue(item, context));
   if (value === null || typeof value !== 'object') return value;
@@ -54,6 +59,14 @@ export function resolveValue(value: unknown, context: ResolveContext): unknown {
     case 'Fn::Join': {
       const [separator, parts] = argument as [string, unknown[]];
       return (resolveValue(parts, context) as unknown[]).join(separator);
+    }
+    case 'Fn::ImportValue': {
+      const exportName = String(resolveValue(argument, context));
+      const imported = context.exports.get(exportName);
+      if (imported === undefined) {
+        throw new UnresolvableValueError(`Fn::ImportValue ${exportName}: no stack of the app exports it`);
+      }
+      return imported;
     }
     case 'Fn::Select': {
       const [index, list] = argument as [number | string, unknown];

@@ -79,7 +79,7 @@ function javaArguments(port: number): string[] {
 
 async function waitUntilAnswering(
   endpoint: string,
-  child: { exitCode: number | null },
+  child: { exitCode: number | null; signalCode: NodeJS.Signals | null },
   timeoutMs: number,
   output: () => string,
 ): Promise<void> {
@@ -87,8 +87,12 @@ async function waitUntilAnswering(
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      if (child.exitCode !== null) {
-        throw new DynamoDbLocalStartError(`DynamoDB Local exited with code ${child.exitCode}:\n${output()}`);
+      // Killed by a signal (an interrupted start), it has no exit code.
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const how = child.signalCode
+          ? `was killed by ${child.signalCode}`
+          : `exited with code ${child.exitCode}`;
+        throw new DynamoDbLocalStartError(`DynamoDB Local ${how}:\n${output()}`);
       }
       try {
         await client.send(new ListTablesCommand({}));

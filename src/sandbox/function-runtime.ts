@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
 import {
@@ -7,15 +6,17 @@ import {
   functionError,
   type InvocationResult,
   type LocalInvoker,
+  lambdaContext,
   timeoutError,
 } from './lambda-context.js';
 
 export interface LocalFunctionSpec {
   name: string;
   arn: string;
-  /** TypeScript module path, relative to `projectRoot`. */
-  entry: string;
-  exportName: string;
+  /** The function's code, as Lambda unpacks it into its task root: plain JavaScript, e.g. a bundled asset. */
+  codeDirectory: string;
+  /** Lambda's `Handler`: `[dir/]module.export`, the module a `.js`, `.mjs` or `.cjs` file of `codeDirectory`. */
+  handler: string;
   timeoutSeconds: number;
   memoryMiB?: number;
   /** The function's environment, resolved to local resources. */
@@ -55,16 +56,14 @@ type WorkerOutcome =
  */
 export class LocalFunctionRuntime implements LocalInvoker {
   readonly #spec: LocalFunctionSpec;
-  readonly #projectRoot: string;
   readonly #idle: Worker[] = [];
   readonly #all = new Set<Worker>();
   #stopped = false;
 
   readonly #output: FunctionOutput | undefined;
 
-  constructor(spec: LocalFunctionSpec, projectRoot: string, output?: FunctionOutput) {
+  constructor(spec: LocalFunctionSpec, output?: FunctionOutput) {
     this.#spec = spec;
-    this.#projectRoot = projectRoot;
     this.#output = output;
   }
 
@@ -85,7 +84,15 @@ export class LocalFunctionRuntime implements LocalInvoker {
     if (!(started instanceof Worker)) return { ok: false, error: started };
     const worker = started;
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
-    worker.postMessage({ id: awsRequestId, eventJson: json, deadline: Date.now() + timeoutMs, awsRequestId });
+    const deadline = Date.now() + timeoutMs;
+    const { name: functionName, arn: functionArn, memoryMiB } = this.#spec;
+    // The context's data crosses to the worker; its methods cannot, and the worker adds them.
+    const context = Object.fromEntries(
+      Object.entries(lambdaContext({ functionName, functionArn, awsRequestId, deadline, memoryMiB })).filter(
+        ([, value]) => typeof value !== 'function',
+      ),
+    );
+    worker.postMessage({ id: awsRequestId, eventJson: json, deadline, context });
     const outcome = await nextOutcome(worker, (message) => message.id === awsRequestId, timeoutMs);
     if (outcome.kind !== 'message') {
       await this.#discard(worker);
@@ -114,14 +121,14 @@ export class LocalFunctionRuntime implements LocalInvoker {
   async #startWorker(awsRequestId: string): Promise<Worker | FunctionError> {
     const spec = this.#spec;
     const worker = new Worker(WORKER, {
-      env: { ...spec.environment, AWS_LAMBDA_FUNCTION_NAME: spec.name },
-      workerData: {
-        entry: new URL(`file://${join(this.#projectRoot, spec.entry)}`).href,
-        exportName: spec.exportName,
-        functionName: spec.name,
-        functionArn: spec.arn,
-        memoryMiB: spec.memoryMiB ?? 128,
+      // What Lambda's runtime sets beside the function's own variables.
+      env: {
+        ...spec.environment,
+        AWS_LAMBDA_FUNCTION_NAME: spec.name,
+        LAMBDA_TASK_ROOT: spec.codeDirectory,
+        _HANDLER: spec.handler,
       },
+      workerData: { codeDirectory: spec.codeDirectory, handler: spec.handler },
       stdout: this.#output !== undefined,
       stderr: this.#output !== undefined,
     });

@@ -1,11 +1,13 @@
-// One local "container" of a Lambda function: loads the TypeScript handler once (its init), then
-// runs one invocation at a time with a Lambda-like context, answering as Lambda's Node.js runtime
-// does. Plain JS, so it needs no loader itself.
+// One local "container" of a Lambda function: loads the handler from the function's code once (its
+// init), then runs one invocation at a time with a Lambda-like context, answering as Lambda's Node.js
+// runtime does. The code is plain JavaScript, as Lambda runs it (the function's bundled asset), and
+// so is this file: a worker thread loads no TypeScript.
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import { tsImport } from 'tsx/esm/api';
 
-const { entry, exportName, functionName, functionArn, memoryMiB } = workerData;
-const { lambdaContext, functionError } = await tsImport('./lambda-context.ts', import.meta.url);
+const { codeDirectory, handler } = workerData;
 
 // As in Lambda, a rejection nobody handles fails the invocation and ends the container: thrown
 // here, it reaches the main thread as the worker's error.
@@ -17,9 +19,16 @@ const loaded = await loadHandler();
 if (loaded.error) {
   parentPort.postMessage({ initError: loaded.error });
 } else {
-  parentPort.on('message', async ({ id, eventJson, deadline, awsRequestId }) => {
+  parentPort.on('message', async ({ id, eventJson, deadline, context: data }) => {
     const event = JSON.parse(eventJson);
-    const context = lambdaContext({ functionName, functionArn, awsRequestId, deadline, memoryMiB });
+    // lambda-context.ts's context: its data as the main thread built it, its methods again here.
+    const context = {
+      ...data,
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      done: () => undefined,
+      fail: () => undefined,
+      succeed: () => undefined,
+    };
     let reply;
     try {
       reply = { id, payload: serialize(await loaded.handler(event, context)) };
@@ -31,20 +40,51 @@ if (loaded.error) {
   parentPort.postMessage({ ready: true });
 }
 
-/** The handler, or the init error Lambda's runtime reports instead of invoking it. */
+/**
+ * The handler `Handler` names, found as Lambda's Node.js runtime finds it — `[dir/]module.export`,
+ * the module the first of `module.js`, `.mjs`, `.cjs` in the code's directory, the export a
+ * dotted path — or the init error that runtime reports instead of invoking it.
+ */
 async function loadHandler() {
+  const moduleAndExport = basename(handler);
+  const match = /^([^.]*)\.(.*)$/.exec(moduleAndExport);
+  if (!match || handler.includes('..')) {
+    return {
+      error: { errorType: 'Runtime.MalformedHandlerName', errorMessage: `Bad handler ${handler}`, trace: [] },
+    };
+  }
+  const [, moduleName, exportPath] = match;
+  const modulePath = join(codeDirectory, handler.slice(0, -moduleAndExport.length), moduleName);
+  const file = ['.js', '.mjs', '.cjs'].map((extension) => modulePath + extension).find(existsSync);
   let module;
   try {
-    module = await tsImport(entry, import.meta.url);
+    if (!file) throw new Error(`Cannot find module '${moduleName}'`);
+    module = await import(pathToFileURL(file).href);
   } catch (thrown) {
-    const error = functionError(thrown);
-    const missing = thrown?.code === 'ERR_MODULE_NOT_FOUND' || thrown?.code === 'MODULE_NOT_FOUND';
-    return { error: missing ? { ...error, errorType: 'Runtime.ImportModuleError' } : error };
+    const missing = !file || thrown?.code === 'ERR_MODULE_NOT_FOUND' || thrown?.code === 'MODULE_NOT_FOUND';
+    if (!missing) return { error: functionError(thrown) };
+    return {
+      error: {
+        ...functionError(thrown),
+        errorType: 'Runtime.ImportModuleError',
+        errorMessage: String(thrown),
+      },
+    };
   }
-  const handler = module[exportName];
-  if (typeof handler === 'function') return { handler };
-  const errorMessage = `${entry} does not export a function named "${exportName}"`;
+  const find = (object) => exportPath.split('.').reduce((nested, key) => nested?.[key], object);
+  // A CommonJS module's exports are its namespace's default when Node cannot list them statically.
+  const found = find(module) ?? find(module.default);
+  if (typeof found === 'function') return { handler: found };
+  const errorMessage = `${handler} is ${found === undefined ? 'undefined or not exported' : 'not a function'}`;
   return { error: { errorType: 'Runtime.HandlerNotFound', errorMessage, trace: [] } };
+}
+
+/** As lambda-context.ts's functionError: what the Node.js runtime reports for a thrown value. */
+function functionError(thrown) {
+  if (thrown instanceof Error) {
+    return { errorType: thrown.name, errorMessage: thrown.message, trace: thrown.stack?.split('\n') ?? [] };
+  }
+  return { errorType: typeof thrown, errorMessage: String(thrown), trace: [] };
 }
 
 /**

@@ -1,25 +1,26 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { type PipelineResources, resourcesFromOutputs } from '../cdk/stack-outputs.js';
+import {
+  MissingStackOutputsError,
+  PIPELINE_OUTPUTS,
+  type PipelineResources,
+  resourcesFromOutputs,
+} from '../cdk/pipeline-outputs.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
+import { startEdgeEndpoint } from './edge-endpoint.js';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller.js';
 import { type FunctionOutput, LocalFunctionRuntime } from './function-runtime.js';
-import type { InvocationResult } from './lambda-context.js';
+import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config.js';
-import { type NotEmulatedResource, type ProvisionedStack, provisionTemplate } from './provision.js';
+import { type ProvisionedStack, provisionTemplate } from './provision.js';
+import { provideRuntimeModules } from './runtime-modules.js';
 import { startScheduleRunner } from './schedule-runner.js';
 import { startSqsEmulator } from './sqs-emulator.js';
-import { synthesizeTemplate } from './synthesize.js';
-
-/**
- * Context the sandbox synthesises with unless told otherwise: a `local` stage; a short consumer
- * timeout, so that a failed batch comes back after 6 × 2 s instead of minutes; and 4 concurrent
- * consumer invocations — each a worker thread loading its own SDK, on a laptop's few cores, while
- * one invocation already runs 10 message groups at once.
- */
-export const SANDBOX_CONTEXT = { stage: 'local', consumerTimeoutSeconds: 2, maxConcurrency: 4 };
+import { synthesizeApp } from './synthesize.js';
 
 /** Where the functions reach SQS and DynamoDB. */
 export interface ServiceEndpoints {
@@ -28,7 +29,9 @@ export interface ServiceEndpoints {
 }
 
 export interface SandboxOptions {
-  /** CDK context for the synth (overrides {@link SANDBOX_CONTEXT}). */
+  /** The CDK app to run: the directory of its cdk.json. The current directory by default. */
+  appDirectory?: string;
+  /** CDK context for the synth, over cdk.json's and cdk.context.json's (`--context KEY=VALUE`). */
   context?: Record<string, unknown>;
   /**
    * Routes the functions' SQS and DynamoDB requests elsewhere once the emulators run — e.g. through
@@ -49,64 +52,143 @@ export interface SandboxOptions {
   scheduleIntervalMs?: number;
   /** Called after each invocation of a scheduled function, with the rule's name. */
   onScheduledRun?: (ruleName: string, functionName: string, result: InvocationResult) => void;
-  projectRoot?: string;
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
 export interface SandboxDescription {
   region: string;
+  /** The stack that holds the OncelyPipeline, else the app's first stack. */
   stackName: string;
-  endpoints: { sqs: string; dynamodb: string; lambda: string };
-  resources: PipelineResources;
-  notEmulated: NotEmulatedResource[];
+  /** `edge` answers for all three services, as LocalStack's one endpoint does. */
+  endpoints: { edge: string; sqs: string; dynamodb: string; lambda: string };
+  /** The pipeline's resources, from its stack's outputs; absent when the app has no OncelyPipeline. */
+  resources?: PipelineResources;
+  /** Every output of the app's stacks, resolved locally (a key two stacks share: the later stack's). */
+  outputs: Record<string, string>;
+  notEmulated: ProvisionedStack['notEmulated'];
+}
+
+/** What the app's stacks amount to locally, all together, and each stack's own. */
+export interface ProvisionedApp
+  extends Pick<
+    ProvisionedStack,
+    'queues' | 'tables' | 'functions' | 'eventSources' | 'schedules' | 'notEmulated'
+  > {
+  stacks: ProvisionedStack[];
 }
 
 export interface Sandbox {
   readonly description: SandboxDescription;
-  readonly provisioned: ProvisionedStack;
-  /** Invokes a function of the stack by name, as Lambda would. */
+  readonly provisioned: ProvisionedApp;
+  /** The synthesised cloud assembly the functions run from; removed on stop. */
+  readonly assemblyDirectory: string;
+  /** The pipeline's resources; throws {@link NoPipelineError} when the app has no OncelyPipeline. */
+  pipelineResources(): PipelineResources;
+  /** Invokes a function of the app by name or ARN, as Lambda would. */
   invoke(functionName: string, event: unknown): Promise<InvocationResult>;
+  /** Stops everything it started, DynamoDB Local's JVM included, and removes the cloud assembly. */
   stop(): Promise<void>;
 }
 
-/** Raised when an invocation names a function the stack does not have. */
+/** Raised when an invocation names a function the app does not have. */
 export class UnknownFunctionError extends Error {
   override readonly name = 'UnknownFunctionError';
 }
 
+/** The app has no OncelyPipeline (no stack has its outputs), so there are no pipeline resources to use. */
+export class NoPipelineError extends Error {
+  override readonly name = 'NoPipelineError';
+}
+
+/** Oncely's own directory: its dependencies provide the AWS SDK when the app has none installed. */
+const ONCELY_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
+
 /**
- * The whole pipeline on loopback: DynamoDB Local and the SQS emulator, provisioned from the
- * synthesised stack, its functions run in-process (worker threads), its event sources polled with
- * Lambda's rules, its schedule rules run on their rate, and a Lambda Invoke endpoint serving its
- * functions.
+ * A CDK app on loopback, as `cdk deploy` would deploy it: synthesised with bundling from its
+ * cdk.json, every stack's queues and tables created in the SQS emulator and DynamoDB Local, its
+ * functions run from their bundled assets in worker threads, its event sources polled with Lambda's
+ * rules, its schedule rules run on their rate, a Lambda Invoke endpoint serving its functions, and
+ * one edge port in front of all three services.
  * Whatever fails during start-up stops what had started.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  const stops: (() => Promise<void>)[] = [];
-  const stop = async () => {
-    for (const step of stops.reverse()) await step();
+  const stops: (() => Promise<void> | void)[] = [];
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      let failure: unknown;
+      for (const step of stops.reverse()) {
+        try {
+          await step();
+        } catch (error) {
+          failure ??= error;
+        }
+      }
+      if (failure !== undefined) throw failure;
+    })());
+  const started = async <T>(starting: Promise<T>, stopOf: (value: T) => Promise<void> | void) => {
+    const value = await starting;
+    stops.push(() => stopOf(value));
+    return value;
   };
   try {
-    const [dynamodbLocal, sqsEmulator] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
-    stops.push(
-      () => dynamodbLocal.stop(),
-      () => sqsEmulator.stop(),
-    );
+    const appDirectory = resolve(options.appDirectory ?? '.');
+    // The synth takes longest (a bundler per function): the emulators start meanwhile.
+    const starting = [
+      started(synthesizeApp({ appDirectory, context: options.context }), (assembly) => assembly.remove()),
+      started(startDynamoDbLocal(), (dynamodbLocal) => dynamodbLocal.stop()),
+      started(startSqsEmulator(), (sqsEmulator) => sqsEmulator.stop()),
+    ] as const;
+    // Every part has started or failed before any failure is thrown, so that stop() finds them all.
+    await Promise.allSettled(starting);
+    const [assembly, dynamodbLocal, sqsEmulator] = await Promise.all(starting);
+    provideRuntimeModules(assembly.directory, [appDirectory, ONCELY_DIRECTORY]);
+
     const sqs = new SQSClient(localAwsConfig(sqsEmulator.endpoint));
     const dynamodb = new DynamoDBClient(localAwsConfig(dynamodbLocal.endpoint));
-    stops.push(async () => {
+    stops.push(() => {
       sqs.destroy();
       dynamodb.destroy();
     });
+    // Served by name, and filled once the stacks are provisioned: Lambda too knows no function
+    // before the deploy.
+    const functions: Record<string, LocalInvoker> = {};
+    const lambda = await started(startLambdaInvokeEndpoint({ functions }), (endpoint) => endpoint.stop());
+    const edge = await started(
+      startEdgeEndpoint({
+        targets: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
+      }),
+      (endpoint) => endpoint.stop(),
+    );
+    // Queue URLs name the edge, as LocalStack's name its one endpoint: a client whose only
+    // configuration is AWS_ENDPOINT_URL then sends to the host of a queue's URL what it would
+    // anyway (the SDK prefers that host to its endpoint when the two differ).
+    sqsEmulator.nameQueuesAt(edge.port);
 
-    const { stackName, template } = synthesizeTemplate({ ...SANDBOX_CONTEXT, ...options.context });
-    const provisioned = await provisionTemplate(template, {
-      sqs,
-      dynamodb,
-      stackName,
-      region: LOCAL_REGION,
-      accountId: LOCAL_ACCOUNT_ID,
-    });
+    const stacks: ProvisionedStack[] = [];
+    const exports = new Map<string, string>();
+    for (const stack of assembly.stacks) {
+      const provisioned = await provisionTemplate(stack.template, {
+        sqs,
+        dynamodb,
+        stackName: stack.stackName,
+        region: LOCAL_REGION,
+        accountId: LOCAL_ACCOUNT_ID,
+        assemblyDirectory: stack.assemblyDirectory,
+        exports,
+      });
+      for (const [name, value] of provisioned.exports) exports.set(name, value);
+      stacks.push(provisioned);
+    }
+    const provisioned: ProvisionedApp = {
+      stacks,
+      queues: stacks.flatMap((stack) => stack.queues),
+      tables: stacks.flatMap((stack) => stack.tables),
+      functions: stacks.flatMap((stack) => stack.functions),
+      eventSources: stacks.flatMap((stack) => stack.eventSources),
+      schedules: stacks.flatMap((stack) => stack.schedules),
+      notEmulated: stacks.flatMap((stack) => stack.notEmulated),
+    };
 
     const emulators = { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint };
     const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
@@ -114,35 +196,41 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       AWS_REGION: LOCAL_REGION,
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
+      // Any other service the functions call answers at the edge (Lambda), or says it is not emulated.
+      AWS_ENDPOINT_URL: edge.endpoint,
       AWS_ENDPOINT_URL_SQS: routed.sqs,
       AWS_ENDPOINT_URL_DYNAMODB: routed.dynamodb,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
+    // A function's queue URLs name the SQS endpoint it is given, as on AWS: the SDK would send to
+    // the URL's host instead (with a warning on every request), past a routed proxy.
+    const queueUrlForFunctions = new Map(
+      provisioned.queues.map((queue) => [queue.url, new URL(new URL(queue.url).pathname, routed.sqs).href]),
+    );
     const runtimes = new Map(
-      provisioned.functions.map((fn) => [
-        fn.name,
-        new LocalFunctionRuntime(
-          { ...fn, environment: { ...fn.environment, ...awsEnvironment, ...options.environment } },
-          options.projectRoot ?? process.cwd(),
-          options.functionOutput,
-        ),
-      ]),
+      provisioned.functions.map((fn) => {
+        const variables = Object.entries(fn.environment).map(([name, value]) => [
+          name,
+          queueUrlForFunctions.get(value) ?? value,
+        ]);
+        const environment = { ...Object.fromEntries(variables), ...awsEnvironment, ...options.environment };
+        return [fn.name, new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput)];
+      }),
     );
     stops.push(async () => {
       await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
     });
+    Object.assign(functions, Object.fromEntries(runtimes));
     const invoke = (functionName: string, event: unknown) => {
       const runtime =
         runtimes.get(functionName) ?? [...runtimes.values()].find((r) => r.spec.arn === functionName);
       if (!runtime) {
         throw new UnknownFunctionError(
-          `Function not found: ${functionName}. It has ${[...runtimes.keys()].join(', ')}.`,
+          `Function not found: ${functionName}. The app has ${[...runtimes.keys()].join(', ')}.`,
         );
       }
       return runtime.invoke(event);
     };
-    const lambda = await startLambdaInvokeEndpoint({ functions: Object.fromEntries(runtimes) });
-    stops.push(() => lambda.stop());
 
     for (const source of provisioned.eventSources) {
       const poller = startEventSourcePoller({
@@ -167,20 +255,60 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       stops.push(() => runner.stop());
     }
 
-    return {
-      description: {
-        region: LOCAL_REGION,
-        stackName,
-        endpoints: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
-        resources: resourcesFromOutputs(stackName, provisioned.outputs),
-        notEmulated: provisioned.notEmulated,
+    const pipeline = findPipeline(stacks);
+    const outputs = Object.fromEntries(
+      stacks.flatMap((stack) => stack.outputs.map((output) => [output.OutputKey, output.OutputValue])),
+    );
+    const description: SandboxDescription = {
+      region: LOCAL_REGION,
+      stackName: pipeline?.stackName ?? stacks[0].stackName,
+      endpoints: {
+        edge: edge.endpoint,
+        sqs: sqsEmulator.endpoint,
+        dynamodb: dynamodbLocal.endpoint,
+        lambda: lambda.endpoint,
       },
+      ...(pipeline && { resources: pipeline.resources }),
+      outputs,
+      notEmulated: provisioned.notEmulated,
+    };
+    return {
+      description,
       provisioned,
+      assemblyDirectory: assembly.directory,
+      pipelineResources: () => {
+        if (pipeline) return pipeline.resources;
+        throw new NoPipelineError(
+          `No stack of the app in ${appDirectory} has an OncelyPipeline's outputs (${PIPELINE_OUTPUTS.queueUrl}, …).`,
+        );
+      },
       invoke,
       stop,
     };
   } catch (error) {
-    await stop();
+    // The start-up's failure is the one to report, not a failure to stop after it.
+    await stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** The first stack whose outputs are an OncelyPipeline's (with whatever `outputPrefix`), and its resources. */
+function findPipeline(
+  stacks: ProvisionedStack[],
+): { stackName: string; resources: PipelineResources } | undefined {
+  const marker = PIPELINE_OUTPUTS.publisherFunctionName;
+  for (const { stackName, outputs } of stacks) {
+    for (const { OutputKey } of outputs.filter((output) => output.OutputKey.endsWith(marker))) {
+      try {
+        return {
+          stackName,
+          resources: resourcesFromOutputs(stackName, outputs, OutputKey.slice(0, -marker.length)),
+        };
+      } catch (error) {
+        // Another construct's output of that name: not a pipeline.
+        if (!(error instanceof MissingStackOutputsError)) throw error;
+      }
+    }
+  }
+  return undefined;
 }

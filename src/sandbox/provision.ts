@@ -1,3 +1,5 @@
+import { existsSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import {
   type AttributeDefinition,
   CreateTableCommand,
@@ -6,13 +8,13 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { ENTRY_METADATA_KEY } from '../cdk/oncely-pipeline.js';
 import {
   type CloudFormationTemplate,
   type ResolveContext,
   type ResourceAttributes,
   resolveValue,
   type TemplateResource,
+  UnresolvableValueError,
 } from './cloudformation.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
 
@@ -29,15 +31,15 @@ export interface LocalTable {
   arn: string;
 }
 
-/** A Lambda function of the template, to be run in-process from its TypeScript entry. */
+/** A Lambda function of the template, to be run in-process from its asset: the code `cdk deploy` uploads. */
 export interface LocalFunction {
   logicalId: string;
   name: string;
   arn: string;
-  /** Module path relative to the project root. */
-  entry: string;
-  /** The module's export to call (the part of `Handler` after the dot). */
-  exportName: string;
+  /** The function's bundled asset in the cloud assembly: what Lambda unpacks into its task root. */
+  codeDirectory: string;
+  /** The template's `Handler`, e.g. `index.handler`. */
+  handler: string;
   timeoutSeconds: number;
   memoryMiB: number;
   environment: Record<string, string>;
@@ -53,14 +55,19 @@ export interface LocalEventSource {
   maxConcurrency: number;
 }
 
-/** A resource of the template with no local effect; `note` says why when it is not the type alone. */
+/**
+ * A resource of the template with no local effect — or an output without a local value (type
+ * `Output`); `note` says why when it is not the type alone.
+ */
 export interface NotEmulatedResource {
+  stackName: string;
   logicalId: string;
   type: string;
   note?: string;
 }
 
 export interface ProvisionedStack {
+  stackName: string;
   queues: LocalQueue[];
   tables: LocalTable[];
   functions: LocalFunction[];
@@ -71,6 +78,8 @@ export interface ProvisionedStack {
   notEmulated: NotEmulatedResource[];
   /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
   outputs: { OutputKey: string; OutputValue: string }[];
+  /** The outputs it exports, by export name, for the stacks that import them. */
+  exports: Map<string, string>;
 }
 
 export interface ProvisionOptions {
@@ -79,6 +88,10 @@ export interface ProvisionOptions {
   stackName: string;
   region: string;
   accountId: string;
+  /** The directory the template's asset paths are relative to. */
+  assemblyDirectory: string;
+  /** What the stacks provisioned before this one export (`Fn::ImportValue`). */
+  exports?: ReadonlyMap<string, string>;
 }
 
 const EMULATED = new Set([
@@ -98,7 +111,7 @@ export async function provisionTemplate(
   options: ProvisionOptions,
 ): Promise<ProvisionedStack> {
   const resources = new Map<string, ResourceAttributes>();
-  const context: ResolveContext = { ...options, resources };
+  const context: ResolveContext = { ...options, resources, exports: options.exports ?? new Map() };
   const resolve = <T>(value: unknown) => resolveValue(value, context) as T;
   const ofType = (type: string) =>
     Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
@@ -120,24 +133,36 @@ export async function provisionTemplate(
     tables.push(table);
   }
 
+  // Resources of an emulated type that still cannot run locally, with the reason.
+  const notRun = new Map<string, string>();
   const functions: LocalFunction[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::Function')) {
     const properties = resource.Properties ?? {};
     const name = String(properties.FunctionName ?? physicalName(options.stackName, logicalId, 64));
     const arn = `arn:aws:lambda:${options.region}:${options.accountId}:function:${name}`;
     resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
-    functions.push({ logicalId, name, arn, ...describeFunction(logicalId, resource) });
+    const code = describeFunction(resource, options.assemblyDirectory);
+    if ('note' in code) notRun.set(logicalId, code.note);
+    else functions.push({ logicalId, name, arn, ...code });
   }
   // Environment variables may refer to any resource, functions included: resolve them last.
   for (const fn of functions) {
     const variables = (template.Resources[fn.logicalId].Properties?.Environment as { Variables?: unknown })
       ?.Variables;
-    fn.environment = resolve<Record<string, string>>(variables ?? {});
+    try {
+      fn.environment = resolve<Record<string, string>>(variables ?? {});
+    } catch (error) {
+      if (!(error instanceof UnresolvableValueError)) throw error;
+      throw new UnresolvableValueError(`The environment of function ${fn.logicalId}: ${error.message}`);
+    }
   }
 
-  const eventSources = ofType('AWS::Lambda::EventSourceMapping').map(([logicalId, resource]) =>
-    describeEventSource(logicalId, resource, queues, resolve),
-  );
+  const eventSources: LocalEventSource[] = [];
+  for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
+    const source = describeEventSource(logicalId, resource, queues, functions, resolve);
+    if ('note' in source) notRun.set(logicalId, source.note);
+    else eventSources.push(source);
+  }
 
   const rules = ofType('AWS::Events::Rule');
   for (const [logicalId, resource] of rules) {
@@ -145,24 +170,42 @@ export async function provisionTemplate(
     const arn = `arn:aws:events:${options.region}:${options.accountId}:rule/${name}`;
     resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
   }
-  const { schedules, handled, notRun } = describeScheduleRules({
+  const scheduleRules = describeScheduleRules({
     rules,
     permissions: ofType('AWS::Lambda::Permission'),
     functions,
     resolve,
   });
+  for (const [logicalId, note] of scheduleRules.notRun) notRun.set(logicalId, note);
 
+  const { stackName } = options;
   const notEmulated = Object.entries(template.Resources)
-    .filter(([logicalId, resource]) => !EMULATED.has(resource.Type) && !handled.has(logicalId))
+    .filter(
+      ([logicalId, resource]) =>
+        notRun.has(logicalId) || (!EMULATED.has(resource.Type) && !scheduleRules.handled.has(logicalId)),
+    )
     .map(([logicalId, resource]): NotEmulatedResource => {
       const note = notRun.get(logicalId);
-      return note ? { logicalId, type: resource.Type, note } : { logicalId, type: resource.Type };
+      const entry = { stackName, logicalId, type: resource.Type };
+      return note ? { ...entry, note } : entry;
     });
-  const outputs = Object.entries(template.Outputs ?? {}).map(([key, output]) => ({
-    OutputKey: key,
-    OutputValue: String(resolve<unknown>(output.Value)),
-  }));
-  return { queues, tables, functions, eventSources, schedules, notEmulated, outputs };
+  const outputs: ProvisionedStack['outputs'] = [];
+  const exports = new Map<string, string>();
+  for (const [key, output] of Object.entries(template.Outputs ?? {})) {
+    let value: string;
+    try {
+      value = String(resolve<unknown>(output.Value));
+    } catch (error) {
+      // An output of a resource it does not emulate (an API's URL, a bucket's name) has no local value.
+      if (!(error instanceof UnresolvableValueError)) throw error;
+      notEmulated.push({ stackName, logicalId: key, type: 'Output', note: error.message });
+      continue;
+    }
+    outputs.push({ OutputKey: key, OutputValue: value });
+    if (output.Export) exports.set(String(resolve<unknown>(output.Export.Name)), value);
+  }
+  const { schedules } = scheduleRules;
+  return { stackName, queues, tables, functions, eventSources, schedules, notEmulated, outputs, exports };
 }
 
 /** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */
@@ -255,21 +298,35 @@ async function createTable(logicalId: string, resource: TemplateResource, option
   return { logicalId, name, arn: String(TableDescription?.TableArn) };
 }
 
-function describeFunction(logicalId: string, resource: TemplateResource) {
-  const entry = resource.Metadata?.[ENTRY_METADATA_KEY];
-  if (typeof entry !== 'string') {
-    throw new Error(
-      `Function ${logicalId} has no "${ENTRY_METADATA_KEY}" metadata naming its TypeScript entry, so the sandbox cannot run it. ` +
-        'Create functions through OncelyPipeline, or add that metadata.',
-    );
-  }
+/** The asset metadata `cdk synth` writes (with `aws:cdk:enable-asset-metadata`) on a resource with a local asset. */
+const ASSET_PATH_METADATA = 'aws:asset:path';
+const ASSET_PROPERTY_METADATA = 'aws:asset:property';
+
+/**
+ * Where a function's code is in the cloud assembly — the bundled asset `cdk deploy` uploads — or why
+ * the sandbox cannot run it.
+ */
+function describeFunction(
+  resource: TemplateResource,
+  assemblyDirectory: string,
+): Omit<LocalFunction, 'logicalId' | 'name' | 'arn'> | { note: string } {
   const properties = resource.Properties ?? {};
+  const runtime = properties.Runtime;
+  if (typeof runtime !== 'string' || !runtime.startsWith('nodejs')) {
+    const what = typeof runtime === 'string' ? `runtime ${runtime}` : 'a container image';
+    return { note: `${what}: only Node.js functions run locally` };
+  }
+  const assetPath = resource.Metadata?.[ASSET_PATH_METADATA];
+  if (typeof assetPath !== 'string' || resource.Metadata?.[ASSET_PROPERTY_METADATA] !== 'Code') {
+    return { note: 'its code is not an asset of the cloud assembly (inline or from S3)' };
+  }
+  const codeDirectory = resolvePath(assemblyDirectory, assetPath);
+  if (!existsSync(codeDirectory) || !statSync(codeDirectory).isDirectory()) {
+    return { note: `its asset ${assetPath} is not a directory of the cloud assembly` };
+  }
   return {
-    entry,
-    exportName:
-      String(properties.Handler ?? 'index.handler')
-        .split('.')
-        .pop() ?? 'handler',
+    codeDirectory,
+    handler: String(properties.Handler ?? 'index.handler'),
     timeoutSeconds: Number(properties.Timeout ?? 3),
     memoryMiB: Number(properties.MemorySize ?? 128),
     environment: {},
@@ -280,18 +337,21 @@ function describeEventSource(
   logicalId: string,
   resource: TemplateResource,
   queues: LocalQueue[],
+  functions: LocalFunction[],
   resolve: <T>(value: unknown) => T,
-): LocalEventSource {
+): LocalEventSource | { note: string } {
   const properties = resource.Properties ?? {};
   const sourceArn = resolve<string>(properties.EventSourceArn);
   const queue = queues.find((candidate) => candidate.arn === sourceArn);
-  if (!queue)
-    throw new Error(`Event source ${logicalId} reads ${sourceArn}, which is not a queue of this stack.`);
+  if (!queue) return { note: `it reads ${sourceArn}; only SQS queues of the stack are polled locally` };
+  const functionName = resolve<string>(properties.FunctionName);
+  const fn = functions.find((candidate) => candidate.name === functionName || candidate.arn === functionName);
+  if (!fn) return { note: `its function ${functionName} does not run locally` };
   const scaling = properties.ScalingConfig as { MaximumConcurrency?: number } | undefined;
   return {
     logicalId,
     queue,
-    functionName: resolve<string>(properties.FunctionName),
+    functionName: fn.name,
     batchSize: Number(properties.BatchSize ?? 10),
     reportBatchItemFailures: ((properties.FunctionResponseTypes as string[]) ?? []).includes(
       'ReportBatchItemFailures',

@@ -25,6 +25,7 @@ export interface ScheduleRules {
 export interface ScheduleRulesInput {
   rules: [string, TemplateResource][];
   permissions: [string, TemplateResource][];
+  /** The functions that run locally. */
   functions: readonly { name: string; arn: string }[];
   /** Resolves against the provisioned resources; rules must already be registered (`Ref`, `Arn`). */
   resolve: <T>(value: unknown) => T;
@@ -97,7 +98,7 @@ export function describeScheduleRules({
     for (const target of (properties.Targets ?? []) as Record<string, unknown>[]) {
       const fn = functions.find((candidate) => candidate.arn === tryResolve(target.Arn));
       if (!fn) {
-        problems.push(`target ${target.Id} is not a function of this stack`);
+        problems.push(`target ${target.Id} is not a function of this stack that runs locally`);
       } else if (target.Input ?? target.InputPath ?? target.InputTransformer) {
         problems.push(`target ${target.Id} has a custom input, which is not emulated`);
       } else {

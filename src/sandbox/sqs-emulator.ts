@@ -1,16 +1,18 @@
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { createRequestHandler } from 'local-aws-sqs';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
+import { ensureSqsEmulatorPatched } from './sqs-emulator-patch.js';
 
-/** Written by sandbox/patches/local-aws-sqs.mjs; keep the two in sync. */
-const PATCH_MARKER = '/* oncely-patch v1 */';
 const HOST = '127.0.0.1';
 
 export interface SqsEmulator {
   readonly endpoint: string;
   readonly port: number;
+  /**
+   * Makes the queue URLs it hands out from now on (CreateQueue, GetQueueUrl, ListQueues) name this
+   * loopback port instead of its own: an edge in front of it, as LocalStack's queue URLs name its one
+   * endpoint. Requests find a queue by the URL's path, so either port reaches it.
+   */
+  nameQueuesAt(port: number): void;
   stop(): Promise<void>;
 }
 
@@ -19,24 +21,14 @@ export interface SqsEmulatorOptions {
   port?: number;
 }
 
-/** Raised when the installed local-aws-sqs lacks Oncely's FIFO fixes, so tests would pass on wrong semantics. */
-export class SqsEmulatorNotPatchedError extends Error {
-  override readonly name = 'SqsEmulatorNotPatchedError';
-  constructor(file: string) {
-    super(
-      `local-aws-sqs at ${file} is not patched for FIFO group blocking, long polling and the 5-minute ` +
-        'dedup window. Run `npm ci` (its postinstall applies the patch) or `node sandbox/patches/local-aws-sqs.mjs`.',
-    );
-  }
-}
-
 /** Raised when the emulator cannot listen, e.g. because the requested port is taken. */
 export class SqsEmulatorStartError extends Error {
   override readonly name = 'SqsEmulatorStartError';
 }
 
 /**
- * Starts the local-aws-sqs emulator in this process on a loopback port; queue URLs point at it.
+ * Starts the local-aws-sqs emulator (patched for Oncely's FIFO semantics, see sqs-emulator-patch.ts)
+ * in this process on a loopback port; queue URLs point at it.
  *
  * It is driven through the package's request handler on our own HTTP server rather than its
  * `createSqsServer`, which has no listen error handling: a taken port crashes the process instead
@@ -46,7 +38,9 @@ export class SqsEmulatorStartError extends Error {
  * `MessageSystemAttributeNames`; ask for `All` to get MessageGroupId, ApproximateReceiveCount etc.
  */
 export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promise<SqsEmulator> {
-  assertPatched();
+  // Patched before it is first loaded, so that this process runs the patched code.
+  ensureSqsEmulatorPatched();
+  const { createRequestHandler } = await import('local-aws-sqs');
   const requestedPort = options.port ?? 0;
   const { requestHandler, service } = createRequestHandler({
     port: requestedPort,
@@ -76,6 +70,9 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
   return {
     endpoint: `http://${HOST}:${port}`,
     port,
+    nameQueuesAt: (urlPort) => {
+      service.PORT = urlPort;
+    },
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
@@ -83,9 +80,4 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
         server.closeAllConnections();
       }),
   };
-}
-
-function assertPatched(): void {
-  const file = createRequire(import.meta.url).resolve('local-aws-sqs');
-  if (!readFileSync(file, 'utf8').includes(PATCH_MARKER)) throw new SqsEmulatorNotPatchedError(file);
 }

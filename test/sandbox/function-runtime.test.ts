@@ -1,96 +1,56 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../src/sandbox/function-runtime.js';
+import { provideRuntimeModules } from '../../src/sandbox/runtime-modules.js';
+
+/** Plain-JS handlers, as a function's bundled asset is. */
+const FUNCTIONS = resolve('test/sandbox/fixtures/functions');
 
 const runtimes: LocalFunctionRuntime[] = [];
 afterEach(async () => {
   await Promise.all(runtimes.splice(0).map((runtime) => runtime.stop()));
 });
 
-/** A handler that fails, on demand, each way a Lambda function can, and counts its container's invocations. */
-const CRASHING_HANDLER = `
-let invocations = 0;
-const forever = () => new Promise(() => undefined);
-export const crashes = async (event: { how: string }) => {
-  invocations++;
-  switch (event.how) {
-    case 'overflow': {
-      const deeper = (n: number): number => deeper(n + 1) + 1;
-      return deeper(0);
-    }
-    case 'bigint':
-      return { total: 10n };
-    case 'function':
-      return { ok: true, callback: () => 1 };
-    case 'exit':
-      process.exit(3);
-    case 'timer':
-      setTimeout(() => { throw new TypeError('thrown from a timer'); }, 1);
-      return forever();
-    case 'rejection':
-      void Promise.reject(new RangeError('nobody awaited this'));
-      return forever();
-    default:
-      return { invocationsInThisContainer: invocations };
-  }
-};
-`;
-
-/** Written out at run time: the worker threads load handler modules from files. */
-let crashingRoot: string;
-beforeAll(() => {
-  crashingRoot = mkdtempSync(join(tmpdir(), 'oncely-functions-'));
-  writeFileSync(join(crashingRoot, 'crashing.ts'), CRASHING_HANDLER);
-  writeFileSync(
-    join(crashingRoot, 'broken.ts'),
-    "throw new Error('the configuration is missing');\nexport const handler = async () => 'never';\n",
-  );
-});
-afterAll(() => rmSync(crashingRoot, { recursive: true, force: true }));
-
-function crashing(entry: string, exportName: string) {
+function runtime(
+  handler: string,
+  overrides: Partial<LocalFunctionSpec> = {},
+  output?: (line: string, name: string) => void,
+) {
+  const name = `fn-${handler.replaceAll(/[^\w]/g, '-')}`;
   const created = new LocalFunctionRuntime(
     {
-      name: `fn-${exportName}`,
-      arn: `arn:aws:lambda:us-east-1:123456789012:function:fn-${exportName}`,
-      entry,
-      exportName,
-      timeoutSeconds: 5,
-      environment: {},
-    },
-    crashingRoot,
-  );
-  runtimes.push(created);
-  return created;
-}
-
-function runtime(exportName: string, overrides: Partial<LocalFunctionSpec> = {}) {
-  const created = new LocalFunctionRuntime(
-    {
-      name: `fn-${exportName}`,
-      arn: `arn:aws:lambda:us-east-1:123456789012:function:fn-${exportName}`,
-      entry: 'test/fixtures/functions.ts',
-      exportName,
+      name,
+      arn: `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
+      codeDirectory: FUNCTIONS,
+      handler,
       timeoutSeconds: 5,
       environment: {},
       ...overrides,
     },
-    process.cwd(),
+    output,
   );
   runtimes.push(created);
   return created;
 }
 
 describe('local function runtime', () => {
-  it('runs the TypeScript handler with its own environment and a Lambda-like context', async () => {
-    const english = runtime('echo', { environment: { GREETING: 'hello' } });
-    const french = runtime('echo', { name: 'fn-french', environment: { GREETING: 'bonjour' } });
+  it('runs the handler with its own environment, Lambda’s variables and a Lambda-like context', async () => {
+    const english = runtime('functions.echo', { environment: { GREETING: 'hello' }, memoryMiB: 512 });
+    const french = runtime('functions.echo', { name: 'fn-french', environment: { GREETING: 'bonjour' } });
     const [a, b] = await Promise.all([english.invoke({ n: 1 }), french.invoke({ n: 2 })]);
     expect(a).toMatchObject({
       ok: true,
-      result: { event: { n: 1 }, greeting: 'hello', functionName: 'fn-echo' },
+      result: {
+        event: { n: 1 },
+        greeting: 'hello',
+        taskRoot: FUNCTIONS,
+        handler: 'functions.echo',
+        functionName: 'fn-functions-echo',
+        invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:fn-functions-echo',
+        memoryLimitInMB: '512',
+      },
     });
     expect(b).toMatchObject({ ok: true, result: { greeting: 'bonjour', functionName: 'fn-french' } });
     const remaining = (a as { result: { remainingMs: number } }).result.remainingMs;
@@ -99,30 +59,28 @@ describe('local function runtime', () => {
     expect(process.env.GREETING).toBeUndefined();
   });
 
+  it('finds the handler as Lambda does: a module in a subdirectory, CommonJS, a dotted export', async () => {
+    expect(await runtime('nested/handlers.api.get').invoke({ id: 7 })).toEqual({
+      ok: true,
+      result: { got: { id: 7 }, module: 'commonjs' },
+    });
+  });
+
   it('hands each line the function writes to the output callback, when there is one', async () => {
     const lines: string[] = [];
-    const fn = new LocalFunctionRuntime(
-      {
-        name: 'fn-logs',
-        arn: 'arn:aws:lambda:us-east-1:123456789012:function:fn-logs',
-        entry: 'test/fixtures/functions.ts',
-        exportName: 'logs',
-        timeoutSeconds: 5,
-        environment: {},
-      },
-      process.cwd(),
-      (line, functionName) => lines.push(`${functionName}: ${line}`),
-    );
-    runtimes.push(fn);
-    await fn.invoke({ message: 'hello' });
+    await runtime('functions.logs', {}, (line, functionName) =>
+      lines.push(`${functionName}: ${line}`),
+    ).invoke({
+      message: 'hello',
+    });
     // stdout and stderr are two streams: their lines may arrive in either order.
     await expect
       .poll(() => [...lines].sort())
-      .toEqual(['fn-logs: to stderr', 'fn-logs: {"level":"INFO","message":"hello"}']);
+      .toEqual(['fn-functions-logs: to stderr', 'fn-functions-logs: {"level":"INFO","message":"hello"}']);
   });
 
   it('reports a thrown error the way Lambda does', async () => {
-    const result = await runtime('fail').invoke({});
+    const result = await runtime('functions.fail').invoke({});
     expect(result).toMatchObject({
       ok: false,
       error: { errorType: 'PaymentDeclinedError', errorMessage: 'card declined' },
@@ -131,7 +89,7 @@ describe('local function runtime', () => {
   });
 
   it('reuses a warm container, and gives concurrent invocations containers of their own', async () => {
-    const fn = runtime('hold');
+    const fn = runtime('functions.hold');
     const [first, second] = await Promise.all([fn.invoke({ ms: 200 }), fn.invoke({ ms: 200 })]);
     expect(first).toMatchObject({ ok: true, result: { invocationsInThisContainer: 1 } });
     expect(second).toMatchObject({ ok: true, result: { invocationsInThisContainer: 1 } });
@@ -139,7 +97,7 @@ describe('local function runtime', () => {
   });
 
   it('kills an invocation past its timeout and carries on with a fresh container', async () => {
-    const fn = runtime('hold', { timeoutSeconds: 0.3 });
+    const fn = runtime('functions.hold', { timeoutSeconds: 0.3 });
     expect(await fn.invoke({ ms: 5_000 }, 'request-1')).toEqual({
       ok: false,
       error: {
@@ -150,23 +108,28 @@ describe('local function runtime', () => {
     expect(await fn.invoke({ ms: 0 })).toMatchObject({ ok: true, result: { invocationsInThisContainer: 1 } });
   });
 
-  it('answers a handler that cannot be loaded with the init error Lambda reports, and tries again next time', async () => {
-    expect(await runtime('missing').invoke({})).toEqual({
-      ok: false,
-      error: {
-        errorType: 'Runtime.HandlerNotFound',
-        errorMessage: expect.stringMatching(/functions\.ts does not export a function named "missing"$/),
-        trace: [],
-      },
-    });
-    expect(await runtime('echo', { entry: 'test/fixtures/no-such-module.ts' }).invoke({})).toMatchObject({
-      ok: false,
-      error: {
-        errorType: 'Runtime.ImportModuleError',
-        errorMessage: expect.stringContaining('Cannot find module'),
-      },
-    });
-    const broken = crashing('broken.ts', 'handler');
+  it.each([
+    ['functions.missing', 'Runtime.HandlerNotFound', 'functions.missing is undefined or not exported'],
+    ['functions.notAFunction', 'Runtime.HandlerNotFound', 'functions.notAFunction is not a function'],
+    ['no-such-module.handler', 'Runtime.ImportModuleError', "Error: Cannot find module 'no-such-module'"],
+    ['index', 'Runtime.MalformedHandlerName', 'Bad handler index'],
+    [
+      'missing-dependency.handler',
+      'Runtime.ImportModuleError',
+      expect.stringMatching(/^Error \[ERR_MODULE_NOT_FOUND\]: Cannot find package 'left-out-of-the-bundle'/),
+    ],
+  ])(
+    'answers handler %s, which cannot be loaded, with Lambda’s init error %s',
+    async (handler, errorType, errorMessage) => {
+      expect(await runtime(handler).invoke({})).toMatchObject({
+        ok: false,
+        error: { errorType, errorMessage },
+      });
+    },
+  );
+
+  it('fails an invocation whose handler module fails to load with its error, and tries again next time', async () => {
+    const broken = runtime('broken.handler');
     for (const _ of [1, 2]) {
       expect(await broken.invoke({})).toMatchObject({
         ok: false,
@@ -176,7 +139,39 @@ describe('local function runtime', () => {
   });
 });
 
+describe('local function runtime: what Lambda’s runtime provides beside the code', () => {
+  let assembly: string;
+  beforeAll(() => {
+    // Outside this repository, so that nothing but the provided modules resolves from it.
+    assembly = mkdtempSync(join(tmpdir(), 'oncely-assembly-test-'));
+    mkdirSync(join(assembly, 'asset.1'));
+    writeFileSync(
+      join(assembly, 'asset.1', 'index.mjs'),
+      `export const sdk = async () => typeof (await import('@aws-sdk/client-sqs')).SQSClient;
+       export const other = async () => (await import('zod')).z !== undefined;\n`,
+    );
+    copyFileSync(join(FUNCTIONS, 'functions.mjs'), join(assembly, 'asset.1', 'functions.mjs'));
+    provideRuntimeModules(assembly, [process.cwd()]);
+  });
+  afterAll(() => rmSync(assembly, { recursive: true, force: true }));
+
+  it('gives a bundle the AWS SDK its bundler left out, as Lambda’s Node.js runtime does', async () => {
+    const fn = runtime('index.sdk', { codeDirectory: join(assembly, 'asset.1') });
+    expect(await fn.invoke({})).toEqual({ ok: true, result: 'function' });
+  });
+
+  it('gives it no other package: one the bundle left out fails as it would on Lambda', async () => {
+    const fn = runtime('index.other', { codeDirectory: join(assembly, 'asset.1') });
+    expect(await fn.invoke({})).toMatchObject({
+      ok: false,
+      error: { errorType: 'Error', errorMessage: expect.stringContaining("Cannot find package 'zod'") },
+    });
+  });
+});
+
 describe('local function runtime: a crashing function', () => {
+  const crashing = () => runtime('crashing.crashes');
+
   it.each([
     [
       'overflows the stack',
@@ -192,7 +187,7 @@ describe('local function runtime: a crashing function', () => {
       },
     ],
   ])('that %s gets a function error, as in Lambda, and keeps its container', async (_, how, error) => {
-    const fn = crashing('crashing.ts', 'crashes');
+    const fn = crashing();
     expect(await fn.invoke({ how })).toMatchObject({ ok: false, error });
     expect(await fn.invoke({ how: 'count' })).toEqual({
       ok: true,
@@ -216,7 +211,7 @@ describe('local function runtime: a crashing function', () => {
       { errorType: 'Runtime.UnhandledPromiseRejection', errorMessage: 'RangeError: nobody awaited this' },
     ],
   ])('that %s gets a function error, as in Lambda, and a fresh container after', async (_, how, error) => {
-    const fn = crashing('crashing.ts', 'crashes');
+    const fn = crashing();
     expect(await fn.invoke({ how }, 'request-1')).toMatchObject({ ok: false, error });
     expect(await fn.invoke({ how: 'count' })).toEqual({
       ok: true,
@@ -225,19 +220,15 @@ describe('local function runtime: a crashing function', () => {
   });
 
   it('hands over an event nested thousands of levels deep as its JSON text, as Lambda does', async () => {
-    const fn = crashing('crashing.ts', 'crashes');
     const text = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
     // A structured clone of it would overflow: the JSON text goes to the worker, which parses it.
-    expect(await fn.invoke(JSON.parse(text), 'deep-request', text)).toEqual({
+    expect(await crashing().invoke(JSON.parse(text), 'deep-request', text)).toEqual({
       ok: true,
       result: { invocationsInThisContainer: 1 },
     });
   });
 
   it('returns a result as Lambda does, through JSON: a function in it is left out', async () => {
-    expect(await crashing('crashing.ts', 'crashes').invoke({ how: 'function' })).toEqual({
-      ok: true,
-      result: { ok: true },
-    });
+    expect(await crashing().invoke({ how: 'function' })).toEqual({ ok: true, result: { ok: true } });
   });
 });

@@ -1,7 +1,11 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { groupAlive } from '../support/process-group.js';
 
 describe('interrupting a process that runs DynamoDB Local', () => {
@@ -20,4 +24,107 @@ describe('interrupting a process that runs DynamoDB Local', () => {
       await expect.poll(() => groupAlive(pid), { timeout: 5_000 }).toBe(false);
     });
   }
+});
+
+/** Pids of the live processes whose environment carries `mark`: what a command started and left behind. */
+function processesMarked(mark: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').includes(mark);
+      } catch {
+        return false; // gone meanwhile, or not ours to read
+      }
+    })
+    .map(Number);
+}
+
+describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () => {
+  let scratch: string;
+  let running: ChildProcess | undefined;
+  beforeEach(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'oncely-local-'));
+  });
+  afterEach(async () => {
+    // A test that failed before its signal leaves the command running: stop it as a user would.
+    if (running && running.exitCode === null && running.signalCode === null) {
+      const exited = once(running, 'exit');
+      running.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  /** The cloud assemblies in `directory` (tsx keeps its cache there too). */
+  const assemblies = (directory: string) =>
+    readdirSync(directory).filter((name) => name.startsWith('oncely-assembly-'));
+
+  /** `oncely local` on the example shop; its temporary files (the cloud assembly) go to `scratch`. */
+  function oncelyLocal(mark: string) {
+    const readyFile = join(scratch, 'ready.json');
+    const tmp = join(scratch, 'tmp');
+    mkdirSync(tmp);
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'local',
+        '--app-dir',
+        'examples/shop',
+        '--ready-file',
+        readyFile,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, TMPDIR: tmp, ONCELY_TEST_MARK: mark } },
+    );
+    running = child;
+    const lines = createInterface({ input: child.stdout });
+    /** Resolves at the first line starting with `prefix`; rejects if the command ends before. */
+    const printed = (prefix: string) =>
+      new Promise<void>((resolve, reject) => {
+        lines.on('line', (line) => line.startsWith(prefix) && resolve());
+        child.once('exit', (code) =>
+          reject(new Error(`oncely local exited (${code}) before printing "${prefix}"`)),
+        );
+      });
+    return { child, printed, readyFile, tmp };
+  }
+
+  it('stops everything on SIGTERM once ready: the JVM, the functions, the cloud assembly, the ready file', async () => {
+    const mark = randomUUID();
+    const { child, printed, readyFile, tmp } = oncelyLocal(mark);
+    const exited = once(child, 'exit');
+    await printed('Press Ctrl-C');
+    const { endpoints } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
+      endpoints: Record<string, string>;
+    };
+    expect(Object.keys(endpoints).sort()).toEqual(['dynamodb', 'edge', 'lambda', 'sqs']);
+    expect(assemblies(tmp)).toHaveLength(1);
+
+    child.kill('SIGTERM');
+    expect(await exited).toEqual([0, null]);
+    expect(existsSync(readyFile)).toBe(false);
+    expect(assemblies(tmp)).toEqual([]);
+    // tsx's esbuild service leaves when it sees its parent gone: a moment after the exit.
+    await expect.poll(() => processesMarked(mark), { timeout: 5_000 }).toEqual([]);
+    await expect(fetch(endpoints.dynamodb)).rejects.toThrow();
+  }, 120_000);
+
+  it('stops what had started on SIGINT during the start-up', async () => {
+    const mark = randomUUID();
+    const { child, printed, readyFile, tmp } = oncelyLocal(mark);
+    const exited = once(child, 'exit');
+    await printed('Starting');
+    // Once the synth runs: its process group is what the signal must take down.
+    await expect.poll(() => assemblies(tmp).length, { timeout: 10_000, interval: 20 }).toBe(1);
+
+    child.kill('SIGINT');
+    expect(await exited).toEqual([0, null]);
+    expect(existsSync(readyFile)).toBe(false);
+    expect(assemblies(tmp)).toEqual([]);
+    // tsx's esbuild service leaves when it sees its parent gone: a moment after the exit.
+    await expect.poll(() => processesMarked(mark), { timeout: 5_000 }).toEqual([]);
+  }, 120_000);
 });

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import {
   InvalidRequestContentException,
   InvokeCommand,
@@ -13,7 +11,10 @@ import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFunctionRuntime } from '../../src/sandbox/function-runtime.js';
 import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
-import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../src/sandbox/lambda-invoke-endpoint.js';
+import {
+  type LambdaInvokeEndpoint,
+  startLambdaInvokeEndpoint,
+} from '../../src/sandbox/lambda-invoke-endpoint.js';
 import { localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
 
 /** A function run in this process, as the endpoint serves it. */
@@ -168,30 +169,22 @@ describe('Lambda Invoke endpoint', () => {
 });
 
 describe('Lambda Invoke endpoint: a crashing function', () => {
-  let root: string;
   let crashing: LambdaInvokeEndpoint;
   let client: LambdaClient;
   /** Runs in the sandbox's worker threads, where a function can really crash. */
-  const worker = (name: string, entry: string, exportName: string) =>
-    new LocalFunctionRuntime(
-      { name, arn: localFunctionArn(name), entry, exportName, timeoutSeconds: 5, environment: {} },
-      root,
-    );
+  const worker = (name: string, handler: string) =>
+    new LocalFunctionRuntime({
+      name,
+      arn: localFunctionArn(name),
+      codeDirectory: resolve('test/sandbox/fixtures/functions'),
+      handler,
+      timeoutSeconds: 5,
+      environment: {},
+    });
   const runtimes: LocalFunctionRuntime[] = [];
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'oncely-endpoint-'));
-    writeFileSync(
-      join(root, 'crashing.ts'),
-      `export const crashes = async (event: { how: string }) => {
-         if (event.how === 'exit') process.exit(2);
-         if (event.how === 'timer') setTimeout(() => { throw new TypeError('thrown from a timer'); }, 1);
-         const deeper = (n: number): number => deeper(n + 1) + 1;
-         return event.how === 'overflow' ? deeper(0) : new Promise(() => undefined);
-       };\n`,
-    );
-    writeFileSync(join(root, 'broken.ts'), "throw new Error('the configuration is missing');\n");
-    runtimes.push(worker('crashes', 'crashing.ts', 'crashes'), worker('broken', 'broken.ts', 'handler'));
+    runtimes.push(worker('crashes', 'crashing.crashes'), worker('broken', 'broken.handler'));
     crashing = await startLambdaInvokeEndpoint({
       functions: {
         crashes: runtimes[0] as LocalFunctionRuntime,
@@ -206,7 +199,6 @@ describe('Lambda Invoke endpoint: a crashing function', () => {
     client.destroy();
     await crashing.stop();
     await Promise.all(runtimes.map((runtime) => runtime.stop()));
-    rmSync(root, { recursive: true, force: true });
   });
 
   async function invokeCrashing(FunctionName: string, event: unknown = {}) {
@@ -222,7 +214,7 @@ describe('Lambda Invoke endpoint: a crashing function', () => {
 
   it.each([
     ['overflows the stack', 'crashes', { how: 'overflow' }, 'RangeError', 'Maximum call stack size exceeded'],
-    ['exits', 'crashes', { how: 'exit' }, 'Runtime.ExitError', expect.stringMatching(/exit status 2$/)],
+    ['exits', 'crashes', { how: 'exit' }, 'Runtime.ExitError', expect.stringMatching(/exit status 3$/)],
     ['throws from a timer', 'crashes', { how: 'timer' }, 'TypeError', 'thrown from a timer'],
     ['fails to load', 'broken', {}, 'Error', 'the configuration is missing'],
     [

@@ -1,36 +1,61 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXPIRES_AT_ATTRIBUTE } from '../../src/idempotency/index.js';
-import { ENTRY_METADATA_KEY } from '../../src/cdk/oncely-pipeline.js';
 import type { CloudFormationTemplate } from '../../src/sandbox/cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
 import { type ProvisionedStack, provisionTemplate } from '../../src/sandbox/provision.js';
-import { synthesizeTemplate } from '../../src/sandbox/synthesize.js';
+import { type CloudAssembly, synthesizeApp } from '../../src/sandbox/synthesize.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
 const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+/** Where the hand-written templates' assets are: `aws:asset:path` `functions` is the fixtures' handlers. */
+const FIXTURES = resolve('test/sandbox/fixtures');
+let assembly: CloudAssembly | undefined;
 let provisioned: ProvisionedStack;
 
-const provision = (template: CloudFormationTemplate) =>
+const provision = (
+  template: CloudFormationTemplate,
+  options: { assemblyDirectory?: string; exports?: ReadonlyMap<string, string> } = {},
+) =>
   provisionTemplate(template, {
     sqs,
     dynamodb,
     stackName: uniqueName('Prov'),
     region: LOCAL_REGION,
     accountId: LOCAL_ACCOUNT_ID,
+    assemblyDirectory: options.assemblyDirectory ?? FIXTURES,
+    exports: options.exports,
   });
 
 beforeAll(async () => {
-  const { template } = synthesizeTemplate({ notificationUrl: 'http://127.0.0.1:9/notify' });
-  provisioned = await provision(template);
-});
+  // The example shop, synthesised as `oncely local` does (the app's sandbox defaults, bundling on),
+  // with a context value of the command line's over those defaults.
+  assembly = await synthesizeApp({
+    appDirectory: 'examples/shop',
+    context: { notificationUrl: 'http://127.0.0.1:9/notify', consumerTimeoutSeconds: '5' },
+  });
+  const [stack] = assembly.stacks;
+  provisioned = await provision(stack.template, { assemblyDirectory: stack.assemblyDirectory });
+}, 120_000);
 
 afterAll(() => {
+  assembly?.remove();
   sqs.destroy();
   dynamodb.destroy();
 });
+
+/** A Node.js function whose asset is the fixtures' handlers, as `cdk synth` describes one. */
+function nodeFunction(properties: Record<string, unknown> = {}, assetPath = 'functions') {
+  return {
+    Type: 'AWS::Lambda::Function',
+    Properties: { Handler: 'functions.echo', Runtime: 'nodejs24.x', ...properties },
+    Metadata: { 'aws:asset:path': assetPath, 'aws:asset:is-bundled': true, 'aws:asset:property': 'Code' },
+  };
+}
 
 const queueNamed = (part: string) => {
   const queue = provisioned.queues.find((q) => q.logicalId.includes(part));
@@ -50,7 +75,8 @@ describe('provisioning the synthesized stack into the emulators', () => {
       FifoQueue: 'true',
       DeduplicationScope: 'messageGroup',
       FifoThroughputLimit: 'perMessageGroupId',
-      VisibilityTimeout: '180',
+      // 6 × the consumer's timeout, from the command line's context.
+      VisibilityTimeout: '30',
       MessageRetentionPeriod: String(4 * 86400),
       MaximumMessageSize: '262144',
     });
@@ -76,19 +102,29 @@ describe('provisioning the synthesized stack into the emulators', () => {
     });
   });
 
+  it('runs each function from its bundled asset in the cloud assembly', () => {
+    expect(provisioned.functions).toHaveLength(3);
+    for (const fn of provisioned.functions) {
+      expect(fn.codeDirectory.startsWith(join(String(assembly?.directory), 'asset.'))).toBe(true);
+      expect(fn.handler).toBe('index.handler');
+      expect(existsSync(join(fn.codeDirectory, 'index.mjs'))).toBe(true);
+    }
+  });
+
   it('resolves each function’s environment to the local resources', () => {
     const publisher = provisioned.functions.find((f) => f.logicalId.includes('Publisher'));
     const consumer = provisioned.functions.find((f) => f.logicalId.includes('Consumer'));
     const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
     expect(publisher).toMatchObject({
-      entry: 'lambdas/publisher/handler.ts',
-      exportName: 'handler',
       timeoutSeconds: 30,
       environment: { QUEUE_URL: queueNamed('PipelineQueue').url, IDEMPOTENCY_TABLE_NAME: idempotency?.name },
     });
-    expect(consumer?.environment).toMatchObject({
-      DLQ_URL: queueNamed('DeadLetterQueue').url,
-      NOTIFICATION_URL: 'http://127.0.0.1:9/notify',
+    expect(consumer).toMatchObject({
+      timeoutSeconds: 5,
+      environment: {
+        DLQ_URL: queueNamed('DeadLetterQueue').url,
+        NOTIFICATION_URL: 'http://127.0.0.1:9/notify',
+      },
     });
   });
 
@@ -99,14 +135,14 @@ describe('provisioning the synthesized stack into the emulators', () => {
         functionName: provisioned.functions.find((f) => f.logicalId.includes('Consumer'))?.name,
         batchSize: 10,
         reportBatchItemFailures: true,
-        maxConcurrency: 10,
+        // The shop's own default inside the sandbox (lib/shop-settings.ts).
+        maxConcurrency: 4,
       }),
     ]);
   });
 
   it('describes the schedule rule that runs the unresolved-records monitor', () => {
     const monitor = provisioned.functions.find((f) => f.logicalId.includes('Monitor'));
-    expect(monitor).toMatchObject({ entry: 'lambdas/monitor/handler.ts', exportName: 'handler' });
     expect(provisioned.schedules).toEqual([
       {
         logicalId: expect.stringContaining('UnresolvedCheckSchedule'),
@@ -148,11 +184,7 @@ describe('provisioning schedule rules', () => {
     };
     return {
       Resources: {
-        Job: {
-          Type: 'AWS::Lambda::Function',
-          Properties: { FunctionName: 'job', Handler: 'index.handler' },
-          Metadata: { [ENTRY_METADATA_KEY]: 'lambdas/monitor/handler.ts' },
-        },
+        Job: nodeFunction({ FunctionName: 'job' }),
         Every: {
           Type: 'AWS::Events::Rule',
           Properties: { Targets: [{ Id: 'Target0', Arn: { 'Fn::GetAtt': ['Job', 'Arn'] } }], ...rule },
@@ -195,9 +227,102 @@ describe('provisioning schedule rules', () => {
     const { schedules, notEmulated } = await provision(scheduledTemplate(rule, withPermission));
     expect(schedules).toEqual([]);
     expect(notEmulated).toContainEqual({
+      stackName: expect.any(String),
       logicalId: 'Every',
       type: 'AWS::Events::Rule',
       note: expect.stringMatching(note),
+    });
+  });
+});
+
+describe('provisioning what does not run locally, and stacks that import from one another', () => {
+  it('lists a function it cannot run, and the event source and schedule that would invoke it, with the reason', async () => {
+    const { functions, eventSources, notEmulated } = await provision({
+      Resources: {
+        Python: nodeFunction({ Runtime: 'python3.13' }),
+        Inline: {
+          Type: 'AWS::Lambda::Function',
+          Properties: { Runtime: 'nodejs24.x', Code: { ZipFile: '…' } },
+        },
+        Zipped: nodeFunction({}, 'functions/functions.mjs'),
+        Queue: { Type: 'AWS::SQS::Queue', Properties: {} },
+        Source: {
+          Type: 'AWS::Lambda::EventSourceMapping',
+          Properties: { EventSourceArn: { 'Fn::GetAtt': ['Queue', 'Arn'] }, FunctionName: { Ref: 'Python' } },
+        },
+        Stream: {
+          Type: 'AWS::Lambda::EventSourceMapping',
+          Properties: {
+            EventSourceArn: 'arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/1',
+            FunctionName: { Ref: 'Zipped' },
+          },
+        },
+      },
+    });
+    expect(functions).toEqual([]);
+    expect(eventSources).toEqual([]);
+    const note = (logicalId: string) =>
+      notEmulated.find((resource) => resource.logicalId === logicalId)?.note;
+    expect(note('Python')).toBe('runtime python3.13: only Node.js functions run locally');
+    expect(note('Inline')).toBe('its code is not an asset of the cloud assembly (inline or from S3)');
+    expect(note('Zipped')).toBe('its asset functions/functions.mjs is not a directory of the cloud assembly');
+    expect(note('Source')).toMatch(/^its function .*Python.* does not run locally$/);
+    expect(note('Stream')).toMatch(/only SQS queues of the stack are polled locally$/);
+  });
+
+  it('resolves Fn::ImportValue to what an earlier stack exports', async () => {
+    const producer = await provision({
+      Resources: { Queue: { Type: 'AWS::SQS::Queue', Properties: {} } },
+      Outputs: {
+        QueueUrl: {
+          Value: { Ref: 'Queue' },
+          Export: { Name: { 'Fn::Join': ['-', [{ Ref: 'AWS::StackName' }, 'url']] } },
+        },
+      },
+    });
+    const [[exportName, url]] = [...producer.exports];
+    expect(url).toBe(producer.queues[0].url);
+    const consumer = await provision(
+      {
+        Resources: {
+          Reader: nodeFunction({
+            Environment: { Variables: { QUEUE_URL: { 'Fn::ImportValue': exportName } } },
+          }),
+        },
+      },
+      { exports: producer.exports },
+    );
+    expect(consumer.functions[0].environment).toEqual({ QUEUE_URL: url });
+    await expect(
+      provision({
+        Resources: {
+          Reader: nodeFunction({
+            Environment: { Variables: { QUEUE_URL: { 'Fn::ImportValue': 'nobody-exports-this' } } },
+          }),
+        },
+      }),
+    ).rejects.toThrow(
+      'The environment of function Reader: Fn::ImportValue nobody-exports-this: no stack of the app exports it',
+    );
+  });
+
+  it('leaves out an output it has no local value for, and says why', async () => {
+    const { outputs, notEmulated } = await provision({
+      Resources: {
+        Queue: { Type: 'AWS::SQS::Queue', Properties: {} },
+        Api: { Type: 'AWS::ApiGateway::RestApi', Properties: {} },
+      },
+      Outputs: {
+        QueueName: { Value: { 'Fn::GetAtt': ['Queue', 'QueueName'] } },
+        ApiUrl: { Value: { 'Fn::Join': ['', ['https://', { Ref: 'Api' }, '.execute-api.amazonaws.com/']] } },
+      },
+    });
+    expect(outputs.map((output) => output.OutputKey)).toEqual(['QueueName']);
+    expect(notEmulated).toContainEqual({
+      stackName: expect.any(String),
+      logicalId: 'ApiUrl',
+      type: 'Output',
+      note: 'Ref Api: not a resource the sandbox emulates',
     });
   });
 });

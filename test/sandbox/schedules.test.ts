@@ -1,13 +1,8 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
-import type { UnresolvedCounts } from '../../src/monitor/unresolved-counts.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
-import type { FunctionError, InvocationResult } from '../../src/sandbox/lambda-context.js';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+import type { InvocationResult } from '../../src/sandbox/lambda-context.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
 import type { LocalSchedule } from '../../src/sandbox/schedule-rules.js';
 import { startScheduleRunner } from '../../src/sandbox/schedule-runner.js';
 
@@ -112,60 +107,5 @@ describe('schedule runner', () => {
     // Nothing is due any more: three intervals later still one run (a bound, not a race fix).
     await new Promise((resolve) => setTimeout(resolve, 3 * INTERVAL_MS));
     expect(runs).toHaveLength(1);
-  });
-});
-
-describe('the sandbox runs the stack’s schedules', () => {
-  let sandbox: Sandbox;
-  const runs: { ruleName: string; functionName: string; result: InvocationResult }[] = [];
-  const output: { line: string; functionName: string }[] = [];
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({
-      scheduleIntervalMs: 500,
-      onScheduledRun: (ruleName, functionName, result) => runs.push({ ruleName, functionName, result }),
-      functionOutput: (line, functionName) => output.push({ line, functionName }),
-    });
-  });
-  afterAll(async () => {
-    await sandbox?.stop();
-  });
-
-  it('runs the unresolved-records monitor, which counts an IN_DOUBT record once there is one', async () => {
-    const [monitorSchedule] = sandbox.provisioned.schedules;
-    const [monitorName] = monitorSchedule.functionNames;
-    const counts = () =>
-      runs.map(({ result }): UnresolvedCounts | FunctionError =>
-        result.ok ? (result.result as UnresolvedCounts) : result.error,
-      );
-    await waitFor(() => runs.length >= 1, 'the monitor’s first run', 20_000);
-    expect(runs[0]).toMatchObject({ ruleName: monitorSchedule.name, functionName: monitorName });
-    expect(counts()[0]).toEqual({ inDoubt: 0, retryPending: 0 });
-
-    const dynamodb = DynamoDBDocumentClient.from(
-      new DynamoDBClient(localAwsConfig(sandbox.description.endpoints.dynamodb)),
-    );
-    await dynamodb.send(
-      new PutCommand({
-        TableName: sandbox.description.resources.idempotencyTableName,
-        Item: {
-          id: 'mail#in-doubt',
-          status: 'IN_DOUBT',
-          payloadHash: 'hash',
-          unresolved: 'IN_DOUBT',
-          updatedAt: Date.now(),
-          expiresAt: Math.floor(Date.now() / 1000) + 3600,
-        },
-      }),
-    );
-    dynamodb.destroy();
-    await waitFor(() => counts().some((c) => 'inDoubt' in c && c.inDoubt === 1), 'a run that counts it');
-
-    const emf = output
-      .filter(({ functionName, line }) => functionName === monitorName && line.includes('"_aws"'))
-      .map(({ line }) => JSON.parse(line));
-    expect(emf).toContainEqual(
-      expect.objectContaining({ [UNRESOLVED_METRICS.inDoubt]: 1, service: 'oncely-monitor' }),
-    );
   });
 });

@@ -1,25 +1,36 @@
-// Patches local-aws-sqs 2.0.2 (run on `npm install` as postinstall) so that the SQS emulator keeps the
-// FIFO semantics Oncely relies on (DESIGN.md §2, §5, §8). The package ships one minified bundle, so each
-// fix is an exact replacement of one minified snippet by readable code; anything unexpected fails the
-// install loudly instead of leaving a silently unpatched emulator behind.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+
+// Patches local-aws-sqs 2.0.2 so that the SQS emulator keeps the FIFO semantics Oncely relies on
+// (DESIGN.md §2, §5, §8). Applied when the emulator starts rather than on install: npm may not run a
+// dependency's install script in a user's project. The package ships one minified bundle, so each fix
+// is an exact replacement of one minified snippet by readable code; anything unexpected fails loudly
+// instead of leaving a silently unpatched emulator behind.
 
 const PACKAGE = 'local-aws-sqs';
 const VERSION = '2.0.2';
-// Also checked by sandbox/sqs-emulator.ts at start-up: bump both when the replacements change.
+/** The first line of a patched bundle. Bump it when the replacements change. */
 const MARKER = '/* oncely-patch v1 */';
 
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const packageDir = join(projectRoot, 'node_modules', PACKAGE);
-const bundlePath = join(packageDir, 'dist', 'index.js');
+/** One fix: `find` must occur exactly once in the bundle. */
+export interface BundleReplacement {
+  what: string;
+  find: string;
+  replace: string;
+}
+
+/** The installed local-aws-sqs is not the one the patch was written for, or cannot be rewritten. */
+export class SqsEmulatorPatchError extends Error {
+  override readonly name = 'SqsEmulatorPatchError';
+}
 
 // The replacements use the bundle's own minified identifiers, all inside the Queue class (Xt):
 // S(obj, field) reads a private field, m(obj, field, value) defines one, h(obj, name, value) a public
 // one, ie(obj, field)._ is a private counter, l(obj, D, fn) gets a private method; E holds the queue's
 // records, ge counts delayed ones, Wt marks a record in flight, ks issues a sequence number.
-const replacements = [
+export const SQS_EMULATOR_REPLACEMENTS: readonly BundleReplacement[] = [
   {
     what: 'the receive loop (Fs)',
     find: 'Fs=function(t,e,i){return p(this,null,function*(){let r=[],n,o,a=new Promise(y=>{o=y}),d=0,c;return n=setTimeout(()=>{clearInterval(c),o()},fr+t*1e3),n.unref(),c=setInterval(()=>{d++;for(let y of S(this,E))if(!y.delayed){if(y.visible){l(this,D,Wt).call(this,y,i);let f=ke({},y);f.record=ke({},f.record),f.record.attributes=ke({},f.record.attributes),r.push(f)}if(r.length==e){clearInterval(c),clearTimeout(n),o();break}}},10),c.unref(),yield a,r.map(y=>y.record)})}',
@@ -130,41 +141,59 @@ typeof n.MessageDeduplicationId !== 'undefined' && (a = i);`,
   },
 ];
 
-function fail(message) {
-  console.error(`${PACKAGE} patch: ${message}`);
-  process.exit(1);
+/** Where local-aws-sqs is installed: the directory of its package.json. */
+export function sqsEmulatorPackageDirectory(): string {
+  return dirname(createRequire(import.meta.url).resolve(`${PACKAGE}/package.json`));
 }
 
-if (!existsSync(join(packageDir, 'package.json'))) {
-  // A production install (--omit=dev) has no emulator to patch; sqs-emulator.ts refuses an unpatched one.
-  console.log(`${PACKAGE} patch: ${PACKAGE} is not installed, nothing to patch.`);
-  process.exit(0);
-}
-const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
-if (version !== VERSION) {
-  fail(
-    `expected ${PACKAGE}@${VERSION} but found ${version}; the patch matches that exact bundle. ` +
-      `Pin ${PACKAGE} to ${VERSION} in package.json, or port sandbox/patches/local-aws-sqs.mjs to ${version}.`,
-  );
-}
-
-let source = readFileSync(bundlePath, 'utf8');
-if (source.includes(MARKER)) {
-  console.log(`${PACKAGE} patch: ${PACKAGE}@${VERSION} is already patched.`);
-  process.exit(0);
-}
-for (const { what, find, replace } of replacements) {
-  const count = source.split(find).length - 1;
-  if (count !== 1) {
-    fail(
-      `${what} was found ${count} times in ${PACKAGE}@${VERSION} dist/index.js (expected exactly once); ` +
-        'the installed file differs from the one this patch was written for. Reinstall with `npm ci`.',
+/**
+ * Patches the installed local-aws-sqs in place unless it already carries the patch. Call it before
+ * the package is first loaded: a module already loaded keeps its unpatched code.
+ */
+export function ensureSqsEmulatorPatched(packageDirectory = sqsEmulatorPackageDirectory()): void {
+  const bundlePath = join(packageDirectory, 'dist', 'index.js');
+  const source = readFileSync(bundlePath, 'utf8');
+  if (source.startsWith(MARKER)) return;
+  const { version } = JSON.parse(readFileSync(join(packageDirectory, 'package.json'), 'utf8')) as {
+    version?: string;
+  };
+  if (version !== VERSION) {
+    throw new SqsEmulatorPatchError(
+      `Oncely's SQS emulator patch matches ${PACKAGE}@${VERSION} exactly, but ${packageDirectory} holds ${version}. ` +
+        `Install ${PACKAGE}@${VERSION} (the version oncely depends on).`,
     );
   }
-  // A function, so that "$" sequences in the replacement are not treated as patterns.
-  source = source.replace(find, () => replace);
+  const patched = patchSqsEmulatorBundle(source);
+  // A new file renamed over the old one, never a rewrite of it: a package manager's store may
+  // hard-link the same file into other projects, and a sandbox starting at the same moment reads
+  // either the whole old bundle or the whole new one.
+  const temporary = `${bundlePath}.${process.pid}-${randomUUID()}.tmp`;
+  try {
+    writeFileSync(temporary, patched);
+    renameSync(temporary, bundlePath);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw new SqsEmulatorPatchError(
+      `Could not write the patched SQS emulator to ${bundlePath}. Run \`oncely local\` once as a user who may ` +
+        'write to that node_modules directory.',
+      { cause: error },
+    );
+  }
 }
-writeFileSync(bundlePath, `${MARKER} // rewritten by sandbox/patches/local-aws-sqs.mjs\n${source}`);
-console.log(
-  `${PACKAGE} patch: patched ${PACKAGE}@${VERSION} (FIFO group blocking, long poll, dedup window).`,
-);
+
+/** The bundle's source with every fix applied, and the marker first. */
+export function patchSqsEmulatorBundle(source: string): string {
+  let patched = source;
+  for (const { what, find, replace } of SQS_EMULATOR_REPLACEMENTS) {
+    const count = patched.split(find).length - 1;
+    if (count !== 1) {
+      throw new SqsEmulatorPatchError(
+        `${what} was found ${count} times in ${PACKAGE}@${VERSION} dist/index.js (expected exactly once): ` +
+          `the installed file differs from the one the patch was written for. Reinstall ${PACKAGE}.`,
+      );
+    }
+    // A function, so that "$" sequences in the replacement are not treated as patterns.
+    patched = patched.replace(find, () => replace);
+  }
+  return `${MARKER} // patched by oncely's sandbox (sqs-emulator-patch.ts)\n${patched}`;
+}
