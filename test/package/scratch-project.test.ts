@@ -1,5 +1,13 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -102,20 +110,35 @@ afterAll(async () => {
 });
 
 describe('Oncely installed in a project of its own', () => {
-  it('installs from the packed tarball, type-checks, synthesises, runs locally and effects each message once', { timeout: 300_000 }, async () => {
-    const pack = await run('npm', ['pack', '--pack-destination', project, '--silent'], { cwd: REPO, maxBuffer: 1 << 24 });
+  it('installs from the packed tarball, type-checks, synthesises, runs locally and effects each message once', {
+    timeout: 300_000,
+  }, async () => {
+    // dist/ is what `npm test` built first; packing without scripts leaves it in place for the other suites.
+    const pack = await run('npm', ['pack', '--ignore-scripts', '--pack-destination', project, '--silent'], {
+      cwd: REPO,
+      maxBuffer: 1 << 24,
+    });
     const tarball = join(project, pack.stdout.trim().split('\n').at(-1) as string);
     expect(existsSync(tarball)).toBe(true);
-    const dependencies = ['aws-cdk-lib', 'constructs', '@middy/core', 'zod'].map((name) => `${name}@${versions[name]}`);
+    const dependencies = ['aws-cdk-lib', 'constructs', '@middy/core', 'zod'].map(
+      (name) => `${name}@${versions[name]}`,
+    );
     const tools = ['aws-cdk', 'typescript', 'tsx', '@types/node', '@types/aws-lambda'].map(
       (name) => `${name}@${versions[name]}`,
     );
     const npm = (args: string[]) =>
-      run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 1 << 24 });
+      run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], {
+        cwd: project,
+        maxBuffer: 1 << 24,
+      });
     await npm(['install', tarball, ...dependencies]);
     await npm(['install', '--save-dev', ...tools]);
     // Only the package's public surface: its declared entry points and command.
-    expect(readdirSync(join(project, 'node_modules', 'oncely')).sort()).toEqual(['README.md', 'dist', 'package.json']);
+    expect(readdirSync(join(project, 'node_modules', 'oncely')).sort()).toEqual([
+      'README.md',
+      'dist',
+      'package.json',
+    ]);
 
     await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: project });
     const env = { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' };
@@ -123,12 +146,16 @@ describe('Oncely installed in a project of its own', () => {
 
     const readyFile = join(project, 'ready.json');
     const effectUrl = `http://127.0.0.1:${(effects.address() as AddressInfo).port}/welcome`;
-    sandbox = spawn('npx', ['oncely', 'local', '--ready-file', readyFile, '--env', `EFFECT_URL=${effectUrl}`], {
-      cwd: project,
-      env,
-      detached: true,
-      stdio: 'ignore',
-    });
+    sandbox = spawn(
+      'npx',
+      ['oncely', 'local', '--ready-file', readyFile, '--env', `EFFECT_URL=${effectUrl}`],
+      {
+        cwd: project,
+        env,
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
     await waitFor(() => existsSync(readyFile), 120_000);
     const ready = JSON.parse(readFileSync(readyFile, 'utf8'));
     expect(ready.resources.publisherFunctionName).toEqual(expect.any(String));
@@ -147,7 +174,9 @@ describe('Oncely installed in a project of its own', () => {
     });
     expect(JSON.parse(producer.stdout)).toEqual(Array(7).fill('sent'));
     await waitFor(() => new Set(received).size === 5, 60_000);
-    expect(received.sort()).toEqual(['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`));
+    expect(received.sort()).toEqual(
+      ['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`),
+    );
   });
 });
 
