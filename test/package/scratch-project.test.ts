@@ -13,8 +13,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
 
 // A user's project, outside the repository: it installs the packed tarball, writes a consumer and a
@@ -37,11 +39,14 @@ import middy from '@middy/core';
 import { fifoBatch, leaseOperation, NonRetryableError } from 'oncely/consumer';
 import { z } from 'zod';
 
+class WelcomeRefusedError extends NonRetryableError {}
+
 const welcome = leaseOperation({
   namespace: 'welcome',
   mode: 'at-least-once',
   payload: z.object({ name: z.string() }),
   run: async ({ payload }, { idempotencyKey }) => {
+    if (payload.name === 'mallory') throw new WelcomeRefusedError('no welcome for mallory');
     const response = await fetch(process.env.EFFECT_URL as string, {
       method: 'POST',
       headers: { 'Idempotency-Key': idempotencyKey },
@@ -64,7 +69,7 @@ new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } }
   'src/producer.ts': `
 import { publish } from 'oncely/client';
 
-const names = ['ada', 'bob', 'cy', 'dee', 'eve'];
+const names = ['ada', 'bob', 'cy', 'dee', 'eve', 'mallory'];
 const messages = names.map((name) => ({ type: 'UserSignedUp', groupId: name, key: 'welcome-' + name, payload: { name } }));
 const first = await publish(messages);
 const again = await publish(messages.slice(0, 2)); // a producer's retry: SQS drops it, or the consumer does
@@ -172,8 +177,24 @@ describe('Oncely installed in a project of its own', () => {
         ONCELY_PUBLISHER_FUNCTION: ready.resources.publisherFunctionName,
       },
     });
-    expect(JSON.parse(producer.stdout)).toEqual(Array(7).fill('sent'));
+    expect(JSON.parse(producer.stdout)).toEqual(Array(8).fill('sent'));
     await waitFor(() => new Set(received).size === 5, 60_000);
+
+    // Mallory's refusal reaches the DLQ under its own class name, from the minified bundle.
+    const sqs = new SQSClient({ ...localAwsConfig(ready.endpoints.edge), region: ready.region });
+    let refused: string | undefined;
+    for (const deadline = Date.now() + 30_000; !refused && Date.now() < deadline; ) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: ready.resources.dlqUrl,
+          MessageAttributeNames: ['All'],
+          WaitTimeSeconds: 1,
+        }),
+      );
+      refused = Messages[0]?.MessageAttributes?.ErrorName?.StringValue;
+    }
+    sqs.destroy();
+    expect(refused).toBe('WelcomeRefusedError');
     expect(received.sort()).toEqual(
       ['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`),
     );
