@@ -1,7 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createConsumerHandler } from '../examples/shop/consumer/consumer.js';
+// The store the shop's consumer takes: the package's, as the shop imports it.
+import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
+import { createShopHandler } from '../examples/shop/consumer/consumer.js';
 import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
 import { countRequests } from '../src/sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
@@ -116,17 +118,24 @@ async function buildConsumers(
     tablesOf(clients.powertools),
   ]);
   return {
-    transactional: createConsumerHandler({
-      config: {
-        ...transactional,
-        dlqUrl,
+    // The shop's consumer as deployed, but for its clients and its silent logger: it publishes the
+    // metrics it makes itself, after each batch, as the other two do with logMetrics.
+    transactional: createShopHandler(
+      {
+        ledgerTableName: transactional.ledgerTableName,
+        notificationUrl: transactional.notificationUrl,
         notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
         notificationMode: 'at-most-once',
       },
-      dynamodb: clients.transactional,
-      sqs,
-      ...silentTelemetry(),
-    }),
+      {
+        store: new DynamoDBIdempotencyStore({
+          client: clients.transactional,
+          tableName: transactional.idempotencyTableName,
+        }),
+        deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
+        logger: silentTelemetry().logger,
+      },
+    ),
     lease: createLeaseConsumerHandler({
       ...lease,
       dynamodb: clients.lease,

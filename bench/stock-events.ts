@@ -1,6 +1,6 @@
 import type { SQSEvent } from 'aws-lambda';
-import type { PublishMessage } from '../src/publisher/contract.js';
 import { createEnvelope } from '../src/common/envelope.js';
+import type { PublishMessage } from '../src/publisher/contract.js';
 import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
 import { uniqueName } from './resources.js';
 

@@ -1,8 +1,14 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { build } from 'esbuild';
+import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../src/publisher/contract.js';
 import { type BatchReport, startEventSourcePoller } from '../src/sandbox/event-source-poller.js';
 import { LocalFunctionRuntime } from '../src/sandbox/function-runtime.js';
 import { LOCAL_REGION, localFunctionArn } from '../src/sandbox/local-aws-config.js';
+import { provideRuntimeModules } from '../src/sandbox/runtime-modules.js';
 import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import {
   createQueueWithDlq,
@@ -25,6 +31,7 @@ export const PIPELINE_CONSUMERS = {
   powertools: { label: 'Powertools consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
 export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
+const PUBLISHER_ENTRY = 'src/publisher/handler.ts';
 
 export interface ThroughputOptions {
   /** Messages per timed round. */
@@ -49,13 +56,16 @@ export interface Throughput {
 
 const BATCH_SIZE = 10;
 const TIMEOUT_SECONDS = 30;
+/** Lambda's `Handler` for a NodejsFunction asset: its bundle file's `handler` export. */
+const HANDLER = lambdaBundleFile().replace(/\.[cm]?js$/, '.handler');
 /** How long the last message may take to be consumed before the run counts as stuck. */
 const DRAIN_TIMEOUT_MS = 120_000;
 
 /**
  * (5) Messages per second through the pipeline as the sandbox runs it: the publisher Lambda and a
- * consumer Lambda in worker threads (`sandbox/function-runtime.ts`, one invocation per worker as in
- * Lambda), the consumer fed by the sandbox's event source poller with the stack's batch size. A
+ * consumer Lambda bundled as the stack bundles them, run in worker threads
+ * (`src/sandbox/function-runtime.ts`, one invocation per worker as in Lambda), the consumer fed by
+ * the sandbox's event source poller with the stack's batch size. A
  * round runs from the first publish to the last record acknowledged. Only the consumer differs
  * between the pipelines, which take turns round after round; at the end each ledger must hold
  * exactly one unit per message.
@@ -65,9 +75,14 @@ export async function measureThroughput(
   options: ThroughputOptions,
 ): Promise<Throughput[]> {
   const consumers = Object.keys(PIPELINE_CONSUMERS) as PipelineConsumer[];
+  const bundles = await bundleFunctions(options.projectRoot, [
+    PUBLISHER_ENTRY,
+    ...consumers.map((consumer) => PIPELINE_CONSUMERS[consumer].entry),
+  ]);
   const pipelines: Pipeline[] = [];
   try {
-    for (const consumer of consumers) pipelines.push(await startPipeline(endpoints, consumer, options));
+    for (const consumer of consumers)
+      pipelines.push(await startPipeline(endpoints, consumer, options, bundles));
     await Promise.all(pipelines.map((pipeline) => pipeline.warmUp()));
     const samples = new Map<PipelineConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
     for (let round = 0; round < options.rounds; round++) {
@@ -87,6 +102,39 @@ export async function measureThroughput(
     }));
   } finally {
     for (const pipeline of pipelines) await pipeline.stop();
+    await bundles.remove();
+  }
+}
+
+interface Bundles {
+  /** The folder of an entry's bundle, as Lambda unpacks its asset. */
+  codeDirectory(entry: string): string;
+  remove(): Promise<void>;
+}
+
+/**
+ * Each entry bundled as the stack's NodejsFunction bundles it (`src/cdk/bundling.ts`), each in a
+ * folder of its own as the assets of a cloud assembly, with the AWS SDK that Lambda's runtime
+ * provides resolvable beside them, as the sandbox runs them.
+ */
+async function bundleFunctions(projectRoot: string, entries: readonly string[]): Promise<Bundles> {
+  const directory = await mkdtemp(join(tmpdir(), 'oncely-bench-'));
+  const codeDirectory = (entry: string) => join(directory, entry.replace(/\W+/g, '-'));
+  const remove = () => rm(directory, { recursive: true, force: true });
+  try {
+    await Promise.all(
+      entries.map((entry) =>
+        build({
+          ...lambdaBuildOptions({ projectRoot, entry, outdir: codeDirectory(entry) }),
+          logLevel: 'error',
+        }),
+      ),
+    );
+    provideRuntimeModules(directory, [projectRoot]);
+    return { codeDirectory, remove };
+  } catch (error) {
+    await remove();
+    throw error;
   }
 }
 
@@ -103,6 +151,7 @@ async function startPipeline(
   endpoints: BenchEndpoints,
   consumer: PipelineConsumer,
   options: ThroughputOptions,
+  bundles: Bundles,
 ): Promise<Pipeline> {
   const sqs = sqsClient(endpoints);
   const dynamodb = dynamoDbClient(endpoints);
@@ -113,24 +162,21 @@ async function startPipeline(
     newIdempotencyTable(dynamodb, 'publisher'),
   ]);
   const runtime = (name: string, entry: string, variables: Record<string, string>) =>
-    new LocalFunctionRuntime(
-      {
-        name,
-        arn: localFunctionArn(name),
-        entry,
-        exportName: 'handler',
-        timeoutSeconds: TIMEOUT_SECONDS,
-        environment: {
-          ...awsEnvironment(endpoints),
-          POWERTOOLS_SERVICE_NAME: 'bench',
-          POWERTOOLS_LOG_LEVEL: 'SILENT',
-          POWERTOOLS_METRICS_DISABLED: 'true',
-          ...variables,
-        },
+    new LocalFunctionRuntime({
+      name,
+      arn: localFunctionArn(name),
+      codeDirectory: bundles.codeDirectory(entry),
+      handler: HANDLER,
+      timeoutSeconds: TIMEOUT_SECONDS,
+      environment: {
+        ...awsEnvironment(endpoints),
+        POWERTOOLS_SERVICE_NAME: 'bench',
+        POWERTOOLS_LOG_LEVEL: 'SILENT',
+        POWERTOOLS_METRICS_DISABLED: 'true',
+        ...variables,
       },
-      options.projectRoot,
-    );
-  const publisher = runtime(`bench-publisher-${consumer}`, 'src/publisher/handler.ts', {
+    });
+  const publisher = runtime(`bench-publisher-${consumer}`, PUBLISHER_ENTRY, {
     QUEUE_URL: queue.url,
     IDEMPOTENCY_TABLE_NAME: publisherTable,
   });

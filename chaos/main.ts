@@ -8,11 +8,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startDynamoDbLocal } from '../src/sandbox/dynamodb-local.js';
+import { startSqsEmulator } from '../src/sandbox/sqs-emulator.js';
 import { chaosMarkdown, chaosPassed } from './chaos-report.js';
 import { checkSchedules } from './check-schedules.js';
 import { type PipelineChaosReport, runPipelineChaos } from './pipeline-run.js';
-import { startDynamoDbLocal } from '../src/sandbox/dynamodb-local.js';
-import { startSqsEmulator } from '../src/sandbox/sqs-emulator.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { values } = parseArgs({

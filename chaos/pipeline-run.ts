@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import {
@@ -8,12 +9,13 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { publish } from '../src/client/publish.js';
+import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
 import { startEmailGateway } from '../examples/shop/demo/email-gateway.js';
 import { differences, readLedger } from '../examples/shop/demo/ledger-snapshot.js';
 import { buildWorkload } from '../examples/shop/demo/workload.js';
-import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
-import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
+import { LEDGER_TABLE_OUTPUT } from '../examples/shop/lib/shop-stack.js';
+import { publish } from '../src/client/publish.js';
 import { createEnvelope, type OutgoingMessage } from '../src/common/envelope.js';
 import type { IdempotencyRecord } from '../src/idempotency/index.js';
 import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
@@ -24,6 +26,9 @@ import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults.js';
 import { fnv1a32 } from './hash.js';
 import { seededFaultPlan } from './seeded-plan.js';
 import { targetedFaultPlan } from './targeted-plan.js';
+
+/** The example shop's CDK app, which the sandbox runs. */
+const SHOP_APP = fileURLToPath(new URL('../examples/shop', import.meta.url));
 
 export interface PipelineChaosOptions {
   seed: number;
@@ -72,6 +77,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
   const proxies: FaultProxy[] = [];
   let crashes = 0;
   const sandbox = await startSandbox({
+    appDirectory: SHOP_APP,
     environment: {
       NOTIFICATION_URL: gateway.url,
       NOTIFICATION_TIMEOUT_MS: '800',
@@ -95,12 +101,15 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
       return { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint };
     },
   });
-  const { endpoints, resources, region } = sandbox.description;
+  const { endpoints, outputs, region } = sandbox.description;
   const lambda = new LambdaClient({ ...localAwsConfig(endpoints.lambda), region, maxAttempts: 1 });
   const sqs = new SQSClient(localAwsConfig(endpoints.sqs));
   const dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
   const violations: string[] = [];
   try {
+    const resources = sandbox.pipelineResources();
+    const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
+    if (!ledgerTableName) throw new Error(`The shop's stack has no ${LEDGER_TABLE_OUTPUT} output.`);
     const sent = new Set<string>();
     const send = async (messages: OutgoingMessage[]) => {
       for (let i = 0; i < messages.length; i += 100) {
@@ -131,7 +140,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
 
     const records = await readRecords(dynamodb, resources.idempotencyTableName);
     const { copies: deadLetters, reasons: deadLetterReasons } = await drainDeadLetters(sqs, resources.dlqUrl);
-    const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+    const ledger = await readLedger(dynamodb, ledgerTableName);
     const all = [...workload.stock, ...workload.stream, ...workload.poison];
 
     // Every accepted message ends COMPLETED, IN_DOUBT or in the DLQ.

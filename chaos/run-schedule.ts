@@ -12,8 +12,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../src/client/publish.js';
-import { createPublisherHandler } from '../src/publisher/handler.js';
 import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
+import { createPublisherHandler } from '../src/publisher/handler.js';
 import { lambdaContext } from '../src/sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
 import { failedMessageIds, toSqsRecord } from '../src/sandbox/sqs-event.js';

@@ -3,16 +3,25 @@ import { AttributeType, BillingMode, type ITable, ProjectionType, Table } from '
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, type IFunction, Function as LambdaFunctionResource, Runtime } from 'aws-cdk-lib/aws-lambda';
+import {
+  Architecture,
+  type IFunction,
+  Function as LambdaFunctionResource,
+  Runtime,
+} from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import { DeduplicationScope, FifoThroughputLimit, type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import {
+  DeduplicationScope,
+  FifoThroughputLimit,
+  type IQueue,
+  Queue,
+  QueueEncryption,
+} from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { CONSUMER_ENVIRONMENT } from '../consumer/environment.js';
-import { MONITOR_ENVIRONMENT } from '../monitor/environment.js';
-import { PUBLISHER_ENVIRONMENT } from '../publisher/environment.js';
 import {
   EXPIRES_AT_ATTRIBUTE,
   ID_ATTRIBUTE,
@@ -20,6 +29,8 @@ import {
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
 } from '../idempotency/record.js';
+import { MONITOR_ENVIRONMENT } from '../monitor/environment.js';
+import { PUBLISHER_ENVIRONMENT } from '../publisher/environment.js';
 import { LAMBDA_BUNDLING } from './bundling.js';
 import { packageEntry } from './package-entries.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
@@ -206,7 +217,10 @@ export class OncelyPipeline extends Construct {
     allow(fn, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
     if (fn instanceof LambdaFunctionResource) {
       fn.addEnvironment(CONSUMER_ENVIRONMENT.idempotencyTableName, this.idempotencyTable.tableName);
-      fn.addEnvironment(CONSUMER_ENVIRONMENT.idempotencyTtlSeconds, String(this.settings.idempotencyTtl.toSeconds()));
+      fn.addEnvironment(
+        CONSUMER_ENVIRONMENT.idempotencyTtlSeconds,
+        String(this.settings.idempotencyTtl.toSeconds()),
+      );
     }
   }
 

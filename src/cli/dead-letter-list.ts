@@ -5,8 +5,8 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
+import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
 
 /** One message of the DLQ, as an operator looks at it. */
 export interface DeadLetter {

@@ -6,10 +6,10 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
+import type { PipelineResources } from '../cdk/pipeline-outputs.js';
 import { type DedupHorizon, isPastDedupHorizon, PAST_DEDUP_HORIZON } from '../common/dedup-horizon.js';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
-import type { PipelineResources } from '../cdk/pipeline-outputs.js';
+import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
 import { makeVisible } from './dead-letter-list.js';
 import { DedupHorizonUnknownError, RedriveInterruptedError } from './operations-errors.js';
 

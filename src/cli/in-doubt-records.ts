@@ -6,6 +6,7 @@ import {
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { PipelineResources } from '../cdk/pipeline-outputs.js';
 import {
   type IdempotencyRecord,
   isExpired,
@@ -15,7 +16,6 @@ import {
   UNRESOLVED_INDEX_NAME,
   type UnresolvedReason,
 } from '../idempotency/index.js';
-import type { PipelineResources } from '../cdk/pipeline-outputs.js';
 import {
   MessageNotKeptError,
   RecordNotInDoubtError,

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type IdempotencyRecord, type KeptMessage, UNRESOLVED_ATTRIBUTE } from '../idempotency/index.js';
 import {
-  type IdempotencyRecord,
-  type KeptMessage,
-  UNRESOLVED_ATTRIBUTE,
-} from '../idempotency/index.js';
-import { type InDoubtTarget, itemOf, messageNotKept, type Resolution, resolvable } from './in-doubt-records.js';
+  type InDoubtTarget,
+  itemOf,
+  messageNotKept,
+  type Resolution,
+  resolvable,
+} from './in-doubt-records.js';
 import { ResendFailedError } from './operations-errors.js';
 
 /**

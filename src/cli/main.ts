@@ -1,4 +1,4 @@
-#!/usr/bin/env -S npx tsx
+#!/usr/bin/env node
 
 /**
  * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq` and

@@ -5,7 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
 import { z } from 'zod';
 import { describeDeployedPipeline } from '../cdk/deployed-pipeline.js';
-import { type PipelineResources, PIPELINE_OUTPUTS, type PipelineOutputKey } from '../cdk/pipeline-outputs.js';
+import { PIPELINE_OUTPUTS, type PipelineOutputKey, type PipelineResources } from '../cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
 import {

@@ -4,6 +4,8 @@
  *   import { publish } from 'oncely/client';
  *   const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
  */
+
+export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
 export {
   MAX_MESSAGES_PER_REQUEST,
   type MessageResult,
@@ -17,8 +19,11 @@ export {
   PublishValidationError,
   type ValidationProblem,
 } from '../publisher/errors.js';
-export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
-export { PublisherClientConfigurationError, PublisherFunctionError, PublisherResponseError } from './errors.js';
+export {
+  PublisherClientConfigurationError,
+  PublisherFunctionError,
+  PublisherResponseError,
+} from './errors.js';
 export {
   DEFAULT_CLIENT_RETRY,
   DEFAULT_MAX_LEASE_WAIT_MS,

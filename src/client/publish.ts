@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import type { MessageResult, PublishMessage, PublishResponse } from '../publisher/contract.js';
-import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
 import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
+import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
 import { sha256Hex } from '../idempotency/keys.js';
-import { isTransientAwsError } from '../common/transient-aws-error.js';
-import { PublisherClientConfigurationError, PublisherFunctionError, PublisherResponseError } from './errors.js';
+import type { MessageResult, PublishMessage, PublishResponse } from '../publisher/contract.js';
+import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
+import {
+  PublisherClientConfigurationError,
+  PublisherFunctionError,
+  PublisherResponseError,
+} from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
 export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';

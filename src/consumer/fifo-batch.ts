@@ -131,6 +131,8 @@ interface Telemetry {
   metrics: MetricsSink;
   /** Set when the consumer created the metrics: then it publishes them itself. */
   ownMetrics?: Metrics;
+  /** Set when the consumer created the logger: then it gives it each invocation's context. */
+  ownLogger?: Logger;
 }
 
 interface BatchSettings {
@@ -163,6 +165,9 @@ class FifoBatchConsumer {
 
   async process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
     const telemetry = this.#telemetryOnce();
+    // The logger it created gets each invocation's context (request id, cold start), as Powertools'
+    // injectLambdaContext would give it; a logger passed in is its owner's to set up.
+    telemetry.ownLogger?.addContext(lambdaContext);
     try {
       return await this.#processBatch(this.#settingsOnce(), telemetry, event, lambdaContext);
     } catch (error) {
@@ -179,12 +184,14 @@ class FifoBatchConsumer {
 
   #telemetryOnce(): Telemetry {
     if (this.#telemetry) return this.#telemetry;
-    const { logger = new Logger(), metrics } = this.#options;
+    const ownLogger = this.#options.logger ? undefined : new Logger();
+    const logger = this.#options.logger ?? (ownLogger as Logger);
+    const { metrics } = this.#options;
     if (metrics) {
-      this.#telemetry = { logger, metrics };
+      this.#telemetry = { logger, metrics, ownLogger };
     } else {
       const ownMetrics = new Metrics();
-      this.#telemetry = { logger, metrics: ownMetrics, ownMetrics };
+      this.#telemetry = { logger, metrics: ownMetrics, ownMetrics, ownLogger };
     }
     return this.#telemetry;
   }

@@ -1,7 +1,7 @@
 import { type core, z } from 'zod';
 import { createEnvelope, messageEnvelopeSchema } from '../common/envelope.js';
-import { isValidKey } from '../idempotency/keys.js';
 import { isNestedDeeperThan, MAX_PAYLOAD_DEPTH, PAYLOAD_TOO_DEEP } from '../common/json-depth.js';
+import { isValidKey } from '../idempotency/keys.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishMessage, type PublishRequest } from './contract.js';
 import { PublishValidationError, type ValidationProblem } from './errors.js';
 

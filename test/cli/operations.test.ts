@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DeleteMessageCommand,
@@ -14,10 +15,18 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
+import { LEDGER_TABLE_OUTPUT } from '../../examples/shop/lib/shop-stack.js';
+import type { PipelineResources } from '../../src/cdk/pipeline-outputs.js';
 import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../src/cli/command-line.js';
 import type { DeadLetterListing } from '../../src/cli/dead-letter-list.js';
 import { type RedriveResult, redriveDeadLetters } from '../../src/cli/dead-letter-redrive.js';
-import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../src/cli/in-doubt-records.js';
+import {
+  type InDoubtTarget,
+  resolveAsCompleted,
+  type UnresolvedRecord,
+} from '../../src/cli/in-doubt-records.js';
 import { resolveAsRetry } from '../../src/cli/in-doubt-retry.js';
 import { runOperation } from '../../src/cli/operations-command.js';
 import {
@@ -32,11 +41,10 @@ import {
   UnknownRecordError,
 } from '../../src/cli/operations-errors.js';
 import { describeRedrive, describeResolution } from '../../src/cli/operations-report.js';
-import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
-import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
-import type { PublishMessage, PublishResponse } from '../../src/publisher/contract.js';
 import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
-import { type IdempotencyRecord, payloadHash } from '../../src/idempotency/index.js';
+import type { IdempotencyRecord } from '../../src/idempotency/index.js';
+import { payloadHash } from '../../src/idempotency/keys.js';
+import type { PublishMessage, PublishResponse } from '../../src/publisher/contract.js';
 import { freePort } from '../../src/sandbox/free-port.js';
 import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
@@ -46,7 +54,15 @@ import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 // The operations commands against one real sandbox (DynamoDB Local, the SQS emulator, the functions
 // and their pollers), found through its ready file as `oncely … --ready-file` finds it.
 
+/** The package's `oncely` command as `npm run build` leaves it. */
+const ONCELY_COMMAND = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+/** The example shop's CDK app, which the sandbox runs. */
+const SHOP_APP = fileURLToPath(new URL('../../examples/shop', import.meta.url));
+
 let sandbox: Sandbox;
+let resources: PipelineResources;
+/** The shop's own table, an output of its stack beside the pipeline's. */
+let ledgerTableName: string;
 let gateway: Awaited<ReturnType<typeof startGateway>>;
 let directory: string;
 let readyFile: string;
@@ -56,9 +72,14 @@ let documents: DynamoDBDocumentClient;
 beforeAll(async () => {
   gateway = await startGateway(() => 200);
   sandbox = await startSandbox({
+    appDirectory: SHOP_APP,
     // The consumer's notifications go to the stand-in gateway, which records them in order.
     environment: { NOTIFICATION_URL: gateway.url, POWERTOOLS_LOG_LEVEL: 'ERROR' },
   });
+  resources = sandbox.pipelineResources();
+  const ledger = sandbox.description.outputs[LEDGER_TABLE_OUTPUT];
+  if (!ledger) throw new Error(`The shop's stack has no ${LEDGER_TABLE_OUTPUT} output.`);
+  ledgerTableName = ledger;
   directory = mkdtempSync(join(tmpdir(), 'oncely-ops-'));
   readyFile = join(directory, 'ready.json');
   writeFileSync(readyFile, JSON.stringify(sandbox.description));
@@ -77,7 +98,7 @@ afterAll(async () => {
   if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
-/** Runs `oncely ARGS --ready-file …` in-process, as bin/oncely.ts does; returns what it printed. */
+/** Runs `oncely ARGS --ready-file …` in-process, as the command does; returns what it printed. */
 async function oncely(...args: string[]): Promise<string> {
   const command = parseCommandLine([...args, '--ready-file', readyFile], {}) as OperationsCommand;
   const printed: string[] = [];
@@ -89,7 +110,7 @@ async function oncely(...args: string[]): Promise<string> {
 const json = async <T>(...args: string[]): Promise<T> => JSON.parse(await oncely(...args, '--json')) as T;
 
 async function publish(...messages: PublishMessage[]): Promise<PublishResponse> {
-  const outcome = await sandbox.invoke(sandbox.description.resources.publisherFunctionName, { messages });
+  const outcome = await sandbox.invoke(resources.publisherFunctionName, { messages });
   if (!outcome.ok) throw new Error(`the publisher failed: ${JSON.stringify(outcome.error)}`);
   const response = outcome.result as PublishResponse;
   expect(response.results.map((result) => result.status)).toEqual(messages.map(() => 'sent'));
@@ -141,7 +162,7 @@ async function deadLetter(
 ): Promise<void> {
   await sqs.send(
     new SendMessageCommand({
-      QueueUrl: sandbox.description.resources.dlqUrl,
+      QueueUrl: resources.dlqUrl,
       MessageBody: messageBody,
       MessageGroupId: groupId,
       MessageDeduplicationId: randomUUID(),
@@ -158,7 +179,7 @@ async function deadLettersOf(...groups: string[]) {
 
 /** Empties the DLQ, so that the next test counts only its own messages. */
 async function drainDeadLetters(): Promise<void> {
-  const QueueUrl = sandbox.description.resources.dlqUrl;
+  const QueueUrl = resources.dlqUrl;
   for (;;) {
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
@@ -174,7 +195,6 @@ async function drainDeadLetters(): Promise<void> {
  * its message kept, in the unresolved index, a full TTL to live. `fields` override any of that.
  */
 async function park(key: string, groupId: string, fields: Partial<IdempotencyRecord> = {}): Promise<string> {
-  const { resources } = sandbox.description;
   const message = notification(key, groupId);
   const nowMs = Date.now();
   const id = `${NOTIFICATIONS_NAMESPACE}#${key}`;
@@ -201,7 +221,7 @@ async function park(key: string, groupId: string, fields: Partial<IdempotencyRec
 
 /** The in-doubt operations on clients of the test's own, to inject faults into. */
 function inDoubtTarget(): InDoubtTarget & { close: () => void } {
-  const { endpoints, resources } = sandbox.description;
+  const { endpoints } = sandbox.description;
   const target = {
     dynamodb: new DynamoDBClient(localAwsConfig(endpoints.dynamodb)),
     sqs: new SQSClient(localAwsConfig(endpoints.sqs)),
@@ -216,14 +236,13 @@ function inDoubtTarget(): InDoubtTarget & { close: () => void } {
   };
 }
 
-const recordOf = (id: string) => readItem(sandbox.description.resources.idempotencyTableName, id);
+const recordOf = (id: string) => readItem(resources.idempotencyTableName, id);
 
 const updating = (prefix: string) => (input: RequestInput) =>
   String(input.UpdateExpression).startsWith(prefix);
 
 describe('oncely dlq', () => {
   it('lists a poison message without consuming it, and redrives it; a completed one is recognised', async () => {
-    const { resources } = sandbox.description;
     const poison = { type: 'NoSuchType', groupId: 'ops-poison', key: 'poison-1', payload: { n: 1 } };
     const stock = {
       type: 'StockReceived',
@@ -232,8 +251,7 @@ describe('oncely dlq', () => {
       payload: { sku: 'ops', quantity: 5 },
     };
     const published = await publish(poison, stock);
-    const stockItem = () =>
-      readItem<{ available: number }>(resources.ledgerTableName, ledgerItemId.stock('ops'));
+    const stockItem = () => readItem<{ available: number }>(ledgerTableName, ledgerItemId.stock('ops'));
     await expect.poll(stockItem, WAIT).toMatchObject({ available: 5 });
     // The effect happened, yet SQS dead-lettered the message anyway (say its deletes kept failing):
     // the same body lands in the DLQ, as SQS would move it there.
@@ -299,7 +317,7 @@ describe('oncely dlq', () => {
     );
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.filter((id) => !/old|marked/.test(id)));
     // The skipped ones stay, marked; the non-envelope was redriven and the consumer dead-lettered it again.
-    const { dlqUrl } = sandbox.description.resources;
+    const { dlqUrl } = resources;
     await expect.poll(() => queued(dlqUrl), WAIT).toBe(3);
     const left = await deadLettersOf('ops-order', 'ops-other');
     expect(left.map((message) => [message.key ?? 'not an envelope', message.error?.name]).sort()).toEqual([
@@ -321,7 +339,7 @@ describe('oncely dlq', () => {
   });
 
   it('stops when a delete fails, losing and reordering nothing; a second run finishes', async () => {
-    const { endpoints, resources } = sandbox.description;
+    const { endpoints } = sandbox.description;
     const ids = ['cut-1', 'cut-2', 'cut-3'].map((key) => `${NOTIFICATIONS_NAMESPACE}#${key}`);
     for (const key of ['cut-1', 'cut-2', 'cut-3'])
       await deadLetter(body(notification(key, 'ops-cut')), 'ops-cut');
@@ -346,7 +364,6 @@ describe('oncely dlq', () => {
   });
 
   it('stops at its time bound, and refuses to guess a dedup horizon it cannot compute', async () => {
-    const { resources } = sandbox.description;
     await deadLetter(body(notification('bound-1', 'ops-bound')), 'ops-bound');
     const bounded = await redriveDeadLetters(sqs, resources, { timeoutMs: 0 });
     expect(bounded).toEqual({ moved: 0, skipped: 0, timedOut: true, stillHidden: 0 });
@@ -511,11 +528,11 @@ describe('oncely in-doubt', () => {
   });
 });
 
-describe('bin/oncely.ts', () => {
-  /** Runs the real entry point in a child process, without the ONCELY_* variables of this one. */
+describe('the oncely command (dist/cli/main.js, as built)', () => {
+  /** Runs the package's command in a child process, without the ONCELY_* variables of this one. */
   function runBin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...env } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bin/oncely.ts', ...args], { env });
+    const child = spawn(process.execPath, [ONCELY_COMMAND, ...args], { env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));

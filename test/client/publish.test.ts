@@ -12,10 +12,13 @@ import {
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { PublisherHandler } from '../../src/publisher/handler.js';
 import { payloadHash } from '../../src/idempotency/keys.js';
+import type { PublisherHandler } from '../../src/publisher/handler.js';
 import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
-import { type LambdaInvokeEndpoint, startLambdaInvokeEndpoint } from '../../src/sandbox/lambda-invoke-endpoint.js';
+import {
+  type LambdaInvokeEndpoint,
+  startLambdaInvokeEndpoint,
+} from '../../src/sandbox/lambda-invoke-endpoint.js';
 import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
 import { countRequests } from '../../src/sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';

@@ -1,5 +1,6 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { IdempotencyRecord, UnresolvedReason } from '../../src/idempotency/index.js';
 import {
   MONITOR_ENVIRONMENT,
   MonitorEnvironmentError,
@@ -8,7 +9,6 @@ import {
 import { handler } from '../../src/monitor/handler.js';
 import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
 import { createMonitorHandler } from '../../src/monitor/monitor.js';
-import type { IdempotencyRecord, UnresolvedReason } from '../../src/idempotency/index.js';
 import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 

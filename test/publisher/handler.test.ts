@@ -1,13 +1,19 @@
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
 import type { MessageResult, PublishResponse } from '../../src/publisher/contract.js';
-import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
 import { countRequests } from '../../src/sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher.js';
 import { drainQueue, keysOfGroup } from '../support/sqs.js';
-import { holdSends, injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults.js';
+import {
+  holdSends,
+  injectCallFaults,
+  injectEntryFaults,
+  PERMANENT,
+  TRANSIENT,
+} from '../support/sqs-faults.js';
 
 const fixture = usePublisherFixture();
 
@@ -207,7 +213,7 @@ describe('publisher: what is known of a message', () => {
 describe('publisher: request idempotency', () => {
   it('answers a repeated requestId with the first response, sends nothing, however late', async () => {
     let clock = Date.now();
-    const store = new DynamoDbIdempotencyStore({
+    const store = new DynamoDBIdempotencyStore({
       client: fixture.dynamodb,
       tableName: fixture.table,
       now: () => clock,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_RESULT_BYTES } from '../../src/idempotency/index.js';
 import { MAX_MESSAGES_PER_REQUEST } from '../../src/publisher/contract.js';
 import {
   type EntryOutcome,
@@ -7,7 +8,6 @@ import {
   sendInGroupOrder,
 } from '../../src/publisher/ordered-sender.js';
 import type { PreparedMessage } from '../../src/publisher/validation.js';
-import { MAX_RESULT_BYTES } from '../../src/idempotency/index.js';
 
 /** Messages named by group and position, e.g. "A0", "A1", "B0". */
 function prepared(...keys: string[]): PreparedMessage[] {

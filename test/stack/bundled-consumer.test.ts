@@ -6,11 +6,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { CONSUMER_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
+import { SHOP_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
 import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
+import { LAMBDA_BUNDLING, lambdaBuildOptions, lambdaBundleFile } from '../../src/cdk/bundling.js';
+import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
 import { DLQ_ATTRIBUTES } from '../../src/consumer/index.js';
 import { type IdempotencyRecord, recordId } from '../../src/idempotency/index.js';
-import { LAMBDA_BUNDLING, lambdaBuildOptions, lambdaBundleFile } from '../../src/cdk/bundling.js';
 import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import {
@@ -24,12 +25,12 @@ import {
 import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
 
 /**
- * The consumers bundled exactly as the stack bundles its Lambdas (lib/bundling.ts: minified, ESM,
+ * The consumers bundled exactly as the stack bundles its Lambdas (src/cdk/bundling.ts: minified, ESM,
  * names kept), then run from the bundle against the emulators: the error names the DLQ and the
  * idempotency records show must be the classes' names, not the one-letter names of the minifier.
  */
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const EXAMPLE_CONSUMER = 'lambdas/consumer/handler.ts';
+const EXAMPLE_CONSUMER = 'examples/shop/consumer/handler.ts';
 const USER_CONSUMER = 'test/fixtures/user-error-consumer.ts';
 
 let dynamodb: DynamoDBClient;
@@ -57,17 +58,17 @@ async function bundle(entry: string, folder: string): Promise<Bundle> {
   return { file, code: await readFile(file, 'utf8') };
 }
 
-/** A queue and its DLQ, and the environment a function reading them gets from the stack. */
+/** A queue and its DLQ, and the environment the stack gives a consumer: the construct's and the shop's. */
 async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue }> {
   const { queue, dlq } = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
   queues.push(queue, dlq);
   const environment: Record<string, string | undefined> = {
     [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable,
-    [CONSUMER_ENVIRONMENT.ledgerTableName]: ledgerTable,
     [CONSUMER_ENVIRONMENT.dlqUrl]: dlq.url,
     [CONSUMER_ENVIRONMENT.queueUrl]: queue.url,
+    [SHOP_ENVIRONMENT.ledgerTableName]: ledgerTable,
     // Never reached: the notification below is refused for its payload before it is sent.
-    [CONSUMER_ENVIRONMENT.notificationUrl]: 'http://127.0.0.1:9/unused',
+    [SHOP_ENVIRONMENT.notificationUrl]: 'http://127.0.0.1:9/unused',
     // The SDK the bundle leaves external finds the emulators as it would find AWS.
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
@@ -134,8 +135,8 @@ describe('a consumer bundled as the stack bundles it', () => {
   it('is minified: internal identifiers and class bindings are renamed', async () => {
     // Module-level constants of the consumer runtime: a build that does not minify keeps them.
     const internal = {
-      'lambdas/runtime/consumer/dead-letter-queue.ts': 'MAX_ERROR_MESSAGE_LENGTH',
-      'lambdas/runtime/consumer/operations.ts': 'RELEASE_ATTEMPTS',
+      'src/consumer/dead-letter-queue.ts': 'MAX_ERROR_MESSAGE_LENGTH',
+      'src/consumer/operations.ts': 'RELEASE_ATTEMPTS',
     };
     for (const [source, identifier] of Object.entries(internal)) {
       expect(await readFile(join(PROJECT_ROOT, source), 'utf8')).toContain(`const ${identifier} =`);

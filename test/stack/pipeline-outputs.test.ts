@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { MissingStackOutputsError, resourcesFromOutputs, PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
+import {
+  MissingStackOutputsError,
+  PIPELINE_OUTPUTS,
+  resourcesFromOutputs,
+} from '../../src/cdk/pipeline-outputs.js';
 
 describe('reading a deployed stack’s outputs', () => {
   const complete = Object.values(PIPELINE_OUTPUTS).map((key) => ({

@@ -1,19 +1,19 @@
 import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { Function as LambdaFunction, Code, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { OncelyPipeline } from '../../src/cdk/oncely-pipeline.js';
+import { PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
+import { PipelineConfigurationError } from '../../src/cdk/pipeline-settings.js';
 import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
+import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../src/idempotency/index.js';
 import { MONITOR_ENVIRONMENT } from '../../src/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../src/publisher/environment.js';
-import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../src/idempotency/index.js';
-import { OncelyPipeline } from '../../src/cdk/oncely-pipeline.js';
-import { PipelineConfigurationError } from '../../src/cdk/pipeline-settings.js';
-import { PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
 const { app, stack, template, pipeline } = buildStack();
@@ -22,7 +22,10 @@ const { app, stack, template, pipeline } = buildStack();
 function pipelineInOwnStack() {
   const own = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'UserStack');
   const topic = new Topic(own, 'Ops');
-  const pipeline = new OncelyPipeline(own, 'Events', { consumer: { entry: FIXTURE_CONSUMER }, alarmTopic: topic });
+  const pipeline = new OncelyPipeline(own, 'Events', {
+    consumer: { entry: FIXTURE_CONSUMER },
+    alarmTopic: topic,
+  });
   return { stack: own, pipeline, topic };
 }
 
@@ -362,7 +365,9 @@ describe('your consumer', () => {
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
       Handler: 'index.handler',
-      Environment: { Variables: Match.objectLike({ [CONSUMER_ENVIRONMENT.idempotencyTableName]: Match.anyValue() }) },
+      Environment: {
+        Variables: Match.objectLike({ [CONSUMER_ENVIRONMENT.idempotencyTableName]: Match.anyValue() }),
+      },
     });
   });
 
@@ -382,7 +387,12 @@ describe('your consumer', () => {
         Statement: Match.arrayWith([
           Match.objectLike({
             Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
-            Resource: { 'Fn::GetAtt': [own.getLogicalId(pipeline.idempotencyTable.node.defaultChild as CfnElement), 'Arn'] },
+            Resource: {
+              'Fn::GetAtt': [
+                own.getLogicalId(pipeline.idempotencyTable.node.defaultChild as CfnElement),
+                'Arn',
+              ],
+            },
           }),
         ]),
       },

@@ -1,11 +1,11 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach } from 'vitest';
+import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
+import { deriveMessageKey } from '../../src/idempotency/keys.js';
 import type { PublishMessage } from '../../src/publisher/contract.js';
 import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../src/publisher/environment.js';
 import { createPublisherHandler, type PublisherOptions } from '../../src/publisher/handler.js';
-import { DynamoDbIdempotencyStore } from '../../src/idempotency/index.js';
-import { deriveMessageKey } from '../../src/idempotency/keys.js';
 import { createTable, localDynamoClient } from './dynamodb.js';
 import { createFifoQueue, localSqsClient } from './sqs.js';
 
@@ -46,7 +46,7 @@ export interface PublisherFixture {
   dynamodb: DynamoDBClient;
   queueUrl: string;
   table: string;
-  store: DynamoDbIdempotencyStore;
+  store: DynamoDBIdempotencyStore;
   /** A publisher on the fixture's queue and table; options override the test defaults. */
   publisher(options?: Partial<PublisherOptions>): ReturnType<typeof createPublisherHandler>;
 }
@@ -61,7 +61,7 @@ export function usePublisherFixture(): PublisherFixture {
       createFifoQueue(sqs).then((queue) => queue.url),
       createTable(dynamodb, 'publish'),
     ]);
-    const store = new DynamoDbIdempotencyStore({ client: dynamodb, tableName: table });
+    const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table });
     Object.assign(fixture, {
       sqs,
       dynamodb,

@@ -10,7 +10,10 @@ import { notificationOperation } from './notifications.js';
  * the Oncely pipeline `fifoBatch` needs nothing but its operations; `batch` overrides its defaults
  * (tests give their own store, clients and telemetry).
  */
-export function createShopHandler(config: ShopConfig, batch: Partial<Omit<FifoBatchOptions, 'operations'>> = {}) {
+export function createShopHandler(
+  config: ShopConfig,
+  batch: Partial<Omit<FifoBatchOptions, 'operations'>> = {},
+) {
   return middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
       ...batch,

@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { type ConsumerOperation, transactionalOperation } from 'oncely/consumer';
 import { CompletedRecordCache } from 'oncely/idempotency';
+import { z } from 'zod';
 import { ledgerWrites } from './ledger-writes.js';
 
 export { ledgerItemId } from './ledger-writes.js';

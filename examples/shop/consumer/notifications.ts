@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { type ConsumerOperation, leaseOperation } from 'oncely/consumer';
 import { type IdempotencyMode, NonRetryableError, OncelyError } from 'oncely/idempotency';
+import { z } from 'zod';
 import { type HttpAnswer, postJson } from './http-post.js';
 
 export const NOTIFICATIONS_NAMESPACE = 'notifications';

@@ -1,18 +1,21 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { publish } from 'oncely/client';
+import { createEnvelope, type OutgoingMessage, publish } from 'oncely/client';
+import { CONSUMER_METRICS } from 'oncely/consumer';
 import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
-import { CONSUMER_METRICS } from '../../../src/consumer/telemetry.js';
-import { createEnvelope, type OutgoingMessage } from '../../../src/common/envelope.js';
-import { localAwsConfig } from '../../../src/sandbox/local-aws-config.js';
-import { startSandbox } from '../../../src/sandbox/local-sandbox.js';
+import { LEDGER_TABLE_OUTPUT } from '../lib/shop-stack.js';
 import { startEmailGateway } from './email-gateway.js';
 import { differences, readInDoubtIds, readLedger } from './ledger-snapshot.js';
 import { MetricsTally } from './metrics-tally.js';
+import { startOncelyLocal } from './oncely-local.js';
 import { buildWorkload, type WorkloadSize } from './workload.js';
 
+/** The shop's CDK app: the directory of its cdk.json. */
+const SHOP_APP = dirname(dirname(fileURLToPath(import.meta.url)));
 const PUBLISH_CHUNK = 500;
 const LOG_FILE = '.oncely/demo-functions.log';
 
@@ -46,34 +49,50 @@ export async function runDemo(
   mkdirSync('.oncely', { recursive: true });
   writeFileSync(LOG_FILE, '');
 
-  print('Starting the sandbox: DynamoDB Local, the SQS emulator, the stack synthesised from lib/ …');
-  const sandbox = await startSandbox({
+  print(
+    'Starting the sandbox (`oncely local`): DynamoDB Local, the SQS emulator, the shop’s stack synthesised …',
+  );
+  const sandbox = await startOncelyLocal({
+    appDirectory: SHOP_APP,
     environment: { NOTIFICATION_URL: gateway.url, NOTIFICATION_TIMEOUT_MS: '10000' },
-    functionOutput: (line, fn) => {
-      if (!tally.add(line)) appendFileSync(LOG_FILE, `${fn}: ${line}\n`);
+    // Its output is the functions' (and its own): their EMF metrics are tallied, the rest logged.
+    onOutput: (line) => {
+      if (!tally.add(line)) appendFileSync(LOG_FILE, `${line}\n`);
     },
+  }).catch(async (error: unknown) => {
+    await gateway.close();
+    throw error;
   });
-  const { endpoints, resources, region } = sandbox.description;
-  const credentials = localAwsConfig('').credentials;
-  const lambda = new LambdaClient({ endpoint: endpoints.lambda, region, credentials });
-  const sqs = new SQSClient(localAwsConfig(endpoints.sqs));
-  const dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
-  const send = (messages: OutgoingMessage[], requestId?: string) =>
-    publish(messages, { functionName: resources.publisherFunctionName, lambda, requestId });
-  const queueDepth = async (QueueUrl: string) => {
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
-    );
-    return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+  const { endpoints, region, resources, outputs, stackName } = sandbox.description;
+  const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
+  // The edge answers for Lambda, SQS and DynamoDB alike, and the queue URLs name it.
+  const local = {
+    endpoint: endpoints.edge,
+    region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   };
-
+  const lambda = new LambdaClient(local);
+  const sqs = new SQSClient(local);
+  const dynamodb = new DynamoDBClient(local);
   try {
-    print(`Ready in the sandbox (${sandbox.description.stackName}); function logs go to ${LOG_FILE}.\n`);
+    if (!resources || !ledgerTableName) {
+      throw new Error(
+        `${stackName} has no OncelyPipeline or no ${LEDGER_TABLE_OUTPUT} output: is ${SHOP_APP} the shop?`,
+      );
+    }
+    const send = (messages: OutgoingMessage[], requestId?: string) =>
+      publish(messages, { functionName: resources.publisherFunctionName, lambda, requestId });
+    const queueDepth = async (QueueUrl: string) => {
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+    };
+    print(`Ready in the sandbox (${stackName}); function logs go to ${LOG_FILE}.\n`);
     print(`1. A stock load: ${workload.stock.length} StockReceived events.`);
     await send(workload.stock);
     await waitFor(
-      async () =>
-        (await readLedger(dynamodb, resources.ledgerTableName)).stock.size === workload.stock.length,
+      async () => (await readLedger(dynamodb, ledgerTableName)).stock.size === workload.stock.length,
       30_000,
     );
 
@@ -138,7 +157,7 @@ export async function runDemo(
         finishedAt = Date.now();
         // Scanning the tables competes with the consumer for DynamoDB Local: only once the queue is empty.
         if (queued > 0) return false;
-        const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+        const ledger = await readLedger(dynamodb, ledgerTableName);
         inDoubtIds = await readInDoubtIds(dynamodb, resources.idempotencyTableName);
         // At-most-once: every receipt ends up sent or in doubt (or both: sent, but not recorded), never twice.
         const receiptsSettled = receipts.every(
@@ -157,7 +176,7 @@ export async function runDemo(
     ).catch(() => undefined);
     const elapsed = finishedAt - started;
 
-    const ledger = await readLedger(dynamodb, resources.ledgerTableName);
+    const ledger = await readLedger(dynamodb, ledgerTableName);
     const wrong = [
       ...differences(workload.expected.stock, ledger.stock),
       ...differences(workload.expected.balances, ledger.balances),

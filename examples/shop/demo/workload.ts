@@ -1,4 +1,4 @@
-import type { OutgoingMessage } from '../../../src/common/envelope.js';
+import type { OutgoingMessage } from 'oncely/client';
 
 /** A shop's events: stock arrivals, then per customer orders that are paid, cancelled or left open. */
 export interface Workload {

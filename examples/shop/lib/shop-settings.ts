@@ -1,5 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { type PipelineSettings, PipelineConfigurationError } from 'oncely/cdk';
+import { PipelineConfigurationError, type PipelineSettings } from 'oncely/cdk';
 import type { IdempotencyMode } from 'oncely/idempotency';
 
 /** Until you point it at your gateway, notifications fail as retryable and end in the DLQ. */
@@ -39,7 +39,9 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
     if (raw === undefined) return undefined;
     const value = Number(raw);
     if (!Number.isFinite(value)) {
-      throw new PipelineConfigurationError(`Context value ${key} must be a number, got ${JSON.stringify(raw)}.`);
+      throw new PipelineConfigurationError(
+        `Context value ${key} must be a number, got ${JSON.stringify(raw)}.`,
+      );
     }
     return value;
   };

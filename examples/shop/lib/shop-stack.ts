@@ -40,7 +40,9 @@ export class ShopStack extends Stack {
         environment: {
           [SHOP_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
           [SHOP_ENVIRONMENT.notificationUrl]: settings.notificationUrl,
-          ...(settings.notificationMode ? { [SHOP_ENVIRONMENT.notificationMode]: settings.notificationMode } : {}),
+          ...(settings.notificationMode
+            ? { [SHOP_ENVIRONMENT.notificationMode]: settings.notificationMode }
+            : {}),
         },
       },
     });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { lambdaContext } from '../../../test/support/lambda-context.js';
 import {
   DEFAULT_NOTIFICATION_TIMEOUT_MS,
   readShopConfig,
@@ -6,7 +7,6 @@ import {
   ShopEnvironmentError,
 } from '../consumer/environment.js';
 import { handler } from '../consumer/handler.js';
-import { lambdaContext } from '../../../test/support/lambda-context.js';
 
 const complete = { LEDGER_TABLE_NAME: 'shop-ledger', NOTIFICATION_URL: 'http://127.0.0.1:8025/send' };
 
@@ -39,7 +39,9 @@ describe('the shop consumer’s environment', () => {
   it('names every missing or invalid variable at once', () => {
     const read = () => readShopConfig({ NOTIFICATION_URL: 'ftp://x', NOTIFICATION_TIMEOUT_MS: '-1' });
     expect(read).toThrow(ShopEnvironmentError);
-    expect(read).toThrow(/LEDGER_TABLE_NAME is not set.*NOTIFICATION_URL must be an http\(s\) URL.*NOTIFICATION_TIMEOUT_MS must be positive/);
+    expect(read).toThrow(
+      /LEDGER_TABLE_NAME is not set.*NOTIFICATION_URL must be an http\(s\) URL.*NOTIFICATION_TIMEOUT_MS must be positive/,
+    );
   });
 
   it('fails the first invocation, not the import, when the environment is incomplete', async () => {

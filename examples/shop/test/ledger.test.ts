@@ -3,19 +3,20 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  type AccountItem,
-  ledgerItemId,
-  type OrderItem,
-  type StockItem,
-} from '../consumer/ledger.js';
-import { CONSUMER_METRICS, DLQ_ATTRIBUTES } from '../../../src/consumer/index.js';
 import type { OutgoingMessage } from '../../../src/common/envelope.js';
+import { CONSUMER_METRICS, DLQ_ATTRIBUTES } from '../../../src/consumer/index.js';
 import { localDynamoClient } from '../../../test/support/dynamodb.js';
-import { exampleConsumer } from './support/example-consumer.js';
 import { failRequests } from '../../../test/support/sdk-middleware.js';
-import { deleteQueues, type FifoQueue, localSqsClient, publish, receiveMessages } from '../../../test/support/sqs.js';
+import {
+  deleteQueues,
+  type FifoQueue,
+  localSqsClient,
+  publish,
+  receiveMessages,
+} from '../../../test/support/sqs.js';
 import { pollOnce, pollUntil } from '../../../test/support/sqs-event-source.js';
+import { type AccountItem, ledgerItemId, type OrderItem, type StockItem } from '../consumer/ledger.js';
+import { exampleConsumer } from './support/example-consumer.js';
 
 // The example consumer's ledger events (transactional mode), end to end: SQS emulator → handler → DynamoDB Local.
 

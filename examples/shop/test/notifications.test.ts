@@ -1,17 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { CONSUMER_METRICS, DLQ_ATTRIBUTES } from 'oncely/consumer';
+// The class the shop's code throws: the package's, as the shop imports it.
+import { OutcomeUnknownError } from 'oncely/idempotency';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { postJson, RequestNotSentError } from '../consumer/http-post.js';
-import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
-import { CONSUMER_METRICS, DLQ_ATTRIBUTES } from '../../../src/consumer/index.js';
-import { OutcomeUnknownError } from '../../../src/idempotency/index.js';
 import { freePort } from '../../../src/sandbox/free-port.js';
 import { localDynamoClient, readItem } from '../../../test/support/dynamodb.js';
-import { type ExampleConsumerOptions, exampleConsumer } from './support/example-consumer.js';
 import { type GatewayBehaviour, startGateway } from '../../../test/support/http-gateway.js';
-import { deleteQueues, type FifoQueue, localSqsClient, publish, receiveMessages } from '../../../test/support/sqs.js';
+import {
+  deleteQueues,
+  type FifoQueue,
+  localSqsClient,
+  publish,
+  receiveMessages,
+} from '../../../test/support/sqs.js';
 import { pollOnce, pollUntil } from '../../../test/support/sqs-event-source.js';
+import { postJson, RequestNotSentError } from '../consumer/http-post.js';
+import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
+import { type ExampleConsumerOptions, exampleConsumer } from './support/example-consumer.js';
 
 // SendNotification: lease mode, at-most-once, POSTing to a local gateway. SQS emulator → handler → HTTP.
 

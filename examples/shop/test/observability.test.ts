@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { CONSUMER_METRICS } from 'oncely/consumer';
+import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createConsumerHandler } from '../consumer/consumer.js';
-import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../consumer/environment.js';
-import { CONSUMER_METRICS } from '../../../src/consumer/index.js';
 import { createTable, localDynamoClient } from '../../../test/support/dynamodb.js';
 import { lambdaContext } from '../../../test/support/lambda-context.js';
-import { createQueueWithDlq, deleteQueues, localSqsClient, publish, sendBody } from '../../../test/support/sqs.js';
+import {
+  createQueueWithDlq,
+  deleteQueues,
+  localSqsClient,
+  publish,
+  sendBody,
+} from '../../../test/support/sqs.js';
 import { pollOnce } from '../../../test/support/sqs-event-source.js';
+import { createShopHandler } from '../consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../consumer/environment.js';
 
 // What the example consumer writes with its real Powertools logger and metrics: JSON log lines and
 // CloudWatch EMF on stdout/stderr, as Lambda would ship them.
@@ -56,18 +63,19 @@ describe('example consumer: observability', () => {
       createTable(dynamodb, 'ledger'),
       createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 }),
     ]);
-    const handler = createConsumerHandler({
-      config: {
-        idempotencyTableName: idempotencyTable,
+    // As deployed: fifoBatch's own Powertools logger and metrics; only the store and the DLQ are the test's.
+    const handler = createShopHandler(
+      {
         ledgerTableName: ledgerTable,
-        dlqUrl: dlq.url,
         notificationUrl: 'http://127.0.0.1:9/unused',
         notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
         notificationMode: 'at-most-once',
       },
-      dynamodb,
-      sqs,
-    });
+      {
+        store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: idempotencyTable }),
+        deadLetterQueue: { client: sqs, queueUrl: dlq.url, sourceQueueUrl: queue.url },
+      },
+    );
     const stock = {
       type: 'StockReceived',
       groupId: 'warehouse',
@@ -85,6 +93,7 @@ describe('example consumer: observability', () => {
       }),
       await sendBody(sqs, queue.url, 'not an envelope', 'elsewhere', 'dedup-of-a-broken-body'),
     ];
+
     const context = lambdaContext();
 
     const lines = await capturedJsonLines(() => pollOnce(sqs, queue, handler, { context }));
@@ -94,6 +103,7 @@ describe('example consumer: observability', () => {
     for (const line of recordLines) {
       expect(line).toMatchObject({
         service: 'oncely-consumer',
+        // fifoBatch's own logger gets each invocation's context, as injectLambdaContext would give it.
         function_request_id: context.awsRequestId,
         messageKey: expect.any(String),
         groupId: expect.any(String),

@@ -24,7 +24,10 @@ describe('the shop’s settings from CDK context', () => {
       removalPolicy: RemovalPolicy.RETAIN,
       deletionProtection: true,
     });
-    expect(from({}).pipeline).toMatchObject({ removalPolicy: RemovalPolicy.DESTROY, deletionProtection: false });
+    expect(from({}).pipeline).toMatchObject({
+      removalPolicy: RemovalPolicy.DESTROY,
+      deletionProtection: false,
+    });
     expect(from({}).stage).toBe('dev');
   });
 
@@ -32,12 +35,16 @@ describe('the shop’s settings from CDK context', () => {
     const local = from({ 'oncely:sandbox': 'true' });
     expect(local.stage).toBe('local');
     expect(local.pipeline.consumerTimeout?.toSeconds()).toBe(2);
-    expect(from({ 'oncely:sandbox': 'true', consumerTimeoutSeconds: '5' }).pipeline.consumerTimeout?.toSeconds()).toBe(5);
+    expect(
+      from({ 'oncely:sandbox': 'true', consumerTimeoutSeconds: '5' }).pipeline.consumerTimeout?.toSeconds(),
+    ).toBe(5);
   });
 
   it('uses a placeholder notification URL until one is given', () => {
     expect(from({}).notificationUrl).toBe(PLACEHOLDER_NOTIFICATION_URL);
-    expect(from({ notificationUrl: 'https://mail.example.com' }).notificationUrl).toBe('https://mail.example.com');
+    expect(from({ notificationUrl: 'https://mail.example.com' }).notificationUrl).toBe(
+      'https://mail.example.com',
+    );
   });
 
   it('explains a bad value', () => {

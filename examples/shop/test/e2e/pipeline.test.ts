@@ -9,8 +9,8 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishConflictError, PublishValidationError, publish } from '../../../../src/client/index.js';
-import { ledgerItemId } from '../../consumer/ledger.js';
 import { createEnvelope, type OutgoingMessage } from '../../../../src/common/envelope.js';
+import { ledgerItemId } from '../../consumer/ledger.js';
 import { type E2eTarget, startTarget } from './target.js';
 
 // The whole pipeline, end to end: client → Invoke → publisher → SQS FIFO → event source → consumer
@@ -59,7 +59,7 @@ function order(orderId: string, customerId: string, sku: string, quantity = 1, a
 async function ledgerNumber(id: string, attribute: string): Promise<number | undefined> {
   const { Item } = await target.dynamodb.send(
     new GetItemCommand({
-      TableName: target.resources.ledgerTableName,
+      TableName: target.ledgerTableName,
       Key: { id: { S: id } },
       ConsistentRead: true,
     }),
@@ -75,10 +75,10 @@ async function orderStatuses(orderIds: string[]): Promise<Map<string, string>> {
     const keys = orderIds.slice(i, i + 100).map((id) => ({ id: { S: ledgerItemId.order(id) } }));
     const { Responses } = await target.dynamodb.send(
       new BatchGetItemCommand({
-        RequestItems: { [target.resources.ledgerTableName]: { Keys: keys, ConsistentRead: true } },
+        RequestItems: { [target.ledgerTableName]: { Keys: keys, ConsistentRead: true } },
       }),
     );
-    for (const item of Responses?.[target.resources.ledgerTableName] ?? []) {
+    for (const item of Responses?.[target.ledgerTableName] ?? []) {
       const { id, status } = unmarshall(item) as { id: string; status: string };
       statuses.set(id.replace('order#', ''), status);
     }

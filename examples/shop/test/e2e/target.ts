@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -5,11 +7,17 @@ import { describeDeployedPipeline } from '../../../../src/cdk/deployed-pipeline.
 import type { PipelineResources } from '../../../../src/cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../../../../src/sandbox/local-aws-config.js';
 import { startSandbox } from '../../../../src/sandbox/local-sandbox.js';
+import { LEDGER_TABLE_OUTPUT } from '../../lib/shop-stack.js';
+
+/** The shop's CDK app: the directory of its cdk.json. */
+const SHOP_APP = fileURLToPath(new URL('../..', import.meta.url));
 
 /** A running pipeline the end-to-end suite drives, whatever it runs on. */
 export interface E2eTarget {
   kind: 'sandbox' | 'stack';
   resources: PipelineResources;
+  /** The shop's ledger: its stack's own output, beside the pipeline's. */
+  ledgerTableName: string;
   lambda: LambdaClient;
   sqs: SQSClient;
   dynamodb: DynamoDBClient;
@@ -19,25 +27,36 @@ export interface E2eTarget {
 /**
  * The target comes from the environment: `ONCELY_TARGET=stack` with `ONCELY_STACK_NAME` runs the
  * suite against a deployed stack (AWS with the usual credentials, or LocalStack with
- * `AWS_ENDPOINT_URL`); otherwise against a fresh local sandbox.
+ * `AWS_ENDPOINT_URL`); otherwise against a fresh local sandbox of the shop's app.
  */
 export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise<E2eTarget> {
   if (env.ONCELY_TARGET === 'stack') {
     const stackName = env.ONCELY_STACK_NAME;
-    if (!stackName) throw new Error('ONCELY_TARGET=stack needs ONCELY_STACK_NAME, e.g. Oncely-dev.');
-    const resources = await describeDeployedPipeline(stackName);
-    const clients = {
-      lambda: new LambdaClient({}),
-      sqs: new SQSClient({}),
-      dynamodb: new DynamoDBClient({}),
-    };
-    return { kind: 'stack', resources, ...clients, stop: async () => destroy(clients) };
+    if (!stackName) throw new Error('ONCELY_TARGET=stack needs ONCELY_STACK_NAME, e.g. Shop-dev.');
+    const cloudformation = new CloudFormationClient({});
+    try {
+      const resources = await describeDeployedPipeline(stackName, cloudformation);
+      const ledgerTableName = await stackOutput(cloudformation, stackName, LEDGER_TABLE_OUTPUT);
+      const clients = {
+        lambda: new LambdaClient({}),
+        sqs: new SQSClient({}),
+        dynamodb: new DynamoDBClient({}),
+      };
+      return { kind: 'stack', resources, ledgerTableName, ...clients, stop: async () => destroy(clients) };
+    } finally {
+      cloudformation.destroy();
+    }
   }
   if (env.ONCELY_TARGET && env.ONCELY_TARGET !== 'sandbox') {
     throw new Error(`ONCELY_TARGET must be sandbox (the default) or stack, not ${env.ONCELY_TARGET}.`);
   }
-  const sandbox = await startSandbox({ functionOutput: () => undefined });
-  const { endpoints, resources } = sandbox.description;
+  const sandbox = await startSandbox({ appDirectory: SHOP_APP, functionOutput: () => undefined });
+  const { endpoints, outputs } = sandbox.description;
+  const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
+  if (!ledgerTableName) {
+    await sandbox.stop();
+    throw new Error(`The shop's app in ${SHOP_APP} has no ${LEDGER_TABLE_OUTPUT} output.`);
+  }
   const clients = {
     lambda: new LambdaClient(localAwsConfig(endpoints.lambda)),
     sqs: new SQSClient(localAwsConfig(endpoints.sqs)),
@@ -45,13 +64,27 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   };
   return {
     kind: 'sandbox',
-    resources,
+    resources: sandbox.pipelineResources(),
+    ledgerTableName,
     ...clients,
     stop: async () => {
       destroy(clients);
       await sandbox.stop();
     },
   };
+}
+
+/** One output of a deployed stack, by its key. */
+async function stackOutput(
+  cloudformation: CloudFormationClient,
+  stackName: string,
+  key: string,
+): Promise<string> {
+  const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
+  const value = Stacks?.[0]?.Outputs?.find((output) => output.OutputKey === key)?.OutputValue;
+  if (!value)
+    throw new Error(`Stack ${stackName} has no output ${key}: is it the shop's stack (Shop-<stage>)?`);
+  return value;
 }
 
 function destroy(clients: { lambda: LambdaClient; sqs: SQSClient; dynamodb: DynamoDBClient }): void {

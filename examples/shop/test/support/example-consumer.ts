@@ -1,13 +1,13 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { vi } from 'vitest';
 import { DynamoDBIdempotencyStore, type IdempotencyMode } from 'oncely/idempotency';
-import { createShopHandler } from '../../consumer/consumer.js';
-import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../../consumer/environment.js';
+import { vi } from 'vitest';
 import { createTable } from '../../../../test/support/dynamodb.js';
 import { createQueueWithDlq, type FifoQueue } from '../../../../test/support/sqs.js';
 import { silentLogger } from '../../../../test/support/telemetry.js';
+import { createShopHandler } from '../../consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../../consumer/environment.js';
 
 export interface ExampleConsumerOptions {
   dynamodb: DynamoDBClient;
@@ -47,7 +47,11 @@ export async function exampleConsumer(options: ExampleConsumerOptions) {
   /** A new container: its own caches, the same tables and queues. */
   const container = () =>
     createShopHandler(config, {
-      store: new DynamoDBIdempotencyStore({ client: options.dynamodb, tableName: idempotencyTable, now: options.now }),
+      store: new DynamoDBIdempotencyStore({
+        client: options.dynamodb,
+        tableName: idempotencyTable,
+        now: options.now,
+      }),
       deadLetterQueue: { client: options.sqs, queueUrl: queues.dlq.url, sourceQueueUrl: queues.queue.url },
       logger: silentLogger(),
       metrics,
