@@ -5,7 +5,6 @@ import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
-  SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -13,10 +12,11 @@ import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
 import { startEmailGateway } from '../examples/shop/demo/email-gateway.js';
 import { differences, readLedger } from '../examples/shop/demo/ledger-snapshot.js';
+import { resendAfterDedupWindow } from '../examples/shop/demo/resend-after-window.js';
 import { buildWorkload } from '../examples/shop/demo/workload.js';
 import { LEDGER_TABLE_OUTPUT } from '../examples/shop/lib/shop-stack.js';
 import { publish } from '../src/client/publish.js';
-import { createEnvelope, type OutgoingMessage } from '../src/common/envelope.js';
+import type { OutgoingMessage } from '../src/common/envelope.js';
 import type { IdempotencyRecord } from '../src/idempotency/index.js';
 import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
 import { startSandbox } from '../src/sandbox/local-sandbox.js';
@@ -127,7 +127,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
     await send(workload.stock);
     await send([...workload.stream, ...workload.poison]);
     const late = workload.stream.filter((_, index) => index % 15 === 0);
-    await resendAfterWindow(sqs, resources.queueUrl, late);
+    await resendAfterDedupWindow(sqs, resources.queueUrl, late);
     print(
       `  ${sent.size} published, ${late.length} re-sent as after SQS's window; waiting for the queue to empty …`,
     );
@@ -258,22 +258,6 @@ function expectedLedger(messages: OutgoingMessage[], completed: (key: string) =>
     }
   }
   return { stock, balances };
-}
-
-async function resendAfterWindow(sqs: SQSClient, queueUrl: string, messages: OutgoingMessage[]) {
-  for (let i = 0; i < messages.length; i += 10) {
-    await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: messages.slice(i, i + 10).map((message, index) => ({
-          Id: String(index),
-          MessageBody: JSON.stringify(createEnvelope(message)),
-          MessageGroupId: message.groupId,
-          MessageDeduplicationId: `late-${message.key}`,
-        })),
-      }),
-    );
-  }
 }
 
 /** Waits until nothing is queued or in flight, twice in a row (a redelivery may be about to appear). */

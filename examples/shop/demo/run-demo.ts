@@ -3,8 +3,8 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { createEnvelope, type OutgoingMessage, publish } from 'oncely/client';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { type OutgoingMessage, publish } from 'oncely/client';
 import { CONSUMER_METRICS } from 'oncely/consumer';
 import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
 import { LEDGER_TABLE_OUTPUT } from '../lib/shop-stack.js';
@@ -12,6 +12,7 @@ import { startEmailGateway } from './email-gateway.js';
 import { differences, readInDoubtIds, readLedger } from './ledger-snapshot.js';
 import { MetricsTally } from './metrics-tally.js';
 import { startOncelyLocal } from './oncely-local.js';
+import { resendAfterDedupWindow } from './resend-after-window.js';
 import { buildWorkload, type WorkloadSize } from './workload.js';
 
 /** The shop's CDK app: the directory of its cdk.json. */
@@ -252,23 +253,6 @@ export async function runDemo(
     dynamodb.destroy();
     await sandbox.stop();
     await gateway.close();
-  }
-}
-
-/** Sends envelopes straight to the queue with fresh dedup ids: SQS lets them through, the consumer must not. */
-async function resendAfterDedupWindow(sqs: SQSClient, queueUrl: string, messages: OutgoingMessage[]) {
-  for (let i = 0; i < messages.length; i += 10) {
-    await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: messages.slice(i, i + 10).map((message, index) => ({
-          Id: String(index),
-          MessageBody: JSON.stringify(createEnvelope(message)),
-          MessageGroupId: message.groupId,
-          MessageDeduplicationId: `late-${message.key}`,
-        })),
-      }),
-    );
   }
 }
 
