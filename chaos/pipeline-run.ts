@@ -1,12 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import {
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
@@ -17,6 +12,7 @@ import { buildWorkload } from '../examples/shop/demo/workload.js';
 import { LEDGER_TABLE_OUTPUT } from '../examples/shop/lib/shop-stack.js';
 import { publish } from '../src/client/publish.js';
 import type { OutgoingMessage } from '../src/common/envelope.js';
+import { messagesInQueue } from '../src/common/queue-depth.js';
 import type { IdempotencyRecord } from '../src/idempotency/index.js';
 import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
 import { startSandbox } from '../src/sandbox/local-sandbox.js';
@@ -271,15 +267,7 @@ async function settle(
   let quiet = 0;
   while (quiet < 2) {
     if (Date.now() > deadline) throw new Error(`the queue did not empty within ${timeoutMs} ms`);
-    const { Attributes = {} } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    );
-    const depth =
-      Number(Attributes.ApproximateNumberOfMessages) +
-      Number(Attributes.ApproximateNumberOfMessagesNotVisible);
+    const depth = await messagesInQueue(sqs, queueUrl);
     quiet = depth === 0 ? quiet + 1 : 0;
     onDepth?.(depth);
     await new Promise((resolve) => setTimeout(resolve, 500));

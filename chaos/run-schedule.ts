@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../src/client/publish.js';
+import { messagesInQueue } from '../src/common/queue-depth.js';
 import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
 import { createPublisherHandler } from '../src/publisher/handler.js';
 import { lambdaContext } from '../src/sandbox/lambda-context.js';
@@ -345,23 +346,10 @@ async function drain(
   for (let round = 0; round < MAX_DRAIN_ROUNDS; round++) {
     clock.advance(PAST_LEASE_MS);
     await expireVisibility(world.sqs, queue.url, inFlight);
-    if ((await queueDepth(world.sqs, queue.url)) === 0) return;
+    if ((await messagesInQueue(world.sqs, queue.url)) === 0) return;
     await deliver(context, [context.newContainer()]);
   }
   throw new Error(`the queue of ${context.run.id} did not drain in ${MAX_DRAIN_ROUNDS} deliveries`);
-}
-
-async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages ?? 0) +
-    Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0)
-  );
 }
 
 async function createQueues(sqs: SQSClient, id: string): Promise<[Queue, Queue]> {

@@ -1,11 +1,11 @@
 import {
   ChangeMessageVisibilityBatchCommand,
-  GetQueueAttributesCommand,
   type Message,
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
+import { messagesInQueue } from '../common/queue-depth.js';
 import { DLQ_ATTRIBUTES } from '../consumer/dead-letter-queue.js';
 
 /** One message of the DLQ, as an operator looks at it. */
@@ -59,7 +59,7 @@ const LISTING_WAIT_SECONDS = 1;
  * visible again): harmless on a DLQ, which has no redrive policy and so no maxReceiveCount.
  */
 export async function listDeadLetters(sqs: SQSClient, dlqUrl: string): Promise<DeadLetterListing> {
-  const approximateCount = await countMessages(sqs, dlqUrl);
+  const approximateCount = await messagesInQueue(sqs, dlqUrl);
   const received = new Map<string, Message>();
   let stillHidden = 0;
   try {
@@ -85,19 +85,6 @@ export async function listDeadLetters(sqs: SQSClient, dlqUrl: string): Promise<D
   // Stable: messages sent in the same millisecond keep the order the queue handed them out in.
   messages.sort((a, b) => (a.sentAt ?? '').localeCompare(b.sentAt ?? ''));
   return { dlqUrl, messages, approximateCount, stillHidden };
-}
-
-async function countMessages(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages ?? 0) +
-    Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0)
-  );
 }
 
 /** Makes received messages visible again; returns how many could not be. */
