@@ -216,11 +216,12 @@ export class OncelyPipeline extends Construct {
   grantIdempotency(fn: IFunction): void {
     allow(fn, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
     if (fn instanceof LambdaFunctionResource) {
-      fn.addEnvironment(CONSUMER_ENVIRONMENT.idempotencyTableName, this.idempotencyTable.tableName);
-      fn.addEnvironment(
+      for (const name of [
+        CONSUMER_ENVIRONMENT.idempotencyTableName,
         CONSUMER_ENVIRONMENT.idempotencyTtlSeconds,
-        String(this.settings.idempotencyTtl.toSeconds()),
-      );
+      ]) {
+        fn.addEnvironment(name, this.consumerEnvironment[name] as string);
+      }
     }
   }
 

@@ -14,6 +14,7 @@ import {
   type StoredError,
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
+  UNRESOLVED_REASONS,
   type UnresolvedReason,
 } from '../idempotency/index.js';
 import {
@@ -52,8 +53,6 @@ export interface InDoubtTarget {
   sqs: SQSClient;
   resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl'>;
 }
-
-const UNRESOLVED_REASONS: readonly UnresolvedReason[] = ['IN_DOUBT', 'RETRY_PENDING'];
 
 /**
  * The records an operator must resolve, oldest first: those IN_DOUBT and those whose retry did not

@@ -7,7 +7,6 @@
  */
 
 import { CliUsageError, parseCommandLine, USAGE } from './command-line.js';
-import { runLocal } from './local-command.js';
 import { runOperation } from './operations-command.js';
 
 // The project supports Node 20 (package.json engines); the SDK's notice about its own future
@@ -21,7 +20,8 @@ async function main(argv: string[]): Promise<number> {
       console.log(USAGE);
       return 0;
     case 'local':
-      return runLocal(command.options);
+      // Loaded only for `local`: the operations commands need none of the sandbox.
+      return (await import('./local-command.js')).runLocal(command.options);
     default:
       return runOperation(command);
   }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /** How a caller retries: attempts in all (the first one included) and the waits between them. */
 export interface RetryPolicy {
   maxAttempts: number;
@@ -18,3 +20,25 @@ export function backoffDelayMs(
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
   return ceiling / 2 + random() * (ceiling / 2);
 }
+
+/**
+ * Runs `action` up to `policy.maxAttempts` times, waiting {@link backoffDelayMs} between tries;
+ * the last error if every try failed. For writes that must not be given up lightly (a record after
+ * its effect, a lease given back), on top of the AWS SDK's own retries.
+ */
+export async function retried<T>(
+  policy: RetryPolicy,
+  action: () => Promise<T>,
+): Promise<{ value: T; error?: undefined } | { value?: undefined; error: unknown }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { value: await action() };
+    } catch (error) {
+      if (attempt >= policy.maxAttempts) return { error };
+      await sleep(backoffDelayMs(attempt, policy));
+    }
+  }
+}
+
+/** The policy of {@link retried} for record writes: 3 tries, 50 ms then 100 ms apart (with jitter). */
+export const RECORD_WRITE_RETRY: RetryPolicy = { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1_000 };

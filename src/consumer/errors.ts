@@ -1,6 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { PAST_DEDUP_HORIZON } from '../common/dedup-horizon.js';
-import { NonRetryableError, OncelyError } from '../idempotency/errors.js';
+import { describeError, NonRetryableError, OncelyError } from '../idempotency/errors.js';
 
 /** No operation is registered for the message's type: no retry can change that. */
 export class UnknownMessageTypeError extends NonRetryableError {
@@ -24,7 +24,7 @@ export class UnparsableMessageError extends NonRetryableError {
   static override readonly errorName: string = 'UnparsableMessageError';
   constructor(record: SQSRecord, cause: unknown) {
     super(
-      `message ${record.messageId} could not be parsed (${describeCause(cause)}). Fix the parser or the ` +
+      `message ${record.messageId} could not be parsed (${describeError(cause)}). Fix the parser or the ` +
         'producer, then redrive the message.',
       { cause },
     );
@@ -68,16 +68,12 @@ export class IdempotencyStoreUnavailableError extends OncelyError {
   readonly retryable = true;
   constructor(idempotencyKey: string, cause: unknown) {
     super(
-      `DynamoDB failed while recording "${idempotencyKey}" (${describeCause(cause)}); nothing of this record was ` +
+      `DynamoDB failed while recording "${idempotencyKey}" (${describeError(cause)}); nothing of this record was ` +
         'applied. Check that the tables exist, the function may use them and DynamoDB is reachable: the whole ' +
         'batch fails so that SQS redelivers it.',
       { cause },
     );
   }
-}
-
-function describeCause(cause: unknown): string {
-  return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
 }
 
 /**

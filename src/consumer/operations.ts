@@ -140,9 +140,8 @@ export function leaseOperation<P = unknown, T = unknown>(
       }
       // No acknowledgement without a record (DESIGN §3): a completion that could not be written
       // fails the record, and its redelivery settles it once the lease expired.
-      if ((await idempotency.recordCompletion(lease, result)) === 'not-recorded') {
-        throw new RecordNotWrittenError(lease.id, 'COMPLETED', undefined);
-      }
+      const completion = await idempotency.recordCompletion(lease, result);
+      if (completion instanceof RecordNotWrittenError) throw completion;
       return 'executed';
     },
   };
@@ -226,29 +225,21 @@ async function release(
   lease: Lease,
   telemetry: RecordTelemetry,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      if (await store.release(lease)) {
-        telemetry.logger.info('released the lease: the batch failed before the effect started', {
-          idempotencyKey: lease.id,
-        });
-      } else {
-        telemetry.leaseLost(lease.id, 'release');
-      }
-      return;
-    } catch (error) {
-      if (attempt < RELEASE_ATTEMPTS) continue;
-      telemetry.logger.error('could not release the lease; it expires on its own', {
-        idempotencyKey: lease.id,
-        leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
-        error,
-      });
-      return;
-    }
+  const released = await store.releaseWithRetries(lease);
+  if (released.value === true) {
+    telemetry.logger.info('released the lease: the batch failed before the effect started', {
+      idempotencyKey: lease.id,
+    });
+  } else if (released.value === false) {
+    telemetry.leaseLost(lease.id, 'release');
+  } else {
+    telemetry.logger.error('could not release the lease; it expires on its own', {
+      idempotencyKey: lease.id,
+      leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
+      error: released.error,
+    });
   }
 }
-
-const RELEASE_ATTEMPTS = 3;
 
 function violation<P>(
   error: TransactionConditionFailedError,

@@ -181,8 +181,8 @@ export function isRetryable(error: unknown): boolean {
   return !(error instanceof OncelyError) || error.retryable;
 }
 
-function describeError(error: unknown): string {
-  if (error === undefined) return 'the write kept failing; its error is logged';
+/** An error as `Name: message`, for messages that say what caused them. */
+export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 

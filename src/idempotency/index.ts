@@ -43,6 +43,7 @@ export {
   type RecordStatus,
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
+  UNRESOLVED_REASONS,
   type UnresolvedReason,
   UPDATED_AT_ATTRIBUTE,
 } from './record.js';

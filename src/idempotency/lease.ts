@@ -1,19 +1,18 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { CompletedRecordCache } from './completed-cache.js';
 import {
   IdempotencyInProgressError,
   isRetryable,
   OutcomeUnknownError,
   RecordNotWrittenError,
-  ResultTooLargeError,
   type StoredError,
   toStoredError,
 } from './errors.js';
 import { judgeExistingRecord } from './existing-record.js';
 import { payloadHash, recordId } from './keys.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
-import { type KeptMessage, MAX_RESULT_BYTES } from './record.js';
-import { parseResult, serializeResult } from './result-json.js';
+import type { KeptMessage } from './record.js';
+import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
 export type IdempotencyMode = 'at-least-once' | 'at-most-once';
@@ -88,9 +87,10 @@ export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
 
 /**
  * What became of a successful effect's COMPLETED write: written; fenced out by a new owner of the
- * record (whose record then says what happened); or not written, even after retries.
+ * record (whose record then says what happened); or not written even after retries — the error a
+ * caller that acknowledges messages must throw, since the message must not be acknowledged.
  */
-export type CompletionVerdict = 'recorded' | 'lease-lost' | 'not-recorded';
+export type CompletionVerdict = 'recorded' | 'lease-lost' | RecordNotWrittenError;
 
 /** Without a Lambda context nothing bounds the run: default to Lambda's 15-minute maximum. */
 export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
@@ -122,13 +122,10 @@ export class LeaseIdempotency {
     effect: (context: EffectContext) => Promise<T> | T,
   ): Promise<LeaseOutcome<T>> {
     const start = await this.start<T>(input);
-    if (start.status === 'duplicate' && start.resultBytes !== undefined) {
-      // The caller wants the result, and it was too large to store.
-      throw new ResultTooLargeError(
-        recordId(this.#options.namespace, input.key),
-        start.resultBytes,
-        MAX_RESULT_BYTES,
-      );
+    if (start.status === 'duplicate') {
+      // The caller wants the result: one too large to store cannot be replayed.
+      const tooLarge = tooLargeError(recordId(this.#options.namespace, input.key), start);
+      if (tooLarge) throw tooLarge;
     }
     if (start.status !== 'acquired') return start;
     const { lease } = start;
@@ -203,10 +200,12 @@ export class LeaseIdempotency {
    */
   async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict> {
     const serialized = serializeResult(result);
-    const written = await this.#writeWithRetries(() => this.#options.store.complete(lease, serialized));
-    if (typeof written === 'object') {
-      this.#observer.completionWriteFailed(lease.id, written.error);
-      return 'not-recorded';
+    const { value: written, error } = await this.#writeWithRetries(() =>
+      this.#options.store.complete(lease, serialized),
+    );
+    if (written === undefined) {
+      this.#observer.completionWriteFailed(lease.id, error);
+      return new RecordNotWrittenError(lease.id, 'COMPLETED', error);
     }
     if (!written) {
       this.#observer.leaseLost(lease.id, 'complete');
@@ -234,16 +233,16 @@ export class LeaseIdempotency {
         : isRetryable(error)
           ? 'failed'
           : 'rejected';
-    const written = await this.#writeWithRetries(() =>
+    const { value: written, error: writeError } = await this.#writeWithRetries(() =>
       verdict === 'in-doubt'
         ? store.markInDoubt(lease, stored, message)
         : verdict === 'rejected'
           ? store.reject(lease, stored)
           : store.fail(lease, stored),
     );
-    if (typeof written === 'object') {
-      this.#observer.failureWriteFailed(lease.id, written.error);
-      throw new RecordNotWrittenError(lease.id, verdict, written.error);
+    if (written === undefined) {
+      this.#observer.failureWriteFailed(lease.id, writeError);
+      throw new RecordNotWrittenError(lease.id, verdict, writeError);
     }
     if (!written) this.#observer.leaseLost(lease.id, verdict);
     else if (verdict === 'in-doubt') this.#observer.inDoubt(lease.id, stored);
@@ -251,16 +250,12 @@ export class LeaseIdempotency {
   }
 
   /** A fenced write, tried up to `completionAttempts` times with backoff; its last error if all failed. */
-  async #writeWithRetries(write: () => Promise<boolean>): Promise<boolean | { error: unknown }> {
-    const attempts = this.#options.completionAttempts ?? 3;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await write();
-      } catch (error) {
-        if (attempt >= attempts) return { error };
-        await sleep(25 * 2 ** attempt * (0.5 + Math.random()));
-      }
-    }
+  #writeWithRetries(write: () => Promise<boolean>) {
+    const { completionAttempts } = this.#options;
+    return retried(
+      { ...RECORD_WRITE_RETRY, maxAttempts: completionAttempts ?? RECORD_WRITE_RETRY.maxAttempts },
+      write,
+    );
   }
 
   #leaseMs(context: RemainingTime | undefined): number {

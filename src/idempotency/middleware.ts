@@ -1,8 +1,9 @@
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { IdempotencyInDoubtError, ResultTooLargeError } from './errors.js';
+import { IdempotencyInDoubtError } from './errors.js';
+import { recordId } from './keys.js';
 import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } from './lease.js';
-import { MAX_RESULT_BYTES } from './record.js';
+import { tooLargeError } from './result-json.js';
 import type { Lease } from './store.js';
 
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {
@@ -39,9 +40,8 @@ export function idempotentRequest<TEvent, TResult>(
           leases.set(request, start.lease);
           return;
         case 'duplicate':
-          if (start.resultBytes !== undefined) {
-            throw new ResultTooLargeError(`${options.namespace}#${key}`, start.resultBytes, MAX_RESULT_BYTES);
-          }
+          // The stored response is what a repeat gets: one too large to store cannot be replayed.
+          if (start.resultBytes !== undefined) throw tooLargeError(recordId(options.namespace, key), start);
           // Middy's early-return contract that also works for `undefined` responses.
           request.earlyResponse = start.result;
           return;

@@ -41,6 +41,9 @@ export const UPDATED_AT_ATTRIBUTE = 'updatedAt';
  */
 export type UnresolvedReason = 'IN_DOUBT' | 'RETRY_PENDING';
 
+/** Every {@link UnresolvedReason}: the partitions of the unresolved index. */
+export const UNRESOLVED_REASONS: readonly UnresolvedReason[] = ['IN_DOUBT', 'RETRY_PENDING'];
+
 export type RecordStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'REJECTED' | 'IN_DOUBT';
 
 /**

@@ -13,10 +13,11 @@ export function serializeResult(result: unknown): SerializedResult {
   return bytes > MAX_RESULT_BYTES ? { resultBytes: bytes } : { result: json };
 }
 
-export function tooLargeError(id: string, serialized: SerializedResult): ResultTooLargeError | undefined {
-  return serialized.resultBytes === undefined
+/** The error for a result too large to store (or to replay, for a record that only kept its size). */
+export function tooLargeError(id: string, stored: { resultBytes?: number }): ResultTooLargeError | undefined {
+  return stored.resultBytes === undefined
     ? undefined
-    : new ResultTooLargeError(id, serialized.resultBytes, MAX_RESULT_BYTES);
+    : new ResultTooLargeError(id, stored.resultBytes, MAX_RESULT_BYTES);
 }
 
 /** Duplicates get the stored result back through JSON, as a first call's caller would over the wire. */

@@ -13,6 +13,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
@@ -123,7 +124,7 @@ export class DynamoDBIdempotencyStore {
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
             'expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one ' +
-            'REMOVE #result, resultBytes, #error, #message, unresolved',
+            `REMOVE #result, resultBytes, #error, #message, ${UNRESOLVED_ATTRIBUTE}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash)${takeover}`,
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
@@ -152,7 +153,7 @@ export class DynamoDBIdempotencyStore {
       if (!(error instanceof ConditionalCheckFailedException)) {
         // The SDK gave up, and one of its tries may have been applied: give back a lease that is
         // perhaps ours, so that no at-most-once delivery later finds it expired and parks it IN_DOUBT.
-        await this.#releaseToken(input.id, token);
+        await this.releaseWithRetries({ id: input.id, token } as Lease);
         throw error;
       }
       const existing = existingItem(error);
@@ -160,18 +161,6 @@ export class DynamoDBIdempotencyStore {
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
         return lease(existing.attempts ?? 1);
       return { acquired: false, existing };
-    }
-  }
-
-  /** Best effort, a few tries: deletes the record if it is IN_PROGRESS under `token`. */
-  async #releaseToken(id: string, token: string): Promise<void> {
-    for (let attempt = 1; attempt <= 3; attempt++) {
-      try {
-        await this.release({ id, token } as Lease);
-        return;
-      } catch {
-        // Still failing: the lease, if it is ours, expires on its own.
-      }
     }
   }
 
@@ -225,7 +214,7 @@ export class DynamoDBIdempotencyStore {
           TableName: this.tableName,
           Key: { id: record.id },
           UpdateExpression:
-            'SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, unresolved = :inDoubt, ' +
+            `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
             `expiresAt = :expiresAt, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
             'REMOVE leaseExpiresAt',
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
@@ -275,6 +264,14 @@ export class DynamoDBIdempotencyStore {
       // No record left: our own earlier try deleted it. Another owner's record: the lease was lost.
       return existingItem(error) === undefined;
     }
+  }
+
+  /**
+   * {@link release}, tried a few times with backoff: `value` says whether it was released (false:
+   * another owner's record); `error` when it kept failing — the lease then expires on its own.
+   */
+  releaseWithRetries(lease: Lease) {
+    return retried(RECORD_WRITE_RETRY, () => this.release(lease));
   }
 
   /**

@@ -84,6 +84,8 @@ export class TransactionalIdempotency {
     }
     const verdict = judgeExistingRecord(outcome.existing, hash, store.now());
     if (verdict.kind !== 'completed') throw new IdempotencyInProgressError(id, store.now());
+    // Only a lease-mode record sharing the namespace can hold a result too large to replay.
+    if (verdict.resultBytes !== undefined) throw tooLargeError(id, verdict);
     this.#cache?.set(id, {
       payloadHash: hash,
       result: verdict.result,

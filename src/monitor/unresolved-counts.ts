@@ -3,6 +3,7 @@ import {
   EXPIRES_AT_ATTRIBUTE,
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
+  UNRESOLVED_REASONS,
   type UnresolvedReason,
 } from '../idempotency/record.js';
 
@@ -21,10 +22,8 @@ export async function countUnresolved(
   tableName: string,
   nowSeconds: number,
 ): Promise<UnresolvedCounts> {
-  const [inDoubt, retryPending] = await Promise.all(
-    (['IN_DOUBT', 'RETRY_PENDING'] as const).map((reason) =>
-      countReason(client, tableName, reason, nowSeconds),
-    ),
+  const [inDoubt = 0, retryPending = 0] = await Promise.all(
+    UNRESOLVED_REASONS.map((reason) => countReason(client, tableName, reason, nowSeconds)),
   );
   return { inDoubt, retryPending };
 }

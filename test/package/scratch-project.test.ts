@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
+import { messagesInQueue } from '../../src/common/queue-depth.js';
 import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
 
@@ -193,8 +194,10 @@ describe('Oncely installed in a project of its own', () => {
       );
       refused = Messages[0]?.MessageAttributes?.ErrorName?.StringValue;
     }
-    sqs.destroy();
     expect(refused).toBe('WelcomeRefusedError');
+    // Only once the queue is empty can no late duplicate still be coming.
+    await expect.poll(() => messagesInQueue(sqs, ready.resources.queueUrl), { timeout: 30_000 }).toBe(0);
+    sqs.destroy();
     expect(received.sort()).toEqual(
       ['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`),
     );

@@ -136,7 +136,7 @@ describe('a consumer bundled as the stack bundles it', () => {
     // Module-level constants of the consumer runtime: a build that does not minify keeps them.
     const internal = {
       'src/consumer/dead-letter-queue.ts': 'MAX_ERROR_MESSAGE_LENGTH',
-      'src/consumer/operations.ts': 'RELEASE_ATTEMPTS',
+      'src/consumer/deadline.ts': 'RECENT_RECORDS',
     };
     for (const [source, identifier] of Object.entries(internal)) {
       expect(await readFile(join(PROJECT_ROOT, source), 'utf8')).toContain(`const ${identifier} =`);
