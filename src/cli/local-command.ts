@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../cdk/pipeline-outputs.js';
@@ -52,10 +52,9 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       },
     });
     if (!received) {
+      // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
+      if (options.readyFile) writeReadyFile(options.readyFile, sandbox.description);
       printDescription(sandbox.description);
-      if (options.readyFile) {
-        writeFileSync(options.readyFile, `${JSON.stringify(sandbox.description, null, 2)}\n`);
-      }
       await signal;
     }
     await sandbox.stop();
@@ -68,6 +67,13 @@ export async function runLocal(options: LocalOptions): Promise<number> {
   } finally {
     for (const name of SIGNALS) process.off(name, onSignal);
   }
+}
+
+/** Writes to a temporary file beside it, then renames: a reader never sees a half-written file. */
+function writeReadyFile(path: string, description: SandboxDescription): void {
+  const partial = `${path}.${process.pid}.tmp`;
+  writeFileSync(partial, `${JSON.stringify(description, null, 2)}\n`);
+  renameSync(partial, path);
 }
 
 function printDescription(description: SandboxDescription): void {
