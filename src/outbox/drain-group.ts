@@ -1,0 +1,127 @@
+import type { RetryPolicy } from '../common/backoff.js';
+import type { MessageResult } from '../publisher/contract.js';
+import { type SendBatch, sendInGroupOrder } from '../publisher/ordered-sender.js';
+import type { PreparedMessage } from '../publisher/validation.js';
+import type { PendingMessage } from './layout.js';
+import type { OutboxItem, OutboxItems } from './outbox-items.js';
+
+export interface DrainOptions {
+  items: OutboxItems;
+  sendBatch: SendBatch;
+  /** The queue's maximum message size: a batch's bodies together stay under it. */
+  maxBatchBytes: number;
+  retry: RetryPolicy;
+  /** Who claims: one value per invocation, so its own claims (and lost answers) are recognised. */
+  owner: string;
+  /** How long a claim lasts: past the invocation's end, so that no one sends what it may be sending. */
+  claimMs: number;
+  /** `relay` or `sweeper`, kept on the SENT item. */
+  sentBy: string;
+  /** How long the invocation may still work. */
+  timeLeftMs: () => number;
+  /** How many pending messages of the group are claimed at a time. Default 10 (one SendMessageBatch). */
+  claimAtOnce?: number;
+}
+
+/** What draining one group came to. */
+export interface DrainReport {
+  groupId: string;
+  sent: string[];
+  /** Sent, but the SENT mark could not be written: the item stays pending and a later send is deduplicated. */
+  sentUnmarked: string[];
+  /** Left pending after a failed send; the error is on the item. */
+  notSent: string[];
+  /** Why SENT marks could not be written. */
+  markErrors: string[];
+  /** Stopped at a message another invocation holds (it sends that one, and the rest later). */
+  stoppedAtHeld?: string;
+}
+
+/** Below this, an invocation does not start claiming more: its claims would outlive its chance to send. */
+const MIN_TIME_TO_CLAIM_MS = 1_000;
+
+/**
+ * Sends a group's pending messages in order, oldest first, until none is left, one is held by
+ * another invocation, a send fails, or time runs short (DESIGN §9). Each round lists the group's
+ * first pending messages (strongly consistent), claims them, and sends only the leading run it
+ * holds: so no message is ever sent while an earlier message of its group is pending. Claims it
+ * does not use are given back.
+ */
+export async function drainGroup(groupId: string, options: DrainOptions): Promise<DrainReport> {
+  const report: DrainReport = { groupId, sent: [], sentUnmarked: [], notSent: [], markErrors: [] };
+  const limit = options.claimAtOnce ?? 10;
+  while (options.timeLeftMs() > MIN_TIME_TO_CLAIM_MS) {
+    const pending = await options.items.pendingOfGroup(groupId, limit);
+    if (pending.length === 0) break;
+    // The head first: whoever holds it holds the group for now, and the others stop here instead
+    // of taking scattered messages of it. Then the rest together, in one round trip.
+    const [head, ...rest] = pending as [PendingMessage, ...PendingMessage[]];
+    const headClaim = await options.items.claim(head.key, options.owner, options.claimMs);
+    if (!headClaim.claimed) {
+      report.stoppedAtHeld = head.key;
+      break;
+    }
+    const claims = [
+      headClaim,
+      ...(await Promise.all(
+        rest.map((message) => options.items.claim(message.key, options.owner, options.claimMs)),
+      )),
+    ];
+    const firstNotClaimed = claims.findIndex((claim) => !claim.claimed);
+    const run = (firstNotClaimed === -1 ? claims : claims.slice(0, firstNotClaimed)).map(
+      (claim) => (claim as { item: OutboxItem }).item,
+    );
+    const unused = claims.slice(run.length).flatMap((claim) => (claim.claimed ? [claim.item] : []));
+    await Promise.all(unused.map((item) => options.items.release(item.key, options.owner)));
+    if (!(await sendRun(run, options, report))) break;
+  }
+  return report;
+}
+
+/** Sends a run of claimed items in order and settles each; false when any was not sent. */
+async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainReport): Promise<boolean> {
+  const prepared: PreparedMessage[] = run.map((item, index) => ({
+    index,
+    key: item.key,
+    groupId: item.groupId,
+    body: item.body,
+    bytes: Buffer.byteLength(item.body),
+  }));
+  const results = await sendInGroupOrder(prepared, {
+    sendBatch: options.sendBatch,
+    maxBatchBytes: options.maxBatchBytes,
+    retry: options.retry,
+    timeLeftMs: options.timeLeftMs,
+  });
+  for (const [index, item] of run.entries()) {
+    const result = results[index] as MessageResult;
+    const marked =
+      result.status === 'sent' &&
+      (await options.items
+        .markSent(item, options.owner, { messageId: result.messageId, sentBy: options.sentBy })
+        .catch((error: unknown) => {
+          report.markErrors.push(`${item.key}: ${error instanceof Error ? error.message : String(error)}`);
+          return false;
+        }));
+    if (marked) {
+      report.sent.push(item.key);
+      continue;
+    }
+    // This item and the rest stay pending and are given back: the next drain sends them again, in
+    // order. A copy of one that did reach SQS is dropped there (same deduplication id, 5 minutes) or
+    // by the consumer's idempotency record.
+    for (const [offset, rest] of run.slice(index).entries()) {
+      const outcome = results[index + offset] as MessageResult;
+      (outcome.status === 'sent' ? report.sentUnmarked : report.notSent).push(rest.key);
+      await options.items
+        .release(rest.key, options.owner, outcome.status === 'sent' ? undefined : describeUnsent(outcome))
+        .catch(() => undefined); // its claim then simply expires
+    }
+    return false;
+  }
+  return true;
+}
+
+function describeUnsent(result: MessageResult): string {
+  return 'reason' in result ? `${result.status}: ${result.reason}` : result.status;
+}

@@ -1,0 +1,58 @@
+import { OncelyError } from '../idempotency/errors.js';
+import type { ValidationProblem } from '../publisher/errors.js';
+
+/** The messages are invalid: nothing was written. `problems` lists each, with its index. */
+export class OutboxValidationError extends OncelyError {
+  static readonly errorName: string = 'OutboxValidationError';
+  readonly retryable = false;
+  constructor(readonly problems: readonly ValidationProblem[]) {
+    const listed = problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.message}`);
+    const more = problems.length > listed.length ? `; and ${problems.length - listed.length} more` : '';
+    super(`The outbox write is invalid, nothing was written: ${listed.join('; ')}${more}`);
+  }
+}
+
+/** What stopped a canceled transaction: one of your writes, or one of the messages. */
+export type OutboxWriteFailure =
+  | { kind: 'write'; index: number; code: string; message?: string }
+  | { kind: 'message'; index: number; key: string; code: string; message?: string };
+
+/**
+ * DynamoDB canceled the transaction: a condition of one of your writes failed (or a message's key is
+ * already in the outbox). Nothing was written and nothing will be published.
+ */
+export class OutboxWriteCanceledError extends OncelyError {
+  static readonly errorName: string = 'OutboxWriteCanceledError';
+  readonly retryable = false;
+  constructor(readonly failures: readonly OutboxWriteFailure[]) {
+    super(
+      `The outbox write was canceled, nothing was written and nothing will be published: ${failures
+        .map(describeFailure)
+        .join('; ')}`,
+    );
+  }
+}
+
+/**
+ * Another transaction was writing the same items at the same moment (DynamoDB's TransactionConflict).
+ * Nothing was written: try the same write again.
+ */
+export class OutboxWriteConflictError extends OncelyError {
+  static readonly errorName: string = 'OutboxWriteConflictError';
+  readonly retryable = true;
+}
+
+/** More items than one transaction takes. Nothing was written. */
+export class OutboxTooManyItemsError extends OncelyError {
+  static readonly errorName: string = 'OutboxTooManyItemsError';
+  readonly retryable = false;
+}
+
+function describeFailure(failure: OutboxWriteFailure): string {
+  const why = failure.message ? `${failure.code} (${failure.message})` : failure.code;
+  if (failure.kind === 'write') return `writes[${failure.index}]: ${why}`;
+  if (failure.code === 'ConditionalCheckFailed') {
+    return `messages[${failure.index}]: key "${failure.key}" is already in the outbox (written before, so not again)`;
+  }
+  return `messages[${failure.index}] (key "${failure.key}"): ${why}`;
+}

@@ -1,0 +1,96 @@
+/**
+ * Where the outbox keeps its items (DESIGN §9), in its own table or in the producer's: a key space
+ * of its own, marked by prefixes, on any table whose partition and sort keys are strings.
+ *
+ * Two items per message:
+ * - the **outbox item**, keyed by the message key: its envelope, status (`PENDING` → `SENT`),
+ *   claim, attempts and last error. A second message with the same key is refused at write time.
+ * - the **pending marker**, in its group's partition, sorted by the message's order: it exists only
+ *   while the message is unsent, so "is an earlier message of this group unsent?" is one strongly
+ *   consistent query of a partition that holds only unsent messages (a global index could lag), and
+ *   the sparse index the sweeper queries holds only markers.
+ */
+
+/** The key attributes of the table the outbox writes to. */
+export interface OutboxLayout {
+  tableName: string;
+  /** The table's partition key (a string attribute). Default `pk`. */
+  partitionKey: string;
+  /** The table's sort key (a string attribute). Default `sk`. */
+  sortKey: string;
+}
+
+export const DEFAULT_PARTITION_KEY = 'pk';
+export const DEFAULT_SORT_KEY = 'sk';
+
+export type OutboxStatus = 'PENDING' | 'SENT';
+
+/** Attributes of outbox items and pending markers. */
+export const OUTBOX_ATTRIBUTES = {
+  key: 'outboxKey',
+  status: 'outboxStatus',
+  groupId: 'groupId',
+  type: 'messageType',
+  body: 'body',
+  createdAt: 'createdAt',
+  order: 'outboxOrder',
+  claimOwner: 'claimOwner',
+  claimExpiresAt: 'claimExpiresAt',
+  attempts: 'sendAttempts',
+  lastError: 'lastError',
+  messageId: 'messageId',
+  sentAt: 'sentAt',
+  sentBy: 'sentBy',
+  expiresAt: 'expiresAt',
+  /** On pending markers only: the sparse index's partition key. */
+  pending: 'outboxPending',
+} as const;
+
+/** The sparse index of pending markers, oldest first: what the sweeper and `oncely outbox list` query. */
+export const OUTBOX_PENDING_INDEX = 'oncely-outbox-pending';
+/** The one value of the pending index's partition key. */
+export const PENDING_PARTITION = 'PENDING';
+
+const ITEM_PREFIX = 'oncely-outbox#';
+const GROUP_PREFIX = 'oncely-outbox-group#';
+const ITEM_SORT_KEY = 'oncely-outbox';
+
+/** How long a SENT item is kept (its TTL attribute `expiresAt`): long enough to look up what was sent. */
+export const SENT_RETENTION_SECONDS = 7 * 24 * 3600;
+
+export function itemKey(layout: OutboxLayout, messageKey: string): Record<string, string> {
+  return { [layout.partitionKey]: ITEM_PREFIX + messageKey, [layout.sortKey]: ITEM_SORT_KEY };
+}
+
+export function markerKey(layout: OutboxLayout, groupId: string, order: string): Record<string, string> {
+  return { [layout.partitionKey]: GROUP_PREFIX + groupId, [layout.sortKey]: order };
+}
+
+export function groupPartition(groupId: string): string {
+  return GROUP_PREFIX + groupId;
+}
+
+/**
+ * A message's place in its group: the producer's clock at the write, then its position in the write,
+ * then its key (two writes in one millisecond). Fixed widths, so string order is time order.
+ */
+export function orderKey(createdAtMs: number, position: number, messageKey: string): string {
+  return `${String(createdAtMs).padStart(15, '0')}#${String(position).padStart(3, '0')}#${messageKey}`;
+}
+
+/** The write time at the head of an order key. */
+export function createdAtOf(order: string): number {
+  return Number(order.slice(0, order.indexOf('#')));
+}
+
+/** The order key every message written before `ms` sorts under. */
+export function orderBefore(ms: number): string {
+  return `${String(ms).padStart(15, '0')}#`;
+}
+
+/** A message waiting in the outbox, as the relay and the sweeper handle it. */
+export interface PendingMessage {
+  key: string;
+  groupId: string;
+  order: string;
+}

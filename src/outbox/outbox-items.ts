@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  OUTBOX_ATTRIBUTES as A,
+  groupPartition,
+  itemKey,
+  markerKey,
+  OUTBOX_PENDING_INDEX,
+  type OutboxLayout,
+  orderBefore,
+  PENDING_PARTITION,
+  type PendingMessage,
+  SENT_RETENTION_SECONDS,
+} from './layout.js';
+
+/** An outbox item as the relay and sweeper read it. */
+export interface OutboxItem {
+  key: string;
+  groupId: string;
+  status: 'PENDING' | 'SENT';
+  body: string;
+  order: string;
+  createdAt: number;
+  attempts?: number;
+  lastError?: string;
+  claimOwner?: string;
+  claimExpiresAt?: number;
+  messageId?: string;
+}
+
+/** What a claim came to: the item, now ours; or why not. */
+export type ClaimResult =
+  | { claimed: true; item: OutboxItem }
+  | { claimed: false; reason: 'held' | 'sent' | 'missing'; item?: OutboxItem };
+
+const NAMES = {
+  '#status': A.status,
+  '#owner': A.claimOwner,
+  '#claimExpiresAt': A.claimExpiresAt,
+};
+
+/**
+ * The requests the relay and the sweeper make on outbox items: claim (a conditional update, never
+ * a lock), release, mark sent, and the strongly consistent list of a group's pending messages.
+ */
+export class OutboxItems {
+  readonly layout: OutboxLayout;
+  readonly now: () => number;
+  readonly #documents: DynamoDBDocumentClient;
+
+  constructor(options: { client: DynamoDBClient; layout: OutboxLayout; now?: () => number }) {
+    this.layout = options.layout;
+    this.now = options.now ?? Date.now;
+    this.#documents = DynamoDBDocumentClient.from(options.client, {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+  }
+
+  /**
+   * Claims a pending item for `owner` until `leaseMs` from now, unless someone else holds a live
+   * claim. A retry of a claim whose answer was lost finds its own owner and succeeds again.
+   */
+  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+    const now = this.now();
+    try {
+      const { Attributes } = await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.layout.tableName,
+          Key: itemKey(this.layout, key),
+          UpdateExpression: 'SET #owner = :owner, #claimExpiresAt = :expires',
+          ConditionExpression:
+            '#status = :pending AND (attribute_not_exists(#owner) OR #claimExpiresAt <= :now OR #owner = :owner)',
+          ExpressionAttributeNames: NAMES,
+          ExpressionAttributeValues: {
+            ':owner': owner,
+            ':expires': now + leaseMs,
+            ':now': now,
+            ':pending': 'PENDING',
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { claimed: true, item: toItem(Attributes as Record<string, unknown>) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // The document client leaves the item in the error marshalled.
+      if (!error.Item) return { claimed: false, reason: 'missing' };
+      const item = toItem(unmarshall(error.Item));
+      return { claimed: false, reason: item.status === 'SENT' ? 'sent' : 'held', item };
+    }
+  }
+
+  /** Gives a claim back, noting why the item was not sent. A claim already lost is left alone. */
+  async release(key: string, owner: string, lastError?: string): Promise<void> {
+    const noted = lastError ? ' SET #lastError = :lastError ADD #attempts :one' : '';
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.layout.tableName,
+          Key: itemKey(this.layout, key),
+          UpdateExpression: `REMOVE #owner, #claimExpiresAt${noted}`,
+          ConditionExpression: '#owner = :owner',
+          ExpressionAttributeNames: {
+            '#owner': A.claimOwner,
+            '#claimExpiresAt': A.claimExpiresAt,
+            ...(lastError ? { '#lastError': A.lastError, '#attempts': A.attempts } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':owner': owner,
+            ...(lastError ? { ':lastError': lastError.slice(0, 500), ':one': 1 } : {}),
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /**
+   * Marks a claimed item SENT and deletes its pending marker, in one transaction (a retry after a
+   * lost answer is the same transaction: the SDK reuses its token). False when the claim was lost.
+   */
+  async markSent(
+    item: OutboxItem,
+    owner: string,
+    sent: { messageId: string; sentBy: string },
+  ): Promise<boolean> {
+    const now = this.now();
+    try {
+      await this.#documents.send(
+        new TransactWriteCommand({
+          ClientRequestToken: randomUUID(),
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.layout.tableName,
+                Key: itemKey(this.layout, item.key),
+                UpdateExpression:
+                  'SET #status = :sent, #messageId = :messageId, #sentAt = :now, #sentBy = :sentBy, ' +
+                  '#expiresAt = :expiresAt REMOVE #owner, #claimExpiresAt ADD #attempts :one',
+                ConditionExpression: '#status = :pending AND #owner = :owner',
+                ExpressionAttributeNames: {
+                  ...NAMES,
+                  '#messageId': A.messageId,
+                  '#sentAt': A.sentAt,
+                  '#sentBy': A.sentBy,
+                  '#expiresAt': A.expiresAt,
+                  '#attempts': A.attempts,
+                },
+                ExpressionAttributeValues: {
+                  ':sent': 'SENT',
+                  ':pending': 'PENDING',
+                  ':owner': owner,
+                  ':messageId': sent.messageId,
+                  ':sentBy': sent.sentBy,
+                  ':now': now,
+                  ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
+                  ':one': 1,
+                },
+              },
+            },
+            {
+              Delete: {
+                TableName: this.layout.tableName,
+                Key: markerKey(this.layout, item.groupId, item.order),
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      const lostClaim =
+        error instanceof TransactionCanceledException &&
+        error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed';
+      if (lostClaim) return false;
+      throw error;
+    }
+  }
+
+  /** The first `limit` pending messages of a group, in order, read strongly consistently. */
+  async pendingOfGroup(groupId: string, limit: number): Promise<PendingMessage[]> {
+    const { Items = [] } = await this.#documents.send(
+      new QueryCommand({
+        TableName: this.layout.tableName,
+        KeyConditionExpression: '#pk = :group',
+        ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
+        ExpressionAttributeValues: { ':group': groupPartition(groupId) },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    return Items.map(toPending);
+  }
+
+  /**
+   * Pending messages written before `beforeMs`, oldest first, from the sparse index of markers (no
+   * lock, eventually consistent: a list of candidates that claims then settle). Up to `limit`.
+   */
+  async pendingBefore(beforeMs: number, limit: number): Promise<PendingMessage[]> {
+    const found: PendingMessage[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#documents.send(
+        new QueryCommand({
+          ...this.#pendingQuery(beforeMs),
+          Limit: limit - found.length,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      found.push(...(page.Items ?? []).map(toPending));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && found.length < limit);
+    return found;
+  }
+
+  /** How many messages written before `beforeMs` are still pending (from the sparse index). */
+  async countPendingBefore(beforeMs: number): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#documents.send(
+        new QueryCommand({ ...this.#pendingQuery(beforeMs), Select: 'COUNT', ExclusiveStartKey: startKey }),
+      );
+      count += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return count;
+  }
+
+  #pendingQuery(beforeMs: number) {
+    return {
+      TableName: this.layout.tableName,
+      IndexName: OUTBOX_PENDING_INDEX,
+      KeyConditionExpression: '#pending = :pending AND #order < :before',
+      ExpressionAttributeNames: { '#pending': A.pending, '#order': A.order },
+      ExpressionAttributeValues: { ':pending': PENDING_PARTITION, ':before': orderBefore(beforeMs) },
+    };
+  }
+}
+
+function toPending(item: Record<string, unknown>): PendingMessage {
+  return { key: String(item[A.key]), groupId: String(item[A.groupId]), order: String(item[A.order]) };
+}
+
+export function toItem(item: Record<string, unknown>): OutboxItem {
+  const optional = <T>(name: string) => (item[name] === undefined ? undefined : (item[name] as T));
+  return {
+    key: String(item[A.key]),
+    groupId: String(item[A.groupId]),
+    status: item[A.status] === 'SENT' ? 'SENT' : 'PENDING',
+    body: String(item[A.body]),
+    order: String(item[A.order]),
+    createdAt: Number(item[A.createdAt]),
+    attempts: optional<number>(A.attempts),
+    lastError: optional<string>(A.lastError),
+    claimOwner: optional<string>(A.claimOwner),
+    claimExpiresAt: optional<number>(A.claimExpiresAt),
+    messageId: optional<string>(A.messageId),
+  };
+}

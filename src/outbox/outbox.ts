@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactionWrite } from '../idempotency/store.js';
+import type { PublishMessage } from '../publisher/contract.js';
+import { PublishValidationError } from '../publisher/errors.js';
+import { type PreparedMessage, validatePublishRequest } from '../publisher/validation.js';
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  integerVariable,
+  OUTBOX_ENVIRONMENT,
+  outboxLayout,
+} from './environment.js';
+import {
+  OutboxTooManyItemsError,
+  OutboxValidationError,
+  OutboxWriteCanceledError,
+  OutboxWriteConflictError,
+  type OutboxWriteFailure,
+} from './errors.js';
+import {
+  OUTBOX_ATTRIBUTES as A,
+  itemKey,
+  markerKey,
+  type OutboxLayout,
+  orderKey,
+  PENDING_PARTITION,
+} from './layout.js';
+
+/** One message for the outbox, as the publisher takes it (DESIGN §6): `{ type, groupId, key?, payload }`. */
+export type OutboxMessage = PublishMessage;
+
+export interface OutboxOptions extends Partial<OutboxLayout> {
+  /** The client of the table's region. Default: a new `DynamoDBClient` from the AWS SDK's defaults. */
+  client?: DynamoDBClient;
+  /** The queue's maximum message size in bytes; every body must fit. Default `OUTBOX_MAX_MESSAGE_BYTES`, else 262,144. */
+  maxMessageBytes?: number;
+  /** The clock, `() => new Date()` by default; it stamps `publishedAt` and each message's order. */
+  now?: () => Date;
+}
+
+export interface OutboxWrite {
+  /**
+   * Your own writes (DynamoDBDocumentClient's TransactWriteItems format: Put, Update, Delete,
+   * ConditionCheck), committed with the messages or not at all. Default none.
+   */
+  writes?: readonly TransactionWrite[];
+  /** The messages to publish once the writes committed, in group order. At least one. */
+  messages: readonly OutboxMessage[];
+  /**
+   * Makes a retry of this very write safe for 10 minutes (DynamoDB's idempotency token): reuse it
+   * when you retry after an error that may have come after the commit. Default: one per call.
+   */
+  clientRequestToken?: string;
+}
+
+export interface OutboxWriteResult {
+  /** Each message's key (given or derived, DESIGN §2), in the order of `messages`. */
+  keys: string[];
+}
+
+/** DynamoDB's limit of items per transaction. */
+export const MAX_TRANSACTION_ITEMS = 100;
+/** Each message takes two items: the outbox item and its pending marker (see layout.ts). */
+export const ITEMS_PER_MESSAGE = 2;
+
+/**
+ * `oncely/outbox` (DESIGN §9): your DynamoDB writes and the messages they announce commit in one
+ * TransactWriteItems. If the transaction is canceled nothing is written and nothing is published;
+ * once it commits, the relay (and, for what it misses, the sweeper) publishes every message.
+ */
+export class Outbox {
+  readonly layout: OutboxLayout;
+  readonly #documents: DynamoDBDocumentClient;
+  readonly #maxMessageBytes: number;
+  readonly #now: () => Date;
+
+  constructor(options: OutboxOptions = {}) {
+    this.layout = outboxLayout(options);
+    this.#documents = DynamoDBDocumentClient.from(options.client ?? new DynamoDBClient({}), {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+    this.#maxMessageBytes =
+      options.maxMessageBytes ??
+      integerVariable(OUTBOX_ENVIRONMENT.maxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES, 1_024);
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Commits `writes` and `messages` together. Throws OutboxValidationError (bad messages),
+   * OutboxTooManyItemsError, OutboxWriteCanceledError (a condition failed: it names the write or
+   * message), OutboxWriteConflictError (retry it); in each case nothing was written.
+   */
+  async write(input: OutboxWrite): Promise<OutboxWriteResult> {
+    const writes = input.writes ?? [];
+    const now = this.#now();
+    const prepared = this.#prepare(input.messages, now);
+    const items = writes.length + prepared.length * ITEMS_PER_MESSAGE;
+    if (items > MAX_TRANSACTION_ITEMS) {
+      throw new OutboxTooManyItemsError(
+        `${writes.length} writes and ${prepared.length} messages make ${items} items, over DynamoDB's ` +
+          `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
+      );
+    }
+    const createdAt = now.getTime();
+    const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
+      const order = orderKey(createdAt, message.index, message.key);
+      return [
+        {
+          Put: {
+            TableName: this.layout.tableName,
+            Item: {
+              ...itemKey(this.layout, message.key),
+              [A.key]: message.key,
+              [A.status]: 'PENDING',
+              [A.groupId]: message.groupId,
+              [A.type]: input.messages[message.index]?.type,
+              [A.body]: message.body,
+              [A.createdAt]: createdAt,
+              [A.order]: order,
+            },
+            // A key already in the outbox was published (or is being): never a second time.
+            ConditionExpression: 'attribute_not_exists(#pk)',
+            ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
+          },
+        },
+        {
+          Put: {
+            TableName: this.layout.tableName,
+            Item: {
+              ...markerKey(this.layout, message.groupId, order),
+              [A.pending]: PENDING_PARTITION,
+              [A.order]: order,
+              [A.key]: message.key,
+              [A.groupId]: message.groupId,
+            },
+          },
+        },
+      ];
+    });
+    try {
+      await this.#documents.send(
+        new TransactWriteCommand({
+          TransactItems: [...writes, ...outboxItems],
+          ClientRequestToken: input.clientRequestToken ?? randomUUID(),
+        }),
+      );
+    } catch (error) {
+      throw canceled(error, writes.length, prepared) ?? error;
+    }
+    return { keys: prepared.map((message) => message.key) };
+  }
+
+  #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {
+    try {
+      return validatePublishRequest({ messages }, { maxMessageBytes: this.#maxMessageBytes }, now).prepared;
+    } catch (error) {
+      if (error instanceof PublishValidationError) throw new OutboxValidationError(error.problems);
+      throw error;
+    }
+  }
+}
+
+/** The typed error for a canceled transaction, naming what stopped it; undefined for any other error. */
+function canceled(
+  error: unknown,
+  writeCount: number,
+  prepared: readonly PreparedMessage[],
+): OutboxWriteConflictError | OutboxWriteCanceledError | undefined {
+  if (!(error instanceof TransactionCanceledException)) return undefined;
+  const reasons = error.CancellationReasons ?? [];
+  if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
+    return new OutboxWriteConflictError(
+      'another transaction was writing the same items at the same moment; nothing was written: try again',
+      { cause: error },
+    );
+  }
+  const failures: OutboxWriteFailure[] = [];
+  reasons.forEach((reason, position) => {
+    if (!reason.Code || reason.Code === 'None') return;
+    const detail = { code: reason.Code, ...(reason.Message ? { message: reason.Message } : {}) };
+    if (position < writeCount) {
+      failures.push({ kind: 'write', index: position, ...detail });
+      return;
+    }
+    const message = prepared[Math.floor((position - writeCount) / ITEMS_PER_MESSAGE)];
+    if (message) failures.push({ kind: 'message', index: message.index, key: message.key, ...detail });
+  });
+  // Canceled without a reason that names an item: DynamoDB's own error says the most.
+  return failures.length > 0 ? new OutboxWriteCanceledError(failures) : undefined;
+}

@@ -1,0 +1,382 @@
+import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { drainGroup } from '../../src/outbox/drain-group.js';
+import { Outbox, type OutboxMessage } from '../../src/outbox/index.js';
+import { groupPartition, itemKey, type OutboxLayout } from '../../src/outbox/layout.js';
+import { type OutboxItem, OutboxItems, toItem } from '../../src/outbox/outbox-items.js';
+import { relayBatch } from '../../src/outbox/relay.js';
+import { sweep } from '../../src/outbox/sweeper.js';
+import { localDynamoClient } from '../support/dynamodb.js';
+import { createOutboxTable, senderOptions } from '../support/outbox.js';
+import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
+import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
+import { injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults.js';
+
+let dynamodb: DynamoDBClient;
+let sqs: SQSClient;
+let layout: OutboxLayout;
+let queue: FifoQueue;
+const queues: FifoQueue[] = [];
+const forever = () => 60_000;
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  sqs = localSqsClient(1);
+});
+// Each test its own table and queue: a sweeper takes whatever is pending in its table.
+beforeEach(async () => {
+  layout = await createOutboxTable(dynamodb);
+  queue = await createFifoQueue(sqs);
+  queues.push(queue);
+});
+afterAll(async () => {
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  dynamodb.destroy();
+});
+
+let written = 0;
+/** Writes `count` messages of group `groupId` through the outbox, each in its own transaction, in order. */
+async function writeMessages(
+  groupId: string,
+  count: number,
+  outbox = new Outbox({ client: dynamodb, ...layout }),
+) {
+  const keys: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const message: OutboxMessage = {
+      type: 'OrderPlaced',
+      groupId,
+      key: `${groupId}-m${i}-${++written}`,
+      payload: { i },
+    };
+    keys.push(...(await outbox.write({ messages: [message] })).keys);
+  }
+  return keys;
+}
+
+/** The stream event the relay would get for these messages' pending markers (the filter passes only those). */
+async function markerInserts(groupId: string): Promise<DynamoDBStreamEvent> {
+  const { Items = [] } = await dynamodb.send(
+    new QueryCommand({
+      TableName: layout.tableName,
+      KeyConditionExpression: 'pk = :group',
+      ExpressionAttributeValues: { ':group': { S: groupPartition(groupId) } },
+      ConsistentRead: true,
+    }),
+  );
+  return {
+    Records: Items.map((image, i) => ({
+      eventName: 'INSERT',
+      dynamodb: { NewImage: image as never, SequenceNumber: String(1000 + i) },
+    })),
+  };
+}
+
+async function itemOf(key: string): Promise<OutboxItem> {
+  const documents = DynamoDBDocumentClient.from(dynamodb);
+  const { Item } = await documents.send(
+    new GetCommand({ TableName: layout.tableName, Key: itemKey(layout, key), ConsistentRead: true }),
+  );
+  return toItem(Item as Record<string, unknown>);
+}
+
+const keysOf = (received: { envelope: { key: string } }[]) => received.map((message) => message.envelope.key);
+
+describe('the relay', () => {
+  it('sends each group in order, marks every message SENT and removes its marker', async () => {
+    const first = await writeMessages('relay-a', 4);
+    const second = await writeMessages('relay-b', 3);
+    const event = await markerInserts('relay-a');
+    event.Records.push(...(await markerInserts('relay-b')).Records);
+
+    const response = await relayBatch(event, {
+      ...senderOptions(dynamodb, sqs, layout, queue.url),
+      timeLeftMs: forever,
+    });
+
+    expect(response.batchItemFailures).toEqual([]);
+    const received = await drainQueue(sqs, queue.url, 7);
+    const ofGroup = (group: string) =>
+      keysOf(received.filter((message) => message.envelope.groupId === group));
+    expect(ofGroup('relay-a')).toEqual(first);
+    expect(ofGroup('relay-b')).toEqual(second);
+    for (const key of [...first, ...second]) {
+      expect(await itemOf(key)).toMatchObject({ status: 'SENT', messageId: expect.any(String), attempts: 1 });
+    }
+    expect((await markerInserts('relay-a')).Records).toHaveLength(0);
+  });
+
+  it('sends an earlier pending message of the group first, although only a later one is in its batch', async () => {
+    const [earlier, later] = await writeMessages('relay-head', 2);
+    const event = await markerInserts('relay-head');
+    event.Records = event.Records.slice(1); // the earlier marker went to another shard
+
+    await relayBatch(event, { ...senderOptions(dynamodb, sqs, layout, queue.url), timeLeftMs: forever });
+
+    expect(keysOf(await drainQueue(sqs, queue.url, 2))).toEqual([earlier, later]);
+  });
+
+  it('sends nothing while an earlier message of the group is held by another invocation', async () => {
+    const [held, later] = await writeMessages('relay-held', 2);
+    const items = new OutboxItems({ client: dynamodb, layout });
+    expect((await items.claim(held as string, 'sweeper:other', 30_000)).claimed).toBe(true);
+
+    const response = await relayBatch(await markerInserts('relay-held'), {
+      ...senderOptions(dynamodb, sqs, layout, queue.url),
+      timeLeftMs: forever,
+    });
+
+    expect(response.batchItemFailures).toEqual([]); // not a failure: the holder sends it, the rest follows
+    expect(await drainQueue(sqs, queue.url, 0)).toEqual([]);
+    expect(await itemOf(later as string)).toMatchObject({ status: 'PENDING', claimOwner: undefined });
+  });
+
+  it('reports the group at its first record when SQS refuses the sends, and leaves them pending with the error', async () => {
+    const keys = await writeMessages('relay-down', 3);
+    const failing = localSqsClient(1);
+    injectCallFaults(failing, () => ({
+      when: 'before-sending',
+      error: Object.assign(new Error('SQS is down'), { name: 'ServiceUnavailable', $fault: 'server' }),
+    }));
+    const event = await markerInserts('relay-down');
+
+    const response = await relayBatch(event, {
+      ...senderOptions(dynamodb, failing, layout, queue.url),
+      timeLeftMs: forever,
+    });
+
+    expect(response.batchItemFailures).toEqual([
+      { itemIdentifier: event.Records[0]?.dynamodb?.SequenceNumber },
+    ]);
+    for (const [index, key] of keys.entries()) {
+      const item = await itemOf(key);
+      expect(item).toMatchObject({ status: 'PENDING', claimOwner: undefined, attempts: 1 });
+      // The first failed; the rest of its group was not tried after it.
+      expect(item.lastError).toContain(index === 0 ? 'SQS is down' : 'blocked: not sent');
+    }
+    failing.destroy();
+  });
+});
+
+describe('a relay that dies after sending and before marking', () => {
+  it('is made good by the sweeper once its claim expires: one copy on the queue, the item SENT', async () => {
+    const [key] = await writeMessages('dies', 1);
+    const dying = localDynamoClient();
+    // The container dies inside the SENT mark: the request never comes back.
+    let died = false;
+    dying.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+        died = true;
+        return new Promise(() => undefined) as never;
+      },
+      { step: 'initialize', name: 'dieBeforeMarking' },
+    );
+    const claimMs = 5_000;
+    void relayBatch(await markerInserts('dies'), {
+      ...senderOptions(dying, sqs, layout, queue.url, { claimMs }),
+      timeLeftMs: forever,
+    });
+    await expect.poll(() => died, { timeout: 5_000 }).toBe(true);
+    expect(await itemOf(key as string)).toMatchObject({
+      status: 'PENDING',
+      claimOwner: expect.stringMatching(/^relay:/),
+    });
+
+    // A sweeper before the claim expires leaves it alone; one after it (clock moved on) sends it again.
+    const early = await sweep({
+      ...senderOptions(dynamodb, sqs, layout, queue.url),
+      sweepAfterMs: 0,
+      stuckAfterMs: 60_000,
+      timeLeftMs: forever,
+    });
+    expect(early.groups.find((group) => group.groupId === 'dies')?.sent ?? []).toEqual([]);
+    const later = () => Date.now() + claimMs + 1_000;
+    const report = await sweep({
+      ...senderOptions(dynamodb, sqs, layout, queue.url, { now: later }),
+      sweepAfterMs: 0,
+      stuckAfterMs: 60_000,
+      timeLeftMs: forever,
+    });
+    expect(report.groups.find((group) => group.groupId === 'dies')?.sent).toEqual([key]);
+    // SQS dropped the second send (same deduplication id): the consumer sees one message.
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
+    expect(await itemOf(key as string)).toMatchObject({ status: 'SENT', attempts: 1 });
+    dying.destroy();
+  });
+});
+
+describe('the sweeper', () => {
+  it('delivers what SQS refused once SQS is back, in group order', async () => {
+    const keys = await writeMessages('sweep-recover', 4);
+    let sqsDown = true;
+    const flaky = localSqsClient(1);
+    injectCallFaults(flaky, () =>
+      sqsDown
+        ? {
+            when: 'before-sending',
+            error: Object.assign(new Error('SQS is down'), { name: 'ServiceUnavailable', $fault: 'server' }),
+          }
+        : undefined,
+    );
+    const run = () =>
+      sweep({
+        ...senderOptions(dynamodb, flaky, layout, queue.url),
+        sweepAfterMs: 0,
+        stuckAfterMs: 60_000,
+        timeLeftMs: forever,
+      });
+
+    const during = await run();
+    expect(during.groups.find((group) => group.groupId === 'sweep-recover')?.notSent).toEqual(keys);
+    sqsDown = false;
+    const after = await run();
+    expect(after.groups.find((group) => group.groupId === 'sweep-recover')?.sent).toEqual(keys);
+    expect(keysOf(await drainQueue(sqs, queue.url, 4))).toEqual(keys);
+    flaky.destroy();
+  });
+
+  it('four sweepers at once split the work and send every message once', async () => {
+    const groups = ['four-a', 'four-b', 'four-c', 'four-d', 'four-e', 'four-f'];
+    const written = new Map<string, string[]>();
+    for (const group of groups) written.set(group, await writeMessages(group, 5));
+    const counting = localSqsClient(1);
+    const sends = injectEntryFaults(counting, () => undefined);
+
+    const reports = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        sweep({
+          ...senderOptions(dynamodb, counting, layout, queue.url),
+          sweepAfterMs: 0,
+          stuckAfterMs: 60_000,
+          timeLeftMs: forever,
+        }),
+      ),
+    );
+
+    const all = [...written.values()].flat();
+    const sentByOne = reports.flatMap((report) => report.groups.flatMap((group) => group.sent));
+    expect(sentByOne.sort()).toEqual([...all].sort());
+    // Never sent twice from the outbox's side: each deduplication id went to SQS once.
+    const ours = sends.sentKeys.filter((key) => all.includes(key));
+    expect(ours.sort()).toEqual([...all].sort());
+    const received = await drainQueue(sqs, queue.url, all.length);
+    for (const group of groups) {
+      expect(keysOf(received.filter((message) => message.envelope.groupId === group))).toEqual(
+        written.get(group),
+      );
+    }
+    counting.destroy();
+  });
+
+  it('counts a message that cannot be sent as stuck, and holds back the rest of its group only', async () => {
+    const [poison, after] = await writeMessages('stuck', 2);
+    const [other] = await writeMessages('not-stuck', 1);
+    const refusing = localSqsClient(1);
+    injectEntryFaults(refusing, (entry) =>
+      entry.key === poison ? { when: 'before-sending', ...PERMANENT } : undefined,
+    );
+    const report = await sweep({
+      ...senderOptions(dynamodb, refusing, layout, queue.url, { now: () => Date.now() + 10_000 }),
+      sweepAfterMs: 0,
+      stuckAfterMs: 5_000,
+      timeLeftMs: forever,
+    });
+
+    expect(report.stuck).toBeGreaterThanOrEqual(2);
+    expect(report.oldestPendingAgeSeconds).toBeGreaterThanOrEqual(10);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([other]);
+    expect(await itemOf(poison as string)).toMatchObject({
+      status: 'PENDING',
+      lastError: expect.stringContaining('InvalidMessageContents'),
+    });
+    expect(await itemOf(after as string)).toMatchObject({ status: 'PENDING' });
+    refusing.destroy();
+  });
+
+  it('answers with one query when nothing is pending', async () => {
+    const empty = await createOutboxTable(dynamodb, 'empty');
+    const client = localDynamoClient();
+    const requests: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        requests.push(String(context.commandName));
+        return next(args);
+      },
+      { step: 'initialize', name: 'countRequests' },
+    );
+    const report = await sweep({
+      ...senderOptions(client, sqs, empty, queue.url),
+      sweepAfterMs: 0,
+      stuckAfterMs: 1,
+      timeLeftMs: forever,
+    });
+    expect(report).toMatchObject({ found: 0, stuck: 0, oldestPendingAgeSeconds: 0 });
+    // The listing, then the stuck count and the oldest age for the metrics.
+    expect(requests).toEqual(['QueryCommand', 'QueryCommand', 'QueryCommand']);
+    client.destroy();
+  });
+});
+
+describe('lost answers and failed requests', () => {
+  it('a claim whose answer was lost is still ours; a SENT mark whose answer was lost is written once', async () => {
+    const [key] = await writeMessages('lost', 1);
+    const client = localDynamoClient();
+    const claims = loseAnswers(client, (operation) => operation === 'UpdateItem');
+    const marks = loseAnswers(client, (operation) => operation === 'TransactWriteItems');
+    const report = await drainGroup('lost', {
+      ...senderOptions(client, sqs, layout, queue.url),
+      owner: 'relay:lost',
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    });
+    expect(claims.lost + marks.lost).toBe(2);
+    expect(report.sent).toEqual([key]);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
+    expect(await itemOf(key as string)).toMatchObject({ status: 'SENT', attempts: 1 });
+    client.destroy();
+  });
+
+  it('a SENT mark that fails leaves the message pending and ours; the next drain sends it again, deduplicated', async () => {
+    const [key] = await writeMessages('mark-fails', 1);
+    const client = localDynamoClient();
+    const failing = failRequests(client, (operation) => operation === 'TransactWriteItems');
+    const options = {
+      ...senderOptions(client, sqs, layout, queue.url),
+      owner: 'relay:mark',
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    };
+
+    const first = await drainGroup('mark-fails', options);
+    expect(first).toMatchObject({ sent: [], sentUnmarked: [key] });
+    expect(first.markErrors[0]).toContain('injected failure');
+    failing.stop();
+    const second = await drainGroup('mark-fails', options);
+    expect(second.sent).toEqual([key]);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
+    client.destroy();
+  });
+
+  it('a transient send failure is retried within the run with the same deduplication id', async () => {
+    const [key] = await writeMessages('transient', 1);
+    const flaky = localSqsClient(1);
+    const sends = injectEntryFaults(flaky, (entry) =>
+      entry.attempt === 1 ? { when: 'after-sending', ...TRANSIENT } : undefined,
+    );
+    const report = await drainGroup('transient', {
+      ...senderOptions(dynamodb, flaky, layout, queue.url),
+      owner: 'relay:transient',
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    });
+    expect(report.sent).toEqual([key]);
+    expect(sends.sentKeys).toEqual([key, key]);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
+    flaky.destroy();
+  });
+});

@@ -1,0 +1,165 @@
+import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deriveMessageKey } from '../../src/idempotency/keys.js';
+import {
+  OUTBOX_ENVIRONMENT,
+  Outbox,
+  OutboxConfigurationError,
+  OutboxTooManyItemsError,
+  OutboxValidationError,
+  OutboxWriteCanceledError,
+} from '../../src/outbox/index.js';
+import type { OutboxLayout } from '../../src/outbox/layout.js';
+import { localDynamoClient } from '../support/dynamodb.js';
+import { createOutboxTable } from '../support/outbox.js';
+import { loseAnswers } from '../support/sdk-middleware.js';
+
+let dynamodb: DynamoDBClient;
+let layout: OutboxLayout;
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  layout = await createOutboxTable(dynamodb);
+});
+afterAll(() => dynamodb.destroy());
+
+async function itemsOf(tableName: string): Promise<Record<string, unknown>[]> {
+  const { Items = [] } = await dynamodb.send(new ScanCommand({ TableName: tableName, ConsistentRead: true }));
+  return Items.map((item) => unmarshall(item));
+}
+
+const orderWrite = (orderId: string) => ({
+  Put: {
+    TableName: layout.tableName,
+    Item: { pk: `order#${orderId}`, sk: 'order', amountCents: 1200 },
+    ConditionExpression: 'attribute_not_exists(pk)',
+  },
+});
+
+describe('Outbox.write', () => {
+  it('commits the writes, each message and its pending marker in one transaction', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    const message = { type: 'OrderPlaced', groupId: 'customer-1', payload: { orderId: 'o-1' } };
+    const { keys } = await outbox.write({
+      writes: [orderWrite('o-1')],
+      messages: [message, { ...message, key: 'given-key', payload: { orderId: 'o-1', second: true } }],
+    });
+    expect(keys).toEqual([deriveMessageKey(message), 'given-key']);
+
+    const items = await itemsOf(layout.tableName);
+    expect(items.find((item) => item.pk === 'order#o-1')).toMatchObject({ amountCents: 1200 });
+    const outboxItem = items.find((item) => item.pk === `oncely-outbox#${keys[0]}`);
+    expect(outboxItem).toMatchObject({
+      outboxStatus: 'PENDING',
+      groupId: 'customer-1',
+      messageType: 'OrderPlaced',
+    });
+    expect(JSON.parse(String(outboxItem?.body))).toMatchObject({ key: keys[0], payload: { orderId: 'o-1' } });
+    const markers = items.filter((item) => item.pk === 'oncely-outbox-group#customer-1');
+    // In the order of the messages: the marker's sort key is the order.
+    expect(markers.map((marker) => marker.outboxKey)).toEqual(keys);
+    expect(markers.every((marker) => marker.outboxPending === 'PENDING')).toBe(true);
+  });
+
+  it('writes nothing when a condition of your writes fails, and names the write', async () => {
+    const own = await createOutboxTable(dynamodb, 'rollback');
+    const outbox = new Outbox({ client: dynamodb, ...own });
+    const write = { ...orderWrite('o-2'), Put: { ...orderWrite('o-2').Put, TableName: own.tableName } };
+    await outbox.write({ writes: [write], messages: [{ type: 'OrderPlaced', groupId: 'g', payload: 1 }] });
+    const before = await itemsOf(own.tableName);
+
+    const error = await outbox
+      .write({ writes: [write], messages: [{ type: 'OrderPlaced', groupId: 'g', payload: 2 }] })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OutboxWriteCanceledError);
+    expect((error as OutboxWriteCanceledError).name).toBe('OutboxWriteCanceledError');
+    expect((error as OutboxWriteCanceledError).failures).toEqual([
+      expect.objectContaining({ kind: 'write', index: 0, code: 'ConditionalCheckFailed' }),
+    ]);
+    expect(await itemsOf(own.tableName)).toHaveLength(before.length);
+  });
+
+  it('refuses a key already in the outbox, naming the message, and writes nothing', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    await outbox.write({ messages: [{ type: 'T', groupId: 'g', key: 'once-only', payload: 1 }] });
+    const error = await outbox
+      .write({
+        writes: [orderWrite('o-3')],
+        messages: [
+          { type: 'T', groupId: 'g', key: 'fresh', payload: 1 },
+          { type: 'T', groupId: 'g', key: 'once-only', payload: 1 },
+        ],
+      })
+      .catch((caught: unknown) => caught);
+    expect((error as OutboxWriteCanceledError).failures).toEqual([
+      expect.objectContaining({
+        kind: 'message',
+        index: 1,
+        key: 'once-only',
+        code: 'ConditionalCheckFailed',
+      }),
+    ]);
+    expect((error as Error).message).toContain('key "once-only" is already in the outbox');
+    const items = await itemsOf(layout.tableName);
+    expect(items.some((item) => item.pk === 'order#o-3' || item.outboxKey === 'fresh')).toBe(false);
+  });
+
+  it('validates messages as the publisher does, before writing anything', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout, maxMessageBytes: 1_024 });
+    const error = await outbox
+      .write({
+        writes: [orderWrite('o-4')],
+        messages: [
+          { type: '', groupId: 'g', payload: 1 },
+          { type: 'T', groupId: 'has space', payload: 1 },
+          { type: 'T', groupId: 'g', payload: 'x'.repeat(2_000) },
+        ],
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OutboxValidationError);
+    expect((error as OutboxValidationError).problems.map((problem) => problem.index)).toEqual([0, 1, 2]);
+    expect((await itemsOf(layout.tableName)).some((item) => item.pk === 'order#o-4')).toBe(false);
+  });
+
+  it('refuses more items than a transaction takes', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    const messages = Array.from({ length: 50 }, (_, i) => ({ type: 'T', groupId: 'g', payload: i }));
+    await expect(outbox.write({ writes: [orderWrite('o-5')], messages })).rejects.toThrow(
+      OutboxTooManyItemsError,
+    );
+  });
+
+  it('commits once when the answer to the transaction is lost and the SDK sends it again', async () => {
+    const client = localDynamoClient();
+    const lost = loseAnswers(client, (operation) => operation === 'TransactWriteItems');
+    const outbox = new Outbox({ client, ...layout });
+    const { keys } = await outbox.write({
+      writes: [orderWrite('o-6')],
+      messages: [{ type: 'T', groupId: 'lost-answer', payload: 'o-6' }],
+    });
+    expect(lost.lost).toBe(1);
+    const items = await itemsOf(layout.tableName);
+    expect(
+      items.filter((item) => item.outboxKey === keys[0] && item.pk === `oncely-outbox#${keys[0]}`),
+    ).toHaveLength(1);
+    client.destroy();
+  });
+
+  it('needs a table: from its options or OUTBOX_TABLE_NAME', () => {
+    const saved = process.env[OUTBOX_ENVIRONMENT.tableName];
+    delete process.env[OUTBOX_ENVIRONMENT.tableName];
+    try {
+      expect(() => new Outbox({ client: dynamodb })).toThrow(OutboxConfigurationError);
+      process.env[OUTBOX_ENVIRONMENT.tableName] = 'from-environment';
+      expect(new Outbox({ client: dynamodb }).layout).toEqual({
+        tableName: 'from-environment',
+        partitionKey: 'pk',
+        sortKey: 'sk',
+      });
+    } finally {
+      if (saved === undefined) delete process.env[OUTBOX_ENVIRONMENT.tableName];
+      else process.env[OUTBOX_ENVIRONMENT.tableName] = saved;
+    }
+  });
+});
