@@ -74,6 +74,8 @@ export class Outbox {
   readonly #documents: DynamoDBDocumentClient;
   readonly #maxMessageBytes: number;
   readonly #now: () => Date;
+  /** The last write's order time: successive writes of this instance never share one. */
+  #lastCreatedAt = 0;
 
   constructor(options: OutboxOptions = {}) {
     this.layout = outboxLayout(options);
@@ -102,7 +104,9 @@ export class Outbox {
           `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
       );
     }
-    const createdAt = now.getTime();
+    // Strictly increasing per instance, so that two writes in one millisecond keep their order.
+    const createdAt = Math.max(now.getTime(), this.#lastCreatedAt + 1);
+    this.#lastCreatedAt = createdAt;
     const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
       const order = orderKey(createdAt, message.index, message.key);
       return [

@@ -163,3 +163,21 @@ describe('Outbox.write', () => {
     }
   });
 });
+
+describe('the order of successive writes', () => {
+  it('keeps the order of writes made in the same millisecond', async () => {
+    const frozen = new Date('2026-11-22T10:00:00.000Z');
+    const outbox = new Outbox({ client: dynamodb, ...layout, now: () => frozen });
+    const keys: string[] = [];
+    // Keys that sort the other way round than the writes.
+    for (const key of ['zz-first', 'mm-second', 'aa-third']) {
+      keys.push(
+        ...(await outbox.write({ messages: [{ type: 'T', groupId: 'same-ms', key, payload: key }] })).keys,
+      );
+    }
+    const markers = (await itemsOf(layout.tableName))
+      .filter((item) => item.pk === 'oncely-outbox-group#same-ms')
+      .sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
+    expect(markers.map((marker) => marker.outboxKey)).toEqual(keys);
+  });
+});
