@@ -1,8 +1,9 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent } from 'aws-lambda';
+import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import {
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,
@@ -20,6 +21,7 @@ import { type ProvisionedStack, provisionTemplate } from './provision.js';
 import { provideRuntimeModules } from './runtime-modules.js';
 import { startScheduleRunner } from './schedule-runner.js';
 import { startSqsEmulator } from './sqs-emulator.js';
+import { type StreamBatchReport, startStreamPoller } from './stream-poller.js';
 import { synthesizeApp } from './synthesize.js';
 
 /** Where the functions reach SQS and DynamoDB. */
@@ -42,8 +44,10 @@ export interface SandboxOptions {
   environment?: Record<string, string>;
   /** Receives every line the functions write; by default it goes to this process's output. */
   functionOutput?: FunctionOutput;
-  /** Called after each batch an event source delivered. */
+  /** Called after each batch an SQS event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
+  /** Called after each invocation with a batch of a DynamoDB-stream event source. */
+  onStreamBatch?: (functionName: string, report: StreamBatchReport) => void;
   /**
    * Runs every schedule rule at this interval instead of its rate, e.g. the unresolved-records
    * monitor every few seconds in a test. Only the clock changes: the template, and so the
@@ -72,7 +76,7 @@ export interface SandboxDescription {
 export interface ProvisionedApp
   extends Pick<
     ProvisionedStack,
-    'queues' | 'tables' | 'functions' | 'eventSources' | 'schedules' | 'notEmulated'
+    'queues' | 'tables' | 'functions' | 'eventSources' | 'streamSources' | 'schedules' | 'notEmulated'
   > {
   stacks: ProvisionedStack[];
 }
@@ -146,9 +150,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
     const sqs = new SQSClient(localAwsConfig(sqsEmulator.endpoint));
     const dynamodb = new DynamoDBClient(localAwsConfig(dynamodbLocal.endpoint));
+    const streams = new DynamoDBStreamsClient(localAwsConfig(dynamodbLocal.endpoint));
     stops.push(() => {
       sqs.destroy();
       dynamodb.destroy();
+      streams.destroy();
     });
     // Served by name, and filled once the stacks are provisioned: Lambda too knows no function
     // before the deploy.
@@ -186,6 +192,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       tables: stacks.flatMap((stack) => stack.tables),
       functions: stacks.flatMap((stack) => stack.functions),
       eventSources: stacks.flatMap((stack) => stack.eventSources),
+      streamSources: stacks.flatMap((stack) => stack.streamSources),
       schedules: stacks.flatMap((stack) => stack.schedules),
       notEmulated: stacks.flatMap((stack) => stack.notEmulated),
     };
@@ -221,7 +228,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
     });
     Object.assign(functions, Object.fromEntries(runtimes));
-    const invoke = (functionName: string, event: unknown) => {
+    const invoke = (functionName: string, event: unknown, awsRequestId?: string) => {
       const runtime =
         runtimes.get(functionName) ?? [...runtimes.values()].find((r) => r.spec.arn === functionName);
       if (!runtime) {
@@ -229,7 +236,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           `Function not found: ${functionName}. The app has ${[...runtimes.keys()].join(', ')}.`,
         );
       }
-      return runtime.invoke(event);
+      return runtime.invoke(event, awsRequestId);
     };
 
     for (const source of provisioned.eventSources) {
@@ -242,6 +249,20 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
       // Pollers stop before the functions and emulators they use.
       stops.push(() => poller.stop());
+    }
+    for (const source of provisioned.streamSources) {
+      await started(
+        startStreamPoller({
+          streams,
+          sqs,
+          source,
+          region: LOCAL_REGION,
+          invoke: (event: DynamoDBStreamEvent, awsRequestId) =>
+            invoke(source.functionName, event, awsRequestId),
+          onBatch: (report) => options.onStreamBatch?.(source.functionName, report),
+        }),
+        (streamPoller) => streamPoller.stop(),
+      );
     }
     for (const schedule of provisioned.schedules) {
       const runner = startScheduleRunner({

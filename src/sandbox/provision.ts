@@ -17,6 +17,7 @@ import {
   UnresolvableValueError,
 } from './cloudformation.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
+import { describeStreamSource, type LocalStreamSource } from './stream-source.js';
 
 export interface LocalQueue {
   logicalId: string;
@@ -29,6 +30,8 @@ export interface LocalTable {
   logicalId: string;
   name: string;
   arn: string;
+  /** Its stream's ARN (`Fn::GetAtt [Table, StreamArn]`), when created with a `StreamSpecification`. */
+  streamArn?: string;
 }
 
 /** A Lambda function of the template, to be run in-process from its asset: the code `cdk deploy` uploads. */
@@ -72,6 +75,8 @@ export interface ProvisionedStack {
   tables: LocalTable[];
   functions: LocalFunction[];
   eventSources: LocalEventSource[];
+  /** DynamoDB-stream event source mappings, to be run by local stream pollers. */
+  streamSources: LocalStreamSource[];
   /** EventBridge schedule rules, to be run by local schedule runners. */
   schedules: LocalSchedule[];
   /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
@@ -129,7 +134,9 @@ export async function provisionTemplate(
   const tables: LocalTable[] = [];
   for (const [logicalId, resource] of ofType('AWS::DynamoDB::Table')) {
     const table = await createTable(logicalId, resource, options);
-    resources.set(logicalId, { ref: table.name, attributes: { Arn: table.arn } });
+    const attributes: Record<string, string> = { Arn: table.arn };
+    if (table.streamArn !== undefined) attributes.StreamArn = table.streamArn;
+    resources.set(logicalId, { ref: table.name, attributes });
     tables.push(table);
   }
 
@@ -158,10 +165,12 @@ export async function provisionTemplate(
   }
 
   const eventSources: LocalEventSource[] = [];
+  const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
-    const source = describeEventSource(logicalId, resource, queues, functions, resolve);
+    const source = describeMapping(logicalId, resource, { queues, tables, functions, resolve });
     if ('note' in source) notRun.set(logicalId, source.note);
-    else eventSources.push(source);
+    else if ('queue' in source) eventSources.push(source);
+    else streamSources.push(source);
   }
 
   const rules = ofType('AWS::Events::Rule');
@@ -205,7 +214,18 @@ export async function provisionTemplate(
     if (output.Export) exports.set(String(resolve<unknown>(output.Export.Name)), value);
   }
   const { schedules } = scheduleRules;
-  return { stackName, queues, tables, functions, eventSources, schedules, notEmulated, outputs, exports };
+  return {
+    stackName,
+    queues,
+    tables,
+    functions,
+    eventSources,
+    streamSources,
+    schedules,
+    notEmulated,
+    outputs,
+    exports,
+  };
 }
 
 /** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */
@@ -270,7 +290,11 @@ async function createQueue(
   return { logicalId, name, url: QueueUrl, arn: String(Attributes?.QueueArn) };
 }
 
-async function createTable(logicalId: string, resource: TemplateResource, options: ProvisionOptions) {
+async function createTable(
+  logicalId: string,
+  resource: TemplateResource,
+  options: ProvisionOptions,
+): Promise<LocalTable> {
   const properties = resource.Properties ?? {};
   const name = String(properties.TableName ?? physicalName(options.stackName, logicalId, 255));
   const input: CreateTableCommandInput = {
@@ -295,7 +319,8 @@ async function createTable(logicalId: string, resource: TemplateResource, option
       new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: ttl }),
     );
   }
-  return { logicalId, name, arn: String(TableDescription?.TableArn) };
+  const streamArn = TableDescription?.LatestStreamArn;
+  return { logicalId, name, arn: String(TableDescription?.TableArn), ...(streamArn && { streamArn }) };
 }
 
 /** The asset metadata `cdk synth` writes (with `aws:cdk:enable-asset-metadata`) on a resource with a local asset. */
@@ -333,20 +358,50 @@ function describeFunction(
   };
 }
 
-function describeEventSource(
+/** The mappings' possible sources and targets. */
+interface MappingContext {
+  queues: LocalQueue[];
+  tables: LocalTable[];
+  functions: LocalFunction[];
+  resolve: <T>(value: unknown) => T;
+}
+
+/** An event source mapping of an SQS queue or a table's stream of the stack, or why it does not run. */
+function describeMapping(
   logicalId: string,
   resource: TemplateResource,
-  queues: LocalQueue[],
-  functions: LocalFunction[],
-  resolve: <T>(value: unknown) => T,
-): LocalEventSource | { note: string } {
+  { queues, tables, functions, resolve }: MappingContext,
+): LocalEventSource | LocalStreamSource | { note: string } {
   const properties = resource.Properties ?? {};
-  const sourceArn = resolve<string>(properties.EventSourceArn);
-  const queue = queues.find((candidate) => candidate.arn === sourceArn);
-  if (!queue) return { note: `it reads ${sourceArn}; only SQS queues of the stack are polled locally` };
+  let sourceArn: string;
+  try {
+    sourceArn = resolve<string>(properties.EventSourceArn);
+  } catch (error) {
+    if (!(error instanceof UnresolvableValueError)) throw error;
+    return { note: `its source: ${error.message}` };
+  }
+  const source =
+    queues.find((queue) => queue.arn === sourceArn) ??
+    tables.find((table): table is LocalTable & { streamArn: string } => table.streamArn === sourceArn);
+  if (!source) {
+    return {
+      note: `it reads ${sourceArn}; only SQS queues and DynamoDB table streams of the stack are polled locally`,
+    };
+  }
   const functionName = resolve<string>(properties.FunctionName);
   const fn = functions.find((candidate) => candidate.name === functionName || candidate.arn === functionName);
   if (!fn) return { note: `its function ${functionName} does not run locally` };
+  return 'url' in source
+    ? describeQueueSource(logicalId, properties, source, fn)
+    : describeStreamSource({ logicalId, resource, table: source, fn, queues, resolve });
+}
+
+function describeQueueSource(
+  logicalId: string,
+  properties: Record<string, unknown>,
+  queue: LocalQueue,
+  fn: LocalFunction,
+): LocalEventSource {
   const scaling = properties.ScalingConfig as { MaximumConcurrency?: number } | undefined;
   return {
     logicalId,

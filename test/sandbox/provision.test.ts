@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXPIRES_AT_ATTRIBUTE } from '../../src/idempotency/index.js';
@@ -267,7 +268,9 @@ describe('provisioning what does not run locally, and stacks that import from on
     expect(note('Inline')).toBe('its code is not an asset of the cloud assembly (inline or from S3)');
     expect(note('Zipped')).toBe('its asset functions/functions.mjs is not a directory of the cloud assembly');
     expect(note('Source')).toMatch(/^its function .*Python.* does not run locally$/);
-    expect(note('Stream')).toMatch(/only SQS queues of the stack are polled locally$/);
+    expect(note('Stream')).toBe(
+      'it reads arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/1; only SQS queues and DynamoDB table streams of the stack are polled locally',
+    );
   });
 
   it('resolves Fn::ImportValue to what an earlier stack exports', async () => {
@@ -324,5 +327,159 @@ describe('provisioning what does not run locally, and stacks that import from on
       type: 'Output',
       note: 'Ref Api: not a resource the sandbox emulates',
     });
+  });
+});
+
+describe('provisioning DynamoDB-stream event sources', () => {
+  const streams = new DynamoDBStreamsClient(localAwsConfig(inject('dynamodbEndpoint')));
+  let relayAssembly: CloudAssembly | undefined;
+  let relay: ProvisionedStack;
+  beforeAll(async () => {
+    // An app whose DynamoEventSource sets every option the sandbox emulates.
+    relayAssembly = await synthesizeApp({ appDirectory: 'test/sandbox/fixtures/apps/stream-relay' });
+    const [stack] = relayAssembly.stacks;
+    relay = await provision(stack.template, { assemblyDirectory: stack.assemblyDirectory });
+  }, 120_000);
+  afterAll(() => {
+    relayAssembly?.remove();
+    streams.destroy();
+  });
+
+  it('reads what DynamoEventSource synthesises, the stream being the table’s in DynamoDB Local', async () => {
+    const outbox = relay.tables.find((table) => table.logicalId.startsWith('Outbox'));
+    const seen = relay.tables.find((table) => table.logicalId.startsWith('Seen'));
+    const fn = relay.functions.find((candidate) => candidate.logicalId.startsWith('Relay'));
+    expect(seen?.streamArn).toBeUndefined();
+    expect(relay.eventSources).toEqual([]);
+    expect(relay.streamSources).toEqual([
+      {
+        logicalId: expect.stringContaining('DynamoDBEventSource'),
+        table: outbox,
+        streamArn: outbox?.streamArn,
+        functionName: fn?.name,
+        functionArn: fn?.arn,
+        batchSize: 5,
+        startingPosition: 'TRIM_HORIZON',
+        maximumRetryAttempts: 2,
+        maximumRecordAgeInSeconds: 3600,
+        bisectBatchOnFunctionError: true,
+        reportBatchItemFailures: true,
+        filterPatterns: [
+          JSON.stringify({
+            eventName: ['INSERT'],
+            dynamodb: { NewImage: { kind: { S: [{ prefix: 'order' }] } } },
+          }),
+        ],
+        maximumBatchingWindowInSeconds: 1,
+        onFailure: relay.queues.find((queue) => queue.logicalId.startsWith('RelayFailures')),
+      },
+    ]);
+    const { StreamDescription } = await streams.send(
+      new DescribeStreamCommand({ StreamArn: String(outbox?.streamArn) }),
+    );
+    expect(StreamDescription).toMatchObject({
+      TableName: outbox?.name,
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    });
+    expect(relay.notEmulated.map((resource) => resource.type)).not.toContain(
+      'AWS::Lambda::EventSourceMapping',
+    );
+  });
+
+  /** A table with a stream, a function, and a mapping of the stream to it with `properties`. */
+  const streamTemplate = (
+    properties: Record<string, unknown>,
+    extra: CloudFormationTemplate['Resources'] = {},
+  ): CloudFormationTemplate => ({
+    Resources: {
+      Table: {
+        Type: 'AWS::DynamoDB::Table',
+        Properties: {
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          BillingMode: 'PAY_PER_REQUEST',
+          StreamSpecification: { StreamViewType: 'KEYS_ONLY' },
+        },
+      },
+      Reader: nodeFunction({ FunctionName: 'reader' }),
+      Mapping: {
+        Type: 'AWS::Lambda::EventSourceMapping',
+        Properties: {
+          EventSourceArn: { 'Fn::GetAtt': ['Table', 'StreamArn'] },
+          FunctionName: { Ref: 'Reader' },
+          StartingPosition: 'LATEST',
+          ...properties,
+        },
+      },
+      ...extra,
+    },
+  });
+
+  it('gives what the template leaves out Lambda’s defaults for streams', async () => {
+    const { streamSources, notEmulated } = await provision(streamTemplate({}));
+    expect(notEmulated).toEqual([]);
+    expect(streamSources).toEqual([
+      expect.objectContaining({
+        functionName: 'reader',
+        batchSize: 100,
+        startingPosition: 'LATEST',
+        maximumRetryAttempts: -1,
+        maximumRecordAgeInSeconds: -1,
+        bisectBatchOnFunctionError: false,
+        reportBatchItemFailures: false,
+        filterPatterns: [],
+        maximumBatchingWindowInSeconds: 0,
+      }),
+    ]);
+    expect(streamSources[0]).not.toHaveProperty('onFailure');
+  });
+
+  it.each([
+    [
+      'an on-failure destination that is not a queue of the stack',
+      { DestinationConfig: { OnFailure: { Destination: { Ref: 'Topic' } } } },
+      /^its on-failure destination .* is not an SQS queue of the stack$/,
+    ],
+    [
+      'a filter operator it does not emulate',
+      { FilterCriteria: { Filters: [{ Pattern: '{"eventName":[{"suffix":"ERT"}]}' }] } },
+      /is not an operator the sandbox emulates/,
+    ],
+    ['tumbling windows', { TumblingWindowInSeconds: 60 }, /tumbling windows/],
+    ['a disabled mapping', { Enabled: false }, /^it is disabled/],
+    ['a starting position streams do not have', { StartingPosition: 'AT_TIMESTAMP' }, /AT_TIMESTAMP/],
+  ])('does not run a mapping with %s, and says why', async (_what, properties, note) => {
+    const { streamSources, notEmulated } = await provision(
+      streamTemplate(properties, { Topic: { Type: 'AWS::SNS::Topic', Properties: {} } }),
+    );
+    expect(streamSources).toEqual([]);
+    expect(notEmulated).toContainEqual({
+      stackName: expect.any(String),
+      logicalId: 'Mapping',
+      type: 'AWS::Lambda::EventSourceMapping',
+      note: expect.stringMatching(note),
+    });
+  });
+
+  it('does not run a mapping of a source it cannot resolve, and says why', async () => {
+    const { notEmulated } = await provision({
+      Resources: {
+        Reader: nodeFunction({ FunctionName: 'reader' }),
+        Kinesis: { Type: 'AWS::Kinesis::Stream', Properties: {} },
+        Mapping: {
+          Type: 'AWS::Lambda::EventSourceMapping',
+          Properties: {
+            EventSourceArn: { 'Fn::GetAtt': ['Kinesis', 'Arn'] },
+            FunctionName: { Ref: 'Reader' },
+          },
+        },
+      },
+    });
+    expect(notEmulated).toContainEqual(
+      expect.objectContaining({
+        logicalId: 'Mapping',
+        note: 'its source: Fn::GetAtt Kinesis.Arn: not a resource the sandbox emulates',
+      }),
+    );
   });
 });
