@@ -2,16 +2,29 @@ import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
 
+/** The Lambdas measured in (4) and (6); Powertools' consumer is the baseline of both. */
 export const BUNDLES = {
   oncely: { label: 'Oncely: the example consumer', entry: 'examples/shop/consumer/handler.ts' },
+  publisher: { label: 'Oncely: the publisher', entry: 'src/publisher/handler.ts' },
   powertools: { label: 'Powertools: the same consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
-export type BundledConsumer = keyof typeof BUNDLES;
+export type BundledLambda = keyof typeof BUNDLES;
+export const BASELINE_BUNDLE: BundledLambda = 'powertools';
 
-export interface BundleSize {
-  consumer: BundledConsumer;
+/** A Lambda's bundle as `cdk deploy` would upload it, kept in memory. */
+export interface BuiltBundle {
+  lambda: BundledLambda;
   entry: string;
   /** The minified `index.mjs`, as Lambda loads it. */
+  code: Uint8Array;
+  /** Its source map, which Lambda reads too: the functions run with `--enable-source-maps`. */
+  sourceMap: Uint8Array;
+  metafile: Metafile;
+}
+
+export interface BundleSize {
+  lambda: BundledLambda;
+  entry: string;
   bytes: number;
   /** Gzipped, roughly what the deployment zip stores. */
   gzipBytes: number;
@@ -20,32 +33,47 @@ export interface BundleSize {
 }
 
 /**
- * (4) The consumers bundled as `lib/oncely-pipeline.ts` has NodejsFunction bundle them, with the
- * same options (`lib/bundling.ts`): esbuild, ESM, minified with names kept, for node24, the AWS SDK
- * left out (the Lambda runtime provides it). Nothing is written to disk.
+ * Bundles each Lambda as `src/cdk/oncely-pipeline.ts` has NodejsFunction bundle it, with the same
+ * options (`src/cdk/bundling.ts`): esbuild, ESM, minified with names kept, for node24, the AWS SDK
+ * left out (the Lambda runtime provides it). Nothing is written to disk. `plugins` go after the
+ * benchmark's own (a measurement of source not yet built into dist/ redirects `oncely/*` with one).
  */
-export async function measureBundleSizes(projectRoot: string): Promise<BundleSize[]> {
-  const sizes: BundleSize[] = [];
-  for (const consumer of Object.keys(BUNDLES) as BundledConsumer[]) {
-    const { entry } = BUNDLES[consumer];
+export async function buildBundles(projectRoot: string, plugins: Plugin[] = []): Promise<BuiltBundle[]> {
+  const built: BuiltBundle[] = [];
+  for (const lambda of Object.keys(BUNDLES) as BundledLambda[]) {
+    const { entry } = BUNDLES[lambda];
     const result = await build({
       ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }),
       write: false,
       metafile: true,
       logLevel: 'error',
-      plugins: [onePowertoolsCommons(projectRoot)],
+      plugins: [onePowertoolsCommons(projectRoot), ...plugins],
     });
-    const code = result.outputFiles.find((file) => file.path.endsWith(lambdaBundleFile()));
-    if (!code) throw new Error(`esbuild wrote no ${lambdaBundleFile()} for ${entry}`);
-    sizes.push({
-      consumer,
+    const file = (suffix: string) => {
+      const output = result.outputFiles.find((candidate) => candidate.path.endsWith(suffix));
+      if (!output) throw new Error(`esbuild wrote no ${suffix} for ${entry}`);
+      return output.contents;
+    };
+    built.push({
+      lambda,
       entry,
-      bytes: code.contents.byteLength,
-      gzipBytes: gzipSync(code.contents).byteLength,
-      parts: partsOf(result.metafile),
+      code: file(lambdaBundleFile()),
+      sourceMap: file(`${lambdaBundleFile()}.map`),
+      metafile: result.metafile,
     });
   }
-  return sizes;
+  return built;
+}
+
+/** (4) How large each bundle is, and what it is made of. */
+export function bundleSizes(bundles: readonly BuiltBundle[]): BundleSize[] {
+  return bundles.map(({ lambda, entry, code, metafile }) => ({
+    lambda,
+    entry,
+    bytes: code.byteLength,
+    gzipBytes: gzipSync(code).byteLength,
+    parts: partsOf(metafile),
+  }));
 }
 
 /**

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../src/sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../src/sandbox/sqs-emulator.js';
 import { measureBatchLatency } from './batch-latency.js';
-import { measureBundleSizes } from './bundle-size.js';
+import { buildBundles, bundleSizes } from './bundle-size.js';
 import type { BenchEndpoints } from './clients.js';
 import { latencyChartSvg } from './latency-chart.js';
 import { currentLoad, describeMachine } from './machine.js';
@@ -20,6 +20,7 @@ import { measurePublisher } from './publisher-calls.js';
 import { type BenchResults, resultsMarkdown } from './report.js';
 import { measureRequestsPerMessage } from './requests-per-message.js';
 import { FULL, QUICK } from './settings.js';
+import { measureStartUp } from './start-up.js';
 import { judgeTargets } from './targets.js';
 import { measureThroughput } from './throughput.js';
 
@@ -62,9 +63,14 @@ try {
   const publisher = await step('3. Publisher', () =>
     measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
   );
-  const bundles = await step('4. Bundle size', () => measureBundleSizes(PROJECT_ROOT));
+  const built = await step('4. Bundle size', () => buildBundles(PROJECT_ROOT));
+  const bundles = bundleSizes(built);
   const throughput = await step('5. End-to-end throughput', () =>
     measureThroughput(endpoints, { ...settings.throughput, projectRoot: PROJECT_ROOT, onProgress: progress }),
+  );
+  // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
+  const startUp = await step('6. Module start-up', () =>
+    measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
   );
 
   const results: BenchResults = {
@@ -79,7 +85,8 @@ try {
     publisher,
     bundles,
     throughput,
-    targets: judgeTargets({ requests, latency, publisher }),
+    startUp,
+    targets: judgeTargets({ requests, latency, publisher, bundles, startUp }),
   };
   const markdown = resultsMarkdown(results, CHART_FILE);
   await mkdir(OUTPUT_DIR, { recursive: true });

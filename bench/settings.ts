@@ -12,6 +12,8 @@ export interface BenchSettings {
     maxConcurrency: number;
     warmupMessages: number;
   };
+  /** (6): fresh Node processes importing each bundle, and the AWS SDK it imports alone. */
+  startUp: { runs: number; warmupRuns: number };
 }
 
 const GROUP_COUNTS = [1, 2, 5, 10];
@@ -24,6 +26,7 @@ export const FULL: BenchSettings = {
   publisher: { messages: 1_000, groups: 10, rounds: 3 },
   // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.
   throughput: { messages: 600, rounds: 5, groups: 50, maxConcurrency: 10, warmupMessages: 200 },
+  startUp: { runs: 30, warmupRuns: 2 },
 };
 
 /** A small version that finishes in well under a minute: indicative figures, the same code paths. */
@@ -33,4 +36,5 @@ export const QUICK: BenchSettings = {
   batchLatency: { groupCounts: GROUP_COUNTS, batches: 5, warmupBatches: 3 },
   publisher: { messages: 200, groups: 10, rounds: 1 },
   throughput: { messages: 100, rounds: 1, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
+  startUp: { runs: 8, warmupRuns: 1 },
 };

@@ -1,8 +1,10 @@
 import type { BatchLatency } from './batch-latency.js';
+import { BASELINE_BUNDLE, type BundledLambda, type BundleSize } from './bundle-size.js';
 import type { PublisherCost } from './publisher-calls.js';
 import type { RequestsPerMessage } from './requests-per-message.js';
+import type { StartUp } from './start-up.js';
 
-/** Issue 7's targets, judged on the figures of the run; never on expectations. */
+/** Issue 7's and issue 13's targets, judged on the figures of the run; never on expectations. */
 export interface TargetVerdict {
   target: string;
   measured: string;
@@ -15,11 +17,15 @@ export function judgeTargets(figures: {
   requests: readonly RequestsPerMessage[];
   latency: readonly BatchLatency[];
   publisher: readonly PublisherCost[];
+  bundles: readonly BundleSize[];
+  startUp: readonly StartUp[];
 }): TargetVerdict[] {
   return [
     requestsTarget(figures.requests),
     latencyTarget(figures.latency),
     publisherTarget(figures.publisher),
+    bundleTarget(figures.bundles),
+    startUpTarget(figures.startUp),
   ];
 }
 
@@ -73,4 +79,67 @@ function publisherTarget(rows: readonly PublisherCost[]): TargetVerdict {
       ? undefined
       : `${(perMessage - TARGET_CALLS_PER_MESSAGE).toFixed(3)} calls per message too many`,
   };
+}
+
+/** The Oncely Lambdas held against Powertools' consumer in (4) and (6), by the name a verdict gives them. */
+const JUDGED_LAMBDAS = { oncely: 'consumer', publisher: 'publisher' } as const satisfies Partial<
+  Record<BundledLambda, string>
+>;
+
+/** One verdict on a ratio to Powertools' consumer that each judged Lambda must keep below `limit`. */
+function ratioVerdict(
+  target: string,
+  limit: number,
+  judged: readonly { name: string; ratio: number; figure: string }[],
+  baseline: string,
+): TargetVerdict {
+  const over = judged.filter(({ ratio }) => !(ratio <= limit));
+  const listed = judged.map(({ name, ratio, figure }) => `${name} ${ratio.toFixed(2)}× (${figure})`);
+  return {
+    target,
+    measured: `${listed.join(', ')} against ${baseline}`,
+    met: over.length === 0,
+    shortfall:
+      over.length === 0
+        ? undefined
+        : over.map(({ name, ratio }) => `the ${name} is ${(ratio - limit).toFixed(2)}× over`).join('; '),
+  };
+}
+
+const TARGET_BUNDLE_RATIO = 0.25;
+
+function bundleTarget(rows: readonly BundleSize[]): TargetVerdict {
+  const bytes = (lambda: BundledLambda) => rows.find((row) => row.lambda === lambda)?.bytes ?? Number.NaN;
+  const baseline = bytes(BASELINE_BUNDLE);
+  return ratioVerdict(
+    `Bundles of the consumer and the publisher: ≤ ${TARGET_BUNDLE_RATIO}× Powertools' consumer, minified`,
+    TARGET_BUNDLE_RATIO,
+    Object.entries(JUDGED_LAMBDAS).map(([lambda, name]) => ({
+      name,
+      ratio: bytes(lambda as BundledLambda) / baseline,
+      figure: kib(bytes(lambda as BundledLambda)),
+    })),
+    kib(baseline),
+  );
+}
+
+const TARGET_START_UP_RATIO = 0.6;
+
+function startUpTarget(rows: readonly StartUp[]): TargetVerdict {
+  const row = (lambda: BundledLambda) => rows.find((candidate) => candidate.lambda === lambda);
+  const ms = (lambda: BundledLambda) => `${(row(lambda)?.bundle.wallMs.median ?? Number.NaN).toFixed(0)} ms`;
+  return ratioVerdict(
+    `Module start-up of the consumer and the publisher: ≤ ${TARGET_START_UP_RATIO}× Powertools' consumer (median of the paired ratios)`,
+    TARGET_START_UP_RATIO,
+    Object.entries(JUDGED_LAMBDAS).map(([lambda, name]) => ({
+      name,
+      ratio: row(lambda as BundledLambda)?.pairedRatio?.wall.median ?? Number.NaN,
+      figure: ms(lambda as BundledLambda),
+    })),
+    ms(BASELINE_BUNDLE),
+  );
+}
+
+function kib(bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KiB`;
 }

@@ -1,9 +1,4 @@
-import {
-  DeleteMessageCommand,
-  type MessageAttributeValue,
-  SendMessageCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import type { StoredError } from '../idempotency/errors.js';
 import { sha256Hex } from '../idempotency/keys.js';
@@ -33,11 +28,36 @@ export interface DeadLetterQueueOptions {
 }
 
 /**
+ * The SQS client's module, imported when a record first goes to the DLQ rather than at start: most
+ * containers never send one, and importing it lengthens every cold start (`npm run bench`, (6)).
+ */
+const sqsModule = () => import('@aws-sdk/client-sqs');
+
+let defaultClient: Promise<SQSClient> | undefined;
+
+/** The default DLQ client: one per container, whatever the number of consumers, made when first needed. */
+export function defaultSqsClient(): Promise<SQSClient> {
+  defaultClient ??= sqsModule().then(
+    ({ SQSClient }) => new SQSClient({}),
+    (error: unknown) => {
+      defaultClient = undefined; // the next record tries again
+      throw error;
+    },
+  );
+  return defaultClient;
+}
+
+/** The options, or the same with the default client, which is made on the first send. */
+export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
+  client: SQSClient | (() => Promise<SQSClient>);
+};
+
+/**
  * Sends non-retryable records to the DLQ at once (DESIGN §5), instead of letting them block their
  * group for maxReceiveCount × the visibility timeout before SQS moves them there itself.
  */
 export class DeadLetterQueue {
-  constructor(private readonly options: DeadLetterQueueOptions) {}
+  constructor(private readonly options: DeadLetterQueueTarget) {}
 
   async send(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
     await this.#sendFitting(record, groupId, error);
@@ -62,9 +82,10 @@ export class DeadLetterQueue {
     };
     const { [DLQ_ATTRIBUTES.errorName]: errorName } = all;
     const attempts = [all, { [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue }, undefined];
+    const [client, { SendMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
     for (const [index, attributes] of attempts.entries()) {
       try {
-        await this.options.client.send(
+        await client.send(
           new SendMessageCommand({
             QueueUrl: this.options.queueUrl,
             MessageBody: record.body,
@@ -85,7 +106,8 @@ export class DeadLetterQueue {
 
   async #deleteFromSource(record: SQSRecord): Promise<void> {
     try {
-      await this.options.client.send(
+      const [client, { DeleteMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
+      await client.send(
         new DeleteMessageCommand({
           QueueUrl: this.options.sourceQueueUrl,
           ReceiptHandle: record.receiptHandle,
@@ -94,6 +116,11 @@ export class DeadLetterQueue {
     } catch {
       // The event source mapping deletes it with the batch; and within 5 minutes the DLQ dedupes a copy.
     }
+  }
+
+  #client(): Promise<SQSClient> {
+    const { client } = this.options;
+    return typeof client === 'function' ? client() : Promise.resolve(client);
   }
 }
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { isObject } from '../common/envelope.js';
 import { OncelyError } from '../idempotency/errors.js';
 
 /**
@@ -80,23 +80,34 @@ export class PublishInProgressError extends PublisherFunctionError {
 
 export type PublisherError = PublishValidationError | PublishConflictError | PublishInProgressError;
 
-const validationProblem = z.object({
-  index: z.number().int().optional(),
-  path: z.string(),
-  message: z.string(),
-});
-
-const decoders: Record<string, z.ZodType<PublisherError>> = {
-  PublishValidationError: z
-    .object({ problems: z.array(validationProblem) })
-    .transform(({ problems }) => new PublishValidationError(problems)),
-  PublishConflictError: z
-    .object({ requestId: z.string() })
-    .transform(({ requestId }) => new PublishConflictError(requestId)),
-  PublishInProgressError: z
-    .object({ requestId: z.string(), leaseExpiresAt: z.number() })
-    .transform(({ requestId, leaseExpiresAt }) => new PublishInProgressError(requestId, leaseExpiresAt)),
+/** Each error's details as its message carries them, checked field by field; `undefined` if they are not. */
+const decoders: Record<string, (details: Record<string, unknown>) => PublisherError | undefined> = {
+  PublishValidationError: ({ problems }) => {
+    if (!Array.isArray(problems)) return undefined;
+    const decoded = problems.map(validationProblemOf);
+    return decoded.every((problem) => problem !== undefined)
+      ? new PublishValidationError(decoded as ValidationProblem[])
+      : undefined;
+  },
+  PublishConflictError: ({ requestId }) =>
+    typeof requestId === 'string' ? new PublishConflictError(requestId) : undefined,
+  PublishInProgressError: ({ requestId, leaseExpiresAt }) =>
+    typeof requestId === 'string' && isFiniteNumber(leaseExpiresAt)
+      ? new PublishInProgressError(requestId, leaseExpiresAt)
+      : undefined,
 };
+
+function validationProblemOf(value: unknown): ValidationProblem | undefined {
+  if (!isObject(value)) return undefined;
+  const { index, path, message } = value;
+  const indexValid = index === undefined || Number.isSafeInteger(index);
+  if (!indexValid || typeof path !== 'string' || typeof message !== 'string') return undefined;
+  return { ...('index' in value ? { index: index as number | undefined } : {}), path, message };
+}
+
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
 
 /**
  * Rebuilds a publisher error, details included, from what Lambda reports for it. `undefined` when
@@ -115,6 +126,5 @@ export function publisherErrorFromFunctionError(
   } catch {
     return undefined;
   }
-  const decoded = decoder.safeParse(details);
-  return decoded.success ? decoded.data : undefined;
+  return isObject(details) ? decoder(details) : undefined;
 }

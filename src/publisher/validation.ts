@@ -1,7 +1,5 @@
-import { type core, z } from 'zod';
-import { createEnvelope, messageEnvelopeSchema } from '../common/envelope.js';
+import { createEnvelope, ENVELOPE_RULES, isObject, type StringRule, sqsIdRule } from '../common/envelope.js';
 import { isNestedDeeperThan, MAX_PAYLOAD_DEPTH, PAYLOAD_TOO_DEEP } from '../common/json-depth.js';
-import { isValidKey } from '../idempotency/keys.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishMessage, type PublishRequest } from './contract.js';
 import { PublishValidationError, type ValidationProblem } from './errors.js';
 
@@ -26,33 +24,9 @@ export interface ValidationLimits {
   maxMessageBytes: number;
 }
 
-const requestSchema = z.strictObject({
-  requestId: z
-    .string()
-    .refine(isValidKey, 'requestId must be 1–128 printable ASCII characters without spaces')
-    .optional(),
-  messages: z
-    .array(z.unknown())
-    .min(1, 'a request needs at least one message')
-    .max(
-      MAX_MESSAGES_PER_REQUEST,
-      `at most ${MAX_MESSAGES_PER_REQUEST} messages per request: split them into several requests`,
-    ),
-});
-
-// The envelope's own rules for type, groupId and key, so what is accepted here is what the consumer accepts.
-const messageSchema = messageEnvelopeSchema
-  .pick({ type: true, groupId: true })
-  .extend({
-    key: messageEnvelopeSchema.shape.key.optional(),
-    // JSON has no undefined: a payload set to undefined would vanish from the body.
-    payload: z
-      .unknown()
-      .refine((payload) => payload !== undefined, 'payload is required')
-      // Checked here, before the derived key's canonical JSON walks it recursively.
-      .refine((payload) => !isNestedDeeperThan(payload, MAX_PAYLOAD_DEPTH), PAYLOAD_TOO_DEEP),
-  })
-  .strict();
+const REQUEST_FIELDS = ['requestId', 'messages'];
+const MESSAGE_FIELDS = ['type', 'groupId', 'key', 'payload'];
+const REQUEST_ID_RULE = sqsIdRule('requestId');
 
 /** Characters JSON.stringify leaves as they are but SQS refuses in a message body. */
 const CHARACTERS_SQS_REFUSES = /[\uFFFE\uFFFF]/;
@@ -62,20 +36,23 @@ const CHARACTERS_SQS_REFUSES = /[\uFFFE\uFFFF]/;
  * one PublishValidationError listing every problem, each with the message's index and the reason.
  */
 export function validatePublishRequest(input: unknown, limits: ValidationLimits, now: Date): PublishCommand {
-  const request = requestSchema.safeParse(input, { error: describeIssue('the request', requestSchema) });
-  const problems: ValidationProblem[] = request.success ? [] : request.error.issues.map(requestProblem);
-  const rawMessages = request.success ? request.data.messages : messagesToCheckAnyway(input);
+  const problems = requestProblems(input);
+  const valid = problems.length === 0;
+  // A copy when valid, holes read as undefined: each is a message that is missing.
+  const rawMessages = valid
+    ? Array.from((input as { messages: unknown[] }).messages)
+    : messagesToCheckAnyway(input);
 
   const messages: PublishMessage[] = [];
   const prepared: PreparedMessage[] = [];
   const firstIndexOfKey = new Map<string, number>();
   rawMessages.forEach((raw, index) => {
-    const parsed = messageSchema.safeParse(raw, { error: describeIssue('a message', messageSchema) });
-    if (!parsed.success) {
-      problems.push(...parsed.error.issues.map((issue) => messageProblem(index, issue)));
+    const problemsOfMessage = messageProblems(raw, index);
+    if (problemsOfMessage.length > 0) {
+      problems.push(...problemsOfMessage);
       return;
     }
-    const message = parsed.data;
+    const message = knownFields(raw as Record<string, unknown>, MESSAGE_FIELDS) as unknown as PublishMessage;
     const envelope = createEnvelope(message, now);
     const body = JSON.stringify(envelope);
     const bytes = Buffer.byteLength(body);
@@ -87,8 +64,89 @@ export function validatePublishRequest(input: unknown, limits: ValidationLimits,
     prepared.push({ index, key: envelope.key, groupId: message.groupId, body, bytes });
   });
 
-  if (!request.success || problems.length > 0) throw new PublishValidationError(problems);
-  return { requestId: request.data.requestId, messages, prepared };
+  if (!valid || problems.length > 0) throw new PublishValidationError(problems);
+  return { requestId: (input as PublishRequest).requestId, messages, prepared };
+}
+
+/** The request's own problems, field by field, then its unknown fields. */
+function requestProblems(input: unknown): ValidationProblem[] {
+  if (!isObject(input)) return [{ path: 'request', message: wrongType('the request', 'object', input) }];
+  const problems: ValidationProblem[] = [];
+  const requestId = stringProblem(input, 'requestId', REQUEST_ID_RULE, true);
+  if (requestId) problems.push({ path: 'requestId', message: requestId });
+  const { messages } = input;
+  const messagesProblem = !Array.isArray(messages)
+    ? wrongType('messages', 'array', messages)
+    : messages.length < 1
+      ? 'a request needs at least one message'
+      : messages.length > MAX_MESSAGES_PER_REQUEST
+        ? `at most ${MAX_MESSAGES_PER_REQUEST} messages per request: split them into several requests`
+        : undefined;
+  if (messagesProblem) problems.push({ path: 'messages', message: messagesProblem });
+  const unknown = unknownFieldsProblem('the request', input, REQUEST_FIELDS);
+  if (unknown) problems.push({ path: 'request', message: unknown });
+  return problems;
+}
+
+/** One message's problems, field by field, then its unknown fields: the envelope's rules, so the consumer accepts it. */
+function messageProblems(raw: unknown, index: number): ValidationProblem[] {
+  const path = `messages[${index}]`;
+  if (!isObject(raw)) return [{ index, path, message: wrongType('a message', 'object', raw) }];
+  const problems: ValidationProblem[] = [];
+  const add = (field: string, message: string | undefined) => {
+    if (message) problems.push({ index, path: `${path}.${field}`, message });
+  };
+  add('type', stringProblem(raw, 'type', ENVELOPE_RULES.type));
+  add('groupId', stringProblem(raw, 'groupId', ENVELOPE_RULES.groupId));
+  add('key', stringProblem(raw, 'key', ENVELOPE_RULES.key, true));
+  // JSON has no undefined: a payload set to undefined would vanish from the body. The depth is
+  // checked here, before the derived key's canonical JSON walks the payload recursively.
+  add(
+    'payload',
+    raw.payload === undefined
+      ? 'payload is required'
+      : isNestedDeeperThan(raw.payload, MAX_PAYLOAD_DEPTH)
+        ? PAYLOAD_TOO_DEEP
+        : undefined,
+  );
+  const unknown = unknownFieldsProblem('a message', raw, MESSAGE_FIELDS);
+  if (unknown) problems.push({ index, path, message: unknown });
+  return problems;
+}
+
+function stringProblem(
+  object: Record<string, unknown>,
+  field: string,
+  rule: StringRule,
+  optional = false,
+): string | undefined {
+  const value = object[field];
+  if (optional && value === undefined) return undefined;
+  return typeof value === 'string' ? rule(value) : wrongType(field, 'string', value);
+}
+
+function wrongType(subject: string, expected: string, value: unknown): string {
+  if (value === undefined) return `${subject} is required`;
+  return `${subject} must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}`;
+}
+
+function unknownFieldsProblem(
+  subject: string,
+  object: Record<string, unknown>,
+  fields: readonly string[],
+): string | undefined {
+  const unknown: string[] = [];
+  for (const key in object) if (!fields.includes(key)) unknown.push(key);
+  if (unknown.length === 0) return undefined;
+  const listed = unknown.map((key) => JSON.stringify(key)).join(', ');
+  return `${subject} has unknown field${unknown.length > 1 ? 's' : ''} ${listed} (its fields: ${fields.join(', ')})`;
+}
+
+/** A copy with only `fields`, in their order; a field absent from `object` stays absent. */
+function knownFields(object: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const field of fields) if (field in object) copy[field] = object[field];
+  return copy;
 }
 
 /** Lists each message's own problems too when only the request's envelope is wrong (e.g. too many messages). */
@@ -122,37 +180,4 @@ function duplicateKeyProblem(
       ? `it has the same type, groupId and payload as messages[${first}], so the same derived key`
       : `its key "${key}" is also the key of messages[${first}]`;
   return `${why}: SQS would drop it as a duplicate. Give each message its own key`;
-}
-
-function requestProblem(issue: core.$ZodIssue): ValidationProblem {
-  return { path: issue.path.length ? formatPath(issue.path) : 'request', message: issue.message };
-}
-
-function messageProblem(index: number, issue: core.$ZodIssue): ValidationProblem {
-  return { index, path: formatPath(['messages', index, ...issue.path]), message: issue.message };
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i ? '.' : ''}${String(part)}`))
-    .join('');
-}
-
-/** Clearer wording than zod's defaults for the issues whose messages the schemas do not set. */
-function describeIssue(subject: string, schema: { shape: object }) {
-  const fields = Object.keys(schema.shape).join(', ');
-  return (issue: core.$ZodRawIssue): string | undefined => {
-    const field = issue.path?.length ? String(issue.path.at(-1)) : subject;
-    switch (issue.code) {
-      case 'invalid_type':
-        if (issue.input === undefined) return `${field} is required`;
-        return `${field} must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}`;
-      case 'unrecognized_keys': {
-        const unknown = issue.keys.map((key) => JSON.stringify(key)).join(', ');
-        return `${subject} has unknown field${issue.keys.length > 1 ? 's' : ''} ${unknown} (its fields: ${fields})`;
-      }
-      default:
-        return undefined;
-    }
-  };
 }

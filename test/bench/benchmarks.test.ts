@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { measureBatchLatency } from '../../bench/batch-latency.js';
-import { measureBundleSizes } from '../../bench/bundle-size.js';
+import { buildBundles, bundleSizes } from '../../bench/bundle-size.js';
 import type { BenchEndpoints } from '../../bench/clients.js';
 import { latencyChartSvg } from '../../bench/latency-chart.js';
 import { describeMachine } from '../../bench/machine.js';
@@ -8,6 +8,7 @@ import { measurePublisher } from '../../bench/publisher-calls.js';
 import { resultsMarkdown } from '../../bench/report.js';
 import { measureRequestsPerMessage } from '../../bench/requests-per-message.js';
 import { QUICK } from '../../bench/settings.js';
+import { measureStartUp } from '../../bench/start-up.js';
 import { judgeTargets } from '../../bench/targets.js';
 import { measureThroughput } from '../../bench/throughput.js';
 
@@ -29,7 +30,8 @@ describe('the benchmarks, in miniature', () => {
       latencyMs: 0,
     });
     const publisher = await measurePublisher(endpoints, { messages: 25, groups: 3, rounds: 1, latencyMs: 1 });
-    const bundles = await measureBundleSizes(process.cwd());
+    const built = await buildBundles(process.cwd());
+    const bundles = bundleSizes(built);
     const throughput = await measureThroughput(endpoints, {
       messages: 10,
       rounds: 1,
@@ -39,6 +41,7 @@ describe('the benchmarks, in miniature', () => {
       warmupMessages: 1,
       projectRoot: process.cwd(),
     });
+    const startUp = await measureStartUp(built, { runs: 2, warmupRuns: 0, projectRoot: process.cwd() });
 
     const firstDelivery = (subject: string) =>
       requests.find((row) => row.subject === subject && row.scenario === 'first');
@@ -67,15 +70,42 @@ describe('the benchmarks, in miniature', () => {
       ['publisher', 3, 2],
       ['naive', 25, 0],
     ]);
+    expect(bundles.map(({ lambda }) => lambda)).toEqual(['oncely', 'publisher', 'powertools']);
     for (const bundle of bundles) {
       expect(bundle.parts.reduce((sum, part) => sum + part.bytes, 0)).toBeLessThanOrEqual(bundle.bytes);
-      expect(bundle.parts.map((part) => part.origin)).toContain('zod');
     }
+    // The example consumer validates with zod/mini, Powertools' with zod; the publisher with neither.
+    const origins = (lambda: string) =>
+      bundles.find((bundle) => bundle.lambda === lambda)?.parts.map(({ origin }) => origin);
+    expect(origins('oncely')).toContain('zod');
+    expect(origins('powertools')).toContain('zod');
+    expect(origins('publisher')).not.toContain('zod');
+    expect(startUp.map(({ lambda, pairedRatio }) => [lambda, pairedRatio !== undefined])).toEqual([
+      ['oncely', true],
+      ['publisher', true],
+      ['powertools', false],
+    ]);
+    for (const { bundle, sdkAlone, sdkPackages } of startUp) {
+      expect(bundle.wallMs.samples).toBe(2);
+      expect(bundle.cpuMs.median).toBeGreaterThan(0);
+      expect(sdkAlone.wallMs.median).toBeGreaterThan(0);
+      expect(sdkPackages).toContain('@aws-sdk/client-dynamodb');
+    }
+    // Imported on the first dead-lettered record, not at start.
+    expect(startUp.find(({ lambda }) => lambda === 'oncely')?.sdkPackages).not.toContain(
+      '@aws-sdk/client-sqs',
+    );
     expect(throughput.map(({ consumer }) => consumer)).toEqual(['idempotencyFree', 'oncely', 'powertools']);
     expect(throughput.every(({ messagesPerSecond }) => messagesPerSecond.median > 0)).toBe(true);
 
-    const targets = judgeTargets({ requests, latency, publisher });
-    expect(targets.map((target) => target.met)).toEqual([true, expect.any(Boolean), false]);
+    const targets = judgeTargets({ requests, latency, publisher, bundles, startUp });
+    expect(targets.map((target) => target.met)).toEqual([
+      true,
+      expect.any(Boolean),
+      false,
+      true,
+      expect.any(Boolean),
+    ]);
     const results = {
       settings: QUICK,
       command: 'test',
@@ -88,9 +118,12 @@ describe('the benchmarks, in miniature', () => {
       publisher,
       bundles,
       throughput,
+      startUp,
       targets,
     };
-    expect(resultsMarkdown(results, 'chart.svg')).toContain('## 5. End-to-end throughput');
+    const markdown = resultsMarkdown(results, 'chart.svg');
+    expect(markdown).toContain('## 5. End-to-end throughput');
+    expect(markdown).toContain('## 6. Module start-up');
     expect(latencyChartSvg(latency, 0)).toMatch(/^<svg[\s\S]*<\/svg>\n$/);
   });
 });

@@ -1,6 +1,7 @@
 import { NonRetryableError } from 'oncely/consumer';
 import type { IdempotencyMode } from 'oncely/idempotency';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import './zod-english.js';
 
 /**
  * The shop consumer's own environment variables, which its stack sets beside those Oncely's
@@ -17,21 +18,25 @@ export const SHOP_ENVIRONMENT = {
 
 export const DEFAULT_NOTIFICATION_TIMEOUT_MS = 5_000;
 
-const required = (name: string) => z.string(`${name} is not set`).min(1, `${name} is empty`);
+const required = (name: string) => z.string(`${name} is not set`).check(z.minLength(1, `${name} is empty`));
 const { ledgerTableName, notificationUrl, notificationTimeoutMs, notificationMode } = SHOP_ENVIRONMENT;
 const environmentSchema = z.object({
   [ledgerTableName]: required(ledgerTableName),
-  [notificationUrl]: required(notificationUrl).pipe(
+  [notificationUrl]: z.pipe(
+    required(notificationUrl),
     z.url({ protocol: /^https?$/, error: `${notificationUrl} must be an http(s) URL` }),
   ),
-  [notificationTimeoutMs]: z.coerce
-    .number<string>(`${notificationTimeoutMs} must be a whole number`)
-    .int(`${notificationTimeoutMs} must be a whole number`)
-    .positive(`${notificationTimeoutMs} must be positive`)
-    .optional(),
-  [notificationMode]: z
-    .enum(['at-most-once', 'at-least-once'], `${notificationMode} must be at-most-once or at-least-once`)
-    .optional(),
+  [notificationTimeoutMs]: z.optional(
+    z.coerce
+      .number<string>(`${notificationTimeoutMs} must be a whole number`)
+      .check(
+        z.int(`${notificationTimeoutMs} must be a whole number`),
+        z.positive(`${notificationTimeoutMs} must be positive`),
+      ),
+  ),
+  [notificationMode]: z.optional(
+    z.enum(['at-most-once', 'at-least-once'], `${notificationMode} must be at-most-once or at-least-once`),
+  ),
 });
 
 export interface ShopConfig {

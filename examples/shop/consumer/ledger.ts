@@ -1,7 +1,8 @@
 import { type ConsumerOperation, transactionalOperation } from 'oncely/consumer';
 import { CompletedRecordCache } from 'oncely/idempotency';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { ledgerWrites } from './ledger-writes.js';
+import './zod-english.js';
 
 export { ledgerItemId } from './ledger-writes.js';
 
@@ -32,8 +33,8 @@ export interface OrderItem {
   amountCents: number;
 }
 
-const id = z.string().min(1).max(100);
-const count = z.int().positive();
+const id = z.string().check(z.minLength(1), z.maxLength(100));
+const count = z.int().check(z.positive());
 
 const stockReceivedSchema = z.object({ sku: id, quantity: count });
 const orderSchema = z.object({

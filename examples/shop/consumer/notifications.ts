@@ -1,14 +1,15 @@
 import { type ConsumerOperation, leaseOperation } from 'oncely/consumer';
 import { type IdempotencyMode, NonRetryableError, OncelyError } from 'oncely/idempotency';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { type HttpAnswer, postJson } from './http-post.js';
+import './zod-english.js';
 
 export const NOTIFICATIONS_NAMESPACE = 'notifications';
 
 const sendNotificationSchema = z.object({
   to: z.email(),
-  subject: z.string().min(1).max(200),
-  body: z.string().min(1).max(100_000),
+  subject: z.string().check(z.minLength(1), z.maxLength(200)),
+  body: z.string().check(z.minLength(1), z.maxLength(100_000)),
 });
 
 /** The gateway answered 5xx, 408 or 429: it did not send the notification; a later try may succeed. */

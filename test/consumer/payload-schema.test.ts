@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod/mini';
+import { createEnvelope } from '../../src/common/envelope.js';
+import type { StandardSchemaV1 } from '../../src/common/standard-schema.js';
+import {
+  DLQ_ATTRIBUTES,
+  type FifoBatchOptions,
+  leaseOperation,
+  processFifoBatch,
+  transactionalOperation,
+} from '../../src/consumer/index.js';
+import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
+import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { metricsRecorder, silentLogger } from '../support/telemetry.js';
+
+// `payload` takes any Standard Schema, not only zod's classic schemas: zod/mini's, or one whose
+// validation is asynchronous.
+
+let dynamodb: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  tableName = await createTable(dynamodb, 'payload-schema');
+});
+
+afterAll(() => {
+  dynamodb.destroy();
+});
+
+/** A DLQ client that keeps what it is sent. */
+function deadLetters() {
+  const sent: SendMessageCommand['input'][] = [];
+  const client = {
+    send: async (command: SendMessageCommand) => {
+      sent.push(command.input);
+      return {};
+    },
+  } as unknown as SQSClient;
+  return { client, sent };
+}
+
+function consume(operations: FifoBatchOptions['operations'], payloads: unknown[]) {
+  const dlq = deadLetters();
+  const options: FifoBatchOptions = {
+    operations,
+    store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
+    deadLetterQueue: { client: dlq.client, queueUrl: 'https://sqs.local/dlq.fifo' },
+    logger: silentLogger(),
+    metrics: metricsRecorder(),
+  };
+  const event: SQSEvent = { Records: payloads.map((payload) => record('Credit', payload)) };
+  return { dlq, response: processFifoBatch(event, lambdaContext(), options) };
+}
+
+function record(type: string, payload: unknown): SQSRecord {
+  const envelope = createEnvelope({ type, groupId: 'g', key: randomUUID(), payload });
+  const messageId = randomUUID();
+  return {
+    messageId,
+    receiptHandle: messageId,
+    body: JSON.stringify(envelope),
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+      MessageGroupId: envelope.groupId,
+      MessageDeduplicationId: envelope.key,
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:q.fifo',
+    awsRegion: 'eu-west-1',
+  };
+}
+
+/** A Standard Schema of another library's making, whose validation answers asynchronously. */
+const positiveCents: StandardSchemaV1<unknown, { cents: number }> = {
+  '~standard': {
+    version: 1,
+    vendor: 'test',
+    validate: async (value) => {
+      const cents = (value as { cents?: unknown } | null)?.cents;
+      return typeof cents === 'number' && cents > 0
+        ? { value: { cents } }
+        : { issues: [{ message: 'must be a positive number', path: [{ key: 'cents' }] }] };
+    },
+  },
+};
+
+describe('payload schemas', () => {
+  it('takes a zod/mini schema: its output reaches the effect, its problems the DLQ', async () => {
+    const seen: number[] = [];
+    const credit = leaseOperation({
+      namespace: 'mini',
+      mode: 'at-least-once',
+      payload: z.object({ cents: z.pipe(z.string(), z.transform(Number)) }),
+      run: ({ payload }) => {
+        seen.push(payload.cents);
+      },
+    });
+    const { dlq, response } = consume({ Credit: credit }, [{ cents: '250' }, { cents: 250 }]);
+    expect(await response).toEqual({ batchItemFailures: [] });
+    expect(seen).toEqual([250]);
+    expect(dlq.sent.map((input) => input.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue)).toEqual(
+      ['InvalidPayloadError'],
+    );
+  });
+
+  it('awaits a schema whose validation is asynchronous', async () => {
+    const planned: number[] = [];
+    const credit = transactionalOperation({
+      namespace: 'async',
+      payload: positiveCents,
+      plan: ({ payload }) => {
+        planned.push(payload.cents);
+        return { writes: [] };
+      },
+    });
+    const { dlq, response } = consume({ Credit: credit }, [{ cents: 5 }, { cents: -5 }]);
+    expect(await response).toEqual({ batchItemFailures: [] });
+    expect(planned).toEqual([5]);
+    expect(
+      dlq.sent.map((input) => input.MessageAttributes?.[DLQ_ATTRIBUTES.errorMessage]?.StringValue),
+    ).toEqual([
+      'the Credit payload is invalid: cents: must be a positive number. Fix the producer, then publish a corrected message.',
+    ]);
+  });
+});
