@@ -1,16 +1,34 @@
-import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { CloudFormationClient, DescribeStacksCommand, type Stack } from '@aws-sdk/client-cloudformation';
 import { type PipelineResources, resourcesFromOutputs } from './pipeline-outputs.js';
 
 /**
  * Finds a deployed pipeline (AWS, or LocalStack through `AWS_ENDPOINT_URL`) by its stack name.
- * The end-to-end suite and the operations CLI use this when `ONCELY_TARGET=stack`.
+ * The end-to-end suite uses this when `ONCELY_TARGET=stack`.
  */
 export async function describeDeployedPipeline(
   stackName: string,
   client: CloudFormationClient = new CloudFormationClient({}),
 ): Promise<PipelineResources> {
+  const stack = await describeStack(stackName, client);
+  return resourcesFromOutputs(stackName, stack.Outputs ?? []);
+}
+
+/** A deployed stack's outputs, by key: what the operations CLI finds a pipeline or an outbox by. */
+export async function describeStackOutputs(
+  stackName: string,
+  client: CloudFormationClient = new CloudFormationClient({}),
+): Promise<Record<string, string>> {
+  const stack = await describeStack(stackName, client);
+  return Object.fromEntries(
+    (stack.Outputs ?? []).flatMap(({ OutputKey, OutputValue }) =>
+      OutputKey && OutputValue !== undefined ? [[OutputKey, OutputValue]] : [],
+    ),
+  );
+}
+
+async function describeStack(stackName: string, client: CloudFormationClient): Promise<Stack> {
   const { Stacks } = await client.send(new DescribeStacksCommand({ StackName: stackName }));
   const stack = Stacks?.[0];
   if (!stack) throw new Error(`Stack ${stackName} was not found: deploy it first with \`npx cdk deploy\`.`);
-  return resourcesFromOutputs(stackName, stack.Outputs ?? []);
+  return stack;
 }

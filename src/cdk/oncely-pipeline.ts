@@ -2,16 +2,10 @@ import { CfnOutput, Duration } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import {
-  Architecture,
-  type IFunction,
-  Function as LambdaFunctionResource,
-  Runtime,
-} from 'aws-cdk-lib/aws-lambda';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { NodejsFunction, NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import {
   DeduplicationScope,
@@ -31,7 +25,7 @@ import {
 } from '../idempotency/record.js';
 import { MONITOR_ENVIRONMENT } from '../monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../publisher/environment.js';
-import { LAMBDA_BUNDLING } from './bundling.js';
+import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
 import { packageEntry } from './package-entries.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
 import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
@@ -266,32 +260,9 @@ export class OncelyPipeline extends Construct {
   #function(
     id: string,
     entry: string,
-    options: Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup'> & {
-      timeout: Duration;
-      memorySize: number;
-      environment: Record<string, string>;
-    },
+    options: Omit<OncelyFunctionOptions, 'removalPolicy'>,
   ): NodejsFunction {
-    // Its own role, allowed to write only its own log group (instead of AWS's managed policy,
-    // which may create any log group in the account).
-    const logGroup = new LogGroup(this, `${id}Logs`, {
-      retention: RetentionDays.ONE_MONTH,
-      removalPolicy: this.settings.removalPolicy,
-    });
-    const role = new Role(this, `${id}Role`, { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
-    logGroup.grantWrite(role);
-    return new NodejsFunction(this, id, {
-      handler: 'handler',
-      architecture: Architecture.ARM_64,
-      ...options,
-      entry,
-      role,
-      logGroup,
-      runtime: Runtime.NODEJS_24_X,
-      environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
-      // Minified ESM for node24 with names kept (error names survive): see bundling.ts.
-      bundling: { ...LAMBDA_BUNDLING, ...options.bundling },
-    });
+    return oncelyFunction(this, id, entry, { ...options, removalPolicy: this.settings.removalPolicy });
   }
 
   /** Each function gets exactly the actions it uses, on exactly its resources. */

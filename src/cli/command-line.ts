@@ -2,11 +2,13 @@ import { parseArgs } from 'node:util';
 
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
+               [--schedule-interval SECONDS]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
       (AWS_ENDPOINT_URL). --env sets a variable on every function; --context is CDK context for the
-      synth; --ready-file receives the endpoints, resource names and stack outputs once ready.
+      synth; --ready-file receives the endpoints, resource names and stack outputs once ready;
+      --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead.
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
@@ -20,6 +22,11 @@ export const USAGE = `Usage:
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
       --as retry: it did not happen, send the message again so that the consumer runs it (run it
       again to finish a retry listed as RETRY_PENDING).
+  oncely outbox list   [--stuck | --older-than SECONDS] [--output-prefix PREFIX]
+                       [--ready-file PATH | --stack NAME] [--json]
+      Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
+      --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
+      --output-prefix picks the outbox by its outputPrefix when the target has several.
 
   These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
@@ -42,11 +49,23 @@ export type Command =
         environment: Record<string, string>;
         context: Record<string, string>;
         readyFile?: string;
+        scheduleIntervalSeconds?: number;
       };
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
   | { name: 'dlq-redrive'; target: Target; json: boolean; timeoutSeconds?: number }
-  | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' };
+  | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' }
+  | {
+      name: 'outbox-list';
+      target: Target;
+      json: boolean;
+      /** Only messages pending longer than the outbox's stuck bound (its `OutboxStuckAfterSeconds` output). */
+      stuck: boolean;
+      /** Only messages pending longer than this. */
+      olderThanSeconds?: number;
+      /** Which outbox, by its outputs' prefix; the only one there is by default. */
+      outputPrefix?: string;
+    };
 
 /** A command that operates a running pipeline. */
 export type OperationsCommand = Extract<Command, { target: Target }>;
@@ -64,6 +83,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         environment: pairs(values.env ?? [], '--env'),
         context: pairs(values.context ?? [], '--context'),
         readyFile: values['ready-file'],
+        scheduleIntervalSeconds: seconds(values['schedule-interval'], '--schedule-interval'),
       },
     };
   }
@@ -93,6 +113,22 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
     }
     return { name: 'in-doubt-resolve', target, json, id, as: values.as };
   }
+  if (group === 'outbox' && action === 'list') {
+    expectNoMore(rest);
+    const stuck = values.stuck ?? false;
+    const olderThanSeconds = seconds(values['older-than'], '--older-than');
+    if (stuck && olderThanSeconds !== undefined) {
+      throw new CliUsageError('Give --stuck or --older-than, not both.');
+    }
+    return {
+      name: 'outbox-list',
+      target,
+      json,
+      stuck,
+      olderThanSeconds,
+      outputPrefix: values['output-prefix'],
+    };
+  }
   throw new CliUsageError(`Unknown command: oncely ${positionals.join(' ')}`);
 }
 
@@ -109,6 +145,10 @@ function parse(argv: string[]) {
         stack: { type: 'string' },
         as: { type: 'string' },
         timeout: { type: 'string' },
+        stuck: { type: 'boolean' },
+        'older-than': { type: 'string' },
+        'output-prefix': { type: 'string' },
+        'schedule-interval': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

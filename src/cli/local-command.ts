@@ -10,6 +10,8 @@ export interface LocalOptions {
   environment: Record<string, string>;
   context: Record<string, string>;
   readyFile?: string;
+  /** Runs every schedule rule this often instead of its rate (`--schedule-interval`); each rule's own rate by default. */
+  scheduleIntervalSeconds?: number;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -43,6 +45,9 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       appDirectory,
       environment: options.environment,
       context: options.context,
+      ...(options.scheduleIntervalSeconds === undefined
+        ? {}
+        : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),
       onBatch: (functionName, report) => {
         if (report.functionError) {
           console.log(

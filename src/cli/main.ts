@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 
 /**
- * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq` and
- * `oncely in-doubt` operate a running pipeline, local or deployed. Exit codes: 0 done, 1 failed,
- * 2 the command line is wrong.
+ * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq`,
+ * `oncely in-doubt` and `oncely outbox` operate a running pipeline, local or deployed. Exit codes:
+ * 0 done, 1 failed, 2 the command line is wrong.
  */
 
 import { CliUsageError, parseCommandLine, USAGE } from './command-line.js';

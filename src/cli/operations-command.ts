@@ -5,11 +5,14 @@ import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
 import {
   describeDeadLetters,
+  describeOutbox,
   describeRedrive,
   describeResolution,
   describeUnresolved,
 } from './operations-report.js';
-import { connect } from './target.js';
+import { listPendingOutbox } from './outbox-list.js';
+import { findOutbox } from './outbox-target.js';
+import { connect, connectToOutputs } from './target.js';
 
 export interface OperationsOptions {
   /** Where the result goes; standard output by default. */
@@ -17,9 +20,9 @@ export interface OperationsOptions {
 }
 
 /**
- * `oncely dlq …` and `oncely in-doubt …`: connects to the target, runs the command, prints its
- * result (for people, or as JSON with `--json`) and returns the exit code. Failures are thrown as
- * the typed errors of `operations-errors.ts`.
+ * `oncely dlq …`, `oncely in-doubt …` and `oncely outbox …`: connects to the target, runs the
+ * command, prints its result (for people, or as JSON with `--json`) and returns the exit code.
+ * Failures are thrown as the typed errors of `operations-errors.ts`.
  */
 export async function runOperation(
   command: OperationsCommand,
@@ -28,6 +31,18 @@ export async function runOperation(
   const print = options.print ?? ((text: string) => console.log(text));
   const report = <T>(result: T, describe: (result: T) => string) =>
     print(command.json ? JSON.stringify(result, null, 2) : describe(result));
+  if (command.name === 'outbox-list') {
+    // An outbox needs no pipeline in its stack: it may publish to another stack's queue.
+    const target = await connectToOutputs(command.target);
+    try {
+      const outbox = findOutbox(target, command.outputPrefix);
+      const olderThanSeconds = command.stuck ? outbox.stuckAfterSeconds : command.olderThanSeconds;
+      report(await listPendingOutbox(target.dynamodb, outbox, { olderThanSeconds }), describeOutbox);
+      return 0;
+    } finally {
+      target.close();
+    }
+  }
   const pipeline = await connect(command.target);
   const { resources } = pipeline;
   try {

@@ -1,7 +1,7 @@
 /**
- * Errors of the operations commands (`oncely dlq`, `oncely in-doubt`). Each message says what
- * happened and what to do; `src/cli/main.ts` prints it and exits with 1. Names are fixed strings, so
- * a minified bundle still reports them.
+ * Errors of the operations commands (`oncely dlq`, `oncely in-doubt`, `oncely outbox`). Each message
+ * says what happened and what to do; `src/cli/main.ts` prints it and exits with 1. Names are fixed
+ * strings, so a minified bundle still reports them.
  */
 
 /** The sandbox's ready file is missing, unreadable or not a ready file. */
@@ -57,4 +57,14 @@ export class DedupHorizonUnknownError extends Error {
 /** A redrive stopped half-way: a send or a delete failed. What was not moved is still in the DLQ. */
 export class RedriveInterruptedError extends Error {
   override readonly name = 'RedriveInterruptedError';
+}
+
+/** The target has no OncelyOutbox: none of its stack outputs is an outbox's table name. */
+export class NoOutboxError extends Error {
+  override readonly name = 'NoOutboxError';
+}
+
+/** The target has several OncelyOutboxes, and the command line does not say which one. */
+export class SeveralOutboxesError extends Error {
+  override readonly name = 'SeveralOutboxesError';
 }

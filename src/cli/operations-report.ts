@@ -3,6 +3,7 @@
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
 import type { RedriveResult } from './dead-letter-redrive.js';
 import type { Resolution, UnresolvedRecord } from './in-doubt-records.js';
+import type { OutboxListing } from './outbox-list.js';
 import { formatTable } from './text-table.js';
 
 export function describeDeadLetters(listing: DeadLetterListing): string {
@@ -105,6 +106,44 @@ export function describeResolution(resolution: Resolution, queueUrl: string): st
     `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
     'until the consumer runs the message. There is no need to resolve it again.'
   );
+}
+
+export function describeOutbox(listing: OutboxListing): string {
+  const { messages, tableName, olderThanSeconds } = listing;
+  const longer = olderThanSeconds === undefined ? '' : ` longer than ${formatAge(olderThanSeconds)}`;
+  if (messages.length === 0) return `No outbox message is pending${longer} (${tableName}).`;
+  const table = formatTable(
+    ['CREATED', 'AGE', 'GROUP', 'TYPE', 'KEY', 'ATTEMPTS', 'CLAIMED BY', 'LAST ERROR'],
+    messages.map((message) => [
+      message.createdAt,
+      formatAge(message.ageSeconds),
+      message.groupId,
+      message.type ?? '(no outbox item)',
+      message.key,
+      String(message.attempts),
+      message.claim
+        ? `${message.claim.owner} ${message.claim.expired ? '(expired)' : `until ${message.claim.expiresAt}`}`
+        : '-',
+      message.lastError ?? '-',
+    ]),
+  );
+  return [
+    `${count(messages.length, 'message')} pending${longer} in the outbox, oldest first (${tableName}):`,
+    table,
+    ...(listing.truncated ? [`More are pending: these are the oldest ${messages.length}.`] : []),
+    'The relay sends each message when it is written, the sweeper what is left once it is older than its sweep ' +
+      'bound. One that stays pending fails to send (LAST ERROR, and the relay’s and sweeper’s logs), or waits ' +
+      'behind an earlier message of its group.',
+  ].join('\n');
+}
+
+/** An age for people: `42s`, `5m12s`, `3h04m`, `2d03h`. */
+export function formatAge(seconds: number): string {
+  const two = (n: number) => String(n).padStart(2, '0');
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${two(seconds % 60)}s`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h${two(Math.floor((seconds % 3600) / 60))}m`;
+  return `${Math.floor(seconds / 86_400)}d${two(Math.floor((seconds % 86_400) / 3600))}h`;
 }
 
 function count(n: number, noun: string): string {

@@ -4,8 +4,13 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
 import { z } from 'zod';
-import { describeDeployedPipeline } from '../cdk/deployed-pipeline.js';
-import { PIPELINE_OUTPUTS, type PipelineOutputKey, type PipelineResources } from '../cdk/pipeline-outputs.js';
+import { describeStackOutputs } from '../cdk/deployed-pipeline.js';
+import {
+  PIPELINE_OUTPUTS,
+  type PipelineOutputKey,
+  type PipelineResources,
+  resourcesFromOutputs,
+} from '../cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
 import {
@@ -15,41 +20,70 @@ import {
   StackNotFoundError,
 } from './operations-errors.js';
 
-/** A running pipeline, ready to operate on: its resources and clients for them. */
-export interface PipelineConnection {
+/** A running target, ready to operate on: its stack outputs and clients for its services. */
+export interface TargetConnection {
   /** Names the target in messages: "the sandbox of ready.json" or "stack Oncely-dev". */
   readonly name: string;
-  readonly resources: PipelineResources;
+  /** Every output of its stacks (the sandbox's) or of its stack, by key. */
+  readonly outputs: Readonly<Record<string, string>>;
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
   close(): void;
 }
 
+/** A running pipeline, ready to operate on: its resources and clients for them. */
+export interface PipelineConnection extends TargetConnection {
+  readonly resources: PipelineResources;
+}
+
 /**
- * Connects to the sandbox a ready file describes (its loopback endpoints, placeholder credentials)
- * or to a deployed stack (the default credential chain and region; resources from its outputs).
- * Requests that find nothing listening fail with a `PipelineUnreachableError` saying what to do.
+ * Connects to the pipeline of the sandbox a ready file describes (its loopback endpoints,
+ * placeholder credentials) or of a deployed stack (the default credential chain and region;
+ * resources from its outputs). Requests that find nothing listening fail with a
+ * `PipelineUnreachableError` saying what to do.
  */
-export function connect(target: Target): Promise<PipelineConnection> {
-  return target.kind === 'sandbox' ? connectToSandbox(target.readyFile) : connectToStack(target.stackName);
+export async function connect(target: Target): Promise<PipelineConnection> {
+  if (target.kind === 'sandbox') {
+    const file = await readReadyFile(target.readyFile, pipelineReadyFileSchema);
+    return { ...connectToSandbox(target.readyFile, file), resources: file.resources };
+  }
+  const outputs = await readStackOutputs(target.stackName);
+  const outputList = Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue }));
+  const resources = resourcesFromOutputs(target.stackName, outputList);
+  return { ...connectToStack(target.stackName, outputs), resources };
+}
+
+/** Connects to a sandbox or a deployed stack as {@link connect} does, needing no pipeline in it: only its outputs. */
+export async function connectToOutputs(target: Target): Promise<TargetConnection> {
+  if (target.kind === 'sandbox') {
+    return connectToSandbox(target.readyFile, await readReadyFile(target.readyFile, outputsReadyFileSchema));
+  }
+  return connectToStack(target.stackName, await readStackOutputs(target.stackName));
 }
 
 const readyFileSchema = z.object({
   region: z.string().min(1),
   endpoints: z.object({ sqs: z.url(), dynamodb: z.url() }),
+});
+const pipelineReadyFileSchema = readyFileSchema.extend({
   resources: z.record(
     z.enum(Object.keys(PIPELINE_OUTPUTS) as [PipelineOutputKey, ...PipelineOutputKey[]]),
     z.string().min(1),
   ),
 });
+const outputsReadyFileSchema = readyFileSchema.extend({ outputs: z.record(z.string(), z.string()) });
 
-async function connectToSandbox(readyFile: string): Promise<PipelineConnection> {
-  const { region, endpoints, resources } = await readReadyFile(readyFile);
+type ReadyFile = z.infer<typeof readyFileSchema> & { outputs?: Record<string, string> };
+
+function connectToSandbox(
+  readyFile: string,
+  { region, endpoints, outputs = {} }: ReadyFile,
+): TargetConnection {
   const sqs = new SQSClient({ ...localAwsConfig(endpoints.sqs), region });
   translateErrors(sqs, sandboxNotRunning(readyFile, 'SQS', endpoints.sqs));
   const dynamodb = new DynamoDBClient({ ...localAwsConfig(endpoints.dynamodb), region });
   translateErrors(dynamodb, sandboxNotRunning(readyFile, 'DynamoDB', endpoints.dynamodb));
-  return connection(`the sandbox of ${readyFile}`, resources, sqs, dynamodb);
+  return connection(`the sandbox of ${readyFile}`, outputs, sqs, dynamodb);
 }
 
 function sandboxNotRunning(readyFile: string, service: string, endpoint: string) {
@@ -64,7 +98,7 @@ function sandboxNotRunning(readyFile: string, service: string, endpoint: string)
   };
 }
 
-async function readReadyFile(readyFile: string): Promise<z.infer<typeof readyFileSchema>> {
+async function readReadyFile<S extends z.ZodType>(readyFile: string, schema: S): Promise<z.infer<S>> {
   let text: string;
   try {
     text = await readFile(readyFile, 'utf8');
@@ -83,7 +117,7 @@ async function readReadyFile(readyFile: string): Promise<z.infer<typeof readyFil
       cause,
     });
   }
-  const parsed = readyFileSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ReadyFileError(
@@ -94,8 +128,9 @@ async function readReadyFile(readyFile: string): Promise<z.infer<typeof readyFil
   return parsed.data;
 }
 
-async function connectToStack(stackName: string): Promise<PipelineConnection> {
-  const unreachable = (service: string) => (cause: unknown) => {
+/** What a failed request to a stack's services means: no credentials, or nothing reachable. */
+function stackUnreachable(stackName: string, service: string) {
+  return (cause: unknown) => {
     if (isMissingCredentials(cause)) {
       return new MissingCredentialsError(
         `No AWS credentials found to operate stack ${stackName}. Configure them (\`aws configure\`, ` +
@@ -111,11 +146,13 @@ async function connectToStack(stackName: string): Promise<PipelineConnection> {
       { cause },
     );
   };
+}
+
+async function readStackOutputs(stackName: string): Promise<Record<string, string>> {
   const cloudFormation = new CloudFormationClient({});
-  translateErrors(cloudFormation, unreachable('CloudFormation'));
-  let resources: PipelineResources;
+  translateErrors(cloudFormation, stackUnreachable(stackName, 'CloudFormation'));
   try {
-    resources = await describeDeployedPipeline(stackName, cloudFormation);
+    return await describeStackOutputs(stackName, cloudFormation);
   } catch (error) {
     if (error instanceof Error && error.name === 'ValidationError' && /does not exist/.test(error.message)) {
       throw new StackNotFoundError(
@@ -128,22 +165,25 @@ async function connectToStack(stackName: string): Promise<PipelineConnection> {
   } finally {
     cloudFormation.destroy();
   }
+}
+
+function connectToStack(stackName: string, outputs: Record<string, string>): TargetConnection {
   const sqs = new SQSClient({});
-  translateErrors(sqs, unreachable('SQS'));
+  translateErrors(sqs, stackUnreachable(stackName, 'SQS'));
   const dynamodb = new DynamoDBClient({});
-  translateErrors(dynamodb, unreachable('DynamoDB'));
-  return connection(`stack ${stackName}`, resources, sqs, dynamodb);
+  translateErrors(dynamodb, stackUnreachable(stackName, 'DynamoDB'));
+  return connection(`stack ${stackName}`, outputs, sqs, dynamodb);
 }
 
 function connection(
   name: string,
-  resources: PipelineResources,
+  outputs: Record<string, string>,
   sqs: SQSClient,
   dynamodb: DynamoDBClient,
-): PipelineConnection {
+): TargetConnection {
   return {
     name,
-    resources,
+    outputs,
     sqs,
     dynamodb,
     close: () => {

@@ -55,6 +55,12 @@ const ITEM_PREFIX = 'oncely-outbox#';
 const GROUP_PREFIX = 'oncely-outbox-group#';
 const ITEM_SORT_KEY = 'oncely-outbox';
 
+/**
+ * The partition-key prefixes of the outbox's key space (items, then markers): the OncelyOutbox
+ * construct restricts its grants to them (`dynamodb:LeadingKeys`), as the table may be yours.
+ */
+export const OUTBOX_KEY_PREFIXES = [ITEM_PREFIX, GROUP_PREFIX] as const;
+
 /** How long a SENT item is kept (its TTL attribute `expiresAt`): long enough to look up what was sent. */
 export const SENT_RETENTION_SECONDS = 7 * 24 * 3600;
 

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { OncelyOutbox, type OncelyOutboxProps } from '../../src/cdk/oncely-outbox.js';
 import { OncelyPipeline, type OncelyPipelineProps } from '../../src/cdk/oncely-pipeline.js';
 
 /** A consumer entry for the construct; never bundled here. */
@@ -15,4 +16,25 @@ export function buildStack(props: Partial<OncelyPipelineProps> = {}) {
   const stack = new Stack(app, 'Test');
   const pipeline = new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: FIXTURE_CONSUMER }, ...props });
   return { app, stack, pipeline, template: Template.fromStack(stack) };
+}
+
+/** The outbox's props, or a function making them in the stack (for resources of their own: a table, a queue). */
+type OutboxPropsIn = Partial<OncelyOutboxProps> | ((stack: Stack) => Partial<OncelyOutboxProps>);
+
+/**
+ * An OncelyOutbox in a stack of its own beside a pipeline, whose queue it publishes to unless the
+ * props name a queue; synthesised without bundling. `context` is the app's (e.g. `oncely:sandbox`);
+ * `after` adds to the stack before the synth (a producer to grant, say).
+ */
+export function buildOutboxStack(
+  propsIn: OutboxPropsIn = {},
+  options: { context?: Record<string, unknown>; after?: (outbox: OncelyOutbox, stack: Stack) => void } = {},
+) {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [], ...options.context } });
+  const stack = new Stack(app, 'Test');
+  const pipeline = new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: FIXTURE_CONSUMER } });
+  const props = typeof propsIn === 'function' ? propsIn(stack) : propsIn;
+  const outbox = new OncelyOutbox(stack, 'Outbox', props.queue ? props : { pipeline, ...props });
+  options.after?.(outbox, stack);
+  return { app, stack, pipeline, outbox, template: Template.fromStack(stack) };
 }

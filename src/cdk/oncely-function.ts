@@ -1,0 +1,46 @@
+import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { LAMBDA_BUNDLING } from './bundling.js';
+
+/** What a function Oncely builds needs besides its entry; the rest are NodejsFunction's options. */
+export type OncelyFunctionOptions = Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup'> & {
+  timeout: Duration;
+  memorySize: number;
+  environment: Record<string, string>;
+  /** For its log group. */
+  removalPolicy: RemovalPolicy;
+};
+
+/**
+ * A function as Oncely's constructs build them (their own, and a consumer from its entry): Node.js 24,
+ * ARM64 unless told otherwise, bundled with {@link LAMBDA_BUNDLING}, with its own role and log group
+ * (`<id>Role`, `<id>Logs` beside it in `scope`).
+ */
+export function oncelyFunction(
+  scope: Construct,
+  id: string,
+  entry: string,
+  { removalPolicy, ...options }: OncelyFunctionOptions,
+): NodejsFunction {
+  // Its own role, allowed to write only its own log group (instead of AWS's managed policy,
+  // which may create any log group in the account).
+  const logGroup = new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
+  const role = new Role(scope, `${id}Role`, { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+  logGroup.grantWrite(role);
+  return new NodejsFunction(scope, id, {
+    handler: 'handler',
+    architecture: Architecture.ARM_64,
+    ...options,
+    entry,
+    role,
+    logGroup,
+    runtime: Runtime.NODEJS_24_X,
+    environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
+    // Minified ESM for node24 with names kept (error names survive): see bundling.ts.
+    bundling: { ...LAMBDA_BUNDLING, ...options.bundling },
+  });
+}

@@ -1,0 +1,646 @@
+import { type CfnElement, Duration, RemovalPolicy, type Stack } from 'aws-cdk-lib';
+import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
+import { AttributeType, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { OncelyOutbox, type OncelyOutboxProps } from '../../src/cdk/oncely-outbox.js';
+import { OUTBOX_OUTPUTS } from '../../src/cdk/outbox-outputs.js';
+import { SANDBOX_CONTEXT } from '../../src/cdk/sandbox-context.js';
+import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../src/outbox/environment.js';
+import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../src/outbox/layout.js';
+import { OUTBOX_METRICS } from '../../src/outbox/metrics.js';
+import { buildOutboxStack } from './build-stack.js';
+
+const { app, stack, outbox, template } = buildOutboxStack();
+
+const logicalId = (element: { node: { defaultChild?: unknown } }, inStack: Stack = stack) =>
+  inStack.getLogicalId(element.node.defaultChild as CfnElement);
+
+/** A function's properties, by the construct id it was built under (`Relay`, `Sweeper`). */
+function functionProperties(from: Template, id: string) {
+  const [found] = Object.entries(from.findResources('AWS::Lambda::Function')).filter(([logical]) =>
+    logical.startsWith(`Outbox${id}`),
+  );
+  if (!found) throw new Error(`no Outbox${id} function`);
+  return found[1].Properties;
+}
+
+const environmentOf = (from: Template, id: string): Record<string, unknown> =>
+  functionProperties(from, id).Environment.Variables;
+
+/** The statements of a role's policies, by the construct id of its function. */
+function statementsOf(from: Template, id: string): { Action: string | string[]; [key: string]: unknown }[] {
+  return Object.entries(from.findResources('AWS::IAM::Policy'))
+    .filter(([logical]) => logical.startsWith(`Outbox${id}Role`))
+    .flatMap(([, policy]) => policy.Properties.PolicyDocument.Statement);
+}
+
+const actionsOf = (from: Template, id: string) =>
+  statementsOf(from, id)
+    .flatMap((statement) => [statement.Action].flat())
+    .sort();
+
+/** The tables of a template other than the pipeline's idempotency table. */
+const outboxTables = (from: Template) =>
+  Object.entries(from.findResources('AWS::DynamoDB::Table')).filter(
+    ([logical]) => !logical.startsWith('PipelineIdempotencyTable'),
+  );
+
+const LEADING_KEYS = {
+  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['oncely-outbox#*', 'oncely-outbox-group#*'] },
+};
+
+/** A producer's own table in `stack`, keyed as given; a NEW_AND_OLD_IMAGES stream and TTL on expiresAt unless told. */
+function producerTable(
+  stack: Stack,
+  keys: { partition: AttributeType; sort?: AttributeType },
+  options: { stream?: StreamViewType | 'none'; ttl?: boolean } = {},
+) {
+  const stream = options.stream ?? StreamViewType.NEW_AND_OLD_IMAGES;
+  return new Table(stack, 'Orders', {
+    partitionKey: { name: 'PK', type: keys.partition },
+    ...(keys.sort ? { sortKey: { name: 'SK', type: keys.sort } } : {}),
+    ...(stream === 'none' ? {} : { stream }),
+    ...(options.ttl === false ? {} : { timeToLiveAttribute: 'expiresAt' }),
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+  });
+}
+
+describe('the outbox table of its own', () => {
+  it('is keyed by string pk and sk, on-demand, with PITR, a NEW_IMAGE stream and TTL on expiresAt', () => {
+    const [[, table]] = outboxTables(template) as [[string, { Properties: Record<string, unknown> }]];
+    expect(table.Properties).toMatchObject({
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+      TimeToLiveSpecification: { AttributeName: OUTBOX_ATTRIBUTES.expiresAt, Enabled: true },
+      DeletionProtectionEnabled: false,
+    });
+    expect(table.Properties.AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ]),
+    );
+  });
+
+  it('has the sparse index of pending markers, projecting what the sweeper reads', () => {
+    const [[, table]] = outboxTables(template) as [[string, { Properties: Record<string, unknown> }]];
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: OUTBOX_PENDING_INDEX,
+        KeySchema: [
+          { AttributeName: OUTBOX_ATTRIBUTES.pending, KeyType: 'HASH' },
+          { AttributeName: OUTBOX_ATTRIBUTES.order, KeyType: 'RANGE' },
+        ],
+        Projection: {
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: [OUTBOX_ATTRIBUTES.key, OUTBOX_ATTRIBUTES.groupId],
+        },
+      },
+    ]);
+    expect(table.Properties.AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: OUTBOX_ATTRIBUTES.pending, AttributeType: 'S' },
+        { AttributeName: OUTBOX_ATTRIBUTES.order, AttributeType: 'S' },
+      ]),
+    );
+  });
+
+  it('is retained on stack deletion, or follows the pipeline’s removal policy and deletion protection', () => {
+    const [[, retained]] = outboxTables(template);
+    expect(retained).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    const { template: destroyed } = buildOutboxStack({ removalPolicy: RemovalPolicy.DESTROY });
+    expect(outboxTables(destroyed)[0]?.[1]).toMatchObject({ DeletionPolicy: 'Delete' });
+    const { template: protectedTable } = buildOutboxStack({ deletionProtection: true });
+    expect(outboxTables(protectedTable)[0]?.[1].Properties.DeletionProtectionEnabled).toBe(true);
+  });
+});
+
+describe('the relay', () => {
+  const mapping = () => {
+    const [found] = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).filter(
+      (resource) => resource.Properties.EventSourceArn['Fn::GetAtt']?.[1] === 'StreamArn',
+    );
+    return found?.Properties;
+  };
+
+  it('reads the table’s stream from its start, 100 records at a time, with partial batch responses', () => {
+    expect(mapping()).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(outbox.table), 'StreamArn'] },
+      FunctionName: { Ref: logicalId(outbox.relay) },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('is invoked only for newly inserted pending markers', () => {
+    const patterns = mapping().FilterCriteria.Filters.map((filter: { Pattern: string }) =>
+      JSON.parse(filter.Pattern),
+    );
+    expect(patterns).toEqual([
+      { eventName: ['INSERT'], dynamodb: { NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: ['PENDING'] } } } },
+    ]);
+  });
+
+  it('retries a failed batch 10 times, then keeps its description in an encrypted failure queue', () => {
+    expect(mapping()).toMatchObject({
+      MaximumRetryAttempts: 10,
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [logicalId(outbox.relayFailureQueue), 'Arn'] } },
+      },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86400,
+      FifoQueue: Match.absent(),
+    });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: logicalId(outbox.relayFailureQueue) }],
+      PolicyDocument: {
+        Statement: [
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ],
+      },
+    });
+  });
+
+  it('follows relayBatchSize and relayRetryAttempts', () => {
+    const { template: tuned } = buildOutboxStack({ relayBatchSize: 500, relayRetryAttempts: 2 });
+    tuned.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 500,
+      MaximumRetryAttempts: 2,
+    });
+  });
+});
+
+describe('the sweeper', () => {
+  it('runs on an EventBridge schedule every minute, its runs expiring with the interval', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [logicalId(outbox.sweeper), 'Arn'] },
+          RetryPolicy: { MaximumEventAgeInSeconds: 60 },
+        }),
+      ],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [logicalId(outbox.sweeper), 'Arn'] },
+      SourceArn: { 'Fn::GetAtt': [logicalId(outbox.sweepSchedule), 'Arn'] },
+    });
+  });
+
+  it('follows sweepInterval, which is also the stuck alarm’s period', () => {
+    const { template: slow } = buildOutboxStack({ sweepInterval: Duration.minutes(5) });
+    slow.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      Targets: [Match.objectLike({ RetryPolicy: { MaximumEventAgeInSeconds: 300 } })],
+    });
+    slow.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: OUTBOX_METRICS.stuck, Period: 300 });
+  });
+});
+
+describe('functions', () => {
+  it('run on Node.js 24, ARM64, each with its own log group', () => {
+    for (const id of ['Relay', 'Sweeper']) {
+      expect(functionProperties(template, id)).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        LoggingConfig: { LogGroup: { Ref: expect.stringMatching(`^Outbox${id}Logs`) } },
+      });
+    }
+  });
+
+  it('set every variable their handler reads: the sweeper its bounds, both the table, keys, queue and size', () => {
+    const names = (id: string) =>
+      Object.keys(environmentOf(template, id))
+        .filter((name) => !name.startsWith('POWERTOOLS_') && name !== 'NODE_OPTIONS')
+        .sort();
+    const { sweepAfterSeconds, stuckAfterSeconds, ...relayVariables } = OUTBOX_ENVIRONMENT;
+    expect(names('Relay')).toEqual(Object.values(relayVariables).sort());
+    expect(names('Sweeper')).toEqual(Object.values(OUTBOX_ENVIRONMENT).sort());
+    expect(environmentOf(template, 'Sweeper')).toMatchObject({
+      [OUTBOX_ENVIRONMENT.tableName]: { Ref: logicalId(outbox.table) },
+      [OUTBOX_ENVIRONMENT.partitionKey]: 'pk',
+      [OUTBOX_ENVIRONMENT.sortKey]: 'sk',
+      [OUTBOX_ENVIRONMENT.queueUrl]: { Ref: logicalId(outbox.queue) },
+      [OUTBOX_ENVIRONMENT.maxMessageBytes]: '262144',
+      [sweepAfterSeconds]: '60',
+      [stuckAfterSeconds]: '300',
+      POWERTOOLS_SERVICE_NAME: 'oncely-outbox-sweeper',
+      POWERTOOLS_METRICS_NAMESPACE: 'oncely',
+    });
+    expect(environmentOf(template, 'Relay')).toMatchObject({
+      POWERTOOLS_SERVICE_NAME: 'oncely-outbox-relay',
+      POWERTOOLS_METRICS_NAMESPACE: 'oncely',
+    });
+  });
+
+  it('take the message size limit from the pipeline, or from a queue that declares one', () => {
+    const sizeOf = (built: ReturnType<typeof buildOutboxStack>) =>
+      environmentOf(built.template, 'Relay')[OUTBOX_ENVIRONMENT.maxMessageBytes];
+    const declared = buildOutboxStack((own) => ({
+      queue: new Queue(own, 'Events', { fifo: true, maxMessageSizeBytes: 1_048_576 }),
+    }));
+    expect(sizeOf(declared)).toBe('1048576');
+    // Imported: the size is not known here, and oncely/outbox keeps to its default.
+    const imported = buildOutboxStack((own) => ({
+      queue: Queue.fromQueueArn(own, 'Imported', 'arn:aws:sqs:eu-west-1:123456789012:events.fifo'),
+    }));
+    expect(sizeOf(imported)).toBeUndefined();
+    expect(imported.outbox.producerEnvironment).not.toHaveProperty(OUTBOX_ENVIRONMENT.maxMessageBytes);
+  });
+
+  it('use serviceName for their namespace and service dimensions', () => {
+    const { template: named } = buildOutboxStack({ serviceName: 'orders' });
+    expect(environmentOf(named, 'Sweeper')).toMatchObject({
+      POWERTOOLS_SERVICE_NAME: 'orders-outbox-sweeper',
+      POWERTOOLS_METRICS_NAMESPACE: 'orders',
+    });
+    named.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'orders',
+      Dimensions: [{ Name: 'service', Value: 'orders-outbox-sweeper' }],
+    });
+  });
+});
+
+describe('grants', () => {
+  it('give the relay and the sweeper exactly the data actions they use', () => {
+    const logs = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+    const items = ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'];
+    expect(actionsOf(template, 'Relay')).toEqual(
+      [
+        ...logs,
+        ...items,
+        // The stream, by the event source.
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+        'sqs:SendMessage',
+        // The failure queue, by the event source's on-failure destination.
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:SendMessage',
+      ].sort(),
+    );
+    expect(actionsOf(template, 'Sweeper')).toEqual(
+      [...logs, ...items, 'dynamodb:Query', 'sqs:SendMessage'].sort(),
+    );
+  });
+
+  it('confine item actions to the outbox’s keys, on the table; the sweeper’s index query to the index', () => {
+    for (const id of ['Relay', 'Sweeper']) {
+      expect(statementsOf(template, id)).toContainEqual(
+        expect.objectContaining({
+          Action: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+          Resource: { 'Fn::GetAtt': [logicalId(outbox.table), 'Arn'] },
+          Condition: LEADING_KEYS,
+        }),
+      );
+    }
+    expect(statementsOf(template, 'Sweeper')).toContainEqual(
+      expect.objectContaining({
+        Action: 'dynamodb:Query',
+        Resource: {
+          'Fn::Join': [
+            '',
+            [{ 'Fn::GetAtt': [logicalId(outbox.table), 'Arn'] }, `/index/${OUTBOX_PENDING_INDEX}`],
+          ],
+        },
+      }),
+    );
+  });
+
+  it('send to the queue only, and use no wildcard but the stream listing IAM cannot scope', () => {
+    for (const id of ['Relay', 'Sweeper']) {
+      expect(statementsOf(template, id)).toContainEqual(
+        expect.objectContaining({
+          Action: 'sqs:SendMessage',
+          Resource: { 'Fn::GetAtt': [logicalId(outbox.queue), 'Arn'] },
+        }),
+      );
+      for (const statement of statementsOf(template, id)) {
+        for (const action of [statement.Action].flat()) expect(action).not.toMatch(/\*/);
+        if (statement.Resource === '*') expect(statement.Action).toBe('dynamodb:ListStreams');
+      }
+    }
+  });
+
+  it('let a producer put outbox items only, and set its environment, through grantWrite', () => {
+    let producer: LambdaFunction | undefined;
+    const built = buildOutboxStack(
+      {},
+      {
+        after: (outbox, own) => {
+          producer = new LambdaFunction(own, 'OrderService', {
+            runtime: Runtime.NODEJS_24_X,
+            handler: 'index.handler',
+            code: Code.fromInline('export const handler = async () => 1;'),
+          });
+          outbox.grantWrite(producer);
+        },
+      },
+    );
+    const role = (producer as LambdaFunction).role as Role;
+    built.template.hasResourceProperties('AWS::IAM::Policy', {
+      Roles: [{ Ref: logicalId(role, built.stack) }],
+      PolicyDocument: {
+        Statement: [
+          {
+            Action: 'dynamodb:PutItem',
+            Effect: 'Allow',
+            Resource: { 'Fn::GetAtt': [logicalId(built.outbox.table, built.stack), 'Arn'] },
+            Condition: LEADING_KEYS,
+          },
+        ],
+      },
+    });
+    built.template.hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      Environment: { Variables: built.stack.resolve(built.outbox.producerEnvironment) },
+    });
+    expect(Object.keys(built.outbox.producerEnvironment).sort()).toEqual(
+      [
+        OUTBOX_ENVIRONMENT.tableName,
+        OUTBOX_ENVIRONMENT.partitionKey,
+        OUTBOX_ENVIRONMENT.sortKey,
+        OUTBOX_ENVIRONMENT.maxMessageBytes,
+      ].sort(),
+    );
+  });
+
+  it('let any principal put outbox items through grantWrite', () => {
+    let role: Role | undefined;
+    const built = buildOutboxStack(
+      {},
+      {
+        after: (outbox, own) => {
+          role = new Role(own, 'Service', { assumedBy: new ServicePrincipal('ecs-tasks.amazonaws.com') });
+          outbox.grantWrite(role);
+        },
+      },
+    );
+    built.template.hasResourceProperties('AWS::IAM::Policy', {
+      Roles: [{ Ref: logicalId(role as Role, built.stack) }],
+      PolicyDocument: {
+        Statement: [Match.objectLike({ Action: 'dynamodb:PutItem', Condition: LEADING_KEYS })],
+      },
+    });
+  });
+});
+
+describe('alarms', () => {
+  const alarms = (from: Template = template) =>
+    Object.values(from.findResources('AWS::CloudWatch::Alarm'))
+      .map((alarm) => alarm.Properties)
+      .filter(
+        (alarm) => alarm.MetricName === OUTBOX_METRICS.stuck || /OutboxRelay/.test(JSON.stringify(alarm)),
+      );
+
+  it('raise on any stuck message, and on two sweep intervals without the sweeper’s count', () => {
+    expect(alarms().find((alarm) => alarm.MetricName === OUTBOX_METRICS.stuck)).toMatchObject({
+      Namespace: 'oncely',
+      Dimensions: [{ Name: 'service', Value: 'oncely-outbox-sweeper' }],
+      Statistic: 'Maximum',
+      Period: 60,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 2,
+      TreatMissingData: 'breaching',
+    });
+  });
+
+  it('raise when the relay fails whole invocations', () => {
+    expect(alarms().find((alarm) => alarm.MetricName === 'Errors')).toMatchObject({
+      Namespace: 'AWS/Lambda',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(outbox.relay) } }],
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+    expect(alarms()).toHaveLength(2);
+  });
+
+  it('notify the alarm topic when one is given', () => {
+    const built = buildOutboxStack((own) => ({ alarmTopic: new Topic(own, 'Ops') }));
+    const topic = built.stack.node.findChild('Ops') as Topic;
+    const notified = alarms(built.template);
+    expect(notified).toHaveLength(2);
+    for (const alarm of notified)
+      expect(alarm.AlarmActions).toEqual([{ Ref: logicalId(topic, built.stack) }]);
+  });
+});
+
+describe('outputs', () => {
+  it('name the table, its keys and the stuck bound under stable ids (a prefix for a second outbox)', () => {
+    const outputs = template.findOutputs('*');
+    const names = Object.values(OUTBOX_OUTPUTS);
+    expect(
+      Object.keys(outputs)
+        .filter((key) => key.startsWith('Outbox'))
+        .sort(),
+    ).toEqual([...names].sort());
+    expect(outputs).toMatchObject({
+      OutboxTableName: { Value: { Ref: logicalId(outbox.table) } },
+      OutboxPartitionKey: { Value: 'pk' },
+      OutboxSortKey: { Value: 'sk' },
+      OutboxStuckAfterSeconds: { Value: '300' },
+    });
+    const { template: second } = buildOutboxStack({ outputPrefix: 'Orders' });
+    expect(
+      Object.keys(second.findOutputs('*'))
+        .filter((key) => key.startsWith('Orders'))
+        .sort(),
+    ).toEqual(names.map((name) => `Orders${name}`).sort());
+  });
+});
+
+describe('in the sandbox', () => {
+  it('sweeps after 5 s and counts as stuck after 30 s, unless told otherwise', () => {
+    const local = buildOutboxStack({}, { context: { [SANDBOX_CONTEXT]: 'true' } });
+    expect(environmentOf(local.template, 'Sweeper')).toMatchObject({
+      [OUTBOX_ENVIRONMENT.sweepAfterSeconds]: '5',
+      [OUTBOX_ENVIRONMENT.stuckAfterSeconds]: '30',
+    });
+    expect(local.template.findOutputs('OutboxStuckAfterSeconds').OutboxStuckAfterSeconds?.Value).toBe('30');
+    const told = buildOutboxStack(
+      { sweepAfter: Duration.seconds(20), stuckAfter: Duration.minutes(2) },
+      { context: { [SANDBOX_CONTEXT]: 'true' } },
+    );
+    expect(environmentOf(told.template, 'Sweeper')).toMatchObject({
+      [OUTBOX_ENVIRONMENT.sweepAfterSeconds]: '20',
+      [OUTBOX_ENVIRONMENT.stuckAfterSeconds]: '120',
+    });
+  });
+});
+
+describe('on your own table', () => {
+  const built = buildOutboxStack((own) => ({
+    table: producerTable(own, { partition: AttributeType.STRING, sort: AttributeType.STRING }),
+  }));
+
+  it('adds the pending index to it and creates no table', () => {
+    const tables = outboxTables(built.template);
+    expect(tables).toHaveLength(1);
+    expect(tables[0]?.[0]).toMatch(/^Orders/);
+    expect(tables[0]?.[1].Properties.GlobalSecondaryIndexes).toEqual([
+      expect.objectContaining({ IndexName: OUTBOX_PENDING_INDEX }),
+    ]);
+    expect(built.outbox.table.node.path).toBe('Test/Orders');
+  });
+
+  it('uses its key attributes: in the functions, for producers and in the outputs', () => {
+    expect(built.outbox.layout).toMatchObject({ partitionKey: 'PK', sortKey: 'SK' });
+    expect(environmentOf(built.template, 'Relay')).toMatchObject({
+      [OUTBOX_ENVIRONMENT.partitionKey]: 'PK',
+      [OUTBOX_ENVIRONMENT.sortKey]: 'SK',
+    });
+    expect(built.outbox.producerEnvironment).toMatchObject({
+      [OUTBOX_ENVIRONMENT.partitionKey]: 'PK',
+      [OUTBOX_ENVIRONMENT.sortKey]: 'SK',
+    });
+    expect(built.template.findOutputs('*')).toMatchObject({
+      OutboxPartitionKey: { Value: 'PK' },
+      OutboxSortKey: { Value: 'SK' },
+    });
+  });
+
+  it('warns when sent items would never expire, its TTL not being on expiresAt', () => {
+    const noTtl = buildOutboxStack((own) => ({
+      table: producerTable(
+        own,
+        { partition: AttributeType.STRING, sort: AttributeType.STRING },
+        { ttl: false },
+      ),
+    }));
+    Annotations.fromStack(noTtl.stack).hasWarning('/Test/Outbox', Match.stringLikeRegexp('no TTL'));
+    expect(Annotations.fromStack(built.stack).findWarning('*', Match.stringLikeRegexp('TTL'))).toEqual([]);
+  });
+});
+
+describe('configuration errors, at synth', () => {
+  const refused = (make: (stack: Stack) => Partial<OncelyOutboxProps>, message: RegExp) => {
+    const build = () => buildOutboxStack(make);
+    expect(build).toThrow(OutboxConfigurationError);
+    expect(build).toThrow(message);
+  };
+
+  it.each([
+    [
+      'a numeric sort key',
+      { partition: AttributeType.STRING, sort: AttributeType.NUMBER },
+      StreamViewType.NEW_IMAGE,
+      /keyed by PK \(S\) and SK \(N\): the outbox needs a string partition key and a string sort key/,
+    ],
+    [
+      'no sort key',
+      { partition: AttributeType.STRING },
+      StreamViewType.NEW_IMAGE,
+      /keyed by PK \(S\) alone: the outbox needs/,
+    ],
+    [
+      'no stream',
+      { partition: AttributeType.STRING, sort: AttributeType.STRING },
+      'none' as const,
+      /has no stream: .*Set `stream: StreamViewType.NEW_IMAGE`/,
+    ],
+    [
+      'a stream without new images',
+      { partition: AttributeType.STRING, sort: AttributeType.STRING },
+      StreamViewType.KEYS_ONLY,
+      /has a KEYS_ONLY stream: .*Set `stream: StreamViewType.NEW_IMAGE`/,
+    ],
+  ])('refuses your table with %s, saying what to change', (_, keys, stream, message) => {
+    refused((own) => ({ table: producerTable(own, keys, { stream }) }), message);
+  });
+
+  it('refuses a table that already holds an outbox', () => {
+    refused((own) => {
+      const table = producerTable(own, { partition: AttributeType.STRING, sort: AttributeType.STRING });
+      new OncelyOutbox(own, 'First', { queue: new Queue(own, 'Events', { fifo: true }), table });
+      return { table };
+    }, /already holds an OncelyOutbox: one table, one outbox/);
+  });
+
+  it('needs exactly one FIFO queue', () => {
+    refused(
+      (own) => ({ queue: new Queue(own, 'Standard') }),
+      /the queue Test\/Standard is not FIFO: the outbox sends each group in order/,
+    );
+    const { stack: own, pipeline } = buildOutboxStack();
+    expect(() => new OncelyOutbox(own, 'Both', { pipeline, queue: pipeline.queue })).toThrow(
+      /give `queue` or `pipeline`, not both/,
+    );
+    expect(() => new OncelyOutbox(own, 'Neither', {})).toThrow(/give the FIFO queue to publish to/);
+  });
+
+  it.each([
+    [
+      { sweepInterval: Duration.seconds(30) },
+      /sweepInterval \(30 seconds\) must be a whole number of minutes/,
+    ],
+    [{ sweepInterval: Duration.hours(13) }, /sweepInterval \(13 hours\) must be a whole number of minutes/],
+    [
+      { sweepAfter: Duration.millis(1500) },
+      /sweepAfter \(1 second 500 millis\) must be a whole number of seconds/,
+    ],
+    [
+      { stuckAfter: Duration.seconds(60) },
+      /stuckAfter \(1 minute\) must be longer than sweepAfter \(1 minute\)/,
+    ],
+    [{ relayBatchSize: 0 }, /relayBatchSize \(0\) must be a whole number from 1 to 10000/],
+    [{ relayRetryAttempts: -1 }, /relayRetryAttempts \(-1\) must be a whole number from 0 to 10000: bounded/],
+  ])('refuses %o with a clear message', (settings, message) => {
+    refused(() => settings, message);
+  });
+
+  it('names every problem at once', () => {
+    refused(
+      (own) => ({
+        table: producerTable(
+          own,
+          { partition: AttributeType.NUMBER, sort: AttributeType.STRING },
+          { stream: 'none' },
+        ),
+        relayBatchSize: 0,
+      }),
+      /Invalid OncelyOutbox Test\/Outbox:\n- .*keyed by[\s\S]*no stream[\s\S]*relayBatchSize/,
+    );
+  });
+});
+
+describe('cdk-nag', () => {
+  it('finds nothing unacknowledged in the AWS Solutions pack, on either table', () => {
+    const report = new AwsSolutionsChecks(app).validateScope(stack);
+    expect(report.violations).toEqual([]);
+    const own = buildOutboxStack((s) => ({
+      table: producerTable(s, { partition: AttributeType.STRING, sort: AttributeType.STRING }),
+    }));
+    expect(new AwsSolutionsChecks(own.app).validateScope(own.stack).violations).toEqual([]);
+  });
+
+  it('acknowledges only the two findings it explains', () => {
+    const acknowledged = stack.node
+      .findAll()
+      .flatMap((construct) => construct.node.metadata)
+      .filter((entry) => entry.type === 'aws:cdk:acknowledged-rules')
+      .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
+    expect(acknowledged.map(([id]) => id.replace(/^annotation::/i, '')).sort()).toEqual([
+      'AwsSolutions-IAM5[Resource::*]',
+      'AwsSolutions-SQS3',
+    ]);
+    for (const [, reason] of acknowledged) expect(reason.length).toBeGreaterThan(60);
+  });
+});
