@@ -1,7 +1,7 @@
 import { NonRetryableError } from 'oncely/consumer';
 import type { IdempotencyMode } from 'oncely/idempotency';
 import * as z from 'zod/mini';
-import './zod-english.js';
+import '../shared/zod-english.js';
 
 /**
  * The shop consumer's own environment variables, which its stack sets beside those Oncely's

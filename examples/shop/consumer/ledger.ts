@@ -2,7 +2,7 @@ import { type ConsumerOperation, transactionalOperation } from 'oncely/consumer'
 import { CompletedRecordCache } from 'oncely/idempotency';
 import * as z from 'zod/mini';
 import { ledgerWrites } from './ledger-writes.js';
-import './zod-english.js';
+import '../shared/zod-english.js';
 
 export { ledgerItemId } from './ledger-writes.js';
 

@@ -2,7 +2,7 @@ import { type ConsumerOperation, leaseOperation } from 'oncely/consumer';
 import { type IdempotencyMode, NonRetryableError, OncelyError } from 'oncely/idempotency';
 import * as z from 'zod/mini';
 import { type HttpAnswer, postJson } from './http-post.js';
-import './zod-english.js';
+import '../shared/zod-english.js';
 
 export const NOTIFICATIONS_NAMESPACE = 'notifications';
 

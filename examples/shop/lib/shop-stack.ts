@@ -1,10 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import { OncelyPipeline } from 'oncely/cdk';
 import { SHOP_ENVIRONMENT } from '../consumer/environment.js';
+import { OrdersService } from './orders-service.js';
 import type { ShopSettings } from './shop-settings.js';
 
 export interface ShopStackProps extends StackProps {
@@ -13,14 +14,21 @@ export interface ShopStackProps extends StackProps {
 
 /** The output other tools (the demo, the end-to-end suite) find the ledger by. */
 export const LEDGER_TABLE_OUTPUT = 'LedgerTableName';
+/** The outputs the demo and the end-to-end suite place orders and read the orders table by. */
+export const ORDERS_OUTPUTS = {
+  placeOrderFunctionName: 'placeOrderFunctionName',
+  ordersTableName: 'OrdersTableName',
+} as const;
 
 /**
- * The example shop: a ledger table, and an Oncely pipeline around the shop's consumer — built
+ * The example shop: a ledger table, an Oncely pipeline around the shop's consumer, and the orders
+ * service, whose OrderPlaced events leave through a transactional outbox — built
  * with nothing but the package's public entry points, as your own stack would be.
  */
 export class ShopStack extends Stack {
   readonly pipeline: OncelyPipeline;
   readonly ledgerTable: Table;
+  readonly orders: OrdersService;
 
   constructor(scope: Construct, id: string, props: ShopStackProps) {
     super(scope, id, props);
@@ -54,5 +62,14 @@ export class ShopStack extends Stack {
       }),
     );
     new CfnOutput(this, LEDGER_TABLE_OUTPUT, { value: this.ledgerTable.tableName });
+    this.orders = new OrdersService(this, 'Orders', {
+      pipeline: this.pipeline,
+      removalPolicy: settings.pipeline.removalPolicy ?? RemovalPolicy.DESTROY,
+      deletionProtection: settings.pipeline.deletionProtection ?? false,
+    });
+    new CfnOutput(this, ORDERS_OUTPUTS.placeOrderFunctionName, {
+      value: this.orders.placeOrder.functionName,
+    });
+    new CfnOutput(this, ORDERS_OUTPUTS.ordersTableName, { value: this.orders.table.tableName });
   }
 }

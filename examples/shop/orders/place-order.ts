@@ -1,6 +1,7 @@
 import { NonRetryableError } from 'oncely/idempotency';
 import { type Outbox, OutboxWriteCanceledError } from 'oncely/outbox';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import '../shared/zod-english.js';
 
 /** What the orders API hands the PlaceOrder function, as an API backend would get it. */
 export interface PlaceOrderRequest {
@@ -17,8 +18,8 @@ export interface PlaceOrderResponse {
   eventKey: string;
 }
 
-const id = z.string().min(1).max(100);
-const count = z.int().positive();
+const id = z.string().check(z.minLength(1), z.maxLength(100));
+const count = z.int().check(z.positive());
 const requestSchema = z.strictObject({
   orderId: id,
   customerId: id,
