@@ -1,0 +1,160 @@
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
+import { publish } from '../../src/client/index.js';
+import { OUTBOX_ATTRIBUTES } from '../../src/outbox/layout.js';
+import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+import type { StreamBatchReport } from '../../src/sandbox/stream-poller.js';
+
+// The example shop in the sandbox, its functions' SQS requests through a fault proxy: orders placed
+// while SQS refuses every send stay in the outbox through the relay's retries, and the sweeper
+// delivers them once SQS is back — each applied once by the consumer.
+
+let sandbox: Sandbox;
+let sqsProxy: FaultProxy;
+let lambda: LambdaClient;
+let dynamodb: DynamoDBClient;
+let sqsDown = false;
+const relayBatches: StreamBatchReport[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({
+    appDirectory: 'examples/shop',
+    environment: { POWERTOOLS_LOG_LEVEL: 'CRITICAL' },
+    functionOutput: () => undefined,
+    // The sweeper every second (its rule's rate is a minute); in the sandbox it sweeps what is 5 s old.
+    scheduleIntervalMs: 1_000,
+    onStreamBatch: (_, report) => relayBatches.push(report),
+    routeFunctions: async (emulators) => {
+      sqsProxy = await startFaultProxy({
+        service: 'sqs',
+        upstream: emulators.sqs,
+        plan: (request) =>
+          sqsDown && request.operation === 'SendMessageBatch' ? { kind: 'fail-before' } : undefined,
+      });
+      return { dynamodb: emulators.dynamodb, sqs: sqsProxy.endpoint };
+    },
+  });
+  const { endpoints, region } = sandbox.description;
+  lambda = new LambdaClient({ ...localAwsConfig(endpoints.lambda), region, maxAttempts: 1 });
+  dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
+}, 180_000);
+
+afterAll(async () => {
+  lambda?.destroy();
+  dynamodb?.destroy();
+  await sandbox?.stop();
+  await sqsProxy?.close();
+});
+
+const outputs = () => sandbox.description.outputs;
+
+async function placeOrder(order: Record<string, unknown>) {
+  const answer = await lambda.send(
+    new InvokeCommand({
+      FunctionName: outputs().placeOrderFunctionName,
+      Payload: Buffer.from(JSON.stringify(order)),
+    }),
+  );
+  return {
+    error: answer.FunctionError,
+    payload: JSON.parse(Buffer.from(answer.Payload ?? []).toString() || 'null'),
+  };
+}
+
+async function outboxItems() {
+  const { Items = [] } = await dynamodb.send(
+    new ScanCommand({ TableName: outputs().OrdersTableName, ConsistentRead: true }),
+  );
+  return Items.map((item) => unmarshall(item)).filter((item) => String(item.pk).startsWith('oncely-outbox#'));
+}
+
+async function ledgerNumber(id: string, attribute: string): Promise<number | undefined> {
+  const { Items = [] } = await dynamodb.send(
+    new ScanCommand({ TableName: outputs().LedgerTableName, ConsistentRead: true }),
+  );
+  const item = Items.map((raw) => unmarshall(raw)).find((candidate) => candidate.id === id);
+  return item ? Number(item[attribute]) : undefined;
+}
+
+describe('the shop’s orders through the outbox, with SQS down for a while', () => {
+  it('keeps the orders pending through the relay’s retries; the sweeper delivers them within 30 s of SQS’s recovery', async () => {
+    const resources = sandbox.pipelineResources();
+    await publish(
+      [
+        {
+          type: 'StockReceived',
+          groupId: 'warehouse',
+          key: 'stock-outage',
+          payload: { sku: 'sku-outage', quantity: 100 },
+        },
+      ],
+      {
+        functionName: resources.publisherFunctionName,
+        lambda,
+      },
+    );
+    await expect
+      .poll(() => ledgerNumber(ledgerItemId.stock('sku-outage'), 'available'), { timeout: 30_000 })
+      .toBe(100);
+
+    sqsDown = true;
+    const orders = Array.from({ length: 6 }, (_, i) => ({
+      orderId: `outage-${i}`,
+      customerId: `outage-customer-${i % 2}`,
+      sku: 'sku-outage',
+      quantity: 1,
+      amountCents: 100 + i,
+    }));
+    for (const order of orders) expect((await placeOrder(order)).error).toBeUndefined();
+    // The relay retries its batch, then gives it up to the failure queue: the messages stay pending.
+    await expect
+      .poll(() => relayBatches.some((report) => report.discarded > 0), { timeout: 60_000, interval: 500 })
+      .toBe(true);
+    const pending = await outboxItems();
+    expect(pending.map((item) => item[OUTBOX_ATTRIBUTES.status])).toEqual(orders.map(() => 'PENDING'));
+    expect(pending.every((item) => String(item[OUTBOX_ATTRIBUTES.lastError]).length > 0)).toBe(true);
+
+    sqsDown = false;
+    const recovered = Date.now();
+    await expect
+      .poll(async () => (await outboxItems()).every((item) => item[OUTBOX_ATTRIBUTES.status] === 'SENT'), {
+        timeout: 30_000,
+        interval: 250,
+      })
+      .toBe(true);
+    expect(Date.now() - recovered).toBeLessThan(30_000);
+    expect((await outboxItems()).map((item) => item[OUTBOX_ATTRIBUTES.sentBy])).toEqual(
+      orders.map(() => 'sweeper'),
+    );
+    // Each order applied once: 6 taken from the stock.
+    await expect
+      .poll(() => ledgerNumber(ledgerItemId.stock('sku-outage'), 'available'), { timeout: 30_000 })
+      .toBe(94);
+  });
+
+  it('refuses an order id placed before: nothing more is written or published', async () => {
+    const order = {
+      orderId: 'twice',
+      customerId: 'twice-customer',
+      sku: 'sku-outage',
+      quantity: 2,
+      amountCents: 500,
+    };
+    expect((await placeOrder(order)).error).toBeUndefined();
+    await expect
+      .poll(() => ledgerNumber(ledgerItemId.account('twice-customer'), 'balanceCents'), { timeout: 30_000 })
+      .toBe(-500);
+    const before = (await outboxItems()).length;
+
+    const again = await placeOrder({ ...order, amountCents: 700 });
+    expect(again.error).toBe('Unhandled');
+    expect(again.payload).toMatchObject({ errorType: 'OrderAlreadyPlacedError' });
+    expect((await outboxItems()).length).toBe(before);
+    expect(await ledgerNumber(ledgerItemId.account('twice-customer'), 'balanceCents')).toBe(-500);
+  });
+});
