@@ -26,7 +26,10 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 262_144;
 export const DEFAULT_SWEEP_AFTER_SECONDS = 60;
 export const DEFAULT_STUCK_AFTER_SECONDS = 300;
 
-/** The outbox's configuration is incomplete or invalid: no retry can fix it. */
+/**
+ * The outbox's configuration is incomplete or invalid: at run time (no table, a bad variable) or at
+ * synth (an OncelyOutbox whose props or table do not fit). No retry can fix it.
+ */
 export class OutboxConfigurationError extends OncelyError {
   static readonly errorName: string = 'OutboxConfigurationError';
   readonly retryable = false;

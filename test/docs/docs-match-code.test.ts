@@ -2,10 +2,14 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SHOP_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
+import { OUTBOX_OUTPUTS } from '../../src/cdk/outbox-outputs.js';
+import { resolveOutboxSettings } from '../../src/cdk/outbox-settings.js';
 import { PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
 import { resolveSettings } from '../../src/cdk/pipeline-settings.js';
 import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
 import { CONSUMER_METRICS } from '../../src/consumer/telemetry.js';
+import { OUTBOX_ENVIRONMENT } from '../../src/outbox/environment.js';
+import { OUTBOX_METRICS } from '../../src/outbox/metrics.js';
 
 // Where the docs list names the code defines, they must list exactly those; and every relative
 // link in README.md and docs/*.md must lead to a file (and a heading) that exists.
@@ -104,6 +108,17 @@ describe('the docs list what the code defines', () => {
     expect(sorted(tableUnder('docs/construct.md', 'Outputs'))).toEqual(
       sorted(Object.values(PIPELINE_OUTPUTS)),
     );
+  });
+
+  it('docs/outbox.md: the environment, metrics, settings and outputs tables list exactly the code’s', () => {
+    expect(sorted(tableUnder('docs/outbox.md', 'Environment'))).toEqual(
+      sorted(Object.values(OUTBOX_ENVIRONMENT)),
+    );
+    expect(sorted(tableUnder('docs/outbox.md', 'Metrics'))).toEqual(sorted(Object.values(OUTBOX_METRICS)));
+    expect(sorted(tableUnder('docs/outbox.md', 'Settings'))).toEqual(
+      sorted(Object.keys(resolveOutboxSettings({}, { sandbox: false }))),
+    );
+    expect(sorted(tableUnder('docs/outbox.md', 'Outputs'))).toEqual(sorted(Object.values(OUTBOX_OUTPUTS)));
   });
 
   it('docs/example-shop.md: the environment table lists exactly SHOP_ENVIRONMENT', () => {
