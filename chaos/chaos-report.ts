@@ -1,3 +1,4 @@
+import type { OutboxCheckReport } from './check-outbox-schedules.js';
 import type { ScheduleCheckReport } from './check-schedules.js';
 import type { PipelineChaosReport } from './pipeline-run.js';
 
@@ -6,20 +7,24 @@ export interface ChaosRun {
   machine: string;
   schedules: ScheduleCheckReport;
   pipeline: PipelineChaosReport;
+  outbox?: OutboxCheckReport;
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
 export function chaosPassed(run: {
   schedules: ScheduleCheckReport;
   pipeline?: PipelineChaosReport;
+  outbox?: OutboxCheckReport;
 }): boolean {
-  const { schedules, pipeline } = run;
+  const { schedules, pipeline, outbox } = run;
   const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
+  const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
   return (
     schedules.violations === 0 &&
     schedules.unexplainedNeedlessInDoubt === 0 &&
     !schedules.counterexample &&
-    pipelinePassed
+    pipelinePassed &&
+    outboxPassed
   );
 }
 
@@ -66,6 +71,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| violations | ${p.violations.length} |`,
     `| time | ${seconds(p.durationMs)} |`,
   ];
+  if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
   if (s.counterexample) {
     lines.push(
       '',
@@ -81,4 +87,40 @@ export function chaosMarkdown(run: ChaosRun): string {
   if (p.violations.length > 0)
     lines.push('', '## Pipeline violations', '', ...p.violations.map((v) => `- ${v}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** The outbox schedules' section of bench/CHAOS.md. */
+function outboxMarkdown(o: OutboxCheckReport): string[] {
+  const counts = (figures: Record<string, number>) =>
+    Object.entries(figures)
+      .filter(([, n]) => n > 0)
+      .map(([kind, n]) => `${kind} ${n.toLocaleString('en')}`)
+      .join(', ') || 'none';
+  const lines = [
+    '## Outbox schedules',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${o.schedules.toLocaleString('en')} (fast-check seed ${o.seed}) |`,
+    `| writes | ${o.writes.committed.toLocaleString('en')} committed, ${o.writes.canceled.toLocaleString('en')} refused by their condition (canceled) |`,
+    `| writes whose every call failed (three, one idempotency token) | ${o.writes.failedButCommitted} committed all the same, ${o.writes.failedUncommitted} did not |`,
+    `| messages committed | ${o.messages.toLocaleString('en')} |`,
+    `| requests through the fault proxies | ${o.requests.toLocaleString('en')} |`,
+    `| faults injected | ${counts(o.faults)} (fail-before includes the ${o.outageRefusals.toLocaleString('en')} sends refused while SQS was down) |`,
+    `| relay and sweeper invocations crashed at a named point | ${o.crashes.toLocaleString('en')}; stalled past their claims: ${o.stalls.toLocaleString('en')} |`,
+    `| messages that reached SQS more than once | ${o.duplicateSends.toLocaleString('en')}, explained by: ${counts(o.explained)} |`,
+    `| violations | ${o.violations} |`,
+    `| time | ${(o.durationMs / 1000).toFixed(0)} s |`,
+  ];
+  if (o.counterexample) {
+    lines.push(
+      '',
+      `Counterexample — replay: \`npm run chaos -- --seed ${o.counterexample.seed} --outbox-path ${o.counterexample.path} --workers 1 --schedules 0 --outbox-schedules 1 --no-pipeline\``,
+      '',
+      '```json',
+      JSON.stringify(o.counterexample, null, 2),
+      '```',
+    );
+  }
+  return lines;
 }

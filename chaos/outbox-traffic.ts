@@ -1,0 +1,63 @@
+import type { ChaosRequest, Fault, FaultPlan, JsonObject } from './faults.js';
+import type { OutboxFaultProfile } from './outbox-schedule.js';
+import type { SendLog } from './outbox-sends.js';
+import { seededFaultPlan } from './seeded-plan.js';
+
+/** What reaches SQS past the proxy: everything but a request answered with a refusal instead. */
+const REFUSALS: ReadonlySet<Fault['kind']> = new Set(['fail-before', 'throttle', 'hang']);
+
+/**
+ * The plan one outbox schedule's proxies follow: the seeded faults (switched off for the drain) and
+ * SQS refusing every send while it is down. Whatever the faults, it logs each message entry that
+ * reached SQS, by deduplication id, and whether its answer was lost.
+ */
+export class OutboxTraffic {
+  /** Seeded faults on (the steps) or off (the drain). */
+  faults = true;
+  /** While true, every SendMessageBatch is refused before it reaches SQS. */
+  sqsDown = false;
+  /** Sends refused because SQS was down. */
+  outageRefusals = 0;
+  readonly plan: FaultPlan;
+
+  constructor(profile: OutboxFaultProfile, runId: string, sends: SendLog) {
+    const seeded = seededFaultPlan({ seed: profile.seed, rates: profile.rates });
+    this.plan = (request) => {
+      const fault = this.#decide(request, seeded, runId);
+      if (request.operation === 'SendMessageBatch' && !(fault && REFUSALS.has(fault.kind))) {
+        for (const id of deduplicationIds(request.body)) sends.arrived(id, fault?.kind === 'lose-answer');
+      }
+      return fault;
+    };
+  }
+
+  #decide(request: ChaosRequest, seeded: FaultPlan, runId: string): Fault | undefined {
+    if (this.sqsDown && request.operation === 'SendMessageBatch') {
+      this.outageRefusals++;
+      return { kind: 'fail-before' };
+    }
+    return this.faults ? seeded({ ...request, body: fingerprintBody(request.body, runId) }) : undefined;
+  }
+}
+
+function deduplicationIds(body: JsonObject): string[] {
+  const entries = Array.isArray(body.Entries) ? (body.Entries as JsonObject[]) : [];
+  return entries.map((entry) => String(entry.MessageDeduplicationId));
+}
+
+/**
+ * The body the seeded plan fingerprints: without the run's id, so a schedule meets the same faults
+ * whenever it runs; with each transaction Put's table key and a Query's key values, so the outbox's
+ * writes and listings of different items and groups draw their faults apart.
+ */
+function fingerprintBody(body: JsonObject, runId: string): JsonObject {
+  const plain = JSON.parse(JSON.stringify(body).replaceAll(runId, 'S')) as JsonObject;
+  if (Array.isArray(plain.TransactItems)) {
+    plain.TransactItems = (plain.TransactItems as JsonObject[]).map((entry) => {
+      const put = entry.Put as { Item?: JsonObject } | undefined;
+      return put ? { Put: { ...put, Key: { pk: put.Item?.pk, sk: put.Item?.sk } } } : entry;
+    });
+  }
+  if (plain.KeyConditionExpression !== undefined) plain.Key = plain.ExpressionAttributeValues;
+  return plain;
+}

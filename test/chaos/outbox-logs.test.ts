@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { ClaimLog } from '../../chaos/outbox-claims.js';
+import { SendLog } from '../../chaos/outbox-sends.js';
+import { MarkerStream } from '../../chaos/outbox-stream.js';
+
+// What the outbox schedules observe, on their own: a check that could never fail would prove nothing.
+
+describe('the send log', () => {
+  it('explains a copy by what happened before it, never after', () => {
+    const sends = new SendLog();
+    sends.arrived('a', false);
+    sends.explain(['a'], 'crash');
+    sends.arrived('a', false); // sent again after its sender died: explained
+    sends.arrived('b', false);
+    sends.arrived('b', false); // a stale sender's copy…
+    sends.explain(['b'], 'mark-not-written'); // …whose own mark then failed: that explains nothing
+    const verdict = sends.verdict();
+    expect(verdict.duplicates).toBe(2);
+    expect(verdict.unexplained).toEqual([
+      { key: 'b', arrivals: 2, copy: 2, explanations: ['mark-not-written'] },
+    ]);
+    expect(verdict.explained).toMatchObject({ crash: 1, 'mark-not-written': 1 });
+  });
+
+  it('lets one lost answer explain one copy only', () => {
+    const sends = new SendLog();
+    sends.arrived('a', true);
+    sends.arrived('a', false);
+    sends.arrived('a', false);
+    expect(sends.verdict().unexplained).toEqual([
+      { key: 'a', arrivals: 3, copy: 3, explanations: ['lost-answer'] },
+    ]);
+  });
+});
+
+describe('the claim log', () => {
+  const grant = (log: ClaimLog, owner: string, now: number) =>
+    log.granted({ key: 'k', owner, askedAt: log.asking(), now, expiresAt: now + 40 });
+
+  it('finds two owners of one live claim', () => {
+    const log = new ClaimLog();
+    grant(log, 'relay:a', 0);
+    grant(log, 'sweeper:b', 10);
+    expect(log.overlaps()).toHaveLength(1);
+  });
+
+  it('accepts a claim taken after the lease ran out, or after its holder let go', () => {
+    const expired = new ClaimLog();
+    grant(expired, 'relay:a', 0);
+    grant(expired, 'sweeper:b', 40);
+    const released = new ClaimLog();
+    grant(released, 'relay:a', 0);
+    released.lettingGo('relay:a', 'k');
+    grant(released, 'sweeper:b', 10);
+    expect([...expired.overlaps(), ...released.overlaps()]).toEqual([]);
+  });
+});
+
+describe('the marker stream', () => {
+  const image = (n: number) => ({ pk: { S: `marker-${n}` } });
+  const sequences = (stream: MarkerStream, shard: number) =>
+    stream.next(shard).Records.map((record) => record.dynamodb?.SequenceNumber);
+
+  it('retries a batch from the record the relay reported, and skips it after three failed attempts', () => {
+    const stream = new MarkerStream(2);
+    for (let n = 0; n < 6; n++) stream.insert(n % 2, image(n));
+    const first = stream.next(0);
+    const [, second] = first.Records;
+    stream.settle(0, first, {
+      batchItemFailures: [{ itemIdentifier: String(second?.dynamodb?.SequenceNumber) }],
+    });
+    expect(sequences(stream, 0)).toEqual([second?.dynamodb?.SequenceNumber, expect.any(String)]);
+    for (let attempt = 0; attempt < 3; attempt++) stream.settle(0, stream.next(0), 'crashed');
+    expect(sequences(stream, 0)).toEqual([]);
+    expect(sequences(stream, 1)).toHaveLength(3); // the other shard is read on its own
+  });
+});

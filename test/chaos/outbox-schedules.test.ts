@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { checkOutboxSchedules } from '../../chaos/check-outbox-schedules.js';
+import { checkOutboxInvariants } from '../../chaos/outbox-invariants.js';
+import { runOutboxSchedule } from '../../chaos/outbox-run.js';
+import type { OutboxSchedule } from '../../chaos/outbox-schedule.js';
+import { type OutboxWorld, openOutboxWorld } from '../../chaos/outbox-world.js';
+
+// DESIGN §9 under generated fault schedules (issue 12 §5): the real Outbox.write, relay and sweeper
+// on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos` runs thousands.
+
+const emulators = () => ({ dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') });
+
+describe('generated outbox schedules', () => {
+  it('keep every promise of the outbox over 40 schedules', { timeout: 120_000 }, async () => {
+    const report = await checkOutboxSchedules({ emulators: emulators(), schedules: 40, workers: 2 });
+    const replay = `seed ${report.seed}: ${JSON.stringify(report.counterexample)}`;
+    expect(report.counterexample, replay).toBeUndefined();
+    expect(report.schedules).toBe(40);
+    expect(report.violations, replay).toBe(0);
+    // They did meet trouble: faults on both services, refused writes, crashes, copies sent again.
+    expect(report.faults['fail-before']).toBeGreaterThan(0);
+    expect(report.faults['lose-answer']).toBeGreaterThan(0);
+    expect(report.writes.canceled).toBeGreaterThan(0);
+    expect(report.crashes).toBeGreaterThan(0);
+    expect(report.duplicateSends).toBeGreaterThan(0);
+  });
+});
+
+let world: OutboxWorld;
+
+beforeAll(async () => {
+  world = await openOutboxWorld(emulators());
+});
+
+afterAll(() => world.close());
+
+const noFaults = { seed: 1, rates: {} };
+
+describe('schedules that meet one trouble each', () => {
+  it('a relay that dies after sending: the sweeper sends both again, SQS keeps one copy, the crash explains it', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [0, 0], canceled: false },
+        { kind: 'relay', shard: 0, crash: { point: 'after-send', nth: 1 } },
+      ],
+      faults: noFaults,
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    const verdict = checkOutboxInvariants(run);
+    expect(verdict.violations).toEqual([]);
+    expect(run.crashes).toBe(1);
+    expect(verdict.duplicateSends).toBe(2);
+    expect(verdict.explained.crash).toBe(2);
+    expect(run.outcome.received.map((message) => message.key)).toEqual(run.writes[0]?.keys);
+  });
+
+  it('a relay stalled past its claims sends nothing once it goes on: its deadline has passed', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [1], canceled: false },
+        { kind: 'write', groups: [1], canceled: false },
+        { kind: 'stall', shard: 1, at: { point: 'after-claim', nth: 1 } },
+      ],
+      faults: noFaults,
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    const verdict = checkOutboxInvariants(run);
+    expect(verdict.violations).toEqual([]);
+    expect(run.stalls).toBe(1);
+    // The sweeper sent both while the relay was stalled; the relay sent neither again.
+    expect(verdict.duplicateSends).toBe(0);
+  });
+
+  it('a refused write publishes nothing, and the writes around it keep their order', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [2], canceled: false },
+        { kind: 'write', groups: [2, 2], canceled: true },
+        { kind: 'write', groups: [2], canceled: false },
+        { kind: 'relay', shard: 0 },
+      ],
+      faults: noFaults,
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    const verdict = checkOutboxInvariants(run);
+    expect(verdict.violations).toEqual([]);
+    expect(run.writes.map((write) => write.told)).toEqual(['written', 'canceled', 'written']);
+    expect(run.outcome.received.map((message) => message.key)).toEqual([
+      ...(run.writes[0]?.keys ?? []),
+      ...(run.writes[2]?.keys ?? []),
+    ]);
+  });
+
+  it('SQS down while the relay runs: the group is left pending with its error, and the drain delivers it', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [0, 1], canceled: false },
+        { kind: 'sqs-down', steps: 1 },
+        { kind: 'relay', shard: 0 },
+        { kind: 'relay', shard: 1 },
+      ],
+      faults: noFaults,
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    expect(checkOutboxInvariants(run).violations).toEqual([]);
+    expect(run.traffic.outageRefusals).toBeGreaterThan(0);
+    expect(run.drainRounds).toBe(1);
+  });
+});
