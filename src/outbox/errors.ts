@@ -42,6 +42,12 @@ export class OutboxWriteConflictError extends OncelyError {
   readonly retryable = true;
 }
 
+/** The write's `clientRequestToken` was used for a different write in the last 10 minutes. Nothing was written. */
+export class OutboxTokenReusedError extends OncelyError {
+  static readonly errorName: string = 'OutboxTokenReusedError';
+  readonly retryable = false;
+}
+
 /** More items than one transaction takes. Nothing was written. */
 export class OutboxTooManyItemsError extends OncelyError {
   static readonly errorName: string = 'OutboxTooManyItemsError';

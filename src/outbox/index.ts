@@ -7,6 +7,7 @@ export {
   OutboxConfigurationError,
 } from './environment.js';
 export {
+  OutboxTokenReusedError,
   OutboxTooManyItemsError,
   OutboxValidationError,
   OutboxWriteCanceledError,

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBClient,
+  IdempotentParameterMismatchException,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -12,6 +16,7 @@ import {
   outboxLayout,
 } from './environment.js';
 import {
+  OutboxTokenReusedError,
   OutboxTooManyItemsError,
   OutboxValidationError,
   OutboxWriteCanceledError,
@@ -48,8 +53,10 @@ export interface OutboxWrite {
   /** The messages to publish once the writes committed, in group order. At least one. */
   messages: readonly OutboxMessage[];
   /**
-   * Makes a retry of this very write safe for 10 minutes (DynamoDB's idempotency token): reuse it
-   * when you retry after an error that may have come after the commit. Default: one per call.
+   * Makes a retry of this very write safe for 10 minutes (DynamoDB's idempotency token): reuse it,
+   * with the same writes and messages, when you retry after an error that may have come after the
+   * commit (a timeout, a 5xx): if that commit happened, the retry succeeds without writing again.
+   * Default: one per call (the AWS SDK's own retries of the call reuse it).
    */
   clientRequestToken?: string;
 }
@@ -95,7 +102,7 @@ export class Outbox {
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
     const writes = input.writes ?? [];
-    const now = this.#now();
+    const { now, createdAt } = this.#stamp();
     const prepared = this.#prepare(input.messages, now);
     const items = writes.length + prepared.length * ITEMS_PER_MESSAGE;
     if (items > MAX_TRANSACTION_ITEMS) {
@@ -104,9 +111,6 @@ export class Outbox {
           `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
       );
     }
-    // Strictly increasing per instance, so that two writes in one millisecond keep their order.
-    const createdAt = Math.max(now.getTime(), this.#lastCreatedAt + 1);
-    this.#lastCreatedAt = createdAt;
     const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
       const order = orderKey(createdAt, message.index, message.key);
       return [
@@ -150,9 +154,44 @@ export class Outbox {
         }),
       );
     } catch (error) {
+      if (error instanceof IdempotentParameterMismatchException) {
+        // Each call stamps its bodies anew, so a retry never matches its first call exactly: if that
+        // call committed (its answer lost), every message of it is in the outbox, and the write is done.
+        if (await this.#allInOutbox(prepared)) return { keys: prepared.map((message) => message.key) };
+        throw new OutboxTokenReusedError(
+          `clientRequestToken "${input.clientRequestToken}" was used in the last 10 minutes for a different ` +
+            'write; nothing was written. Give each write its own token, and reuse it only to retry that write.',
+          { cause: error },
+        );
+      }
       throw canceled(error, writes.length, prepared) ?? error;
     }
     return { keys: prepared.map((message) => message.key) };
+  }
+
+  /**
+   * When the write is made: `publishedAt` in each body, and the messages' order, strictly increasing
+   * per instance so that two writes in one millisecond keep their order.
+   */
+  #stamp(): { now: Date; createdAt: number } {
+    const now = this.#now();
+    const createdAt = Math.max(now.getTime(), this.#lastCreatedAt + 1);
+    this.#lastCreatedAt = createdAt;
+    return { now, createdAt };
+  }
+
+  async #allInOutbox(prepared: readonly PreparedMessage[]): Promise<boolean> {
+    const { Responses } = await this.#documents.send(
+      new BatchGetCommand({
+        RequestItems: {
+          [this.layout.tableName]: {
+            Keys: prepared.map((message) => itemKey(this.layout, message.key)),
+            ConsistentRead: true,
+          },
+        },
+      }),
+    );
+    return (Responses?.[this.layout.tableName]?.length ?? 0) === prepared.length;
   }
 
   #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {

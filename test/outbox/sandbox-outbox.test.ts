@@ -156,5 +156,5 @@ describe('the shop’s orders through the outbox, with SQS down for a while', ()
     expect(again.payload).toMatchObject({ errorType: 'OrderAlreadyPlacedError' });
     expect((await outboxItems()).length).toBe(before);
     expect(await ledgerNumber(ledgerItemId.account('twice-customer'), 'balanceCents')).toBe(-500);
-  });
+  }, 60_000);
 });

@@ -6,6 +6,7 @@ import {
   OUTBOX_ENVIRONMENT,
   Outbox,
   OutboxConfigurationError,
+  OutboxTokenReusedError,
   OutboxTooManyItemsError,
   OutboxValidationError,
   OutboxWriteCanceledError,
@@ -179,5 +180,73 @@ describe('the order of successive writes', () => {
       .filter((item) => item.pk === 'oncely-outbox-group#same-ms')
       .sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
     expect(markers.map((marker) => marker.outboxKey)).toEqual(keys);
+  });
+});
+
+describe('retrying a write with its clientRequestToken', () => {
+  /** A client whose every TransactWriteItems is applied and loses its answer, so the call fails after committing. */
+  function clientLosingEveryAnswer() {
+    const client = localDynamoClient();
+    loseAnswers(client, (operation) => operation === 'TransactWriteItems', 100);
+    return client;
+  }
+  const input = (orderId: string, token: string) => ({
+    writes: [orderWrite(orderId)],
+    messages: [
+      { type: 'OrderPlaced', groupId: `retry-${orderId}`, key: `placed-${orderId}`, payload: { orderId } },
+    ],
+    clientRequestToken: token,
+  });
+
+  it('succeeds without writing twice when the same instance retries a call that committed', async () => {
+    const client = localDynamoClient();
+    // Every attempt of the first call is applied and loses its answer, until the network heals.
+    let losing = true;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (losing && context.commandName === 'TransactWriteItemsCommand') {
+          throw Object.assign(new Error('injected: answer lost'), { name: 'TimeoutError', $metadata: {} });
+        }
+        return result;
+      },
+      { step: 'deserialize', name: 'loseEveryAnswer' },
+    );
+    const outbox = new Outbox({ client, ...layout });
+    await expect(outbox.write(input('r-1', 'token-r-1'))).rejects.toThrow('answer lost');
+    losing = false;
+
+    expect(await outbox.write(input('r-1', 'token-r-1'))).toEqual({ keys: ['placed-r-1'] });
+    const items = await itemsOf(layout.tableName);
+    expect(items.filter((item) => item.pk === 'order#r-1')).toHaveLength(1);
+    expect(items.filter((item) => item.outboxKey === 'placed-r-1')).toHaveLength(2); // the item and its marker
+    client.destroy();
+  });
+
+  it('succeeds when another instance retries a call that committed (stamped at another time)', async () => {
+    const losing = clientLosingEveryAnswer();
+    await expect(
+      new Outbox({ client: losing, ...layout }).write(input('r-2', 'token-r-2')),
+    ).rejects.toThrow();
+    losing.destroy();
+    const later = new Date(Date.now() + 5_000);
+    const { keys } = await new Outbox({ client: dynamodb, ...layout, now: () => later }).write(
+      input('r-2', 'token-r-2'),
+    );
+    expect(keys).toEqual(['placed-r-2']);
+    const items = await itemsOf(layout.tableName);
+    expect(items.filter((item) => item.pk === 'order#r-2' || item.outboxKey === 'placed-r-2')).toHaveLength(
+      3,
+    );
+  });
+
+  it('refuses a token used for a different write, writing nothing', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    await outbox.write(input('r-3', 'token-r-3'));
+    const error = await new Outbox({ client: dynamodb, ...layout })
+      .write(input('r-4', 'token-r-3'))
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OutboxTokenReusedError);
+    expect((await itemsOf(layout.tableName)).some((item) => item.pk === 'order#r-4')).toBe(false);
   });
 });
