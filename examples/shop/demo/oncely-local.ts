@@ -24,6 +24,8 @@ export interface OncelyLocalOptions {
   appDirectory: string;
   /** `--env NAME=VALUE` for every function. */
   environment: Record<string, string>;
+  /** `--schedule-interval`: runs every schedule (the outbox's sweeper among them) this often instead. */
+  scheduleIntervalSeconds?: number;
   /**
    * Each line the command prints: its functions' output (their logs, and their metrics as EMF) and
    * its own messages.
@@ -56,9 +58,22 @@ export async function startOncelyLocal(options: OncelyLocalOptions): Promise<Onc
     '--env',
     `${name}=${value}`,
   ]);
+  const schedule =
+    options.scheduleIntervalSeconds === undefined
+      ? []
+      : ['--schedule-interval', String(options.scheduleIntervalSeconds)];
   const child = spawn(
     process.execPath,
-    [oncelyCommand(), 'local', '--app-dir', options.appDirectory, '--ready-file', readyFile, ...variables],
+    [
+      oncelyCommand(),
+      'local',
+      '--app-dir',
+      options.appDirectory,
+      '--ready-file',
+      readyFile,
+      ...variables,
+      ...schedule,
+    ],
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let exit: string | undefined;

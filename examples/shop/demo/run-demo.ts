@@ -4,21 +4,28 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { outboxFromOutputs } from 'oncely/cdk';
 import { type OutgoingMessage, publish } from 'oncely/client';
 import { CONSUMER_METRICS } from 'oncely/consumer';
 import { NOTIFICATIONS_NAMESPACE } from '../consumer/notifications.js';
-import { LEDGER_TABLE_OUTPUT } from '../lib/shop-stack.js';
+import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../lib/shop-stack.js';
+import { orderPlacedKey } from '../orders/place-order.js';
 import { startEmailGateway } from './email-gateway.js';
 import { differences, readInDoubtIds, readLedger } from './ledger-snapshot.js';
 import { MetricsTally } from './metrics-tally.js';
 import { startOncelyLocal } from './oncely-local.js';
+import { DRAIN_TIMEOUT_MS, PLACE_CONCURRENCY, runOrderFlow, splitByProducer } from './order-flow.js';
+import { countPending, readOutbox } from './outbox-snapshot.js';
 import { resendAfterDedupWindow } from './resend-after-window.js';
+import { waitFor } from './wait-for.js';
 import { buildWorkload, type WorkloadSize } from './workload.js';
 
 /** The shop's CDK app: the directory of its cdk.json. */
 const SHOP_APP = dirname(dirname(fileURLToPath(import.meta.url)));
 const PUBLISH_CHUNK = 500;
 const LOG_FILE = '.oncely/demo-functions.log';
+/** How often the sandbox runs its schedules: the outbox's sweeper works during the demo, not once a minute. */
+const SCHEDULE_INTERVAL_SECONDS = 3;
 
 export interface DemoReport {
   checks: { name: string; ok: boolean; detail?: string }[];
@@ -56,6 +63,7 @@ export async function runDemo(
   const sandbox = await startOncelyLocal({
     appDirectory: SHOP_APP,
     environment: { NOTIFICATION_URL: gateway.url, NOTIFICATION_TIMEOUT_MS: '10000' },
+    scheduleIntervalSeconds: SCHEDULE_INTERVAL_SECONDS,
     // Its output is the functions' (and its own): their EMF metrics are tallied, the rest logged.
     onOutput: (line) => {
       if (!tally.add(line)) appendFileSync(LOG_FILE, `${line}\n`);
@@ -66,6 +74,7 @@ export async function runDemo(
   });
   const { endpoints, region, resources, outputs, stackName } = sandbox.description;
   const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
+  const placeOrderFunctionName = outputs[ORDERS_OUTPUTS.placeOrderFunctionName];
   // The edge answers for Lambda, SQS and DynamoDB alike, and the queue URLs name it.
   const local = {
     endpoint: endpoints.edge,
@@ -76,11 +85,13 @@ export async function runDemo(
   const sqs = new SQSClient(local);
   const dynamodb = new DynamoDBClient(local);
   try {
-    if (!resources || !ledgerTableName) {
+    if (!resources || !ledgerTableName || !placeOrderFunctionName) {
       throw new Error(
-        `${stackName} has no OncelyPipeline or no ${LEDGER_TABLE_OUTPUT} output: is ${SHOP_APP} the shop?`,
+        `${stackName} has no OncelyPipeline, or no ${LEDGER_TABLE_OUTPUT} or ${ORDERS_OUTPUTS.placeOrderFunctionName} output: is ${SHOP_APP} the shop?`,
       );
     }
+    // The orders table holds the outbox: its outputs name the table, its keys and the stuck bound.
+    const outbox = outboxFromOutputs(`the sandbox of ${stackName}`, outputs);
     const send = (messages: OutgoingMessage[], requestId?: string) =>
       publish(messages, { functionName: resources.publisherFunctionName, lambda, requestId });
     const queueDepth = async (QueueUrl: string) => {
@@ -89,7 +100,10 @@ export async function runDemo(
       );
       return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
     };
-    print(`Ready in the sandbox (${stackName}); function logs go to ${LOG_FILE}.\n`);
+    print(
+      `Ready in the sandbox (${stackName}); schedules run every ${SCHEDULE_INTERVAL_SECONDS} s; ` +
+        `function logs go to ${LOG_FILE}.\n`,
+    );
     print(`1. A stock load: ${workload.stock.length} StockReceived events.`);
     await send(workload.stock);
     await waitFor(
@@ -97,14 +111,49 @@ export async function runDemo(
       30_000,
     );
 
-    const stream = [...workload.stream];
-    stream.splice(120, 0, workload.poison[0] as OutgoingMessage);
-    stream.splice(240, 0, workload.poison[1] as OutgoingMessage);
-    const customers = new Set(stream.map((m) => m.groupId)).size;
-    print(
-      `2. ${stream.length} order, payment, cancellation and receipt events of ${customers} customers, through the client:`,
-    );
+    const all = [...workload.stream];
+    all.splice(120, 0, workload.poison[0] as OutgoingMessage);
+    all.splice(240, 0, workload.poison[1] as OutgoingMessage);
+    const { orders: perCustomer, rest: stream } = splitByProducer(all);
     const started = Date.now();
+    const orderCount = perCustomer.reduce((n, chain) => n + chain.length, 0);
+    print(
+      `2. ${orderCount} orders of ${perCustomer.length} customers, placed through the orders service ` +
+        `(Lambda Invoke of PlaceOrder, ${PLACE_CONCURRENCY} customers at a time):\n` +
+        '   each order and its OrderPlaced event commit in one transaction; the outbox publishes the event.',
+    );
+    const orders = await runOrderFlow({
+      lambda,
+      dynamodb,
+      functionName: placeOrderFunctionName,
+      outbox,
+      orders: perCustomer,
+      progress,
+    });
+    const placed = orders.outcomes.filter((outcome) => outcome.placed);
+    const refused = orders.outcomes.flatMap((o) => (o.placed ? [] : [`${o.orderId}: ${o.errorType}`]));
+    print(
+      `   placed ${placed.length} in ${seconds(orders.placedAfterMs)} s; ` +
+        (orders.drainedAfterMs === undefined
+          ? `the outbox still had OrderPlaced events pending ${seconds(DRAIN_TIMEOUT_MS)} s later.`
+          : `the outbox had published every OrderPlaced ${seconds(orders.drainedAfterMs - orders.placedAfterMs)} s later.`),
+    );
+    const { repeat } = orders;
+    print(
+      `   - order ${repeat.outcome.orderId} placed again: ` +
+        (repeat.outcome.placed
+          ? 'ACCEPTED'
+          : `refused with ${repeat.outcome.errorType}; ${repeat.unchanged ? 'nothing written or published' : 'but its items CHANGED'}`),
+    );
+
+    const customers = new Set(stream.map((m) => m.groupId)).size;
+    // One group, two producers: SQS keeps the order of each producer's sends, not between them.
+    print(
+      `3. ${stream.length} payment, cancellation and receipt events of ${customers} customers, through the client,\n` +
+        '   only now that the outbox has nothing pending: each customer’s events must follow its OrderPlaced,\n' +
+        '   and a group’s order across two producers holds only if the second waits for the first.',
+    );
+    const publishStarted = Date.now();
     const firstResults = new Map<string, string>();
     let requests = 0;
     let firstRequest: { messages: OutgoingMessage[]; requestId: string; results: unknown } | undefined;
@@ -118,10 +167,10 @@ export async function runDemo(
     }
     print(
       `   published ${firstResults.size} messages in ${requests} requests of up to ${PUBLISH_CHUNK} ` +
-        `(${seconds(Date.now() - started)} s).`,
+        `(${seconds(Date.now() - publishStarted)} s).`,
     );
 
-    print('3. Trouble, on purpose:');
+    print('4. Trouble, on purpose:');
     const replay = firstRequest ? await send(firstRequest.messages, firstRequest.requestId) : undefined;
     const replayed = JSON.stringify(replay?.results) === JSON.stringify(firstRequest?.results);
     print(
@@ -139,7 +188,9 @@ export async function runDemo(
     print(
       `   - ${resent.length} messages re-sent as after SQS’s 5-minute window (fresh dedup ids, same keys)`,
     );
-    print(`   - ${workload.poison.length} poison messages (an unknown type, an order beyond the stock)`);
+    print(
+      `   - ${workload.poison.length} poison messages (an unknown type; an order beyond the stock, placed through PlaceOrder)`,
+    );
     print(`   - the e-mail gateway is unavailable (503) on the first try of ${flakyKeys.size} receipts`);
     print('   - and hangs on one receipt until the consumer Lambda times out, holding its lease\n');
 
@@ -158,6 +209,7 @@ export async function runDemo(
         finishedAt = Date.now();
         // Scanning the tables competes with the consumer for DynamoDB Local: only once the queue is empty.
         if (queued > 0) return false;
+        if ((await countPending(dynamodb, outbox)) > 0) return false;
         const ledger = await readLedger(dynamodb, ledgerTableName);
         inDoubtIds = await readInDoubtIds(dynamodb, resources.idempotencyTableName);
         // At-most-once: every receipt ends up sent or in doubt (or both: sent, but not recorded), never twice.
@@ -187,11 +239,27 @@ export async function runDemo(
     const unsettled = receipts.filter((key) => !gateway.accepted.has(key) && !inDoubtIds.includes(key));
     const inDoubtResent = inDoubtIds.filter((key) => (gateway.attempts.get(key) ?? 0) > 1);
     const handled = tally.get(CONSUMER_METRICS.processed) + tally.get(CONSUMER_METRICS.duplicate);
+    const sent = await readOutbox(dynamodb, outbox);
+    const placedKeys = placed.map((outcome) => orderPlacedKey(outcome.orderId));
+    const unsent = placedKeys.filter((key) => sent.statuses.get(key) !== 'SENT');
     print('\nReport');
     const row = (label: string, value: number | string, note = '') =>
       print(`  ${label.padEnd(34)} ${String(value).padStart(7)}  ${note}`);
     row(
-      'published',
+      'orders placed through PlaceOrder',
+      placed.length,
+      `in ${orders.outcomes.length + 1} invocations, the repeated order id refused`,
+    );
+    row('outbox: written', sent.written, 'OrderPlaced events, each committed with its order');
+    row('outbox: relayed', sent.relayed, 'sent by the relay, from the orders table’s stream');
+    row('outbox: swept', sent.swept, `sent by the sweeper, run every ${SCHEDULE_INTERVAL_SECONDS} s`);
+    row(
+      'outbox: stuck',
+      sent.stuck,
+      `pending over ${outbox.stuckAfterSeconds} s (${sent.pending} pending): \`oncely outbox list --stuck\``,
+    );
+    row(
+      'published through the client',
       firstResults.size + workload.stock.length,
       `in ${requests + 1} requests (+1 replayed, nothing re-sent)`,
     );
@@ -216,10 +284,27 @@ export async function runDemo(
     row(
       'throughput',
       Math.round(handled / (elapsed / 1000)),
-      `records/s over ${seconds(elapsed)} s (incl. a 12 s retry wait)`,
+      `records/s over ${seconds(elapsed)} s (incl. placing the orders and a 12 s retry wait)`,
     );
 
     const checks = [
+      {
+        name: 'every order was placed, and its OrderPlaced left the outbox once: written = relayed + swept, nothing stuck or pending',
+        ok:
+          refused.length === 0 &&
+          sent.written === placed.length &&
+          sent.relayed + sent.swept === sent.written &&
+          sent.pending === 0 &&
+          unsent.length === 0,
+        detail: [...refused, ...unsent].slice(0, 5).join(', '),
+      },
+      {
+        name: 'the repeated order id was refused with OrderAlreadyPlacedError and wrote and published nothing',
+        ok:
+          !repeat.outcome.placed &&
+          repeat.outcome.errorType === 'OrderAlreadyPlacedError' &&
+          repeat.unchanged,
+      },
       {
         name: 'the ledger equals the totals computed from the distinct events',
         ok: wrong.length === 0,
@@ -253,18 +338,6 @@ export async function runDemo(
     dynamodb.destroy();
     await sandbox.stop();
     await gateway.close();
-  }
-}
-
-async function waitFor(
-  condition: () => Promise<boolean>,
-  timeoutMs: number,
-  intervalMs = 250,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 

@@ -11,10 +11,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishConflictError, PublishValidationError, publish } from '../../../../src/client/index.js';
 import { createEnvelope, type OutgoingMessage } from '../../../../src/common/envelope.js';
 import { ledgerItemId } from '../../consumer/ledger.js';
+import { orderPlacedKey } from '../../orders/place-order.js';
+import {
+  outboxStatus,
+  placeOrder,
+  readOrder,
+  readOutboxItems,
+  readPendingMarkers,
+} from './orders-service.js';
 import { type E2eTarget, startTarget } from './target.js';
 
 // The whole pipeline, end to end: client → Invoke → publisher → SQS FIFO → event source → consumer
-// → ledger. Against the local sandbox by default, or a deployed stack (see ./target.ts).
+// → ledger, and the orders service's path: PlaceOrder → its table's outbox → relay → SQS FIFO.
+// Against the local sandbox by default, or a deployed stack (see ./target.ts).
 
 let target: E2eTarget;
 const run = randomUUID().slice(0, 8);
@@ -66,6 +75,16 @@ async function ledgerNumber(id: string, attribute: string): Promise<number | und
   );
   return Item ? Number(unmarshall(Item)[attribute]) : undefined;
 }
+const ledgerOrder = async (orderId: string) => {
+  const { Item } = await target.dynamodb.send(
+    new GetItemCommand({
+      TableName: target.ledgerTableName,
+      Key: { id: { S: ledgerItemId.order(orderId) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? unmarshall(Item) : undefined;
+};
 const balance = (customerId: string) => ledgerNumber(ledgerItemId.account(customerId), 'balanceCents');
 const stock = (sku: string) => ledgerNumber(ledgerItemId.stock(sku), 'available');
 
@@ -241,5 +260,83 @@ describe('Oncely end to end', () => {
       errorType: 'PublishValidationError',
       errorMessage: expect.stringContaining('messages[0].payload'),
     });
+  });
+});
+
+describe('The orders service, through its outbox', () => {
+  const newOrder = (name: string, sku: string, quantity: number, amountCents: number) => ({
+    orderId: `o-${run}-${name}`,
+    customerId: `c-${run}-${name}`,
+    sku,
+    quantity,
+    amountCents,
+  });
+
+  it('places orders with PlaceOrder; each takes stock, charges the customer and records the order once', async () => {
+    const sku = `sku-${run}-placed`;
+    await send([stockReceived(sku, 10)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(10);
+    const customerId = `c-${run}-placed`;
+    const orders = [1, 2, 3].map((n) => ({ ...newOrder(`placed-${n}`, sku, n, 100 * n), customerId }));
+    for (const order of orders) {
+      expect(await placeOrder(target, order)).toEqual({
+        payload: { orderId: order.orderId, eventKey: orderPlacedKey(order.orderId) },
+      });
+    }
+    await expect.poll(() => balance(customerId), WAIT).toBe(-600);
+    // Once: every event has left the outbox and the queue is empty, and the effects stayed as they were.
+    await expect
+      .poll(() => Promise.all(orders.map((o) => outboxStatus(target, orderPlacedKey(o.orderId)))), WAIT)
+      .toEqual(['SENT', 'SENT', 'SENT']);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(customerId)).toBe(-600);
+    expect(await stock(sku)).toBe(4);
+    for (const { orderId, ...order } of orders) {
+      expect(await ledgerOrder(orderId)).toMatchObject({ ...order, status: 'PLACED' });
+    }
+  });
+
+  it('refuses an order id placed before with OrderAlreadyPlacedError, and changes nothing', async () => {
+    const sku = `sku-${run}-again`;
+    await send([stockReceived(sku, 5)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(5);
+    const order = newOrder('again', sku, 2, 400);
+    const key = orderPlacedKey(order.orderId);
+    expect((await placeOrder(target, order)).functionError).toBeUndefined();
+    await expect.poll(() => balance(order.customerId), WAIT).toBe(-400);
+    await expect.poll(() => outboxStatus(target, key), WAIT).toBe('SENT');
+    const items = async () => ({
+      order: await readOrder(target, order.orderId),
+      event: await readOutboxItems(target, key),
+      pending: await readPendingMarkers(target, order.customerId),
+    });
+    const before = await items();
+
+    const again = await placeOrder(target, { ...order, quantity: 1, amountCents: 999 });
+    expect(again.functionError).toBe('Unhandled');
+    expect(again.payload).toMatchObject({ errorType: 'OrderAlreadyPlacedError' });
+    // Nothing written: the order and its event are as they were, and no message waits to be sent.
+    expect(await items()).toEqual(before);
+    expect(before.pending).toEqual([]);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(order.customerId)).toBe(-400);
+    expect(await stock(sku)).toBe(3);
+  });
+
+  it('applies a PaymentCaptured published through the client once its OrderPlaced was relayed', async () => {
+    const sku = `sku-${run}-paid`;
+    await send([stockReceived(sku, 5)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(5);
+    const dlqBefore = await depth(target.resources.dlqUrl);
+    const placed = newOrder('paid', sku, 1, 250);
+    expect((await placeOrder(target, placed)).functionError).toBeUndefined();
+    // Two producers, one group: the payment goes out only once the order's event is on the queue.
+    await expect.poll(() => outboxStatus(target, orderPlacedKey(placed.orderId)), WAIT).toBe('SENT');
+    const { paid } = order(placed.orderId, placed.customerId, sku, 1, 250);
+    expect((await send([paid])).results).toEqual([expect.objectContaining({ status: 'sent' })]);
+    await expect.poll(async () => (await ledgerOrder(placed.orderId))?.status, WAIT).toBe('PAID');
+    expect(await balance(placed.customerId)).toBe(0);
+    expect(await stock(sku)).toBe(4);
+    expect(await depth(target.resources.dlqUrl)).toBe(dlqBefore);
   });
 });

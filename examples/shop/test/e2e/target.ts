@@ -7,7 +7,7 @@ import { describeDeployedPipeline } from '../../../../src/cdk/deployed-pipeline.
 import type { PipelineResources } from '../../../../src/cdk/pipeline-outputs.js';
 import { localAwsConfig } from '../../../../src/sandbox/local-aws-config.js';
 import { startSandbox } from '../../../../src/sandbox/local-sandbox.js';
-import { LEDGER_TABLE_OUTPUT } from '../../lib/shop-stack.js';
+import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../../lib/shop-stack.js';
 
 /** The shop's CDK app: the directory of its cdk.json. */
 const SHOP_APP = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,6 +18,8 @@ export interface E2eTarget {
   resources: PipelineResources;
   /** The shop's ledger: its stack's own output, beside the pipeline's. */
   ledgerTableName: string;
+  /** The orders service: its PlaceOrder function and its table, which holds its outbox. */
+  orders: { placeOrderFunctionName: string; tableName: string };
   lambda: LambdaClient;
   sqs: SQSClient;
   dynamodb: DynamoDBClient;
@@ -36,13 +38,21 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     const cloudformation = new CloudFormationClient({});
     try {
       const resources = await describeDeployedPipeline(stackName, cloudformation);
-      const ledgerTableName = await stackOutput(cloudformation, stackName, LEDGER_TABLE_OUTPUT);
+      const outputs = await stackOutputs(cloudformation, stackName);
+      const { ledgerTableName, orders } = shopOutputs(outputs, `Stack ${stackName}`);
       const clients = {
         lambda: new LambdaClient({}),
         sqs: new SQSClient({}),
         dynamodb: new DynamoDBClient({}),
       };
-      return { kind: 'stack', resources, ledgerTableName, ...clients, stop: async () => destroy(clients) };
+      return {
+        kind: 'stack',
+        resources,
+        ledgerTableName,
+        orders,
+        ...clients,
+        stop: async () => destroy(clients),
+      };
     } finally {
       cloudformation.destroy();
     }
@@ -52,10 +62,12 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   }
   const sandbox = await startSandbox({ appDirectory: SHOP_APP, functionOutput: () => undefined });
   const { endpoints, outputs } = sandbox.description;
-  const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
-  if (!ledgerTableName) {
+  let shop: ReturnType<typeof shopOutputs>;
+  try {
+    shop = shopOutputs(outputs, `The shop's app in ${SHOP_APP}`);
+  } catch (error) {
     await sandbox.stop();
-    throw new Error(`The shop's app in ${SHOP_APP} has no ${LEDGER_TABLE_OUTPUT} output.`);
+    throw error;
   }
   const clients = {
     lambda: new LambdaClient(localAwsConfig(endpoints.lambda)),
@@ -65,7 +77,7 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   return {
     kind: 'sandbox',
     resources: sandbox.pipelineResources(),
-    ledgerTableName,
+    ...shop,
     ...clients,
     stop: async () => {
       destroy(clients);
@@ -74,17 +86,31 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   };
 }
 
-/** One output of a deployed stack, by its key. */
-async function stackOutput(
+/** A deployed stack's outputs, by key. */
+async function stackOutputs(
   cloudformation: CloudFormationClient,
   stackName: string,
-  key: string,
-): Promise<string> {
+): Promise<Record<string, string>> {
   const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
-  const value = Stacks?.[0]?.Outputs?.find((output) => output.OutputKey === key)?.OutputValue;
-  if (!value)
-    throw new Error(`Stack ${stackName} has no output ${key}: is it the shop's stack (Shop-<stage>)?`);
-  return value;
+  return Object.fromEntries(
+    (Stacks?.[0]?.Outputs ?? []).map((output) => [output.OutputKey ?? '', output.OutputValue ?? '']),
+  );
+}
+
+/** The shop's own outputs, beside the pipeline's; `where` names the stack or app when one is missing. */
+function shopOutputs(outputs: Record<string, string>, where: string) {
+  const keys = [LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS.placeOrderFunctionName, ORDERS_OUTPUTS.ordersTableName];
+  const missing = keys.filter((key) => !outputs[key]);
+  if (missing.length > 0) {
+    throw new Error(`${where} has no output ${missing.join(', ')}: is it the shop's stack (Shop-<stage>)?`);
+  }
+  return {
+    ledgerTableName: String(outputs[LEDGER_TABLE_OUTPUT]),
+    orders: {
+      placeOrderFunctionName: String(outputs[ORDERS_OUTPUTS.placeOrderFunctionName]),
+      tableName: String(outputs[ORDERS_OUTPUTS.ordersTableName]),
+    },
+  };
 }
 
 function destroy(clients: { lambda: LambdaClient; sqs: SQSClient; dynamodb: DynamoDBClient }): void {
