@@ -3,15 +3,10 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { SANDBOX_CONTEXT } from '../cdk/sandbox-context.js';
 import type { CloudFormationTemplate } from './cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 import { trackProcessGroup } from './process-group.js';
-
-/**
- * Context the sandbox synthesises with, always `"true"`: an app may read it to configure itself for
- * local runs (shorter timeouts, a `local` stage), as the example shop does.
- */
-const SANDBOX_CONTEXT_KEY = 'oncely:sandbox';
 
 export interface SynthOptions {
   /** The CDK app's directory: where its cdk.json is. */
@@ -76,7 +71,7 @@ export async function synthesizeApp(options: SynthOptions): Promise<CloudAssembl
     ...readJson(join(appDirectory, 'cdk.context.json'), CdkAppConfigError),
     ...(config.context as Record<string, unknown> | undefined),
     ...options.context,
-    [SANDBOX_CONTEXT_KEY]: 'true',
+    [SANDBOX_CONTEXT]: 'true',
     // Asset metadata names each function's bundled code in the template.
     'aws:cdk:enable-asset-metadata': true,
     'aws:cdk:enable-path-metadata': true,

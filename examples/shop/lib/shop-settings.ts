@@ -1,5 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { PipelineConfigurationError, type PipelineSettings } from 'oncely/cdk';
+import { PipelineConfigurationError, type PipelineSettings, SANDBOX_CONTEXT } from 'oncely/cdk';
 import type { IdempotencyMode } from 'oncely/idempotency';
 
 /** Until you point it at your gateway, notifications fail as retryable and end in the DLQ. */
@@ -32,7 +32,7 @@ export interface ShopSettings {
  * the stack.
  */
 export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopSettings {
-  const sandbox = tryGet('oncely:sandbox') !== undefined;
+  const sandbox = tryGet(SANDBOX_CONTEXT) !== undefined;
   const get = (key: string) => tryGet(key) ?? (sandbox ? SANDBOX_DEFAULTS[key] : undefined);
   const number = (key: string): number | undefined => {
     const raw = get(key);
