@@ -53,15 +53,13 @@ export type LogFields = Record<string, unknown>;
 
 /**
  * The logger a consumer writes to: Powertools' `Logger` is one, and so is any object with these
- * methods. With `createChild`, each record gets a child logger carrying its fields; without it, the
- * record's fields are added to each call.
+ * methods. Each record's fields are added to every call about it.
  */
 export interface ConsumerLogger {
   debug(message: string, ...extra: LogFields[]): void;
   info(message: string, ...extra: LogFields[]): void;
   warn(message: string, ...extra: LogFields[]): void;
   error(message: string, ...extra: LogFields[]): void;
-  createChild?(options: { persistentKeys: LogFields }): ConsumerLogger;
 }
 
 /**
@@ -134,9 +132,12 @@ export class RecordTelemetry implements IdempotencyObserver {
   }
 }
 
-/** A logger whose every line carries `fields`: a child logger if the logger makes them. */
+/**
+ * A logger whose every line carries `fields`, added to each call: the same JSON as a Powertools child
+ * logger, without building a Logger (and a Console) per record, which a profile showed costs ~7 % of
+ * a consumer's CPU.
+ */
 function recordLogger(logger: ConsumerLogger, fields: LogFields): ConsumerLogger {
-  if (logger.createChild) return logger.createChild({ persistentKeys: fields });
   const withFields =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
     (message: string, ...extra: LogFields[]) =>
