@@ -5,15 +5,19 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
 import { createShopHandler } from '../examples/shop/consumer/consumer.js';
 import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
+import type { IdempotencyMode } from '../src/idempotency/index.js';
+import type { PublishMessage } from '../src/publisher/contract.js';
 import { countRequests } from '../src/sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
 import { invocationContext, silentTelemetry } from './invocation.js';
+import { notificationMessages, startNotificationGateway } from './notification-events.js';
 import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
 import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
 import { fifoEvent, stockMessages } from './stock-events.js';
+import { sumWriteUnits } from './write-units.js';
 
 export const BATCH_CONSUMERS = {
   transactional: 'Oncely: the example consumer (transactional mode)',
@@ -21,6 +25,20 @@ export const BATCH_CONSUMERS = {
   powertools: 'Powertools: SqsFifoPartialProcessorAsync + makeIdempotent',
 } as const;
 export type BatchConsumer = keyof typeof BATCH_CONSUMERS;
+
+/**
+ * The consumers of (2)'s second workload, SendNotification: lease mode in both of its modes against
+ * Powertools, each with the same effect (one POST to a loopback gateway, no DynamoDB request).
+ */
+export const NOTIFICATION_CONSUMERS = {
+  leaseAtLeastOnce: 'Oncely: fifoBatch in lease mode, at-least-once',
+  leaseAtMostOnce: 'Oncely: fifoBatch in lease mode, at-most-once',
+  powertools: 'Powertools: SqsFifoPartialProcessorAsync + makeIdempotent',
+} as const;
+export type NotificationConsumer = keyof typeof NOTIFICATION_CONSUMERS;
+
+/** Issue 13's shape, one group of ten, and ten groups beside it. */
+export const NOTIFICATION_GROUP_COUNTS = [1, 10];
 
 export interface BatchLatencyOptions {
   groupCounts: readonly number[];
@@ -33,13 +51,17 @@ export interface BatchLatencyOptions {
   onProgress?: (line: string) => void;
 }
 
-export interface BatchLatency {
-  consumer: BatchConsumer;
+export interface BatchLatency<C extends string = BatchConsumer> {
+  consumer: C;
   groups: number;
   /** Milliseconds from invocation to the partial batch response. */
   latency: Spread;
   requestsPerRecord: number;
+  /** Write units DynamoDB reported per record (see write-units.ts): a transaction's items count twice. */
+  writeUnitsPerRecord: number;
 }
+
+export type NotificationLatency = BatchLatency<NotificationConsumer>;
 
 type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
@@ -58,45 +80,124 @@ export async function measureBatchLatency(
   options: BatchLatencyOptions,
 ): Promise<BatchLatency[]> {
   const sqs = sqsClient(endpoints);
-  const clients = Object.fromEntries(
-    Object.keys(BATCH_CONSUMERS).map((consumer) => [consumer, dynamoDbClient(endpoints, options.latencyMs)]),
-  ) as Record<BatchConsumer, DynamoDBClient>;
+  const consumers = Object.keys(BATCH_CONSUMERS) as BatchConsumer[];
+  const clients = clientsFor(endpoints, consumers, options.latencyMs);
   const dlq = await createFifoQueue(sqs, {});
   try {
     const handlers = await buildConsumers(clients, sqs, dlq.url);
-    const consumers = Object.keys(handlers) as BatchConsumer[];
-    const results: BatchLatency[] = [];
-    for (const groups of options.groupCounts) {
-      const samples = new Map<BatchConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
-      const counters = new Map(consumers.map((consumer) => [consumer, countRequests(clients[consumer])]));
-      for (let round = 0; round < options.warmupBatches + options.batches; round++) {
-        if (round === options.warmupBatches) for (const counter of counters.values()) counter.reset();
-        for (const consumer of rotate(consumers, round)) {
-          const elapsed = await timeBatch(handlers[consumer], groups);
-          if (round >= options.warmupBatches) samples.get(consumer)?.push(elapsed);
-        }
-      }
-      for (const consumer of consumers) {
-        results.push({
-          consumer,
-          groups,
-          latency: spreadOf(samples.get(consumer) ?? []),
-          requestsPerRecord: (counters.get(consumer)?.total() ?? 0) / (options.batches * BATCH_SIZE),
-        });
-      }
-      options.onProgress?.(
-        `${groups} group(s): ${results
-          .filter((result) => result.groups === groups)
-          .map((result) => `${result.consumer} ${result.latency.median.toFixed(1)} ms`)
-          .join(', ')}`,
-      );
-    }
-    return results;
+    return await timeConsumers(handlers, clients, stockMessages, options);
   } finally {
     await deleteQueues(sqs, [dlq]);
     sqs.destroy();
     for (const client of Object.values(clients)) client.destroy();
   }
+}
+
+/**
+ * (2), second workload: the same batches of SendNotification, whose effect is one POST to a loopback
+ * gateway and no DynamoDB request — so the batch's time is its idempotency round trips, which is
+ * where lease mode's pipelining of a group shows (issue 13): its leases taken together, each
+ * completion written while the next record runs (at-least-once) or together with the next
+ * record's start mark (at-most-once). Every DynamoDB request is held `latencyMs`; the HTTP POST is not.
+ */
+export async function measureNotificationLatency(
+  endpoints: BenchEndpoints,
+  options: BatchLatencyOptions,
+): Promise<NotificationLatency[]> {
+  const sqs = sqsClient(endpoints);
+  const consumers = Object.keys(NOTIFICATION_CONSUMERS) as NotificationConsumer[];
+  const clients = clientsFor(endpoints, consumers, options.latencyMs);
+  const [dlq, gateway] = await Promise.all([createFifoQueue(sqs, {}), startNotificationGateway()]);
+  try {
+    const settingsOf = async (client: DynamoDBClient) => ({
+      idempotencyTableName: await newIdempotencyTable(client),
+      // Nothing is written to the ledger: the workload has notifications only.
+      ledgerTableName: 'unused',
+      notificationUrl: gateway.url,
+    });
+    const lease = (mode: IdempotencyMode, client: DynamoDBClient) => async () =>
+      createLeaseConsumerHandler({
+        ...(await settingsOf(client)),
+        mode,
+        dynamodb: client,
+        sqs,
+        dlqUrl: dlq.url,
+        ...silentTelemetry(),
+      });
+    const [leaseAtLeastOnce, leaseAtMostOnce, powertools] = await Promise.all([
+      lease('at-least-once', clients.leaseAtLeastOnce)(),
+      lease('at-most-once', clients.leaseAtMostOnce)(),
+      settingsOf(clients.powertools).then((settings) =>
+        createPowertoolsConsumerHandler({ ...settings, dynamodb: clients.powertools, ...silentTelemetry() }),
+      ),
+    ]);
+    const handlers = { leaseAtLeastOnce, leaseAtMostOnce, powertools };
+    const rows = await timeConsumers(handlers, clients, notificationMessages, options);
+    const batches = options.groupCounts.length * (options.warmupBatches + options.batches);
+    if (gateway.posts() !== consumers.length * batches * BATCH_SIZE) {
+      throw new Error(`the gateway got ${gateway.posts()} notifications, not one per record`);
+    }
+    return rows;
+  } finally {
+    await Promise.all([deleteQueues(sqs, [dlq]), gateway.stop()]);
+    sqs.destroy();
+    for (const client of Object.values<DynamoDBClient>(clients)) client.destroy();
+  }
+}
+
+/** One DynamoDB client per consumer, each request held `latencyMs`: their requests are counted apart. */
+function clientsFor<C extends string>(
+  endpoints: BenchEndpoints,
+  consumers: readonly C[],
+  latencyMs: number,
+): Record<C, DynamoDBClient> {
+  return Object.fromEntries(
+    consumers.map((consumer) => [consumer, dynamoDbClient(endpoints, latencyMs)]),
+  ) as Record<C, DynamoDBClient>;
+}
+
+/**
+ * Times every consumer on batches of `messages`, at each group count; the consumers take turns,
+ * batch after batch, so that any drift of the machine falls on all of them alike.
+ */
+async function timeConsumers<C extends string>(
+  handlers: Record<C, BatchHandler>,
+  clients: Record<C, DynamoDBClient>,
+  messages: (count: number, groups: number) => PublishMessage[],
+  options: BatchLatencyOptions,
+): Promise<BatchLatency<C>[]> {
+  const consumers = Object.keys(handlers) as C[];
+  const results: BatchLatency<C>[] = [];
+  const counters = new Map(consumers.map((consumer) => [consumer, countRequests(clients[consumer])]));
+  const units = new Map(consumers.map((consumer) => [consumer, sumWriteUnits(clients[consumer])]));
+  for (const groups of options.groupCounts) {
+    const samples = new Map<C, number[]>(consumers.map((consumer) => [consumer, []]));
+    for (let round = 0; round < options.warmupBatches + options.batches; round++) {
+      if (round === options.warmupBatches) {
+        for (const counter of [...counters.values(), ...units.values()]) counter.reset();
+      }
+      for (const consumer of rotate(consumers, round)) {
+        const elapsed = await timeBatch(handlers[consumer], messages(BATCH_SIZE, groups));
+        if (round >= options.warmupBatches) samples.get(consumer)?.push(elapsed);
+      }
+    }
+    for (const consumer of consumers) {
+      results.push({
+        consumer,
+        groups,
+        latency: spreadOf(samples.get(consumer) ?? []),
+        requestsPerRecord: (counters.get(consumer)?.total() ?? 0) / (options.batches * BATCH_SIZE),
+        writeUnitsPerRecord: (units.get(consumer)?.total() ?? 0) / (options.batches * BATCH_SIZE),
+      });
+    }
+    options.onProgress?.(
+      `${groups} group(s): ${results
+        .filter((result) => result.groups === groups)
+        .map((result) => `${result.consumer} ${result.latency.median.toFixed(1)} ms`)
+        .join(', ')}`,
+    );
+  }
+  return results;
 }
 
 async function buildConsumers(
@@ -151,8 +252,8 @@ async function buildConsumers(
   };
 }
 
-async function timeBatch(handler: BatchHandler, groups: number): Promise<number> {
-  const event = fifoEvent(stockMessages(BATCH_SIZE, groups), QUEUE_ARN);
+async function timeBatch(handler: BatchHandler, messages: readonly PublishMessage[]): Promise<number> {
+  const event = fifoEvent(messages, QUEUE_ARN);
   const context = invocationContext();
   const started = performance.now();
   const response = await handler(event, context);

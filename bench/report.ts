@@ -1,5 +1,14 @@
-import { BATCH_CONSUMERS, type BatchConsumer, type BatchLatency } from './batch-latency.js';
+import {
+  BATCH_CONSUMERS,
+  type BatchConsumer,
+  type BatchLatency,
+  NOTIFICATION_CONSUMERS,
+  type NotificationConsumer,
+  type NotificationLatency,
+} from './batch-latency.js';
+import { COST_MODES, type CostMode } from './billed-usage.js';
 import { BASELINE_BUNDLE, BUNDLES, type BundleSize } from './bundle-size.js';
+import type { CostReport, ModeCost } from './cost.js';
 import type { Machine } from './machine.js';
 import { type PublisherCost, SENDERS } from './publisher-calls.js';
 import {
@@ -13,7 +22,7 @@ import type { BenchSettings } from './settings.js';
 import type { ImportTimes, StartUp } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
 import type { TargetVerdict } from './targets.js';
-import { PIPELINE_CONSUMERS, type Throughput } from './throughput.js';
+import { BASELINE_PIPELINE, PIPELINE_CONSUMERS, type Throughput } from './throughput.js';
 
 /** Everything one run measured, and what it ran on. */
 export interface BenchResults {
@@ -25,10 +34,14 @@ export interface BenchResults {
   loadAverageAtEnd: number;
   requests: RequestsPerMessage[];
   latency: BatchLatency[];
+  /** (2)'s second workload, an effect without DynamoDB requests, when it was measured. */
+  notificationLatency?: NotificationLatency[];
   publisher: PublisherCost[];
   bundles: BundleSize[];
   throughput: Throughput[];
   startUp: StartUp[];
+  /** (7), when it was measured. */
+  cost?: CostReport;
   targets: TargetVerdict[];
 }
 
@@ -46,10 +59,14 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
     targetsSection(results.targets),
     requestsSection(results.requests),
     latencySection(results.latency, results.settings, chartFile),
+    ...(results.notificationLatency
+      ? [notificationLatencySection(results.notificationLatency, results.settings)]
+      : []),
     publisherSection(results.publisher, results.settings),
     bundleSection(results.bundles),
     throughputSection(results.throughput, results.settings),
     startUpSection(results.startUp, results.settings),
+    ...(results.cost ? [costSection(results.cost, results.settings)] : []),
     notesSection(results),
   ].join('\n');
 }
@@ -93,7 +110,11 @@ function targetsSection(targets: readonly TargetVerdict[]): string {
       targets.map((target) => [
         target.target,
         target.measured,
-        target.met ? '**met**' : `**missed**: ${target.shortfall}`,
+        target.met === undefined
+          ? 'reported: no number to meet'
+          : target.met
+            ? '**met**'
+            : `**missed**: ${target.shortfall}`,
       ]),
     ),
     '',
@@ -183,6 +204,48 @@ function latencySection(rows: readonly BatchLatency[], settings: BenchSettings, 
       .join(', ')}.`,
     '',
     `![Batch latency by message groups](${chartFile})`,
+    '',
+  ].join('\n');
+}
+
+function notificationLatencySection(rows: readonly NotificationLatency[], settings: BenchSettings): string {
+  const consumers = Object.keys(NOTIFICATION_CONSUMERS) as NotificationConsumer[];
+  const groupCounts = [...new Set(rows.map((row) => row.groups))];
+  const find = (consumer: NotificationConsumer, groups: number) =>
+    rows.find((row) => row.consumer === consumer && row.groups === groups);
+  return [
+    '### An effect without DynamoDB requests',
+    '',
+    'The same batches of SendNotification instead, whose effect is one POST to a notification gateway on ' +
+      `loopback (not delayed): what a batch takes is its idempotency round trips, ${settings.latencyMs} ms each. ` +
+      "Lease mode takes a group's leases together; at-least-once writes each completion while the next record " +
+      "runs, at-most-once writes it with the next record's start mark, one round trip between two effects.",
+    '',
+    table(
+      ['groups', ...consumers.map((consumer) => NOTIFICATION_CONSUMERS[consumer])],
+      groupCounts.map((groups) => {
+        const baseline = find('powertools', groups);
+        return [
+          String(groups),
+          ...consumers.map((consumer) => {
+            const measured = find(consumer, groups);
+            if (!measured || !baseline) return '–';
+            const faster =
+              consumer === 'powertools'
+                ? ''
+                : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
+            return `${spreadText(measured.latency, 'ms')}${faster}`;
+          }),
+        ];
+      }),
+    ),
+    '',
+    `Per record at 1 group, DynamoDB requests and write units: ${consumers
+      .map((consumer) => {
+        const row = find(consumer, 1);
+        return `${consumer} ${row?.requestsPerRecord.toFixed(2)} and ${row?.writeUnitsPerRecord.toFixed(2)}`;
+      })
+      .join(', ')}.`,
     '',
   ].join('\n');
 }
@@ -279,8 +342,11 @@ function bundleSection(bundles: readonly BundleSize[]): string {
 }
 
 function throughputSection(rows: readonly Throughput[], settings: BenchSettings): string {
-  const baseline = rows.find((row) => row.consumer === 'idempotencyFree');
   const { messages, rounds, groups, maxConcurrency } = settings.throughput;
+  const cpu = (row: Throughput, part: 'mainThread' | 'otherThreads' | 'watched') => {
+    const ms = row.cpuMsPerMessage?.[part];
+    return ms === undefined ? '–' : `${ms.toFixed(2)} ms`;
+  };
   return [
     '## 5. End-to-end throughput',
     '',
@@ -288,20 +354,55 @@ function throughputSection(rows: readonly Throughput[], settings: BenchSettings)
       'pipelines taking turns: the publisher Lambda and the consumer Lambda in worker threads as the sandbox runs ' +
       `them (\`sandbox/function-runtime.ts\`), the consumer fed by the sandbox's event source poller (batches of 10, ` +
       `${maxConcurrency} pollers), timed from the first publish to the last record acknowledged. Messages per ` +
-      'second: median, p10–p90 over the rounds. Ratios against the consumer without idempotency.',
+      "second: median, p10–p90 over the rounds. The ratio divides each round's figure by the consumer without " +
+      "idempotency's in the same round: median (p10–p90) of those. CPU per message over the timed rounds, read " +
+      "per thread from Linux's /proc.",
     '',
     table(
-      ['consumer', 'messages/s', 'ratio'],
+      ['consumer', 'messages/s', 'ratio', 'CPU: main thread', 'CPU: other threads', 'CPU: DynamoDB Local'],
       rows.map((row) => [
         PIPELINE_CONSUMERS[row.consumer].label,
         rangeText(row.messagesPerSecond, 'msg/s'),
-        baseline && row !== baseline
-          ? ratio(row.messagesPerSecond.median, baseline.messagesPerSecond.median)
-          : 'baseline',
+        row.pairedRatio ? ratioSpread(row.pairedRatio) : 'baseline',
+        cpu(row, 'mainThread'),
+        cpu(row, 'otherThreads'),
+        cpu(row, 'watched'),
       ]),
     ),
     '',
+    whereTheTimeGoes(rows),
+    '',
   ].join('\n');
+}
+
+/** Issue 13 §4: what makes Oncely's pipeline slower than the one without idempotency, from the CPU it used. */
+function whereTheTimeGoes(rows: readonly Throughput[]): string {
+  const oncely = rows.find((row) => row.consumer === 'oncely')?.cpuMsPerMessage;
+  const baseline = rows.find((row) => row.consumer === BASELINE_PIPELINE)?.cpuMsPerMessage;
+  const threads =
+    '**Where the time goes.** The main thread runs the SQS emulator, the event source pollers and the ' +
+    "function runtime's messaging, alike for every consumer; the other threads are the Lambdas' worker " +
+    "threads (consumer and publisher) and V8's and libuv's helpers; DynamoDB Local is its JVM. ";
+  if (oncely?.watched === undefined || baseline?.watched === undefined) {
+    return `${threads}Not measured on this machine: it needs Linux's /proc and DynamoDB Local's process.`;
+  }
+  const total = (cpu: NonNullable<Throughput['cpuMsPerMessage']>) =>
+    cpu.mainThread + cpu.otherThreads + (cpu.watched ?? 0);
+  const more = total(oncely) - total(baseline);
+  const share = (part: number) => `${signed(part, 2)} ms (${signed((100 * part) / more, 0)}%)`;
+  return (
+    threads +
+    `Oncely's pipeline used ${more.toFixed(2)} ms more CPU per message than the one without idempotency: ` +
+    `${share(oncely.watched - baseline.watched)} in DynamoDB Local, ${share(oncely.otherThreads - baseline.otherThreads)} ` +
+    `in the workers and ${share(oncely.mainThread - baseline.mainThread)} in the main thread. Both consumers send ` +
+    'one DynamoDB request per message, but a TransactWriteItems of two items (the record and the ledger write) ' +
+    'against an UpdateItem, and DynamoDB Local spends several times the CPU on a transaction: profiled once ' +
+    'with Java Flight Recorder (outside these runs), it builds a new JSON object mapper and a request signature ' +
+    "for every TransactWriteItems. That is the sandbox's cost, not Lambda's: DynamoDB bills the transaction in " +
+    "write units (7), not in the function's time. In the workers, a `node --cpu-prof` profile found both " +
+    "consumers' time mostly in the AWS SDK's request path, one request per message each. When the CPUs are " +
+    'saturated, as here, the ratio follows the CPU per message.'
+  );
 }
 
 function startUpSection(rows: readonly StartUp[], settings: BenchSettings): string {
@@ -331,6 +432,127 @@ function startUpSection(rows: readonly StartUp[], settings: BenchSettings): stri
     ),
     '',
   ].join('\n');
+}
+
+function costSection(report: CostReport, settings: BenchSettings): string {
+  const { prices, sqsCalls } = report;
+  const groupCounts = [...new Set(report.modes.map((row) => row.groups))];
+  const recordsPerBatch = Math.round(1 / sqsCalls.receiveMessage);
+  return [
+    '## 7. What a million messages cost',
+    '',
+    `A million StockReceived messages, each applied once, at ${prices.region} on-demand prices as the AWS pricing ` +
+      `pages published them as of ${prices.asOf} (${prices.sources.join(', ')}; not re-checked on the day of this ` +
+      `run): Lambda on Arm $${prices.lambdaArmPerGbSecond} per GB-second and $${prices.lambdaPerMillionRequests} per ` +
+      `million requests, DynamoDB on-demand $${prices.dynamodbPerMillionWriteUnits} per million write units and ` +
+      `$${prices.dynamodbPerMillionReadUnits} per million read units, SQS FIFO $${prices.sqsFifoPerMillionRequests} ` +
+      'per million requests of up to 64 KB. Every quantity comes from this run: the write and read units DynamoDB ' +
+      `Local reports for 10-record batches of first deliveries run as (2) runs them (${settings.latencyMs} ms added to each ` +
+      "DynamoDB request), whose median duration Lambda bills, rounded up to the millisecond, at the construct's " +
+      `default consumer memory of ${report.lambdaMemoryMiB} MiB; per message, ` +
+      `${sqsCalls.sendMessageBatch.toFixed(3)} SendMessageBatch calls of the publisher in (3), and ` +
+      `${sqsCalls.receiveMessage.toFixed(3)} ReceiveMessage and ${sqsCalls.deleteMessageBatch.toFixed(3)} ` +
+      `DeleteMessageBatch calls of the event source in (5) (batches of ${recordsPerBatch}), one invocation per ` +
+      'receive. Ratios against Powertools and against no idempotency.',
+    '',
+    ...groupCounts.flatMap((groups) => [
+      `${groups} message group${groups === 1 ? '' : 's'} per batch:`,
+      '',
+      costTable(report.modes.filter((row) => row.groups === groups)),
+      '',
+      ...costComparison(report.modes.filter((row) => row.groups === groups)).map((line) => `- ${line}`),
+      '',
+    ]),
+    'Left out, alike for every mode: the publisher Lambda and its request records, the empty receives of an ' +
+      'idle queue, CloudWatch logs and metrics. Left out, for Oncely and Powertools only: storing each ' +
+      'idempotency record until TTL deletes it (TTL deletes are free), at $0.25 per GB-month.',
+    '',
+  ].join('\n');
+}
+
+function costTable(rows: readonly ModeCost[]): string {
+  const baselines = {
+    powertools: rows.find((row) => row.mode === 'powertools')?.cost.total ?? Number.NaN,
+    none: rows.find((row) => row.mode === 'idempotencyFree')?.cost.total ?? Number.NaN,
+  };
+  return table(
+    [
+      '',
+      'DynamoDB writes',
+      'DynamoDB reads',
+      'SQS',
+      'Lambda requests',
+      'Lambda duration',
+      'total',
+      'vs Powertools',
+      'vs no idempotency',
+    ],
+    rows.map(({ mode, usage, cost }) => [
+      COST_MODES[mode].label,
+      `${money(cost.dynamodbWrites)} (${usage.dynamodbWriteUnits.toFixed(1)} WRU)`,
+      `${money(cost.dynamodbReads)} (${usage.dynamodbReadUnits.toFixed(1)} RRU)`,
+      `${money(cost.sqs)} (${usage.sqsRequests.toFixed(2)} requests)`,
+      `${money(cost.lambdaRequests)} (${usage.lambdaInvocations.toFixed(2)} invocations)`,
+      `${money(cost.lambdaDuration)} (${usage.lambdaBilledMsPerInvocation} ms each)`,
+      `**${money(cost.total)}**`,
+      mode === 'powertools' ? 'baseline' : ratio(cost.total, baselines.powertools),
+      mode === 'idempotencyFree' ? 'baseline' : ratio(cost.total, baselines.none),
+    ]),
+  );
+}
+
+/** Why a write costs Oncely more units than Powertools' three single writes, where it does. */
+const EXTRA_WRITE_UNITS: Partial<Record<CostMode, string>> = {
+  transactional:
+    'its record commits with the ledger write in one transaction, which bills each of the two items twice, ' +
+    'where Powertools writes three items once each (record, write, completion)',
+  leaseAtMostOnce:
+    "a record's completion commits with the next record's start mark in one transaction, which bills each " +
+    'item twice',
+};
+
+/** Issue 13 §3: where Oncely costs more than Powertools, and why; and what idempotency costs at all. */
+function costComparison(rows: readonly ModeCost[]): string[] {
+  const powertools = rows.find((row) => row.mode === 'powertools');
+  const none = rows.find((row) => row.mode === 'idempotencyFree');
+  if (!powertools || !none) return [];
+  const oncely = rows.filter((row) => row.mode !== 'powertools' && row.mode !== 'idempotencyFree');
+  const lines = oncely.map((row) => {
+    const writes = row.cost.dynamodbWrites - powertools.cost.dynamodbWrites;
+    const duration = row.cost.lambdaDuration - powertools.cost.lambdaDuration;
+    const difference = row.cost.total - powertools.cost.total;
+    const why =
+      `write units ${signedMoney(writes)} (${row.usage.dynamodbWriteUnits.toFixed(1)} per message against ` +
+      `${powertools.usage.dynamodbWriteUnits.toFixed(1)}` +
+      `${writes > 0 && EXTRA_WRITE_UNITS[row.mode] ? `: ${EXTRA_WRITE_UNITS[row.mode]}` : ''}), Lambda time ` +
+      `${signedMoney(duration)} (${row.usage.lambdaBilledMsPerInvocation} ms per batch against ` +
+      `${powertools.usage.lambdaBilledMsPerInvocation})`;
+    const name = COST_MODES[row.mode].label;
+    return difference > 0
+      ? `**${name} costs more than Powertools**, ${signedMoney(difference)} per million messages: ${why}.`
+      : `${name} costs less than Powertools, ${signedMoney(difference)}: ${why}.`;
+  });
+  const extraUnits = (row: ModeCost) => row.usage.dynamodbWriteUnits - none.usage.dynamodbWriteUnits;
+  return [
+    ...lines,
+    'Against no idempotency, every mode pays for its records in write units: ' +
+      `${[...oncely, powertools]
+        .map((row) => `${COST_MODES[row.mode].short} ${extraUnits(row).toFixed(1)}`)
+        .join(', ')} WRU more per message.`,
+  ];
+}
+
+/** A figure with a minus sign where it is negative, and none where it is not. */
+function signed(value: number, digits: number): string {
+  return `${value < 0 ? '−' : ''}${Math.abs(value).toFixed(digits)}`;
+}
+
+function money(dollars: number): string {
+  return `$${dollars.toFixed(dollars >= 1 ? 2 : 3)}`;
+}
+
+function signedMoney(dollars: number): string {
+  return `${dollars < 0 ? '−' : '+'}${money(Math.abs(dollars))}`;
 }
 
 function ratioSpread(spread: Spread): string {

@@ -9,11 +9,18 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { resolveSettings } from '../src/cdk/pipeline-settings.js';
 import { startDynamoDbLocal } from '../src/sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../src/sandbox/sqs-emulator.js';
-import { measureBatchLatency } from './batch-latency.js';
+import {
+  measureBatchLatency,
+  measureNotificationLatency,
+  NOTIFICATION_GROUP_COUNTS,
+} from './batch-latency.js';
+import { measureBilledUsage } from './billed-usage.js';
 import { buildBundles, bundleSizes } from './bundle-size.js';
 import type { BenchEndpoints } from './clients.js';
+import { costReport } from './cost.js';
 import { latencyChartSvg } from './latency-chart.js';
 import { currentLoad, describeMachine } from './machine.js';
 import { measurePublisher } from './publisher-calls.js';
@@ -60,18 +67,40 @@ try {
       onProgress: progress,
     }),
   );
+  const notificationLatency = await step('2b. FIFO batch latency, an effect without DynamoDB requests', () =>
+    measureNotificationLatency(endpoints, {
+      ...settings.batchLatency,
+      groupCounts: NOTIFICATION_GROUP_COUNTS,
+      latencyMs: settings.latencyMs,
+      onProgress: progress,
+    }),
+  );
   const publisher = await step('3. Publisher', () =>
     measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
   );
   const built = await step('4. Bundle size', () => buildBundles(PROJECT_ROOT));
   const bundles = bundleSizes(built);
   const throughput = await step('5. End-to-end throughput', () =>
-    measureThroughput(endpoints, { ...settings.throughput, projectRoot: PROJECT_ROOT, onProgress: progress }),
+    measureThroughput(endpoints, {
+      ...settings.throughput,
+      projectRoot: PROJECT_ROOT,
+      dynamodbPid: dynamodb.pid,
+      onProgress: progress,
+    }),
   );
   // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
   const startUp = await step('6. Module start-up', () =>
     measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
   );
+  const usage = await step('7. What a million messages cost', () =>
+    measureBilledUsage(endpoints, { ...settings.cost, latencyMs: settings.latencyMs }),
+  );
+  const cost = costReport({
+    usage,
+    publisher,
+    eventSources: throughput.map((row) => row.eventSource),
+    lambdaMemoryMiB: resolveSettings().consumerMemoryMiB,
+  });
 
   const results: BenchResults = {
     settings,
@@ -82,11 +111,22 @@ try {
     loadAverageAtEnd: currentLoad(),
     requests,
     latency,
+    notificationLatency,
     publisher,
     bundles,
     throughput,
     startUp,
-    targets: judgeTargets({ requests, latency, publisher, bundles, startUp }),
+    cost,
+    targets: judgeTargets({
+      requests,
+      latency,
+      notificationLatency,
+      publisher,
+      bundles,
+      startUp,
+      throughput,
+      cost,
+    }),
   };
   const markdown = resultsMarkdown(results, CHART_FILE);
   await mkdir(OUTPUT_DIR, { recursive: true });

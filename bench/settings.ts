@@ -14,6 +14,8 @@ export interface BenchSettings {
   };
   /** (6): fresh Node processes importing each bundle, and the AWS SDK it imports alone. */
   startUp: { runs: number; warmupRuns: number };
+  /** (7): batches of first deliveries per way of consuming, whose units and durations are billed. */
+  cost: { groupCounts: number[]; batches: number; warmupBatches: number };
 }
 
 const GROUP_COUNTS = [1, 2, 5, 10];
@@ -27,6 +29,8 @@ export const FULL: BenchSettings = {
   // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.
   throughput: { messages: 600, rounds: 5, groups: 50, maxConcurrency: 10, warmupMessages: 200 },
   startUp: { runs: 30, warmupRuns: 2 },
+  // The extremes of (2): one group, whose records run in turn, and ten, which run at once.
+  cost: { groupCounts: [1, 10], batches: 30, warmupBatches: 5 },
 };
 
 /** A small version that finishes in well under a minute: indicative figures, the same code paths. */
@@ -37,4 +41,5 @@ export const QUICK: BenchSettings = {
   publisher: { messages: 200, groups: 10, rounds: 1 },
   throughput: { messages: 100, rounds: 1, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
   startUp: { runs: 8, warmupRuns: 1 },
+  cost: { groupCounts: [1, 10], batches: 3, warmupBatches: 1 },
 };

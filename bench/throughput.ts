@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ReceiveMessageResult, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../src/publisher/contract.js';
@@ -10,6 +11,7 @@ import { LocalFunctionRuntime } from '../src/sandbox/function-runtime.js';
 import { LOCAL_REGION, localFunctionArn } from '../src/sandbox/local-aws-config.js';
 import { provideRuntimeModules } from '../src/sandbox/runtime-modules.js';
 import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { type CpuTimes, cpuSince, cpuTimes } from './cpu-time.js';
 import {
   createQueueWithDlq,
   deleteQueues,
@@ -44,6 +46,8 @@ export interface ThroughputOptions {
   /** Sent and consumed before the clock starts: every worker then has its modules loaded and warm. */
   warmupMessages: number;
   projectRoot: string;
+  /** DynamoDB Local's process, whose CPU time is then counted per pipeline beside this process's. */
+  dynamodbPid?: number;
   onProgress?: (line: string) => void;
 }
 
@@ -52,7 +56,26 @@ export interface Throughput {
   messagesPerRound: number;
   /** Messages per second, one sample per round. */
   messagesPerSecond: Spread;
+  /** Each round's messages per second over the baseline's in the same round; none for the baseline. */
+  pairedRatio?: Spread;
+  /** Where the CPU went, in ms per message over the timed rounds (Linux only): `watched` is DynamoDB Local. */
+  cpuMsPerMessage?: CpuTimes;
+  /** The event source's SQS calls over the timed rounds. */
+  eventSource: EventSourceCalls;
 }
+
+/** What the event source poller asked of SQS. */
+export interface EventSourceCalls {
+  /** ReceiveMessage calls that brought messages: one consumer invocation each. */
+  batches: number;
+  /** ReceiveMessage calls that came back empty (long polls of an idle queue). */
+  emptyReceives: number;
+  deleteBatches: number;
+  messages: number;
+}
+
+/** The pipeline the others are compared with. */
+export const BASELINE_PIPELINE: PipelineConsumer = 'idempotencyFree';
 
 const BATCH_SIZE = 10;
 const TIMEOUT_SECONDS = 30;
@@ -68,7 +91,8 @@ const DRAIN_TIMEOUT_MS = 120_000;
  * the sandbox's event source poller with the stack's batch size. A
  * round runs from the first publish to the last record acknowledged. Only the consumer differs
  * between the pipelines, which take turns round after round; at the end each ledger must hold
- * exactly one unit per message.
+ * exactly one unit per message. Each round's CPU time is counted too (this process's threads and
+ * DynamoDB Local's), and the event source's SQS calls, which (7) bills.
  */
 export async function measureThroughput(
   endpoints: BenchEndpoints,
@@ -85,9 +109,20 @@ export async function measureThroughput(
       pipelines.push(await startPipeline(endpoints, consumer, options, bundles));
     await Promise.all(pipelines.map((pipeline) => pipeline.warmUp()));
     const samples = new Map<PipelineConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
+    const usage = Object.fromEntries(consumers.map((consumer) => [consumer, new PipelineUsage()])) as Record<
+      PipelineConsumer,
+      PipelineUsage
+    >;
     for (let round = 0; round < options.rounds; round++) {
       for (const pipeline of rotate(pipelines, round)) {
+        const [cpuBefore, callsBefore] = [cpuTimes(options.dynamodbPid), pipeline.eventSourceCalls()];
         const seconds = await pipeline.deliver(options.messages);
+        const cpuAfter = cpuTimes(options.dynamodbPid);
+        usage[pipeline.consumer].add(
+          cpuBefore && cpuAfter ? cpuSince(cpuBefore, cpuAfter) : undefined,
+          callsBefore,
+          pipeline.eventSourceCalls(),
+        );
         samples.get(pipeline.consumer)?.push(options.messages / seconds);
       }
       options.onProgress?.(
@@ -95,11 +130,20 @@ export async function measureThroughput(
       );
     }
     for (const pipeline of pipelines) await pipeline.checkLedger();
-    return consumers.map((consumer) => ({
-      consumer,
-      messagesPerRound: options.messages,
-      messagesPerSecond: spreadOf(samples.get(consumer) ?? []),
-    }));
+    const baseline = samples.get(BASELINE_PIPELINE) ?? [];
+    return consumers.map((consumer) => {
+      const perRound = samples.get(consumer) ?? [];
+      return {
+        consumer,
+        messagesPerRound: options.messages,
+        messagesPerSecond: spreadOf(perRound),
+        pairedRatio:
+          consumer === BASELINE_PIPELINE
+            ? undefined
+            : spreadOf(perRound.map((value, round) => value / (baseline[round] ?? Number.NaN))),
+        ...usage[consumer].perMessage(options.messages * options.rounds),
+      };
+    });
   } finally {
     for (const pipeline of pipelines) await pipeline.stop();
     await bundles.remove();
@@ -143,6 +187,8 @@ interface Pipeline {
   warmUp(): Promise<void>;
   /** Publishes `count` new messages and waits until all are acknowledged; returns the seconds it took. */
   deliver(count: number): Promise<number>;
+  /** The poller's SQS calls so far. */
+  eventSourceCalls(): EventSourceCalls;
   checkLedger(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -188,6 +234,7 @@ async function startPipeline(
     NOTIFICATION_URL: 'http://127.0.0.1:9/unused',
   });
   const acknowledged = new AcknowledgedRecords();
+  const eventSourceCalls = countEventSourceCalls(sqs);
   const poller = startEventSourcePoller({
     sqs,
     region: LOCAL_REGION,
@@ -230,6 +277,7 @@ async function startPipeline(
       await deliver(options.warmupMessages);
     },
     deliver,
+    eventSourceCalls: () => ({ ...eventSourceCalls }),
     checkLedger: async () => {
       const applied = await sumOfAttribute(dynamodb, ledgerTable, 'available');
       if (applied !== sent) {
@@ -271,5 +319,62 @@ class AcknowledgedRecords {
       }
       await sleep(5);
     }
+  }
+}
+
+/** Counts what the event source poller asks of SQS on its client (nothing else uses it during a round). */
+function countEventSourceCalls(sqs: SQSClient): EventSourceCalls {
+  const calls: EventSourceCalls = { batches: 0, emptyReceives: 0, deleteBatches: 0, messages: 0 };
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (context.commandName === 'ReceiveMessageCommand') {
+        const received = (result.output as ReceiveMessageResult).Messages?.length ?? 0;
+        if (received > 0) calls.batches++;
+        else calls.emptyReceives++;
+        calls.messages += received;
+      } else if (context.commandName === 'DeleteMessageBatchCommand') {
+        calls.deleteBatches++;
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'benchEventSourceCalls' },
+  );
+  return calls;
+}
+
+/** A pipeline's CPU time and SQS calls, added up over its timed rounds. */
+class PipelineUsage {
+  #cpu: CpuTimes | undefined = { mainThread: 0, otherThreads: 0, watched: 0 };
+  readonly #calls: EventSourceCalls = { batches: 0, emptyReceives: 0, deleteBatches: 0, messages: 0 };
+
+  add(cpu: CpuTimes | undefined, before: EventSourceCalls, after: EventSourceCalls): void {
+    // One round without figures (no /proc) leaves none for the whole run.
+    this.#cpu =
+      this.#cpu && cpu
+        ? {
+            mainThread: this.#cpu.mainThread + cpu.mainThread,
+            otherThreads: this.#cpu.otherThreads + cpu.otherThreads,
+            watched:
+              this.#cpu.watched === undefined || cpu.watched === undefined
+                ? undefined
+                : this.#cpu.watched + cpu.watched,
+          }
+        : undefined;
+    for (const key of Object.keys(this.#calls) as (keyof EventSourceCalls)[]) {
+      this.#calls[key] += after[key] - before[key];
+    }
+  }
+
+  perMessage(messages: number): Pick<Throughput, 'cpuMsPerMessage' | 'eventSource'> {
+    const cpu = this.#cpu;
+    return {
+      cpuMsPerMessage: cpu && {
+        mainThread: cpu.mainThread / messages,
+        otherThreads: cpu.otherThreads / messages,
+        watched: cpu.watched === undefined ? undefined : cpu.watched / messages,
+      },
+      eventSource: { ...this.#calls },
+    };
   }
 }

@@ -10,9 +10,14 @@ import type { EffectLedger } from './effect-ledger.js';
 import type { CrashPoint } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 
-/** A crash planned for one invocation: at `point`, on the record whose idempotency id ends in `key`. */
+/**
+ * A crash planned for one invocation: at `point`, on the record whose idempotency id ends in `key`
+ * (the batch's first record), or — for the points about the next record's lease — on `next`, the
+ * record after it in its group.
+ */
 export interface PlannedCrash {
   key: string;
+  next?: string;
   point: Exclude<CrashPoint, 'before-ack'>;
 }
 
@@ -28,6 +33,11 @@ export interface ContainerOptions {
   ledger: EffectLedger;
   /** Keys whose COMPLETED write failed for good at least once (so at-least-once may re-run them). */
   unrecordedCompletions: Set<string>;
+  /**
+   * Keys for which a write that lets the effect start was sent: an acquire that takes the lease as
+   * started, or the start mark of a lease taken ahead. Only such a key's record can be parked IN_DOUBT.
+   */
+  startsSent: Set<string>;
 }
 
 const never = () => new Promise<never>(() => undefined);
@@ -51,7 +61,7 @@ export class ConsumerContainer {
     this.died = new Promise((resolve) => (this.#markDead = resolve));
     this.#dynamodb = dynamoDbClientVia(options.dynamodbProxy);
     this.#sqs = sqsClientVia(options.sqsProxy);
-    this.#watchRequests(options.unrecordedCompletions);
+    this.#watchRequests(options);
     const store = new DynamoDBIdempotencyStore({
       client: this.#dynamodb,
       tableName: options.idempotencyTable,
@@ -102,39 +112,55 @@ export class ConsumerContainer {
 
   /**
    * The crash points that sit on DynamoDB requests, seen after marshalling and before the SDK's
-   * retries: the acquire (before or after it), the record write after the effect (before it), and
-   * a transaction (before it for both, or right after it applied, "inside the effect").
+   * retries: the acquire (before or after it), the record write after the effect (before or after
+   * it), a transaction (before it for both, or right after it applied, "inside the effect"), and
+   * the next record's lease (after it was taken ahead, after its start mark).
    */
-  #watchRequests(unrecordedCompletions: Set<string>): void {
+  #watchRequests({ unrecordedCompletions, startsSent }: ContainerOptions): void {
     this.#dynamodb.middlewareStack.add(
       (next) => async (args) => {
         if (this.#dead) return never();
         const request = classify(args.input as MarshalledInput);
         const crash = this.#crash;
-        const point =
-          request && crash && request.ids.some((id) => id.endsWith(`#${crash.key}`))
-            ? crash.point
-            : undefined;
+        const on = (key: string | undefined, id: string | undefined) =>
+          key !== undefined && id?.endsWith(`#${key}`) === true;
         const kind = request?.kind;
+        const [first, second] = request?.ids ?? [];
+        const point = crash && request?.ids.some((id) => on(crash.key, id)) ? crash.point : undefined;
         if (
           (point === 'before-acquire' && (kind === 'acquire' || kind === 'transaction')) ||
           (point === 'before-record' &&
-            (kind === 'completion' || kind === 'record' || kind === 'transaction'))
+            on(crash?.key, first) &&
+            (kind === 'completion' ||
+              kind === 'completion-and-start' ||
+              kind === 'record' ||
+              kind === 'transaction'))
         ) {
           return this.#die();
         }
+        if (kind === 'acquire' && request?.started) startsSent.add(keyOf(first as string));
+        if (kind === 'start') startsSent.add(keyOf(first as string));
+        if (kind === 'completion-and-start') startsSent.add(keyOf(second as string));
         let result: Awaited<ReturnType<typeof next>>;
         try {
           result = await next(args);
         } catch (error) {
-          if (kind === 'completion')
-            for (const id of request?.ids ?? []) unrecordedCompletions.add(keyOf(id));
+          if (kind === 'completion' || kind === 'completion-and-start')
+            unrecordedCompletions.add(keyOf(first as string));
           throw error;
         }
         if (this.#dead) return never();
+        const nextKey = crash?.next;
         if (
           (point === 'after-acquire' && kind === 'acquire') ||
-          (point === 'inside-effect' && kind === 'transaction')
+          (point === 'inside-effect' && kind === 'transaction') ||
+          (point === 'after-completion' &&
+            on(crash?.key, first) &&
+            (kind === 'completion' || kind === 'completion-and-start')) ||
+          (crash?.point === 'after-ahead-acquire' && kind === 'acquire' && on(nextKey, first)) ||
+          (crash?.point === 'after-start-mark' &&
+            ((kind === 'start' && on(nextKey, first)) ||
+              (kind === 'completion-and-start' && on(nextKey, second))))
         ) {
           return this.#die();
         }
@@ -149,23 +175,43 @@ interface MarshalledInput {
   Key?: { id?: { S?: string } };
   UpdateExpression?: string;
   ExpressionAttributeValues?: Record<string, { S?: string }>;
-  TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];
+  TransactItems?: { Put?: { Item?: { id?: { S?: string } } }; Update?: { Key?: { id?: { S?: string } } } }[];
 }
 
-/** Which of the core's requests this is, and the record ids it touches. */
+type RequestKind =
+  | 'acquire'
+  | 'start'
+  | 'completion'
+  | 'completion-and-start'
+  | 'record'
+  | 'release'
+  | 'transaction';
+
+/**
+ * Which of the core's requests this is, and the record ids it touches (a completion-and-start: the
+ * completed record, then the started one). `started`: an acquire that takes the lease as started,
+ * not ahead of its turn with its effect waiting for a start mark.
+ */
 function classify(
   input: MarshalledInput,
-): { kind: 'acquire' | 'completion' | 'record' | 'release' | 'transaction'; ids: string[] } | undefined {
+): { kind: RequestKind; ids: string[]; started?: boolean } | undefined {
+  const present = (id: string | undefined): id is string => !!id;
   if (input.TransactItems) {
-    const ids = input.TransactItems.map((item) => item.Put?.Item?.id?.S).filter((id): id is string => !!id);
-    return { kind: 'transaction', ids };
+    const puts = input.TransactItems.map((item) => item.Put?.Item?.id?.S).filter(present);
+    if (puts.length > 0) return { kind: 'transaction', ids: puts };
+    const updates = input.TransactItems.map((item) => item.Update?.Key?.id?.S).filter(present);
+    return { kind: 'completion-and-start', ids: updates };
   }
   const id = input.Key?.id?.S;
   const expression = input.UpdateExpression ?? '';
   if (!id) return undefined;
   // A DeleteItem gives a lease back unused: no crash point sits on it.
   if (!input.UpdateExpression) return { kind: 'release', ids: [id] };
-  if (expression.startsWith('SET #status = :inProgress')) return { kind: 'acquire', ids: [id] };
+  if (expression.startsWith('SET #status = :inProgress')) {
+    return { kind: 'acquire', ids: [id], started: !expression.includes('unstarted = :true') };
+  }
+  if (expression.includes('REMOVE unstarted') && !expression.includes('#status'))
+    return { kind: 'start', ids: [id] };
   if (input.ExpressionAttributeValues?.[':status']?.S === 'COMPLETED')
     return { kind: 'completion', ids: [id] };
   return { kind: 'record', ids: [id] };

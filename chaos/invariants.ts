@@ -1,4 +1,5 @@
 import type { ScheduleRun } from './run-schedule.js';
+import type { CrashMark } from './schedule.js';
 
 /** One broken promise of DESIGN §11, for one key. */
 export interface Violation {
@@ -13,7 +14,11 @@ export interface ScheduleVerdict {
   keysChecked: number;
   /** IN_DOUBT records whose effect never started. */
   needlessInDoubt: number;
-  /** Of those, the ones no crash between acquire and effect explains (also listed as violations): should be none. */
+  /**
+   * Of those, the ones no crash between a write that let the effect start (an acquire as started, a
+   * start mark) and the effect explains (also listed as violations): should be none. A lease taken
+   * ahead of its turn and never marked started must be taken over, never parked.
+   */
   unexplainedNeedlessInDoubt: number;
 }
 
@@ -58,9 +63,7 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
     if (applied > 1) {
       const mayRepeat =
         message.operation === 'at-least-once' &&
-        (crashes.has('inside-effect') ||
-          crashes.has('before-record') ||
-          crashes.has('in-flight') ||
+        (AFTER_EFFECT_CRASH_MARKS.some((mark) => crashes.has(mark)) ||
           message.behaviour === 'unknown-once' ||
           run.unrecordedCompletions.has(key));
       if (!mayRepeat) add('effect-twice', `${message.operation} effect applied ${applied} times`);
@@ -74,11 +77,13 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
       (ledger.started.get(key) ?? 0) === 0
     ) {
       needlessInDoubt++;
-      if (!crashes.has('after-acquire') && !crashes.has('in-flight')) {
+      const crashedAfterStart = STARTED_CRASH_MARKS.some((mark) => crashes.has(mark));
+      if (!crashedAfterStart || !run.startsSent.has(key)) {
         unexplainedNeedlessInDoubt++;
         add(
           'needless-in-doubt',
-          `IN_DOUBT (${record.error?.name}) though its effect never started and no crash explains it`,
+          `IN_DOUBT (${record.error?.name}) though its effect never started and no crash after a start ` +
+            `write explains it (start write sent: ${run.startsSent.has(key)})`,
         );
       }
     }
@@ -87,6 +92,33 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
   checkOrder(run, violations);
   return { violations, keysChecked, needlessInDoubt, unexplainedNeedlessInDoubt };
 }
+
+/**
+ * The crash marks that can fall after a record's effect and before its record says so. The points
+ * about the next record's lease belong here too: the next lease is taken ahead, concurrently with
+ * the target's own acquire and effect, and an at-least-once completion is written while the next
+ * record runs.
+ */
+const AFTER_EFFECT_CRASH_MARKS: readonly CrashMark[] = [
+  'inside-effect',
+  'before-record',
+  'after-ahead-acquire',
+  'after-start-mark',
+  'in-flight',
+];
+
+/**
+ * The crash marks that can fall between a write that let an effect start and the effect: the target's
+ * own points after its lease or the next record's lease was taken or marked, or `in-flight` for the
+ * batch's other records. Dying before any acquire, inside the effect or after the answer cannot.
+ */
+const STARTED_CRASH_MARKS: readonly CrashMark[] = [
+  'after-acquire',
+  'after-ahead-acquire',
+  'after-completion',
+  'after-start-mark',
+  'in-flight',
+];
 
 /**
  * Within a group, effects apply in publish order. Messages that went through the DLQ or came again

@@ -63,6 +63,8 @@ export interface ScheduleRun {
   /** Keys that went through a redrive, or arrived again after SQS's window. */
   resent: Set<string>;
   unrecordedCompletions: Set<string>;
+  /** Keys for which a write that lets the effect start was sent (see `ContainerOptions.startsSent`). */
+  startsSent: Set<string>;
   ledger: EffectLedger;
   outcome: ScheduleOutcome;
 }
@@ -90,6 +92,7 @@ export async function runSchedule(
     crashed: new Map(),
     resent: new Set(),
     unrecordedCompletions: new Set(),
+    startsSent: new Set(),
     ledger,
   };
   const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
@@ -106,6 +109,7 @@ export async function runSchedule(
       now: clock.now,
       ledger,
       unrecordedCompletions: run.unrecordedCompletions,
+      startsSent: run.startsSent,
     });
     containers.push(container);
     return container;
@@ -239,7 +243,12 @@ async function deliver(
     const key = keyOfBody(record);
     if (key) run.received.add(key);
   }
-  const target = crash ? keyOfBody(records[0] as SQSRecord) : undefined;
+  const [first] = records as [SQSRecord, ...SQSRecord[]];
+  const target = crash ? keyOfBody(first) : undefined;
+  // The record after the target in its group: the one whose lease the target's group takes ahead.
+  const groupOf = (record: SQSRecord) => record.attributes.MessageGroupId;
+  const afterTarget = records.slice(1).find((record) => groupOf(record) === groupOf(first));
+  const next = afterTarget && keyOfBody(afterTarget);
   const markCrash = (key: string | undefined, mark: CrashMark) => {
     if (!key) return;
     const marks = run.crashed.get(key) ?? new Set<CrashMark>();
@@ -250,7 +259,7 @@ async function deliver(
   const responses = await Promise.all(
     containers.map(async (container) => {
       container.planCrash(
-        crash && crash !== 'before-ack' && target ? { key: target, point: crash } : undefined,
+        crash && crash !== 'before-ack' && target ? { key: target, next, point: crash } : undefined,
       );
       const context = lambdaContext({
         functionName: 'chaos-consumer',

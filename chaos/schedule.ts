@@ -22,12 +22,20 @@ export interface ScheduledMessage {
   behaviour: Behaviour;
 }
 
-/** Where a consumer invocation dies (DESIGN §11); `before-ack` dies after its response, before the delete. */
+/**
+ * Where a consumer invocation dies (DESIGN §11); `before-ack` dies after its response, before the
+ * delete. The batch's first record is the target; `after-ahead-acquire` and `after-start-mark` are
+ * about the next record of its group, whose lease was taken ahead: right after that lease was taken,
+ * and right after the write that lets its effect start (alone, or with the target's completion).
+ */
 export type CrashPoint =
   | 'before-acquire'
   | 'after-acquire'
+  | 'after-ahead-acquire'
   | 'inside-effect'
   | 'before-record'
+  | 'after-completion'
+  | 'after-start-mark'
   | 'before-ack';
 
 /** What a crash did to a record: its own point, or `in-flight` for the other records of the dying invocation. */
@@ -36,8 +44,11 @@ export type CrashMark = CrashPoint | 'in-flight';
 export const CRASH_POINTS: readonly CrashPoint[] = [
   'before-acquire',
   'after-acquire',
+  'after-ahead-acquire',
   'inside-effect',
   'before-record',
+  'after-completion',
+  'after-start-mark',
   'before-ack',
 ];
 

@@ -21,14 +21,16 @@ export function createIdempotencyFreeConsumerHandler(options: IdempotencyFreeCon
   const effect = shopEventEffect(DynamoDBDocumentClient.from(options.dynamodb), options);
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const groups = planGroups(event.Records, (record) => record.attributes.MessageGroupId ?? '');
-    const { failed, skipped } = await runGroups(groups, DEFAULT_MAX_CONCURRENT_GROUPS, async (record) => {
-      try {
-        await effect(parseEnvelope(record.body));
-        return 'succeeded';
-      } catch {
-        return 'failed';
-      }
-    });
+    const { failed, skipped } = await runGroups(groups, DEFAULT_MAX_CONCURRENT_GROUPS, () => ({
+      process: async (record) => {
+        try {
+          await effect(parseEnvelope(record.body));
+          return 'succeeded';
+        } catch {
+          return 'failed';
+        }
+      },
+    }));
     return {
       batchItemFailures: [...failed, ...skipped].map((record: SQSRecord) => ({
         itemIdentifier: record.messageId,

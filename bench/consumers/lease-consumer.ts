@@ -8,11 +8,14 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { fifoBatch, leaseOperation } from '../../src/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
+import { DynamoDBIdempotencyStore, type IdempotencyMode } from '../../src/idempotency/index.js';
+import { SEND_NOTIFICATION } from '../notification-events.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
 import { type ShopSettings, shopEventEffect } from './shop-events.js';
 
 export interface LeaseConsumerOptions extends ShopSettings {
+  /** At-least-once by default. */
+  mode?: IdempotencyMode;
   dynamodb: DynamoDBClient;
   sqs: SQSClient;
   idempotencyTableName: string;
@@ -22,12 +25,13 @@ export interface LeaseConsumerOptions extends ShopSettings {
 }
 
 /**
- * The example consumer's middleware stack with the benchmark's event in lease mode instead of
- * transactional mode: acquire, the same single write as the Powertools consumer, complete. It has
- * Powertools' request count per record, so beside it the concurrency of groups shows on its own.
+ * The example consumer's middleware stack with the benchmark's events in lease mode instead of
+ * transactional mode: acquire, the same effect as the Powertools consumer (the single ledger write,
+ * or the notification's POST), complete. It has Powertools' request count per record, so beside it
+ * what the batch does with those requests shows on its own.
  */
 export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
-  const { dynamodb, logger, metrics } = options;
+  const { dynamodb, logger, metrics, mode = 'at-least-once' } = options;
   const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
   return middy<SQSEvent, SQSBatchResponse>()
     .use(injectLambdaContext(logger))
@@ -39,7 +43,8 @@ export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
         metrics,
         deadLetterQueue: { client: options.sqs, queueUrl: options.dlqUrl },
         operations: {
-          [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode: 'at-least-once', run: effect }),
+          [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode, run: effect }),
+          [SEND_NOTIFICATION]: leaseOperation({ namespace: 'notify', mode, run: effect }),
         },
       }),
     );

@@ -1,19 +1,25 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { IdempotencyConfigurationError } from '../idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
-import { DeadLetterQueue, type DeadLetterQueueOptions } from './dead-letter-queue.js';
+import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
 import { type ConsumerVariable, readConsumerEnvironment } from './environment.js';
+import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
-import { runGroups } from './group-runner.js';
-import { logFieldsOf, type MessageParser, parseEnvelopeRecord, receiveRecord } from './message.js';
+import { type RecordStep, runGroups } from './group-runner.js';
+import {
+  logFieldsOf,
+  type MessageParser,
+  parseEnvelopeRecord,
+  type ReceivedRecord,
+  receiveRecord,
+} from './message.js';
 import type { ConsumerOperation } from './operations.js';
-import { processRecord, type RecordProcessorOptions } from './record-processor.js';
+import { leaseTurnOf, processRecord, type RecordProcessorOptions } from './record-processor.js';
 import { type ConsumerLogger, type MetricsSink, RecordTelemetry } from './telemetry.js';
 
 /**
@@ -112,18 +118,12 @@ function consumerFor(options: FifoBatchOptions): FifoBatchConsumer {
   return consumer;
 }
 
-/** The default store's and DLQ's clients: one each per container, whatever the number of consumers. */
+/** The default store's client: one per container, whatever the number of consumers (the DLQ's: `defaultSqsClient`). */
 let dynamodbClient: DynamoDBClient | undefined;
-let sqsClient: SQSClient | undefined;
 
 function defaultDynamoDBClient(): DynamoDBClient {
   dynamodbClient ??= new DynamoDBClient({});
   return dynamodbClient;
-}
-
-function defaultSqsClient(): SQSClient {
-  sqsClient ??= new SQSClient({});
-  return sqsClient;
 }
 
 interface Telemetry {
@@ -133,6 +133,12 @@ interface Telemetry {
   ownMetrics?: Metrics;
   /** Set when the consumer created the logger: then it gives it each invocation's context. */
   ownLogger?: Logger;
+}
+
+/** One record of a batch, with its own logs and metrics. */
+interface BatchRecord {
+  received: ReceivedRecord;
+  telemetry: RecordTelemetry;
 }
 
 interface BatchSettings {
@@ -221,7 +227,7 @@ class FifoBatchConsumer {
         operations,
         deadLetterQueue: new DeadLetterQueue(
           deadLetterQueue ?? {
-            client: defaultSqsClient(),
+            client: defaultSqsClient,
             queueUrl: environment.dlqUrl,
             sourceQueueUrl: environment.queueUrl,
           },
@@ -242,7 +248,7 @@ class FifoBatchConsumer {
     lambdaContext: Context,
   ): Promise<SQSBatchResponse> {
     const deadline = this.#deadline;
-    const records = event.Records.map((sqsRecord) => {
+    const records = event.Records.map((sqsRecord): BatchRecord => {
       const received = receiveRecord(sqsRecord, this.#parse);
       return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received)) };
     });
@@ -251,15 +257,40 @@ class FifoBatchConsumer {
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
       settings.maxConcurrentGroups,
-      async ({ received, telemetry }, signal) => {
-        if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
-        anyStarted = true;
-        const started = Date.now();
-        try {
-          return await processRecord(received, telemetry, { lambdaContext, signal }, settings.processor);
-        } finally {
-          deadline.recordFinished(Date.now() - started);
-        }
+      (group, signal) => {
+        const invocation = { lambdaContext, signal };
+        // The group's lease-mode records take their leases together when its first record starts.
+        const leases = new GroupLeases(
+          group.records,
+          group.records.map(({ received, telemetry }) =>
+            leaseTurnOf(received, telemetry, invocation, settings.processor),
+          ),
+          () => deadline.allowsStart(lambdaContext, budgetMs, false),
+        );
+        const process = async (record: BatchRecord): Promise<RecordStep> => {
+          // A record its predecessor's completion already marked started was checked then.
+          if (!leases.started(record) && !deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) {
+            return 'deferred';
+          }
+          anyStarted = true;
+          leases.open();
+          const started = Date.now();
+          const finished = () => deadline.recordFinished(Date.now() - started);
+          let step: RecordStep;
+          try {
+            const { received, telemetry } = record;
+            const turn = leases.turnOf(record);
+            step = await processRecord(received, telemetry, invocation, settings.processor, turn);
+          } catch (error) {
+            finished();
+            throw error;
+          }
+          // A record's time includes its record write, even when the next record runs meanwhile.
+          if (typeof step === 'string') finished();
+          else step.settling.then(finished, finished);
+          return step;
+        };
+        return { process, done: () => leases.close() };
       },
     );
     for (const { telemetry } of report.skipped) {
@@ -276,7 +307,18 @@ class FifoBatchConsumer {
         },
       );
     }
-    const unacknowledged = new Set([...report.failed, ...report.skipped, ...report.deferred]);
+    for (const { telemetry } of report.heldBack) {
+      telemetry.logger.info(
+        'processed, but an earlier record of its group could not be recorded: not acknowledged, so that ' +
+          'SQS redelivers the group in order; its redelivery is a duplicate',
+      );
+    }
+    const unacknowledged = new Set([
+      ...report.failed,
+      ...report.skipped,
+      ...report.deferred,
+      ...report.heldBack,
+    ]);
     return {
       batchItemFailures: records
         .filter((record) => unacknowledged.has(record))

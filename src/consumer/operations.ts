@@ -1,27 +1,19 @@
 import type { Context } from 'aws-lambda';
-import type { z } from 'zod';
-import { describeIssues } from '../common/envelope.js';
+import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
-import {
-  InvalidRecordWriteError,
-  OncelyError,
-  RecordNotWrittenError,
-  TransactionConditionFailedError,
-} from '../idempotency/errors.js';
+import { TransactionConditionFailedError } from '../idempotency/errors.js';
 import { recordId } from '../idempotency/keys.js';
 import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
-import type { DynamoDBIdempotencyStore, Lease } from '../idempotency/store.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
   type TransactionPlan,
 } from '../idempotency/transactional.js';
-import {
-  BusinessRuleViolationError,
-  IdempotencyStoreUnavailableError,
-  InvalidPayloadError,
-} from './errors.js';
+import { BusinessRuleViolationError, InvalidPayloadError } from './errors.js';
+import { LeaseTurn } from './lease-turn.js';
 import type { ConsumerMessage } from './message.js';
+import { asStoreFailure } from './store-failure.js';
 import type { ConsumerLogger, RecordTelemetry } from './telemetry.js';
 
 /** What business code gets besides the message. */
@@ -61,10 +53,11 @@ interface OperationOptions<P> {
   /** The operation, e.g. "ledger" (1–64 letters, digits, `_.:-`): keys of different namespaces never collide. */
   namespace: string;
   /**
-   * Validates the payload; its problems become the rejection reason of a record sent to the DLQ.
-   * None by default: the payload reaches the function unchecked.
+   * Validates the payload: any Standard Schema (zod or zod/mini, Valibot, ArkType…). Its problems
+   * become the rejection reason of a record sent to the DLQ. None by default: the payload reaches the
+   * function unchecked.
    */
-  payload?: z.ZodType<P>;
+  payload?: StandardSchemaV1<unknown, P>;
   /** The record's idempotency key (before the namespace); the message's `key` by default. */
   key?: (message: ConsumerMessage) => string;
   /**
@@ -94,57 +87,64 @@ export interface TransactionalOperationOptions<P, T>
 export function leaseOperation<P = unknown, T = unknown>(
   options: LeaseOperationOptions<P, T>,
 ): ConsumerOperation {
-  const { namespace, mode, leaseMs, leaseMarginMs, completionAttempts } = options;
-  const cache = completedCacheOf(options);
-  return {
-    namespace,
-    async execute(message, { store, telemetry, lambdaContext, signal }) {
-      const idempotency = new LeaseIdempotency({
-        store,
-        namespace,
-        mode,
-        leaseMs,
-        leaseMarginMs,
-        completionAttempts,
-        cache,
-        observer: telemetry,
-      });
-      const input = {
-        ...idempotencyInput(message, options.key),
-        context: lambdaContext,
-        // At-most-once acknowledges a message whose record becomes IN_DOUBT: the record keeps it for a retry.
-        message: { body: message.record.body, groupId: message.groupId },
-      };
-      const start = await idempotency.start<T>(input).catch((error: unknown) => {
-        throw asStoreFailure(namespace, input.key, error);
-      });
-      if (start.status !== 'acquired') return start.status;
-      const { lease } = start;
-      if (signal.aborted) {
-        await release(store, lease, telemetry);
-        throw signal.reason;
-      }
-      let result: T;
-      try {
-        const context = {
+  return new LeaseOperation(options);
+}
+
+/**
+ * What `leaseOperation` builds. On its own (`execute`) a record takes its lease, runs, and is
+ * recorded; in a FIFO batch, the consumer takes a group's leases together and overlaps each
+ * record's completion with the next record's turn (`turn`, see `LeaseTurn` and `GroupLeases`).
+ */
+export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperation {
+  readonly namespace: string;
+  readonly #options: LeaseOperationOptions<P, T>;
+  readonly #cache: CompletedRecordCache | false;
+
+  constructor(options: LeaseOperationOptions<P, T>) {
+    this.namespace = options.namespace;
+    this.#options = options;
+    this.#cache = completedCacheOf(options);
+  }
+
+  /** The record's turn, its lease not taken yet. */
+  turn(message: ConsumerMessage, runtime: OperationRuntime): LeaseTurn {
+    const { namespace, mode, leaseMs, leaseMarginMs, completionAttempts, payload, run } = this.#options;
+    const { store, telemetry, lambdaContext } = runtime;
+    const idempotency = new LeaseIdempotency({
+      store,
+      namespace,
+      mode,
+      leaseMs,
+      leaseMarginMs,
+      completionAttempts,
+      cache: this.#cache,
+      observer: telemetry,
+    });
+    const input = {
+      ...idempotencyInput(message, this.#options.key),
+      context: lambdaContext,
+      // At-most-once acknowledges a message whose record becomes IN_DOUBT: the record keeps it for a retry.
+      message: { body: message.record.body, groupId: message.groupId },
+    };
+    return new LeaseTurn({
+      namespace,
+      idempotency,
+      input,
+      runtime,
+      effect: async (lease) =>
+        run(await validated(message, payload), {
           idempotencyKey: lease.id,
           attempt: lease.attempt,
           logger: telemetry.logger,
           lambdaContext,
-        };
-        result = await options.run(validated(message, options.payload), context);
-      } catch (error) {
-        // Throws RecordNotWrittenError when the failure cannot be recorded: then no acknowledgement.
-        if ((await idempotency.recordFailure(lease, error, input.message)) === 'in-doubt') return 'in-doubt';
-        throw error;
-      }
-      // No acknowledgement without a record (DESIGN §3): a completion that could not be written
-      // fails the record, and its redelivery settles it once the lease expired.
-      const completion = await idempotency.recordCompletion(lease, result);
-      if (completion instanceof RecordNotWrittenError) throw completion;
-      return 'executed';
-    },
-  };
+        }),
+    });
+  }
+
+  async execute(message: ConsumerMessage, runtime: OperationRuntime): Promise<OperationOutcome> {
+    const step = await this.turn(message, runtime).run(async () => undefined);
+    return typeof step === 'string' ? step : step.settling;
+  }
 }
 
 /** Transactional mode (DESIGN §4) for a record: its writes and its record commit in one transaction. */
@@ -163,7 +163,7 @@ export function transactionalOperation<P = unknown, T = unknown>(
       try {
         const outcome = await idempotency.run<T>(input, async ({ idempotencyKey }) => {
           try {
-            planned = validated(message, options.payload);
+            planned = await validated(message, options.payload);
             return await options.plan(planned, { idempotencyKey, logger: telemetry.logger, lambdaContext });
           } catch (error) {
             planFailed = true;
@@ -196,49 +196,14 @@ function idempotencyInput(message: ConsumerMessage, key: OperationOptions<unknow
   return { key: key ? key(message) : message.key, payload: { type: message.type, payload: message.payload } };
 }
 
-function validated<P>(message: ConsumerMessage, schema: z.ZodType<P> | undefined): ConsumerMessage<P> {
+async function validated<P>(
+  message: ConsumerMessage,
+  schema: StandardSchemaV1<unknown, P> | undefined,
+): Promise<ConsumerMessage<P>> {
   if (!schema) return message as ConsumerMessage<P>;
-  const parsed = schema.safeParse(message.payload);
-  if (!parsed.success) throw new InvalidPayloadError(message.type, describeIssues(parsed.error));
-  return { ...message, payload: parsed.data };
-}
-
-/**
- * An error from a request the idempotency core made itself. Its own typed errors are the record's,
- * and so is DynamoDB refusing this record's writes as invalid; anything else is DynamoDB failing,
- * which every record of the batch would meet too.
- */
-function asStoreFailure(namespace: string, key: string, error: unknown): unknown {
-  if (error instanceof OncelyError) return error;
-  if (error instanceof Error && error.name === 'ValidationException') {
-    return new InvalidRecordWriteError(recordId(namespace, key), error);
-  }
-  return new IdempotencyStoreUnavailableError(recordId(namespace, key), error);
-}
-
-/**
- * Gives up a lease whose effect never started, so the redelivery runs afresh instead of finding it
- * IN_PROGRESS (and, at-most-once, parking it IN_DOUBT once it expired). Tried a few times.
- */
-async function release(
-  store: DynamoDBIdempotencyStore,
-  lease: Lease,
-  telemetry: RecordTelemetry,
-): Promise<void> {
-  const released = await store.releaseWithRetries(lease);
-  if (released.value === true) {
-    telemetry.logger.info('released the lease: the batch failed before the effect started', {
-      idempotencyKey: lease.id,
-    });
-  } else if (released.value === false) {
-    telemetry.leaseLost(lease.id, 'release');
-  } else {
-    telemetry.logger.error('could not release the lease; it expires on its own', {
-      idempotencyKey: lease.id,
-      leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
-      error: released.error,
-    });
-  }
+  const result = await schema['~standard'].validate(message.payload);
+  if (result.issues) throw new InvalidPayloadError(message.type, describeIssues(result.issues));
+  return { ...message, payload: result.value };
 }
 
 function violation<P>(

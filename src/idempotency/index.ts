@@ -28,6 +28,7 @@ export {
   type LeaseOutcome,
   type LeaseStart,
   type RemainingTime,
+  type StartVerdict,
 } from './lease.js';
 export { type IdempotentRequestOptions, idempotentRequest } from './middleware.js';
 export type { IdempotencyObserver } from './observer.js';

@@ -79,8 +79,20 @@ export type LeaseOutcome<T> =
   | { status: 'in-doubt'; reason: StoredError };
 
 export type LeaseStart<T> =
-  | { status: 'acquired'; lease: Lease }
+  /**
+   * `awaitingStart`: the lease was taken ahead (at-most-once) and its record says the effect has
+   * not started; `markStarted` (or the previous record's `recordCompletionAndStart`) must say it
+   * may before the effect runs.
+   */
+  | { status: 'acquired'; lease: Lease; awaitingStart: boolean }
   | Exclude<LeaseOutcome<T>, { status: 'executed' }>;
+
+/**
+ * How a lease taken ahead fared in its predecessor's completion: marked started (its effect may
+ * run), lost to another owner, or not marked (the completion could not be written, or its own
+ * lease was lost): it has to be marked on its own, or given back.
+ */
+export type StartVerdict = 'started' | 'lease-lost' | 'not-started';
 
 /** How a failed effect was recorded. */
 export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
@@ -141,21 +153,29 @@ export class LeaseIdempotency {
     return { status: 'executed', result, recorded: completion === 'recorded' };
   }
 
-  /** Acquires the lease, or tells why the effect must not run now. */
-  async start<T>(input: LeaseInput): Promise<LeaseStart<T>> {
+  /**
+   * Acquires the lease, or tells why the effect must not run now. `ahead`: the lease is taken before
+   * the record's turn (the later records of a FIFO group), and in at-most-once mode its record says
+   * that the effect has not started — so that, should the invocation die before its turn, the lease
+   * is taken over once it expires instead of being parked IN_DOUBT.
+   */
+  async start<T>(input: LeaseInput, options: { ahead?: boolean } = {}): Promise<LeaseStart<T>> {
     const { store, mode } = this.#options;
     const id = recordId(this.#options.namespace, input.key);
     const hash = payloadHash(input.payload);
     const cached = this.#cache?.duplicateOf(id, hash, store.now());
     if (cached) return { status: 'duplicate', result: parseResult<T>(cached.result), fromCache: true };
 
+    // At-least-once takes any expired lease over: whether its effect started does not matter.
+    const awaitingStart = options.ahead === true && mode === 'at-most-once';
     const acquired = await store.acquire({
       id,
       payloadHash: hash,
       leaseMs: this.#leaseMs(input.context),
       takeOverExpiredLease: mode === 'at-least-once',
+      unstarted: awaitingStart,
     });
-    if (acquired.acquired) return { status: 'acquired', lease: acquired.lease };
+    if (acquired.acquired) return { status: 'acquired', lease: acquired.lease, awaitingStart };
 
     const verdict = judgeExistingRecord(acquired.existing, hash, store.now());
     switch (verdict.kind) {
@@ -193,6 +213,47 @@ export class LeaseIdempotency {
   }
 
   /**
+   * Says that the effect of a lease taken ahead may start now; false (and the observer hears of it)
+   * when the lease was lost meanwhile: then the effect must not run. Throws what DynamoDB threw.
+   */
+  async markStarted(lease: Lease): Promise<boolean> {
+    const marked = await this.#options.store.markStarted(lease);
+    if (!marked) this.#observer.leaseLost(lease.id, 'start');
+    return marked;
+  }
+
+  /**
+   * {@link recordCompletion} of `lease`, and in the same transaction the start mark of `next` (a
+   * lease taken ahead, of the record that runs next): one round trip between two effects, and no
+   * crash can leave `next` marked started while this completion is unwritten. When the transaction
+   * cannot apply because one of the two leases was lost, the other write is made on its own where
+   * it still matters: the completion (with its retries); the start mark is left to the caller.
+   * A lost `next` is reported here as `lease-lost` only: its own observer is the caller's to tell.
+   */
+  async recordCompletionAndStart(
+    lease: Lease,
+    result: unknown,
+    next: Lease,
+  ): Promise<{ completion: CompletionVerdict; next: StartVerdict }> {
+    const serialized = serializeResult(result);
+    const send = this.#options.store.prepareCompleteAndStart(lease, serialized, next);
+    const { value: written, error } = await this.#writeWithRetries(send);
+    if (written === undefined) {
+      this.#observer.completionWriteFailed(lease.id, error);
+      return { completion: new RecordNotWrittenError(lease.id, 'COMPLETED', error), next: 'not-started' };
+    }
+    if (written.applied) {
+      this.#completed(lease, serialized);
+      return { completion: 'recorded', next: 'started' };
+    }
+    if (!written.completionLost) {
+      return { completion: await this.recordCompletion(lease, result), next: 'lease-lost' };
+    }
+    this.#observer.leaseLost(lease.id, 'complete');
+    return { completion: 'lease-lost', next: written.startLost ? 'lease-lost' : 'not-started' };
+  }
+
+  /**
    * Records a successful effect. The effect already happened, so a failing write is retried with
    * backoff; if it still fails, the observer hears of it and the caller must not acknowledge the
    * message: its redelivery finds the lease expired and settles the record (DESIGN §3). A result
@@ -211,12 +272,17 @@ export class LeaseIdempotency {
       this.#observer.leaseLost(lease.id, 'complete');
       return 'lease-lost';
     }
+    this.#completed(lease, serialized);
+    return 'recorded';
+  }
+
+  /** After a COMPLETED write: a result too large to store is reported, any other is cached. */
+  #completed(lease: Lease, serialized: ReturnType<typeof serializeResult>): void {
     if (serialized.resultBytes !== undefined) {
       this.#observer.resultNotStored(lease.id, serialized.resultBytes);
     } else {
       this.#remember(lease.id, lease.payloadHash, serialized.result, lease.recordExpiresAt);
     }
-    return 'recorded';
   }
 
   /**
@@ -250,7 +316,7 @@ export class LeaseIdempotency {
   }
 
   /** A fenced write, tried up to `completionAttempts` times with backoff; its last error if all failed. */
-  #writeWithRetries(write: () => Promise<boolean>) {
+  #writeWithRetries<W>(write: () => Promise<W>) {
     const { completionAttempts } = this.#options;
     return retried(
       { ...RECORD_WRITE_RETRY, maxAttempts: completionAttempts ?? RECORD_WRITE_RETRY.maxAttempts },

@@ -68,6 +68,12 @@ export interface IdempotencyRecord {
   leaseToken?: string;
   /** Epoch milliseconds. */
   leaseExpiresAt?: number;
+  /**
+   * Set on an at-most-once lease taken ahead of its record's turn (a FIFO group's later records):
+   * its effect has not started. Removed by the write that lets the effect start. Found expired, such
+   * a lease is taken over like a FAILED record, never parked IN_DOUBT.
+   */
+  unstarted?: boolean;
   /** The handler's result as JSON; absent when it returned `undefined`. */
   result?: string;
   /** Set instead of `result` when the result was too large to store. */

@@ -44,6 +44,12 @@ export type AcquireResult =
   | { acquired: true; lease: Lease }
   | { acquired: false; existing: IdempotencyRecord };
 
+/** What the transaction of one record's completion and the next record's start mark did. */
+export type CompleteAndStartResult =
+  | { applied: true }
+  /** Cancelled, nothing written: whose lease was lost (its record has another owner now). */
+  | { applied: false; completionLost: boolean; startLost: boolean };
+
 export type TransactionResult =
   | { committed: true; recordExpiresAt: number }
   | { committed: false; existing: IdempotencyRecord };
@@ -63,8 +69,12 @@ export interface IdempotencyStoreOptions {
 }
 
 const IN_PROGRESS = 'IN_PROGRESS';
+/** The attribute of a lease taken ahead whose effect has not started (see `IdempotencyRecord.unstarted`). */
+const UNSTARTED = 'unstarted';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
+/** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
+const FENCED = '#status = :inProgress AND leaseToken = :token';
 
 /**
  * The idempotency table (DESIGN §3). Every method is a single DynamoDB request; none reads first:
@@ -86,24 +96,27 @@ export class DynamoDBIdempotencyStore {
   }
 
   /**
-   * Takes the lease if the record is absent, expired or FAILED (or, with `takeOverExpiredLease`,
-   * IN_PROGRESS past its lease) — each only for the same payload. One conditional UpdateItem, which
-   * also counts the attempt. If the SDK retried it after its answer was lost, the retry finds the
-   * record holding this call's own token: the lease is ours all the same.
+   * Takes the lease if the record is absent, expired or FAILED, or IN_PROGRESS past a lease whose
+   * effect never started (`unstarted`; with `takeOverExpiredLease`, past any lease) — each only for
+   * the same payload. One conditional UpdateItem, which also counts the attempt. With `unstarted`,
+   * the record says that the effect has not started yet ({@link markStarted} says it may). If the
+   * SDK retried it after its answer was lost, the retry finds the record holding this call's own
+   * token: the lease is ours all the same.
    */
   async acquire(input: {
     id: string;
     payloadHash: string;
     leaseMs: number;
     takeOverExpiredLease: boolean;
+    unstarted?: boolean;
   }): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
     const leaseExpiresAt = now + input.leaseMs;
     const recordExpiresAt = this.#recordExpiresAt(now);
-    const takeover = input.takeOverExpiredLease
-      ? ' OR (#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash)'
-      : '';
+    const takeover = `(#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash${
+      input.takeOverExpiredLease ? '' : ` AND attribute_exists(${UNSTARTED})`
+    })`;
     const lease = (attempt: number): AcquireResult => ({
       acquired: true,
       lease: {
@@ -123,9 +136,12 @@ export class DynamoDBIdempotencyStore {
           // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
-            'expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one ' +
-            `REMOVE #result, resultBytes, #error, #message, ${UNRESOLVED_ATTRIBUTE}`,
-          ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash)${takeover}`,
+            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one${
+              input.unstarted ? `, ${UNSTARTED} = :true` : ''
+            } REMOVE #result, resultBytes, #error, #message, ${UNRESOLVED_ATTRIBUTE}${
+              input.unstarted ? '' : `, ${UNSTARTED}`
+            }`,
+          ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
             '#result': 'result',
@@ -143,6 +159,7 @@ export class DynamoDBIdempotencyStore {
             ':zero': 0,
             ':one': 1,
             ':failed': 'FAILED',
+            ...(input.unstarted ? { ':true': true } : {}),
           },
           ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -170,6 +187,58 @@ export class DynamoDBIdempotencyStore {
       result: outcome.result,
       resultBytes: outcome.resultBytes,
     });
+  }
+
+  /**
+   * Says that the effect of a lease taken ahead (`unstarted`) may start now: from here on, an expired
+   * lease of this record is parked IN_DOUBT (at-most-once) rather than taken over. Fenced on the
+   * lease; a retry after a lost answer finds it still ours and applies again, harmlessly. False if
+   * the lease was lost: another owner has the record now.
+   */
+  async markStarted(lease: Lease): Promise<boolean> {
+    try {
+      await this.#documents.send(new UpdateCommand(this.#startMark(lease)));
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return false;
+    }
+  }
+
+  /**
+   * Records `lease`'s effect as done and marks `next` (a lease taken ahead) started, in one
+   * transaction: a crash leaves either both written or neither, so a lease is never marked started
+   * while the effect before it may be unrecorded — and the next effect may start only once it
+   * returns `applied`. Returns the request, ready to be sent and sent again: it carries one client
+   * request token, so a retry of a transaction that was applied (its answer lost) succeeds without
+   * applying it twice. Throws what a retry may cure (throttling, a conflicting transaction).
+   */
+  prepareCompleteAndStart(
+    lease: Lease,
+    outcome: { result?: string; resultBytes?: number },
+    next: Lease,
+  ): () => Promise<CompleteAndStartResult> {
+    // Built once, so that every send is the same request: DynamoDB refuses a token reused with other parameters.
+    const input: TransactWriteCommandInput = {
+      ClientRequestToken: randomUUID(),
+      TransactItems: [
+        { Update: this.#fencedUpdateInput(lease, 'COMPLETED', outcome) },
+        { Update: this.#startMark(next) },
+      ],
+    };
+    return async () => {
+      try {
+        await this.#documents.send(new TransactWriteCommand(input));
+        return { applied: true };
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException)) throw error;
+        const [completion, start] = error.CancellationReasons ?? [];
+        const completionLost = completion?.Code === 'ConditionalCheckFailed';
+        const startLost = start?.Code === 'ConditionalCheckFailed';
+        if (!completionLost && !startLost) throw error;
+        return { applied: false, completionLost, startLost };
+      }
+    };
   }
 
   /** Records a retryable failure: the next delivery may acquire the record again. */
@@ -252,7 +321,7 @@ export class DynamoDBIdempotencyStore {
         new DeleteCommand({
           TableName: this.tableName,
           Key: { id: lease.id },
-          ConditionExpression: '#status = :inProgress AND leaseToken = :token',
+          ConditionExpression: FENCED,
           ExpressionAttributeNames: STATUS_NAMES,
           ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': lease.token },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -349,6 +418,23 @@ export class DynamoDBIdempotencyStore {
    * the SDK) already wrote this very status is a success; the token stays on the record for that.
    */
   async #fencedUpdate(lease: Lease, status: string, fields: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          ...this.#fencedUpdateInput(lease, status, fields),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = existingItem(error);
+      return existing?.status === status && existing.leaseToken === lease.token;
+    }
+  }
+
+  /** The UpdateItem of {@link #fencedUpdate}: sets `status` and the fields given, fenced on the lease. */
+  #fencedUpdateInput(lease: Lease, status: string, fields: Record<string, unknown>) {
     const present = Object.entries(fields).filter(([, value]) => value !== undefined);
     const names: Record<string, string> = { ...STATUS_NAMES };
     const values: Record<string, unknown> = {
@@ -363,24 +449,26 @@ export class DynamoDBIdempotencyStore {
       values[`:${name}`] = value;
       sets.push(`#${name} = :${name}`);
     }
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: lease.id },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt`,
-          ConditionExpression: '#status = :inProgress AND leaseToken = :token',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = existingItem(error);
-      return existing?.status === status && existing.leaseToken === lease.token;
-    }
+    return {
+      TableName: this.tableName,
+      Key: { id: lease.id },
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt`,
+      ConditionExpression: FENCED,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+  }
+
+  /** The UpdateItem of a start mark: removes `unstarted`, fenced on the lease. */
+  #startMark(lease: Lease) {
+    return {
+      TableName: this.tableName,
+      Key: { id: lease.id },
+      UpdateExpression: `SET updatedAt = :nowMs REMOVE ${UNSTARTED}`,
+      ConditionExpression: FENCED,
+      ExpressionAttributeNames: STATUS_NAMES,
+      ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': lease.token, ':nowMs': this.now() },
+    };
   }
 
   #recordExpiresAt(nowMs: number): number {

@@ -1,7 +1,9 @@
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { measureBatchLatency } from '../../bench/batch-latency.js';
+import { COST_MODES, measureBilledUsage } from '../../bench/billed-usage.js';
 import { buildBundles, bundleSizes } from '../../bench/bundle-size.js';
 import type { BenchEndpoints } from '../../bench/clients.js';
+import { costReport } from '../../bench/cost.js';
 import { latencyChartSvg } from '../../bench/latency-chart.js';
 import { describeMachine } from '../../bench/machine.js';
 import { measurePublisher } from '../../bench/publisher-calls.js';
@@ -42,6 +44,18 @@ describe('the benchmarks, in miniature', () => {
       projectRoot: process.cwd(),
     });
     const startUp = await measureStartUp(built, { runs: 2, warmupRuns: 0, projectRoot: process.cwd() });
+    const usage = await measureBilledUsage(endpoints, {
+      groupCounts: [1, 10],
+      batches: 1,
+      warmupBatches: 0,
+      latencyMs: 0,
+    });
+    const cost = costReport({
+      usage,
+      publisher,
+      eventSources: throughput.map((row) => row.eventSource),
+      lambdaMemoryMiB: 512,
+    });
 
     const firstDelivery = (subject: string) =>
       requests.find((row) => row.subject === subject && row.scenario === 'first');
@@ -97,14 +111,37 @@ describe('the benchmarks, in miniature', () => {
     );
     expect(throughput.map(({ consumer }) => consumer)).toEqual(['idempotencyFree', 'oncely', 'powertools']);
     expect(throughput.every(({ messagesPerSecond }) => messagesPerSecond.median > 0)).toBe(true);
+    expect(throughput.map(({ pairedRatio }) => pairedRatio !== undefined)).toEqual([false, true, true]);
+    // Every message is received once and deleted in the batch it came in.
+    for (const { eventSource } of throughput) {
+      expect(eventSource.messages).toBe(10);
+      expect(eventSource.deleteBatches).toBe(eventSource.batches);
+    }
+    // The quantities the bill is made of, counted: the record's writes are what idempotency adds.
+    const firstUsage = (mode: string) => usage.find((row) => row.mode === mode && row.groups === 10);
+    expect(usage).toHaveLength(2 * Object.keys(COST_MODES).length);
+    expect(firstUsage('transactional')).toMatchObject({
+      dynamodbRequestsPerRecord: 1,
+      writeUnitsPerRecord: 4,
+    });
+    expect(firstUsage('powertools')).toMatchObject({ dynamodbRequestsPerRecord: 3, writeUnitsPerRecord: 3 });
+    expect(firstUsage('idempotencyFree')).toMatchObject({
+      dynamodbRequestsPerRecord: 1,
+      writeUnitsPerRecord: 1,
+    });
+    expect(cost.sqsCalls.sendMessageBatch).toBeCloseTo(3 / 25);
+    expect(cost.modes.every((row) => row.cost.total > 0)).toBe(true);
 
-    const targets = judgeTargets({ requests, latency, publisher, bundles, startUp });
+    const targets = judgeTargets({ requests, latency, publisher, bundles, startUp, throughput, cost });
     expect(targets.map((target) => target.met)).toEqual([
       true,
       expect.any(Boolean),
       false,
       true,
       expect.any(Boolean),
+      expect.any(Boolean),
+      // The cost is reported: the issue gives no number to meet.
+      undefined,
     ]);
     const results = {
       settings: QUICK,
@@ -119,11 +156,13 @@ describe('the benchmarks, in miniature', () => {
       bundles,
       throughput,
       startUp,
+      cost,
       targets,
     };
     const markdown = resultsMarkdown(results, 'chart.svg');
     expect(markdown).toContain('## 5. End-to-end throughput');
     expect(markdown).toContain('## 6. Module start-up');
+    expect(markdown).toContain('## 7. What a million messages cost');
     expect(latencyChartSvg(latency, 0)).toMatch(/^<svg[\s\S]*<\/svg>\n$/);
   });
 });

@@ -3,8 +3,8 @@ import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
 import type { ChaosRequest } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
-import { runSchedule } from '../../chaos/run-schedule.js';
-import type { Schedule } from '../../chaos/schedule.js';
+import { runSchedule, type ScheduleRun } from '../../chaos/run-schedule.js';
+import type { CrashPoint, Schedule } from '../../chaos/schedule.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
 
@@ -128,5 +128,68 @@ describe('regressions: schedules that broke an invariant once', () => {
     expect(run.outcome.transactionalOrder.get(`${run.id}-g0`)).toEqual([key]);
     // The copy was published before the jump, so it is past the horizon: to the DLQ, with its reason.
     expect(run.outcome.deadLetters.get(key as string)).toEqual([PAST_DEDUP_HORIZON]);
+  });
+});
+
+describe('leases taken ahead of their turn: a crash at each new step', () => {
+  /** Three messages of one group; the batch's first record is the crash target, the second its `next`. */
+  const oneGroup = (operation: 'at-most-once' | 'at-least-once', crash: CrashPoint): Schedule => ({
+    messages: Array.from({ length: 3 }, () => ({ group: 0, operation, behaviour: 'ok' as const })),
+    steps: [{ kind: 'deliver', crash }],
+    faults: { seed: 3, rates: {} },
+  });
+  const statusOf = (run: ScheduleRun, index: number) =>
+    run.outcome.records.get(run.keys[index] as string)?.status;
+
+  it('dying right after the next lease was taken ahead parks no lease whose effect never started', async () => {
+    const run = await runSchedule(world, oneGroup('at-most-once', 'after-ahead-acquire'));
+    const verdict = checkInvariants(run);
+    expect(run.crashed.get(run.keys[0] as string)).toContain('after-ahead-acquire');
+    expect(verdict.violations).toEqual([]);
+    // The leases taken ahead were never marked started: taken over after they expired, and run.
+    expect([statusOf(run, 1), statusOf(run, 2)]).toEqual(['COMPLETED', 'COMPLETED']);
+  });
+
+  it('dying between a completion and the next effect parks only the lease marked started, explained by the crash', async () => {
+    const run = await runSchedule(world, oneGroup('at-most-once', 'after-start-mark'));
+    const verdict = checkInvariants(run);
+    expect(run.crashed.get(run.keys[0] as string)).toContain('after-start-mark');
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.unexplainedNeedlessInDoubt).toBe(0);
+    // The first record is done; the second was marked started in the same write, so it is in doubt;
+    // the third's lease was never marked, and runs once its lease expired.
+    expect([statusOf(run, 0), statusOf(run, 1), statusOf(run, 2)]).toEqual([
+      'COMPLETED',
+      'IN_DOUBT',
+      'COMPLETED',
+    ]);
+    expect(verdict.needlessInDoubt).toBe(1);
+  });
+
+  it('dying after a completion keeps every invariant, at-least-once too', async () => {
+    for (const operation of ['at-most-once', 'at-least-once'] as const) {
+      const run = await runSchedule(world, oneGroup(operation, 'after-completion'));
+      expect(run.crashed.get(run.keys[0] as string)).toContain('after-completion');
+      expect(checkInvariants(run).violations).toEqual([]);
+      expect([0, 1, 2].map((index) => statusOf(run, index))).not.toContain(undefined);
+    }
+  });
+
+  it('under heavy faults, with the new steps’ crashes, a mixed group keeps every invariant', async () => {
+    for (const crash of ['after-ahead-acquire', 'after-start-mark', 'after-completion'] as const) {
+      const schedule: Schedule = {
+        messages: [
+          { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+          { group: 0, operation: 'at-least-once', behaviour: 'ok' },
+          { group: 0, operation: 'at-most-once', behaviour: 'fail-once' },
+          { group: 0, operation: 'transactional', behaviour: 'ok' },
+          { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+        ],
+        steps: [{ kind: 'deliver', crash }, { kind: 'expire-visibility' }, { kind: 'deliver' }],
+        faults: { seed: 7, rates: heavy },
+      };
+      const verdict = checkInvariants(await runSchedule(world, schedule));
+      expect(verdict.violations).toEqual([]);
+    }
   });
 });

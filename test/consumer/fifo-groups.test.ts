@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { planGroups } from '../../src/consumer/group-plan.js';
-import { type RecordVerdict, runGroups } from '../../src/consumer/group-runner.js';
+import { type RecordStep, type RecordVerdict, runGroups } from '../../src/consumer/group-runner.js';
 
 // The FIFO rules of DESIGN §5 without AWS: records are strings "<group><n>", e.g. "A1".
 const groupOf = (record: string) => record.slice(0, 1);
 const batch = (...records: string[]) => planGroups(records, groupOf);
 const yieldToOtherGroups = () => new Promise((resolve) => setImmediate(resolve));
+/** Every group processed by the same function of a record. */
+const each = (process: (record: string) => Promise<RecordStep>) => () => ({ process });
 
 describe('planGroups', () => {
   it('keeps delivery order within a group and orders groups by their first record', () => {
@@ -22,15 +24,19 @@ describe('runGroups', () => {
   it('runs a group in order, one record at a time, and groups side by side', async () => {
     const events: string[] = [];
     const running = new Set<string>();
-    const report = await runGroups(batch('A1', 'B1', 'A2', 'B2', 'A3'), 10, async (record) => {
-      expect([...running].filter((other) => groupOf(other) === groupOf(record))).toEqual([]);
-      running.add(record);
-      events.push(`start ${record}`);
-      await yieldToOtherGroups();
-      running.delete(record);
-      return 'succeeded';
-    });
-    expect(report).toEqual({ failed: [], skipped: [], deferred: [] });
+    const report = await runGroups(
+      batch('A1', 'B1', 'A2', 'B2', 'A3'),
+      10,
+      each(async (record) => {
+        expect([...running].filter((other) => groupOf(other) === groupOf(record))).toEqual([]);
+        running.add(record);
+        events.push(`start ${record}`);
+        await yieldToOtherGroups();
+        running.delete(record);
+        return 'succeeded';
+      }),
+    );
+    expect(report).toEqual({ failed: [], skipped: [], deferred: [], heldBack: [] });
     expect(events.filter((event) => event.includes('A'))).toEqual(['start A1', 'start A2', 'start A3']);
     // B started before A finished: the groups really ran concurrently.
     expect(events.slice(0, 2)).toEqual(['start A1', 'start B1']);
@@ -39,24 +45,32 @@ describe('runGroups', () => {
   it('skips the rest of a group after a failure, and other groups go on', async () => {
     const ran: string[] = [];
     const verdicts: Record<string, RecordVerdict> = { A2: 'failed' };
-    const report = await runGroups(batch('A1', 'A2', 'B1', 'A3', 'B2', 'A4'), 10, async (record) => {
-      ran.push(record);
-      return verdicts[record] ?? 'succeeded';
-    });
-    expect(report).toEqual({ failed: ['A2'], skipped: ['A3', 'A4'], deferred: [] });
+    const report = await runGroups(
+      batch('A1', 'A2', 'B1', 'A3', 'B2', 'A4'),
+      10,
+      each(async (record) => {
+        ran.push(record);
+        return verdicts[record] ?? 'succeeded';
+      }),
+    );
+    expect(report).toEqual({ failed: ['A2'], skipped: ['A3', 'A4'], deferred: [], heldBack: [] });
     expect(ran.sort()).toEqual(['A1', 'A2', 'B1', 'B2']);
   });
 
   it('never runs more groups at once than the bound', async () => {
     let running = 0;
     let mostAtOnce = 0;
-    const report = await runGroups(batch('A1', 'B1', 'C1', 'D1', 'E1', 'A2', 'C2'), 2, async () => {
-      mostAtOnce = Math.max(mostAtOnce, ++running);
-      await yieldToOtherGroups();
-      running--;
-      return 'succeeded';
-    });
-    expect(report).toEqual({ failed: [], skipped: [], deferred: [] });
+    const report = await runGroups(
+      batch('A1', 'B1', 'C1', 'D1', 'E1', 'A2', 'C2'),
+      2,
+      each(async () => {
+        mostAtOnce = Math.max(mostAtOnce, ++running);
+        await yieldToOtherGroups();
+        running--;
+        return 'succeeded';
+      }),
+    );
+    expect(report).toEqual({ failed: [], skipped: [], deferred: [], heldBack: [] });
     expect(mostAtOnce).toBe(2);
   });
 
@@ -67,19 +81,80 @@ describe('runGroups', () => {
     let failB1!: () => void;
     const b1Failed = new Promise<void>((resolve) => (failB1 = resolve));
 
-    const run = runGroups(batch('A1', 'B1', 'A2', 'C1'), 2, async (record, signal) => {
-      signals.push(signal);
-      if (record === 'B1') {
-        failB1();
-        throw outage;
-      }
-      if (record === 'A1') await b1Failed; // A1 is still running when B1 fails the batch
-      finished.push(record);
-      return 'succeeded';
-    });
+    const run = runGroups(batch('A1', 'B1', 'A2', 'C1'), 2, (_group, signal) => ({
+      process: async (record) => {
+        signals.push(signal);
+        if (record === 'B1') {
+          failB1();
+          throw outage;
+        }
+        if (record === 'A1') await b1Failed; // A1 is still running when B1 fails the batch
+        finished.push(record);
+        return 'succeeded';
+      },
+    }));
 
     await expect(run).rejects.toBe(outage);
     expect(finished).toEqual(['A1']);
     expect(signals.every((signal) => signal.aborted && signal.reason === outage)).toBe(true);
+  });
+
+  it('starts the next record while a record settles, and a failure that settles later stops the group there', async () => {
+    const events: string[] = [];
+    let settleA1!: (verdict: 'succeeded' | 'failed') => void;
+    const a1 = new Promise<'succeeded' | 'failed'>((resolve) => (settleA1 = resolve));
+    const done: string[] = [];
+    const report = await runGroups(batch('A1', 'A2', 'A3', 'A4', 'B1'), 10, (group) => ({
+      process: async (record) => {
+        events.push(`start ${record}`);
+        if (record === 'A1') return { settling: a1 };
+        // A1's record write fails once A2 has run: A3 is the first record that never starts.
+        if (record === 'A2') settleA1('failed');
+        await yieldToOtherGroups();
+        return 'succeeded';
+      },
+      done: async () => {
+        done.push(group.groupId);
+      },
+    }));
+    expect(events).toEqual(['start A1', 'start B1', 'start A2']);
+    expect(report).toEqual({ failed: ['A1'], skipped: ['A3', 'A4'], deferred: [], heldBack: ['A2'] });
+    expect(done.sort()).toEqual(['A', 'B']);
+  });
+
+  it('waits for every settling record before it reports, and tells each group when it has no more turns', async () => {
+    const order: string[] = [];
+    const report = await runGroups(batch('A1', 'A2', 'A3'), 10, () => ({
+      process: async (record): Promise<RecordStep> => {
+        order.push(`turn ${record}`);
+        if (record === 'A3') return 'deferred';
+        return {
+          settling: yieldToOtherGroups().then(() => {
+            order.push(`settled ${record}`);
+            return 'succeeded' as const;
+          }),
+        };
+      },
+      done: async () => {
+        order.push('done');
+      },
+    }));
+    expect(report).toEqual({ failed: [], skipped: [], deferred: ['A3'], heldBack: [] });
+    expect(order.slice(0, 3)).toEqual(['turn A1', 'turn A2', 'turn A3']);
+    expect(order).toContain('done');
+    expect(order.filter((event) => event.startsWith('settled'))).toHaveLength(2);
+  });
+
+  it('fails the batch when a settling record rejects, and still tells its group it is done', async () => {
+    const outage = new Error('table unreachable');
+    let done = false;
+    const run = runGroups(batch('A1', 'A2'), 10, () => ({
+      process: async (record) => (record === 'A1' ? { settling: Promise.reject(outage) } : 'succeeded'),
+      done: async () => {
+        done = true;
+      },
+    }));
+    await expect(run).rejects.toBe(outage);
+    expect(done).toBe(true);
   });
 });

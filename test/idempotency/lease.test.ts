@@ -356,3 +356,110 @@ describe('unknown outcomes and unrecordable completions', () => {
     });
   });
 });
+
+describe('leases taken ahead of their turn (the later records of a FIFO group)', () => {
+  it('at-most-once: marks the lease unstarted, and once it expired takes it over instead of parking it', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+
+    // The invocation dies before the record's turn; the redelivery finds the lease expired.
+    clock.advance(1_001);
+    const taken = await idempotency.run({ key: 'k2', payload: 1 }, async ({ attempt }) => attempt);
+    expect(taken).toEqual({ status: 'executed', result: 2, recorded: true });
+    const record = await readItem(table, 'mail#k2');
+    expect(record).toMatchObject({ status: 'COMPLETED', attempts: 2 });
+    expect(record?.unstarted).toBeUndefined();
+    expect(events).toEqual([]);
+  });
+
+  it('at-most-once: once marked started, an expired lease is parked IN_DOUBT like any other', async () => {
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    if (ahead.status !== 'acquired') throw new Error('expected the lease');
+    requests.reset();
+    expect(await idempotency.markStarted(ahead.lease)).toBe(true);
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect((await readItem(table, 'mail#k2'))?.unstarted).toBeUndefined();
+
+    clock.advance(1_001); // dies inside the effect
+    let runs = 0;
+    const redelivery = await idempotency.run({ key: 'k2', payload: 1 }, async () => ++runs);
+    expect(redelivery.status).toBe('in-doubt');
+    expect(runs).toBe(0);
+  });
+
+  it('at-least-once: a lease taken ahead carries no mark, since any expired lease is taken over', async () => {
+    const ahead = await lease().start({ key: 'k2', payload: 1 }, { ahead: true });
+    expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: false });
+    expect((await readItem(table, 'mail#k2'))?.unstarted).toBeUndefined();
+  });
+
+  it('completes a record and marks the next one started in one transaction', async () => {
+    const idempotency = lease({ mode: 'at-most-once', cache: undefined });
+    const first = await idempotency.start({ key: 'k1', payload: 1 });
+    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
+    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    requests.reset();
+
+    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    expect(written).toEqual({ completion: 'recorded', next: 'started' });
+    expect(requests.counts).toEqual({ TransactWriteItems: 1 });
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED', result: '"sent"' });
+    const started = await readItem(table, 'mail#k2');
+    expect(started).toMatchObject({ status: 'IN_PROGRESS', leaseToken: next.lease.token });
+    expect(started?.unstarted).toBeUndefined();
+    // Remembered as any completion: a hot duplicate needs no request.
+    requests.reset();
+    expect(await idempotency.start({ key: 'k1', payload: 1 })).toMatchObject({ fromCache: true });
+    expect(requests.total()).toBe(0);
+  });
+
+  it('when the next lease was taken over meanwhile, writes the completion alone and calls the next one lost', async () => {
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    const first = await idempotency.start({ key: 'k1', payload: 1 });
+    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
+    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    clock.advance(1_001);
+    const other = await lease({ mode: 'at-most-once' }).start({ key: 'k2', payload: 2 });
+    expect(other.status).toBe('acquired'); // an unstarted lease is taken over, not parked
+    requests.reset();
+
+    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    expect(written).toEqual({ completion: 'recorded', next: 'lease-lost' });
+    expect(requests.counts).toEqual({ TransactWriteItems: 1, UpdateItem: 1 });
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED' });
+    expect(await readItem(table, 'mail#k2')).not.toMatchObject({ leaseToken: next.lease.token });
+  });
+
+  it('when its own lease was lost, writes nothing and leaves the next lease to be marked on its own', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    const first = await idempotency.start({ key: 'k1', payload: 1 });
+    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
+    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    clock.advance(1_001);
+    expect((await lease({ mode: 'at-most-once' }).start({ key: 'k1', payload: 1 })).status).toBe('in-doubt');
+
+    const written = await idempotency.recordCompletionAndStart(first.lease, 'late', next.lease);
+    expect(written).toEqual({ completion: 'lease-lost', next: 'not-started' });
+    expect(events).toEqual([{ event: 'leaseLost', id: 'mail#k1' }]);
+    expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+    expect(await idempotency.markStarted(next.lease)).toBe(true);
+  });
+
+  it('refuses and reports a start mark on a lease that was taken over', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    if (ahead.status !== 'acquired') throw new Error('expected the lease');
+    clock.advance(1_001);
+    await lease({ mode: 'at-most-once' }).start({ key: 'k2', payload: 1 });
+
+    expect(await idempotency.markStarted(ahead.lease)).toBe(false);
+    expect(events).toEqual([{ event: 'leaseLost', id: 'mail#k2' }]);
+  });
+});

@@ -164,3 +164,79 @@ describe('record writes that keep failing', () => {
     expect(await readItem(table, `lost#${k}`)).toMatchObject({ attempts: 2 });
   });
 });
+
+/** The write that lets the effect of a lease taken ahead start. */
+const isStartMark = (input: Record<string, unknown>) =>
+  String(input.UpdateExpression).includes('REMOVE unstarted');
+
+describe('the requests of leases taken ahead', () => {
+  /** The lease of a group's first record, and the next one's taken ahead (unstarted). */
+  async function twoLeases(idempotency: LeaseIdempotency) {
+    const [k1, k2] = [key(), key()];
+    const first = await idempotency.start({ key: k1, payload: 1 });
+    const next = await idempotency.start({ key: k2, payload: 2 }, { ahead: true });
+    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    return { ids: [`lost#${k1}`, `lost#${k2}`] as const, keys: [k1, k2] as const, first, next };
+  }
+
+  it('an ahead acquire retried by the SDK recognises its own lease, still unstarted', async () => {
+    const k = key();
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'),
+    );
+    const ahead = await lease().start({ key: k, payload: 1 }, { ahead: true });
+    expect(lost.lost).toBe(1);
+    expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ unstarted: true, attempts: 1 });
+  });
+
+  it('a start mark retried by the SDK finds its lease still its own', async () => {
+    const idempotency = lease();
+    const { ids, next } = await twoLeases(idempotency);
+    const lost = loseAnswers(client, (operation, input) => operation === 'UpdateItem' && isStartMark(input));
+    expect(await idempotency.markStarted(next.lease)).toBe(true);
+    expect(lost.lost).toBe(1);
+    expect((await readItem(table, ids[1]))?.unstarted).toBeUndefined();
+  });
+
+  it('a completion-and-start retried by the SDK is applied once: its client request token makes the retry a success', async () => {
+    const idempotency = lease();
+    const { ids, first, next } = await twoLeases(idempotency);
+    const lost = loseAnswers(client, (operation) => operation === 'TransactWriteItems');
+    requests.reset();
+    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    expect(lost.lost).toBe(1);
+    expect(written).toEqual({ completion: 'recorded', next: 'started' });
+    expect(requests.counts).toEqual({ TransactWriteItems: 2 });
+    expect(await readItem(table, ids[0])).toMatchObject({ status: 'COMPLETED', result: '"sent"' });
+    expect((await readItem(table, ids[1]))?.unstarted).toBeUndefined();
+  });
+
+  it('a completion-and-start that keeps failing writes neither: the completion is unwritten, the next lease is taken over after expiry', async () => {
+    const idempotency = lease({ leaseMs: 1_000 });
+    const { ids, keys, first, next } = await twoLeases(idempotency);
+    const outage = failRequests(client, (operation) => operation === 'TransactWriteItems');
+    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    expect(written.completion).toBeInstanceOf(RecordNotWrittenError);
+    expect(written.next).toBe('not-started');
+    expect(outage.failures).toBe(3); // retried inside the invocation, the same request each time
+    expect(await readItem(table, ids[1])).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+
+    outage.stop();
+    now += 1_001; // the message comes back after the lease: the effect that ran is in doubt, the other one is not
+    expect((await idempotency.start({ key: keys[0], payload: 1 })).status).toBe('in-doubt');
+    expect(await idempotency.start({ key: keys[1], payload: 2 })).toMatchObject({
+      status: 'acquired',
+      lease: { attempt: 2 },
+    });
+  });
+
+  it('a start mark that fails throws, and leaves the lease unstarted', async () => {
+    const idempotency = lease();
+    const { ids, next } = await twoLeases(idempotency);
+    failRequests(client, (operation, input) => operation === 'UpdateItem' && isStartMark(input));
+    await expect(idempotency.markStarted(next.lease)).rejects.toThrow('injected failure');
+    expect(await readItem(table, ids[1])).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+  });
+});

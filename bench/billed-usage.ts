@@ -1,0 +1,231 @@
+import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
+import { createShopHandler } from '../examples/shop/consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
+import type { IdempotencyMode } from '../src/idempotency/index.js';
+import { countRequests } from '../src/sandbox/request-counter.js';
+import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { createIdempotencyFreeConsumerHandler } from './consumers/idempotency-free-consumer.js';
+import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
+import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
+import { invocationContext, silentTelemetry } from './invocation.js';
+import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
+import { rotate } from './rotate.js';
+import { type Spread, spreadOf } from './statistics.js';
+import { fifoEvent, stockMessages } from './stock-events.js';
+import { sumWriteUnits } from './write-units.js';
+
+/** The ways of consuming that the cost of a million messages compares, with the names a sentence gives them. */
+export const COST_MODES = {
+  transactional: { label: 'Oncely transactional mode (the example consumer)', short: 'transactional mode' },
+  leaseAtLeastOnce: { label: 'Oncely lease mode, at-least-once', short: 'lease mode at-least-once' },
+  leaseAtMostOnce: { label: 'Oncely lease mode, at-most-once', short: 'lease mode at-most-once' },
+  powertools: { label: 'Powertools: makeIdempotent + SqsFifoPartialProcessorAsync', short: 'Powertools' },
+  idempotencyFree: { label: 'no idempotency', short: 'no idempotency' },
+} as const;
+export type CostMode = keyof typeof COST_MODES;
+
+export interface BilledUsageOptions {
+  groupCounts: readonly number[];
+  batches: number;
+  warmupBatches: number;
+  /** Added to every DynamoDB request, as (2) adds it: the batch's duration is what Lambda bills. */
+  latencyMs: number;
+}
+
+/** What one consumer's batches of first deliveries used of what AWS bills, per record or per batch. */
+export interface BilledUsage {
+  mode: CostMode;
+  groups: number;
+  dynamodbRequestsPerRecord: number;
+  writeUnitsPerRecord: number;
+  readUnitsPerRecord: number;
+  /** Milliseconds from invocation to the partial batch response. */
+  batchMs: Spread;
+  /** The largest record body: SQS bills a request per 64 KB of its payload. */
+  bodyBytes: number;
+}
+
+type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+const BATCH_SIZE = 10;
+const QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench.fifo';
+
+/**
+ * (7)'s measurement: each way of consuming on batches of 10 StockReceived first deliveries, as (2)
+ * times them (invoked directly, `latencyMs` added to every DynamoDB request, the consumers taking
+ * turns), with the DynamoDB requests and the capacity units DynamoDB reports for them counted.
+ * Besides (2)'s consumers it runs lease mode at-most-once and the consumer without idempotency.
+ */
+export async function measureBilledUsage(
+  endpoints: BenchEndpoints,
+  options: BilledUsageOptions,
+): Promise<BilledUsage[]> {
+  const modes = Object.keys(COST_MODES) as CostMode[];
+  const sqs = sqsClient(endpoints);
+  const clients = Object.fromEntries(
+    modes.map((mode) => [mode, dynamoDbClient(endpoints, options.latencyMs)]),
+  ) as Record<CostMode, DynamoDBClient>;
+  const dlq = await createFifoQueue(sqs, {});
+  try {
+    const handlers = await buildHandlers(clients, sqs, dlq.url);
+    const meters = Object.fromEntries(modes.map((mode) => [mode, meter(clients[mode])])) as Record<
+      CostMode,
+      Meter
+    >;
+    const rows: BilledUsage[] = [];
+    for (const groups of options.groupCounts) {
+      const times = new Map<CostMode, number[]>(modes.map((mode) => [mode, []]));
+      let bodyBytes = 0;
+      for (let round = 0; round < options.warmupBatches + options.batches; round++) {
+        if (round === options.warmupBatches) for (const mode of modes) meters[mode].reset();
+        for (const mode of rotate(modes, round)) {
+          const event = fifoEvent(stockMessages(BATCH_SIZE, groups), QUEUE_ARN);
+          bodyBytes = Math.max(bodyBytes, ...event.Records.map(({ body }) => Buffer.byteLength(body)));
+          const elapsed = await timeBatch(handlers[mode], event);
+          if (round >= options.warmupBatches) times.get(mode)?.push(elapsed);
+        }
+      }
+      const records = options.batches * BATCH_SIZE;
+      for (const mode of modes) {
+        const { requests, writeUnits, readUnits } = meters[mode];
+        rows.push({
+          mode,
+          groups,
+          dynamodbRequestsPerRecord: requests.total() / records,
+          writeUnitsPerRecord: writeUnits.total() / records,
+          readUnitsPerRecord: readUnits.total() / records,
+          batchMs: spreadOf(times.get(mode) ?? []),
+          bodyBytes,
+        });
+      }
+    }
+    return rows;
+  } finally {
+    await deleteQueues(sqs, [dlq]);
+    sqs.destroy();
+    for (const client of Object.values(clients)) client.destroy();
+  }
+}
+
+interface Meter {
+  requests: ReturnType<typeof countRequests>;
+  writeUnits: ReturnType<typeof sumWriteUnits>;
+  readUnits: ReturnType<typeof sumWriteUnits>;
+  reset(): void;
+}
+
+function meter(client: DynamoDBClient): Meter {
+  const [requests, writeUnits, readUnits] = [
+    countRequests(client),
+    sumWriteUnits(client),
+    sumReadUnits(client),
+  ];
+  return {
+    requests,
+    writeUnits,
+    readUnits,
+    reset: () => {
+      for (const counter of [requests, writeUnits, readUnits]) counter.reset();
+    },
+  };
+}
+
+const READS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
+
+/** As write-units.ts's sumWriteUnits, for the read units DynamoDB reports. */
+function sumReadUnits(client: DynamoDBClient) {
+  let units = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!READS.has(String(context.commandName).replace(/Command$/, ''))) return next(args);
+      (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+      const result = await next(args);
+      const { ConsumedCapacity } = result.output as {
+        ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[];
+      };
+      for (const consumed of [ConsumedCapacity ?? []].flat()) {
+        units += consumed.ReadCapacityUnits ?? consumed.CapacityUnits ?? 0;
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'benchReadUnits' },
+  );
+  return {
+    total: () => units,
+    reset: () => {
+      units = 0;
+    },
+  };
+}
+
+async function buildHandlers(
+  clients: Record<CostMode, DynamoDBClient>,
+  sqs: SQSClient,
+  dlqUrl: string,
+): Promise<Record<CostMode, BatchHandler>> {
+  // Nothing is posted: the workload has no notifications.
+  const notificationUrl = 'http://127.0.0.1:9/unused';
+  const tablesOf = async (client: DynamoDBClient) => {
+    const [idempotencyTableName, ledgerTableName] = await Promise.all([
+      newIdempotencyTable(client),
+      newLedgerTable(client),
+    ]);
+    return { idempotencyTableName, ledgerTableName, notificationUrl };
+  };
+  const lease = async (mode: IdempotencyMode, client: DynamoDBClient) =>
+    createLeaseConsumerHandler({
+      ...(await tablesOf(client)),
+      mode,
+      dynamodb: client,
+      sqs,
+      dlqUrl,
+      ...silentTelemetry(),
+    });
+  const transactional = await tablesOf(clients.transactional);
+  const idempotencyFree = createIdempotencyFreeConsumerHandler({
+    dynamodb: clients.idempotencyFree,
+    ledgerTableName: (await tablesOf(clients.idempotencyFree)).ledgerTableName,
+    notificationUrl,
+  });
+  return {
+    // The example consumer as (2) builds it: deployed code, its clients and a silent logger.
+    transactional: createShopHandler(
+      {
+        ledgerTableName: transactional.ledgerTableName,
+        notificationUrl,
+        notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
+        notificationMode: 'at-most-once',
+      },
+      {
+        store: new DynamoDBIdempotencyStore({
+          client: clients.transactional,
+          tableName: transactional.idempotencyTableName,
+        }),
+        deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
+        logger: silentTelemetry().logger,
+      },
+    ),
+    leaseAtLeastOnce: await lease('at-least-once', clients.leaseAtLeastOnce),
+    leaseAtMostOnce: await lease('at-most-once', clients.leaseAtMostOnce),
+    powertools: createPowertoolsConsumerHandler({
+      ...(await tablesOf(clients.powertools)),
+      dynamodb: clients.powertools,
+      ...silentTelemetry(),
+    }),
+    idempotencyFree,
+  };
+}
+
+async function timeBatch(handler: BatchHandler, event: SQSEvent): Promise<number> {
+  const context = invocationContext();
+  const started = performance.now();
+  const response = await handler(event, context);
+  const elapsed = performance.now() - started;
+  if (response.batchItemFailures.length > 0) {
+    throw new Error(`${response.batchItemFailures.length} records of a cost batch failed`);
+  }
+  return elapsed;
+}

@@ -1,0 +1,69 @@
+import type { LeaseTurn, WaitingSuccessor } from './lease-turn.js';
+
+/** What a lease-mode record's turn needs from its group: its own turn, and a way to find the next one's lease. */
+export interface GroupTurn {
+  turn: LeaseTurn;
+  successor(): Promise<WaitingSuccessor | undefined>;
+}
+
+/**
+ * The lease-mode records of one message group in one batch. When the group starts, their leases are
+ * taken together — concurrent conditional writes, one round trip for the group instead of one per
+ * record — each record still running in its turn. A lease taken ahead whose turn never comes (a
+ * failure stopped the group, the deadline deferred it, the batch failed) is given back when the
+ * group is done. Only a record's first occurrence in the group takes its lease ahead: a second
+ * message with the same key meets the first one's record at its own turn, as a duplicate.
+ */
+export class GroupLeases<R> {
+  readonly #records: readonly R[];
+  readonly #turns: readonly (LeaseTurn | undefined)[];
+  readonly #mayStart: () => boolean;
+  #opened = false;
+
+  /**
+   * @param turns each record's lease turn (undefined for a record that is not lease-mode)
+   * @param mayStart whether a record may start now (the deadline): a successor's start mark is
+   *   written early, with its predecessor's completion, only if so
+   */
+  constructor(records: readonly R[], turns: readonly (LeaseTurn | undefined)[], mayStart: () => boolean) {
+    this.#records = records;
+    this.#turns = turns;
+    this.#mayStart = mayStart;
+  }
+
+  /** Takes the group's leases, once, when its first record's turn comes. */
+  open(): void {
+    if (this.#opened) return;
+    this.#opened = true;
+    const ids = new Set<string>();
+    this.#turns.forEach((turn, index) => {
+      if (!turn || ids.has(turn.id)) return;
+      ids.add(turn.id);
+      turn.takeAhead(index === 0);
+    });
+  }
+
+  /** Whether the record's effect was already allowed to start: its turn needs no deadline check. */
+  started(record: R): boolean {
+    return this.#turns[this.#records.indexOf(record)]?.started ?? false;
+  }
+
+  /** The record's lease turn in this group, if it is a lease-mode record. */
+  turnOf(record: R): GroupTurn | undefined {
+    const index = this.#records.indexOf(record);
+    const turn = this.#turns[index];
+    if (!turn) return undefined;
+    return { turn, successor: () => this.#waitingSuccessor(index) };
+  }
+
+  /** Gives back every lease taken ahead whose turn never came. Never throws. */
+  async close(): Promise<void> {
+    await Promise.all(this.#turns.map((turn) => turn?.giveBackIfUnused()));
+  }
+
+  async #waitingSuccessor(index: number): Promise<WaitingSuccessor | undefined> {
+    const turn = this.#turns[index + 1];
+    const lease = await turn?.waitingLease();
+    return turn && lease && this.#mayStart() ? { turn, lease } : undefined;
+  }
+}

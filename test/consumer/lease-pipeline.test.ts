@@ -1,0 +1,527 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  CONSUMER_METRICS,
+  type ConsumerOperation,
+  type FifoBatchOptions,
+  fifoBatch,
+  leaseOperation,
+  transactionalOperation,
+} from '../../src/consumer/index.js';
+import {
+  DynamoDBIdempotencyStore,
+  type IdempotencyMode,
+  LeaseIdempotency,
+} from '../../src/idempotency/index.js';
+import { countRequests } from '../../src/sandbox/request-counter.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
+import { createQueueWithDlq, deleteQueues, type FifoQueue, localSqsClient, publish } from '../support/sqs.js';
+import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { metricsRecorder, silentLogger } from '../support/telemetry.js';
+
+// Issue 13: a group's lease-mode records take their leases together, and each record's completion
+// is written while the next record runs (at-least-once) or together with the next record's start
+// mark (at-most-once) — keeping DESIGN §3–§5: fencing, order, a failure stopping its group with its
+// unused leases given back, the deadline, no acknowledgement without a record. Against the SQS
+// emulator and DynamoDB Local; each test owns its queues, keys and DynamoDB client.
+
+let sqs: SQSClient;
+let setup: DynamoDBClient;
+let idempotencyTable: string;
+let businessTable: string;
+const queues: FifoQueue[] = [];
+
+beforeAll(async () => {
+  sqs = localSqsClient();
+  setup = localDynamoClient();
+  [idempotencyTable, businessTable] = await Promise.all([
+    createTable(setup, 'pipeline-idem'),
+    createTable(setup, 'pipeline-business'),
+  ]);
+});
+
+afterAll(async () => {
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  setup.destroy();
+});
+
+/**
+ * A queue and its DLQ. Tests that wait for a redelivery take a 1 s visibility timeout; the others a
+ * long one, so that a batch slowed by the other tests still deletes what it acknowledged.
+ */
+async function queuePair(visibilityTimeoutSeconds = 30) {
+  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds, maxReceiveCount: 5 });
+  queues.push(pair.queue, pair.dlq);
+  return pair;
+}
+
+/** A store clock that tests move forward, to expire leases. */
+function movableClock() {
+  let offsetMs = 0;
+  return { now: () => Date.now() + offsetMs, advance: (ms: number) => (offsetMs += ms) };
+}
+
+/** The name a test gave a message ("A1"), from a record id `namespace#A1-1a2b3c4d`. */
+const nameOf = (id: string) => id.slice(id.indexOf('#') + 1).split('-')[0] as string;
+
+/**
+ * A lease-mode operation whose effect logs `effect <name>` to `timeline` and may fail; `ran` lists
+ * the names it ran, in order.
+ */
+function loggingOperation(
+  mode: IdempotencyMode,
+  timeline: string[] = [],
+  options: { fail?: (name: string, runs: number) => void; onRun?: (ran: string[]) => void } = {},
+) {
+  const ran: string[] = [];
+  const operation = leaseOperation({
+    namespace: `pipe-${randomUUID().slice(0, 8)}`,
+    mode,
+    payload: z.object({ name: z.string() }),
+    run: ({ payload: { name } }) => {
+      ran.push(name);
+      timeline.push(`effect ${name}`);
+      options.fail?.(name, ran.filter((other) => other === name).length);
+      options.onRun?.(ran);
+      return name;
+    },
+  });
+  return { ran, operation, idOf: (message: { key: string }) => `${operation.namespace}#${message.key}` };
+}
+
+/**
+ * Logs the idempotency requests of `client` to `timeline`: `acquire <name>` when an acquire is sent,
+ * `started <name>` when the write that marks a lease started (alone or with a completion) is answered.
+ */
+function watchRequests(client: DynamoDBClient, timeline: string[]): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const input = args.input as {
+        Key?: { id?: { S?: string } };
+        UpdateExpression?: string;
+        TransactItems?: { Update?: { Key?: { id?: { S?: string } } } }[];
+      };
+      const id = input.Key?.id?.S;
+      if (id && input.UpdateExpression?.startsWith('SET #status = :inProgress'))
+        timeline.push(`acquire ${nameOf(id)}`);
+      const result = await next(args);
+      const started = input.TransactItems?.[1]?.Update?.Key?.id?.S;
+      if (started) timeline.push(`started ${nameOf(started)}`);
+      if (
+        id &&
+        input.UpdateExpression?.includes('REMOVE unstarted') &&
+        !input.UpdateExpression.includes('#status')
+      )
+        timeline.push(`started ${nameOf(id)}`);
+      return result;
+    },
+    { step: 'build', name: 'pipelineTimeline' },
+  );
+}
+
+/** Holds the answer of every request `select` picks until `release` resolves. */
+function holdAnswers(
+  client: DynamoDBClient,
+  select: (operation: string, input: Record<string, unknown>) => boolean,
+  release: Promise<void>,
+): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const operation = String(context.commandName).replace(/Command$/, '');
+      if (select(operation, args.input as Record<string, unknown>)) await release;
+      return result;
+    },
+    { step: 'build', name: `holdAnswers${Math.random()}` },
+  );
+}
+
+/** Holds every request `select` picks until `release` resolves, before it is sent. */
+function holdRequests(
+  client: DynamoDBClient,
+  select: (operation: string, input: Record<string, unknown>) => boolean,
+  release: Promise<void>,
+): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const operation = String(context.commandName).replace(/Command$/, '');
+      if (select(operation, args.input as Record<string, unknown>)) await release;
+      return next(args);
+    },
+    { step: 'initialize', name: `holdRequests${Math.random()}` },
+  );
+}
+
+function consumer(
+  operations: Record<string, ConsumerOperation>,
+  dlqUrl: string,
+  client: DynamoDBClient,
+  options: { now?: () => number; batch?: Partial<FifoBatchOptions> } = {},
+) {
+  const metrics = metricsRecorder();
+  const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable, now: options.now });
+  const handler = middy<SQSEvent, SQSBatchResponse>().use(
+    fifoBatch({
+      store,
+      operations,
+      deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
+      logger: silentLogger(),
+      metrics,
+      ...options.batch,
+    }),
+  );
+  return { handler, metrics, store };
+}
+
+const named = (groupId: string, name: string, type = 'Named') => ({
+  type,
+  groupId,
+  key: `${name}-${randomUUID().slice(0, 8)}`,
+  payload: { name },
+});
+
+/** Publishes messages `<group>1` … `<group>count` in order; returns them with their message ids. */
+async function publishGroup(queue: FifoQueue, group: string, count: number) {
+  const messages = Array.from({ length: count }, (_, index) => named(group, `${group}${index + 1}`));
+  const ids: string[] = [];
+  for (const message of messages) ids.push(await publish(sqs, queue.url, message));
+  return { messages, ids };
+}
+
+/** Polls are done once every message of `ids` was deleted (acknowledged) by one of them. */
+const allDeleted = (ids: readonly string[]) => (polls: Poll[]) =>
+  ids.every((id) => polls.some((poll) => poll.deleted.includes(id)));
+
+const failureIds = (response: SQSBatchResponse | undefined) =>
+  response?.batchItemFailures.map((failure) => failure.itemIdentifier);
+
+const isCompletion = (operation: string, input: Record<string, unknown>) =>
+  operation === 'UpdateItem' && setsStatus(input, 'COMPLETED');
+
+describe.concurrent('lease mode: a group’s records pipelined', () => {
+  it('at-least-once: takes the group’s leases together and runs each effect while the completions before it are unanswered', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const timeline: string[] = [];
+    // Every COMPLETED write is answered only once all ten effects ran: a group that waited for one
+    // before its next effect would never finish.
+    let allRan!: () => void;
+    holdAnswers(client, isCompletion, new Promise<void>((resolve) => (allRan = resolve)));
+    watchRequests(client, timeline);
+    const { ran, operation, idOf } = loggingOperation('at-least-once', timeline, {
+      onRun: (names) => names.length === 10 && allRan(),
+    });
+    const { handler } = consumer({ Named: operation }, dlq.url, client);
+    const { messages, ids } = await publishGroup(queue, 'A', 10);
+    const requests = countRequests(client);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(10);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted).toEqual(ids);
+    expect(ran).toEqual(messages.map((message) => message.payload.name));
+    // Two requests per record, as before: the lease and the completion.
+    expect(requests.counts).toEqual({ UpdateItem: 20 });
+    // Every lease was asked for before the first effect ran.
+    const firstEffect = timeline.indexOf('effect A1');
+    expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
+    for (const message of messages) {
+      expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
+    }
+    client.destroy();
+  });
+
+  it('at-most-once: starts each later effect only once its start mark, written with the completion before it, is answered', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const timeline: string[] = [];
+    watchRequests(client, timeline);
+    const { ran, operation, idOf } = loggingOperation('at-most-once', timeline);
+    const { handler } = consumer({ Named: operation }, dlq.url, client);
+    const { messages, ids } = await publishGroup(queue, 'A', 10);
+    const requests = countRequests(client);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.deleted).toEqual(ids);
+    expect(ran).toEqual(messages.map((message) => message.payload.name));
+    // 10 leases, 9 completions each with the next record's start mark, the last completion alone.
+    expect(requests.counts).toEqual({ UpdateItem: 11, TransactWriteItems: 9 });
+    const firstEffect = timeline.indexOf('effect A1');
+    expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
+    for (const { payload } of messages.slice(1)) {
+      expect(timeline.indexOf(`started ${payload.name}`)).toBeGreaterThan(-1);
+      expect(timeline.indexOf(`started ${payload.name}`)).toBeLessThan(
+        timeline.indexOf(`effect ${payload.name}`),
+      );
+    }
+    for (const message of messages) {
+      const record = await readItem(idempotencyTable, idOf(message));
+      expect(record).toMatchObject({ status: 'COMPLETED' });
+      expect(record?.unstarted).toBeUndefined();
+    }
+    client.destroy();
+  });
+
+  it('a failure stops the group and gives back the leases taken ahead; the group comes back in order', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const { ran, operation, idOf } = loggingOperation('at-most-once', [], {
+      fail: (name, runs) => {
+        if (name === 'A2' && runs === 1) throw new Error('the gateway answered 503');
+      },
+    });
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client);
+    const { messages, ids } = await publishGroup(queue, 'A', 4);
+    const requests = countRequests(client);
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids.slice(1));
+    expect(ran).toEqual(['A1', 'A2']);
+    expect(await readItem(idempotencyTable, idOf(messages[1] as { key: string }))).toMatchObject({
+      status: 'FAILED',
+    });
+    for (const message of messages.slice(2))
+      expect(await readItem(idempotencyTable, idOf(message))).toBeUndefined();
+    expect(requests.counts.DeleteItem).toBe(2);
+    expect(metrics.counts[CONSUMER_METRICS.skipped]).toBe(2);
+
+    await pollUntil(sqs, queue, handler, allDeleted(ids.slice(1)));
+    expect(ran).toEqual(['A1', 'A2', 'A2', 'A3', 'A4']);
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBeUndefined();
+    client.destroy();
+  });
+
+  it('a lease another invocation holds fails its record at its turn; the records before it run, the leases after it are given back', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation, idOf } = loggingOperation('at-least-once');
+    const { handler, metrics, store } = consumer({ Named: operation }, dlq.url, client);
+    const { messages, ids } = await publishGroup(queue, 'A', 4);
+    // Another invocation holds A3's key right now.
+    const elsewhere = new LeaseIdempotency({ store, namespace: operation.namespace, mode: 'at-least-once' });
+    const a3 = messages[2] as (typeof messages)[number];
+    const held = await elsewhere.start({ key: a3.key, payload: { type: a3.type, payload: a3.payload } });
+    expect(held.status).toBe('acquired');
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual(ids.slice(2));
+    expect(ran).toEqual(['A1', 'A2']);
+    expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+    expect(await readItem(idempotencyTable, idOf(a3))).toMatchObject({ status: 'IN_PROGRESS' });
+    expect(await readItem(idempotencyTable, idOf(messages[3] as { key: string }))).toBeUndefined();
+    client.destroy();
+  });
+
+  it('the deadline: a record that may not start gives back its lease and those after it, unmarked', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    let remaining = 30_000;
+    const { ran, operation, idOf } = loggingOperation('at-most-once', [], {
+      onRun: () => {
+        remaining = 4_000; // after A1, below the reserve
+      },
+    });
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, {
+      batch: { recordTimeReserveMs: 5_000 },
+    });
+    const { messages, ids } = await publishGroup(queue, 'A', 3);
+    const requests = countRequests(client);
+    const context: Context = { ...lambdaContext(), getRemainingTimeInMillis: () => remaining };
+
+    const first = await pollOnce(sqs, queue, handler, { context });
+    expect(failureIds(first.response)).toEqual(ids.slice(1));
+    expect(ran).toEqual(['A1']);
+    expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(2);
+    // A1's completion went alone: A2 could not be marked started.
+    expect(requests.counts).toEqual({ UpdateItem: 4, DeleteItem: 2 });
+    for (const message of messages.slice(1))
+      expect(await readItem(idempotencyTable, idOf(message))).toBeUndefined();
+
+    remaining = 30_000;
+    await pollUntil(sqs, queue, handler, allDeleted(ids.slice(1)), {
+      context: { ...lambdaContext(), getRemainingTimeInMillis: () => 30_000 },
+    });
+    expect(ran).toEqual(['A1', 'A2', 'A3']);
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBeUndefined();
+    client.destroy();
+  });
+
+  it('at-least-once: a completion that cannot be written fails its record and holds back the records run after it; their redelivery is a duplicate', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    // A1's completion is sent only once all four effects ran, and then fails: the records after it
+    // ran while it was being written, as they do when the write's retries take their time.
+    let allRan!: () => void;
+    const { ran, operation, idOf } = loggingOperation('at-least-once', [], {
+      onRun: (names) => names.length === 4 && allRan(),
+    });
+    const { messages, ids } = await publishGroup(queue, 'A', 4);
+    const a1 = idOf(messages[0] as { key: string });
+    const a1Completion = (name: string, input: Record<string, unknown>) =>
+      isCompletion(name, input) && JSON.stringify(input).includes(a1);
+    holdRequests(client, a1Completion, new Promise<void>((resolve) => (allRan = resolve)));
+    const outage = failRequests(client, a1Completion);
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids);
+    expect(ran).toEqual(['A1', 'A2', 'A3', 'A4']);
+    expect(metrics.counts[CONSUMER_METRICS.completionWriteFailed]).toBe(1);
+    expect(await readItem(idempotencyTable, a1)).toMatchObject({ status: 'IN_PROGRESS' });
+    for (const message of messages.slice(1)) {
+      expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
+    }
+
+    outage.stop();
+    clock.advance(60_000); // past A1's lease
+    await pollUntil(sqs, queue, handler, allDeleted(ids));
+    // At-least-once re-runs the effect whose completion went unrecorded; the others ran once.
+    expect(ran).toEqual(['A1', 'A2', 'A3', 'A4', 'A1']);
+    expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(3);
+    client.destroy();
+  });
+
+  it('at-most-once: a completion-and-start that cannot be written fails its record; the next leases go back unmarked and run once', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    const { ran, operation, idOf } = loggingOperation('at-most-once');
+    const outage = failRequests(client, (name) => name === 'TransactWriteItems');
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
+    const { messages, ids } = await publishGroup(queue, 'A', 3);
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids);
+    expect(ran).toEqual(['A1']);
+    expect(outage.failures).toBe(3);
+    expect(await readItem(idempotencyTable, idOf(messages[0] as { key: string }))).toMatchObject({
+      status: 'IN_PROGRESS',
+    });
+    for (const message of messages.slice(1))
+      expect(await readItem(idempotencyTable, idOf(message))).toBeUndefined();
+
+    outage.stop();
+    clock.advance(60_000);
+    await pollUntil(sqs, queue, handler, allDeleted(ids));
+    // A1's effect ran and its record could not say so: in doubt. A2 and A3 never started: run once.
+    expect(ran).toEqual(['A1', 'A2', 'A3']);
+    expect(await readItem(idempotencyTable, idOf(messages[0] as { key: string }))).toMatchObject({
+      status: 'IN_DOUBT',
+    });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+    client.destroy();
+  });
+
+  it('answers lost after the new requests were applied change nothing: each effect once, every record COMPLETED', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation, idOf } = loggingOperation('at-most-once');
+    // The first answer of each such request is lost; the SDK's retry of it gets its answer.
+    const once = () => {
+      const seen = new Set<string>();
+      return (input: Record<string, unknown>) => {
+        const request = JSON.stringify(input);
+        if (seen.has(request)) return false;
+        seen.add(request);
+        return true;
+      };
+    };
+    const [firstAcquire, firstStart, firstTransaction] = [once(), once(), once()];
+    const acquiresLost = loseAnswers(
+      client,
+      (name, input) =>
+        name === 'UpdateItem' &&
+        String(input.UpdateExpression).startsWith('SET #status = :inProgress') &&
+        firstAcquire(input),
+      100,
+    );
+    const startsLost = loseAnswers(
+      client,
+      (name, input) =>
+        name === 'UpdateItem' &&
+        String(input.UpdateExpression).includes('REMOVE unstarted') &&
+        firstStart(input),
+      100,
+    );
+    const transactionsLost = loseAnswers(
+      client,
+      (name, input) => name === 'TransactWriteItems' && firstTransaction(input),
+      100,
+    );
+    const { handler } = consumer({ Named: operation }, dlq.url, client);
+    // A0 has no operation and goes to the DLQ: A1's lease, taken ahead, is then marked started on its own.
+    await publish(sqs, queue.url, named('A', 'A0', 'NoSuchType'));
+    const { messages } = await publishGroup(queue, 'A', 3);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(ran).toEqual(['A1', 'A2', 'A3']);
+    expect(acquiresLost.lost).toBe(3);
+    expect(startsLost.lost).toBe(1);
+    expect(transactionsLost.lost).toBe(2);
+    for (const message of messages) {
+      expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
+    }
+    client.destroy();
+  });
+
+  it('takes one lease per key: a message that comes twice in its group runs once, the second copy a duplicate', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const { ran, operation } = loggingOperation('at-most-once');
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client);
+    const message = named('A', 'A1');
+    const ids = [
+      await publish(sqs, queue.url, message),
+      await publish(sqs, queue.url, named('A', 'A2')),
+      await publish(sqs, queue.url, message, randomUUID()), // the same message after SQS's window
+    ];
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted).toEqual(ids);
+    expect(ran).toEqual(['A1', 'A2']);
+    expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    client.destroy();
+  });
+
+  it('keeps the order of a group that mixes transactional, at-least-once and at-most-once records', async () => {
+    const { queue, dlq } = await queuePair();
+    const client = localDynamoClient();
+    const order: string[] = [];
+    const atLeastOnce = loggingOperation('at-least-once', order);
+    const atMostOnce = loggingOperation('at-most-once', order);
+    const transactional = transactionalOperation({
+      namespace: `pipe-tx-${randomUUID().slice(0, 8)}`,
+      payload: z.object({ name: z.string() }),
+      plan: ({ key, payload: { name } }) => {
+        order.push(`effect ${name}`);
+        return { writes: [{ Put: { TableName: businessTable, Item: { id: key } } }] };
+      },
+    });
+    const { handler } = consumer(
+      { Tx: transactional, Least: atLeastOnce.operation, Most: atMostOnce.operation },
+      dlq.url,
+      client,
+    );
+    const kinds = ['Tx', 'Least', 'Most', 'Most', 'Tx', 'Least', 'Most'];
+    const ids: string[] = [];
+    for (const [index, type] of kinds.entries())
+      ids.push(await publish(sqs, queue.url, named('A', `A${index + 1}`, type)));
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted).toEqual(ids);
+    expect(order).toEqual(kinds.map((_, index) => `effect A${index + 1}`));
+    client.destroy();
+  });
+});
