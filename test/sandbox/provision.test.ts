@@ -88,10 +88,18 @@ describe('provisioning the synthesized stack into the emulators', () => {
   });
 
   it('creates the tables with their key schema and the TTL attribute', async () => {
-    expect(provisioned.tables).toHaveLength(2);
+    // The ledger and the idempotency table, keyed by id; the orders table, which holds the outbox.
+    expect(provisioned.tables).toHaveLength(3);
     for (const table of provisioned.tables) {
       const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: table.name }));
-      expect(Table?.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
+      expect(Table?.KeySchema).toEqual(
+        table.logicalId.includes('Orders')
+          ? [
+              { AttributeName: 'pk', KeyType: 'HASH' },
+              { AttributeName: 'sk', KeyType: 'RANGE' },
+            ]
+          : [{ AttributeName: 'id', KeyType: 'HASH' }],
+      );
     }
     const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
     const { TimeToLiveDescription } = await dynamodb.send(
@@ -104,7 +112,8 @@ describe('provisioning the synthesized stack into the emulators', () => {
   });
 
   it('runs each function from its bundled asset in the cloud assembly', () => {
-    expect(provisioned.functions).toHaveLength(3);
+    // Publisher, consumer, monitor; the outbox's relay and sweeper; PlaceOrder.
+    expect(provisioned.functions).toHaveLength(6);
     for (const fn of provisioned.functions) {
       expect(fn.codeDirectory.startsWith(join(String(assembly?.directory), 'asset.'))).toBe(true);
       expect(fn.handler).toBe('index.handler');
@@ -142,9 +151,22 @@ describe('provisioning the synthesized stack into the emulators', () => {
     ]);
   });
 
-  it('describes the schedule rule that runs the unresolved-records monitor', () => {
+  it('describes the schedule rules that run the unresolved-records monitor and the outbox sweeper', () => {
     const monitor = provisioned.functions.find((f) => f.logicalId.includes('Monitor'));
-    expect(provisioned.schedules).toEqual([
+    const sweeper = provisioned.functions.find((f) => f.logicalId.includes('Sweeper'));
+    expect(provisioned.schedules).toHaveLength(2);
+    expect(provisioned.schedules).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          logicalId: expect.stringContaining('SweepSchedule'),
+          expression: 'rate(1 minute)',
+          functionNames: [sweeper?.name],
+        }),
+      ]),
+    );
+    expect(
+      provisioned.schedules.filter((rule) => rule.logicalId.includes('UnresolvedCheckSchedule')),
+    ).toEqual([
       {
         logicalId: expect.stringContaining('UnresolvedCheckSchedule'),
         name: expect.any(String),
@@ -154,7 +176,7 @@ describe('provisioning the synthesized stack into the emulators', () => {
         functionNames: [monitor?.name],
       },
     ]);
-    expect(provisioned.schedules[0].arn.endsWith(`/${provisioned.schedules[0].name}`)).toBe(true);
+    for (const rule of provisioned.schedules) expect(rule.arn.endsWith(`/${rule.name}`)).toBe(true);
   });
 
   it('lists what it does not emulate instead of skipping it silently', () => {
