@@ -180,24 +180,7 @@ function latencySection(rows: readonly BatchLatency[], settings: BenchSettings, 
       'consumers take turns batch after batch. Median and p10–p90 in ms; the ratio is how many times faster than ' +
       'Powertools (the baseline).',
     '',
-    table(
-      ['groups', ...consumers.map((consumer) => BATCH_CONSUMERS[consumer])],
-      groupCounts.map((groups) => {
-        const baseline = find('powertools', groups);
-        return [
-          String(groups),
-          ...consumers.map((consumer) => {
-            const measured = find(consumer, groups);
-            if (!measured || !baseline) return '–';
-            const faster =
-              consumer === 'powertools'
-                ? ''
-                : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
-            return `${spreadText(measured.latency, 'ms')}${faster}`;
-          }),
-        ];
-      }),
-    ),
+    latencyTable(consumers, BATCH_CONSUMERS, groupCounts, find),
     '',
     `DynamoDB requests per record, counted during the timed batches: ${consumers
       .map((consumer) => `${consumer} ${find(consumer, groupCounts[0] ?? 1)?.requestsPerRecord.toFixed(2)}`)
@@ -206,6 +189,33 @@ function latencySection(rows: readonly BatchLatency[], settings: BenchSettings, 
     `![Batch latency by message groups](${chartFile})`,
     '',
   ].join('\n');
+}
+
+/** Latency per group count (rows) and consumer (columns), each against Powertools' in its row. */
+function latencyTable<C extends string>(
+  consumers: readonly C[],
+  labels: Record<C, string>,
+  groupCounts: readonly number[],
+  find: (consumer: C, groups: number) => { latency: Spread } | undefined,
+): string {
+  return table(
+    ['groups', ...consumers.map((consumer) => labels[consumer])],
+    groupCounts.map((groups) => {
+      const baseline = find('powertools' as C, groups);
+      return [
+        String(groups),
+        ...consumers.map((consumer) => {
+          const measured = find(consumer, groups);
+          if (!measured || !baseline) return '–';
+          const faster =
+            consumer === 'powertools'
+              ? ''
+              : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
+          return `${spreadText(measured.latency, 'ms')}${faster}`;
+        }),
+      ];
+    }),
+  );
 }
 
 function notificationLatencySection(rows: readonly NotificationLatency[], settings: BenchSettings): string {
@@ -221,24 +231,7 @@ function notificationLatencySection(rows: readonly NotificationLatency[], settin
       "Lease mode takes a group's leases together; at-least-once writes each completion while the next record " +
       "runs, at-most-once writes it with the next record's start mark, one round trip between two effects.",
     '',
-    table(
-      ['groups', ...consumers.map((consumer) => NOTIFICATION_CONSUMERS[consumer])],
-      groupCounts.map((groups) => {
-        const baseline = find('powertools', groups);
-        return [
-          String(groups),
-          ...consumers.map((consumer) => {
-            const measured = find(consumer, groups);
-            if (!measured || !baseline) return '–';
-            const faster =
-              consumer === 'powertools'
-                ? ''
-                : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
-            return `${spreadText(measured.latency, 'ms')}${faster}`;
-          }),
-        ];
-      }),
-    ),
+    latencyTable(consumers, NOTIFICATION_CONSUMERS, groupCounts, find),
     '',
     `Per record at 1 group, DynamoDB requests and write units: ${consumers
       .map((consumer) => {
