@@ -63,11 +63,11 @@ export interface BatchLatency<C extends string = BatchConsumer> {
 
 export type NotificationLatency = BatchLatency<NotificationConsumer>;
 
-type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+export type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
-const BATCH_SIZE = 10;
+export const BATCH_SIZE = 10;
 /** The records carry an ARN as Lambda's event source mapping sets it; no consumer reads it. */
-const QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench.fifo';
+export const QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench.fifo';
 
 /**
  * (2) How long a 10-record FIFO batch of first deliveries takes, spread over 1 to 10 message groups,
@@ -253,7 +253,11 @@ async function buildConsumers(
 }
 
 async function timeBatch(handler: BatchHandler, messages: readonly PublishMessage[]): Promise<number> {
-  const event = fifoEvent(messages, QUEUE_ARN);
+  return timeEvent(handler, fifoEvent(messages, QUEUE_ARN));
+}
+
+/** How long one invocation with `event` takes; a record it fails is an error of the benchmark. */
+export async function timeEvent(handler: BatchHandler, event: SQSEvent): Promise<number> {
   const context = invocationContext();
   const started = performance.now();
   const response = await handler(event, context);

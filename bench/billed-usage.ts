@@ -1,16 +1,16 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
 import { createShopHandler } from '../examples/shop/consumer/consumer.js';
 import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
 import type { IdempotencyMode } from '../src/idempotency/index.js';
 import { countRequests } from '../src/sandbox/request-counter.js';
+import { BATCH_SIZE, type BatchHandler, QUEUE_ARN, timeEvent } from './batch-latency.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createIdempotencyFreeConsumerHandler } from './consumers/idempotency-free-consumer.js';
 import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
-import { invocationContext, silentTelemetry } from './invocation.js';
+import { silentTelemetry } from './invocation.js';
 import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
 import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
@@ -48,11 +48,6 @@ export interface BilledUsage {
   bodyBytes: number;
 }
 
-type BatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
-
-const BATCH_SIZE = 10;
-const QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench.fifo';
-
 /**
  * (7)'s measurement: each way of consuming on batches of 10 StockReceived first deliveries, as (2)
  * times them (invoked directly, `latencyMs` added to every DynamoDB request, the consumers taking
@@ -84,7 +79,7 @@ export async function measureBilledUsage(
         for (const mode of rotate(modes, round)) {
           const event = fifoEvent(stockMessages(BATCH_SIZE, groups), QUEUE_ARN);
           bodyBytes = Math.max(bodyBytes, ...event.Records.map(({ body }) => Buffer.byteLength(body)));
-          const elapsed = await timeBatch(handlers[mode], event);
+          const elapsed = await timeEvent(handlers[mode], event);
           if (round >= options.warmupBatches) times.get(mode)?.push(elapsed);
         }
       }
@@ -217,15 +212,4 @@ async function buildHandlers(
     }),
     idempotencyFree,
   };
-}
-
-async function timeBatch(handler: BatchHandler, event: SQSEvent): Promise<number> {
-  const context = invocationContext();
-  const started = performance.now();
-  const response = await handler(event, context);
-  const elapsed = performance.now() - started;
-  if (response.batchItemFailures.length > 0) {
-    throw new Error(`${response.batchItemFailures.length} records of a cost batch failed`);
-  }
-  return elapsed;
 }
