@@ -30,7 +30,7 @@ const GROUPS_AT_ONCE = 10;
 
 /**
  * The sweeper (DESIGN §9): on a schedule it lists pending messages older than a bound from the
- * sparse index of markers (no lock; one query when there is nothing), and drains their groups with
+ * sparse index of markers (no lock; when it finds nothing, one more query, for the oldest pending message's age), and drains their groups with
  * claims, so that several sweepers — and the relay — split the work and never send a message twice
  * from the outbox's side. Then it counts what is still stuck, for the alarm.
  */
@@ -61,7 +61,9 @@ export async function sweep(options: SweepOptions): Promise<SweepReport> {
     }
   });
   const now = items.now();
-  report.stuck = await items.countPendingBefore(now - options.stuckAfterMs);
+  // Nothing was older than the sweep bound, so nothing is older than the (longer) stuck bound.
+  const noneStuck = found.length === 0 && options.stuckAfterMs >= options.sweepAfterMs;
+  report.stuck = noneStuck ? 0 : await items.countPendingBefore(now - options.stuckAfterMs);
   const [oldest] = await items.pendingBefore(now, 1);
   report.oldestPendingAgeSeconds = oldest
     ? Math.max(0, Math.floor((now - createdAtOf(oldest.order)) / 1000))
