@@ -15,7 +15,7 @@ export const BASELINE_BUNDLE: BundledLambda = 'powertools';
 export interface BuiltBundle {
   lambda: BundledLambda;
   entry: string;
-  /** The minified `index.mjs`, as Lambda loads it. */
+  /** The minified bundle (`index.js`), as Lambda loads it. */
   code: Uint8Array;
   /** Its source map, which Lambda reads too: the functions run with `--enable-source-maps`. */
   sourceMap: Uint8Array;
@@ -34,7 +34,7 @@ export interface BundleSize {
 
 /**
  * Bundles each Lambda as `src/cdk/oncely-pipeline.ts` has NodejsFunction bundle it, with the same
- * options (`src/cdk/bundling.ts`): esbuild, ESM, minified with names kept, for node24, the AWS SDK
+ * options (`src/cdk/bundling.ts`): esbuild, CommonJS, minified with names kept, for node24, the AWS SDK
  * left out (the Lambda runtime provides it). Nothing is written to disk. `plugins` go after the
  * benchmark's own (a measurement of source not yet built into dist/ redirects `oncely/*` with one).
  */

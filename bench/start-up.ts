@@ -2,10 +2,9 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Metafile } from 'esbuild';
-import { lambdaBundleFile } from '../src/cdk/bundling.js';
+import { lambdaBundleFile, writeLambdaAssetPackageJson } from '../src/cdk/bundling.js';
 import { BASELINE_BUNDLE, type BuiltBundle, type BundledLambda } from './bundle-size.js';
 import { type Spread, spreadOf } from './statistics.js';
 
@@ -18,9 +17,9 @@ export interface StartUpSettings {
   warmupRuns: number;
 }
 
-/** Import times of one module, in a fresh Node process each time. */
+/** Load times of one module, in a fresh Node process each time. */
 export interface ImportTimes {
-  /** Wall time from `import()` to the module evaluated, ms. */
+  /** Wall time from `require()` (or `import()`) to the module evaluated, ms. */
   wallMs: Spread;
   /** CPU time of the process meanwhile, ms: steadier than wall time on a machine busy with other work. */
   cpuMs: Spread;
@@ -28,24 +27,28 @@ export interface ImportTimes {
 
 export interface StartUp {
   lambda: BundledLambda;
-  /** The AWS SDK packages the bundle imports at start (left out of the bundle: the runtime provides them). */
+  /** The AWS SDK packages the bundle loads at start (left out of the bundle: the runtime provides them). */
   sdkPackages: string[];
   bundle: ImportTimes;
-  /** Those packages alone, imported the same way: the part of the start-up no bundle of the function avoids. */
+  /** Those packages alone, loaded the same way: the part of the start-up no bundle of the function avoids. */
   sdkAlone: ImportTimes;
   /** The bundle's times divided by the baseline's of the same round; absent for the baseline. */
   pairedRatio?: { wall: Spread; cpu: Spread };
 }
 
 /**
- * The fresh Node process that imports a module, as Lambda's init phase imports the handler's.
- * Its flags are the deployed functions' `NODE_OPTIONS` (`src/cdk/oncely-pipeline.ts`): with
- * `--enable-source-maps`, Node reads a module's source map when it loads it.
+ * The fresh Node process that loads a module as Lambda's init phase loads the handler's: an
+ * `index.js` with `require()`, an `index.mjs` with `import()` (`src/sandbox/function-worker.mjs`
+ * follows the same rule). Its flags are the deployed functions' `NODE_OPTIONS`
+ * (`src/cdk/oncely-function.ts`): with `--enable-source-maps`, Node reads a module's source map when
+ * it loads it.
  */
 const NODE_FLAGS = ['--enable-source-maps', '--input-type=module'];
-const IMPORT_TIMER = [
+const LOAD_TIMER = [
+  "import { createRequire } from 'node:module'; import { pathToFileURL } from 'node:url';",
+  'const file = process.argv[1];',
   'const cpu = process.cpuUsage(); const start = performance.now();',
-  'await import(process.argv[1]);',
+  "if (file.endsWith('.mjs')) await import(pathToFileURL(file).href); else createRequire(file)(file);",
   'const wallMs = performance.now() - start; const { user, system } = process.cpuUsage(cpu);',
   'process.stdout.write(JSON.stringify({ wallMs, cpuMs: (user + system) / 1000 }));',
 ].join(' ');
@@ -56,9 +59,9 @@ interface Sample {
 }
 
 /**
- * (6) Module start-up: each bundle written to a temporary directory with its source map, then imported
- * in a fresh Node process, `runs` times; and beside it the AWS SDK packages it imports, alone. A round
- * imports every module once, in an order that rotates from round to round, so that all share whatever
+ * (6) Module start-up: each bundle written to a temporary directory with its source map (and the
+ * asset's package.json), then loaded in a fresh Node process, `runs` times; and beside it the AWS SDK
+ * packages it loads at start, alone. A round loads every module once, in an order that rotates from round to round, so that all share whatever
  * else the machine is doing; each bundle's time is also divided by the baseline's of the same round
  * (the paired ratio). The SDK comes from the project's node_modules, as Lambda's comes from the runtime.
  */
@@ -82,7 +85,7 @@ export async function measureStartUp(
       modules.push({
         lambda: bundle.lambda,
         kind: 'sdk',
-        file: await writeSdkImports(directory, bundle.lambda, packages),
+        file: await writeSdkImports(directory, bundle, packages),
         samples: [],
       });
     }
@@ -122,12 +125,18 @@ interface TimedModule {
   samples: Sample[];
 }
 
-/** The external packages the bundle imports statically, i.e. at start; a dynamic `import()` waits for its first use. */
+/**
+ * The external AWS SDK packages the bundle loads at start: those it requires (or, as an ES module,
+ * imports statically). A dynamic `import()` waits for its first use.
+ */
 function sdkImportsOf(metafile: Metafile): string[] {
   const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint);
   const packages = (output?.imports ?? [])
     .filter(
-      (entry) => entry.external && entry.kind === 'import-statement' && entry.path.startsWith('@aws-sdk/'),
+      (entry) =>
+        entry.external &&
+        (entry.kind === 'require-call' || entry.kind === 'import-statement') &&
+        entry.path.startsWith('@aws-sdk/'),
     )
     .map((entry) => entry.path);
   return [...new Set(packages)].sort();
@@ -139,23 +148,23 @@ async function writeBundle(directory: string, bundle: BuiltBundle): Promise<stri
   const file = join(folder, lambdaBundleFile());
   await writeFile(file, bundle.code);
   await writeFile(`${file}.map`, bundle.sourceMap);
+  await writeLambdaAssetPackageJson(folder);
   return file;
 }
 
-async function writeSdkImports(
-  directory: string,
-  lambda: BundledLambda,
-  packages: string[],
-): Promise<string> {
-  const file = join(directory, `${lambda}-sdk.mjs`);
-  await writeFile(file, packages.map((name) => `import '${name}';\n`).join(''));
+/** A module that loads only `packages`, in the bundle's format: the same `require()` or `import`. */
+async function writeSdkImports(directory: string, bundle: BuiltBundle, packages: string[]): Promise<string> {
+  const esModule = lambdaBundleFile().endsWith('.mjs');
+  const file = join(directory, `${bundle.lambda}-sdk.${esModule ? 'mjs' : 'cjs'}`);
+  const load = (name: string) => (esModule ? `import '${name}';\n` : `require('${name}');\n`);
+  await writeFile(file, packages.map(load).join(''));
   return file;
 }
 
 async function importTime(file: string, cwd: string): Promise<Sample> {
   const { stdout } = await run(
     process.execPath,
-    [...NODE_FLAGS, '-e', IMPORT_TIMER, pathToFileURL(file).href],
+    [...NODE_FLAGS, '-e', LOAD_TIMER, file],
     // Only what the import needs: none of this process's NODE_OPTIONS (tsx's loader) in the child.
     { cwd, env: { PATH: process.env.PATH, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
   );

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReceiveMessageResult, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
-import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
+import { lambdaBuildOptions, lambdaBundleFile, writeLambdaAssetPackageJson } from '../src/cdk/bundling.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../src/publisher/contract.js';
 import { type BatchReport, startEventSourcePoller } from '../src/sandbox/event-source-poller.js';
 import { LocalFunctionRuntime } from '../src/sandbox/function-runtime.js';
@@ -167,12 +167,13 @@ async function bundleFunctions(projectRoot: string, entries: readonly string[]):
   const remove = () => rm(directory, { recursive: true, force: true });
   try {
     await Promise.all(
-      entries.map((entry) =>
-        build({
+      entries.map(async (entry) => {
+        await build({
           ...lambdaBuildOptions({ projectRoot, entry, outdir: codeDirectory(entry) }),
           logLevel: 'error',
-        }),
-      ),
+        });
+        await writeLambdaAssetPackageJson(codeDirectory(entry));
+      }),
     );
     provideRuntimeModules(directory, [projectRoot]);
     return { codeDirectory, remove };

@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type BundlingOptions, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
@@ -6,7 +7,14 @@ import type { BuildOptions } from 'esbuild';
 export type LambdaBundling = Required<
   Pick<
     BundlingOptions,
-    'minify' | 'keepNames' | 'sourceMap' | 'format' | 'target' | 'mainFields' | 'externalModules' | 'banner'
+    | 'minify'
+    | 'keepNames'
+    | 'sourceMap'
+    | 'format'
+    | 'target'
+    | 'mainFields'
+    | 'externalModules'
+    | 'commandHooks'
   >
 >;
 
@@ -25,7 +33,13 @@ export const LAMBDA_BUNDLING: LambdaBundling = {
   // survives minification if esbuild keeps names. Without this, a REJECTED record would say `e`.
   keepNames: true,
   sourceMap: true,
-  format: OutputFormat.ESM,
+  // CommonJS, so that the bundle loads the AWS SDK the runtime provides with `require()`. The SDK's
+  // packages are CommonJS whichever way they are loaded (they have no `exports` map: `import` and
+  // `require` give the same module objects), but an ES module's `import` of them costs Node a
+  // static analysis of each package's entry file: about 50 ms more CPU at every cold start for the
+  // DynamoDB client alone (`bench/RESULTS.md`, module start-up). A handler that needs top-level
+  // `await` can still choose `OutputFormat.ESM` through the construct's `bundling` option.
+  format: OutputFormat.CJS,
   target: 'node24',
   mainFields: ['module', 'main'],
   // What NodejsFunction leaves out by default on a Node ≥ 18 runtime, which provides the AWS SDK v3
@@ -33,11 +47,44 @@ export const LAMBDA_BUNDLING: LambdaBundling = {
   // flag, which this app does not set). Stated here so that the bundle cannot change with the flag
   // and the reproductions need not guess.
   externalModules: ['@aws-sdk/*'],
-  // Some dependencies still `require()` Node built-ins; ESM bundles need a require of their own.
-  banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+  commandHooks: {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_inputDir, outputDir) => [writeAssetPackageJsonCommand(join(outputDir, 'package.json'))],
+  },
 };
 
-/** The file NodejsFunction writes in the asset (`index.mjs` for ESM), which Lambda loads as `index.handler`. */
+/**
+ * What the asset's `package.json` says, beside the bundle: that `index.js` is CommonJS wherever the
+ * asset sits. Lambda would read it so anyway (nothing above `/var/task` says otherwise), but the
+ * sandbox runs the asset inside the cloud assembly, inside your project, and a `"type": "module"`
+ * there would make Node read the bundle as an ES module.
+ */
+export const LAMBDA_ASSET_PACKAGE_JSON = { type: 'commonjs' } as const;
+
+/**
+ * The shell command (bash or cmd: no quoting beyond one pair of double quotes) that sets
+ * {@link LAMBDA_ASSET_PACKAGE_JSON}'s `type` in the asset's `package.json`, keeping what
+ * NodejsFunction may have written there before (its `nodeModules` option writes dependencies).
+ */
+function writeAssetPackageJsonCommand(file: string): string {
+  const script = [
+    "const fs = require('node:fs'), file = process.argv[1]; let json = {};",
+    "try { json = JSON.parse(fs.readFileSync(file, 'utf8')) } catch {}",
+    `json.type = '${LAMBDA_ASSET_PACKAGE_JSON.type}'; fs.writeFileSync(file, JSON.stringify(json));`,
+  ].join(' ');
+  return `node -e "${script}" "${file}"`;
+}
+
+/**
+ * Writes the asset's `package.json` into `outdir`, as {@link LAMBDA_BUNDLING}'s `afterBundling`
+ * hook writes it: for whatever reproduces an asset with {@link lambdaBuildOptions} on disk.
+ */
+export async function writeLambdaAssetPackageJson(outdir: string): Promise<void> {
+  await writeFile(join(outdir, 'package.json'), JSON.stringify(LAMBDA_ASSET_PACKAGE_JSON));
+}
+
+/** The file NodejsFunction writes in the asset (`index.js` for CommonJS, `index.mjs` for ESM), which Lambda loads as `index.handler`. */
 export function lambdaBundleFile(bundling: LambdaBundling = LAMBDA_BUNDLING): string {
   return bundling.format === OutputFormat.ESM ? 'index.mjs' : 'index.js';
 }
@@ -54,7 +101,8 @@ export interface LambdaBuildTarget {
 /**
  * esbuild's options for bundling `entry` exactly as NodejsFunction does with `bundling`: its
  * `esbuild --bundle <entry> --platform=node …` command with the same flags, run from the project
- * root (byte for byte: the assets of `npm run synth` are these builds' `index.mjs`). Add what does
+ * root (byte for byte: the assets of `npm run synth` are these builds' `index.js`, and the asset's `package.json` is
+ * {@link writeLambdaAssetPackageJson}'s). Add what does
  * not change the code (`write`, `metafile`, `logLevel`); a plugin does, like the benchmark's.
  */
 export function lambdaBuildOptions(
@@ -74,6 +122,5 @@ export function lambdaBuildOptions(
     sourcemap: bundling.sourceMap,
     external: bundling.externalModules,
     mainFields: bundling.mainFields,
-    ...(bundling.banner ? { banner: { js: bundling.banner } } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type ICommandHooks, NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { LAMBDA_BUNDLING } from './bundling.js';
@@ -40,7 +40,28 @@ export function oncelyFunction(
     logGroup,
     runtime: Runtime.NODEJS_24_X,
     environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
-    // Minified ESM for node24 with names kept (error names survive): see bundling.ts.
-    bundling: { ...LAMBDA_BUNDLING, ...options.bundling },
+    // Minified CommonJS for node24 with names kept (error names survive): see bundling.ts.
+    bundling: {
+      ...LAMBDA_BUNDLING,
+      ...options.bundling,
+      commandHooks: withOncelyHooks(options.bundling?.commandHooks),
+    },
   });
+}
+
+/**
+ * Your command hooks, if any, and then Oncely's: the asset's `package.json` (bundling.ts) is written
+ * whatever hooks you add, so that the sandbox reads the bundle in the format it was built in.
+ */
+function withOncelyHooks(yours: ICommandHooks | undefined): ICommandHooks {
+  const oncely = LAMBDA_BUNDLING.commandHooks;
+  if (!yours) return oncely;
+  return {
+    beforeBundling: (inputDir, outputDir) => yours.beforeBundling(inputDir, outputDir),
+    beforeInstall: (inputDir, outputDir) => yours.beforeInstall(inputDir, outputDir),
+    afterBundling: (inputDir, outputDir) => [
+      ...yours.afterBundling(inputDir, outputDir),
+      ...oncely.afterBundling(inputDir, outputDir),
+    ],
+  };
 }

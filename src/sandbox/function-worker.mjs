@@ -2,8 +2,9 @@
 // init), then runs one invocation at a time with a Lambda-like context, answering as Lambda's Node.js
 // runtime does. The code is plain JavaScript, as Lambda runs it (the function's bundled asset), and
 // so is this file: a worker thread loads no TypeScript.
-import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -41,9 +42,10 @@ if (loaded.error) {
 }
 
 /**
- * The handler `Handler` names, found as Lambda's Node.js runtime finds it — `[dir/]module.export`,
- * the module the first of `module.js`, `.mjs`, `.cjs` in the code's directory, the export a
- * dotted path — or the init error that runtime reports instead of invoking it.
+ * The handler `Handler` names, found and loaded as Lambda's Node.js runtime does — `[dir/]module.export`,
+ * the module `module.js` (required, or imported if a `package.json` says `"type": "module"`), else
+ * `.mjs` (imported), else `.cjs` (required), the export a dotted path — or the init error that
+ * runtime reports instead of invoking it.
  */
 async function loadHandler() {
   const moduleAndExport = basename(handler);
@@ -59,7 +61,13 @@ async function loadHandler() {
   let module;
   try {
     if (!file) throw new Error(`Cannot find module '${moduleName}'`);
-    module = await import(pathToFileURL(file).href);
+    const type = file.endsWith('.js') ? packageType(dirname(file), codeDirectory) : undefined;
+    // Lambda would require this file (nothing above its task root says otherwise); Node would not.
+    if (file.endsWith('.js') && !type && packageType(dirname(codeDirectory)) === 'module') {
+      return { error: readAsEsModule(file) };
+    }
+    const esModule = file.endsWith('.mjs') || type === 'module';
+    module = esModule ? await import(pathToFileURL(file).href) : createRequire(file)(file);
   } catch (thrown) {
     const missing = !file || thrown?.code === 'ERR_MODULE_NOT_FOUND' || thrown?.code === 'MODULE_NOT_FOUND';
     if (!missing) return { error: functionError(thrown) };
@@ -77,6 +85,40 @@ async function loadHandler() {
   if (typeof found === 'function') return { handler: found };
   const errorMessage = `${handler} is ${found === undefined ? 'undefined or not exported' : 'not a function'}`;
   return { error: { errorType: 'Runtime.HandlerNotFound', errorMessage, trace: [] } };
+}
+
+/**
+ * The `type` of the nearest `package.json` from `directory` up to `top` (the root if none), or
+ * undefined if none says. Lambda looks up to `/`, but above its task root there is nothing; above
+ * the code's directory here there is the cloud assembly's project, which Lambda never sees.
+ */
+function packageType(directory, top) {
+  for (
+    let current = directory;
+    !top || !relative(top, current).startsWith('..');
+    current = dirname(current)
+  ) {
+    const manifest = join(current, 'package.json');
+    if (existsSync(manifest)) return JSON.parse(readFileSync(manifest, 'utf8')).type;
+    if (dirname(current) === current) break;
+  }
+  return undefined;
+}
+
+/**
+ * The init error for a `.js` file Lambda would require but Node would read as an ES module here: a
+ * `package.json` above the code's directory (your project's) says `"type": "module"`, and the asset
+ * has none of its own to say otherwise.
+ */
+function readAsEsModule(file) {
+  return {
+    errorType: 'Runtime.ImportModuleError',
+    errorMessage:
+      `${file} is CommonJS on Lambda, but Node would read it as an ES module here because a package.json above ` +
+      'the function\'s code says "type": "module". Give the asset a package.json of its own saying ' +
+      '"type": "commonjs" (LAMBDA_BUNDLING writes one), or bundle as ESM (index.mjs).',
+    trace: [],
+  };
 }
 
 /** As lambda-context.ts's functionError: what the Node.js runtime reports for a thrown value. */

@@ -169,6 +169,60 @@ describe('local function runtime: what Lambda’s runtime provides beside the co
   });
 });
 
+describe('local function runtime: the module format, read as Lambda reads it', () => {
+  let project: string;
+  /** An asset of the cloud assembly inside a project whose package.json says "type": "module". */
+  const asset = (name: string, files: Record<string, string>) => {
+    const directory = join(project, 'cdk.out', name);
+    mkdirSync(directory, { recursive: true });
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(directory, file), text);
+    return directory;
+  };
+  const COMMONJS_HANDLER =
+    'exports.handler = async () => ({ require: typeof require, module: typeof module });\n';
+  beforeAll(() => {
+    project = mkdtempSync(join(tmpdir(), 'oncely-module-format-'));
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module' }));
+  });
+  afterAll(() => rmSync(project, { recursive: true, force: true }));
+
+  it('requires an index.js whose asset says "type": "commonjs", in a project of ES modules', async () => {
+    const codeDirectory = asset('asset.commonjs', {
+      'index.js': COMMONJS_HANDLER,
+      'package.json': JSON.stringify({ type: 'commonjs' }),
+    });
+    expect(await runtime('index.handler', { codeDirectory }).invoke({})).toEqual({
+      ok: true,
+      result: { require: 'function', module: 'object' },
+    });
+  });
+
+  it('imports an index.js whose asset says "type": "module", as Lambda does', async () => {
+    const codeDirectory = asset('asset.module', {
+      'index.js': 'export const handler = async () => ({ module: typeof module });\n',
+      'package.json': JSON.stringify({ type: 'module' }),
+    });
+    expect(await runtime('index.handler', { codeDirectory }).invoke({})).toEqual({
+      ok: true,
+      result: { module: 'undefined' },
+    });
+  });
+
+  it('says why an index.js Lambda would require cannot be required here, and what to do', async () => {
+    const codeDirectory = asset('asset.unmarked', { 'index.js': COMMONJS_HANDLER });
+    const outcome = await runtime('index.handler', { codeDirectory }).invoke({});
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: {
+        errorType: 'Runtime.ImportModuleError',
+        errorMessage: expect.stringContaining(
+          'a package.json above the function\'s code says "type": "module"',
+        ),
+      },
+    });
+  });
+});
+
 describe('local function runtime: a crashing function', () => {
   const crashing = () => runtime('crashing.crashes');
 

@@ -11,6 +11,7 @@ import {
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lambdaBundleFile } from '../../src/cdk/bundling.js';
 import { publish } from '../../src/client/index.js';
 import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
 import type { UnresolvedCounts } from '../../src/monitor/unresolved-counts.js';
@@ -93,9 +94,9 @@ describe('the sandbox of a CDK app', () => {
     const outcome = await sandbox.invoke(String(consumer?.name), { notRecords: true });
     expect(outcome.ok).toBe(false);
     const trace = (outcome as { error: FunctionError }).error.trace ?? [];
-    expect(trace.some((line) => line.includes(join(String(consumer?.codeDirectory), 'index.mjs')))).toBe(
-      true,
-    );
+    expect(
+      trace.some((line) => line.includes(join(String(consumer?.codeDirectory), lambdaBundleFile()))),
+    ).toBe(true);
     expect(trace.join('\n')).not.toMatch(/examples\/shop|\.ts:/);
   });
 

@@ -1,9 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../src/cdk/bundling.js';
 import { EXPIRES_AT_ATTRIBUTE } from '../../src/idempotency/index.js';
 import type { CloudFormationTemplate } from '../../src/sandbox/cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
@@ -117,7 +118,10 @@ describe('provisioning the synthesized stack into the emulators', () => {
     for (const fn of provisioned.functions) {
       expect(fn.codeDirectory.startsWith(join(String(assembly?.directory), 'asset.'))).toBe(true);
       expect(fn.handler).toBe('index.handler');
-      expect(existsSync(join(fn.codeDirectory, 'index.mjs'))).toBe(true);
+      expect(existsSync(join(fn.codeDirectory, lambdaBundleFile()))).toBe(true);
+      expect(JSON.parse(readFileSync(join(fn.codeDirectory, 'package.json'), 'utf8'))).toEqual(
+        LAMBDA_ASSET_PACKAGE_JSON,
+      );
     }
   });
 

@@ -1,14 +1,20 @@
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { SHOP_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
 import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
-import { LAMBDA_BUNDLING, lambdaBuildOptions, lambdaBundleFile } from '../../src/cdk/bundling.js';
+import {
+  LAMBDA_BUNDLING,
+  lambdaBuildOptions,
+  lambdaBundleFile,
+  writeLambdaAssetPackageJson,
+} from '../../src/cdk/bundling.js';
 import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
 import { DLQ_ATTRIBUTES } from '../../src/consumer/index.js';
 import { type IdempotencyRecord, recordId } from '../../src/idempotency/index.js';
@@ -25,7 +31,7 @@ import {
 import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
 
 /**
- * The consumers bundled exactly as the stack bundles its Lambdas (src/cdk/bundling.ts: minified, ESM,
+ * The consumers bundled exactly as the stack bundles its Lambdas (src/cdk/bundling.ts: minified, CommonJS,
  * names kept), then run from the bundle against the emulators: the error names the DLQ and the
  * idempotency records show must be the classes' names, not the one-letter names of the minifier.
  */
@@ -43,7 +49,7 @@ let ledgerTable: string;
 const queues: FifoQueue[] = [];
 
 interface Bundle {
-  /** The bundle's `index.mjs`. */
+  /** The bundle's `index.js`. */
   file: string;
   code: string;
 }
@@ -54,6 +60,7 @@ let user: Bundle;
 async function bundle(entry: string, folder: string): Promise<Bundle> {
   const outdir = join(bundlesDir, folder);
   await build({ ...lambdaBuildOptions({ projectRoot: PROJECT_ROOT, entry, outdir }), logLevel: 'error' });
+  await writeLambdaAssetPackageJson(outdir);
   const file = join(outdir, lambdaBundleFile());
   return { file, code: await readFile(file, 'utf8') };
 }
@@ -86,9 +93,9 @@ async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue
   return { queue, dlq };
 }
 
-/** Imports a bundle as Lambda's Node runtime does: natively (see beforeAll), a fresh module per file. */
+/** Loads a bundle as Lambda's Node runtime loads an `index.js`: Node's own `require()`, a fresh module per file. */
 async function importHandler(file: string): Promise<SqsBatchHandler> {
-  const bundled = (await import(/* @vite-ignore */ pathToFileURL(file).href)) as { handler: SqsBatchHandler };
+  const bundled = createRequire(import.meta.url)(file) as { handler: SqsBatchHandler };
   return bundled.handler;
 }
 

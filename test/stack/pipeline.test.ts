@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -347,6 +350,32 @@ describe('your consumer', () => {
         Variables: Match.objectLike({ MY_SETTING: 'x', [CONSUMER_ENVIRONMENT.dlqUrl]: Match.anyValue() }),
       },
     });
+  });
+
+  it('is bundled as CommonJS, its asset saying so in a package.json written after your own hooks', () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'oncely-hooks-'));
+    try {
+      const own = new Stack(new App({ outdir }), 'Own');
+      const yours = (_inputDir: string, outputDir: string) => [
+        `node -e "require('node:fs').writeFileSync(process.argv[1], 'yours')" "${join(outputDir, 'yours.txt')}"`,
+      ];
+      const hooks = { beforeBundling: () => [], beforeInstall: () => [], afterBundling: yours };
+      new OncelyPipeline(own, 'Pipeline', {
+        consumer: { entry: FIXTURE_CONSUMER, bundling: { commandHooks: hooks } },
+      });
+      (own.node.root as App).synth();
+      const assets = readdirSync(outdir).filter((name) => name.startsWith('asset.'));
+      const consumerAsset = assets.find((name) => existsSync(join(outdir, name, 'yours.txt')));
+      expect(consumerAsset).toBeDefined();
+      for (const asset of assets) {
+        expect(existsSync(join(outdir, asset, 'index.js'))).toBe(true);
+        expect(JSON.parse(readFileSync(join(outdir, asset, 'package.json'), 'utf8'))).toEqual({
+          type: 'commonjs',
+        });
+      }
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
   });
 
   it('may be a function you built: the queue is attached to it and its environment set', () => {
