@@ -97,8 +97,8 @@ export async function measureBatchLatency(
  * (2), second workload: the same batches of SendNotification, whose effect is one POST to a loopback
  * gateway and no DynamoDB request — so the batch's time is its idempotency round trips, which is
  * where lease mode's pipelining of a group shows (issue 13): its leases taken together, each
- * completion written while the next record runs (at-least-once) or together with the next
- * record's start mark (at-most-once). Every DynamoDB request is held `latencyMs`; the HTTP POST is not.
+ * completion written while the next record runs (at-least-once) or naming the next record, which
+ * lets it start (at-most-once). Every DynamoDB request is held `latencyMs`; the HTTP POST is not.
  */
 export async function measureNotificationLatency(
   endpoints: BenchEndpoints,

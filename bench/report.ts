@@ -229,7 +229,8 @@ function notificationLatencySection(rows: readonly NotificationLatency[], settin
     'The same batches of SendNotification instead, whose effect is one POST to a notification gateway on ' +
       `loopback (not delayed): what a batch takes is its idempotency round trips, ${settings.latencyMs} ms each. ` +
       "Lease mode takes a group's leases together; at-least-once writes each completion while the next record " +
-      "runs, at-most-once writes it with the next record's start mark, one round trip between two effects.",
+      'runs, at-most-once writes it naming the next record, which lets that one start: one round trip between two ' +
+      'effects.',
     '',
     latencyTable(consumers, NOTIFICATION_CONSUMERS, groupCounts, find),
     '',
@@ -500,9 +501,6 @@ const EXTRA_WRITE_UNITS: Partial<Record<CostMode, string>> = {
   transactional:
     'its record commits with the ledger write in one transaction, which bills each of the two items twice, ' +
     'where Powertools writes three items once each (record, write, completion)',
-  leaseAtMostOnce:
-    "a record's completion commits with the next record's start mark in one transaction, which bills each " +
-    'item twice',
 };
 
 /** Issue 13 §3: where Oncely costs more than Powertools, and why; and what idempotency costs at all. */

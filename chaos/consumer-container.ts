@@ -174,8 +174,9 @@ export class ConsumerContainer {
 interface MarshalledInput {
   Key?: { id?: { S?: string } };
   UpdateExpression?: string;
-  ExpressionAttributeValues?: Record<string, { S?: string }>;
-  TransactItems?: { Put?: { Item?: { id?: { S?: string } } }; Update?: { Key?: { id?: { S?: string } } } }[];
+  ExpressionAttributeValues?: Record<string, { S?: string; M?: { id?: { S?: string } } }>;
+  TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];
+  ConsistentRead?: boolean;
 }
 
 type RequestKind =
@@ -185,11 +186,12 @@ type RequestKind =
   | 'completion-and-start'
   | 'record'
   | 'release'
+  | 'read'
   | 'transaction';
 
 /**
  * Which of the core's requests this is, and the record ids it touches (a completion-and-start: the
- * completed record, then the started one). `started`: an acquire that takes the lease as started,
+ * completed record, then the one whose lease it lets start). `started`: an acquire that takes the lease as started,
  * not ahead of its turn with its effect waiting for a start mark.
  */
 function classify(
@@ -198,13 +200,13 @@ function classify(
   const present = (id: string | undefined): id is string => !!id;
   if (input.TransactItems) {
     const puts = input.TransactItems.map((item) => item.Put?.Item?.id?.S).filter(present);
-    if (puts.length > 0) return { kind: 'transaction', ids: puts };
-    const updates = input.TransactItems.map((item) => item.Update?.Key?.id?.S).filter(present);
-    return { kind: 'completion-and-start', ids: updates };
+    return { kind: 'transaction', ids: puts };
   }
   const id = input.Key?.id?.S;
   const expression = input.UpdateExpression ?? '';
   if (!id) return undefined;
+  // A read of the record before an unstarted lease decides nothing yet: no crash point sits on it.
+  if (input.ConsistentRead) return { kind: 'read', ids: [id] };
   // A DeleteItem gives a lease back unused: no crash point sits on it.
   if (!input.UpdateExpression) return { kind: 'release', ids: [id] };
   if (expression.startsWith('SET #status = :inProgress')) {
@@ -212,8 +214,11 @@ function classify(
   }
   if (expression.includes('REMOVE unstarted') && !expression.includes('#status'))
     return { kind: 'start', ids: [id] };
-  if (input.ExpressionAttributeValues?.[':status']?.S === 'COMPLETED')
-    return { kind: 'completion', ids: [id] };
+  if (input.ExpressionAttributeValues?.[':status']?.S === 'COMPLETED') {
+    // A completion that lets the next record's lease start names it.
+    const next = input.ExpressionAttributeValues[':startedNext']?.M?.id?.S;
+    return next ? { kind: 'completion-and-start', ids: [id, next] } : { kind: 'completion', ids: [id] };
+  }
   return { kind: 'record', ids: [id] };
 }
 

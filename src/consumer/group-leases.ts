@@ -36,10 +36,15 @@ export class GroupLeases<R> {
     if (this.#opened) return;
     this.#opened = true;
     const ids = new Set<string>();
+    // A lease record of another turn of this group is this invocation's, whoever's turn it is.
+    const held = (id: string) => this.#turns.find((turn) => turn?.id === id && turn.heldToken)?.heldToken;
     this.#turns.forEach((turn, index) => {
       if (!turn || ids.has(turn.id)) return;
       ids.add(turn.id);
-      turn.takeAhead(index === 0);
+      // Only an at-most-once record's completion may start the next lease: a record whose lease
+      // may be taken over and run again (at-least-once) could not be fenced without parking it.
+      const before = this.#turns[index - 1];
+      turn.takeAhead(index === 0, { after: before?.mode === 'at-most-once' ? before.id : undefined, held });
     });
   }
 
@@ -62,8 +67,8 @@ export class GroupLeases<R> {
   }
 
   async #waitingSuccessor(index: number): Promise<WaitingSuccessor | undefined> {
-    const turn = this.#turns[index + 1];
-    const lease = await turn?.waitingLease();
+    const [current, turn] = [this.#turns[index], this.#turns[index + 1]];
+    const lease = current && (await turn?.waitingLeaseAfter(current.id));
     return turn && lease && this.#mayStart() ? { turn, lease } : undefined;
   }
 }

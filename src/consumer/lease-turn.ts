@@ -1,7 +1,10 @@
 import { IdempotencyInProgressError, RecordNotWrittenError } from '../idempotency/errors.js';
 import { recordId } from '../idempotency/keys.js';
 import type {
+  AheadStart,
   CompletionVerdict,
+  HeldLeases,
+  IdempotencyMode,
   LeaseIdempotency,
   LeaseInput,
   LeaseStart,
@@ -30,17 +33,27 @@ export interface WaitingSuccessor {
   lease: Lease;
 }
 
+/** Where a turn stands in its group: the record before it, and the leases the group holds. */
+export interface TurnPlace {
+  /** The id of the group's previous record, when it is a lease-mode record too. */
+  after?: string;
+  held: HeldLeases;
+}
+
 /**
  * One lease-mode record of a FIFO group: its lease (taken ahead of its turn, with the rest of its
  * group, or at its turn), the start mark an ahead lease needs (at-most-once), the effect, and its
- * record. Its completion is written together with the next record's start mark when that lease
- * waits for one; otherwise it is written while the next record runs (`settling`).
+ * record. Its completion carries the next record's start when that lease waits for one; otherwise
+ * it is written while the next record runs (`settling`).
  */
 export class LeaseTurn {
   readonly id: string;
   readonly #parts: LeaseTurnParts;
-  #start: Promise<LeaseStart<unknown>> | undefined;
-  /** What the predecessor's completion did with this lease's start mark. */
+  #start: Promise<AheadStart<unknown>> | undefined;
+  #place: TurnPlace = { held: () => undefined };
+  /** The lease it holds, once acquired: the group's other turns may need to know it is this invocation's. */
+  #lease: Lease | undefined;
+  /** Whether the predecessor's completion started this lease. */
   #marked: Exclude<StartVerdict, 'not-started'> | undefined;
   /** Its turn has come: from then on the turn settles its lease, nothing gives it back unused. */
   #due = false;
@@ -55,19 +68,33 @@ export class LeaseTurn {
     return this.#marked === 'started';
   }
 
+  /** The token of the lease this turn holds, if it acquired one. */
+  get heldToken(): string | undefined {
+    return this.#lease?.token;
+  }
+
   /**
    * Takes the lease before the record's turn, so that a group's leases are taken together. Only the
    * group's first record (`first`) takes it as started: the others' effects wait for their turn.
    */
-  takeAhead(first: boolean): void {
+  takeAhead(first: boolean, place: TurnPlace): void {
+    this.#place = place;
     this.#start ??= this.#acquire(!first);
   }
 
-  /** Its lease, if taken ahead and still waiting for its start mark before its turn. */
-  async waitingLease(): Promise<Lease | undefined> {
+  /** The mode of its operation. */
+  get mode(): IdempotencyMode {
+    return this.#parts.idempotency.mode;
+  }
+
+  /**
+   * Its lease, if taken ahead `after` the record `id` names and still waiting for its start before
+   * its turn: that record's completion may start it (its recovery reads that record to tell).
+   */
+  async waitingLeaseAfter(id: string): Promise<Lease | undefined> {
     const start = await this.#start?.catch(() => undefined);
-    if (this.#due || this.#marked || start?.status !== 'acquired' || !start.awaitingStart) return undefined;
-    return start.lease;
+    if (this.#due || this.#marked || this.#place.after !== id) return undefined;
+    return start?.status === 'acquired' && start.awaitingStart ? start.lease : undefined;
   }
 
   /**
@@ -78,15 +105,15 @@ export class LeaseTurn {
   async run(successor: () => Promise<WaitingSuccessor | undefined>): Promise<OperationStep> {
     const { idempotency, input, runtime } = this.#parts;
     this.#due = true;
-    this.#start ??= this.#acquire(false);
-    const start = await this.#start;
+    const ahead = await this.#start;
+    // Not taken ahead, or deferred: its lease depended on the records before it, settled by now.
+    const start = !ahead || ahead.status === 'deferred' ? await this.#startAtTurn() : ahead;
     if (start.status !== 'acquired') return start.status;
     const { lease } = start;
     if (runtime.signal.aborted) {
       await this.#giveBack(lease, 'the batch failed before the effect started');
       throw runtime.signal.reason;
     }
-    if (this.#marked === 'lease-lost') throw new IdempotencyInProgressError(lease.id, runtime.store.now());
     if (start.awaitingStart && this.#marked !== 'started') await this.#markStarted(lease);
     let result: unknown;
     try {
@@ -98,8 +125,8 @@ export class LeaseTurn {
     }
     const next = await successor();
     if (next) {
-      const written = await idempotency.recordCompletionAndStart(lease, result, next.lease);
-      next.turn.#markedByPredecessor(written.next);
+      const written = await idempotency.recordCompletion(lease, result, next.lease);
+      if (written.next === 'started') next.turn.#marked = 'started';
       return executed(written.completion);
     }
     // No acknowledgement without a record (DESIGN §3), but the group need not wait for it: the
@@ -109,16 +136,36 @@ export class LeaseTurn {
 
   /** Gives back a lease taken ahead whose turn never came: its group stopped, or ran out of time. */
   async giveBackIfUnused(): Promise<void> {
-    if (this.#due || !this.#start || this.#marked === 'lease-lost') return;
+    if (this.#due || !this.#start) return;
     const start = await this.#start.catch(() => undefined);
     if (start?.status === 'acquired') await this.#giveBack(start.lease, 'its group stopped before its turn');
   }
 
-  #acquire(ahead: boolean): Promise<LeaseStart<unknown>> {
-    const { idempotency, input, namespace } = this.#parts;
-    const start = idempotency.start(input, { ahead }).catch((error: unknown) => {
-      throw asStoreFailure(namespace, input.key, error);
-    });
+  #startAtTurn(): Promise<LeaseStart<unknown>> {
+    const { idempotency, input } = this.#parts;
+    const start = this.#held(idempotency.start(input, { held: this.#place.held }));
+    this.#start = start;
+    return start;
+  }
+
+  #acquire(ahead: boolean): Promise<AheadStart<unknown>> {
+    const { idempotency, input } = this.#parts;
+    const { after, held } = this.#place;
+    return this.#held(ahead ? idempotency.startAhead(input, { after }) : idempotency.start(input, { held }));
+  }
+
+  /** `started`, noting the lease it acquired, and with the store's errors as the consumer's. */
+  #held<S extends AheadStart<unknown>>(started: Promise<S>): Promise<S> {
+    const { input, namespace } = this.#parts;
+    const start = started.then(
+      (value) => {
+        if (value.status === 'acquired') this.#lease = value.lease;
+        return value;
+      },
+      (error: unknown) => {
+        throw asStoreFailure(namespace, input.key, error);
+      },
+    );
     start.catch(() => undefined); // met at its turn; until then not an unhandled rejection
     return start;
   }
@@ -133,12 +180,6 @@ export class LeaseTurn {
       throw asStoreFailure(namespace, input.key, error);
     }
     if (!marked) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
-  }
-
-  #markedByPredecessor(verdict: StartVerdict): void {
-    if (verdict === 'not-started') return;
-    this.#marked = verdict;
-    if (verdict === 'lease-lost') this.#parts.runtime.telemetry.leaseLost(this.id, 'start');
   }
 
   /**

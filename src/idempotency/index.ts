@@ -18,9 +18,11 @@ export {
 } from './errors.js';
 export { deriveMessageKey, isValidKey, recordId } from './keys.js';
 export {
+  type AheadStart,
   type CompletionVerdict,
   type EffectContext,
   type FailureVerdict,
+  type HeldLeases,
   type IdempotencyMode,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,

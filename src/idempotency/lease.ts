@@ -11,7 +11,7 @@ import {
 import { judgeExistingRecord } from './existing-record.js';
 import { payloadHash, recordId } from './keys.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
-import type { KeptMessage } from './record.js';
+import type { IdempotencyRecord, KeptMessage } from './record.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
@@ -81,18 +81,24 @@ export type LeaseOutcome<T> =
 export type LeaseStart<T> =
   /**
    * `awaitingStart`: the lease was taken ahead (at-most-once) and its record says the effect has
-   * not started; `markStarted` (or the previous record's `recordCompletionAndStart`) must say it
-   * may before the effect runs.
+   * not started; `markStarted` (or the previous record's `recordCompletion` with this lease as
+   * `next`) must say it may before the effect runs.
    */
   | { status: 'acquired'; lease: Lease; awaitingStart: boolean }
   | Exclude<LeaseOutcome<T>, { status: 'executed' }>;
 
 /**
- * How a lease taken ahead fared in its predecessor's completion: marked started (its effect may
- * run), lost to another owner, or not marked (the completion could not be written, or its own
- * lease was lost): it has to be marked on its own, or given back.
+ * A start taken ahead of the record's turn ({@link LeaseIdempotency.startAhead}): or `deferred`,
+ * when the record holds an expired unstarted lease whose fate depends on the record before it,
+ * which this invocation has yet to settle: it is decided at the record's turn.
  */
-export type StartVerdict = 'started' | 'lease-lost' | 'not-started';
+export type AheadStart<T> = LeaseStart<T> | { status: 'deferred' };
+
+/** How a lease taken ahead fared in its predecessor's completion: started by it, or not (mark it on its own). */
+export type StartVerdict = 'started' | 'not-started';
+
+/** The leases this invocation holds, by record id: whose completion cannot start anything it does not know. */
+export type HeldLeases = (id: string) => string | undefined;
 
 /** How a failed effect was recorded. */
 export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
@@ -103,6 +109,9 @@ export type FailureVerdict = 'failed' | 'rejected' | 'in-doubt';
  * caller that acknowledges messages must throw, since the message must not be acknowledged.
  */
 export type CompletionVerdict = 'recorded' | 'lease-lost' | RecordNotWrittenError;
+
+/** How far back {@link LeaseIdempotency} follows unstarted leases `after` one another: a batch's worth. */
+const MAX_CHAIN_DEPTH = 10;
 
 /** Without a Lambda context nothing bounds the run: default to Lambda's 15-minute maximum. */
 export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
@@ -154,12 +163,29 @@ export class LeaseIdempotency {
   }
 
   /**
-   * Acquires the lease, or tells why the effect must not run now. `ahead`: the lease is taken before
-   * the record's turn (the later records of a FIFO group), and in at-most-once mode its record says
-   * that the effect has not started — so that, should the invocation die before its turn, the lease
-   * is taken over once it expires instead of being parked IN_DOUBT.
+   * Acquires the lease at the record's turn, or tells why the effect must not run now. `held`: the
+   * leases this invocation holds on the records before this one in its group (see
+   * {@link #settleUnstarted}).
    */
-  async start<T>(input: LeaseInput, options: { ahead?: boolean } = {}): Promise<LeaseStart<T>> {
+  start<T>(input: LeaseInput, options: { held?: HeldLeases } = {}): Promise<LeaseStart<T>> {
+    // Given `held`, #start decides an unstarted lease there and then: it never defers.
+    return this.#start<T>(input, { held: options.held ?? (() => undefined) }) as Promise<LeaseStart<T>>;
+  }
+
+  /**
+   * Takes the lease before the record's turn, with the rest of its FIFO group. In at-most-once mode
+   * its record says that the effect has not started, and names the record before it (`after`),
+   * whose completion may let it start — so that, should the invocation die before its turn, the
+   * lease is taken over once it expires instead of being parked IN_DOUBT.
+   */
+  startAhead<T>(input: LeaseInput, options: { after?: string } = {}): Promise<AheadStart<T>> {
+    return this.#start<T>(input, { ahead: true, after: options.after });
+  }
+
+  async #start<T>(
+    input: LeaseInput,
+    options: { ahead?: boolean; after?: string; held?: HeldLeases },
+  ): Promise<AheadStart<T>> {
     const { store, mode } = this.#options;
     const id = recordId(this.#options.namespace, input.key);
     const hash = payloadHash(input.payload);
@@ -174,6 +200,7 @@ export class LeaseIdempotency {
       leaseMs: this.#leaseMs(input.context),
       takeOverExpiredLease: mode === 'at-least-once',
       unstarted: awaitingStart,
+      after: awaitingStart ? options.after : undefined,
     });
     if (acquired.acquired) return { status: 'acquired', lease: acquired.lease, awaitingStart };
 
@@ -195,21 +222,66 @@ export class LeaseIdempotency {
         return { status: 'in-doubt', reason };
       }
       case 'expired-lease': {
-        const reason = {
-          name: 'LeaseExpired',
-          message: `lease expired at ${new Date(verdict.record.leaseExpiresAt ?? 0).toISOString()} without completion`,
-        };
+        const { record } = verdict;
+        // An unstarted lease the record before it may have started: decided once that record is
+        // settled, which the group's earlier turns do (a start ahead of them waits for its turn).
+        if (mode === 'at-most-once' && record.unstarted && record.after) {
+          if (options.held === undefined) return { status: 'deferred' };
+          if ((await this.#settleUnstarted(record, options.held, 0)) === 'not-started') {
+            const retaken = await store.acquire({
+              id,
+              payloadHash: hash,
+              leaseMs: this.#leaseMs(input.context),
+              takeOverExpiredLease: false,
+              takeOverUnstarted: record.leaseToken,
+            });
+            if (retaken.acquired) return { status: 'acquired', lease: retaken.lease, awaitingStart: false };
+            throw new IdempotencyInProgressError(id, store.now()); // another invocation took it first
+          }
+        }
+        const reason = expiredReason(record);
         // At-least-once would have taken the lease over in the acquire; getting here means a race.
-        if (
-          mode === 'at-most-once' &&
-          (await store.parkExpiredLease(verdict.record, reason, input.message))
-        ) {
+        if (mode === 'at-most-once' && (await store.parkExpiredLease(record, reason, input.message))) {
           this.#observer.inDoubt(id, reason);
           return { status: 'in-doubt', reason };
         }
         throw new IdempotencyInProgressError(id, store.now());
       }
     }
+  }
+
+  /**
+   * At-most-once: whether the effect of `record` — IN_PROGRESS past an unstarted lease taken ahead
+   * `after` another record — may have started. Only that record's completion could have let it
+   * (`startedNext`), so it is read: if it names this lease, `started`. If that record is still
+   * IN_PROGRESS in hands other than this invocation's (`held`), its owner may yet complete it and
+   * start this lease: while its lease runs, that owner is waited for (IdempotencyInProgressError);
+   * once it expired, the record is fenced first — parked IN_DOUBT if its own effect may have
+   * started, given back if not — so that no late completion can start this lease after all.
+   */
+  async #settleUnstarted(
+    record: IdempotencyRecord,
+    held: HeldLeases,
+    depth: number,
+  ): Promise<'started' | 'not-started'> {
+    const { store } = this.#options;
+    if (!record.after) return 'not-started'; // only a write of its own could start it
+    const before = await store.read(record.after);
+    if (before?.startedNext?.token === record.leaseToken) return 'started';
+    if (before?.status !== 'IN_PROGRESS' || before.leaseToken === held(before.id)) return 'not-started';
+    const now = store.now();
+    // A group's leases are at most a batch apiece: a longer chain is not one this code wrote.
+    if ((before.leaseExpiresAt ?? 0) > now || depth >= MAX_CHAIN_DEPTH) {
+      throw new IdempotencyInProgressError(before.id, before.leaseExpiresAt ?? now);
+    }
+    const beforeStarted =
+      !before.unstarted || (await this.#settleUnstarted(before, held, depth + 1)) === 'started';
+    const fenced = beforeStarted
+      ? await store.parkExpiredLease(before, expiredReason(before))
+      : await store.releaseUnstarted(before);
+    if (!fenced) throw new IdempotencyInProgressError(before.id, now); // it moved meanwhile: look again later
+    if (beforeStarted) this.#observer.inDoubt(before.id, expiredReason(before));
+    return 'not-started';
   }
 
   /**
@@ -223,57 +295,44 @@ export class LeaseIdempotency {
   }
 
   /**
-   * {@link recordCompletion} of `lease`, and in the same transaction the start mark of `next` (a
-   * lease taken ahead, of the record that runs next): one round trip between two effects, and no
-   * crash can leave `next` marked started while this completion is unwritten. When the transaction
-   * cannot apply because one of the two leases was lost, the other write is made on its own where
-   * it still matters: the completion (with its retries); the start mark is left to the caller.
-   * A lost `next` is reported here as `lease-lost` only: its own observer is the caller's to tell.
-   */
-  async recordCompletionAndStart(
-    lease: Lease,
-    result: unknown,
-    next: Lease,
-  ): Promise<{ completion: CompletionVerdict; next: StartVerdict }> {
-    const serialized = serializeResult(result);
-    const send = this.#options.store.prepareCompleteAndStart(lease, serialized, next);
-    const { value: written, error } = await this.#writeWithRetries(send);
-    if (written === undefined) {
-      this.#observer.completionWriteFailed(lease.id, error);
-      return { completion: new RecordNotWrittenError(lease.id, 'COMPLETED', error), next: 'not-started' };
-    }
-    if (written.applied) {
-      this.#completed(lease, serialized);
-      return { completion: 'recorded', next: 'started' };
-    }
-    if (!written.completionLost) {
-      return { completion: await this.recordCompletion(lease, result), next: 'lease-lost' };
-    }
-    this.#observer.leaseLost(lease.id, 'complete');
-    return { completion: 'lease-lost', next: written.startLost ? 'lease-lost' : 'not-started' };
-  }
-
-  /**
    * Records a successful effect. The effect already happened, so a failing write is retried with
    * backoff; if it still fails, the observer hears of it and the caller must not acknowledge the
    * message: its redelivery finds the lease expired and settles the record (DESIGN §3). A result
    * too large to store is recorded as its size: the effect is done, only its replay is lost.
+   *
+   * With `next` (a lease taken ahead, unstarted, `after` this record: the record that runs next),
+   * the same write lets `next`'s effect start: one round trip between two effects, and no crash
+   * can leave `next` started while this completion is unwritten. `next` says `started` only if the
+   * completion was recorded; otherwise its start mark is the caller's to write, or not.
    */
-  async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict> {
+  async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict>;
+  async recordCompletion(
+    lease: Lease,
+    result: unknown,
+    next: Lease,
+  ): Promise<{ completion: CompletionVerdict; next: StartVerdict }>;
+  async recordCompletion(
+    lease: Lease,
+    result: unknown,
+    next?: Lease,
+  ): Promise<CompletionVerdict | { completion: CompletionVerdict; next: StartVerdict }> {
     const serialized = serializeResult(result);
     const { value: written, error } = await this.#writeWithRetries(() =>
-      this.#options.store.complete(lease, serialized),
+      this.#options.store.complete(lease, serialized, next),
     );
+    let completion: CompletionVerdict;
     if (written === undefined) {
       this.#observer.completionWriteFailed(lease.id, error);
-      return new RecordNotWrittenError(lease.id, 'COMPLETED', error);
-    }
-    if (!written) {
+      completion = new RecordNotWrittenError(lease.id, 'COMPLETED', error);
+    } else if (!written) {
       this.#observer.leaseLost(lease.id, 'complete');
-      return 'lease-lost';
+      completion = 'lease-lost';
+    } else {
+      this.#completed(lease, serialized);
+      completion = 'recorded';
     }
-    this.#completed(lease, serialized);
-    return 'recorded';
+    if (!next) return completion;
+    return { completion, next: completion === 'recorded' ? 'started' : 'not-started' };
   }
 
   /** After a COMPLETED write: a result too large to store is reported, any other is cached. */
@@ -333,4 +392,12 @@ export class LeaseIdempotency {
   #remember(id: string, hash: string, result: string | undefined, expiresAtSec: number): void {
     this.#cache?.set(id, { payloadHash: hash, result, expiresAtMs: expiresAtSec * 1000 });
   }
+}
+
+/** Why an IN_PROGRESS record past its lease is parked IN_DOUBT. */
+function expiredReason(record: IdempotencyRecord): StoredError {
+  return {
+    name: 'LeaseExpired',
+    message: `lease expired at ${new Date(record.leaseExpiresAt ?? 0).toISOString()} without completion`,
+  };
 }

@@ -70,10 +70,21 @@ export interface IdempotencyRecord {
   leaseExpiresAt?: number;
   /**
    * Set on an at-most-once lease taken ahead of its record's turn (a FIFO group's later records):
-   * its effect has not started. Removed by the write that lets the effect start. Found expired, such
-   * a lease is taken over like a FAILED record, never parked IN_DOUBT.
+   * its effect has not started — unless the record {@link after} names says otherwise. Removed by
+   * a write of its own that lets the effect start. Found expired and not started, such a lease is
+   * taken over like a FAILED record, never parked IN_DOUBT.
    */
   unstarted?: boolean;
+  /**
+   * On an unstarted lease: the id of the record before it in its group, whose completion may let
+   * it start (that record's {@link startedNext} then names this lease) without a write of its own.
+   */
+  after?: string;
+  /**
+   * On a COMPLETED record: the lease of the next record of its group that this completion let
+   * start (its id and token). An expired unstarted lease named here may have run: it is parked IN_DOUBT.
+   */
+  startedNext?: { id: string; token: string };
   /** The handler's result as JSON; absent when it returned `undefined`. */
   result?: string;
   /** Set instead of `result` when the result was too large to store. */

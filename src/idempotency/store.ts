@@ -8,6 +8,7 @@ import {
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
+  GetCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
@@ -44,12 +45,6 @@ export type AcquireResult =
   | { acquired: true; lease: Lease }
   | { acquired: false; existing: IdempotencyRecord };
 
-/** What the transaction of one record's completion and the next record's start mark did. */
-export type CompleteAndStartResult =
-  | { applied: true }
-  /** Cancelled, nothing written: whose lease was lost (its record has another owner now). */
-  | { applied: false; completionLost: boolean; startLost: boolean };
-
 export type TransactionResult =
   | { committed: true; recordExpiresAt: number }
   | { committed: false; existing: IdempotencyRecord };
@@ -71,6 +66,8 @@ export interface IdempotencyStoreOptions {
 const IN_PROGRESS = 'IN_PROGRESS';
 /** The attribute of a lease taken ahead whose effect has not started (see `IdempotencyRecord.unstarted`). */
 const UNSTARTED = 'unstarted';
+/** The attribute naming the record whose completion may let an unstarted lease start (`IdempotencyRecord.after`). */
+const AFTER = 'after';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
@@ -97,11 +94,14 @@ export class DynamoDBIdempotencyStore {
 
   /**
    * Takes the lease if the record is absent, expired or FAILED, or IN_PROGRESS past a lease whose
-   * effect never started (`unstarted`; with `takeOverExpiredLease`, past any lease) — each only for
-   * the same payload. One conditional UpdateItem, which also counts the attempt. With `unstarted`,
-   * the record says that the effect has not started yet ({@link markStarted} says it may). If the
-   * SDK retried it after its answer was lost, the retry finds the record holding this call's own
-   * token: the lease is ours all the same.
+   * effect never started — each only for the same payload. With `takeOverExpiredLease` any expired
+   * lease is taken over; without, only an `unstarted` one, and one that names the record whose
+   * completion may have let it start (`after`) only if it is the lease `takeOverUnstarted` names:
+   * the caller has read that record and found it did not. One conditional UpdateItem, which also
+   * counts the attempt. With `unstarted`, the record says that the effect has not started yet
+   * ({@link markStarted} says it may, or the completion of the record `after` names, with
+   * `startedNext`). If the SDK retried it after its answer was lost, the retry finds the record
+   * holding this call's own token: the lease is ours all the same.
    */
   async acquire(input: {
     id: string;
@@ -109,14 +109,22 @@ export class DynamoDBIdempotencyStore {
     leaseMs: number;
     takeOverExpiredLease: boolean;
     unstarted?: boolean;
+    /** With `unstarted`: the id of the record whose completion may let this lease start. */
+    after?: string;
+    /** The token of an expired unstarted lease `after` a record, found safe to take over (`LeaseIdempotency.start`). */
+    takeOverUnstarted?: string;
   }): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
     const leaseExpiresAt = now + input.leaseMs;
     const recordExpiresAt = this.#recordExpiresAt(now);
-    const takeover = `(#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash${
-      input.takeOverExpiredLease ? '' : ` AND attribute_exists(${UNSTARTED})`
+    const unstartedTakeover = `attribute_exists(${UNSTARTED}) AND (attribute_not_exists(#after)${
+      input.takeOverUnstarted ? ' OR leaseToken = :unstartedToken' : ''
     })`;
+    const takeover = `(#status = :inProgress AND leaseExpiresAt <= :nowMs AND payloadHash = :hash${
+      input.takeOverExpiredLease ? '' : ` AND ${unstartedTakeover}`
+    })`;
+    const after = input.unstarted ? input.after : undefined;
     const lease = (attempt: number): AcquireResult => ({
       acquired: true,
       lease: {
@@ -138,20 +146,25 @@ export class DynamoDBIdempotencyStore {
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
             `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
-            } REMOVE #result, resultBytes, #error, #message, ${UNRESOLVED_ATTRIBUTE}${
+            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${UNRESOLVED_ATTRIBUTE}${
               input.unstarted ? '' : `, ${UNSTARTED}`
-            }`,
+            }${after ? '' : ', #after'}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
             '#result': 'result',
             '#error': 'error',
             '#message': 'message',
+            '#after': AFTER,
           },
           ExpressionAttributeValues: {
             ':inProgress': IN_PROGRESS,
             ':hash': input.payloadHash,
             ':token': token,
+            ...(after ? { ':after': after } : {}),
+            ...(input.takeOverUnstarted && !input.takeOverExpiredLease
+              ? { ':unstartedToken': input.takeOverUnstarted }
+              : {}),
             ':leaseExpiresAt': leaseExpiresAt,
             ':expiresAt': recordExpiresAt,
             ':nowMs': now,
@@ -181,12 +194,26 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
-  /** Records the effect as done. Returns false if the lease was lost (fencing). */
-  complete(lease: Lease, outcome: { result?: string; resultBytes?: number }): Promise<boolean> {
+  /**
+   * Records the effect as done. Returns false if the lease was lost (fencing). With `next` (a lease
+   * taken ahead, unstarted, whose `after` is this record), the same write says that `next`'s effect
+   * may start now (`startedNext`): one round trip between two effects, and no crash can leave `next`
+   * started while this completion is unwritten, for it is this completion that starts it.
+   */
+  complete(lease: Lease, outcome: { result?: string; resultBytes?: number }, next?: Lease): Promise<boolean> {
     return this.#fencedUpdate(lease, 'COMPLETED', {
       result: outcome.result,
       resultBytes: outcome.resultBytes,
+      startedNext: next ? { id: next.id, token: next.token } : undefined,
     });
+  }
+
+  /** The record as it is now (a strongly consistent read), or undefined if there is none. */
+  async read(id: string): Promise<IdempotencyRecord | undefined> {
+    const output = await this.#documents.send(
+      new GetCommand({ TableName: this.tableName, Key: { id }, ConsistentRead: true }),
+    );
+    return output.Item as IdempotencyRecord | undefined;
   }
 
   /**
@@ -203,42 +230,6 @@ export class DynamoDBIdempotencyStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       return false;
     }
-  }
-
-  /**
-   * Records `lease`'s effect as done and marks `next` (a lease taken ahead) started, in one
-   * transaction: a crash leaves either both written or neither, so a lease is never marked started
-   * while the effect before it may be unrecorded — and the next effect may start only once it
-   * returns `applied`. Returns the request, ready to be sent and sent again: it carries one client
-   * request token, so a retry of a transaction that was applied (its answer lost) succeeds without
-   * applying it twice. Throws what a retry may cure (throttling, a conflicting transaction).
-   */
-  prepareCompleteAndStart(
-    lease: Lease,
-    outcome: { result?: string; resultBytes?: number },
-    next: Lease,
-  ): () => Promise<CompleteAndStartResult> {
-    // Built once, so that every send is the same request: DynamoDB refuses a token reused with other parameters.
-    const input: TransactWriteCommandInput = {
-      ClientRequestToken: randomUUID(),
-      TransactItems: [
-        { Update: this.#fencedUpdateInput(lease, 'COMPLETED', outcome) },
-        { Update: this.#startMark(next) },
-      ],
-    };
-    return async () => {
-      try {
-        await this.#documents.send(new TransactWriteCommand(input));
-        return { applied: true };
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException)) throw error;
-        const [completion, start] = error.CancellationReasons ?? [];
-        const completionLost = completion?.Code === 'ConditionalCheckFailed';
-        const startLost = start?.Code === 'ConditionalCheckFailed';
-        if (!completionLost && !startLost) throw error;
-        return { applied: false, completionLost, startLost };
-      }
-    };
   }
 
   /** Records a retryable failure: the next delivery may acquire the record again. */
@@ -285,11 +276,12 @@ export class DynamoDBIdempotencyStore {
           UpdateExpression:
             `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
             `expiresAt = :expiresAt, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
-            'REMOVE leaseExpiresAt',
+            `REMOVE leaseExpiresAt, ${UNSTARTED}, #after`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
             '#error': 'error',
+            '#after': AFTER,
             ...(kept ? { '#message': 'message' } : {}),
           },
           ExpressionAttributeValues: {
@@ -331,6 +323,35 @@ export class DynamoDBIdempotencyStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // No record left: our own earlier try deleted it. Another owner's record: the lease was lost.
+      return existingItem(error) === undefined;
+    }
+  }
+
+  /**
+   * At-most-once: gives up another owner's expired lease that was taken ahead and never started,
+   * so that its owner can no longer complete anything under it (see `LeaseIdempotency.start`): the
+   * record's next delivery runs it afresh. True if it is gone (by this call or an earlier try whose
+   * answer was lost); false if it changed meanwhile.
+   */
+  async releaseUnstarted(record: IdempotencyRecord): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { id: record.id },
+          ConditionExpression: `${FENCED} AND attribute_exists(${UNSTARTED}) AND leaseExpiresAt <= :nowMs`,
+          ExpressionAttributeNames: STATUS_NAMES,
+          ExpressionAttributeValues: {
+            ':inProgress': IN_PROGRESS,
+            ':token': record.leaseToken,
+            ':nowMs': this.now(),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
       return existingItem(error) === undefined;
     }
   }
@@ -452,9 +473,10 @@ export class DynamoDBIdempotencyStore {
     return {
       TableName: this.tableName,
       Key: { id: lease.id },
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt`,
+      // The outcome is the record's now: the marks of a lease taken ahead say nothing more.
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt, ${UNSTARTED}, #after`,
       ConditionExpression: FENCED,
-      ExpressionAttributeNames: names,
+      ExpressionAttributeNames: { ...names, '#after': AFTER },
       ExpressionAttributeValues: values,
     };
   }

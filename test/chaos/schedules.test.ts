@@ -166,6 +166,19 @@ describe('leases taken ahead of their turn: a crash at each new step', () => {
     expect(verdict.needlessInDoubt).toBe(1);
   });
 
+  it('dying inside the first effect parks it alone: the leases after it are read back to unstarted and run', async () => {
+    const run = await runSchedule(world, oneGroup('at-most-once', 'inside-effect'));
+    const verdict = checkInvariants(run);
+    expect(run.crashed.get(run.keys[0] as string)).toContain('inside-effect');
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.needlessInDoubt).toBe(0);
+    expect([statusOf(run, 0), statusOf(run, 1), statusOf(run, 2)]).toEqual([
+      'IN_DOUBT',
+      'COMPLETED',
+      'COMPLETED',
+    ]);
+  });
+
   it('dying after a completion keeps every invariant, at-least-once too', async () => {
     for (const operation of ['at-most-once', 'at-least-once'] as const) {
       const run = await runSchedule(world, oneGroup(operation, 'after-completion'));

@@ -107,13 +107,14 @@ function watchRequests(client: DynamoDBClient, timeline: string[]): void {
       const input = args.input as {
         Key?: { id?: { S?: string } };
         UpdateExpression?: string;
-        TransactItems?: { Update?: { Key?: { id?: { S?: string } } } }[];
+        ExpressionAttributeValues?: { ':startedNext'?: { M?: { id?: { S?: string } } } };
       };
       const id = input.Key?.id?.S;
       if (id && input.UpdateExpression?.startsWith('SET #status = :inProgress'))
         timeline.push(`acquire ${nameOf(id)}`);
       const result = await next(args);
-      const started = input.TransactItems?.[1]?.Update?.Key?.id?.S;
+      // A completion that lets the next record start names it.
+      const started = input.ExpressionAttributeValues?.[':startedNext']?.M?.id?.S;
       if (started) timeline.push(`started ${nameOf(started)}`);
       if (
         id &&
@@ -126,6 +127,10 @@ function watchRequests(client: DynamoDBClient, timeline: string[]): void {
     { step: 'build', name: 'pipelineTimeline' },
   );
 }
+
+/** Whether a marshalled request is a completion that lets the next record's lease start. */
+const startsNext = (input: Record<string, unknown>) =>
+  (input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[':startedNext'] !== undefined;
 
 /** Holds the answer of every request `select` picks until `release` resolves. */
 function holdAnswers(
@@ -239,7 +244,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     client.destroy();
   });
 
-  it('at-most-once: starts each later effect only once its start mark, written with the completion before it, is answered', async () => {
+  it('at-most-once: starts each later effect only once the completion before it, which starts it, is answered', async () => {
     const { queue, dlq } = await queuePair();
     const client = localDynamoClient();
     const timeline: string[] = [];
@@ -252,8 +257,8 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     const poll = await pollOnce(sqs, queue, handler);
     expect(poll.deleted).toEqual(ids);
     expect(ran).toEqual(messages.map((message) => message.payload.name));
-    // 10 leases, 9 completions each with the next record's start mark, the last completion alone.
-    expect(requests.counts).toEqual({ UpdateItem: 11, TransactWriteItems: 9 });
+    // 10 leases and 10 completions, 9 of them starting the next record: as many writes as at-least-once.
+    expect(requests.counts).toEqual({ UpdateItem: 20 });
     const firstEffect = timeline.indexOf('effect A1');
     expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
     for (const { payload } of messages.slice(1)) {
@@ -390,12 +395,12 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     client.destroy();
   });
 
-  it('at-most-once: a completion-and-start that cannot be written fails its record; the next leases go back unmarked and run once', async () => {
+  it('at-most-once: a completion that starts the next lease and cannot be written fails its record; the next leases go back unmarked and run once', async () => {
     const { queue, dlq } = await queuePair(1);
     const client = localDynamoClient();
     const clock = movableClock();
     const { ran, operation, idOf } = loggingOperation('at-most-once');
-    const outage = failRequests(client, (name) => name === 'TransactWriteItems');
+    const outage = failRequests(client, (name, input) => name === 'UpdateItem' && startsNext(input));
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
     const { messages, ids } = await publishGroup(queue, 'A', 3);
 
@@ -435,7 +440,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
         return true;
       };
     };
-    const [firstAcquire, firstStart, firstTransaction] = [once(), once(), once()];
+    const [firstAcquire, firstStart, firstChained] = [once(), once(), once()];
     const acquiresLost = loseAnswers(
       client,
       (name, input) =>
@@ -452,9 +457,9 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
         firstStart(input),
       100,
     );
-    const transactionsLost = loseAnswers(
+    const chainedLost = loseAnswers(
       client,
-      (name, input) => name === 'TransactWriteItems' && firstTransaction(input),
+      (name, input) => name === 'UpdateItem' && startsNext(input) && firstChained(input),
       100,
     );
     const { handler } = consumer({ Named: operation }, dlq.url, client);
@@ -467,7 +472,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(ran).toEqual(['A1', 'A2', 'A3']);
     expect(acquiresLost.lost).toBe(3);
     expect(startsLost.lost).toBe(1);
-    expect(transactionsLost.lost).toBe(2);
+    expect(chainedLost.lost).toBe(2);
     for (const message of messages) {
       expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
     }
@@ -517,11 +522,26 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     const ids: string[] = [];
     for (const [index, type] of kinds.entries())
       ids.push(await publish(sqs, queue.url, named('A', `A${index + 1}`, type)));
+    const startedByCompletion: string[] = [];
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const started = (args.input as Record<string, unknown>).ExpressionAttributeValues as
+          | { ':startedNext'?: { M?: { id?: { S?: string } } } }
+          | undefined;
+        const id = started?.[':startedNext']?.M?.id?.S;
+        if (id) startedByCompletion.push(nameOf(id));
+        return next(args);
+      },
+      { step: 'build', name: 'startedByCompletion' },
+    );
 
     const poll = await pollOnce(sqs, queue, handler);
     expect(failureIds(poll.response)).toEqual([]);
     expect(poll.deleted).toEqual(ids);
     expect(order).toEqual(kinds.map((_, index) => `effect A${index + 1}`));
+    // Only an at-most-once record's completion starts the next lease (A4 after A3); A3 and A7,
+    // after an at-least-once record, are marked started on their own.
+    expect(startedByCompletion).toEqual(['A4']);
     client.destroy();
   });
 });

@@ -41,6 +41,8 @@ let table: string;
 let clock: ReturnType<typeof manualClock>;
 let store: DynamoDBIdempotencyStore;
 let requests: ReturnType<typeof countRequests>;
+/** GetItems a test expects: the core reads only to decide an unstarted lease's fate. */
+let readsExpected: number;
 
 beforeEach(async () => {
   client = localDynamoClient();
@@ -48,10 +50,12 @@ beforeEach(async () => {
   clock = manualClock();
   store = new DynamoDBIdempotencyStore({ client, tableName: table, now: clock.now, ttlSeconds: 3600 });
   requests = countRequests(client);
+  readsExpected = 0;
 });
 
 afterEach(() => {
-  expect(requests.counts.GetItem ?? 0).toBe(0); // the core never reads before it writes
+  // The core never reads before it writes; only an unstarted lease after another record needs a read.
+  expect(requests.counts.GetItem ?? 0).toBe(readsExpected);
   client.destroy();
 });
 
@@ -358,10 +362,18 @@ describe('unknown outcomes and unrecordable completions', () => {
 });
 
 describe('leases taken ahead of their turn (the later records of a FIFO group)', () => {
+  /** The group's first record, acquired at its turn, and the next one's lease taken ahead after it. */
+  async function firstAndNext(idempotency: LeaseIdempotency) {
+    const first = await idempotency.start({ key: 'k1', payload: 1 });
+    const next = await idempotency.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' });
+    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    return { first: first.lease, next: next.lease };
+  }
+
   it('at-most-once: marks the lease unstarted, and once it expired takes it over instead of parking it', async () => {
     const { events, observer } = recordingObserver();
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
-    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    const ahead = await idempotency.startAhead({ key: 'k2', payload: 1 });
     expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
     expect(requests.counts).toEqual({ UpdateItem: 1 });
     expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
@@ -378,7 +390,7 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
 
   it('at-most-once: once marked started, an expired lease is parked IN_DOUBT like any other', async () => {
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
-    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    const ahead = await idempotency.startAhead({ key: 'k2', payload: 1 });
     if (ahead.status !== 'acquired') throw new Error('expected the lease');
     requests.reset();
     expect(await idempotency.markStarted(ahead.lease)).toBe(true);
@@ -393,68 +405,166 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
   });
 
   it('at-least-once: a lease taken ahead carries no mark, since any expired lease is taken over', async () => {
-    const ahead = await lease().start({ key: 'k2', payload: 1 }, { ahead: true });
+    const ahead = await lease().startAhead({ key: 'k2', payload: 1 }, { after: 'mail#k1' });
     expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: false });
-    expect((await readItem(table, 'mail#k2'))?.unstarted).toBeUndefined();
+    const record = await readItem(table, 'mail#k2');
+    expect(record?.unstarted).toBeUndefined();
+    expect(record?.after).toBeUndefined();
   });
 
-  it('completes a record and marks the next one started in one transaction', async () => {
+  it('completes a record and starts the next one in one UpdateItem: the completion names it', async () => {
     const idempotency = lease({ mode: 'at-most-once', cache: undefined });
-    const first = await idempotency.start({ key: 'k1', payload: 1 });
-    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
-    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    const { first, next } = await firstAndNext(idempotency);
+    expect(await readItem(table, 'mail#k2')).toMatchObject({ unstarted: true, after: 'mail#k1' });
     requests.reset();
 
-    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    const written = await idempotency.recordCompletion(first, 'sent', next);
     expect(written).toEqual({ completion: 'recorded', next: 'started' });
-    expect(requests.counts).toEqual({ TransactWriteItems: 1 });
-    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED', result: '"sent"' });
-    const started = await readItem(table, 'mail#k2');
-    expect(started).toMatchObject({ status: 'IN_PROGRESS', leaseToken: next.lease.token });
-    expect(started?.unstarted).toBeUndefined();
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect(await readItem(table, 'mail#k1')).toMatchObject({
+      status: 'COMPLETED',
+      result: '"sent"',
+      startedNext: { id: 'mail#k2', token: next.token },
+    });
     // Remembered as any completion: a hot duplicate needs no request.
     requests.reset();
     expect(await idempotency.start({ key: 'k1', payload: 1 })).toMatchObject({ fromCache: true });
     expect(requests.total()).toBe(0);
   });
 
-  it('when the next lease was taken over meanwhile, writes the completion alone and calls the next one lost', async () => {
+  it('parks the next lease IN_DOUBT when the completion that started it was written, its effect perhaps run', async () => {
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
-    const first = await idempotency.start({ key: 'k1', payload: 1 });
-    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
-    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
-    clock.advance(1_001);
-    const other = await lease({ mode: 'at-most-once' }).start({ key: 'k2', payload: 2 });
-    expect(other.status).toBe('acquired'); // an unstarted lease is taken over, not parked
+    const { first, next } = await firstAndNext(idempotency);
+    await idempotency.recordCompletion(first, 'sent', next);
+    clock.advance(1_001); // dies before (or inside) the next effect
     requests.reset();
+    readsExpected = 1;
 
-    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
-    expect(written).toEqual({ completion: 'recorded', next: 'lease-lost' });
-    expect(requests.counts).toEqual({ TransactWriteItems: 1, UpdateItem: 1 });
-    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'COMPLETED' });
-    expect(await readItem(table, 'mail#k2')).not.toMatchObject({ leaseToken: next.lease.token });
+    let runs = 0;
+    const redelivery = await idempotency.run({ key: 'k2', payload: 2 }, async () => ++runs);
+    expect(redelivery.status).toBe('in-doubt');
+    expect(runs).toBe(0);
+    expect(requests.counts).toEqual({ UpdateItem: 2, GetItem: 1 });
+    expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_DOUBT' });
+  });
+
+  it('takes the next lease over when the record before it never completed: only that one is IN_DOUBT', async () => {
+    const { events, observer } = recordingObserver();
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    await firstAndNext(idempotency);
+    clock.advance(1_001); // dies inside the first effect
+    readsExpected = 1;
+
+    const redelivered = lease({ mode: 'at-most-once', observer });
+    expect((await redelivered.run({ key: 'k1', payload: 1 }, async () => 'again')).status).toBe('in-doubt');
+    const next = await redelivered.run({ key: 'k2', payload: 2 }, async ({ attempt }) => attempt);
+    expect(next).toEqual({ status: 'executed', result: 2, recorded: true });
+    expect(events).toEqual([{ event: 'inDoubt', id: 'mail#k1' }]);
+  });
+
+  it('fences a record left in progress by a dead owner before taking over the lease after it', async () => {
+    const { events, observer } = recordingObserver();
+    const owner = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
+    const { first, next } = await firstAndNext(owner);
+    clock.advance(1_001);
+    readsExpected = 1;
+
+    // The first record's message is gone (its DLQ); the next one comes alone.
+    const redelivery = await lease({ mode: 'at-most-once', observer }).run(
+      { key: 'k2', payload: 2 },
+      async () => 'sent',
+    );
+    expect(redelivery.status).toBe('executed');
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT' });
+    // The owner wakes up: its completion can no longer start the lease it lost.
+    expect(await owner.recordCompletion(first, 'late', next)).toEqual({
+      completion: 'lease-lost',
+      next: 'not-started',
+    });
+    expect(events).toEqual([
+      { event: 'inDoubt', id: 'mail#k1' },
+      { event: 'leaseLost', id: 'mail#k1' },
+    ]);
+  });
+
+  it('follows unstarted leases back to the started one: parks it, gives back the others, takes over the last', async () => {
+    const owner = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await owner.start({ key: 'k1', payload: 1 });
+    await owner.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' });
+    await owner.startAhead({ key: 'k3', payload: 3 }, { after: 'mail#k2' });
+    clock.advance(1_001);
+    readsExpected = 2;
+
+    const redelivery = await lease({ mode: 'at-most-once' }).run(
+      { key: 'k3', payload: 3 },
+      async () => 'sent',
+    );
+    expect(redelivery.status).toBe('executed');
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT' });
+    expect(await readItem(table, 'mail#k2')).toBeUndefined(); // never started: its delivery runs it afresh
+  });
+
+  it('waits for an owner whose lease on the record before still runs: its completion may start the next', async () => {
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await lease({ mode: 'at-most-once', leaseMs: 5_000 }).start({ key: 'k1', payload: 1 });
+    await idempotency.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' });
+    clock.advance(1_001);
+    readsExpected = 1;
+
+    await expect(idempotency.start({ key: 'k2', payload: 2 })).rejects.toThrow(IdempotencyInProgressError);
+    expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+  });
+
+  it('defers, when taken ahead, an expired lease whose fate hangs on the record before it', async () => {
+    const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await firstAndNext(idempotency);
+    clock.advance(1_001);
+    requests.reset();
+    expect(await idempotency.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' })).toEqual({
+      status: 'deferred',
+    });
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+  });
+
+  it('takes over the lease after a record this invocation holds: its completion starts nothing unknown', async () => {
+    const owner = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await owner.start({ key: 'k0', payload: 0 });
+    await owner.startAhead({ key: 'k1', payload: 1 }, { after: 'mail#k0' });
+    await owner.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' });
+    clock.advance(1_001);
+    readsExpected = 3;
+
+    const redelivered = lease({ mode: 'at-most-once' });
+    expect((await redelivered.start({ key: 'k0', payload: 0 })).status).toBe('in-doubt');
+    const k1 = await redelivered.start({ key: 'k1', payload: 1 });
+    if (k1.status !== 'acquired') throw new Error('expected the lease');
+    // Not known to be this invocation's, k1 in progress could still start k2: wait for it.
+    await expect(redelivered.start({ key: 'k2', payload: 2 })).rejects.toThrow(IdempotencyInProgressError);
+    const held = (id: string) => (id === k1.lease.id ? k1.lease.token : undefined);
+    expect(await redelivered.start({ key: 'k2', payload: 2 }, { held })).toMatchObject({
+      status: 'acquired',
+      awaitingStart: false,
+    });
   });
 
   it('when its own lease was lost, writes nothing and leaves the next lease to be marked on its own', async () => {
     const { events, observer } = recordingObserver();
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
-    const first = await idempotency.start({ key: 'k1', payload: 1 });
-    const next = await idempotency.start({ key: 'k2', payload: 2 }, { ahead: true });
-    if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
+    const { first, next } = await firstAndNext(idempotency);
     clock.advance(1_001);
     expect((await lease({ mode: 'at-most-once' }).start({ key: 'k1', payload: 1 })).status).toBe('in-doubt');
 
-    const written = await idempotency.recordCompletionAndStart(first.lease, 'late', next.lease);
+    const written = await idempotency.recordCompletion(first, 'late', next);
     expect(written).toEqual({ completion: 'lease-lost', next: 'not-started' });
     expect(events).toEqual([{ event: 'leaseLost', id: 'mail#k1' }]);
     expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
-    expect(await idempotency.markStarted(next.lease)).toBe(true);
+    expect(await idempotency.markStarted(next)).toBe(true);
   });
 
   it('refuses and reports a start mark on a lease that was taken over', async () => {
     const { events, observer } = recordingObserver();
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
-    const ahead = await idempotency.start({ key: 'k2', payload: 1 }, { ahead: true });
+    const ahead = await idempotency.startAhead({ key: 'k2', payload: 1 });
     if (ahead.status !== 'acquired') throw new Error('expected the lease');
     clock.advance(1_001);
     await lease({ mode: 'at-most-once' }).start({ key: 'k2', payload: 1 });

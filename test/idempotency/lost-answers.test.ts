@@ -174,7 +174,7 @@ describe('the requests of leases taken ahead', () => {
   async function twoLeases(idempotency: LeaseIdempotency) {
     const [k1, k2] = [key(), key()];
     const first = await idempotency.start({ key: k1, payload: 1 });
-    const next = await idempotency.start({ key: k2, payload: 2 }, { ahead: true });
+    const next = await idempotency.startAhead({ key: k2, payload: 2 }, { after: `lost#${k1}` });
     if (first.status !== 'acquired' || next.status !== 'acquired') throw new Error('expected both leases');
     return { ids: [`lost#${k1}`, `lost#${k2}`] as const, keys: [k1, k2] as const, first, next };
   }
@@ -185,7 +185,7 @@ describe('the requests of leases taken ahead', () => {
       client,
       (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'),
     );
-    const ahead = await lease().start({ key: k, payload: 1 }, { ahead: true });
+    const ahead = await lease().startAhead({ key: k, payload: 1 });
     expect(lost.lost).toBe(1);
     expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
     expect(await readItem(table, `lost#${k}`)).toMatchObject({ unstarted: true, attempts: 1 });
@@ -200,27 +200,36 @@ describe('the requests of leases taken ahead', () => {
     expect((await readItem(table, ids[1]))?.unstarted).toBeUndefined();
   });
 
-  it('a completion-and-start retried by the SDK is applied once: its client request token makes the retry a success', async () => {
+  it('a completion that starts the next lease, retried by the SDK, finds its own write: recorded, and started', async () => {
     const idempotency = lease();
     const { ids, first, next } = await twoLeases(idempotency);
-    const lost = loseAnswers(client, (operation) => operation === 'TransactWriteItems');
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'COMPLETED'),
+    );
     requests.reset();
-    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    const written = await idempotency.recordCompletion(first.lease, 'sent', next.lease);
     expect(lost.lost).toBe(1);
     expect(written).toEqual({ completion: 'recorded', next: 'started' });
-    expect(requests.counts).toEqual({ TransactWriteItems: 2 });
-    expect(await readItem(table, ids[0])).toMatchObject({ status: 'COMPLETED', result: '"sent"' });
-    expect((await readItem(table, ids[1]))?.unstarted).toBeUndefined();
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    expect(await readItem(table, ids[0])).toMatchObject({
+      status: 'COMPLETED',
+      result: '"sent"',
+      startedNext: { id: ids[1], token: next.lease.token },
+    });
   });
 
-  it('a completion-and-start that keeps failing writes neither: the completion is unwritten, the next lease is taken over after expiry', async () => {
+  it('a completion that starts the next lease and keeps failing starts nothing: the next lease is taken over after expiry', async () => {
     const idempotency = lease({ leaseMs: 1_000 });
     const { ids, keys, first, next } = await twoLeases(idempotency);
-    const outage = failRequests(client, (operation) => operation === 'TransactWriteItems');
-    const written = await idempotency.recordCompletionAndStart(first.lease, 'sent', next.lease);
+    const outage = failRequests(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'COMPLETED'),
+    );
+    const written = await idempotency.recordCompletion(first.lease, 'sent', next.lease);
     expect(written.completion).toBeInstanceOf(RecordNotWrittenError);
     expect(written.next).toBe('not-started');
-    expect(outage.failures).toBe(3); // retried inside the invocation, the same request each time
+    expect(outage.failures).toBe(3); // retried inside the invocation
     expect(await readItem(table, ids[1])).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
 
     outage.stop();
@@ -230,6 +239,32 @@ describe('the requests of leases taken ahead', () => {
       status: 'acquired',
       lease: { attempt: 2 },
     });
+  });
+
+  it('a read of the record before an unstarted lease that fails decides nothing: the lease stays, the call throws', async () => {
+    const idempotency = lease({ leaseMs: 1_000 });
+    const { ids, keys } = await twoLeases(idempotency);
+    now += 1_001;
+    const outage = failRequests(client, (operation) => operation === 'GetItem');
+    await expect(idempotency.start({ key: keys[1], payload: 2 })).rejects.toThrow('injected failure');
+    expect(await readItem(table, ids[1])).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+    expect(await readItem(table, ids[0])).toMatchObject({ status: 'IN_PROGRESS' });
+    outage.stop();
+    expect(await idempotency.start({ key: keys[1], payload: 2 })).toMatchObject({ status: 'acquired' });
+    expect(await readItem(table, ids[0])).toMatchObject({ status: 'IN_DOUBT' });
+  });
+
+  it('a fence of the record before, retried by the SDK after its answer was lost, counts as fenced', async () => {
+    const idempotency = lease({ leaseMs: 1_000 });
+    const { ids, keys } = await twoLeases(idempotency);
+    now += 1_001;
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_DOUBT'),
+    );
+    expect(await idempotency.start({ key: keys[1], payload: 2 })).toMatchObject({ status: 'acquired' });
+    expect(lost.lost).toBe(1);
+    expect(await readItem(table, ids[0])).toMatchObject({ status: 'IN_DOUBT' });
   });
 
   it('a start mark that fails throws, and leaves the lease unstarted', async () => {
