@@ -75,6 +75,10 @@ try {
       onProgress: progress,
     }),
   );
+  // The same 1-group batches with no latency added: what their requests cost this machine's CPUs.
+  const notificationNoLatency = await step('2c. The same, 1 group, no latency added', () =>
+    measureNotificationLatency(endpoints, { ...settings.batchLatency, groupCounts: [1], latencyMs: 0 }),
+  );
   const publisher = await step('3. Publisher', () =>
     measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
   );
@@ -112,6 +116,7 @@ try {
     requests,
     latency,
     notificationLatency,
+    notificationNoLatency,
     publisher,
     bundles,
     throughput,
@@ -121,6 +126,7 @@ try {
       requests,
       latency,
       notificationLatency,
+      notificationNoLatency,
       publisher,
       bundles,
       startUp,
