@@ -307,24 +307,8 @@ export class DynamoDBIdempotencyStore {
   }
 
   /** Gives the record up untouched by any effect, so the next delivery starts afresh. */
-  async release(lease: Lease): Promise<boolean> {
-    try {
-      await this.#documents.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { id: lease.id },
-          ConditionExpression: FENCED,
-          ExpressionAttributeNames: STATUS_NAMES,
-          ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': lease.token },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // No record left: our own earlier try deleted it. Another owner's record: the lease was lost.
-      return existingItem(error) === undefined;
-    }
+  release(lease: Lease): Promise<boolean> {
+    return this.#fencedDelete(lease.id, lease.token);
   }
 
   /**
@@ -333,19 +317,31 @@ export class DynamoDBIdempotencyStore {
    * record's next delivery runs it afresh. True if it is gone (by this call or an earlier try whose
    * answer was lost); false if it changed meanwhile.
    */
-  async releaseUnstarted(record: IdempotencyRecord): Promise<boolean> {
+  releaseUnstarted(record: IdempotencyRecord): Promise<boolean> {
+    return this.#fencedDelete(record.id, record.leaseToken ?? '', {
+      condition: `attribute_exists(${UNSTARTED}) AND leaseExpiresAt <= :nowMs`,
+      values: { ':nowMs': this.now() },
+    });
+  }
+
+  /**
+   * Deletes the record while it is IN_PROGRESS under `token` (and `also` holds). True if it is gone:
+   * deleted now, or by our own earlier try whose answer was lost (no record left); false if another
+   * owner's record is there.
+   */
+  async #fencedDelete(
+    id: string,
+    token: string,
+    also?: { condition: string; values: Record<string, unknown> },
+  ): Promise<boolean> {
     try {
       await this.#documents.send(
         new DeleteCommand({
           TableName: this.tableName,
-          Key: { id: record.id },
-          ConditionExpression: `${FENCED} AND attribute_exists(${UNSTARTED}) AND leaseExpiresAt <= :nowMs`,
+          Key: { id },
+          ConditionExpression: also ? `${FENCED} AND ${also.condition}` : FENCED,
           ExpressionAttributeNames: STATUS_NAMES,
-          ExpressionAttributeValues: {
-            ':inProgress': IN_PROGRESS,
-            ':token': record.leaseToken,
-            ':nowMs': this.now(),
-          },
+          ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': token, ...also?.values },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
