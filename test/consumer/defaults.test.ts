@@ -4,7 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import {
   CONSUMER_ENVIRONMENT,
   CONSUMER_METRICS,
@@ -16,36 +16,22 @@ import {
 } from '../../src/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
 import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
-import {
-  createQueueWithDlq,
-  deleteQueues,
-  type FifoQueue,
-  localSqsClient,
-  publish,
-  receiveMessages,
-} from '../support/sqs.js';
+import { consumerTestWorld } from '../support/consumer-world.js';
+import { readItem } from '../support/dynamodb.js';
+import { publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 
 // fifoBatch with nothing but its operations, as in a function the OncelyPipeline construct deploys:
 // its store, DLQ, logger and metrics come from the environment, read on the first batch. The tests
 // change process.env, so they run one at a time.
 
+const world = consumerTestWorld('defaults-idem');
 let dynamodb: DynamoDBClient;
 let sqs: SQSClient;
 let idempotencyTable: string;
-const queues: FifoQueue[] = [];
-
-beforeAll(async () => {
-  dynamodb = localDynamoClient();
-  sqs = localSqsClient();
-  idempotencyTable = await createTable(dynamodb, 'defaults-idem');
-});
-
-afterAll(async () => {
-  await deleteQueues(sqs, queues);
-  sqs.destroy();
-  dynamodb.destroy();
+beforeAll(() => {
+  ({ dynamodb, sqs } = world);
+  [idempotencyTable] = world.tables as [string];
 });
 
 /** What the construct and the sandbox give a consumer: the emulators' endpoints, a region, credentials. */
@@ -65,11 +51,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function consumerQueues() {
-  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
-  queues.push(pair.queue, pair.dlq);
-  return pair;
-}
+const consumerQueues = () => world.queuePair();
 
 function stubConsumerEnvironment(values: Partial<Record<keyof typeof CONSUMER_ENVIRONMENT, string>>) {
   for (const [variable, name] of Object.entries(CONSUMER_ENVIRONMENT)) {

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   CONSUMER_METRICS,
@@ -20,45 +20,26 @@ import {
   processFifoBatch,
 } from '../../src/consumer/index.js';
 import { DynamoDBIdempotencyStore, NonRetryableError } from '../../src/idempotency/index.js';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { consumerTestWorld } from '../support/consumer-world.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';
-import {
-  createQueueWithDlq,
-  deleteQueues,
-  type FifoQueue,
-  localSqsClient,
-  publish,
-  receiveMessages,
-  sendBody,
-} from '../support/sqs.js';
+import { type FifoQueue, publish, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // The FIFO batch middleware against the SQS emulator and DynamoDB Local, with in-memory effects:
 // each test owns its queues and its keys (one idempotency table for the file), so they run concurrently.
 
+const world = consumerTestWorld('consumer-idem');
 let dynamodb: DynamoDBClient;
 let sqs: SQSClient;
 let idempotencyTable: string;
-const queues: FifoQueue[] = [];
-
-beforeAll(async () => {
-  dynamodb = localDynamoClient();
-  sqs = localSqsClient();
-  idempotencyTable = await createTable(dynamodb, 'consumer-idem');
+beforeAll(() => {
+  ({ dynamodb, sqs } = world);
+  [idempotencyTable] = world.tables as [string];
 });
 
-afterAll(async () => {
-  await deleteQueues(sqs, queues);
-  sqs.destroy();
-  dynamodb.destroy();
-});
-
-async function queuePair(maxReceiveCount = 5) {
-  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount });
-  queues.push(pair.queue, pair.dlq);
-  return pair;
-}
+const queuePair = (maxReceiveCount = 5) => world.queuePair({ maxReceiveCount });
 
 const namedPayload = z.object({ name: z.string() });
 

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   CONSUMER_METRICS,
@@ -19,10 +19,11 @@ import {
   LeaseIdempotency,
 } from '../../src/idempotency/index.js';
 import { countRequests } from '../../src/sandbox/request-counter.js';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { consumerTestWorld } from '../support/consumer-world.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
-import { createQueueWithDlq, deleteQueues, type FifoQueue, localSqsClient, publish } from '../support/sqs.js';
+import { type FifoQueue, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -32,36 +33,20 @@ import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 // unused leases given back, the deadline, no acknowledgement without a record. Against the SQS
 // emulator and DynamoDB Local; each test owns its queues, keys and DynamoDB client.
 
+const world = consumerTestWorld('pipeline-idem', 'pipeline-business');
 let sqs: SQSClient;
-let setup: DynamoDBClient;
 let idempotencyTable: string;
 let businessTable: string;
-const queues: FifoQueue[] = [];
-
-beforeAll(async () => {
-  sqs = localSqsClient();
-  setup = localDynamoClient();
-  [idempotencyTable, businessTable] = await Promise.all([
-    createTable(setup, 'pipeline-idem'),
-    createTable(setup, 'pipeline-business'),
-  ]);
-});
-
-afterAll(async () => {
-  await deleteQueues(sqs, queues);
-  sqs.destroy();
-  setup.destroy();
+beforeAll(() => {
+  ({ sqs } = world);
+  [idempotencyTable, businessTable] = world.tables as [string, string];
 });
 
 /**
  * A queue and its DLQ. Tests that wait for a redelivery take a 1 s visibility timeout; the others a
  * long one, so that a batch slowed by the other tests still deletes what it acknowledged.
  */
-async function queuePair(visibilityTimeoutSeconds = 30) {
-  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds, maxReceiveCount: 5 });
-  queues.push(pair.queue, pair.dlq);
-  return pair;
-}
+const queuePair = (visibilityTimeoutSeconds = 30) => world.queuePair({ visibilityTimeoutSeconds });
 
 /** A store clock that tests move forward, to expire leases. */
 function movableClock() {

@@ -5,7 +5,7 @@ import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
 import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../src/common/envelope.js';
@@ -32,19 +32,11 @@ import {
   OutcomeUnknownError,
 } from '../../src/idempotency/index.js';
 import { sha256Hex } from '../../src/idempotency/keys.js';
-import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { consumerTestWorld } from '../support/consumer-world.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, setsStatus } from '../support/sdk-middleware.js';
-import {
-  createFifoQueue,
-  createQueueWithDlq,
-  deleteQueues,
-  type FifoQueue,
-  localSqsClient,
-  publish,
-  receiveMessages,
-  sendBody,
-} from '../support/sqs.js';
+import { createFifoQueue, type FifoQueue, publish, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -52,32 +44,18 @@ import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 // without a record, §5 deadline, per-record errors, DLQ once and at the size limit), against the SQS
 // emulator and DynamoDB Local. Each test owns its queues and keys, so they run concurrently.
 
+const world = consumerTestWorld('reliability-idem', 'reliability-business');
 let dynamodb: DynamoDBClient;
 let sqs: SQSClient;
 let idempotencyTable: string;
 let businessTable: string;
-const queues: FifoQueue[] = [];
-
-beforeAll(async () => {
-  dynamodb = localDynamoClient();
-  sqs = localSqsClient();
-  [idempotencyTable, businessTable] = await Promise.all([
-    createTable(dynamodb, 'reliability-idem'),
-    createTable(dynamodb, 'reliability-business'),
-  ]);
+beforeAll(() => {
+  ({ dynamodb, sqs } = world);
+  [idempotencyTable, businessTable] = world.tables as [string, string];
 });
 
-afterAll(async () => {
-  await deleteQueues(sqs, queues);
-  sqs.destroy();
-  dynamodb.destroy();
-});
-
-async function queuePair(maxReceiveCount = 5, visibilityTimeoutSeconds = 1) {
-  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds, maxReceiveCount });
-  queues.push(pair.queue, pair.dlq);
-  return pair;
-}
+const queuePair = (maxReceiveCount = 5, visibilityTimeoutSeconds = 1) =>
+  world.queuePair({ maxReceiveCount, visibilityTimeoutSeconds });
 
 /** A queue and its DLQ that both take messages of at most `maximumMessageSize` bytes. */
 async function smallQueuePair(maximumMessageSize: number) {
@@ -87,7 +65,7 @@ async function smallQueuePair(maximumMessageSize: number) {
     VisibilityTimeout: '1',
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
   });
-  queues.push(queue, dlq);
+  world.own(queue, dlq);
   return { queue, dlq };
 }
 
