@@ -28,8 +28,8 @@ import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // Issue 13: a group's lease-mode records take their leases together, and each record's completion
-// is written while the next record runs (at-least-once) or together with the next record's start
-// mark (at-most-once) — keeping DESIGN §3–§5: fencing, order, a failure stopping its group with its
+// is written while the next record runs (at-least-once) or names the next record, which starts it
+// (at-most-once) — keeping DESIGN §3–§5: fencing, order, a failure stopping its group with its
 // unused leases given back, the deadline, no acknowledgement without a record. Against the SQS
 // emulator and DynamoDB Local; each test owns its queues, keys and DynamoDB client.
 
