@@ -39,6 +39,17 @@ export class ShardReader {
   /** The shard's next records, up to 1,000 (GetRecords' most); none when it has no new ones yet. */
   async read(abortSignal?: AbortSignal): Promise<_Record[]> {
     if (this.ended) return [];
+    try {
+      return await this.readOnce(abortSignal);
+    } catch (error) {
+      // DynamoDB Local calls an iterator taken at TRIM_HORIZON on a then empty shard "trimmed" once
+      // another stream of the emulator has records. Nothing was read, so a new one loses nothing.
+      if (!this.readFromHorizon(error)) throw error;
+      return this.readOnce(abortSignal);
+    }
+  }
+
+  private async readOnce(abortSignal?: AbortSignal): Promise<_Record[]> {
     this.iterator ??= await this.newIterator(abortSignal);
     try {
       const { Records = [], NextShardIterator } = await this.streams.send(
@@ -54,6 +65,16 @@ export class ShardReader {
       this.iterator = undefined;
       throw error;
     }
+  }
+
+  /** Whether `error` is a trimmed iterator of a reader that has read nothing yet from TRIM_HORIZON. */
+  private readFromHorizon(error: unknown): boolean {
+    return (
+      error instanceof Error &&
+      error.name === 'TrimmedDataAccessException' &&
+      this.lastSequenceNumber === undefined &&
+      this.startingPosition === 'TRIM_HORIZON'
+    );
   }
 
   private async newIterator(abortSignal?: AbortSignal): Promise<string> {
