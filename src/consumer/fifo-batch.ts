@@ -308,6 +308,7 @@ class FifoBatchConsumer {
       );
     }
     for (const { telemetry } of report.heldBack) {
+      telemetry.count('heldBack');
       telemetry.logger.info(
         'processed, but an earlier record of its group could not be recorded: not acknowledged, so that ' +
           'SQS redelivers the group in order; its redelivery is a duplicate',

@@ -24,6 +24,11 @@ export const CONSUMER_METRICS = {
   failed: 'RecordsFailed',
   /** Not run because an earlier record of its group failed. */
   skipped: 'RecordsSkippedAfterGroupFailure',
+  /**
+   * Run and recorded while an earlier record of its group was being recorded, which then failed:
+   * not acknowledged, so that SQS redelivers the group in order; the redelivery is a duplicate.
+   */
+  heldBack: 'RecordsHeldBack',
   /** The effect happened but its COMPLETED write kept failing: not acknowledged; the redelivery settles it. */
   completionWriteFailed: 'CompletionWritesFailed',
   /** Recording a failure failed: not acknowledged; the record stays IN_PROGRESS until its lease expires. */

@@ -366,6 +366,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(failureIds(first.response)).toEqual(ids);
     expect(ran).toEqual(['A1', 'A2', 'A3', 'A4']);
     expect(metrics.counts[CONSUMER_METRICS.completionWriteFailed]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.heldBack]).toBe(3);
     expect(await readItem(idempotencyTable, a1)).toMatchObject({ status: 'IN_PROGRESS' });
     for (const message of messages.slice(1)) {
       expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
