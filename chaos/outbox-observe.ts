@@ -1,4 +1,4 @@
-import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { messagesInQueue } from '../src/common/queue-depth.js';
@@ -73,20 +73,29 @@ export async function markersLeft(
 ): Promise<LeftMarker[]> {
   const left: LeftMarker[] = [];
   for (const group of groups) {
-    const { Items = [] } = await client.send(
-      new QueryCommand({
-        TableName: layout.tableName,
-        KeyConditionExpression: '#pk = :group',
-        ExpressionAttributeNames: { '#pk': layout.partitionKey },
-        ExpressionAttributeValues: { ':group': { S: groupPartition(group) } },
-        ConsistentRead: true,
-      }),
-    );
-    for (const image of Items) {
+    for (const image of await groupMarkerImages(client, layout, group)) {
       left.push({ key: String(image[A.key]?.S), groupId: group, order: String(image[layout.sortKey]?.S) });
     }
   }
   return left;
+}
+
+/** The pending markers in a group's partition as stored (a strongly consistent read, without faults). */
+export async function groupMarkerImages(
+  client: DynamoDBClient,
+  layout: OutboxLayout,
+  group: string,
+): Promise<Record<string, AttributeValue>[]> {
+  const { Items = [] } = await client.send(
+    new QueryCommand({
+      TableName: layout.tableName,
+      KeyConditionExpression: '#pk = :group',
+      ExpressionAttributeNames: { '#pk': layout.partitionKey },
+      ExpressionAttributeValues: { ':group': { S: groupPartition(group) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Items;
 }
 
 /** Receives and deletes until the queue is empty: a FIFO queue hands out a group's next only once its head is gone. */

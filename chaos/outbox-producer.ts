@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OutboxWriteCanceledError } from '../src/outbox/errors.js';
-import { OUTBOX_ATTRIBUTES as A, groupPartition, type OutboxLayout } from '../src/outbox/layout.js';
+import { OUTBOX_ATTRIBUTES as A, type OutboxLayout } from '../src/outbox/layout.js';
 import { Outbox } from '../src/outbox/outbox.js';
+import { groupMarkerImages } from './outbox-observe.js';
 import type { TestClock } from './test-clock.js';
 
 /** Calls of one write in all: the first and the retries, with the same idempotency token. */
@@ -110,16 +111,8 @@ export async function insertedMarkers(
 ): Promise<{ position: number; image: Record<string, AttributeValue> }[]> {
   const found = new Map<string, Record<string, AttributeValue>>();
   for (const group of new Set(write.groups)) {
-    const { Items = [] } = await client.send(
-      new QueryCommand({
-        TableName: layout.tableName,
-        KeyConditionExpression: '#pk = :group',
-        ExpressionAttributeNames: { '#pk': layout.partitionKey },
-        ExpressionAttributeValues: { ':group': { S: groupPartition(group) } },
-        ConsistentRead: true,
-      }),
-    );
-    for (const image of Items) found.set(String(image[A.key]?.S), image);
+    for (const image of await groupMarkerImages(client, layout, group))
+      found.set(String(image[A.key]?.S), image);
   }
   return write.keys.flatMap((key, position) => {
     const image = found.get(key);
