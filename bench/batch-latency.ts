@@ -200,43 +200,59 @@ async function timeConsumers<C extends string>(
   return results;
 }
 
+/** The tables of a consumer of the StockReceived workload: its idempotency table and a ledger. */
+export interface StockTables {
+  idempotencyTableName: string;
+  ledgerTableName: string;
+  /** Never posted to: the workload has no notifications. */
+  notificationUrl: string;
+}
+
+/** New tables for one consumer of the StockReceived workload, on `client`. */
+export async function stockTables(client: DynamoDBClient): Promise<StockTables> {
+  const [idempotencyTableName, ledgerTableName] = await Promise.all([
+    newIdempotencyTable(client),
+    newLedgerTable(client),
+  ]);
+  return { idempotencyTableName, ledgerTableName, notificationUrl: 'http://127.0.0.1:9/unused' };
+}
+
+/**
+ * The shop's consumer (transactional mode) as deployed, but for its clients and its silent logger:
+ * it publishes the metrics it makes itself, after each batch, as the others do with logMetrics.
+ */
+export function exampleConsumerHandler(
+  client: DynamoDBClient,
+  tables: StockTables,
+  deadLetterQueue: { sqs: SQSClient; dlqUrl: string },
+): BatchHandler {
+  return createShopHandler(
+    {
+      ledgerTableName: tables.ledgerTableName,
+      notificationUrl: tables.notificationUrl,
+      notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
+      notificationMode: 'at-most-once',
+    },
+    {
+      store: new DynamoDBIdempotencyStore({ client, tableName: tables.idempotencyTableName }),
+      deadLetterQueue: { client: deadLetterQueue.sqs, queueUrl: deadLetterQueue.dlqUrl },
+      logger: silentTelemetry().logger,
+    },
+  );
+}
+
 async function buildConsumers(
   clients: Record<BatchConsumer, DynamoDBClient>,
   sqs: SQSClient,
   dlqUrl: string,
 ): Promise<Record<BatchConsumer, BatchHandler>> {
-  const tablesOf = async (client: DynamoDBClient) => {
-    const [idempotencyTableName, ledgerTableName] = await Promise.all([
-      newIdempotencyTable(client),
-      newLedgerTable(client),
-    ]);
-    // Nothing is posted: the workload has no notifications.
-    return { idempotencyTableName, ledgerTableName, notificationUrl: 'http://127.0.0.1:9/unused' };
-  };
   const [transactional, lease, powertools] = await Promise.all([
-    tablesOf(clients.transactional),
-    tablesOf(clients.lease),
-    tablesOf(clients.powertools),
+    stockTables(clients.transactional),
+    stockTables(clients.lease),
+    stockTables(clients.powertools),
   ]);
   return {
-    // The shop's consumer as deployed, but for its clients and its silent logger: it publishes the
-    // metrics it makes itself, after each batch, as the other two do with logMetrics.
-    transactional: createShopHandler(
-      {
-        ledgerTableName: transactional.ledgerTableName,
-        notificationUrl: transactional.notificationUrl,
-        notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
-        notificationMode: 'at-most-once',
-      },
-      {
-        store: new DynamoDBIdempotencyStore({
-          client: clients.transactional,
-          tableName: transactional.idempotencyTableName,
-        }),
-        deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
-        logger: silentTelemetry().logger,
-      },
-    ),
+    transactional: exampleConsumerHandler(clients.transactional, transactional, { sqs, dlqUrl }),
     lease: createLeaseConsumerHandler({
       ...lease,
       dynamodb: clients.lease,

@@ -1,17 +1,21 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
-import { createShopHandler } from '../examples/shop/consumer/consumer.js';
-import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
 import type { IdempotencyMode } from '../src/idempotency/index.js';
 import { countRequests } from '../src/sandbox/request-counter.js';
-import { BATCH_SIZE, type BatchHandler, QUEUE_ARN, timeEvent } from './batch-latency.js';
+import {
+  BATCH_SIZE,
+  type BatchHandler,
+  exampleConsumerHandler,
+  QUEUE_ARN,
+  stockTables,
+  timeEvent,
+} from './batch-latency.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createIdempotencyFreeConsumerHandler } from './consumers/idempotency-free-consumer.js';
 import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
 import { silentTelemetry } from './invocation.js';
-import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
+import { createFifoQueue, deleteQueues } from './resources.js';
 import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
 import { fifoEvent, stockMessages } from './stock-events.js';
@@ -161,52 +165,31 @@ async function buildHandlers(
   sqs: SQSClient,
   dlqUrl: string,
 ): Promise<Record<CostMode, BatchHandler>> {
-  // Nothing is posted: the workload has no notifications.
-  const notificationUrl = 'http://127.0.0.1:9/unused';
-  const tablesOf = async (client: DynamoDBClient) => {
-    const [idempotencyTableName, ledgerTableName] = await Promise.all([
-      newIdempotencyTable(client),
-      newLedgerTable(client),
-    ]);
-    return { idempotencyTableName, ledgerTableName, notificationUrl };
-  };
   const lease = async (mode: IdempotencyMode, client: DynamoDBClient) =>
     createLeaseConsumerHandler({
-      ...(await tablesOf(client)),
+      ...(await stockTables(client)),
       mode,
       dynamodb: client,
       sqs,
       dlqUrl,
       ...silentTelemetry(),
     });
-  const transactional = await tablesOf(clients.transactional);
+  const idempotencyFreeTables = await stockTables(clients.idempotencyFree);
   const idempotencyFree = createIdempotencyFreeConsumerHandler({
     dynamodb: clients.idempotencyFree,
-    ledgerTableName: (await tablesOf(clients.idempotencyFree)).ledgerTableName,
-    notificationUrl,
+    ledgerTableName: idempotencyFreeTables.ledgerTableName,
+    notificationUrl: idempotencyFreeTables.notificationUrl,
   });
   return {
     // The example consumer as (2) builds it: deployed code, its clients and a silent logger.
-    transactional: createShopHandler(
-      {
-        ledgerTableName: transactional.ledgerTableName,
-        notificationUrl,
-        notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
-        notificationMode: 'at-most-once',
-      },
-      {
-        store: new DynamoDBIdempotencyStore({
-          client: clients.transactional,
-          tableName: transactional.idempotencyTableName,
-        }),
-        deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
-        logger: silentTelemetry().logger,
-      },
-    ),
+    transactional: exampleConsumerHandler(clients.transactional, await stockTables(clients.transactional), {
+      sqs,
+      dlqUrl,
+    }),
     leaseAtLeastOnce: await lease('at-least-once', clients.leaseAtLeastOnce),
     leaseAtMostOnce: await lease('at-most-once', clients.leaseAtMostOnce),
     powertools: createPowertoolsConsumerHandler({
-      ...(await tablesOf(clients.powertools)),
+      ...(await stockTables(clients.powertools)),
       dynamodb: clients.powertools,
       ...silentTelemetry(),
     }),
