@@ -8,7 +8,6 @@ import type {
   LeaseIdempotency,
   LeaseInput,
   LeaseStart,
-  StartVerdict,
 } from '../idempotency/lease.js';
 import type { Lease } from '../idempotency/store.js';
 import type { OperationOutcome, OperationRuntime } from './operations.js';
@@ -54,7 +53,7 @@ export class LeaseTurn {
   /** The lease it holds, once acquired: the group's other turns may need to know it is this invocation's. */
   #lease: Lease | undefined;
   /** Whether the predecessor's completion started this lease. */
-  #marked: Exclude<StartVerdict, 'not-started'> | undefined;
+  #startedByPredecessor = false;
   /** Its turn has come: from then on the turn settles its lease, nothing gives it back unused. */
   #due = false;
 
@@ -65,7 +64,7 @@ export class LeaseTurn {
 
   /** Whether the predecessor's completion already marked this lease started: its effect may run. */
   get started(): boolean {
-    return this.#marked === 'started';
+    return this.#startedByPredecessor;
   }
 
   /** The token of the lease this turn holds, if it acquired one. */
@@ -93,7 +92,7 @@ export class LeaseTurn {
    */
   async waitingLeaseAfter(id: string): Promise<Lease | undefined> {
     const start = await this.#start?.catch(() => undefined);
-    if (this.#due || this.#marked || this.#place.after !== id) return undefined;
+    if (this.#due || this.#startedByPredecessor || this.#place.after !== id) return undefined;
     return start?.status === 'acquired' && start.awaitingStart ? start.lease : undefined;
   }
 
@@ -114,7 +113,7 @@ export class LeaseTurn {
       await this.#giveBack(lease, 'the batch failed before the effect started');
       throw runtime.signal.reason;
     }
-    if (start.awaitingStart && this.#marked !== 'started') await this.#markStarted(lease);
+    if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
     let result: unknown;
     try {
       result = await this.#parts.effect(lease);
@@ -126,7 +125,7 @@ export class LeaseTurn {
     const next = await successor();
     if (next) {
       const written = await idempotency.recordCompletion(lease, result, next.lease);
-      if (written.next === 'started') next.turn.#marked = 'started';
+      next.turn.#startedByPredecessor = written.next === 'started';
       return executed(written.completion);
     }
     // No acknowledgement without a record (DESIGN §3), but the group need not wait for it: the
