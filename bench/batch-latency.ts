@@ -3,11 +3,11 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 // The store the shop's consumer takes: the package's, as the shop imports it.
 import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
-import { createShopHandler } from '../examples/shop/consumer/consumer.js';
-import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../examples/shop/consumer/environment.js';
-import type { IdempotencyMode } from '../src/idempotency/index.js';
-import type { PublishMessage } from '../src/publisher/contract.js';
-import { countRequests } from '../src/sandbox/request-counter.js';
+import type { IdempotencyMode } from '../lambdas/idempotency/index.js';
+import type { PublishMessage } from '../lambdas/publisher/contract.js';
+import { createShopHandler } from '../lambdas/shop/consumer/consumer.js';
+import { DEFAULT_NOTIFICATION_TIMEOUT_MS } from '../lambdas/shop/consumer/environment.js';
+import { countRequests } from '../sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';

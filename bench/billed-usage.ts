@@ -1,7 +1,7 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { IdempotencyMode } from '../src/idempotency/index.js';
-import { countRequests } from '../src/sandbox/request-counter.js';
+import type { IdempotencyMode } from '../lambdas/idempotency/index.js';
+import { countRequests } from '../sandbox/request-counter.js';
 import {
   BATCH_SIZE,
   type BatchHandler,

@@ -1,11 +1,11 @@
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
-import { lambdaBuildOptions, lambdaBundleFile } from '../src/cdk/bundling.js';
+import { lambdaBuildOptions, lambdaBundleFile } from '../lib/constructs/bundling.js';
 
 /** The Lambdas measured in (4) and (6); Powertools' consumer is the baseline of both. */
 export const BUNDLES = {
-  oncely: { label: 'Oncely: the example consumer', entry: 'examples/shop/consumer/handler.ts' },
-  publisher: { label: 'Oncely: the publisher', entry: 'src/publisher/handler.ts' },
+  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/shop/consumer/handler.ts' },
+  publisher: { label: 'Oncely: the publisher', entry: 'lambdas/publisher/handler.ts' },
   powertools: { label: 'Powertools: the same consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
 export type BundledLambda = keyof typeof BUNDLES;
@@ -33,8 +33,8 @@ export interface BundleSize {
 }
 
 /**
- * Bundles each Lambda as `src/cdk/oncely-pipeline.ts` has NodejsFunction bundle it, with the same
- * options (`src/cdk/bundling.ts`): esbuild, CommonJS, minified with names kept, for node24, the AWS SDK
+ * Bundles each Lambda as `lib/constructs/oncely-pipeline.ts` has NodejsFunction bundle it, with the same
+ * options (`lib/constructs/bundling.ts`): esbuild, CommonJS, minified with names kept, for node24, the AWS SDK
  * left out (the Lambda runtime provides it). Nothing is written to disk. `plugins` go after the
  * benchmark's own (a measurement of source not yet built into dist/ redirects `oncely/*` with one).
  */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 
 /** Where this run's DynamoDB Local and SQS emulator listen. */
 export interface BenchEndpoints {

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { lambdaContext } from '../src/sandbox/lambda-context.js';
-import { localFunctionArn } from '../src/sandbox/local-aws-config.js';
+import { lambdaContext } from '../sandbox/lambda-context.js';
+import { localFunctionArn } from '../sandbox/local-aws-config.js';
 
 /** The Lambda context of one invocation with 30 s to go: the libraries size their leases from it. */
 export function invocationContext(): Context {

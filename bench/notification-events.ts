@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { PublishMessage } from '../src/publisher/contract.js';
+import type { PublishMessage } from '../lambdas/publisher/contract.js';
 import { uniqueName } from './resources.js';
 
 /**

@@ -1,10 +1,10 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { createEnvelope } from '../src/common/envelope.js';
-import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
-import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../src/publisher/contract.js';
-import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../src/publisher/environment.js';
-import { createPublisherHandler } from '../src/publisher/handler.js';
-import { countRequests } from '../src/sandbox/request-counter.js';
+import { createEnvelope } from '../lambdas/common/envelope.js';
+import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../lambdas/publisher/contract.js';
+import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../lambdas/publisher/environment.js';
+import { createPublisherHandler } from '../lambdas/publisher/handler.js';
+import { countRequests } from '../sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { invocationContext } from './invocation.js';
 import { createFifoQueue, deleteQueues, newIdempotencyTable, queueDepth, uniqueName } from './resources.js';

@@ -325,7 +325,7 @@ function bundleSection(bundles: readonly BundleSize[]): string {
   return [
     '## 4. Bundle size',
     '',
-    'Each Lambda bundled as `src/cdk/oncely-pipeline.ts` bundles it (esbuild, CommonJS, minified with names kept, ' +
+    'Each Lambda bundled as `lib/constructs/oncely-pipeline.ts` bundles it (esbuild, CommonJS, minified with names kept, ' +
       'node24, AWS SDK external): the example consumer and the publisher, against the same consumer built on ' +
       'Powertools batch + idempotency + logger + metrics (`bench/consumers/powertools-consumer.ts`). Ratios ' +
       'against Powertools.',
@@ -601,7 +601,7 @@ function notesSection(results: BenchResults): string {
       'registry, beside logger and metrics 2.36.0. Their second copy of `@aws-lambda-powertools/commons` is ' +
       'bundled once, as a project on a single version would bundle it.',
     '- **Same business logic.** The Powertools and idempotency-free consumers send the ledger writes of ' +
-      '`examples/shop/consumer/ledger-writes.ts` themselves (`bench/consumers/shop-events.ts`); the Powertools one follows ' +
+      '`lambdas/shop/consumer/ledger-writes.ts` themselves (`bench/consumers/shop-events.ts`); the Powertools one follows ' +
       'its documentation for FIFO batches: `SqsFifoPartialProcessorAsync`, `processPartialResponse`, ' +
       "`makeIdempotent` per record, keyed by the envelope's key, validated against its type and payload.",
     validationNote(results.bundles),

@@ -2,14 +2,14 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ledgerItemId, ledgerWrites } from '../examples/shop/consumer/ledger-writes.js';
 import {
   DynamoDBIdempotencyStore,
   type IdempotencyObserver,
   LeaseIdempotency,
   TransactionalIdempotency,
-} from '../src/idempotency/index.js';
-import { countRequests } from '../src/sandbox/request-counter.js';
+} from '../lambdas/idempotency/index.js';
+import { ledgerItemId, ledgerWrites } from '../lambdas/shop/consumer/ledger-writes.js';
+import { countRequests } from '../sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient } from './clients.js';
 import { invocationContext } from './invocation.js';
 import { newIdempotencyTable, newLedgerTable, uniqueName } from './resources.js';

@@ -7,8 +7,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
-import type { LocalQueue } from '../src/sandbox/provision.js';
-import { createIdempotencyTable, createKeyedTable } from '../src/sandbox/tables.js';
+import type { LocalQueue } from '../sandbox/local-resources.js';
+import { createIdempotencyTable, createKeyedTable } from '../sandbox/tables.js';
 
 /** A name no earlier measurement of the run used: every measurement starts from empty tables and queues. */
 export function uniqueName(prefix: string): string {

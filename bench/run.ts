@@ -9,9 +9,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { resolveSettings } from '../src/cdk/pipeline-settings.js';
-import { startDynamoDbLocal } from '../src/sandbox/dynamodb-local.js';
-import { startSqsEmulator } from '../src/sandbox/sqs-emulator.js';
+import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
+import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
+import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
 import {
   measureBatchLatency,
   measureNotificationLatency,

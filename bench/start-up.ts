@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Metafile } from 'esbuild';
-import { lambdaBundleFile, writeLambdaAssetPackageJson } from '../src/cdk/bundling.js';
+import { lambdaBundleFile, writeLambdaAssetPackageJson } from '../lib/constructs/bundling.js';
 import { BASELINE_BUNDLE, type BuiltBundle, type BundledLambda } from './bundle-size.js';
 import { type Spread, spreadOf } from './statistics.js';
 
@@ -38,9 +38,9 @@ export interface StartUp {
 
 /**
  * The fresh Node process that loads a module as Lambda's init phase loads the handler's: an
- * `index.js` with `require()`, an `index.mjs` with `import()` (`src/sandbox/function-worker.mjs`
+ * `index.js` with `require()`, an `index.mjs` with `import()` (`sandbox/function-worker.mjs`
  * follows the same rule). Its flags are the deployed functions' `NODE_OPTIONS`
- * (`src/cdk/oncely-function.ts`): with `--enable-source-maps`, Node reads a module's source map when
+ * (`lib/constructs/oncely-function.ts`): with `--enable-source-maps`, Node reads a module's source map when
  * it loads it.
  */
 const NODE_FLAGS = ['--enable-source-maps', '--input-type=module'];

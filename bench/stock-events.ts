@@ -1,7 +1,7 @@
 import type { SQSEvent } from 'aws-lambda';
-import { createEnvelope } from '../src/common/envelope.js';
-import type { PublishMessage } from '../src/publisher/contract.js';
-import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
+import { createEnvelope } from '../lambdas/common/envelope.js';
+import type { PublishMessage } from '../lambdas/publisher/contract.js';
+import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
 import { uniqueName } from './resources.js';
 
 /**

@@ -4,12 +4,16 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReceiveMessageResult, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
-import { lambdaBuildOptions, lambdaBundleFile, writeLambdaAssetPackageJson } from '../src/cdk/bundling.js';
-import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../src/publisher/contract.js';
-import { type BatchReport, startEventSourcePoller } from '../src/sandbox/event-source-poller.js';
-import { LocalFunctionRuntime } from '../src/sandbox/function-runtime.js';
-import { LOCAL_REGION, localFunctionArn } from '../src/sandbox/local-aws-config.js';
-import { provideRuntimeModules } from '../src/sandbox/runtime-modules.js';
+import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../lambdas/publisher/contract.js';
+import {
+  lambdaBuildOptions,
+  lambdaBundleFile,
+  writeLambdaAssetPackageJson,
+} from '../lib/constructs/bundling.js';
+import { type BatchReport, startEventSourcePoller } from '../sandbox/event-source-poller.js';
+import { LocalFunctionRuntime } from '../sandbox/function-runtime.js';
+import { LOCAL_REGION, localFunctionArn } from '../sandbox/local-aws-config.js';
+import { provideRuntimeModules } from '../sandbox/runtime-modules.js';
 import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { type CpuTimes, cpuSince, cpuTimes } from './cpu-time.js';
 import {
@@ -29,11 +33,11 @@ export const PIPELINE_CONSUMERS = {
     label: 'no idempotency: the same writes and FIFO rules, nothing recorded',
     entry: 'bench/consumers/idempotency-free-consumer.ts',
   },
-  oncely: { label: 'Oncely: the example consumer', entry: 'examples/shop/consumer/handler.ts' },
+  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/shop/consumer/handler.ts' },
   powertools: { label: 'Powertools consumer', entry: 'bench/consumers/powertools-consumer.ts' },
 } as const;
 export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
-const PUBLISHER_ENTRY = 'src/publisher/handler.ts';
+const PUBLISHER_ENTRY = 'lambdas/publisher/handler.ts';
 
 export interface ThroughputOptions {
   /** Messages per timed round. */
@@ -87,7 +91,7 @@ const DRAIN_TIMEOUT_MS = 120_000;
 /**
  * (5) Messages per second through the pipeline as the sandbox runs it: the publisher Lambda and a
  * consumer Lambda bundled as the stack bundles them, run in worker threads
- * (`src/sandbox/function-runtime.ts`, one invocation per worker as in Lambda), the consumer fed by
+ * (`sandbox/function-runtime.ts`, one invocation per worker as in Lambda), the consumer fed by
  * the sandbox's event source poller with the stack's batch size. A
  * round runs from the first publish to the last record acknowledged. Only the consumer differs
  * between the pipelines, which take turns round after round; at the end each ledger must hold
@@ -157,7 +161,7 @@ interface Bundles {
 }
 
 /**
- * Each entry bundled as the stack's NodejsFunction bundles it (`src/cdk/bundling.ts`), each in a
+ * Each entry bundled as the stack's NodejsFunction bundles it (`lib/constructs/bundling.ts`), each in a
  * folder of its own as the assets of a cloud assembly, with the AWS SDK that Lambda's runtime
  * provides resolvable beside them, as the sandbox runs them.
  */

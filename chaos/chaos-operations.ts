@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { type ConsumerOperation, leaseOperation, transactionalOperation } from '../src/consumer/index.js';
-import { NonRetryableError, OutcomeUnknownError } from '../src/idempotency/index.js';
+import { type ConsumerOperation, leaseOperation, transactionalOperation } from '../lambdas/consumer/index.js';
+import { NonRetryableError, OutcomeUnknownError } from '../lambdas/idempotency/index.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { Behaviour } from './schedule.js';
 

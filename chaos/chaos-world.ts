@@ -2,11 +2,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
-import { inProcessFunction } from '../src/sandbox/in-process-function.js';
-import type { LocalInvoker } from '../src/sandbox/lambda-context.js';
-import { startLambdaInvokeEndpoint } from '../src/sandbox/lambda-invoke-endpoint.js';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
-import { createIdempotencyTable, createKeyedTable } from '../src/sandbox/tables.js';
+import { inProcessFunction } from '../sandbox/in-process-function.js';
+import type { LocalInvoker } from '../sandbox/lambda-context.js';
+import { startLambdaInvokeEndpoint } from '../sandbox/lambda-invoke-endpoint.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
+import { createIdempotencyTable, createKeyedTable } from '../sandbox/tables.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 
 /** The emulators a run uses: DynamoDB Local and the SQS emulator, already running. */

@@ -4,12 +4,12 @@ import type {
   SendMessageBatchCommandOutput,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { RetryPolicy } from '../src/common/backoff.js';
-import { itemKey, type OutboxLayout } from '../src/outbox/layout.js';
-import { OutboxItems } from '../src/outbox/outbox-items.js';
-import type { SenderOptions } from '../src/outbox/relay.js';
-import { CLAIM_MARGIN_MS } from '../src/outbox/sender-environment.js';
-import { sqsBatchSender } from '../src/publisher/sqs-batch.js';
+import type { RetryPolicy } from '../lambdas/common/backoff.js';
+import { itemKey, type OutboxLayout } from '../lambdas/outbox/layout.js';
+import { OutboxItems } from '../lambdas/outbox/outbox-items.js';
+import type { SenderOptions } from '../lambdas/outbox/relay.js';
+import { CLAIM_MARGIN_MS } from '../lambdas/outbox/sender-environment.js';
+import { sqsBatchSender } from '../lambdas/publisher/sqs-batch.js';
 import type { ClaimLog } from './outbox-claims.js';
 import type { OutboxHalt } from './outbox-schedule.js';
 import type { SendLog } from './outbox-sends.js';

@@ -1,9 +1,14 @@
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { messagesInQueue } from '../src/common/queue-depth.js';
-import { OUTBOX_ATTRIBUTES as A, groupPartition, itemKey, type OutboxLayout } from '../src/outbox/layout.js';
-import { type OutboxItem, toItem } from '../src/outbox/outbox-items.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
+import {
+  OUTBOX_ATTRIBUTES as A,
+  groupPartition,
+  itemKey,
+  type OutboxLayout,
+} from '../lambdas/outbox/layout.js';
+import { type OutboxItem, toItem } from '../lambdas/outbox/outbox-items.js';
 
 /** Receives at most, before the queue counts as one that does not empty. */
 const MAX_RECEIVES = 500;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { OutboxWriteCanceledError } from '../src/outbox/errors.js';
-import { OUTBOX_ATTRIBUTES as A, type OutboxLayout } from '../src/outbox/layout.js';
-import { Outbox } from '../src/outbox/outbox.js';
+import { OutboxWriteCanceledError } from '../lambdas/outbox/errors.js';
+import { OUTBOX_ATTRIBUTES as A, type OutboxLayout } from '../lambdas/outbox/layout.js';
+import { Outbox } from '../lambdas/outbox/outbox.js';
 import { groupMarkerImages } from './outbox-observe.js';
 import type { TestClock } from './test-clock.js';
 

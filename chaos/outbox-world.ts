@@ -1,7 +1,7 @@
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../src/outbox/layout.js';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../lambdas/outbox/layout.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Emulators } from './chaos-world.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 

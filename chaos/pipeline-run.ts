@@ -3,19 +3,19 @@ import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { LEDGER_NAMESPACE } from '../examples/shop/consumer/ledger.js';
-import { NOTIFICATIONS_NAMESPACE } from '../examples/shop/consumer/notifications.js';
-import { startEmailGateway } from '../examples/shop/demo/email-gateway.js';
-import { differences, readLedger } from '../examples/shop/demo/ledger-snapshot.js';
-import { resendAfterDedupWindow } from '../examples/shop/demo/resend-after-window.js';
-import { buildWorkload } from '../examples/shop/demo/workload.js';
-import { LEDGER_TABLE_OUTPUT } from '../examples/shop/lib/shop-stack.js';
-import { publish } from '../src/client/publish.js';
-import type { OutgoingMessage } from '../src/common/envelope.js';
-import { messagesInQueue } from '../src/common/queue-depth.js';
-import type { IdempotencyRecord } from '../src/idempotency/index.js';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
-import { startSandbox } from '../src/sandbox/local-sandbox.js';
+import { startEmailGateway } from '../demo/email-gateway.js';
+import { differences, readLedger } from '../demo/ledger-snapshot.js';
+import { resendAfterDedupWindow } from '../demo/resend-after-window.js';
+import { buildWorkload } from '../demo/workload.js';
+import { publish } from '../lambdas/client/publish.js';
+import type { OutgoingMessage } from '../lambdas/common/envelope.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
+import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
+import { LEDGER_TABLE_OUTPUT } from '../lib/shop/shop-stack.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
+import { startSandbox } from '../sandbox/local-sandbox.js';
 import { combinePlans } from './combine-plans.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults.js';
@@ -24,7 +24,7 @@ import { seededFaultPlan } from './seeded-plan.js';
 import { targetedFaultPlan } from './targeted-plan.js';
 
 /** The example shop's CDK app, which the sandbox runs. */
-const SHOP_APP = fileURLToPath(new URL('../examples/shop', import.meta.url));
+const SHOP_APP = fileURLToPath(new URL('..', import.meta.url));
 
 export interface PipelineChaosOptions {
   seed: number;

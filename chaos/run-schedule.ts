@@ -11,13 +11,13 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { publish } from '../src/client/publish.js';
-import { messagesInQueue } from '../src/common/queue-depth.js';
-import { DynamoDBIdempotencyStore } from '../src/idempotency/index.js';
-import { createPublisherHandler } from '../src/publisher/handler.js';
-import { lambdaContext } from '../src/sandbox/lambda-context.js';
-import { LOCAL_REGION } from '../src/sandbox/local-aws-config.js';
-import { failedMessageIds, toSqsRecord } from '../src/sandbox/sqs-event.js';
+import { publish } from '../lambdas/client/publish.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
+import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import { createPublisherHandler } from '../lambdas/publisher/handler.js';
+import { lambdaContext } from '../sandbox/lambda-context.js';
+import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
+import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event.js';
 import { CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
 import type { ChaosWorld } from './chaos-world.js';
 import { combinePlans } from './combine-plans.js';

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 
 /**
  * A first try and two retries. Set explicitly because the SDK's defaults differ by client: in the

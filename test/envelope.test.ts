@@ -4,8 +4,8 @@ import {
   InvalidEnvelopeError,
   parseEnvelope,
   parseReceivedEnvelope,
-} from '../src/common/envelope.js';
-import { deriveMessageKey, NonRetryableError } from '../src/idempotency/index.js';
+} from '../lambdas/common/envelope.js';
+import { deriveMessageKey, NonRetryableError } from '../lambdas/idempotency/index.js';
 
 describe('message envelope', () => {
   it('derives the key when the producer gives none, and keeps a given one', () => {

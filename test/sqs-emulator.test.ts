@@ -16,14 +16,14 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { localAwsConfig } from '../src/sandbox/local-aws-config.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import {
   ensureSqsEmulatorPatched,
   patchSqsEmulatorBundle,
   SQS_EMULATOR_REPLACEMENTS,
   SqsEmulatorPatchError,
   sqsEmulatorPackageDirectory,
-} from '../src/sandbox/sqs-emulator-patch.js';
+} from '../sandbox/sqs-emulator-patch.js';
 
 // Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
 // (DESIGN.md §2, §5). Every test owns its queues, so the tests run concurrently.

@@ -1,10 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseEnvelope } from '../../src/common/envelope.js';
-import { planGroups } from '../../src/consumer/group-plan.js';
-import { runGroups } from '../../src/consumer/group-runner.js';
-import { DEFAULT_MAX_CONCURRENT_GROUPS } from '../../src/consumer/index.js';
+import { parseEnvelope } from '../../lambdas/common/envelope.js';
+import { planGroups } from '../../lambdas/consumer/group-plan.js';
+import { runGroups } from '../../lambdas/consumer/group-runner.js';
+import { DEFAULT_MAX_CONCURRENT_GROUPS } from '../../lambdas/consumer/index.js';
 import { type ShopSettings, shopEventEffect, shopSettingsFromEnvironment } from './shop-events.js';
 
 export interface IdempotencyFreeConsumerOptions extends ShopSettings {

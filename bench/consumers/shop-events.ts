@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { ledgerWrites } from '../../examples/shop/consumer/ledger-writes.js';
-import type { TransactionWrite } from '../../src/idempotency/index.js';
+import type { TransactionWrite } from '../../lambdas/idempotency/index.js';
+import { ledgerWrites } from '../../lambdas/shop/consumer/ledger-writes.js';
 
 /** Where the shop's effects go. */
 export interface ShopSettings {
@@ -46,7 +46,7 @@ const sendNotification = z.object({
 });
 
 /**
- * The example consumer's business logic (examples/shop/consumer) as a consumer without Oncely does it:
+ * The example consumer's business logic (lambdas/shop/consumer) as a consumer without Oncely does it:
  * validate the payload, then send the ledger writes itself — one request for a single write, a
  * transaction for several — or POST the notification. It throws what the effect threw (a refused
  * write, a failed POST). The benchmarks' Powertools and idempotency-free consumers share it, so

@@ -6,7 +6,7 @@ import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule, type ScheduleRun } from '../../chaos/run-schedule.js';
 import type { CrashPoint, Schedule } from '../../chaos/schedule.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
-import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
+import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
 
 // DESIGN §11 under generated fault schedules: the real publisher, consumer middleware and
 // idempotency core on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos`

@@ -15,20 +15,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
-import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
-import { LEDGER_TABLE_OUTPUT } from '../../examples/shop/lib/shop-stack.js';
-import type { PipelineResources } from '../../src/cdk/pipeline-outputs.js';
-import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../src/cli/command-line.js';
-import type { DeadLetterListing } from '../../src/cli/dead-letter-list.js';
-import { type RedriveResult, redriveDeadLetters } from '../../src/cli/dead-letter-redrive.js';
-import {
-  type InDoubtTarget,
-  resolveAsCompleted,
-  type UnresolvedRecord,
-} from '../../src/cli/in-doubt-records.js';
-import { resolveAsRetry } from '../../src/cli/in-doubt-retry.js';
-import { runOperation } from '../../src/cli/operations-command.js';
+import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
+import type { DeadLetterListing } from '../../cli/dead-letter-list.js';
+import { type RedriveResult, redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
+import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../cli/in-doubt-records.js';
+import { resolveAsRetry } from '../../cli/in-doubt-retry.js';
+import { runOperation } from '../../cli/operations-command.js';
 import {
   DedupHorizonUnknownError,
   MessageNotKeptError,
@@ -39,15 +31,19 @@ import {
   ResendFailedError,
   ResolutionConflictError,
   UnknownRecordError,
-} from '../../src/cli/operations-errors.js';
-import { describeRedrive, describeResolution } from '../../src/cli/operations-report.js';
-import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
-import type { IdempotencyRecord } from '../../src/idempotency/index.js';
-import { payloadHash } from '../../src/idempotency/keys.js';
-import type { PublishMessage, PublishResponse } from '../../src/publisher/contract.js';
-import { freePort } from '../../src/sandbox/free-port.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+} from '../../cli/operations-errors.js';
+import { describeRedrive, describeResolution } from '../../cli/operations-report.js';
+import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/index.js';
+import { payloadHash } from '../../lambdas/idempotency/keys.js';
+import type { PublishMessage, PublishResponse } from '../../lambdas/publisher/contract.js';
+import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';
+import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
+import type { PipelineResources } from '../../lib/constructs/pipeline-outputs.js';
+import { LEDGER_TABLE_OUTPUT } from '../../lib/shop/shop-stack.js';
+import { freePort } from '../../sandbox/free-port.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import { startGateway } from '../support/http-gateway.js';
 import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 
@@ -55,9 +51,9 @@ import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 // and their pollers), found through its ready file as `oncely … --ready-file` finds it.
 
 /** The package's `oncely` command as `npm run build` leaves it. */
-const ONCELY_COMMAND = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const ONCELY_COMMAND = fileURLToPath(new URL('../../dist/bin/oncely.js', import.meta.url));
 /** The example shop's CDK app, which the sandbox runs. */
-const SHOP_APP = fileURLToPath(new URL('../../examples/shop', import.meta.url));
+const SHOP_APP = fileURLToPath(new URL('../..', import.meta.url));
 
 let sandbox: Sandbox;
 let resources: PipelineResources;
@@ -528,7 +524,7 @@ describe('oncely in-doubt', () => {
   });
 });
 
-describe('the oncely command (dist/cli/main.js, as built)', () => {
+describe('the oncely command (dist/bin/oncely.js, as built)', () => {
   /** Runs the package's command in a child process, without the ONCELY_* variables of this one. */
   function runBin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...env } = process.env;

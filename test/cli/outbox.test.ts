@@ -3,21 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { OUTBOX_OUTPUTS } from '../../src/cdk/outbox-outputs.js';
-import { MissingStackOutputsError } from '../../src/cdk/pipeline-outputs.js';
-import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../src/cli/command-line.js';
-import { runOperation } from '../../src/cli/operations-command.js';
+import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
+import { runOperation } from '../../cli/operations-command.js';
 import {
   NoOutboxError,
   PipelineUnreachableError,
   SeveralOutboxesError,
-} from '../../src/cli/operations-errors.js';
-import { describeOutbox, formatAge } from '../../src/cli/operations-report.js';
-import { listPendingOutbox, type OutboxListing } from '../../src/cli/outbox-list.js';
-import type { OutboxLayout } from '../../src/outbox/layout.js';
-import { Outbox, type OutboxMessage } from '../../src/outbox/outbox.js';
-import { OutboxItems } from '../../src/outbox/outbox-items.js';
-import { freePort } from '../../src/sandbox/free-port.js';
+} from '../../cli/operations-errors.js';
+import { describeOutbox, formatAge } from '../../cli/operations-report.js';
+import { listPendingOutbox, type OutboxListing } from '../../cli/outbox-list.js';
+import type { OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { Outbox, type OutboxMessage } from '../../lambdas/outbox/outbox.js';
+import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
+import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
+import { MissingStackOutputsError } from '../../lib/constructs/pipeline-outputs.js';
+import { freePort } from '../../sandbox/free-port.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable } from '../support/outbox.js';
 

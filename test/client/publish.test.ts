@@ -12,15 +12,15 @@ import {
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { payloadHash } from '../../src/idempotency/keys.js';
-import type { PublisherHandler } from '../../src/publisher/handler.js';
-import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
+import { payloadHash } from '../../lambdas/idempotency/keys.js';
+import type { PublisherHandler } from '../../lambdas/publisher/handler.js';
+import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import {
   type LambdaInvokeEndpoint,
   startLambdaInvokeEndpoint,
-} from '../../src/sandbox/lambda-invoke-endpoint.js';
-import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+} from '../../sandbox/lambda-invoke-endpoint.js';
+import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { expectedKey, orders, usePublisherFixture } from '../support/publisher.js';
 import { drainQueue, keysOfGroup } from '../support/sqs.js';

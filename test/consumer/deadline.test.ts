@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeadlineGuard, MIN_RECORD_TIME_RESERVE_MS } from '../../src/consumer/deadline.js';
+import { DeadlineGuard, MIN_RECORD_TIME_RESERVE_MS } from '../../lambdas/consumer/deadline.js';
 
 const left = (ms: number) => ({ getRemainingTimeInMillis: () => ms });
 

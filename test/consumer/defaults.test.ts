@@ -13,9 +13,9 @@ import {
   fifoBatch,
   leaseOperation,
   readConsumerEnvironment,
-} from '../../src/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+} from '../../lambdas/consumer/index.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { readItem } from '../support/dynamodb.js';
 import { publish, receiveMessages } from '../support/sqs.js';

@@ -18,8 +18,8 @@ import {
   leaseOperation,
   type ParsedMessage,
   processFifoBatch,
-} from '../../src/consumer/index.js';
-import { DynamoDBIdempotencyStore, NonRetryableError } from '../../src/idempotency/index.js';
+} from '../../lambdas/consumer/index.js';
+import { DynamoDBIdempotencyStore, NonRetryableError } from '../../lambdas/idempotency/index.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { planGroups } from '../../src/consumer/group-plan.js';
-import { type RecordStep, type RecordVerdict, runGroups } from '../../src/consumer/group-runner.js';
+import { planGroups } from '../../lambdas/consumer/group-plan.js';
+import { type RecordStep, type RecordVerdict, runGroups } from '../../lambdas/consumer/group-runner.js';
 
 // The FIFO rules of DESIGN §5 without AWS: records are strings "<group><n>", e.g. "A1".
 const groupOf = (record: string) => record.slice(0, 1);

@@ -12,13 +12,13 @@ import {
   fifoBatch,
   leaseOperation,
   transactionalOperation,
-} from '../../src/consumer/index.js';
+} from '../../lambdas/consumer/index.js';
 import {
   DynamoDBIdempotencyStore,
   type IdempotencyMode,
   LeaseIdempotency,
-} from '../../src/idempotency/index.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+} from '../../lambdas/idempotency/index.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';

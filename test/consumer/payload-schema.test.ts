@@ -4,16 +4,16 @@ import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
-import { createEnvelope } from '../../src/common/envelope.js';
-import type { StandardSchemaV1 } from '../../src/common/standard-schema.js';
+import { createEnvelope } from '../../lambdas/common/envelope.js';
+import type { StandardSchemaV1 } from '../../lambdas/common/standard-schema.js';
 import {
   DLQ_ATTRIBUTES,
   type FifoBatchOptions,
   leaseOperation,
   processFifoBatch,
   transactionalOperation,
-} from '../../src/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
+} from '../../lambdas/consumer/index.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';

@@ -7,10 +7,11 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PAST_DEDUP_HORIZON } from '../../src/common/dedup-horizon.js';
-import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../src/common/envelope.js';
-import { messagesInQueue } from '../../src/common/queue-depth.js';
-import * as consumerExports from '../../src/consumer/index.js';
+import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
+import { createEnvelope, InvalidEnvelopeError, type OutgoingMessage } from '../../lambdas/common/envelope.js';
+import { sha256Hex } from '../../lambdas/common/message-key.js';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
+import * as consumerExports from '../../lambdas/consumer/index.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,
@@ -21,8 +22,8 @@ import {
   type LeaseOperationOptions,
   leaseOperation,
   transactionalOperation,
-} from '../../src/consumer/index.js';
-import * as idempotencyExports from '../../src/idempotency/index.js';
+} from '../../lambdas/consumer/index.js';
+import * as idempotencyExports from '../../lambdas/idempotency/index.js';
 import {
   DynamoDBIdempotencyStore,
   type IdempotencyStoreOptions,
@@ -30,8 +31,7 @@ import {
   NonRetryableError,
   OncelyError,
   OutcomeUnknownError,
-} from '../../src/idempotency/index.js';
-import { sha256Hex } from '../../src/idempotency/keys.js';
+} from '../../lambdas/idempotency/index.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';

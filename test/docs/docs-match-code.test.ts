@@ -1,15 +1,15 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SHOP_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
-import { OUTBOX_OUTPUTS } from '../../src/cdk/outbox-outputs.js';
-import { resolveOutboxSettings } from '../../src/cdk/outbox-settings.js';
-import { PIPELINE_OUTPUTS } from '../../src/cdk/pipeline-outputs.js';
-import { resolveSettings } from '../../src/cdk/pipeline-settings.js';
-import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
-import { CONSUMER_METRICS } from '../../src/consumer/telemetry.js';
-import { OUTBOX_ENVIRONMENT } from '../../src/outbox/environment.js';
-import { OUTBOX_METRICS } from '../../src/outbox/metrics.js';
+import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
+import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
+import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
+import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
+import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
+import { resolveOutboxSettings } from '../../lib/constructs/outbox-settings.js';
+import { PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
+import { resolveSettings } from '../../lib/constructs/pipeline-settings.js';
 
 // Where the docs list names the code defines, they must list exactly those; and every relative
 // link in README.md and docs/*.md must lead to a file (and a heading) that exists.

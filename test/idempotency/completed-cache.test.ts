@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CompletedRecordCache } from '../../src/idempotency/index.js';
+import { CompletedRecordCache } from '../../lambdas/idempotency/index.js';
 
 const entry = (expiresAtMs = 10_000) => ({ payloadHash: 'h', result: '1', expiresAtMs });
 

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../lambdas/common/message-key.js';
 import {
   deriveMessageKey,
   IdempotencyConfigurationError,
   isValidKey,
   recordId,
-} from '../../src/idempotency/index.js';
-import { canonicalJson, payloadHash } from '../../src/idempotency/keys.js';
+} from '../../lambdas/idempotency/index.js';
+import { payloadHash } from '../../lambdas/idempotency/keys.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {

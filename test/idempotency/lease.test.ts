@@ -12,8 +12,8 @@ import {
   NonRetryableError,
   OutcomeUnknownError,
   ResultTooLargeError,
-} from '../../src/idempotency/index.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+} from '../../lambdas/idempotency/index.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests } from '../support/sdk-middleware.js';

@@ -8,8 +8,8 @@ import {
   OutcomeUnknownError,
   RecordNotWrittenError,
   TransactionalIdempotency,
-} from '../../src/idempotency/index.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+} from '../../lambdas/idempotency/index.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
 

@@ -6,7 +6,7 @@ import {
   IdempotencyConflictError,
   IdempotencyInProgressError,
   idempotentRequest,
-} from '../../src/idempotency/index.js';
+} from '../../lambdas/idempotency/index.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 

@@ -9,8 +9,8 @@ import {
   TransactionConditionFailedError,
   TransactionContentionError,
   type TransactionWrite,
-} from '../../src/idempotency/index.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+} from '../../lambdas/idempotency/index.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 
 let client: DynamoDBClient;

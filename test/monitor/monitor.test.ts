@@ -1,15 +1,15 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import type { IdempotencyRecord, UnresolvedReason } from '../../src/idempotency/index.js';
+import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/index.js';
 import {
   MONITOR_ENVIRONMENT,
   MonitorEnvironmentError,
   readMonitorEnvironment,
-} from '../../src/monitor/environment.js';
-import { handler } from '../../src/monitor/handler.js';
-import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
-import { createMonitorHandler } from '../../src/monitor/monitor.js';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+} from '../../lambdas/monitor/environment.js';
+import { handler } from '../../lambdas/monitor/handler.js';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
+import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 
 const dynamodb = localDynamoClient();

@@ -3,12 +3,12 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
-import { ledgerItemId } from '../../examples/shop/consumer/ledger.js';
-import { publish } from '../../src/client/index.js';
-import { OUTBOX_ATTRIBUTES } from '../../src/outbox/layout.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
-import type { StreamBatchReport } from '../../src/sandbox/stream-poller.js';
+import { publish } from '../../lambdas/client/index.js';
+import { OUTBOX_ATTRIBUTES } from '../../lambdas/outbox/layout.js';
+import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
+import type { StreamBatchReport } from '../../sandbox/stream-poller.js';
 
 // The example shop in the sandbox, its functions' SQS requests through a fault proxy: orders placed
 // while SQS refuses every send stay in the outbox through the relay's retries, and the sweeper
@@ -23,7 +23,7 @@ const relayBatches: StreamBatchReport[] = [];
 
 beforeAll(async () => {
   sandbox = await startSandbox({
-    appDirectory: 'examples/shop',
+    appDirectory: '.',
     environment: { POWERTOOLS_LOG_LEVEL: 'CRITICAL' },
     functionOutput: () => undefined,
     // The sweeper every second (its rule's rate is a minute); in the sandbox it sweeps what is 5 s old.

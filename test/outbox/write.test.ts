@@ -1,7 +1,7 @@
 import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveMessageKey } from '../../src/idempotency/keys.js';
+import { deriveMessageKey } from '../../lambdas/common/message-key.js';
 import {
   OUTBOX_ENVIRONMENT,
   Outbox,
@@ -10,8 +10,8 @@ import {
   OutboxTooManyItemsError,
   OutboxValidationError,
   OutboxWriteCanceledError,
-} from '../../src/outbox/index.js';
-import type { OutboxLayout } from '../../src/outbox/layout.js';
+} from '../../lambdas/outbox/index.js';
+import type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable } from '../support/outbox.js';
 import { loseAnswers } from '../support/sdk-middleware.js';

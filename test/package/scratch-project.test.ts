@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import packageJson from '../../package.json' with { type: 'json' };
-import { messagesInQueue } from '../../src/common/queue-depth.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
 
 // A user's project, outside the repository: it installs the packed tarball, writes a consumer and a

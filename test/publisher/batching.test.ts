@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkByCountAndBytes } from '../../src/publisher/batching.js';
+import { chunkByCountAndBytes } from '../../lambdas/publisher/batching.js';
 
 const items = (...sizes: number[]) => sizes.map((bytes, id) => ({ id, bytes }));
 const shape = (batches: { id: number }[][]) => batches.map((batch) => batch.map((item) => item.id));

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { handler } from '../../src/publisher/handler.js';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+import { handler } from '../../lambdas/publisher/handler.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs.js';

@@ -4,7 +4,7 @@ import {
   PUBLISHER_ENVIRONMENT,
   PublisherEnvironmentError,
   readPublisherEnvironment,
-} from '../../src/publisher/environment.js';
+} from '../../lambdas/publisher/environment.js';
 
 const complete = {
   QUEUE_URL: 'http://127.0.0.1:1/123456789012/events.fifo',

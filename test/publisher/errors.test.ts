@@ -4,7 +4,7 @@ import {
   PublishInProgressError,
   PublishValidationError,
   publisherErrorFromFunctionError,
-} from '../../src/publisher/errors.js';
+} from '../../lambdas/publisher/errors.js';
 
 /** What Lambda's Node.js runtime reports for a thrown error: its name and message, nothing else. */
 const overTheWire = (error: Error) =>

@@ -1,8 +1,8 @@
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
-import type { MessageResult, PublishResponse } from '../../src/publisher/contract.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { MessageResult, PublishResponse } from '../../lambdas/publisher/contract.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher.js';

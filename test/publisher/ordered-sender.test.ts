@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RESULT_BYTES } from '../../src/idempotency/index.js';
-import { MAX_MESSAGES_PER_REQUEST } from '../../src/publisher/contract.js';
+import { MAX_RESULT_BYTES } from '../../lambdas/idempotency/index.js';
+import { MAX_MESSAGES_PER_REQUEST } from '../../lambdas/publisher/contract.js';
 import {
   type EntryOutcome,
   MAX_REASON_LENGTH,
   type OrderedSendOptions,
   sendInGroupOrder,
-} from '../../src/publisher/ordered-sender.js';
-import type { PreparedMessage } from '../../src/publisher/validation.js';
+} from '../../lambdas/publisher/ordered-sender.js';
+import type { PreparedMessage } from '../../lambdas/publisher/validation.js';
 
 /** Messages named by group and position, e.g. "A0", "A1", "B0". */
 function prepared(...keys: string[]): PreparedMessage[] {

@@ -1,9 +1,9 @@
 import { DeleteQueueCommand, SQSClient, SQSServiceException } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sqsBatchSender } from '../../src/publisher/sqs-batch.js';
-import type { PreparedMessage } from '../../src/publisher/validation.js';
-import { freePort } from '../../src/sandbox/free-port.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { sqsBatchSender } from '../../lambdas/publisher/sqs-batch.js';
+import type { PreparedMessage } from '../../lambdas/publisher/validation.js';
+import { freePort } from '../../sandbox/free-port.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs.js';
 import { injectCallFaults, injectEntryFaults } from '../support/sqs-faults.js';
 

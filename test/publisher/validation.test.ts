@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_MESSAGES_PER_REQUEST } from '../../src/publisher/contract.js';
-import { PublishValidationError, publisherErrorFromFunctionError } from '../../src/publisher/errors.js';
-import { countRequests } from '../../src/sandbox/request-counter.js';
+import { MAX_MESSAGES_PER_REQUEST } from '../../lambdas/publisher/contract.js';
+import { PublishValidationError, publisherErrorFromFunctionError } from '../../lambdas/publisher/errors.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { usePublisherFixture } from '../support/publisher.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs } from '../../src/common/backoff.js';
+import { backoffDelayMs } from '../../lambdas/common/backoff.js';
 
 const policy = { maxAttempts: 10, baseDelayMs: 100, maxDelayMs: 1_000 };
 

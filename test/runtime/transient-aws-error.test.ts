@@ -1,7 +1,7 @@
 import { ResourceNotFoundException } from '@aws-sdk/client-lambda';
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { isThrottlingErrorCode, isTransientAwsError } from '../../src/common/transient-aws-error.js';
+import { isThrottlingErrorCode, isTransientAwsError } from '../../lambdas/common/transient-aws-error.js';
 
 function serviceError(name: string, httpStatusCode: number, $fault: 'client' | 'server' = 'client') {
   return new SQSServiceException({ name, $fault, $metadata: { httpStatusCode }, message: name });

@@ -1,8 +1,8 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { startDynamoDbLocal } from '../../src/sandbox/dynamodb-local.js';
-import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../src/sandbox/java.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
+import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../sandbox/java.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
 
 describe('DynamoDB Local fixture', () => {

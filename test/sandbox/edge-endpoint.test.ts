@@ -16,13 +16,13 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Logger } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type EdgeEndpoint, startEdgeEndpoint } from '../../src/sandbox/edge-endpoint.js';
-import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
+import { type EdgeEndpoint, startEdgeEndpoint } from '../../sandbox/edge-endpoint.js';
+import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import {
   type LambdaInvokeEndpoint,
   startLambdaInvokeEndpoint,
-} from '../../src/sandbox/lambda-invoke-endpoint.js';
-import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
+} from '../../sandbox/lambda-invoke-endpoint.js';
+import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 // The edge in front of the run's emulators and a Lambda endpoint, reached through the AWS SDK with

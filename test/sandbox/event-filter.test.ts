@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileFilters, UnsupportedFilterPatternError } from '../../src/sandbox/event-filter.js';
+import { compileFilters, UnsupportedFilterPatternError } from '../../sandbox/event-filter.js';
 
 // Lambda's event filtering, on records shaped as a DynamoDB-stream function receives them.
 

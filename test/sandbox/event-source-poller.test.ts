@@ -6,10 +6,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { type BatchReport, startEventSourcePoller } from '../../src/sandbox/event-source-poller.js';
-import type { InvocationResult } from '../../src/sandbox/lambda-context.js';
-import { LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import type { LocalEventSource } from '../../src/sandbox/provision.js';
+import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-source-poller.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
+import type { LocalEventSource } from '../../sandbox/provision.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));

@@ -2,8 +2,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../src/sandbox/function-runtime.js';
-import { provideRuntimeModules } from '../../src/sandbox/runtime-modules.js';
+import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../sandbox/function-runtime.js';
+import { provideRuntimeModules } from '../../sandbox/runtime-modules.js';
 
 /** Plain-JS handlers, as a function's bundled asset is. */
 const FUNCTIONS = resolve('test/sandbox/fixtures/functions');

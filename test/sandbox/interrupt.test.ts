@@ -67,16 +67,7 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     mkdirSync(tmp);
     const child = spawn(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/main.ts',
-        'local',
-        '--app-dir',
-        'examples/shop',
-        '--ready-file',
-        readyFile,
-      ],
+      ['--import', 'tsx', 'bin/oncely.ts', 'local', '--app-dir', '.', '--ready-file', readyFile],
       { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, TMPDIR: tmp, ONCELY_TEST_MARK: mark } },
     );
     running = child;

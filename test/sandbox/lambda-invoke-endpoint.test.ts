@@ -9,13 +9,13 @@ import {
 } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalFunctionRuntime } from '../../src/sandbox/function-runtime.js';
-import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
+import { LocalFunctionRuntime } from '../../sandbox/function-runtime.js';
+import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import {
   type LambdaInvokeEndpoint,
   startLambdaInvokeEndpoint,
-} from '../../src/sandbox/lambda-invoke-endpoint.js';
-import { localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
+} from '../../sandbox/lambda-invoke-endpoint.js';
+import { localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 
 /** A function run in this process, as the endpoint serves it. */
 const local = (name: string, timeoutMs: number, handler: (event: unknown, context: Context) => unknown) =>

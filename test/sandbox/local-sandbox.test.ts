@@ -11,13 +11,13 @@ import {
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lambdaBundleFile } from '../../src/cdk/bundling.js';
-import { publish } from '../../src/client/index.js';
-import { UNRESOLVED_METRICS } from '../../src/monitor/metrics.js';
-import type { UnresolvedCounts } from '../../src/monitor/unresolved-counts.js';
-import type { FunctionError, InvocationResult } from '../../src/sandbox/lambda-context.js';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
-import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
+import { publish } from '../../lambdas/client/index.js';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
+import type { UnresolvedCounts } from '../../lambdas/monitor/unresolved-counts.js';
+import { lambdaBundleFile } from '../../lib/constructs/bundling.js';
+import type { FunctionError, InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 
 // The example shop in the sandbox, as `oncely local` runs it: one sandbox for the file, since its
 // start is a synth with bundling and a JVM.
@@ -28,7 +28,7 @@ const output: { line: string; functionName: string }[] = [];
 
 beforeAll(async () => {
   sandbox = await startSandbox({
-    appDirectory: 'examples/shop',
+    appDirectory: '.',
     scheduleIntervalMs: 500,
     onScheduledRun: (ruleName, functionName, result) =>
       scheduledRuns.push({ ruleName, functionName, result }),
@@ -97,7 +97,7 @@ describe('the sandbox of a CDK app', () => {
     expect(
       trace.some((line) => line.includes(join(String(consumer?.codeDirectory), lambdaBundleFile()))),
     ).toBe(true);
-    expect(trace.join('\n')).not.toMatch(/examples\/shop|\.ts:/);
+    expect(trace.join('\n')).not.toMatch(/lambdas\/shop|\.ts:/);
   });
 
   describe('through the edge, with AWS_ENDPOINT_URL alone', () => {
@@ -133,7 +133,7 @@ describe('the sandbox of a CDK app', () => {
         { functionName: sandbox.pipelineResources().publisherFunctionName, lambda },
       );
       expect(results.map((result) => result.status)).toEqual(['sent']);
-      // The shop's ledger item of a SKU (examples/shop/consumer/ledger-writes.ts).
+      // The shop's ledger item of a SKU (lambdas/shop/consumer/ledger-writes.ts).
       const stock = async () =>
         (
           await dynamodb.send(

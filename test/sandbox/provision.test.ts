@@ -4,12 +4,12 @@ import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from 
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../src/cdk/bundling.js';
-import { EXPIRES_AT_ATTRIBUTE } from '../../src/idempotency/index.js';
-import type { CloudFormationTemplate } from '../../src/sandbox/cloudformation.js';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { type ProvisionedStack, provisionTemplate } from '../../src/sandbox/provision.js';
-import { type CloudAssembly, synthesizeApp } from '../../src/sandbox/synthesize.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/index.js';
+import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/constructs/bundling.js';
+import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision.js';
+import { type CloudAssembly, synthesizeApp } from '../../sandbox/synthesize.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
@@ -37,7 +37,7 @@ beforeAll(async () => {
   // The example shop, synthesised as `oncely local` does (the app's sandbox defaults, bundling on),
   // with a context value of the command line's over those defaults.
   assembly = await synthesizeApp({
-    appDirectory: 'examples/shop',
+    appDirectory: '.',
     context: { notificationUrl: 'http://127.0.0.1:9/notify', consumerTimeoutSeconds: '5' },
   });
   const [stack] = assembly.stacks;

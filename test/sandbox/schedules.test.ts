@@ -1,10 +1,10 @@
 import type { ScheduledEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
-import { inProcessFunction } from '../../src/sandbox/in-process-function.js';
-import type { InvocationResult } from '../../src/sandbox/lambda-context.js';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
-import type { LocalSchedule } from '../../src/sandbox/schedule-rules.js';
-import { startScheduleRunner } from '../../src/sandbox/schedule-runner.js';
+import { inProcessFunction } from '../../sandbox/in-process-function.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import type { LocalSchedule } from '../../sandbox/schedule-rules.js';
+import { startScheduleRunner } from '../../sandbox/schedule-runner.js';
 
 const INTERVAL_MS = 100;
 

@@ -9,15 +9,11 @@ import {
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import type { InvocationResult } from '../../src/sandbox/lambda-context.js';
-import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../src/sandbox/local-aws-config.js';
-import type { LocalQueue } from '../../src/sandbox/provision.js';
-import {
-  type StreamBatchReport,
-  type StreamPoller,
-  startStreamPoller,
-} from '../../src/sandbox/stream-poller.js';
-import type { LocalStreamSource } from '../../src/sandbox/stream-source.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
+import type { LocalQueue } from '../../sandbox/local-resources.js';
+import { type StreamBatchReport, type StreamPoller, startStreamPoller } from '../../sandbox/stream-poller.js';
+import type { LocalStreamSource } from '../../sandbox/stream-source.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 // The stream poller against DynamoDB Local's real streams, with an in-process function.

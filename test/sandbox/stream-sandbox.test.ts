@@ -2,9 +2,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { type Sandbox, startSandbox } from '../../src/sandbox/local-sandbox.js';
-import type { StreamBatchReport } from '../../src/sandbox/stream-poller.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
+import type { StreamBatchReport } from '../../sandbox/stream-poller.js';
 
 // A CDK app whose relay function reads a table's stream (DynamoEventSource), run by the sandbox:
 // the records reach the function asset that `cdk deploy` would upload, with the mapping's filter,

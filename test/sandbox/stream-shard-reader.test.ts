@@ -6,8 +6,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { ShardReader } from '../../src/sandbox/stream-shard-reader.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { ShardReader } from '../../sandbox/stream-shard-reader.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const config = localAwsConfig(inject('dynamodbEndpoint'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type StreamShard, shardsToStart } from '../../src/sandbox/stream-shards.js';
+import { type StreamShard, shardsToStart } from '../../sandbox/stream-shards.js';
 
 // A split cannot be provoked in DynamoDB Local: the lineage rule is checked on its own.
 

@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
-import { CdkAppConfigError, CdkSynthError, synthesizeApp } from '../../src/sandbox/synthesize.js';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { CdkAppConfigError, CdkSynthError, synthesizeApp } from '../../sandbox/synthesize.js';
 
 const APPS = resolve('test/sandbox/fixtures/apps');
 

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { OncelyOutbox, type OncelyOutboxProps } from '../../src/cdk/oncely-outbox.js';
-import { OncelyPipeline, type OncelyPipelineProps } from '../../src/cdk/oncely-pipeline.js';
+import { OncelyOutbox, type OncelyOutboxProps } from '../../lib/constructs/oncely-outbox.js';
+import { OncelyPipeline, type OncelyPipelineProps } from '../../lib/constructs/oncely-pipeline.js';
 
 /** A consumer entry for the construct; never bundled here. */
 export const FIXTURE_CONSUMER = fileURLToPath(new URL('../fixtures/minimal-consumer.ts', import.meta.url));

@@ -7,18 +7,18 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { SHOP_ENVIRONMENT } from '../../examples/shop/consumer/environment.js';
-import { NOTIFICATIONS_NAMESPACE } from '../../examples/shop/consumer/notifications.js';
+import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { DLQ_ATTRIBUTES } from '../../lambdas/consumer/index.js';
+import { type IdempotencyRecord, recordId } from '../../lambdas/idempotency/index.js';
+import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
+import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
 import {
   LAMBDA_BUNDLING,
   lambdaBuildOptions,
   lambdaBundleFile,
   writeLambdaAssetPackageJson,
-} from '../../src/cdk/bundling.js';
-import { CONSUMER_ENVIRONMENT } from '../../src/consumer/environment.js';
-import { DLQ_ATTRIBUTES } from '../../src/consumer/index.js';
-import { type IdempotencyRecord, recordId } from '../../src/idempotency/index.js';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
+} from '../../lib/constructs/bundling.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import {
   createQueueWithDlq,
@@ -31,12 +31,12 @@ import {
 import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
 
 /**
- * The consumers bundled exactly as the stack bundles its Lambdas (src/cdk/bundling.ts: minified, CommonJS,
+ * The consumers bundled exactly as the stack bundles its Lambdas (lib/constructs/bundling.ts: minified, CommonJS,
  * names kept), then run from the bundle against the emulators: the error names the DLQ and the
  * idempotency records show must be the classes' names, not the one-letter names of the minifier.
  */
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const EXAMPLE_CONSUMER = 'examples/shop/consumer/handler.ts';
+const EXAMPLE_CONSUMER = 'lambdas/shop/consumer/handler.ts';
 const USER_CONSUMER = 'test/fixtures/user-error-consumer.ts';
 
 let dynamodb: DynamoDBClient;
@@ -142,8 +142,8 @@ describe('a consumer bundled as the stack bundles it', () => {
   it('is minified: internal identifiers and class bindings are renamed', async () => {
     // Module-level constants of the consumer runtime: a build that does not minify keeps them.
     const internal = {
-      'src/consumer/dead-letter-queue.ts': 'MAX_ERROR_MESSAGE_LENGTH',
-      'src/consumer/deadline.ts': 'RECENT_RECORDS',
+      'lambdas/consumer/dead-letter-queue.ts': 'MAX_ERROR_MESSAGE_LENGTH',
+      'lambdas/consumer/deadline.ts': 'RECENT_RECORDS',
     };
     for (const [source, identifier] of Object.entries(internal)) {
       expect(await readFile(join(PROJECT_ROOT, source), 'utf8')).toContain(`const ${identifier} =`);

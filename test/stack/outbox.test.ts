@@ -7,12 +7,12 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { OncelyOutbox, type OncelyOutboxProps } from '../../src/cdk/oncely-outbox.js';
-import { OUTBOX_OUTPUTS } from '../../src/cdk/outbox-outputs.js';
-import { SANDBOX_CONTEXT } from '../../src/cdk/sandbox-context.js';
-import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../src/outbox/environment.js';
-import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../src/outbox/layout.js';
-import { OUTBOX_METRICS } from '../../src/outbox/metrics.js';
+import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
+import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
+import { OncelyOutbox, type OncelyOutboxProps } from '../../lib/constructs/oncely-outbox.js';
+import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
+import { SANDBOX_CONTEXT } from '../../lib/constructs/sandbox-context.js';
 import { buildOutboxStack } from './build-stack.js';
 
 const { app, stack, outbox, template } = buildOutboxStack();

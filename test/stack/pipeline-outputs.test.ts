@@ -3,7 +3,7 @@ import {
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,
   resourcesFromOutputs,
-} from '../../src/cdk/pipeline-outputs.js';
+} from '../../lib/constructs/pipeline-outputs.js';
 
 describe('reading a deployed stack’s outputs', () => {
   const complete = Object.values(PIPELINE_OUTPUTS).map((key) => ({

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import type { IdempotencyRecord } from '../../src/idempotency/index.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
-import { createIdempotencyTable } from '../../src/sandbox/tables.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/index.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { createIdempotencyTable } from '../../sandbox/tables.js';
 
 /** A client for the run's DynamoDB Local. Each test that counts requests uses its own. */
 export function localDynamoClient(): DynamoDBClient {

@@ -1,7 +1,7 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { startDynamoDbLocal } from '../../src/sandbox/dynamodb-local.js';
-import { startSqsEmulator } from '../../src/sandbox/sqs-emulator.js';
+import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
+import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

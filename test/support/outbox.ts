@@ -1,9 +1,9 @@
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../src/outbox/layout.js';
-import { OutboxItems } from '../../src/outbox/outbox-items.js';
-import type { SenderOptions } from '../../src/outbox/relay.js';
-import { sqsBatchSender } from '../../src/publisher/sqs-batch.js';
+import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
+import type { SenderOptions } from '../../lambdas/outbox/relay.js';
+import { sqsBatchSender } from '../../lambdas/publisher/sqs-batch.js';
 import { uniqueName } from './dynamodb.js';
 import { FAST_RETRY } from './publisher.js';
 

@@ -1,11 +1,11 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach } from 'vitest';
-import { DynamoDBIdempotencyStore } from '../../src/idempotency/index.js';
-import { deriveMessageKey } from '../../src/idempotency/keys.js';
-import type { PublishMessage } from '../../src/publisher/contract.js';
-import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../src/publisher/environment.js';
-import { createPublisherHandler, type PublisherOptions } from '../../src/publisher/handler.js';
+import { deriveMessageKey } from '../../lambdas/common/message-key.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { PublishMessage } from '../../lambdas/publisher/contract.js';
+import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../lambdas/publisher/environment.js';
+import { createPublisherHandler, type PublisherOptions } from '../../lambdas/publisher/handler.js';
 import { createTable, localDynamoClient } from './dynamodb.js';
 import { createFifoQueue, localSqsClient } from './sqs.js';
 

@@ -1,7 +1,7 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { LOCAL_REGION } from '../../src/sandbox/local-aws-config.js';
-import { failedMessageIds, toSqsRecord } from '../../src/sandbox/sqs-event.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { failedMessageIds, toSqsRecord } from '../../sandbox/sqs-event.js';
 import { lambdaContext } from './lambda-context.js';
 import type { FifoQueue } from './sqs.js';
 

@@ -15,8 +15,8 @@ import {
   type MessageEnvelope,
   type OutgoingMessage,
   parseEnvelope,
-} from '../../src/common/envelope.js';
-import { localAwsConfig } from '../../src/sandbox/local-aws-config.js';
+} from '../../lambdas/common/envelope.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 
 export interface FifoQueue {
   url: string;

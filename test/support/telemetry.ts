@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { MetricsSink } from '../../src/consumer/index.js';
+import type { MetricsSink } from '../../lambdas/consumer/index.js';
 
 /** A Powertools logger that prints nothing, for tests that do not look at logs. */
 export function silentLogger(): Logger {

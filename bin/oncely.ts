@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+
+/**
+ * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq`,
+ * `oncely in-doubt` and `oncely outbox` operate a running pipeline, local or deployed. Exit codes:
+ * 0 done, 1 failed, 2 the command line is wrong.
+ */
+
+import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line.js';
+import { runOperation } from '../cli/operations-command.js';
+
+// The project supports Node 20 (package.json engines); the SDK's notice about its own future
+// support would only clutter an operator's output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+async function main(argv: string[]): Promise<number> {
+  const command = parseCommandLine(argv);
+  switch (command.name) {
+    case 'help':
+      console.log(USAGE);
+      return 0;
+    case 'local':
+      // Loaded only for `local`: the operations commands need none of the sandbox.
+      return (await import('../cli/local-command.js')).runLocal(command.options);
+    default:
+      return runOperation(command);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof CliUsageError) console.error(`${error.message}\n\n${USAGE}`);
+    else if (error instanceof Error) console.error(`${error.name}: ${error.message}`);
+    else console.error(String(error));
+    process.exitCode = error instanceof CliUsageError ? 2 : 1;
+  },
+);

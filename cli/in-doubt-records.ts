@@ -1,0 +1,191 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  type IdempotencyRecord,
+  isExpired,
+  MAX_KEPT_MESSAGE_BYTES,
+  type StoredError,
+  UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_NAME,
+  UNRESOLVED_REASONS,
+  type UnresolvedReason,
+} from '../lambdas/idempotency/index.js';
+import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
+import {
+  MessageNotKeptError,
+  RecordNotInDoubtError,
+  ResolutionConflictError,
+  UnknownRecordError,
+} from './operations-errors.js';
+
+/** A record an operator must resolve, as `oncely in-doubt list` shows it. */
+export interface UnresolvedRecord {
+  /** `namespace#key`: what `oncely in-doubt resolve` takes. */
+  id: string;
+  /** IN_DOUBT: decide whether the effect happened. RETRY_PENDING: a `--as retry` that did not finish. */
+  status: UnresolvedReason;
+  /** The error that made the effect doubtful. */
+  reason?: StoredError;
+  /** ISO time it entered this status. */
+  since?: string;
+  attempts?: number;
+  /** The group its kept message goes back to; absent when the record kept no message (no retry then). */
+  groupId?: string;
+}
+
+export type Resolution =
+  | { id: string; as: 'completed' }
+  /**
+   * The message is back on the queue as `messageId`. `notCleared` says why the record could not be
+   * taken off the list afterwards (it leaves the list once the consumer runs the message).
+   */
+  | { id: string; as: 'retry'; groupId: string; messageId: string; notCleared?: string };
+
+/** What in-doubt operations need: the idempotency table, and the queue a retry goes to. */
+export interface InDoubtTarget {
+  dynamodb: DynamoDBClient;
+  sqs: SQSClient;
+  resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl'>;
+}
+
+/**
+ * The records an operator must resolve, oldest first: those IN_DOUBT and those whose retry did not
+ * finish. Queries the sparse index of unresolved records (never the whole table), page by page,
+ * leaving out the kept message bodies, which may be large.
+ */
+export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedRecord[]> {
+  const documents = DynamoDBDocumentClient.from(target.dynamodb);
+  const nowMs = Date.now();
+  const items: Partial<IdempotencyRecord>[] = [];
+  for (const reason of UNRESOLVED_REASONS) {
+    const pages = paginateQuery(
+      { client: documents },
+      {
+        TableName: target.resources.idempotencyTableName,
+        IndexName: UNRESOLVED_INDEX_NAME,
+        KeyConditionExpression: '#unresolved = :reason',
+        // TTL deletion is lazy: an expired record is gone for the consumer, so for us too.
+        FilterExpression: 'expiresAt > :nowSec',
+        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, #message.groupId',
+        ExpressionAttributeNames: {
+          '#unresolved': UNRESOLVED_ATTRIBUTE,
+          '#error': 'error',
+          '#message': 'message',
+        },
+        ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
+      },
+    );
+    for await (const page of pages) items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
+  }
+  items.sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
+  return items.map((item) => ({
+    id: String(item.id),
+    status: item.unresolved as UnresolvedReason,
+    reason: item.error,
+    since: item.updatedAt ? new Date(item.updatedAt).toISOString() : undefined,
+    attempts: item.attempts,
+    groupId: item.message?.groupId,
+  }));
+}
+
+/**
+ * `--as completed`: the effect happened. The record becomes COMPLETED, so the message never runs
+ * again (a redriven or re-sent copy counts as a duplicate). Works on an IN_DOUBT record and on one
+ * pending a retry; the write is conditioned on the state it was read in, so a concurrent resolution
+ * or the consumer running a re-sent message is reported, never overwritten.
+ */
+export async function resolveAsCompleted(target: InDoubtTarget, id: string): Promise<Resolution> {
+  const documents = DynamoDBDocumentClient.from(target.dynamodb);
+  const tableName = target.resources.idempotencyTableName;
+  const nowMs = Date.now();
+  const { Item } = await documents.send(
+    new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
+  );
+  const record = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
+  try {
+    await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { id },
+        UpdateExpression:
+          'SET #status = :completed, updatedAt = :nowMs REMOVE #unresolved, #message, leaseToken, leaseExpiresAt',
+        ConditionExpression:
+          '#status = :readStatus AND ' +
+          (record.unresolved ? '#unresolved = :readUnresolved' : 'attribute_not_exists(#unresolved)') +
+          (record.updatedAt === undefined ? '' : ' AND updatedAt = :readUpdatedAt'),
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          '#unresolved': UNRESOLVED_ATTRIBUTE,
+          '#message': 'message',
+        },
+        ExpressionAttributeValues: {
+          ':completed': 'COMPLETED',
+          ':nowMs': nowMs,
+          ':readStatus': record.status,
+          ...(record.unresolved ? { ':readUnresolved': record.unresolved } : {}),
+          ...(record.updatedAt === undefined ? {} : { ':readUpdatedAt': record.updatedAt }),
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    throw new ResolutionConflictError(
+      `${id} changed while this command resolved it: it is now ${stateOf(itemOf(error), nowMs)} (another ` +
+        '`oncely in-doubt resolve`, or the consumer running a re-sent message, got there first). This command ' +
+        'changed nothing; `oncely in-doubt list` shows whether it still needs resolving.',
+      { cause: error },
+    );
+  }
+  return { id, as: 'completed' };
+}
+
+/**
+ * The record, if an operator can resolve it: IN_DOUBT, or FAILED and pending a retry. Otherwise
+ * the error that says why not.
+ */
+export function resolvable(
+  record: IdempotencyRecord | undefined,
+  id: string,
+  nowMs: number,
+): IdempotencyRecord {
+  const state = stateOf(record, nowMs);
+  if (record && (state === 'IN_DOUBT' || state === 'RETRY_PENDING')) return record;
+  if (state === 'gone') {
+    const hint = id.includes('#') ? '' : ' Record ids are namespace#key, e.g. notifications#order-7-mail.';
+    throw new UnknownRecordError(
+      `No idempotency record ${id}.${hint} \`oncely in-doubt list\` shows the records in doubt.`,
+    );
+  }
+  throw new RecordNotInDoubtError(`${id} is ${state}, not IN_DOUBT: there is nothing to resolve.`);
+}
+
+/** Why a record IN_DOUBT cannot be retried from here. */
+export function messageNotKept(id: string): MessageNotKeptError {
+  return new MessageNotKeptError(
+    `${id} is IN_DOUBT but kept no message to send again (it became IN_DOUBT before records kept ` +
+      `their message, or the message was larger than ${MAX_KEPT_MESSAGE_BYTES / 1024} KB). Publish the ` +
+      `message again under a new key, then resolve this record with \`oncely in-doubt resolve ${id} --as completed\`.`,
+  );
+}
+
+/** The record a failed conditional write returned (ALL_OLD), if there was one. */
+export function itemOf(error: ConditionalCheckFailedException): IdempotencyRecord | undefined {
+  return error.Item
+    ? (unmarshall(error.Item as Record<string, AttributeValue>) as IdempotencyRecord)
+    : undefined;
+}
+
+/** A record's state as an operator sees it: its status, RETRY_PENDING for a FAILED one pending a retry. */
+function stateOf(record: IdempotencyRecord | undefined, nowMs: number): string {
+  if (!record || isExpired(record, nowMs)) return 'gone';
+  return record.status === 'FAILED' && record.unresolved === 'RETRY_PENDING'
+    ? 'RETRY_PENDING'
+    : record.status;
+}

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type IdempotencyRecord,
+  type KeptMessage,
+  UNRESOLVED_ATTRIBUTE,
+} from '../lambdas/idempotency/index.js';
+import {
+  type InDoubtTarget,
+  itemOf,
+  messageNotKept,
+  type Resolution,
+  resolvable,
+} from './in-doubt-records.js';
+import { ResendFailedError } from './operations-errors.js';
+
+/**
+ * `--as retry`: the effect did not happen; run it again (DESIGN §3). Nothing is deleted before the
+ * message is safely back on the queue:
+ *  (a) the IN_DOUBT record becomes FAILED, keeping its message, marked RETRY_PENDING (so it stays listed);
+ *  (b) the kept message is sent to the queue, in its group;
+ *  (c) the RETRY_PENDING mark and the message are removed.
+ * A FAILED record is acquirable with the same payload, so the consumer runs the re-sent message.
+ * A run that failed or was killed after (a) left a RETRY_PENDING record: running again skips (a).
+ * Two retries at once may both send: harmless, the consumer runs the second copy as a duplicate.
+ */
+export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise<Resolution> {
+  const documents = DynamoDBDocumentClient.from(target.dynamodb);
+  const tableName = target.resources.idempotencyTableName;
+  const nowMs = Date.now();
+  const message = await markRetryPending(documents, tableName, id, nowMs);
+  let messageId: string;
+  try {
+    const { MessageId } = await target.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: target.resources.queueUrl,
+        MessageBody: message.body,
+        MessageGroupId: message.groupId,
+        // Fresh, as the message's own ids may still be in SQS's 5-minute deduplication window; one per
+        // run, so that the SDK's retries of this send (an answer lost) leave one copy on the queue.
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    messageId = String(MessageId);
+  } catch (error) {
+    throw new ResendFailedError(
+      `Could not send the message of ${id} back to the queue (${String(error)}). Nothing is lost: the record ` +
+        `is RETRY_PENDING and keeps its message. Run \`oncely in-doubt resolve ${id} --as retry\` again.`,
+      { cause: error },
+    );
+  }
+  const notCleared = await clearRetryPending(documents, tableName, id);
+  return { id, as: 'retry', groupId: message.groupId, messageId, ...(notCleared ? { notCleared } : {}) };
+}
+
+/** Step (a); returns the kept message. A record already RETRY_PENDING is left as it is. */
+async function markRetryPending(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  id: string,
+  nowMs: number,
+): Promise<KeptMessage> {
+  let record: IdempotencyRecord | undefined;
+  try {
+    const { Attributes } = await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { id },
+        UpdateExpression: 'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs',
+        ConditionExpression: '#status = :inDoubt AND expiresAt > :nowSec AND attribute_exists(#message)',
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          '#unresolved': UNRESOLVED_ATTRIBUTE,
+          '#message': 'message',
+        },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':retryPending': 'RETRY_PENDING',
+          ':inDoubt': 'IN_DOUBT',
+          ':nowMs': nowMs,
+          ':nowSec': Math.floor(nowMs / 1000),
+        },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    record = Attributes as IdempotencyRecord;
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished, the rest is explained.
+    record = resolvable(itemOf(error), id, nowMs);
+  }
+  if (!record.message) throw messageNotKept(id);
+  return record.message;
+}
+
+/**
+ * Step (c): takes the record off the list once its message is on the queue. If the consumer already
+ * acquired the record (which replaces it), the condition fails: that is the goal reached. Any other
+ * failure is returned, not thrown: the message was sent, and the record leaves the list when the
+ * consumer runs it.
+ */
+async function clearRetryPending(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  id: string,
+): Promise<string | undefined> {
+  try {
+    await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { id },
+        UpdateExpression: 'REMOVE #unresolved, #message',
+        ConditionExpression: '#status = :failed AND #unresolved = :retryPending',
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          '#unresolved': UNRESOLVED_ATTRIBUTE,
+          '#message': 'message',
+        },
+        ExpressionAttributeValues: { ':failed': 'FAILED', ':retryPending': 'RETRY_PENDING' },
+      }),
+    );
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return undefined;
+    return String(error);
+  }
+}

@@ -1,0 +1,114 @@
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { resolve } from 'node:path';
+import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
+import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
+
+export interface LocalOptions {
+  /** The CDK app's directory (its cdk.json); the current directory by default. */
+  appDirectory?: string;
+  environment: Record<string, string>;
+  context: Record<string, string>;
+  readyFile?: string;
+  /** Runs every schedule rule this often instead of its rate (`--schedule-interval`); each rule's own rate by default. */
+  scheduleIntervalSeconds?: number;
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * `oncely local`: runs the app in the sandbox until SIGINT or SIGTERM, then stops everything it
+ * started and removes the ready file. A signal during the start-up stops what had started; a
+ * second signal exits at once (the JVM still goes with this process).
+ */
+export async function runLocal(options: LocalOptions): Promise<number> {
+  const appDirectory = resolve(options.appDirectory ?? '.');
+  let signalled: (signal: NodeJS.Signals) => void = () => undefined;
+  const signal = new Promise<NodeJS.Signals>((resolve) => (signalled = resolve));
+  let received: NodeJS.Signals | undefined;
+  // Listening for as long as it runs, so that a signal never takes the default exit mid-stop.
+  const onSignal = (name: NodeJS.Signals) => {
+    if (received) process.exit(128 + constants.signals[name]);
+    received = name;
+    // A stale ready file would point clients at endpoints that are going.
+    if (options.readyFile) rmSync(options.readyFile, { force: true });
+    console.log(`\n${name}: stopping the sandbox…`);
+    signalled(name);
+  };
+  for (const name of SIGNALS) process.on(name, onSignal);
+  try {
+    console.log(
+      `Starting the Oncely sandbox for the CDK app in ${appDirectory}: synthesising it (bundling its ` +
+        'functions), DynamoDB Local and the SQS emulator…',
+    );
+    const sandbox = await startSandbox({
+      appDirectory,
+      environment: options.environment,
+      context: options.context,
+      ...(options.scheduleIntervalSeconds === undefined
+        ? {}
+        : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),
+      onBatch: (functionName, report) => {
+        if (report.functionError) {
+          console.log(
+            `${functionName}: batch of ${report.received} failed (${report.functionError}); it will come back`,
+          );
+        }
+      },
+    });
+    if (!received) {
+      // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
+      if (options.readyFile) writeReadyFile(options.readyFile, sandbox.description);
+      printDescription(sandbox.description);
+      await signal;
+    }
+    await sandbox.stop();
+    if (options.readyFile) rmSync(options.readyFile, { force: true });
+    return 0;
+  } catch (error) {
+    // Interrupted during the start-up: the synth or the JVM died of the signal, which is no failure.
+    if (received) return 0;
+    throw error;
+  } finally {
+    for (const name of SIGNALS) process.off(name, onSignal);
+  }
+}
+
+/** Writes to a temporary file beside it, then renames: a reader never sees a half-written file. */
+function writeReadyFile(path: string, description: SandboxDescription): void {
+  const partial = `${path}.${process.pid}.tmp`;
+  writeFileSync(partial, `${JSON.stringify(description, null, 2)}\n`);
+  renameSync(partial, path);
+}
+
+function printDescription(description: SandboxDescription): void {
+  const { endpoints, resources } = description;
+  console.log(`Ready (${description.stackName}, region ${description.region}):`);
+  console.log(`  Edge           ${endpoints.edge}   (AWS_ENDPOINT_URL: DynamoDB, SQS and Lambda)`);
+  console.log(`  Lambda Invoke  ${endpoints.lambda}   (AWS_ENDPOINT_URL_LAMBDA)`);
+  console.log(`  SQS            ${endpoints.sqs}   (AWS_ENDPOINT_URL_SQS)`);
+  console.log(`  DynamoDB       ${endpoints.dynamodb}   (AWS_ENDPOINT_URL_DYNAMODB)`);
+  if (resources) {
+    console.log('Pipeline:');
+    console.log(`  publisher      ${resources.publisherFunctionName}`);
+    console.log(`  consumer       ${resources.consumerFunctionName}`);
+    console.log(`  queue          ${resources.queueUrl}`);
+    console.log(`  DLQ            ${resources.dlqUrl}`);
+    console.log(`  idempotency    ${resources.idempotencyTableName}`);
+  } else {
+    console.log('No OncelyPipeline in the app.');
+  }
+  const pipelineOutputs = Object.values(PIPELINE_OUTPUTS) as string[];
+  const others = Object.entries(description.outputs).filter(
+    ([key]) => !resources || !pipelineOutputs.some((name) => key.endsWith(name)),
+  );
+  if (others.length > 0) {
+    console.log(`Stack outputs:\n${others.map(([key, value]) => `  ${key} = ${value}`).join('\n')}`);
+  }
+  const skipped = [...new Set(description.notEmulated.map((resource) => resource.type))].sort();
+  console.log(`Not emulated (no local effect): ${skipped.join(', ')}`);
+  for (const { stackName, logicalId, type, note } of description.notEmulated) {
+    if (note) console.log(`  ${stackName}/${logicalId} (${type}): ${note}`);
+  }
+  console.log('Press Ctrl-C to stop.');
+}

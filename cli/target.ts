@@ -1,0 +1,234 @@
+import { readFile } from 'node:fs/promises';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { MiddlewareStack } from '@smithy/types';
+import { z } from 'zod';
+import { describeStackOutputs } from '../lib/constructs/deployed-pipeline.js';
+import {
+  PIPELINE_OUTPUTS,
+  type PipelineOutputKey,
+  type PipelineResources,
+  resourcesFromOutputs,
+} from '../lib/constructs/pipeline-outputs.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
+import type { Target } from './command-line.js';
+import {
+  MissingCredentialsError,
+  PipelineUnreachableError,
+  ReadyFileError,
+  StackNotFoundError,
+} from './operations-errors.js';
+
+/** A running target, ready to operate on: its stack outputs and clients for its services. */
+export interface TargetConnection {
+  /** Names the target in messages: "the sandbox of ready.json" or "stack Oncely-dev". */
+  readonly name: string;
+  /** Every output of its stacks (the sandbox's) or of its stack, by key. */
+  readonly outputs: Readonly<Record<string, string>>;
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBClient;
+  close(): void;
+}
+
+/** A running pipeline, ready to operate on: its resources and clients for them. */
+export interface PipelineConnection extends TargetConnection {
+  readonly resources: PipelineResources;
+}
+
+/**
+ * Connects to the pipeline of the sandbox a ready file describes (its loopback endpoints,
+ * placeholder credentials) or of a deployed stack (the default credential chain and region;
+ * resources from its outputs). Requests that find nothing listening fail with a
+ * `PipelineUnreachableError` saying what to do.
+ */
+export async function connect(target: Target): Promise<PipelineConnection> {
+  if (target.kind === 'sandbox') {
+    const file = await readReadyFile(target.readyFile, pipelineReadyFileSchema);
+    return { ...connectToSandbox(target.readyFile, file), resources: file.resources };
+  }
+  const outputs = await readStackOutputs(target.stackName);
+  const outputList = Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue }));
+  const resources = resourcesFromOutputs(target.stackName, outputList);
+  return { ...connectToStack(target.stackName, outputs), resources };
+}
+
+/** Connects to a sandbox or a deployed stack as {@link connect} does, needing no pipeline in it: only its outputs. */
+export async function connectToOutputs(target: Target): Promise<TargetConnection> {
+  if (target.kind === 'sandbox') {
+    return connectToSandbox(target.readyFile, await readReadyFile(target.readyFile, outputsReadyFileSchema));
+  }
+  return connectToStack(target.stackName, await readStackOutputs(target.stackName));
+}
+
+const readyFileSchema = z.object({
+  region: z.string().min(1),
+  endpoints: z.object({ sqs: z.url(), dynamodb: z.url() }),
+});
+const pipelineReadyFileSchema = readyFileSchema.extend({
+  resources: z.record(
+    z.enum(Object.keys(PIPELINE_OUTPUTS) as [PipelineOutputKey, ...PipelineOutputKey[]]),
+    z.string().min(1),
+  ),
+});
+const outputsReadyFileSchema = readyFileSchema.extend({ outputs: z.record(z.string(), z.string()) });
+
+type ReadyFile = z.infer<typeof readyFileSchema> & { outputs?: Record<string, string> };
+
+function connectToSandbox(
+  readyFile: string,
+  { region, endpoints, outputs = {} }: ReadyFile,
+): TargetConnection {
+  const sqs = new SQSClient({ ...localAwsConfig(endpoints.sqs), region });
+  translateErrors(sqs, sandboxNotRunning(readyFile, 'SQS', endpoints.sqs));
+  const dynamodb = new DynamoDBClient({ ...localAwsConfig(endpoints.dynamodb), region });
+  translateErrors(dynamodb, sandboxNotRunning(readyFile, 'DynamoDB', endpoints.dynamodb));
+  return connection(`the sandbox of ${readyFile}`, outputs, sqs, dynamodb);
+}
+
+function sandboxNotRunning(readyFile: string, service: string, endpoint: string) {
+  return (cause: unknown) => {
+    const code = networkErrorCode(cause);
+    if (!code) return cause;
+    return new PipelineUnreachableError(
+      `The sandbox of ${readyFile} is not running: nothing answers at ${endpoint} (${service}, ${code}). ` +
+        `Start it with \`oncely local --ready-file ${readyFile}\`, or give the ready file of the sandbox that runs.`,
+      { cause },
+    );
+  };
+}
+
+async function readReadyFile<S extends z.ZodType>(readyFile: string, schema: S): Promise<z.infer<S>> {
+  let text: string;
+  try {
+    text = await readFile(readyFile, 'utf8');
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    throw new ReadyFileError(
+      `Cannot read the ready file ${readyFile} (${code ?? String(cause)}): is \`oncely local --ready-file ${readyFile}\` running?`,
+      { cause },
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new ReadyFileError(`${readyFile} is not JSON, so it is not the ready file of \`oncely local\`.`, {
+      cause,
+    });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ReadyFileError(
+      `${readyFile} is not a ready file of \`oncely local\` from this version (${problems.join('; ')}). ` +
+        'Restart the sandbox with `oncely local --ready-file PATH` to write a current one.',
+    );
+  }
+  return parsed.data;
+}
+
+/** What a failed request to a stack's services means: no credentials, or nothing reachable. */
+function stackUnreachable(stackName: string, service: string) {
+  return (cause: unknown) => {
+    if (isMissingCredentials(cause)) {
+      return new MissingCredentialsError(
+        `No AWS credentials found to operate stack ${stackName}. Configure them (\`aws configure\`, ` +
+          'AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and try again.',
+        { cause },
+      );
+    }
+    const code = networkErrorCode(cause);
+    if (!code) return cause;
+    return new PipelineUnreachableError(
+      `Cannot reach ${service} for stack ${stackName} (${code}: ${(cause as Error).message}). Check your network and ` +
+        'AWS_REGION, and AWS_ENDPOINT_URL when the stack is on LocalStack (is LocalStack running?).',
+      { cause },
+    );
+  };
+}
+
+async function readStackOutputs(stackName: string): Promise<Record<string, string>> {
+  const cloudFormation = new CloudFormationClient({});
+  translateErrors(cloudFormation, stackUnreachable(stackName, 'CloudFormation'));
+  try {
+    return await describeStackOutputs(stackName, cloudFormation);
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ValidationError' && /does not exist/.test(error.message)) {
+      throw new StackNotFoundError(
+        `Stack ${stackName} does not exist in ${await cloudFormation.config.region()}. Check the name ` +
+          '(the app stack is Oncely-<stage>) and AWS_REGION / AWS_PROFILE.',
+        { cause: error },
+      );
+    }
+    throw error;
+  } finally {
+    cloudFormation.destroy();
+  }
+}
+
+function connectToStack(stackName: string, outputs: Record<string, string>): TargetConnection {
+  const sqs = new SQSClient({});
+  translateErrors(sqs, stackUnreachable(stackName, 'SQS'));
+  const dynamodb = new DynamoDBClient({});
+  translateErrors(dynamodb, stackUnreachable(stackName, 'DynamoDB'));
+  return connection(`stack ${stackName}`, outputs, sqs, dynamodb);
+}
+
+function connection(
+  name: string,
+  outputs: Record<string, string>,
+  sqs: SQSClient,
+  dynamodb: DynamoDBClient,
+): TargetConnection {
+  return {
+    name,
+    outputs,
+    sqs,
+    dynamodb,
+    close: () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    },
+  };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any SDK v3 client, whatever its input/output types
+type SdkClient = { middlewareStack: MiddlewareStack<any, any> };
+
+/**
+ * Replaces a request's final error (after the SDK's retries: the `initialize` step wraps them) by
+ * what `translate` makes of it, so every command reports an unreachable target the same way.
+ */
+function translateErrors(client: SdkClient, translate: (error: unknown) => unknown): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        throw translate(error);
+      }
+    },
+    { step: 'initialize', name: 'oncelyTargetErrors' },
+  );
+}
+
+/** Socket errors meaning nothing answered at the endpoint; the SDK passes Node's error through. */
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+function networkErrorCode(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code && NETWORK_ERROR_CODES.has(code) ? code : undefined;
+}
+
+function isMissingCredentials(error: unknown): boolean {
+  return error instanceof Error && error.name === 'CredentialsProviderError';
+}

@@ -1,4 +1,0 @@
-/** The shop's CDK app (`npx cdk synth|deploy` here, and `npx oncely local`); see lib/shop-app.ts. */
-import { buildShopApp } from '../lib/shop-app.js';
-
-buildShopApp();

@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
+import { sha256Hex } from '../common/message-key.js';
+import { isTransientAwsError } from '../common/transient-aws-error.js';
+import { OncelyError } from '../idempotency/errors.js';
+import type { MessageResult, PublishMessage, PublishResponse } from '../publisher/contract.js';
+import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
+import {
+  PublisherClientConfigurationError,
+  PublisherFunctionError,
+  PublisherResponseError,
+} from './errors.js';
+
+/** Names the publisher function (name or ARN) when `functionName` is not given. */
+export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';
+
+export interface PublishOptions {
+  /** The publisher's function name or ARN; `ONCELY_PUBLISHER_FUNCTION` by default. */
+  functionName?: string;
+  /** The client to invoke with; by default one shared client configured from the environment (region, `AWS_ENDPOINT_URL_LAMBDA`…). */
+  lambda?: LambdaClient;
+  /**
+   * The request's idempotency key; a new UUID per call by default. Give your own (derived from the
+   * business operation, say) to make a publish idempotent across your own retries and restarts too.
+   */
+  requestId?: string;
+  /** Retries of failed invocations; `PublishInProgressError` is bounded by `maxLeaseWaitMs` instead. */
+  retry?: Partial<RetryPolicy>;
+  /**
+   * How long to keep trying while another attempt holds the request (`PublishInProgressError`).
+   * An attempt that died holds it until its lease expires: its invocation's remaining time plus a
+   * margin, at most Lambda's 15-minute timeout. 16 minutes by default, so such a lease is waited out.
+   */
+  maxLeaseWaitMs?: number;
+  /** How many rounds of re-sending the messages left `unknown` (see `publish`); 3 by default, 0 for none. */
+  resendUnknownRounds?: number;
+}
+
+export interface PublishResult extends PublishResponse {
+  /** The requestId every attempt of this publish carried; re-send rounds carry ids derived from it. */
+  requestId: string;
+}
+
+export const DEFAULT_CLIENT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 5_000 };
+/** Lambda's longest timeout (15 minutes) plus a minute for the lease margin and clocks. */
+export const DEFAULT_MAX_LEASE_WAIT_MS = 16 * 60 * 1000;
+export const DEFAULT_RESEND_UNKNOWN_ROUNDS = 3;
+/** Retry this long after a lease's expiry: the publisher's clock, which set it, may be behind ours. */
+const LEASE_EXPIRY_MARGIN_MS = 250;
+
+/**
+ * Publishes messages through the Oncely publisher Lambda. Every attempt carries the same requestId,
+ * so retrying — after a timeout, a dropped connection, throttling, a 5xx — never sends a message
+ * twice: a repeat returns the first response. While another attempt holds the request (one still
+ * running, or one that died: its lease lasts until `leaseExpiresAt`) it keeps trying, up to
+ * `maxLeaseWaitMs`.
+ *
+ * Messages whose result is `unknown` (they may or may not be on the queue) are re-sent, with the
+ * `blocked` ones of their groups after them, in order and under their same keys: SQS or the
+ * consumer drops what was already there. Each round is a new request whose requestId derives from
+ * the first (`<requestId>.r1`, …), so retrying a round replays it as well; its results replace
+ * those of the messages it re-sent. A round that still fails once its retries run out ends the
+ * re-sending, and the messages keep their results.
+ *
+ * Resolves with one result per message, in order: `sent`, `failed` (certainly not on the queue),
+ * `blocked`, or — once the rounds run out — `unknown`: publish such a message again later with the
+ * same key (and its group's `blocked` ones after it); it is never enqueued twice within SQS's
+ * 5-minute window, and beyond it the consumer recognises the key. Rejects with
+ * PublishValidationError or PublishConflictError (never retried), or with the last error once the
+ * attempts run out: PublishInProgressError, PublisherFunctionError or the AWS SDK's own.
+ */
+export async function publish(
+  messages: readonly PublishMessage[],
+  options: PublishOptions = {},
+): Promise<PublishResult> {
+  const functionName = options.functionName ?? process.env[PUBLISHER_FUNCTION_ENV];
+  if (!functionName) {
+    throw new PublisherClientConfigurationError(
+      `No publisher function to invoke: pass \`functionName\` or set ${PUBLISHER_FUNCTION_ENV} to the ` +
+        "publisher's function name or ARN (an output of the Oncely stack, or the sandbox's ready file).",
+    );
+  }
+  const invoker: Invoker = {
+    lambda: options.lambda ?? sharedLambdaClient(),
+    functionName,
+    retry: { ...DEFAULT_CLIENT_RETRY, ...options.retry },
+    maxLeaseWaitMs: options.maxLeaseWaitMs ?? DEFAULT_MAX_LEASE_WAIT_MS,
+  };
+  const requestId = options.requestId ?? randomUUID();
+  const { results } = await invokeWithRetries(invoker, requestId, messages);
+
+  const rounds = options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS;
+  for (let round = 1; round <= rounds; round++) {
+    const indexes = toResend(messages, results);
+    if (indexes.length === 0) break;
+    // The key from the result: the one the first attempt sent, given or derived.
+    const resent = indexes.map((index) => ({
+      ...messageAt(messages, index),
+      key: resultAt(results, index).key,
+    }));
+    let response: PublishResponse;
+    try {
+      response = await invokeWithRetries(invoker, resendRequestId(requestId, round), resent);
+    } catch {
+      break; // what is known stays as it was: the caller gets the `unknown` results and publishes again
+    }
+    indexes.forEach((index, i) => {
+      results[index] = renumbered(resultAt(response.results, i), indexes);
+    });
+  }
+  return { requestId, results };
+}
+
+interface Invoker {
+  lambda: LambdaClient;
+  functionName: string;
+  retry: RetryPolicy;
+  maxLeaseWaitMs: number;
+}
+
+/** One request, retried with the same requestId until it is answered or no retry can help. */
+async function invokeWithRetries(
+  invoker: Invoker,
+  requestId: string,
+  messages: readonly PublishMessage[],
+): Promise<PublishResponse> {
+  const payload = new TextEncoder().encode(JSON.stringify({ requestId, messages }));
+  let failures = 0;
+  let leaseWaits = 0;
+  let waitLeaseUntil: number | undefined;
+  for (;;) {
+    try {
+      return await invokeOnce(invoker, payload, messages.length);
+    } catch (error) {
+      let delay: number;
+      if (error instanceof PublishInProgressError) {
+        waitLeaseUntil ??= Date.now() + invoker.maxLeaseWaitMs;
+        // Poll with backoff, as a live attempt usually finishes long before its lease ends, but no
+        // later than just past the lease's expiry, when a dead attempt's request can be taken over.
+        const untilExpiry = Math.max(0, error.leaseExpiresAt - Date.now()) + LEASE_EXPIRY_MARGIN_MS;
+        delay = Math.min(backoffDelayMs(++leaseWaits, invoker.retry), untilExpiry);
+        if (Date.now() + delay > waitLeaseUntil) throw error;
+      } else {
+        if (++failures >= invoker.retry.maxAttempts || !isWorthRetrying(error)) throw error;
+        delay = backoffDelayMs(failures, invoker.retry);
+      }
+      await sleep(delay);
+    }
+  }
+}
+
+async function invokeOnce(
+  { lambda, functionName }: Invoker,
+  payload: Uint8Array,
+  messageCount: number,
+): Promise<PublishResponse> {
+  const output = await lambda.send(new InvokeCommand({ FunctionName: functionName, Payload: payload }));
+  const text = output.Payload ? new TextDecoder().decode(output.Payload) : '';
+  if (output.FunctionError) throw functionError(text);
+  const response = parseJson(text) as Partial<PublishResponse> | undefined;
+  if (!Array.isArray(response?.results) || response.results.length !== messageCount) {
+    throw new PublisherResponseError(
+      `${functionName} answered ${text.slice(0, 200)}, not one result per message: is it the Oncely publisher?`,
+    );
+  }
+  return { results: response.results };
+}
+
+/**
+ * Which messages a re-send round sends, in request order: in each group with an `unknown` message,
+ * its `unknown` and `blocked` ones — up to a `failed` one, after which the group must not go on.
+ */
+function toResend(messages: readonly PublishMessage[], results: readonly MessageResult[]): number[] {
+  const uncertain = new Set(
+    messages.filter((_, i) => resultAt(results, i).status === 'unknown').map((message) => message.groupId),
+  );
+  const stopped = new Set<string>();
+  const indexes: number[] = [];
+  messages.forEach(({ groupId }, i) => {
+    const { status } = resultAt(results, i);
+    if (!uncertain.has(groupId) || stopped.has(groupId)) return;
+    if (status === 'failed') stopped.add(groupId);
+    else if (status === 'unknown' || status === 'blocked') indexes.push(i);
+  });
+  return indexes;
+}
+
+/** A round's requestId: derived, so that retrying the round replays it; within 128 characters. */
+function resendRequestId(requestId: string, round: number): string {
+  const suffix = `.r${round}`;
+  return `${requestId.length + suffix.length <= 128 ? requestId : sha256Hex(requestId)}${suffix}`;
+}
+
+/** A round's reasons name messages by their position in the round's request: name them by the caller's. */
+function renumbered(result: MessageResult, indexes: readonly number[]): MessageResult {
+  if (!('reason' in result)) return result;
+  const reason = result.reason.replace(/messages\[(\d+)\]/g, (text, i: string) => {
+    const index = indexes[Number(i)];
+    return index === undefined ? text : `messages[${index}]`;
+  });
+  return { ...result, reason };
+}
+
+function messageAt(messages: readonly PublishMessage[], index: number): PublishMessage {
+  return messages[index] as PublishMessage;
+}
+
+function resultAt(results: readonly MessageResult[], index: number): MessageResult {
+  return results[index] as MessageResult;
+}
+
+/** Rebuilds the publisher's own errors with their details; anything else is a PublisherFunctionError. */
+function functionError(text: string): Error {
+  const reported = parseJson(text) as { errorType?: unknown; errorMessage?: unknown } | undefined;
+  const errorType = typeof reported?.errorType === 'string' ? reported.errorType : 'Unknown';
+  const errorMessage = typeof reported?.errorMessage === 'string' ? reported.errorMessage : text;
+  return (
+    publisherErrorFromFunctionError(errorType, errorMessage) ??
+    new PublisherFunctionError(errorType, errorMessage)
+  );
+}
+
+function isWorthRetrying(error: unknown): boolean {
+  return error instanceof OncelyError ? error.retryable : isTransientAwsError(error);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+let sharedLambda: LambdaClient | undefined;
+
+function sharedLambdaClient(): LambdaClient {
+  // One SDK attempt per call: publish retries itself, with the same requestId and its own backoff.
+  sharedLambda ??= new LambdaClient({ maxAttempts: 1 });
+  return sharedLambda;
+}

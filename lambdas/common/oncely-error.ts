@@ -1,0 +1,22 @@
+/**
+ * The base of every Oncely error. `retryable` tells a caller (the FIFO consumer, the publisher
+ * client) whether trying the same input again can help.
+ *
+ * Names are what records, DLQ attributes and logs show, and a minifying bundler renames classes:
+ * so each Oncely class fixes its name in a static `errorName`. A subclass of yours without one is
+ * named after its class (bundle with esbuild's `keepNames`, as the Oncely construct does).
+ */
+export abstract class OncelyError extends Error {
+  abstract readonly retryable: boolean;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    const type = new.target as { errorName?: string; name: string };
+    this.name = Object.hasOwn(type, 'errorName') && type.errorName ? type.errorName : type.name;
+  }
+}
+
+/** Thrown by a handler for a failure that no retry can fix (bad input, broken business rule). */
+export class NonRetryableError extends OncelyError {
+  static readonly errorName: string = 'NonRetryableError';
+  readonly retryable = false;
+}

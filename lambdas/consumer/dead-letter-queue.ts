@@ -1,0 +1,130 @@
+import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import { sha256Hex } from '../common/message-key.js';
+import type { StoredError } from '../idempotency/errors.js';
+
+/** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
+export const DLQ_ATTRIBUTES = {
+  errorName: 'ErrorName',
+  errorMessage: 'ErrorMessage',
+  originalMessageId: 'OriginalMessageId',
+  receiveCount: 'ReceiveCount',
+} as const;
+
+/** Error messages are cut here: they ride along with the body, which may be near SQS's size limit already. */
+const MAX_ERROR_MESSAGE_LENGTH = 1_024;
+
+export interface DeadLetterQueueOptions {
+  /** The client that sends to the DLQ (and deletes from the source queue). */
+  client: SQSClient;
+  /** The FIFO DLQ's URL. */
+  queueUrl: string;
+  /**
+   * The URL of the queue the records come from. When given, a record sent to the DLQ is also deleted
+   * from it at once, so that a batch that then fails as a whole does not bring it back to be
+   * dead-lettered twice. None by default (the event source mapping deletes it with the batch).
+   */
+  sourceQueueUrl?: string;
+}
+
+/**
+ * The SQS client's module, imported when a record first goes to the DLQ rather than at start: most
+ * containers never send one, and importing it lengthens every cold start (`npm run bench`, (6)).
+ */
+const sqsModule = () => import('@aws-sdk/client-sqs');
+
+let defaultClient: Promise<SQSClient> | undefined;
+
+/** The default DLQ client: one per container, whatever the number of consumers, made when first needed. */
+export function defaultSqsClient(): Promise<SQSClient> {
+  defaultClient ??= sqsModule().then(
+    ({ SQSClient }) => new SQSClient({}),
+    (error: unknown) => {
+      defaultClient = undefined; // the next record tries again
+      throw error;
+    },
+  );
+  return defaultClient;
+}
+
+/** The options, or the same with the default client, which is made on the first send. */
+export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
+  client: SQSClient | (() => Promise<SQSClient>);
+};
+
+/**
+ * Sends non-retryable records to the DLQ at once (DESIGN §5), instead of letting them block their
+ * group for maxReceiveCount × the visibility timeout before SQS moves them there itself.
+ */
+export class DeadLetterQueue {
+  constructor(private readonly options: DeadLetterQueueTarget) {}
+
+  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
+    await this.#sendFitting(record, groupId, error);
+    if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
+  }
+
+  /**
+   * Attributes count towards SQS's message size limit, and a poison message may be at that limit
+   * already: if SQS refuses the message as too long, it goes again with fewer attributes, last with
+   * none, so that it reaches the DLQ all the same (the consumer's log has the whole error).
+   */
+  async #sendFitting(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
+    const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
+    const all: Record<string, MessageAttributeValue> = {
+      [DLQ_ATTRIBUTES.errorName]: text(error.name),
+      [DLQ_ATTRIBUTES.errorMessage]: text(error.message.slice(0, MAX_ERROR_MESSAGE_LENGTH)),
+      [DLQ_ATTRIBUTES.originalMessageId]: text(record.messageId),
+      [DLQ_ATTRIBUTES.receiveCount]: {
+        DataType: 'Number',
+        StringValue: record.attributes.ApproximateReceiveCount,
+      },
+    };
+    const { [DLQ_ATTRIBUTES.errorName]: errorName } = all;
+    const attempts = [all, { [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue }, undefined];
+    const [client, { SendMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
+    for (const [index, attributes] of attempts.entries()) {
+      try {
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl: this.options.queueUrl,
+            MessageBody: record.body,
+            MessageGroupId: groupId,
+            // Per message: the SDK's retries of this send, and a redelivery of the same message (a
+            // batch that failed after it was sent here), dedupe. A redrive sends a new message, with a
+            // new id, so that one can come back here again.
+            MessageDeduplicationId: sha256Hex(record.messageId),
+            MessageAttributes: attributes,
+          }),
+        );
+        return;
+      } catch (sendError) {
+        if (!isTooLong(sendError) || index === attempts.length - 1) throw sendError;
+      }
+    }
+  }
+
+  async #deleteFromSource(record: SQSRecord): Promise<void> {
+    try {
+      const [client, { DeleteMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
+      await client.send(
+        new DeleteMessageCommand({
+          QueueUrl: this.options.sourceQueueUrl,
+          ReceiptHandle: record.receiptHandle,
+        }),
+      );
+    } catch {
+      // The event source mapping deletes it with the batch; and within 5 minutes the DLQ dedupes a copy.
+    }
+  }
+
+  #client(): Promise<SQSClient> {
+    const { client } = this.options;
+    return typeof client === 'function' ? client() : Promise.resolve(client);
+  }
+}
+
+/** SQS refused the message because body and attributes together exceed the queue's maximum size. */
+function isTooLong(error: unknown): boolean {
+  return error instanceof Error && /shorter than|too long|maximum message size/i.test(error.message);
+}

@@ -1,0 +1,15 @@
+import type { Context } from 'aws-lambda';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { RecordTelemetry } from './telemetry.js';
+
+/** What the batch middleware gives an operation for one record. */
+export interface OperationRuntime {
+  store: DynamoDBIdempotencyStore;
+  telemetry: RecordTelemetry;
+  lambdaContext: Context;
+  /** Aborted when the batch fails as a whole: a lease acquired after that is released unused. */
+  signal: AbortSignal;
+}
+
+/** How an operation ended for a record that did not fail. */
+export type OperationOutcome = 'executed' | 'duplicate' | 'in-doubt';

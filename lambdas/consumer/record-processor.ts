@@ -1,0 +1,171 @@
+import type { Context } from 'aws-lambda';
+import { type DedupHorizon, isPastDedupHorizon } from '../common/dedup-horizon.js';
+import {
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  isRetryable,
+  toStoredError,
+} from '../idempotency/errors.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { DeadLetterQueue } from './dead-letter-queue.js';
+import {
+  IdempotencyStoreUnavailableError,
+  PastDedupHorizonError,
+  UnknownMessageTypeError,
+} from './errors.js';
+import type { GroupTurn } from './group-leases.js';
+import type { RecordStep } from './group-runner.js';
+import type { LeaseTurn } from './lease-turn.js';
+import type { ConsumerMessage, ReceivedRecord } from './message.js';
+import type { OperationOutcome } from './operation-runtime.js';
+import { type ConsumerOperation, LeaseOperation } from './operations.js';
+import type { RecordTelemetry } from './telemetry.js';
+
+export interface RecordProcessorOptions {
+  store: DynamoDBIdempotencyStore;
+  operations: Readonly<Record<string, ConsumerOperation>>;
+  deadLetterQueue: DeadLetterQueue;
+  horizon: DedupHorizon;
+}
+
+/** What a record's turn runs in: the Lambda invocation, and the batch's abort signal. */
+export interface RecordInvocation {
+  lambdaContext: Context;
+  signal: AbortSignal;
+}
+
+/**
+ * One record, start to verdict: route it by type, run its operation with idempotency, and turn
+ * what happened into DESIGN §5's verdict. A non-retryable failure goes to the DLQ at once and
+ * counts as a success, so it does not block its group. A lease-mode record of a group runs as its
+ * group's `turn` (its lease may have been taken ahead), and its verdict may come later
+ * (`settling`), when its completion is written. Throws only what fails the whole batch.
+ */
+export async function processRecord(
+  received: ReceivedRecord,
+  telemetry: RecordTelemetry,
+  invocation: RecordInvocation,
+  options: RecordProcessorOptions,
+  turn?: GroupTurn,
+): Promise<RecordStep> {
+  const failed = (error: unknown) => {
+    // Once the batch fails as a whole, SQS redelivers every record: nothing else to decide here.
+    if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) throw error;
+    return failure(received, error, telemetry, options.deadLetterQueue);
+  };
+  try {
+    const { operation, message } = routeRecord(received, options);
+    const step =
+      turn && operation instanceof LeaseOperation
+        ? await turn.turn.run(turn.successor)
+        : await operation.execute(message, { store: options.store, telemetry, ...invocation });
+    if (typeof step !== 'string') {
+      const settling = step.settling.then((outcome) => {
+        reportSuccess(outcome, telemetry);
+        return 'succeeded' as const;
+      }, failed);
+      return { settling };
+    }
+    reportSuccess(step, telemetry);
+    return 'succeeded';
+  } catch (error) {
+    return failed(error);
+  }
+}
+
+/**
+ * The lease turn of a record whose operation is lease-mode, for its group to take its lease ahead;
+ * undefined for any other record, and for one that will not run (it goes to the DLQ at once).
+ */
+export function leaseTurnOf(
+  received: ReceivedRecord,
+  telemetry: RecordTelemetry,
+  invocation: RecordInvocation,
+  options: RecordProcessorOptions,
+): LeaseTurn | undefined {
+  try {
+    const { operation, message } = routeRecord(received, options);
+    if (!(operation instanceof LeaseOperation)) return undefined;
+    return operation.turn(message, { store: options.store, telemetry, ...invocation });
+  } catch {
+    return undefined; // its turn meets the same error and sends it to the DLQ
+  }
+}
+
+/** The record's operation and message, or the non-retryable error that sends it to the DLQ at once. */
+function routeRecord(
+  received: ReceivedRecord,
+  options: RecordProcessorOptions,
+): { operation: ConsumerOperation; message: ConsumerMessage } {
+  if (received.error) throw received.error;
+  const { message } = received;
+  // Own properties only: a message of type "constructor" must not find Object's.
+  if (!Object.hasOwn(options.operations, message.type)) {
+    throw new UnknownMessageTypeError(message.type, Object.keys(options.operations));
+  }
+  // Before any request: past the horizon, even a lookup could not prove it is not a repeat.
+  if (isPastDedupHorizon(message.publishedAt, options.horizon, options.store.now())) {
+    throw new PastDedupHorizonError(message.publishedAt, options.horizon.ttlSeconds);
+  }
+  return { operation: options.operations[message.type] as ConsumerOperation, message };
+}
+
+function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry): void {
+  switch (outcome) {
+    case 'executed':
+      telemetry.count('processed');
+      telemetry.logger.info('processed');
+      return;
+    case 'duplicate':
+      telemetry.count('duplicate');
+      telemetry.logger.info('duplicate of a completed record: acknowledged without running');
+      return;
+    case 'in-doubt':
+      // Counted where the record became IN_DOUBT (the observer), not on every delivery of it.
+      telemetry.logger.warn(
+        'the record is IN_DOUBT: acknowledged without running; an operator must resolve it',
+      );
+      return;
+  }
+}
+
+async function failure(
+  received: ReceivedRecord,
+  error: unknown,
+  telemetry: RecordTelemetry,
+  deadLetterQueue: DeadLetterQueue,
+): Promise<'succeeded' | 'failed'> {
+  if (error instanceof IdempotencyInProgressError) {
+    telemetry.count('inProgressElsewhere');
+    telemetry.logger.warn(
+      'another invocation is processing this key: the record fails and SQS redelivers it',
+      {
+        error,
+      },
+    );
+    return 'failed';
+  }
+  if (isRetryable(error)) {
+    telemetry.count('failed');
+    telemetry.logger.warn('the record failed and SQS redelivers it', { error });
+    return 'failed';
+  }
+  if (error instanceof IdempotencyConflictError) telemetry.count('conflict');
+  if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
+  try {
+    await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
+  } catch (sendError) {
+    telemetry.count('dlqSendFailed');
+    telemetry.logger.error(
+      'could not send a non-retryable record to the DLQ: it fails and SQS redelivers it',
+      {
+        error,
+        sendError,
+      },
+    );
+    return 'failed';
+  }
+  telemetry.count('sentToDlq');
+  telemetry.logger.warn('sent to the DLQ at once: no retry can fix this record', { error });
+  return 'succeeded';
+}

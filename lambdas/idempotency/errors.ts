@@ -1,0 +1,178 @@
+/**
+ * Errors of the idempotency core. Each says what happened and what to do; `retryable` tells a
+ * caller (the FIFO consumer, the publisher client) whether trying the same input again can help.
+ * Their base classes are in common/oncely-error.ts, where every part of Oncely finds them.
+ */
+import { NonRetryableError, OncelyError } from '../common/oncely-error.js';
+
+export { NonRetryableError, OncelyError };
+
+/**
+ * Thrown by a handler whose effect's outcome is unknown: its request went out, then it timed out or
+ * the connection reset. At-most-once records `IN_DOUBT` and never re-runs it; at-least-once retries.
+ */
+export class OutcomeUnknownError extends OncelyError {
+  static readonly errorName: string = 'OutcomeUnknownError';
+  readonly retryable = true;
+}
+
+/** Another invocation holds the lease on this key right now. Retry later. */
+export class IdempotencyInProgressError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyInProgressError';
+  readonly retryable = true;
+  constructor(
+    readonly id: string,
+    readonly leaseExpiresAt: number,
+  ) {
+    super(
+      `"${id}" is being processed by another invocation (lease until ${new Date(leaseExpiresAt).toISOString()}). ` +
+        'Retry after that; if the other invocation died, its lease expires and the key can be taken over.',
+    );
+  }
+}
+
+/** The record is IN_DOUBT: the effect may or may not have happened; an operator must resolve it. */
+export class IdempotencyInDoubtError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyInDoubtError';
+  readonly retryable = false;
+  constructor(
+    readonly id: string,
+    readonly reason: StoredError,
+  ) {
+    super(
+      `"${id}" is IN_DOUBT (${reason.message}): it is never run again automatically. ` +
+        'Check whether the effect happened, then resolve it with `oncely in-doubt resolve`.',
+    );
+  }
+}
+
+/** The key was used before with a different payload: two different messages share one key. */
+export class IdempotencyConflictError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyConflictError';
+  readonly retryable = false;
+  constructor(readonly id: string) {
+    super(
+      `"${id}" was already used with a different payload. An idempotency key must identify one message: ` +
+        'give this message its own key, or send exactly the same payload when retrying.',
+    );
+  }
+}
+
+/** A duplicate of a message that was rejected permanently: the original rejection, replayed. */
+export class IdempotencyRejectedError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyRejectedError';
+  readonly retryable = false;
+  constructor(
+    readonly id: string,
+    readonly original: StoredError,
+  ) {
+    super(`"${id}" was rejected earlier and is not run again: ${original.name}: ${original.message}`);
+  }
+}
+
+/** The effect's result cannot be stored in the idempotency record (DynamoDB items are limited to 400 KB). */
+export class ResultTooLargeError extends OncelyError {
+  static readonly errorName: string = 'ResultTooLargeError';
+  readonly retryable = false;
+  constructor(
+    readonly id: string,
+    readonly bytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(
+      `"${id}" completed and will not run again, but its result (${bytes} bytes as JSON) exceeds the ` +
+        `${limitBytes}-byte limit of an idempotency record, so it was not stored and duplicates cannot replay it. ` +
+        'Return something smaller from the handler (an id or a summary), and keep large data elsewhere.',
+    );
+  }
+}
+
+/** A business write of a transactional handler failed its own condition (not a duplicate). */
+export class TransactionConditionFailedError extends OncelyError {
+  static readonly errorName: string = 'TransactionConditionFailedError';
+  readonly retryable = false;
+  constructor(
+    readonly id: string,
+    readonly failures: readonly { index: number; code: string; message?: string }[],
+  ) {
+    const list = failures.map((f) => `write ${f.index}: ${f.code}${f.message ? ` (${f.message})` : ''}`);
+    super(
+      `"${id}": the transaction was cancelled by its business writes, nothing was applied: ${list.join('; ')}`,
+    );
+  }
+}
+
+/** DynamoDB kept cancelling the transaction because concurrent transactions touched the same items. */
+export class TransactionContentionError extends OncelyError {
+  static readonly errorName: string = 'TransactionContentionError';
+  readonly retryable = true;
+  constructor(
+    readonly id: string,
+    readonly attempts: number,
+  ) {
+    super(`"${id}": the transaction conflicted with concurrent transactions ${attempts} times; retry later.`);
+  }
+}
+
+/**
+ * What happened to a record's effect could not be written to its record, even after retries. The
+ * message must not be acknowledged (DESIGN §3): SQS redelivers it, and that delivery finds the
+ * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once).
+ */
+export class RecordNotWrittenError extends OncelyError {
+  static readonly errorName: string = 'RecordNotWrittenError';
+  readonly retryable = true;
+  constructor(
+    readonly id: string,
+    readonly outcome: string,
+    cause: unknown,
+  ) {
+    super(
+      `"${id}": the effect's outcome (${outcome}) could not be recorded (${describeError(cause)}). The message ` +
+        'is not acknowledged: SQS redelivers it and that delivery settles the record. Check DynamoDB.',
+      { cause },
+    );
+  }
+}
+
+/**
+ * DynamoDB refused this record's own writes as invalid (ValidationException: an item over 400 KB,
+ * an invalid expression): no retry can fix it, and no other record is affected.
+ */
+export class InvalidRecordWriteError extends NonRetryableError {
+  static override readonly errorName: string = 'InvalidRecordWriteError';
+  constructor(idempotencyKey: string, cause: unknown) {
+    super(
+      `DynamoDB refused the writes of "${idempotencyKey}" as invalid (${describeError(cause)}); nothing was applied. ` +
+        'Fix the writes (item size, expressions): no retry can make them valid.',
+      { cause },
+    );
+  }
+}
+
+/** Input the idempotency core cannot work with (a bad key, namespace or option). */
+export class IdempotencyConfigurationError extends OncelyError {
+  static readonly errorName: string = 'IdempotencyConfigurationError';
+  readonly retryable = false;
+}
+
+/** An error as it is stored in a record and replayed to duplicates. */
+export interface StoredError {
+  name: string;
+  message: string;
+}
+
+/** Whether trying the same input again could succeed. Unknown errors are assumed transient. */
+export function isRetryable(error: unknown): boolean {
+  return !(error instanceof OncelyError) || error.retryable;
+}
+
+/** An error as `Name: message`, for messages that say what caused them. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+export function toStoredError(error: unknown): StoredError {
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { name: 'Error', message: String(error) };
+}

@@ -1,0 +1,40 @@
+/**
+ * `oncely/cdk`: the constructs that provision the Oncely pipeline around your consumer and the
+ * transactional outbox of a producing service, and what tools need to find them once deployed.
+ *
+ *   const pipeline = new OncelyPipeline(this, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
+ *   new OncelyOutbox(this, 'Outbox', { pipeline }).grantWrite(orderService);
+ */
+
+export { OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+export { LAMBDA_BUNDLING, type LambdaBundling } from './bundling.js';
+export { describeDeployedPipeline } from './deployed-pipeline.js';
+export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
+export {
+  type OncelyConsumerEntry,
+  type OncelyConsumerFunction,
+  OncelyPipeline,
+  type OncelyPipelineProps,
+} from './oncely-pipeline.js';
+export { OutboxAlarms, type OutboxAlarmsProps } from './outbox-alarms.js';
+export {
+  OUTBOX_OUTPUTS,
+  type OutboxOutputKey,
+  type OutboxResources,
+  outboxFromOutputs,
+} from './outbox-outputs.js';
+export type { OutboxSettings, ResolvedOutboxSettings } from './outbox-settings.js';
+export { PipelineAlarms, type PipelineAlarmsProps } from './pipeline-alarms.js';
+export {
+  MissingStackOutputsError,
+  PIPELINE_OUTPUTS,
+  type PipelineOutputKey,
+  type PipelineResources,
+  resourcesFromOutputs,
+} from './pipeline-outputs.js';
+export {
+  PipelineConfigurationError,
+  type PipelineSettings,
+  type ResolvedSettings,
+} from './pipeline-settings.js';
+export { inSandbox, SANDBOX_CONTEXT } from './sandbox-context.js';

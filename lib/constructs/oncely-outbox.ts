@@ -1,0 +1,248 @@
+import { CfnOutput } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { Rule } from 'aws-cdk-lib/aws-events';
+import { Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { CfnQueue, IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+import { OUTBOX_KEY_PREFIXES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import type { OncelyPipeline } from './oncely-pipeline.js';
+import { OutboxAlarms } from './outbox-alarms.js';
+import { createOutboxRelay, createOutboxSweeper } from './outbox-functions.js';
+import { OUTBOX_OUTPUTS, type OutboxOutputKey } from './outbox-outputs.js';
+import {
+  type OutboxSettings,
+  outboxSettingsProblems,
+  type ResolvedOutboxSettings,
+  resolveOutboxSettings,
+} from './outbox-settings.js';
+import {
+  addPendingIndex,
+  createOutboxTable,
+  producerTableProblems,
+  stringKeysOf,
+  warnWithoutTtl,
+} from './outbox-table.js';
+import { inSandbox } from './sandbox-context.js';
+
+export interface OncelyOutboxProps extends OutboxSettings {
+  /** The FIFO queue the outbox publishes to. Give this or `pipeline`, not both. */
+  readonly queue?: IQueue;
+  /**
+   * The pipeline whose queue the outbox publishes to, with its message size limit and (unless set
+   * here) its `removalPolicy` and `deletionProtection`. Give this or `queue`, not both.
+   */
+  readonly pipeline?: OncelyPipeline;
+  /**
+   * Your own table, to commit the outbox items in the same transactions as your writes to it: it
+   * needs a string partition key, a string sort key and a stream with new images (NEW_IMAGE or
+   * NEW_AND_OLD_IMAGES), and should have its TTL on `expiresAt`. Default: a table of the outbox's own.
+   */
+  readonly table?: Table;
+  /** Where the alarms notify; none by default (they still show in CloudWatch). */
+  readonly alarmTopic?: ITopic;
+  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  readonly serviceName?: string;
+  /**
+   * Put before the logical ids of the stack outputs the outbox adds (`OutboxTableName`, …): needed
+   * only for a second outbox in one stack. Default '' (none).
+   */
+  readonly outputPrefix?: string;
+}
+
+/** A table holds at most one outbox: two relays would send every message twice. */
+const TABLES_WITH_OUTBOX = new WeakSet<Table>();
+
+/**
+ * The transactional outbox (DESIGN §9) of a producing service: the table (yours, or its own) with the
+ * sparse index of pending messages, the relay on the table's stream (only new pending markers invoke
+ * it; partial batch responses, bounded retries, failed batches kept in a queue), the sweeper on an
+ * EventBridge schedule, least-privilege grants confined to the outbox's keys, the stuck alarm and
+ * stack outputs. `grantWrite` lets a producer write messages with `new Outbox()` from `oncely/outbox`.
+ */
+export class OncelyOutbox extends Construct {
+  readonly settings: ResolvedOutboxSettings;
+  /** The table holding the outbox: yours, or the one the construct created. */
+  readonly table: Table;
+  /** The table's name and key attributes, as `oncely/outbox` takes them. */
+  readonly layout: OutboxLayout;
+  readonly queue: IQueue;
+  /** Sends new pending messages, invoked by the table's stream. */
+  readonly relay: IFunction;
+  /** Keeps the description of each relay batch Lambda gave up on (its messages stay pending). */
+  readonly relayFailureQueue: IQueue;
+  /** Sends what the relay left pending, every `sweepInterval`, and counts the stuck messages. */
+  readonly sweeper: IFunction;
+  /** The EventBridge schedule that runs {@link sweeper}. */
+  readonly sweepSchedule: Rule;
+  readonly alarms: OutboxAlarms;
+  /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link grantWrite}. */
+  readonly producerEnvironment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: OncelyOutboxProps) {
+    super(scope, id);
+    const pipelineSettings = props.pipeline?.settings;
+    const settings = resolveOutboxSettings(props, {
+      sandbox: inSandbox(this),
+      removalPolicy: pipelineSettings?.removalPolicy,
+      deletionProtection: pipelineSettings?.deletionProtection,
+    });
+    this.settings = settings;
+    const serviceName = props.serviceName ?? 'oncely';
+    const problems = [
+      ...targetProblems(props),
+      ...(props.table ? producerTableProblems(props.table) : []),
+      ...(props.table && TABLES_WITH_OUTBOX.has(props.table)
+        ? [`the table ${props.table.node.path} already holds an OncelyOutbox: one table, one outbox.`]
+        : []),
+      ...outboxSettingsProblems(settings),
+    ];
+    if (problems.length > 0) {
+      throw new OutboxConfigurationError(
+        `Invalid OncelyOutbox ${this.node.path}:\n- ${problems.join('\n- ')}`,
+      );
+    }
+    this.queue = (props.queue ?? props.pipeline?.queue) as IQueue;
+    const maxMessageBytes = pipelineSettings?.maxMessageSizeBytes ?? declaredMaxMessageSize(this.queue);
+
+    const table = props.table ?? createOutboxTable(this, 'Table', settings);
+    if (props.table) {
+      warnWithoutTtl(this, props.table);
+      TABLES_WITH_OUTBOX.add(props.table);
+    }
+    addPendingIndex(table);
+    this.table = table;
+    // Strings: checked above for your table, and so declared for the outbox's own.
+    const keys = stringKeysOf(table) as { partitionKey: string; sortKey: string };
+    this.layout = { tableName: table.tableName, ...keys };
+
+    this.producerEnvironment = {
+      [OUTBOX_ENVIRONMENT.tableName]: this.layout.tableName,
+      [OUTBOX_ENVIRONMENT.partitionKey]: this.layout.partitionKey,
+      [OUTBOX_ENVIRONMENT.sortKey]: this.layout.sortKey,
+      // Unknown for a queue built elsewhere: oncely/outbox then keeps to SQS's classic 256 KiB.
+      ...(maxMessageBytes === undefined
+        ? {}
+        : { [OUTBOX_ENVIRONMENT.maxMessageBytes]: String(maxMessageBytes) }),
+    };
+    const functionProps = {
+      table,
+      settings,
+      environment: {
+        ...this.producerEnvironment,
+        [OUTBOX_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
+        POWERTOOLS_METRICS_NAMESPACE: serviceName,
+      },
+      serviceName: `${serviceName}-outbox`,
+    };
+    const { relay, failureQueue } = createOutboxRelay(this, functionProps);
+    this.relay = relay;
+    this.relayFailureQueue = failureQueue;
+    const { sweeper, schedule } = createOutboxSweeper(this, functionProps);
+    this.sweeper = sweeper;
+    this.sweepSchedule = schedule;
+    this.#grantLeastPrivilege();
+
+    this.alarms = new OutboxAlarms(this, 'Alarms', {
+      relay: this.relay,
+      metricsNamespace: serviceName,
+      sweeperServiceName: `${serviceName}-outbox-sweeper`,
+      sweepInterval: settings.sweepInterval,
+      topic: props.alarmTopic,
+    });
+    this.#addOutputs(props.outputPrefix ?? '');
+  }
+
+  /**
+   * Lets a producer write messages to the outbox (`dynamodb:PutItem` on the outbox's keys only; its
+   * own writes in the same transaction need their own grants), and — for a `lambda.Function` — sets
+   * `producerEnvironment` on it, so that `new Outbox()` needs no options.
+   */
+  grantWrite(producer: IGrantable): Grant {
+    const grant = Grant.addToPrincipal({
+      grantee: producer,
+      actions: ['dynamodb:PutItem'],
+      resourceArns: [this.table.tableArn],
+      conditions: OUTBOX_KEYS_ONLY,
+    });
+    this.table.encryptionKey?.grantEncryptDecrypt(producer);
+    if (producer instanceof LambdaFunctionResource) {
+      for (const [name, value] of Object.entries(this.producerEnvironment))
+        producer.addEnvironment(name, value);
+    }
+    return grant;
+  }
+
+  /** The relay and the sweeper get exactly the actions they use, on the outbox's keys only. */
+  #grantLeastPrivilege(): void {
+    for (const sender of [this.relay, this.sweeper]) {
+      // Claims and releases are UpdateItem; a SENT mark is a transaction of an Update (the item)
+      // and a Delete (its marker); a group's pending markers are a Query of its partition.
+      sender.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+          resources: [this.table.tableArn],
+          conditions: OUTBOX_KEYS_ONLY,
+        }),
+      );
+      this.table.encryptionKey?.grantEncryptDecrypt(sender);
+      sender.addToRolePolicy(
+        new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
+      );
+      // What SendMessage needs of a queue encrypted with a KMS key.
+      this.queue.encryptionMasterKey?.grant(sender, 'kms:GenerateDataKey', 'kms:Decrypt');
+    }
+    // The sweeper finds old pending messages in the sparse index, which holds nothing but markers.
+    this.sweeper.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: [`${this.table.tableArn}/index/${OUTBOX_PENDING_INDEX}`],
+      }),
+    );
+  }
+
+  #addOutputs(prefix: string): void {
+    const values: Record<OutboxOutputKey, string> = {
+      tableName: this.layout.tableName,
+      partitionKey: this.layout.partitionKey,
+      sortKey: this.layout.sortKey,
+      stuckAfterSeconds: String(this.settings.stuckAfter.toSeconds()),
+    };
+    for (const [key, value] of Object.entries(values) as [OutboxOutputKey, string][]) {
+      const output = new CfnOutput(this, OUTBOX_OUTPUTS[key], { value });
+      // Stable, short names `oncely outbox list` looks up: not the construct path's hash.
+      output.overrideLogicalId(`${prefix}${OUTBOX_OUTPUTS[key]}`);
+    }
+  }
+}
+
+/**
+ * Confines item actions to the outbox's key space: the table may be yours, and the outbox's
+ * functions and producers have no business with your items.
+ */
+const OUTBOX_KEYS_ONLY = {
+  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': OUTBOX_KEY_PREFIXES.map((prefix) => `${prefix}*`) },
+};
+
+function targetProblems(props: OncelyOutboxProps): string[] {
+  if (props.queue && props.pipeline) {
+    return ['give `queue` or `pipeline`, not both: the outbox publishes to one queue.'];
+  }
+  const queue = props.queue ?? props.pipeline?.queue;
+  if (!queue) return ['give the FIFO queue to publish to: `queue`, or `pipeline` for its queue.'];
+  if (!queue.fifo) {
+    return [
+      `the queue ${queue.node.path} is not FIFO: the outbox sends each group in order with deduplication ids. ` +
+        'For a queue imported with Queue.fromQueueAttributes whose name is a token, say `fifo: true`.',
+    ];
+  }
+  return [];
+}
+
+/** The maximum message size a queue built in this app declares; undefined when it does not say. */
+function declaredMaxMessageSize(queue: IQueue): number | undefined {
+  const size = (queue.node.defaultChild as CfnQueue | undefined)?.maximumMessageSize;
+  return typeof size === 'number' ? size : undefined;
+}

@@ -1,0 +1,293 @@
+import { CfnOutput, Duration } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, type ITable, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction, NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import {
+  DeduplicationScope,
+  FifoThroughputLimit,
+  type IQueue,
+  Queue,
+  QueueEncryption,
+} from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  ID_ATTRIBUTE,
+  UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_NAME,
+  UPDATED_AT_ATTRIBUTE,
+} from '../../lambdas/idempotency/record.js';
+import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
+import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
+import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
+import { packageEntry } from './package-entries.js';
+import { PipelineAlarms } from './pipeline-alarms.js';
+import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
+import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings.js';
+
+/** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
+export interface OncelyConsumerEntry
+  extends Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup' | 'timeout' | 'memorySize' | 'runtime'> {
+  /**
+   * Your handler's file (TypeScript or JavaScript), e.g. `src/consumer.ts`, bundled like Oncely's
+   * own functions (`LAMBDA_BUNDLING`: esbuild, CommonJS, minified with names kept, Node.js 24, ARM64
+   * unless you say otherwise).
+   */
+  readonly entry: string;
+  /** The exported handler. Default `handler`. */
+  readonly handler?: string;
+}
+
+/** Your consumer, built by you: the construct attaches the queue to it and grants it what it needs. */
+export interface OncelyConsumerFunction {
+  /**
+   * The function. If it is a `lambda.Function` (NodejsFunction included), the construct sets its
+   * environment; otherwise set it yourself (see {@link OncelyPipeline.consumerEnvironment}). Its
+   * timeout must be the pipeline's `consumerTimeout`, which sizes the queue's visibility timeout.
+   */
+  readonly function: IFunction;
+}
+
+export interface OncelyPipelineProps extends PipelineSettings {
+  /** The Lambda that consumes the queue: its entry file, or a function you built. Required. */
+  readonly consumer: OncelyConsumerEntry | OncelyConsumerFunction;
+  /** Where alarms notify; none by default (they still show in CloudWatch). */
+  readonly alarmTopic?: ITopic;
+  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  readonly serviceName?: string;
+  /**
+   * Put before the logical ids of the stack outputs the pipeline adds (`PublisherFunctionName`, …):
+   * needed only for a second pipeline in one stack. Default '' (none).
+   */
+  readonly outputPrefix?: string;
+}
+
+/**
+ * The Oncely pipeline (DESIGN §7) around your consumer: FIFO queue + FIFO DLQ, the idempotency
+ * table with its index of unresolved records, the publisher Lambda, the SQS event source with
+ * partial batch responses, the scheduled monitor of unresolved records, least-privilege grants,
+ * alarms and stack outputs. Your consumer's environment tells `fifoBatch` everything it needs.
+ * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
+ */
+export class OncelyPipeline extends Construct {
+  readonly settings: ResolvedSettings;
+  readonly queue: IQueue;
+  readonly deadLetterQueue: IQueue;
+  readonly idempotencyTable: ITable;
+  readonly publisher: IFunction;
+  readonly consumer: IFunction;
+  /** Counts the unresolved idempotency records every `unresolvedCheckInterval` for the in-doubt alarm. */
+  readonly unresolvedMonitor: IFunction;
+  /** The EventBridge schedule that runs {@link unresolvedMonitor}. */
+  readonly unresolvedCheckSchedule: Rule;
+  readonly alarms: PipelineAlarms;
+  /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */
+  readonly consumerEnvironment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
+    super(scope, id);
+    const settings = resolveSettings(props);
+    this.settings = settings;
+    const serviceName = props.serviceName ?? 'oncely';
+
+    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      fifo: true,
+      retentionPeriod: settings.dlqRetention,
+      maxMessageSizeBytes: settings.maxMessageSizeBytes,
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      removalPolicy: settings.removalPolicy,
+    });
+    const queue = new Queue(this, 'Queue', {
+      fifo: true,
+      // High-throughput FIFO: deduplication and throughput are per message group.
+      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      retentionPeriod: settings.queueRetention,
+      visibilityTimeout: settings.visibilityTimeout,
+      maxMessageSizeBytes: settings.maxMessageSizeBytes,
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+      removalPolicy: settings.removalPolicy,
+    });
+    this.deadLetterQueue = deadLetterQueue;
+    this.queue = queue;
+
+    const idempotencyTable = new Table(this, 'IdempotencyTable', {
+      partitionKey: { name: ID_ATTRIBUTE, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
+      deletionProtection: settings.deletionProtection,
+      removalPolicy: settings.removalPolicy,
+    });
+    this.idempotencyTable = idempotencyTable;
+    // Sparse: only records an operator must resolve carry the key, so listing them never scans.
+    idempotencyTable.addGlobalSecondaryIndex({
+      indexName: UNRESOLVED_INDEX_NAME,
+      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
+      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
+      projectionType: ProjectionType.ALL,
+    });
+
+    this.publisher = this.#function('Publisher', packageEntry('../../lambdas/publisher/handler'), {
+      timeout: Duration.seconds(30),
+      memorySize: 256,
+      environment: {
+        [PUBLISHER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
+        // The same figure as the queue's limit, so the publisher refuses exactly what SQS would.
+        [PUBLISHER_ENVIRONMENT.queueMaxMessageBytes]: String(settings.maxMessageSizeBytes),
+        [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
+        POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
+      },
+    });
+    this.consumerEnvironment = {
+      [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable.tableName,
+      [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
+      [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
+      [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
+      [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
+      POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
+      POWERTOOLS_METRICS_NAMESPACE: serviceName,
+    };
+    this.consumer = this.#consumer(props.consumer);
+    this.consumer.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: settings.batchSize,
+        reportBatchItemFailures: true,
+        maxConcurrency: settings.maxConcurrency,
+      }),
+    );
+    this.unresolvedMonitor = this.#function('Monitor', packageEntry('../../lambdas/monitor/handler'), {
+      timeout: Duration.minutes(1),
+      memorySize: 256,
+      environment: {
+        [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        POWERTOOLS_SERVICE_NAME: `${serviceName}-monitor`,
+        POWERTOOLS_METRICS_NAMESPACE: serviceName,
+      },
+    });
+    this.unresolvedCheckSchedule = new Rule(this, 'UnresolvedCheckSchedule', {
+      description: 'Runs the unresolved-records monitor, whose counts keep the in-doubt alarm current.',
+      schedule: Schedule.rate(settings.unresolvedCheckInterval),
+      // A count older than one interval is superseded by the next run: not worth EventBridge's retries.
+      targets: [
+        new LambdaFunction(this.unresolvedMonitor, { maxEventAge: settings.unresolvedCheckInterval }),
+      ],
+    });
+    this.#grantLeastPrivilege();
+
+    this.alarms = new PipelineAlarms(this, 'Alarms', {
+      queue,
+      deadLetterQueue,
+      consumer: this.consumer,
+      metricsNamespace: serviceName,
+      monitorServiceName: `${serviceName}-monitor`,
+      unresolvedCheckInterval: settings.unresolvedCheckInterval,
+      oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
+      topic: props.alarmTopic,
+    });
+    this.#addOutputs(props.outputPrefix ?? '');
+  }
+
+  /** Lets another service's role or function publish by invoking the publisher. */
+  grantPublish(grantee: IGrantable) {
+    return this.publisher.grantInvoke(grantee);
+  }
+
+  /**
+   * Lets another function of yours use the idempotency core on the pipeline's table (lease and
+   * transactional mode, request idempotency): the record writes it makes, and — for a
+   * `lambda.Function` — the table's name and TTL in `IDEMPOTENCY_TABLE_NAME` / `IDEMPOTENCY_TTL_SECONDS`.
+   */
+  grantIdempotency(fn: IFunction): void {
+    allow(fn, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    if (fn instanceof LambdaFunctionResource) {
+      for (const name of [
+        CONSUMER_ENVIRONMENT.idempotencyTableName,
+        CONSUMER_ENVIRONMENT.idempotencyTtlSeconds,
+      ]) {
+        fn.addEnvironment(name, this.consumerEnvironment[name] as string);
+      }
+    }
+  }
+
+  #consumer(consumer: OncelyConsumerEntry | OncelyConsumerFunction): IFunction {
+    if ('function' in consumer) {
+      if (consumer.function instanceof LambdaFunctionResource) {
+        for (const [name, value] of Object.entries(this.consumerEnvironment)) {
+          consumer.function.addEnvironment(name, value);
+        }
+      }
+      return consumer.function;
+    }
+    const { entry, handler, environment, ...options } = consumer;
+    return this.#function('Consumer', entry, {
+      ...options,
+      handler: handler ?? 'handler',
+      timeout: this.settings.consumerTimeout,
+      memorySize: this.settings.consumerMemoryMiB,
+      environment: { ...environment, ...this.consumerEnvironment },
+    });
+  }
+
+  #addOutputs(prefix: string): void {
+    const values: Record<PipelineOutputKey, string> = {
+      publisherFunctionName: this.publisher.functionName,
+      publisherFunctionArn: this.publisher.functionArn,
+      consumerFunctionName: this.consumer.functionName,
+      queueUrl: this.queue.queueUrl,
+      queueArn: this.queue.queueArn,
+      dlqUrl: this.deadLetterQueue.queueUrl,
+      dlqArn: this.deadLetterQueue.queueArn,
+      idempotencyTableName: this.idempotencyTable.tableName,
+      idempotencyTtlSeconds: String(this.settings.idempotencyTtl.toSeconds()),
+    };
+    for (const [key, value] of Object.entries(values) as [PipelineOutputKey, string][]) {
+      const output = new CfnOutput(this, PIPELINE_OUTPUTS[key], { value });
+      // Stable, short names other services and tools look up: not the construct path's hash.
+      output.overrideLogicalId(`${prefix}${PIPELINE_OUTPUTS[key]}`);
+    }
+  }
+
+  #function(
+    id: string,
+    entry: string,
+    options: Omit<OncelyFunctionOptions, 'removalPolicy'>,
+  ): NodejsFunction {
+    return oncelyFunction(this, id, entry, { ...options, removalPolicy: this.settings.removalPolicy });
+  }
+
+  /** Each function gets exactly the actions it uses, on exactly its resources. */
+  #grantLeastPrivilege(): void {
+    allow(this.publisher, ['sqs:SendMessage'], [this.queue.queueArn]);
+    allow(this.publisher, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    // Poison records go to the DLQ at once; the event source's own grant covers the queue.
+    allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
+    allow(this.consumer, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
+    allow(
+      this.unresolvedMonitor,
+      ['dynamodb:Query'],
+      [`${this.idempotencyTable.tableArn}/index/${UNRESOLVED_INDEX_NAME}`],
+    );
+  }
+}
+
+/**
+ * What the idempotency core writes: records are taken with UpdateItem, released with DeleteItem,
+ * and committed with business writes in TransactWriteItems, which is authorised per item as a Put.
+ */
+const IDEMPOTENCY_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
+
+function allow(fn: IFunction, actions: string[], resources: string[]): void {
+  fn.addToRolePolicy(new PolicyStatement({ actions, resources }));
+}

@@ -1,0 +1,70 @@
+import type { Duration } from 'aws-cdk-lib';
+import { type Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
+
+export interface OutboxAlarmsProps {
+  relay: IFunction;
+  /** Where the sweeper's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
+  metricsNamespace: string;
+  /** The sweeper's `service` dimension (POWERTOOLS_SERVICE_NAME). */
+  sweeperServiceName: string;
+  /** How often the sweeper publishes its counts: the period of the stuck alarm. */
+  sweepInterval: Duration;
+  topic?: ITopic;
+}
+
+/** Intervals the stuck alarm looks at; all must breach (see below). */
+const STUCK_EVALUATION_INTERVALS = 2;
+
+/** What an operator must hear about: messages that are not getting out, and a relay that fails. */
+export class OutboxAlarms extends Construct {
+  /**
+   * The outbox-age alarm of DESIGN §7: messages pending longer than `stuckAfter`. The stuck count is
+   * at least 1 exactly when the oldest pending message is older than the bound, so one alarm covers
+   * both; the oldest age is published for dashboards.
+   */
+  readonly stuckMessages: Alarm;
+  readonly relayErrors: Alarm;
+
+  constructor(scope: Construct, id: string, props: OutboxAlarmsProps) {
+    super(scope, id);
+    // The sweeper publishes the count on every run, zeros included. A period without it is
+    // breaching: a sweeper that does not run leaves stuck messages unsent and uncounted. A rate
+    // schedule is not aligned to CloudWatch's periods, though, so a healthy sweeper can leave one
+    // period empty: the alarm needs two breaching periods in a row.
+    this.stuckMessages = new Metric({
+      namespace: props.metricsNamespace,
+      metricName: OUTBOX_METRICS.stuck,
+      dimensionsMap: { service: props.sweeperServiceName },
+      statistic: 'Maximum',
+      period: props.sweepInterval,
+    }).createAlarm(this, 'StuckMessages', {
+      alarmDescription:
+        'Outbox messages are pending longer than stuckAfter, or the sweeper has stopped reporting: see ' +
+        '`oncely outbox list --stuck` (each message’s last error) and the sweeper’s logs.',
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: STUCK_EVALUATION_INTERVALS,
+      datapointsToAlarm: STUCK_EVALUATION_INTERVALS,
+      treatMissingData: TreatMissingData.BREACHING,
+    });
+    // Partial failures are the relay's answer, not errors: this counts invocations that failed whole
+    // (no permission, the queue gone, a timeout), whose messages wait for the sweeper meanwhile.
+    this.relayErrors = props.relay.metricErrors({ statistic: 'Sum' }).createAlarm(this, 'RelayErrors', {
+      alarmDescription:
+        'The outbox relay failed whole invocations (see its logs); the sweeper sends their messages later.',
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    if (props.topic) {
+      const action = new SnsAction(props.topic);
+      for (const alarm of [this.stuckMessages, this.relayErrors]) alarm.addAlarmAction(action);
+    }
+  }
+}

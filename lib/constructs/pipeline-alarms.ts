@@ -1,0 +1,117 @@
+import type { Duration } from 'aws-cdk-lib';
+import {
+  type Alarm,
+  ComparisonOperator,
+  type CreateAlarmOptions,
+  type IAlarmAction,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
+import { MONITOR_SILENT_INTERVALS } from './pipeline-settings.js';
+
+export interface PipelineAlarmsProps {
+  queue: IQueue;
+  deadLetterQueue: IQueue;
+  consumer: IFunction;
+  /** Where the monitor's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
+  metricsNamespace: string;
+  /** The unresolved-records monitor's `service` dimension (POWERTOOLS_SERVICE_NAME). */
+  monitorServiceName: string;
+  /** How often the monitor publishes its counts: the period of the alarms on them. */
+  unresolvedCheckInterval: Duration;
+  oldestMessageAgeThreshold: Duration;
+  topic?: ITopic;
+}
+
+/**
+ * The things an operator must hear about: poison, in-doubt effects (and a monitor that no longer
+ * counts them), errors, a stuck queue.
+ */
+export class PipelineAlarms extends Construct {
+  readonly deadLetterQueueNotEmpty: Alarm;
+  readonly inDoubtRecords: Alarm;
+  readonly unresolvedMonitorSilent: Alarm;
+  readonly consumerErrors: Alarm;
+  readonly oldestMessageAge: Alarm;
+
+  constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
+    super(scope, id);
+    const action: IAlarmAction | undefined = props.topic ? new SnsAction(props.topic) : undefined;
+    const alarm = (
+      alarmId: string,
+      description: string,
+      metric: Metric,
+      threshold: number,
+      options: Partial<CreateAlarmOptions> = {},
+    ): Alarm => {
+      const created = metric.createAlarm(this, alarmId, {
+        alarmDescription: description,
+        threshold,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+        ...options,
+      });
+      if (action) created.addAlarmAction(action);
+      return created;
+    };
+    const monitorMetric = (statistic: string) =>
+      new Metric({
+        namespace: props.metricsNamespace,
+        metricName: UNRESOLVED_METRICS.inDoubt,
+        dimensionsMap: { service: props.monitorServiceName },
+        statistic,
+        period: props.unresolvedCheckInterval,
+      });
+
+    this.deadLetterQueueNotEmpty = alarm(
+      'DeadLetterQueueNotEmpty',
+      'Messages are in the DLQ: inspect them with `oncely dlq list`, fix the cause, `oncely dlq redrive`.',
+      props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum' }),
+      0,
+    );
+    // The monitor publishes the live count every interval, so this stays raised while any IN_DOUBT
+    // record exists. IGNORE: a rate schedule is not aligned to CloudWatch's periods, so a healthy
+    // monitor can leave a period empty; that must neither clear a raised alarm (it would notify
+    // again a period later) nor raise one. A monitor that stops reporting is the next alarm's job.
+    this.inDoubtRecords = alarm(
+      'InDoubtRecords',
+      'At-most-once effects may or may not have happened: check each, then `oncely in-doubt resolve`.',
+      monitorMetric('Maximum'),
+      0,
+      { treatMissingData: TreatMissingData.IGNORE },
+    );
+    // No count for several intervals in a row (the monitor fails, is throttled or is not invoked):
+    // the in-doubt alarm above can then neither raise nor clear, so silence must not look healthy.
+    this.unresolvedMonitorSilent = alarm(
+      'UnresolvedMonitorSilent',
+      'The unresolved-records monitor has stopped reporting, so the InDoubtRecords alarm cannot be trusted: ' +
+        'see the monitor’s logs and errors, and `oncely in-doubt list` meanwhile.',
+      monitorMetric('SampleCount'),
+      1,
+      {
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: MONITOR_SILENT_INTERVALS,
+        treatMissingData: TreatMissingData.BREACHING,
+      },
+    );
+    this.consumerErrors = alarm(
+      'ConsumerErrors',
+      'The consumer failed whole batches (e.g. DynamoDB unreachable): see its logs.',
+      props.consumer.metricErrors({ statistic: 'Sum' }),
+      0,
+    );
+    this.oldestMessageAge = alarm(
+      'OldestMessageAge',
+      'Messages wait too long: a message group is blocked or the consumer falls behind.',
+      props.queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum' }),
+      props.oldestMessageAgeThreshold.toSeconds(),
+    );
+  }
+}

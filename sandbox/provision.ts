@@ -1,0 +1,403 @@
+import { existsSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  type DynamoDBClient,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  type CloudFormationTemplate,
+  type ResolveContext,
+  type ResourceAttributes,
+  resolveValue,
+  type TemplateResource,
+  UnresolvableValueError,
+} from './cloudformation.js';
+import type { LocalQueue, LocalTable } from './local-resources.js';
+import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
+import { describeStreamSource, type LocalStreamSource } from './stream-source.js';
+
+/** A Lambda function of the template, to be run in-process from its asset: the code `cdk deploy` uploads. */
+export interface LocalFunction {
+  logicalId: string;
+  name: string;
+  arn: string;
+  /** The function's bundled asset in the cloud assembly: what Lambda unpacks into its task root. */
+  codeDirectory: string;
+  /** The template's `Handler`, e.g. `index.handler`. */
+  handler: string;
+  timeoutSeconds: number;
+  memoryMiB: number;
+  environment: Record<string, string>;
+}
+
+/** An SQS event source mapping, to be run by a local poller with Lambda's rules. */
+export interface LocalEventSource {
+  logicalId: string;
+  queue: LocalQueue;
+  functionName: string;
+  batchSize: number;
+  reportBatchItemFailures: boolean;
+  maxConcurrency: number;
+}
+
+/**
+ * A resource of the template with no local effect — or an output without a local value (type
+ * `Output`); `note` says why when it is not the type alone.
+ */
+export interface NotEmulatedResource {
+  stackName: string;
+  logicalId: string;
+  type: string;
+  note?: string;
+}
+
+export interface ProvisionedStack {
+  stackName: string;
+  queues: LocalQueue[];
+  tables: LocalTable[];
+  functions: LocalFunction[];
+  eventSources: LocalEventSource[];
+  /** DynamoDB-stream event source mappings, to be run by local stream pollers. */
+  streamSources: LocalStreamSource[];
+  /** EventBridge schedule rules, to be run by local schedule runners. */
+  schedules: LocalSchedule[];
+  /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
+  notEmulated: NotEmulatedResource[];
+  /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
+  outputs: { OutputKey: string; OutputValue: string }[];
+  /** The outputs it exports, by export name, for the stacks that import them. */
+  exports: Map<string, string>;
+}
+
+export interface ProvisionOptions {
+  sqs: SQSClient;
+  dynamodb: DynamoDBClient;
+  stackName: string;
+  region: string;
+  accountId: string;
+  /** The directory the template's asset paths are relative to. */
+  assemblyDirectory: string;
+  /** What the stacks provisioned before this one export (`Fn::ImportValue`). */
+  exports?: ReadonlyMap<string, string>;
+}
+
+const EMULATED = new Set([
+  'AWS::SQS::Queue',
+  'AWS::DynamoDB::Table',
+  'AWS::Lambda::Function',
+  'AWS::Lambda::EventSourceMapping',
+]);
+
+/**
+ * Creates the template's queues and tables in the emulators with their real properties, and
+ * describes its functions, event sources and schedules for the local runtime. Local and deployed
+ * topology come from the same template, so they cannot drift.
+ */
+export async function provisionTemplate(
+  template: CloudFormationTemplate,
+  options: ProvisionOptions,
+): Promise<ProvisionedStack> {
+  const resources = new Map<string, ResourceAttributes>();
+  const context: ResolveContext = { ...options, resources, exports: options.exports ?? new Map() };
+  const resolve = <T>(value: unknown) => resolveValue(value, context) as T;
+  const ofType = (type: string) =>
+    Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
+
+  const queues: LocalQueue[] = [];
+  for (const [logicalId, resource] of dependencyOrder(ofType('AWS::SQS::Queue'))) {
+    const queue = await createQueue(logicalId, resource, options, resolve);
+    resources.set(logicalId, {
+      ref: queue.url,
+      attributes: { Arn: queue.arn, QueueName: queue.name, QueueUrl: queue.url },
+    });
+    queues.push(queue);
+  }
+
+  const tables: LocalTable[] = [];
+  for (const [logicalId, resource] of ofType('AWS::DynamoDB::Table')) {
+    const table = await createTable(logicalId, resource, options);
+    const attributes: Record<string, string> = { Arn: table.arn };
+    if (table.streamArn !== undefined) attributes.StreamArn = table.streamArn;
+    resources.set(logicalId, { ref: table.name, attributes });
+    tables.push(table);
+  }
+
+  // Resources of an emulated type that still cannot run locally, with the reason.
+  const notRun = new Map<string, string>();
+  const functions: LocalFunction[] = [];
+  for (const [logicalId, resource] of ofType('AWS::Lambda::Function')) {
+    const properties = resource.Properties ?? {};
+    const name = String(properties.FunctionName ?? physicalName(options.stackName, logicalId, 64));
+    const arn = `arn:aws:lambda:${options.region}:${options.accountId}:function:${name}`;
+    resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
+    const code = describeFunction(resource, options.assemblyDirectory);
+    if ('note' in code) notRun.set(logicalId, code.note);
+    else functions.push({ logicalId, name, arn, ...code });
+  }
+  // Environment variables may refer to any resource, functions included: resolve them last.
+  for (const fn of functions) {
+    const variables = (template.Resources[fn.logicalId].Properties?.Environment as { Variables?: unknown })
+      ?.Variables;
+    try {
+      fn.environment = resolve<Record<string, string>>(variables ?? {});
+    } catch (error) {
+      if (!(error instanceof UnresolvableValueError)) throw error;
+      throw new UnresolvableValueError(`The environment of function ${fn.logicalId}: ${error.message}`);
+    }
+  }
+
+  const eventSources: LocalEventSource[] = [];
+  const streamSources: LocalStreamSource[] = [];
+  for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
+    const source = describeMapping(logicalId, resource, { queues, tables, functions, resolve });
+    if ('note' in source) notRun.set(logicalId, source.note);
+    else if ('queue' in source) eventSources.push(source);
+    else streamSources.push(source);
+  }
+
+  const rules = ofType('AWS::Events::Rule');
+  for (const [logicalId, resource] of rules) {
+    const name = String(resource.Properties?.Name ?? physicalName(options.stackName, logicalId, 64));
+    const arn = `arn:aws:events:${options.region}:${options.accountId}:rule/${name}`;
+    resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
+  }
+  const scheduleRules = describeScheduleRules({
+    rules,
+    permissions: ofType('AWS::Lambda::Permission'),
+    functions,
+    resolve,
+  });
+  for (const [logicalId, note] of scheduleRules.notRun) notRun.set(logicalId, note);
+
+  const { stackName } = options;
+  const notEmulated = Object.entries(template.Resources)
+    .filter(
+      ([logicalId, resource]) =>
+        notRun.has(logicalId) || (!EMULATED.has(resource.Type) && !scheduleRules.handled.has(logicalId)),
+    )
+    .map(([logicalId, resource]): NotEmulatedResource => {
+      const note = notRun.get(logicalId);
+      const entry = { stackName, logicalId, type: resource.Type };
+      return note ? { ...entry, note } : entry;
+    });
+  const outputs: ProvisionedStack['outputs'] = [];
+  const exports = new Map<string, string>();
+  for (const [key, output] of Object.entries(template.Outputs ?? {})) {
+    let value: string;
+    try {
+      value = String(resolve<unknown>(output.Value));
+    } catch (error) {
+      // An output of a resource it does not emulate (an API's URL, a bucket's name) has no local value.
+      if (!(error instanceof UnresolvableValueError)) throw error;
+      notEmulated.push({ stackName, logicalId: key, type: 'Output', note: error.message });
+      continue;
+    }
+    outputs.push({ OutputKey: key, OutputValue: value });
+    if (output.Export) exports.set(String(resolve<unknown>(output.Export.Name)), value);
+  }
+  const { schedules } = scheduleRules;
+  return {
+    stackName,
+    queues,
+    tables,
+    functions,
+    eventSources,
+    streamSources,
+    schedules,
+    notEmulated,
+    outputs,
+    exports,
+  };
+}
+
+/** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */
+function physicalName(stackName: string, logicalId: string, limit: number, suffix = ''): string {
+  return `${stackName}-${logicalId}`.slice(0, limit - suffix.length) + suffix;
+}
+
+/** Queues that a redrive policy points at are created before the queues that point at them. */
+function dependencyOrder(entries: [string, TemplateResource][]): [string, TemplateResource][] {
+  const redriveTarget = (resource: TemplateResource) =>
+    (resource.Properties?.RedrivePolicy as { deadLetterTargetArn?: { 'Fn::GetAtt'?: [string, string] } })
+      ?.deadLetterTargetArn?.['Fn::GetAtt']?.[0];
+  const ordered: [string, TemplateResource][] = [];
+  const visit = (entry: [string, TemplateResource], path: string[]) => {
+    if (ordered.includes(entry) || path.includes(entry[0])) return;
+    const target = entries.find(([id]) => id === redriveTarget(entry[1]));
+    if (target) visit(target, [...path, entry[0]]);
+    ordered.push(entry);
+  };
+  for (const entry of entries) visit(entry, []);
+  return ordered;
+}
+
+const QUEUE_ATTRIBUTES = [
+  'ContentBasedDeduplication',
+  'DeduplicationScope',
+  'DelaySeconds',
+  'FifoQueue',
+  'FifoThroughputLimit',
+  'MaximumMessageSize',
+  'MessageRetentionPeriod',
+  'ReceiveMessageWaitTimeSeconds',
+  'SqsManagedSseEnabled',
+  'VisibilityTimeout',
+  'RedrivePolicy',
+] as const;
+
+async function createQueue(
+  logicalId: string,
+  resource: TemplateResource,
+  options: ProvisionOptions,
+  resolve: <T>(value: unknown) => T,
+): Promise<LocalQueue> {
+  const properties = resource.Properties ?? {};
+  const fifo = properties.FifoQueue === true || properties.FifoQueue === 'true';
+  const name = String(
+    properties.QueueName ?? physicalName(options.stackName, logicalId, 80, fifo ? '.fifo' : ''),
+  );
+  const attributes: Record<string, string> = {};
+  for (const key of QUEUE_ATTRIBUTES) {
+    if (properties[key] === undefined) continue;
+    const value = resolve<unknown>(properties[key]);
+    attributes[key] = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }
+  const { QueueUrl } = await options.sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+  );
+  if (!QueueUrl) throw new Error(`the SQS emulator returned no URL for ${name}`);
+  const { Attributes } = await options.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return { logicalId, name, url: QueueUrl, arn: String(Attributes?.QueueArn) };
+}
+
+async function createTable(
+  logicalId: string,
+  resource: TemplateResource,
+  options: ProvisionOptions,
+): Promise<LocalTable> {
+  const properties = resource.Properties ?? {};
+  const name = String(properties.TableName ?? physicalName(options.stackName, logicalId, 255));
+  const input: CreateTableCommandInput = {
+    TableName: name,
+    KeySchema: properties.KeySchema as CreateTableCommandInput['KeySchema'],
+    AttributeDefinitions: properties.AttributeDefinitions as AttributeDefinition[],
+    BillingMode: (properties.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
+    ProvisionedThroughput:
+      properties.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'],
+    GlobalSecondaryIndexes:
+      properties.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'],
+    LocalSecondaryIndexes:
+      properties.LocalSecondaryIndexes as CreateTableCommandInput['LocalSecondaryIndexes'],
+    StreamSpecification: properties.StreamSpecification
+      ? { StreamEnabled: true, ...(properties.StreamSpecification as object) }
+      : undefined,
+  };
+  const { TableDescription } = await options.dynamodb.send(new CreateTableCommand(input));
+  const ttl = properties.TimeToLiveSpecification as { AttributeName: string; Enabled: boolean } | undefined;
+  if (ttl?.Enabled) {
+    await options.dynamodb.send(
+      new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: ttl }),
+    );
+  }
+  const streamArn = TableDescription?.LatestStreamArn;
+  return { logicalId, name, arn: String(TableDescription?.TableArn), ...(streamArn && { streamArn }) };
+}
+
+/** The asset metadata `cdk synth` writes (with `aws:cdk:enable-asset-metadata`) on a resource with a local asset. */
+const ASSET_PATH_METADATA = 'aws:asset:path';
+const ASSET_PROPERTY_METADATA = 'aws:asset:property';
+
+/**
+ * Where a function's code is in the cloud assembly — the bundled asset `cdk deploy` uploads — or why
+ * the sandbox cannot run it.
+ */
+function describeFunction(
+  resource: TemplateResource,
+  assemblyDirectory: string,
+): Omit<LocalFunction, 'logicalId' | 'name' | 'arn'> | { note: string } {
+  const properties = resource.Properties ?? {};
+  const runtime = properties.Runtime;
+  if (typeof runtime !== 'string' || !runtime.startsWith('nodejs')) {
+    const what = typeof runtime === 'string' ? `runtime ${runtime}` : 'a container image';
+    return { note: `${what}: only Node.js functions run locally` };
+  }
+  const assetPath = resource.Metadata?.[ASSET_PATH_METADATA];
+  if (typeof assetPath !== 'string' || resource.Metadata?.[ASSET_PROPERTY_METADATA] !== 'Code') {
+    return { note: 'its code is not an asset of the cloud assembly (inline or from S3)' };
+  }
+  const codeDirectory = resolvePath(assemblyDirectory, assetPath);
+  if (!existsSync(codeDirectory) || !statSync(codeDirectory).isDirectory()) {
+    return { note: `its asset ${assetPath} is not a directory of the cloud assembly` };
+  }
+  return {
+    codeDirectory,
+    handler: String(properties.Handler ?? 'index.handler'),
+    timeoutSeconds: Number(properties.Timeout ?? 3),
+    memoryMiB: Number(properties.MemorySize ?? 128),
+    environment: {},
+  };
+}
+
+/** The mappings' possible sources and targets. */
+interface MappingContext {
+  queues: LocalQueue[];
+  tables: LocalTable[];
+  functions: LocalFunction[];
+  resolve: <T>(value: unknown) => T;
+}
+
+/** An event source mapping of an SQS queue or a table's stream of the stack, or why it does not run. */
+function describeMapping(
+  logicalId: string,
+  resource: TemplateResource,
+  { queues, tables, functions, resolve }: MappingContext,
+): LocalEventSource | LocalStreamSource | { note: string } {
+  const properties = resource.Properties ?? {};
+  let sourceArn: string;
+  try {
+    sourceArn = resolve<string>(properties.EventSourceArn);
+  } catch (error) {
+    if (!(error instanceof UnresolvableValueError)) throw error;
+    return { note: `its source: ${error.message}` };
+  }
+  const source =
+    queues.find((queue) => queue.arn === sourceArn) ??
+    tables.find((table): table is LocalTable & { streamArn: string } => table.streamArn === sourceArn);
+  if (!source) {
+    return {
+      note: `it reads ${sourceArn}; only SQS queues and DynamoDB table streams of the stack are polled locally`,
+    };
+  }
+  const functionName = resolve<string>(properties.FunctionName);
+  const fn = functions.find((candidate) => candidate.name === functionName || candidate.arn === functionName);
+  if (!fn) return { note: `its function ${functionName} does not run locally` };
+  return 'url' in source
+    ? describeQueueSource(logicalId, properties, source, fn)
+    : describeStreamSource({ logicalId, resource, table: source, fn, queues, resolve });
+}
+
+function describeQueueSource(
+  logicalId: string,
+  properties: Record<string, unknown>,
+  queue: LocalQueue,
+  fn: LocalFunction,
+): LocalEventSource {
+  const scaling = properties.ScalingConfig as { MaximumConcurrency?: number } | undefined;
+  return {
+    logicalId,
+    queue,
+    functionName: fn.name,
+    batchSize: Number(properties.BatchSize ?? 10),
+    reportBatchItemFailures: ((properties.FunctionResponseTypes as string[]) ?? []).includes(
+      'ReportBatchItemFailures',
+    ),
+    // Lambda's default without a maximum is 1,000 concurrent invocations; 2 is its floor.
+    maxConcurrency: Number(scaling?.MaximumConcurrency ?? 1000),
+  };
+}

@@ -1,0 +1,120 @@
+import { fileURLToPath } from 'node:url';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { describeDeployedPipeline } from '../../../lib/constructs/deployed-pipeline.js';
+import type { PipelineResources } from '../../../lib/constructs/pipeline-outputs.js';
+import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../../../lib/shop/shop-stack.js';
+import { localAwsConfig } from '../../../sandbox/local-aws-config.js';
+import { startSandbox } from '../../../sandbox/local-sandbox.js';
+
+/** The shop's CDK app: the directory of its cdk.json. */
+const SHOP_APP = fileURLToPath(new URL('../../..', import.meta.url));
+
+/** A running pipeline the end-to-end suite drives, whatever it runs on. */
+export interface E2eTarget {
+  kind: 'sandbox' | 'stack';
+  resources: PipelineResources;
+  /** The shop's ledger: its stack's own output, beside the pipeline's. */
+  ledgerTableName: string;
+  /** The orders service: its PlaceOrder function and its table, which holds its outbox. */
+  orders: { placeOrderFunctionName: string; tableName: string };
+  lambda: LambdaClient;
+  sqs: SQSClient;
+  dynamodb: DynamoDBClient;
+  stop(): Promise<void>;
+}
+
+/**
+ * The target comes from the environment: `ONCELY_TARGET=stack` with `ONCELY_STACK_NAME` runs the
+ * suite against a deployed stack (AWS with the usual credentials, or LocalStack with
+ * `AWS_ENDPOINT_URL`); otherwise against a fresh local sandbox of the shop's app.
+ */
+export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise<E2eTarget> {
+  if (env.ONCELY_TARGET === 'stack') {
+    const stackName = env.ONCELY_STACK_NAME;
+    if (!stackName) throw new Error('ONCELY_TARGET=stack needs ONCELY_STACK_NAME, e.g. Shop-dev.');
+    const cloudformation = new CloudFormationClient({});
+    try {
+      const resources = await describeDeployedPipeline(stackName, cloudformation);
+      const outputs = await stackOutputs(cloudformation, stackName);
+      const { ledgerTableName, orders } = shopOutputs(outputs, `Stack ${stackName}`);
+      const clients = {
+        lambda: new LambdaClient({}),
+        sqs: new SQSClient({}),
+        dynamodb: new DynamoDBClient({}),
+      };
+      return {
+        kind: 'stack',
+        resources,
+        ledgerTableName,
+        orders,
+        ...clients,
+        stop: async () => destroy(clients),
+      };
+    } finally {
+      cloudformation.destroy();
+    }
+  }
+  if (env.ONCELY_TARGET && env.ONCELY_TARGET !== 'sandbox') {
+    throw new Error(`ONCELY_TARGET must be sandbox (the default) or stack, not ${env.ONCELY_TARGET}.`);
+  }
+  const sandbox = await startSandbox({ appDirectory: SHOP_APP, functionOutput: () => undefined });
+  const { endpoints, outputs } = sandbox.description;
+  let shop: ReturnType<typeof shopOutputs>;
+  try {
+    shop = shopOutputs(outputs, `The shop's app in ${SHOP_APP}`);
+  } catch (error) {
+    await sandbox.stop();
+    throw error;
+  }
+  const clients = {
+    lambda: new LambdaClient(localAwsConfig(endpoints.lambda)),
+    sqs: new SQSClient(localAwsConfig(endpoints.sqs)),
+    dynamodb: new DynamoDBClient(localAwsConfig(endpoints.dynamodb)),
+  };
+  return {
+    kind: 'sandbox',
+    resources: sandbox.pipelineResources(),
+    ...shop,
+    ...clients,
+    stop: async () => {
+      destroy(clients);
+      await sandbox.stop();
+    },
+  };
+}
+
+/** A deployed stack's outputs, by key. */
+async function stackOutputs(
+  cloudformation: CloudFormationClient,
+  stackName: string,
+): Promise<Record<string, string>> {
+  const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
+  return Object.fromEntries(
+    (Stacks?.[0]?.Outputs ?? []).map((output) => [output.OutputKey ?? '', output.OutputValue ?? '']),
+  );
+}
+
+/** The shop's own outputs, beside the pipeline's; `where` names the stack or app when one is missing. */
+function shopOutputs(outputs: Record<string, string>, where: string) {
+  const keys = [LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS.placeOrderFunctionName, ORDERS_OUTPUTS.ordersTableName];
+  const missing = keys.filter((key) => !outputs[key]);
+  if (missing.length > 0) {
+    throw new Error(`${where} has no output ${missing.join(', ')}: is it the shop's stack (Shop-<stage>)?`);
+  }
+  return {
+    ledgerTableName: String(outputs[LEDGER_TABLE_OUTPUT]),
+    orders: {
+      placeOrderFunctionName: String(outputs[ORDERS_OUTPUTS.placeOrderFunctionName]),
+      tableName: String(outputs[ORDERS_OUTPUTS.ordersTableName]),
+    },
+  };
+}
+
+function destroy(clients: { lambda: LambdaClient; sqs: SQSClient; dynamodb: DynamoDBClient }): void {
+  clients.lambda.destroy();
+  clients.sqs.destroy();
+  clients.dynamodb.destroy();
+}
