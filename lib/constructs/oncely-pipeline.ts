@@ -269,7 +269,7 @@ export class OncelyPipeline extends Construct {
   /** Each function gets exactly the actions it uses, on exactly its resources. */
   #grantLeastPrivilege(): void {
     allow(this.publisher, ['sqs:SendMessage'], [this.queue.queueArn]);
-    allow(this.publisher, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    allow(this.publisher, REQUEST_RECORD_ACTIONS, [this.idempotencyTable.tableArn]);
     // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
     allow(this.consumer, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
@@ -283,10 +283,19 @@ export class OncelyPipeline extends Construct {
 }
 
 /**
- * What the idempotency core writes: records are taken with UpdateItem, released with DeleteItem,
- * and committed with business writes in TransactWriteItems, which is authorised per item as a Put.
+ * What the idempotency core sends: records are taken with UpdateItem, released with DeleteItem,
+ * committed with business writes in TransactWriteItems (authorised per item as a Put), and read
+ * (GetItem) only to recover the at-most-once chain: the record before an expired unstarted lease
+ * says whether that lease started (DESIGN §4.1).
  */
-const IDEMPOTENCY_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
+const IDEMPOTENCY_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+];
+/** The publisher's request records are at-least-once leases, never taken ahead: it reads none. */
+const REQUEST_RECORD_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 function allow(fn: IFunction, actions: string[], resources: string[]): void {
   fn.addToRolePolicy(new PolicyStatement({ actions, resources }));

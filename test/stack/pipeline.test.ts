@@ -158,6 +158,7 @@ describe('functions', () => {
     expect(actionsOf('Consumer')).toEqual(
       [
         'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
@@ -170,6 +171,32 @@ describe('functions', () => {
         'sqs:SendMessage',
       ].sort(),
     );
+  });
+
+  it("let the consumer send every request the idempotency store's code sends", () => {
+    // Read from the store's own imports, so a request added there without its grant fails here
+    // (the emulators enforce no IAM: only a deployed consumer would be refused).
+    const source = readFileSync(new URL('../../lambdas/idempotency/store.ts', import.meta.url), 'utf8');
+    const commands = /import \{([^}]*)\} from '@aws-sdk\/lib-dynamodb'/.exec(source)?.[1] ?? '';
+    const actionOf: Record<string, string> = {
+      GetCommand: 'dynamodb:GetItem',
+      PutCommand: 'dynamodb:PutItem',
+      UpdateCommand: 'dynamodb:UpdateItem',
+      DeleteCommand: 'dynamodb:DeleteItem',
+      // A transaction is authorised per item: the store's items are the record's Put.
+      TransactWriteCommand: 'dynamodb:PutItem',
+    };
+    const sent = [...commands.matchAll(/\b(\w+Command)\b/g)].map(([, name]) => name as string);
+    expect(sent.filter((name) => !(name in actionOf))).toEqual([]);
+    const table = { 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] };
+    const granted = Object.entries(template.findResources('AWS::IAM::Policy'))
+      .filter(([id]) => id.includes('Consumer'))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
+      .filter(
+        (statement: { Resource: unknown }) => JSON.stringify(statement.Resource) === JSON.stringify(table),
+      )
+      .flatMap((statement: { Action: string | string[] }) => [statement.Action].flat());
+    expect(sent.map((name) => actionOf[name]).filter((action) => !granted.includes(action))).toEqual([]);
   });
 
   it('let the monitor query only the unresolved index, never the table', () => {
@@ -415,7 +442,7 @@ describe('your consumer', () => {
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({
-            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+            Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
             Resource: {
               'Fn::GetAtt': [
                 own.getLogicalId(pipeline.idempotencyTable.node.defaultChild as CfnElement),
