@@ -168,7 +168,10 @@ async function readStackOutputs(stackName: string): Promise<Record<string, strin
 }
 
 function connectToStack(stackName: string, outputs: Record<string, string>): TargetConnection {
-  const sqs = new SQSClient({});
+  // An endpoint the environment names (LocalStack, moto) must win over the host of the stack's
+  // queue URLs, which the SDK would otherwise call and which may not resolve there.
+  const endpointGiven = Boolean(process.env.AWS_ENDPOINT_URL_SQS ?? process.env.AWS_ENDPOINT_URL);
+  const sqs = new SQSClient({ useQueueUrlAsEndpoint: !endpointGiven });
   translateErrors(sqs, stackUnreachable(stackName, 'SQS'));
   const dynamodb = new DynamoDBClient({});
   translateErrors(dynamodb, stackUnreachable(stackName, 'DynamoDB'));
