@@ -1,32 +1,21 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
-import packageJson from '../../package.json' with { type: 'json' };
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
+import { createScratchProject } from '../support/scratch-project.js';
 
 // A user's project, outside the repository: it installs the packed tarball, writes a consumer and a
 // stack with the public entry points only, type-checks, synthesises, runs in `npx oncely local`,
 // publishes with `oncely/client` and sees each effect once.
 
 const run = promisify(execFile);
-const REPO = join(import.meta.dirname, '..', '..');
-const versions = { ...packageJson.dependencies, ...packageJson.devDependencies } as Record<string, string>;
 
 let project: string;
 let effects: Server;
@@ -93,18 +82,14 @@ console.log(JSON.stringify([...first.results, ...again.results].map((result) => 
 };
 
 beforeAll(async () => {
-  project = mkdtempSync(join(tmpdir(), 'oncely-user-'));
-  for (const [file, text] of Object.entries(FILES)) {
-    mkdirSync(join(project, file, '..'), { recursive: true });
-    writeFileSync(join(project, file), text);
-  }
+  project = (await createScratchProject(FILES)).directory;
   effects = createServer((request, response) => {
     received.push(String(request.headers['idempotency-key']));
     request.resume();
     response.writeHead(200).end();
   });
   await new Promise<void>((resolve) => effects.listen(0, '127.0.0.1', resolve));
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   if (sandbox?.pid && groupAlive(sandbox.pid)) {
@@ -119,26 +104,6 @@ describe('Oncely installed in a project of its own', () => {
   it('installs from the packed tarball, type-checks, synthesises, runs locally and effects each message once', {
     timeout: 300_000,
   }, async () => {
-    // dist/ is what `npm test` built first; packing without scripts leaves it in place for the other suites.
-    const pack = await run('npm', ['pack', '--ignore-scripts', '--pack-destination', project, '--silent'], {
-      cwd: REPO,
-      maxBuffer: 1 << 24,
-    });
-    const tarball = join(project, pack.stdout.trim().split('\n').at(-1) as string);
-    expect(existsSync(tarball)).toBe(true);
-    const dependencies = ['aws-cdk-lib', 'constructs', '@middy/core', 'zod'].map(
-      (name) => `${name}@${versions[name]}`,
-    );
-    const tools = ['aws-cdk', 'typescript', 'tsx', '@types/node', '@types/aws-lambda'].map(
-      (name) => `${name}@${versions[name]}`,
-    );
-    const npm = (args: string[]) =>
-      run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], {
-        cwd: project,
-        maxBuffer: 1 << 24,
-      });
-    await npm(['install', tarball, ...dependencies]);
-    await npm(['install', '--save-dev', ...tools]);
     // Only the package's public surface: its declared entry points and command.
     expect(readdirSync(join(project, 'node_modules', 'oncely')).sort()).toEqual([
       'README.md',
