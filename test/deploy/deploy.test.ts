@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +14,7 @@ import { outboxFromOutputs } from '../../lib/constructs/outbox-outputs.js';
 import type { PipelineResources } from '../../lib/constructs/pipeline-outputs.js';
 import { createScratchProject, type ScratchProject } from '../support/scratch-project.js';
 import { ACCOUNT, awsEnvironment, cdk, REGION } from './cdk-cli.js';
+import { EXPLAINED_WARNINGS } from './cfn-lint-explained.js';
 import {
   type AwsClients,
   actionsOn,
@@ -222,6 +223,48 @@ describe('cdk deploy against an independent AWS implementation (moto)', () => {
     });
   });
 });
+
+describe('cfn-lint over every synthesised template', () => {
+  it('finds no error, and only warnings explained in cfn-lint-explained.ts', {
+    timeout: 120_000,
+  }, async () => {
+    // The shop's stages as deployed above, its production stage, and the user's app.
+    await cdk(ROOT, env, ['synth', '-c', 'stage=prod', '--quiet', '--output', join(outputs, 'Shop-prod')]);
+    const templates = ['Shop-dev', 'Shop-prod', ADOPTER].flatMap((app) =>
+      readdirSync(join(outputs, app))
+        .filter((name) => name.endsWith('.template.json'))
+        .map((name) => join(outputs, app, name)),
+    );
+    expect(templates).toHaveLength(3);
+    const findings = await cfnLint(templates);
+    const show = (finding: CfnLintFinding) => `${finding.Rule.Id} ${finding.Filename}: ${finding.Message}`;
+    expect(findings.filter((finding) => finding.Level === 'Error').map(show)).toEqual([]);
+    const warnings = findings.filter((finding) => finding.Level === 'Warning');
+    expect(warnings.filter((finding) => !(finding.Rule.Id in EXPLAINED_WARNINGS)).map(show)).toEqual([]);
+    const raised = new Set(warnings.map((finding) => finding.Rule.Id));
+    expect(Object.keys(EXPLAINED_WARNINGS).filter((rule) => !raised.has(rule))).toEqual([]);
+  });
+});
+
+interface CfnLintFinding {
+  Filename: string;
+  Level: 'Error' | 'Warning' | 'Informational';
+  Message: string;
+  Rule: { Id: string };
+}
+
+/** cfn-lint's findings (it exits non-zero whenever it finds any: the JSON says which). */
+async function cfnLint(templates: string[]): Promise<CfnLintFinding[]> {
+  const result = await promisify(execFile)('cfn-lint', ['--format', 'json', ...templates], {
+    maxBuffer: 1 << 24,
+  }).catch((error: { stdout?: string; code?: unknown; message: string }) => {
+    if (typeof error.code !== 'number' || !error.stdout) {
+      throw new Error(`cfn-lint could not run (install it: \`pip install cfn-lint\`): ${error.message}`);
+    }
+    return { stdout: error.stdout };
+  });
+  return JSON.parse(result.stdout || '[]');
+}
 
 /**
  * The pipeline of a deployed stack, read through the outputs the oncely command and the
