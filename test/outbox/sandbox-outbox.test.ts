@@ -112,16 +112,18 @@ describe('the shop’s orders through the outbox, with SQS down for a while', ()
     }));
     for (const order of orders) expect((await placeOrder(order)).error).toBeUndefined();
     // The relay fails and retries its batch; once the messages are old enough, the sweeper tries too
-    // (and while it holds a group, the relay leaves that group to it). Wait until the relay has
-    // stopped retrying and every message has failed at least once: they all stay pending.
+    // (and while it holds a group, the relay leaves that group to it). Wait until the relay is done
+    // with every order's stream record (given up on, or left to the sweeper: it will never be given
+    // one of them again) and every message has failed at least once: they all stay pending.
+    const relayDone = () =>
+      relayBatches.reduce((done, report) => done + report.checkpointed + report.discarded, 0);
     await expect
       .poll(
         async () => {
-          const last = relayBatches.at(-1);
           const items = await outboxItems();
           return (
             relayBatches.some((report) => report.retrying > 0) &&
-            last?.retrying === 0 &&
+            relayDone() === orders.length &&
             items.length === orders.length &&
             items.every(
               (item) => item[OUTBOX_ATTRIBUTES.status] === 'PENDING' && item[OUTBOX_ATTRIBUTES.lastError],
