@@ -9,6 +9,10 @@ import {
 } from 'node:http';
 import { createRequire } from 'node:module';
 import { pipeline } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import { answerCloudFormation } from './cloudformation-api.js';
+import type { Deployment } from './deployment.js';
+import { answerLambda, isLambdaControlPath } from './lambda-read-api.js';
 
 /** The services behind the edge, by their own loopback endpoints. */
 export interface EdgeTargets {
@@ -19,6 +23,11 @@ export interface EdgeTargets {
 
 export interface EdgeEndpointOptions {
   targets: EdgeTargets;
+  /**
+   * What the sandbox deployed, for CloudFormation's and Lambda's read operations; undefined until
+   * the app is provisioned (they then answer that the sandbox is still starting).
+   */
+  deployment?: () => Deployment | undefined;
   /** Port to listen on (loopback only); 0, the default, takes a free one. */
   port?: number;
 }
@@ -42,26 +51,46 @@ const VERSION = (createRequire(import.meta.url)('oncely/package.json') as { vers
 /** Headers of one connection, not of the request: each hop sets its own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
 
-type Route = { service: keyof EdgeTargets } | { health: true } | { unknown: string };
+type Route =
+  | { service: keyof EdgeTargets }
+  | { control: 'cloudformation' | 'lambda' }
+  | { health: true }
+  | { unknown: string };
 
 /**
  * One loopback port that answers as LocalStack's single endpoint does, so that a client configured
  * with `AWS_ENDPOINT_URL` alone reaches every emulated service: each request goes, as a stream, to
  * the service it is for — told by its `X-Amz-Target` (DynamoDB, DynamoDB Streams, SQS's JSON
  * protocol), its path (Lambda's REST API), or the service its signature is scoped to (SQS's query
- * protocol, a form body with `Action=`). `GET /_localstack/health` reports the services; anything
- * else gets an AWS-style error naming what the sandbox serves.
+ * protocol, a form body with `Action=`). CloudFormation's and Lambda's read operations are answered
+ * here, from what the sandbox deployed, so that tools that find resources through a stack's outputs
+ * work as against AWS or LocalStack; their write operations are refused. `GET /_localstack/health`
+ * reports the services; anything else gets an AWS-style error naming what the sandbox serves.
  */
 export async function startEdgeEndpoint(options: EdgeEndpointOptions): Promise<EdgeEndpoint> {
   const agent = new Agent({ keepAlive: true });
   const server = createServer((request, response) => {
-    const route = routeOf(request);
-    if ('health' in route) return sendHealth(request, response);
+    const route = routeOf(request, options.deployment !== undefined);
+    if ('health' in route) return sendHealth(request, response, options.deployment !== undefined);
     if ('unknown' in route) {
       const message =
         `The Oncely sandbox serves DynamoDB, DynamoDB Streams, SQS and Lambda here, not ${route.unknown}. ` +
         'Resources of other services in the app are listed as notEmulated in its ready file.';
       return sendError(request, response, 400, 'UnsupportedOperation', message);
+    }
+    if ('control' in route) {
+      const deployment = options.deployment?.();
+      if (!deployment) {
+        return sendError(
+          request,
+          response,
+          503,
+          'ServiceUnavailable',
+          'The sandbox is still provisioning the app.',
+        );
+      }
+      if (route.control === 'lambda') return sendLambdaAnswer(request, response, deployment);
+      return void sendCloudFormationAnswer(request, response, deployment);
     }
     forward(request, response, options.targets[route.service], agent);
   });
@@ -89,7 +118,8 @@ export async function startEdgeEndpoint(options: EdgeEndpointOptions): Promise<E
   };
 }
 
-function routeOf(request: IncomingMessage): Route {
+/** `control`: whether CloudFormation's and Lambda's read side is answered here (a sandbox's edge). */
+function routeOf(request: IncomingMessage, control: boolean): Route {
   const path = new URL(request.url ?? '/', `http://${HOST}`).pathname;
   if (path === HEALTH_PATH)
     return request.method === 'GET' ? { health: true } : { unknown: `${request.method} ${path}` };
@@ -99,6 +129,7 @@ function routeOf(request: IncomingMessage): Route {
     if (target.startsWith('AmazonSQS.')) return { service: 'sqs' };
     return { unknown: `X-Amz-Target ${target}` };
   }
+  if (control && isLambdaControlPath(path)) return { control: 'lambda' };
   if (path.startsWith('/2015-03-31/functions')) return { service: 'lambda' };
   // SigV4 scopes a signature to one service: `Credential=KEY/DATE/REGION/SERVICE/aws4_request`.
   const signedFor = /Credential=[^/]*\/\d{8}\/[^/]*\/([^/]+)\//.exec(
@@ -106,6 +137,7 @@ function routeOf(request: IncomingMessage): Route {
   )?.[1];
   if (signedFor === 'sqs' || signedFor === 'dynamodb' || signedFor === 'lambda')
     return { service: signedFor };
+  if (control && signedFor === 'cloudformation') return { control: 'cloudformation' };
   if (signedFor !== undefined) return { unknown: `the ${signedFor} service` };
   // An unsigned query-protocol request: only SQS speaks that protocol here.
   if (isForm(request)) return { service: 'sqs' };
@@ -141,10 +173,40 @@ function forward(request: IncomingMessage, response: ServerResponse, target: str
   pipeline(request, upstream, () => undefined);
 }
 
-function sendHealth(request: IncomingMessage, response: ServerResponse): void {
+async function sendCloudFormationAnswer(
+  request: IncomingMessage,
+  response: ServerResponse,
+  deployment: Deployment,
+): Promise<void> {
+  const answer = answerCloudFormation(await text(request), deployment);
+  response.writeHead(answer.status, { 'Content-Type': 'text/xml' }).end(answer.xml);
+}
+
+function sendLambdaAnswer(request: IncomingMessage, response: ServerResponse, deployment: Deployment): void {
+  request.resume();
+  const answer = answerLambda(
+    String(request.method),
+    new URL(request.url ?? '/', `http://${HOST}`),
+    deployment,
+  );
+  response
+    .writeHead(answer.status, {
+      'Content-Type': 'application/json',
+      'x-amzn-RequestId': randomUUID(),
+      ...(answer.errorType && { 'x-amzn-ErrorType': answer.errorType }),
+    })
+    .end(JSON.stringify(answer.body));
+}
+
+function sendHealth(request: IncomingMessage, response: ServerResponse, control: boolean): void {
   request.resume();
   const health = {
-    services: { dynamodb: 'running', sqs: 'running', lambda: 'running' },
+    services: {
+      dynamodb: 'running',
+      sqs: 'running',
+      lambda: 'running',
+      ...(control && { cloudformation: 'running' }),
+    },
     edition: 'oncely-sandbox',
     version: VERSION,
   };

@@ -10,6 +10,7 @@ import {
   type PipelineResources,
   resourcesFromOutputs,
 } from '../lib/constructs/pipeline-outputs.js';
+import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller.js';
@@ -159,10 +160,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     // Served by name, and filled once the stacks are provisioned: Lambda too knows no function
     // before the deploy.
     const functions: Record<string, LocalInvoker> = {};
+    // Likewise CloudFormation and Lambda describe nothing until the stacks are provisioned.
+    let deployment: Deployment | undefined;
     const lambda = await started(startLambdaInvokeEndpoint({ functions }), (endpoint) => endpoint.stop());
     const edge = await started(
       startEdgeEndpoint({
         targets: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
+        deployment: () => deployment,
       }),
       (endpoint) => endpoint.stop(),
     );
@@ -276,6 +280,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       stops.push(() => runner.stop());
     }
 
+    deployment = describeDeployment(
+      stacks.map((stack, index) => ({ stack, template: assembly.stacks[index].template })),
+      { region: LOCAL_REGION, accountId: LOCAL_ACCOUNT_ID },
+    );
     const pipeline = findPipeline(stacks);
     const outputs = Object.fromEntries(
       stacks.flatMap((stack) => stack.outputs.map((output) => [output.OutputKey, output.OutputValue])),

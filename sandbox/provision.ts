@@ -29,6 +29,12 @@ export interface LocalFunction {
   codeDirectory: string;
   /** The template's `Handler`, e.g. `index.handler`. */
   handler: string;
+  /** The template's `Runtime`, e.g. `nodejs24.x`; the worker runs it on this machine's Node.js. */
+  runtime: string;
+  /** The template's `Architectures` (Lambda's default `x86_64`): reported, not emulated. */
+  architectures: string[];
+  /** The execution role's ARN as the deployed function would name it; IAM is not emulated. */
+  role?: string;
   timeoutSeconds: number;
   memoryMiB: number;
   environment: Record<string, string>;
@@ -68,9 +74,11 @@ export interface ProvisionedStack {
   /** Resources with no local effect (IAM, logs, alarms, policies…), listed so nothing is skipped silently. */
   notEmulated: NotEmulatedResource[];
   /** The template's outputs, resolved to the local resources: what `cdk deploy` would output. */
-  outputs: { OutputKey: string; OutputValue: string }[];
+  outputs: { OutputKey: string; OutputValue: string; ExportName?: string }[];
   /** The outputs it exports, by export name, for the stacks that import them. */
   exports: Map<string, string>;
+  /** Each created resource's physical id (what `Ref` gives: a queue's URL, a table's name…), by logical id. */
+  physicalIds: Map<string, string>;
 }
 
 export interface ProvisionOptions {
@@ -136,7 +144,7 @@ export async function provisionTemplate(
     resources.set(logicalId, { ref: name, attributes: { Arn: arn } });
     const code = describeFunction(resource, options.assemblyDirectory);
     if ('note' in code) notRun.set(logicalId, code.note);
-    else functions.push({ logicalId, name, arn, ...code });
+    else functions.push({ logicalId, name, arn, ...code, ...roleOf(resource, options) });
   }
   // Environment variables may refer to any resource, functions included: resolve them last.
   for (const fn of functions) {
@@ -172,6 +180,12 @@ export async function provisionTemplate(
     resolve,
   });
   for (const [logicalId, note] of scheduleRules.notRun) notRun.set(logicalId, note);
+  // A permission a schedule runs by is in effect here too: it has a physical id, as deployed.
+  for (const logicalId of scheduleRules.handled) {
+    if (!resources.has(logicalId)) {
+      resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
+    }
+  }
 
   const { stackName } = options;
   const notEmulated = Object.entries(template.Resources)
@@ -196,11 +210,14 @@ export async function provisionTemplate(
       notEmulated.push({ stackName, logicalId: key, type: 'Output', note: error.message });
       continue;
     }
-    outputs.push({ OutputKey: key, OutputValue: value });
-    if (output.Export) exports.set(String(resolve<unknown>(output.Export.Name)), value);
+    const exportName = output.Export ? String(resolve<unknown>(output.Export.Name)) : undefined;
+    outputs.push({ OutputKey: key, OutputValue: value, ...(exportName && { ExportName: exportName }) });
+    if (exportName) exports.set(exportName, value);
   }
   const { schedules } = scheduleRules;
+  const physicalIds = new Map([...resources].map(([logicalId, { ref }]) => [logicalId, ref]));
   return {
+    physicalIds,
     stackName,
     queues,
     tables,
@@ -338,10 +355,24 @@ function describeFunction(
   return {
     codeDirectory,
     handler: String(properties.Handler ?? 'index.handler'),
+    runtime,
+    architectures: (properties.Architectures as string[] | undefined) ?? ['x86_64'],
     timeoutSeconds: Number(properties.Timeout ?? 3),
     memoryMiB: Number(properties.MemorySize ?? 128),
     environment: {},
   };
+}
+
+/**
+ * The role a function names: an ARN as given, or the one its stack's role (`Fn::GetAtt [Role, Arn]`)
+ * would have, named as the sandbox names what it creates.
+ */
+function roleOf(resource: TemplateResource, options: ProvisionOptions): { role?: string } {
+  const role = resource.Properties?.Role as string | { 'Fn::GetAtt'?: [string, string] } | undefined;
+  if (typeof role === 'string') return { role };
+  const logicalId = role?.['Fn::GetAtt']?.[0];
+  if (!logicalId) return {};
+  return { role: `arn:aws:iam::${options.accountId}:role/${physicalName(options.stackName, logicalId, 64)}` };
 }
 
 /** The mappings' possible sources and targets. */

@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto';
+import { BatchGetItemCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, ResourceNotFoundException } from '@aws-sdk/client-lambda';
+import {
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PublishConflictError, PublishValidationError, publish } from '../../../lambdas/client/index.js';
+import { createEnvelope, type OutgoingMessage } from '../../../lambdas/common/envelope.js';
+import { ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
+import { orderPlacedKey } from '../../../lambdas/shop/orders/place-order.js';
+import {
+  outboxStatus,
+  placeOrder,
+  readOrder,
+  readOutboxItems,
+  readPendingMarkers,
+} from './orders-service.js';
+import { type E2eTarget, startTarget } from './target.js';
+
+// The whole pipeline, end to end: client → Invoke → publisher → SQS FIFO → event source → consumer
+// → ledger, and the orders service's path: PlaceOrder → its table's outbox → relay → SQS FIFO.
+// Against the target the environment names (./target.ts): a fresh sandbox by default, or a stack.
+// pipeline.test.ts runs it so; stack-target.test.ts runs it through the stack target, on a sandbox.
+
+let target: E2eTarget;
+const run = randomUUID().slice(0, 8);
+const WAIT = { timeout: 30_000, interval: 200 };
+
+beforeAll(async () => {
+  target = await startTarget();
+}, 120_000);
+
+afterAll(async () => {
+  await target?.stop();
+});
+
+const send = (messages: OutgoingMessage[], requestId?: string) =>
+  publish(messages, {
+    functionName: target.resources.publisherFunctionName,
+    lambda: target.lambda,
+    requestId,
+  });
+
+const stockReceived = (sku: string, quantity: number): OutgoingMessage => ({
+  type: 'StockReceived',
+  groupId: 'warehouse',
+  key: `stock-${sku}-${quantity}`,
+  payload: { sku, quantity },
+});
+
+function order(orderId: string, customerId: string, sku: string, quantity = 1, amountCents = 100) {
+  const payload = { orderId, customerId, sku, quantity, amountCents };
+  return {
+    placed: { type: 'OrderPlaced', groupId: customerId, key: `placed-${orderId}`, payload },
+    paid: {
+      type: 'PaymentCaptured',
+      groupId: customerId,
+      key: `paid-${orderId}`,
+      payload: { orderId, customerId, amountCents },
+    },
+    cancelled: { type: 'OrderCancelled', groupId: customerId, key: `cancelled-${orderId}`, payload },
+  } satisfies Record<string, OutgoingMessage>;
+}
+
+async function ledgerNumber(id: string, attribute: string): Promise<number | undefined> {
+  const { Item } = await target.dynamodb.send(
+    new GetItemCommand({
+      TableName: target.ledgerTableName,
+      Key: { id: { S: id } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? Number(unmarshall(Item)[attribute]) : undefined;
+}
+const ledgerOrder = async (orderId: string) => {
+  const { Item } = await target.dynamodb.send(
+    new GetItemCommand({
+      TableName: target.ledgerTableName,
+      Key: { id: { S: ledgerItemId.order(orderId) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? unmarshall(Item) : undefined;
+};
+const balance = (customerId: string) => ledgerNumber(ledgerItemId.account(customerId), 'balanceCents');
+const stock = (sku: string) => ledgerNumber(ledgerItemId.stock(sku), 'available');
+
+async function orderStatuses(orderIds: string[]): Promise<Map<string, string>> {
+  const statuses = new Map<string, string>();
+  for (let i = 0; i < orderIds.length; i += 100) {
+    const keys = orderIds.slice(i, i + 100).map((id) => ({ id: { S: ledgerItemId.order(id) } }));
+    const { Responses } = await target.dynamodb.send(
+      new BatchGetItemCommand({
+        RequestItems: { [target.ledgerTableName]: { Keys: keys, ConsistentRead: true } },
+      }),
+    );
+    for (const item of Responses?.[target.ledgerTableName] ?? []) {
+      const { id, status } = unmarshall(item) as { id: string; status: string };
+      statuses.set(id.replace('order#', ''), status);
+    }
+  }
+  return statuses;
+}
+
+/** Messages in a queue, visible or in flight. */
+async function depth(queueUrl: string): Promise<number> {
+  const { Attributes } = await target.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}
+
+describe('Oncely end to end', () => {
+  it('publishes, consumes and applies an effect exactly once', async () => {
+    const sku = `sku-${run}-once`;
+    const purchase = order(`o-${run}-once`, `c-${run}-once`, sku, 2, 500);
+    await send([stockReceived(sku, 10)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(10);
+    const { results } = await send([purchase.placed]);
+    expect(results).toEqual([expect.objectContaining({ key: purchase.placed.key, status: 'sent' })]);
+    await expect.poll(() => balance(`c-${run}-once`), WAIT).toBe(-500);
+    expect(await stock(sku)).toBe(8);
+  });
+
+  it('stops duplicates at every layer: the publisher, SQS and the consumer', async () => {
+    const sku = `sku-${run}-dup`;
+    const customer = `c-${run}-dup`;
+    const purchase = order(`o-${run}-dup`, customer, sku, 1, 700);
+    await send([stockReceived(sku, 5)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(5);
+
+    const first = await send([purchase.placed]);
+    // The publisher: the same request again is answered from its record.
+    expect((await send([purchase.placed], first.requestId)).results).toEqual(first.results);
+    // SQS: a new request with the same key is deduplicated within 5 minutes (same message id).
+    const retry = await send([purchase.placed]);
+    expect(retry.requestId).not.toBe(first.requestId);
+    const [original] = first.results;
+    if (original?.status !== 'sent')
+      throw new Error(`the first publish was not sent: ${JSON.stringify(original)}`);
+    expect(retry.results[0]).toMatchObject({ status: 'sent', messageId: original.messageId });
+    // The consumer: the same envelope with a new dedup id, as after SQS's window.
+    await target.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: target.resources.queueUrl,
+        MessageBody: JSON.stringify(createEnvelope(purchase.placed)),
+        MessageGroupId: customer,
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    await expect.poll(() => balance(customer), WAIT).toBe(-700);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(customer)).toBe(-700);
+    expect(await stock(sku)).toBe(4);
+  });
+
+  it('sends a poison message to the DLQ at once; after the fix, a redrive processes it once', async () => {
+    const sku = `sku-${run}-late`;
+    const customer = `c-${run}-late`;
+    const purchase = order(`o-${run}-late`, customer, sku, 1, 300);
+    const dlqBefore = await depth(target.resources.dlqUrl);
+    await send([purchase.placed]); // no stock yet: the business rule rejects it
+    await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBe(dlqBefore + 1);
+    expect(await balance(customer)).toBeUndefined();
+
+    await send([stockReceived(sku, 3)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(3);
+    await target.sqs.send(
+      new StartMessageMoveTaskCommand({
+        SourceArn: target.resources.dlqArn,
+        DestinationArn: target.resources.queueArn,
+      }),
+    );
+    await expect.poll(() => balance(customer), WAIT).toBe(-300);
+    expect(await stock(sku)).toBe(2);
+    await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBe(dlqBefore);
+  });
+
+  it('keeps each group in order under concurrent publishers', async () => {
+    const sku = `sku-${run}-order`;
+    await send([stockReceived(sku, 10_000)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(10_000);
+    const dlqBefore = await depth(target.resources.dlqUrl);
+    const orderIds: string[] = [];
+    // A payment or cancellation applied before its order would fail its condition and land in the DLQ.
+    const publishers = Array.from({ length: 5 }, (_, p) => {
+      const messages: OutgoingMessage[] = [];
+      for (let c = 0; c < 8; c++) {
+        for (let o = 0; o < 4; o++) {
+          const orderId = `o-${run}-${p}-${c}-${o}`;
+          orderIds.push(orderId);
+          const purchase = order(orderId, `c-${run}-${p}-${c}`, sku);
+          messages.push(purchase.placed, o % 2 === 0 ? purchase.paid : purchase.cancelled);
+        }
+      }
+      return send(messages);
+    });
+    await Promise.all(publishers);
+    await expect
+      .poll(
+        async () => [...(await orderStatuses(orderIds)).values()].filter((s) => s !== 'PLACED').length,
+        WAIT,
+      )
+      .toBe(orderIds.length);
+    const statuses = await orderStatuses(orderIds);
+    expect(orderIds.filter((id, i) => statuses.get(id) !== (i % 2 === 0 ? 'PAID' : 'CANCELLED'))).toEqual([]);
+    expect(await depth(target.resources.dlqUrl)).toBe(dlqBefore);
+    expect(await stock(sku)).toBe(10_000 - orderIds.length / 2);
+  });
+
+  it('answers with the error shapes the client and the AWS SDK understand', async () => {
+    const invalid = send([{ type: '', groupId: 'has space', payload: 1 }]);
+    await expect(invalid).rejects.toBeInstanceOf(PublishValidationError);
+    await expect(invalid).rejects.toMatchObject({
+      problems: expect.arrayContaining([expect.objectContaining({ index: 0 })]),
+    });
+
+    const requestId = randomUUID();
+    await send([stockReceived(`sku-${run}-conflict`, 1)], requestId);
+    await expect(send([stockReceived(`sku-${run}-conflict`, 2)], requestId)).rejects.toBeInstanceOf(
+      PublishConflictError,
+    );
+
+    const raw = await target.lambda.send(
+      new InvokeCommand({
+        FunctionName: target.resources.publisherFunctionName,
+        Payload: new TextEncoder().encode(JSON.stringify({ messages: 'not a list' })),
+      }),
+    );
+    expect(raw.FunctionError).toBe('Unhandled');
+    expect(JSON.parse(new TextDecoder().decode(raw.Payload))).toMatchObject({
+      errorType: 'PublishValidationError',
+    });
+    await expect(
+      target.lambda.send(new InvokeCommand({ FunctionName: `missing-${run}` })),
+    ).rejects.toBeInstanceOf(ResourceNotFoundException);
+  });
+
+  it('refuses a payload nested thousands of levels deep with a validation error, not a crash', async () => {
+    // Built as text: JSON.stringify itself overflows on such a value.
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const body = `{"messages":[{"type":"Deep","groupId":"g-${run}","payload":${deep}}]}`;
+    const raw = await target.lambda.send(
+      new InvokeCommand({
+        FunctionName: target.resources.publisherFunctionName,
+        Payload: new TextEncoder().encode(body),
+      }),
+    );
+    expect(raw.FunctionError).toBe('Unhandled');
+    expect(JSON.parse(new TextDecoder().decode(raw.Payload))).toMatchObject({
+      errorType: 'PublishValidationError',
+      errorMessage: expect.stringContaining('messages[0].payload'),
+    });
+  });
+});
+
+describe('The orders service, through its outbox', () => {
+  const newOrder = (name: string, sku: string, quantity: number, amountCents: number) => ({
+    orderId: `o-${run}-${name}`,
+    customerId: `c-${run}-${name}`,
+    sku,
+    quantity,
+    amountCents,
+  });
+
+  it('places orders with PlaceOrder; each takes stock, charges the customer and records the order once', async () => {
+    const sku = `sku-${run}-placed`;
+    await send([stockReceived(sku, 10)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(10);
+    const customerId = `c-${run}-placed`;
+    const orders = [1, 2, 3].map((n) => ({ ...newOrder(`placed-${n}`, sku, n, 100 * n), customerId }));
+    for (const order of orders) {
+      expect(await placeOrder(target, order)).toEqual({
+        payload: { orderId: order.orderId, eventKey: orderPlacedKey(order.orderId) },
+      });
+    }
+    await expect.poll(() => balance(customerId), WAIT).toBe(-600);
+    // Once: every event has left the outbox and the queue is empty, and the effects stayed as they were.
+    await expect
+      .poll(() => Promise.all(orders.map((o) => outboxStatus(target, orderPlacedKey(o.orderId)))), WAIT)
+      .toEqual(['SENT', 'SENT', 'SENT']);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(customerId)).toBe(-600);
+    expect(await stock(sku)).toBe(4);
+    for (const { orderId, ...order } of orders) {
+      expect(await ledgerOrder(orderId)).toMatchObject({ ...order, status: 'PLACED' });
+    }
+  });
+
+  it('refuses an order id placed before with OrderAlreadyPlacedError, and changes nothing', async () => {
+    const sku = `sku-${run}-again`;
+    await send([stockReceived(sku, 5)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(5);
+    const order = newOrder('again', sku, 2, 400);
+    const key = orderPlacedKey(order.orderId);
+    expect((await placeOrder(target, order)).functionError).toBeUndefined();
+    await expect.poll(() => balance(order.customerId), WAIT).toBe(-400);
+    await expect.poll(() => outboxStatus(target, key), WAIT).toBe('SENT');
+    const items = async () => ({
+      order: await readOrder(target, order.orderId),
+      event: await readOutboxItems(target, key),
+      pending: await readPendingMarkers(target, order.customerId),
+    });
+    const before = await items();
+
+    const again = await placeOrder(target, { ...order, quantity: 1, amountCents: 999 });
+    expect(again.functionError).toBe('Unhandled');
+    expect(again.payload).toMatchObject({ errorType: 'OrderAlreadyPlacedError' });
+    // Nothing written: the order and its event are as they were, and no message waits to be sent.
+    expect(await items()).toEqual(before);
+    expect(before.pending).toEqual([]);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(order.customerId)).toBe(-400);
+    expect(await stock(sku)).toBe(3);
+  });
+
+  it('applies a PaymentCaptured published through the client once its OrderPlaced was relayed', async () => {
+    const sku = `sku-${run}-paid`;
+    await send([stockReceived(sku, 5)]);
+    await expect.poll(() => stock(sku), WAIT).toBe(5);
+    const dlqBefore = await depth(target.resources.dlqUrl);
+    const placed = newOrder('paid', sku, 1, 250);
+    expect((await placeOrder(target, placed)).functionError).toBeUndefined();
+    // Two producers, one group: the payment goes out only once the order's event is on the queue.
+    await expect.poll(() => outboxStatus(target, orderPlacedKey(placed.orderId)), WAIT).toBe('SENT');
+    const { paid } = order(placed.orderId, placed.customerId, sku, 1, 250);
+    expect((await send([paid])).results).toEqual([expect.objectContaining({ status: 'sent' })]);
+    await expect.poll(async () => (await ledgerOrder(placed.orderId))?.status, WAIT).toBe('PAID');
+    expect(await balance(placed.customerId)).toBe(0);
+    expect(await stock(sku)).toBe(4);
+    expect(await depth(target.resources.dlqUrl)).toBe(dlqBefore);
+  });
+});
