@@ -91,11 +91,6 @@ class QueryError extends Error {
   }
 }
 
-/** Whether a form body's `Action` is one of CloudFormation's, read or write. */
-export function isCloudFormationAction(action: string | null): boolean {
-  return action !== null && (action in READS || WRITES.has(action));
-}
-
 /**
  * Answers one request of CloudFormation's query protocol (a form body with `Action=`) from what the
  * sandbox deployed: the read operations as CloudFormation answers them; a write, or anything else,

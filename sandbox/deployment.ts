@@ -82,7 +82,7 @@ export function describeDeployment(
             : stack.physicalIds.get(logicalId);
         const entry = { logicalId, type: resource.Type };
         if (physicalId !== undefined && !notes.has(logicalId)) return { ...entry, physicalId };
-        return { ...entry, note: notes.get(logicalId) ?? 'not emulated by the Oncely sandbox' };
+        return { ...entry, note: notes.get(logicalId) ?? 'its type is not emulated' };
       }),
     };
   });
