@@ -62,26 +62,14 @@ describe("the sandbox's CloudFormation, at its edge", () => {
     const { StackResourceSummaries = [] } = await cloudformation.send(
       new ListStackResourcesCommand({ StackName: stackName }),
     );
-    const created = StackResourceSummaries.filter((summary) => summary.PhysicalResourceId);
+    const created = (type: string) =>
+      StackResourceSummaries.filter((summary) => summary.PhysicalResourceId && summary.ResourceType === type)
+        .map((summary) => summary.PhysicalResourceId)
+        .sort();
     const { provisioned } = sandbox;
-    expect(
-      created
-        .filter((s) => s.ResourceType === 'AWS::SQS::Queue')
-        .map((s) => s.PhysicalResourceId)
-        .sort(),
-    ).toEqual(provisioned.queues.map((queue) => queue.url).sort());
-    expect(
-      created
-        .filter((s) => s.ResourceType === 'AWS::DynamoDB::Table')
-        .map((s) => s.PhysicalResourceId)
-        .sort(),
-    ).toEqual(provisioned.tables.map((table) => table.name).sort());
-    expect(
-      created
-        .filter((s) => s.ResourceType === 'AWS::Lambda::Function')
-        .map((s) => s.PhysicalResourceId)
-        .sort(),
-    ).toEqual(provisioned.functions.map((fn) => fn.name).sort());
+    expect(created('AWS::SQS::Queue')).toEqual(provisioned.queues.map((queue) => queue.url).sort());
+    expect(created('AWS::DynamoDB::Table')).toEqual(provisioned.tables.map((table) => table.name).sort());
+    expect(created('AWS::Lambda::Function')).toEqual(provisioned.functions.map((fn) => fn.name).sort());
     const rest = StackResourceSummaries.filter((summary) => !summary.PhysicalResourceId);
     expect(rest.map((s) => s.LogicalResourceId).sort()).toEqual(
       provisioned.notEmulated
