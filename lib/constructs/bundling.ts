@@ -10,20 +10,37 @@ export type LambdaBundling = Required<
     | 'minify'
     | 'keepNames'
     | 'sourceMap'
+    | 'sourcesContent'
     | 'format'
     | 'target'
     | 'mainFields'
     | 'externalModules'
+    | 'banner'
+    | 'define'
     | 'commandHooks'
   >
 >;
 
 /**
- * How Oncely bundles a Lambda: the one definition that `OncelyPipeline` gives NodejsFunction and
- * that everything reproducing the deployed bytes (the bundle-size benchmark, the bundled-consumer
- * test) turns into esbuild options with {@link lambdaBuildOptions}. Change it here, never there.
+ * What an ES module bundle needs of CommonJS inside it: bundled CommonJS packages (some of the
+ * SDK's dependencies among them) call `require` for Node's built-in modules, which an ES module
+ * does not define, and may read `__dirname` and `__filename`. esbuild renames any `require` of your
+ * own code, so the banner's cannot clash; the two paths become `import.meta`'s, which Node ≥ 20.11
+ * provides, where your code does not declare its own.
+ */
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __oncelyCreateRequire } from 'node:module'; const require = __oncelyCreateRequire(import.meta.url);";
+const ESM_COMMONJS_PATHS = { __dirname: 'import.meta.dirname', __filename: 'import.meta.filename' };
+
+/**
+ * How Oncely bundles a Lambda: the one definition that `OncelyPipeline` gives NodejsFunction (with
+ * {@link lambdaBundling}) and that everything reproducing the deployed bytes (the benchmarks, the
+ * bundled-consumer tests) turns into esbuild options with {@link lambdaBuildOptions}. Change it
+ * here, never there.
  *
- * The target and the externals are those of the functions' runtime, `Runtime.NODEJS_24_X`.
+ * The target is that of the functions' runtime, `Runtime.NODEJS_24_X`. The choices of format, SDK
+ * and source maps come from the start-up benchmark (`bench/RESULTS.md`, module start-up), which
+ * measures each way for Oncely's Lambdas and Powertools' alike.
  */
 export const LAMBDA_BUNDLING: LambdaBundling = {
   minify: true,
@@ -32,21 +49,25 @@ export const LAMBDA_BUNDLING: LambdaBundling = {
   // NonRetryableError without one is named after its class (`new.target.name`), which only
   // survives minification if esbuild keeps names. Without this, a REJECTED record would say `e`.
   keepNames: true,
-  sourceMap: true,
-  // CommonJS, so that the bundle loads the AWS SDK the runtime provides with `require()`. The SDK's
-  // packages are CommonJS whichever way they are loaded (they have no `exports` map: `import` and
-  // `require` give the same module objects), but an ES module's `import` of them costs Node a
-  // static analysis of each package's entry file: about 50 ms more CPU at every cold start for the
-  // DynamoDB client alone (`bench/RESULTS.md`, module start-up). A handler that needs top-level
-  // `await` can still choose `OutputFormat.ESM` through the construct's `bundling` option.
-  format: OutputFormat.CJS,
+  // Off: with `--enable-source-maps` Node reads and decodes a bundle's whole map when it loads it,
+  // which costs more at every cold start than the rest of Oncely's code (measured in the start-up
+  // benchmark). Turn it on with `bundling: { sourceMap: true }`: the function then also gets
+  // `NODE_OPTIONS=--enable-source-maps`, and the map leaves the sources' text out (below).
+  sourceMap: false,
+  sourcesContent: false,
+  // An ES module, which is what a TypeScript project writes: `import.meta` and top-level `await`
+  // keep their meaning (a CommonJS bundle empties `import.meta` and cannot await at its top).
+  format: OutputFormat.ESM,
   target: 'node24',
   mainFields: ['module', 'main'],
-  // What NodejsFunction leaves out by default on a Node ≥ 18 runtime, which provides the AWS SDK v3
-  // (`@smithy/*` too only with the `@aws-cdk/aws-lambda-nodejs:sdkV3ExcludeSmithyPackages` feature
-  // flag, which this app does not set). Stated here so that the bundle cannot change with the flag
-  // and the reproductions need not guess.
-  externalModules: ['@aws-sdk/*'],
+  // The AWS SDK is bundled, tree-shaken, at the versions your lock file pins, instead of the
+  // runtime's: an ES module's `import` of the runtime's SDK (CommonJS) makes Node analyse each
+  // package's entry file first, and a bundled client loads faster than the runtime's even from
+  // CommonJS (measured). Nothing is left out, so the bundle is the same whatever the runtime's SDK
+  // version or the `@aws-cdk/aws-lambda-nodejs:sdkV3ExcludeSmithyPackages` feature flag.
+  externalModules: [],
+  banner: ESM_REQUIRE_BANNER,
+  define: ESM_COMMONJS_PATHS,
   commandHooks: {
     beforeBundling: () => [],
     beforeInstall: () => [],
@@ -55,10 +76,81 @@ export const LAMBDA_BUNDLING: LambdaBundling = {
 };
 
 /**
- * What the asset's `package.json` says, beside the bundle: that `index.js` is CommonJS wherever the
- * asset sits. Lambda would read it so anyway (nothing above `/var/task` says otherwise), but the
- * sandbox runs the asset inside the cloud assembly, inside your project, and a `"type": "module"`
- * there would make Node read the bundle as an ES module.
+ * What a CommonJS bundle (your choice, `format: OutputFormat.CJS`) cannot keep must fail the synth,
+ * never the function: esbuild only warns that an `import.meta` there is empty, so it is made an
+ * error, which names the file and line and says to bundle as ESM. (Top-level `await` in CommonJS is
+ * an esbuild error already.)
+ */
+const CJS_LOG_OVERRIDES = { 'empty-import-meta': 'error' } as const;
+
+/** A function's bundling: {@link LAMBDA_BUNDLING}, your options over it, and what the format needs. */
+export interface ResolvedLambdaBundling extends Omit<BundlingOptions, keyof LambdaBundling>, LambdaBundling {
+  /** esbuild's log levels by message id, as {@link lambdaBuildOptions} passes them (NodejsFunction: `esbuildArgs`). */
+  logOverride: Readonly<Record<string, 'error'>>;
+}
+
+/**
+ * {@link LAMBDA_BUNDLING} with `yours` over it, plus what the resulting format needs: for an ES
+ * module the `require` banner (before yours) and the CommonJS paths (yours win); for CommonJS
+ * neither (both are ES module syntax) and an `import.meta` made an error. Your `commandHooks`
+ * replace Oncely's here: `oncelyFunction` runs both.
+ */
+export function lambdaBundling(yours: BundlingOptions = {}): ResolvedLambdaBundling {
+  const merged = { ...LAMBDA_BUNDLING, ...definedOptions(yours) };
+  // Yours without Oncely's own (given back when you spread LAMBDA_BUNDLING into your options).
+  const banner = yours.banner === ESM_REQUIRE_BANNER ? undefined : yours.banner;
+  const define = Object.fromEntries(
+    Object.entries(yours.define ?? {}).filter(
+      ([name, value]) => ESM_COMMONJS_PATHS[name as keyof typeof ESM_COMMONJS_PATHS] !== value,
+    ),
+  );
+  if (merged.format === OutputFormat.ESM) {
+    return {
+      ...merged,
+      banner: [ESM_REQUIRE_BANNER, banner].filter(Boolean).join('\n'),
+      define: { ...ESM_COMMONJS_PATHS, ...define },
+      logOverride: {},
+    };
+  }
+  return { ...merged, banner: banner ?? '', define, logOverride: CJS_LOG_OVERRIDES };
+}
+
+/**
+ * The `bundling` to give a NodejsFunction of your own so that it is bundled as Oncely bundles its
+ * functions: {@link LAMBDA_BUNDLING}, your options over it, and what the format needs (see
+ * {@link lambdaBundling}). With `sourceMap: true`, also set `NODE_OPTIONS=--enable-source-maps`.
+ */
+export function oncelyBundling(yours: BundlingOptions = {}): BundlingOptions {
+  return nodejsFunctionBundling(lambdaBundling(yours));
+}
+
+/** The options NodejsFunction takes for a {@link lambdaBundling}: its log overrides as `esbuildArgs`. */
+export function nodejsFunctionBundling({
+  logOverride,
+  ...bundling
+}: ResolvedLambdaBundling): BundlingOptions {
+  const args = Object.entries(logOverride).map(([id, level]) => [`--log-override:${id}`, level]);
+  const { banner, define, ...rest } = bundling;
+  return {
+    ...rest,
+    // NodejsFunction passes an empty banner or define on as an empty flag: leave them out instead.
+    ...(banner ? { banner } : {}),
+    ...(Object.keys(define).length > 0 ? { define } : {}),
+    ...(args.length > 0 ? { esbuildArgs: { ...bundling.esbuildArgs, ...Object.fromEntries(args) } } : {}),
+  };
+}
+
+/** Options given as `undefined` leave Oncely's default in place, as NodejsFunction's own do. */
+function definedOptions(options: BundlingOptions): BundlingOptions {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * What the asset's `package.json` says, beside the bundle: that an `index.js` (a CommonJS bundle,
+ * when you choose that format) is CommonJS wherever the asset sits. Lambda would read it so anyway
+ * (nothing above `/var/task` says otherwise), but the sandbox runs the asset inside the cloud
+ * assembly, inside your project, and a `"type": "module"` there would make Node read the bundle as
+ * an ES module. The default `index.mjs` is an ES module by its name alone.
  */
 export const LAMBDA_ASSET_PACKAGE_JSON = { type: 'commonjs' } as const;
 
@@ -101,13 +193,13 @@ export interface LambdaBuildTarget {
 /**
  * esbuild's options for bundling `entry` exactly as NodejsFunction does with `bundling`: its
  * `esbuild --bundle <entry> --platform=node …` command with the same flags, run from the project
- * root (byte for byte: the assets of `npm run synth` are these builds' `index.js`, and the asset's `package.json` is
- * {@link writeLambdaAssetPackageJson}'s). Add what does
- * not change the code (`write`, `metafile`, `logLevel`); a plugin does, like the benchmark's.
+ * root (byte for byte: the assets of `npm run synth` are these builds' {@link lambdaBundleFile}, and
+ * the asset's `package.json` is {@link writeLambdaAssetPackageJson}'s). Add what does not change the
+ * code (`write`, `metafile`, `logLevel`); a plugin does, like the benchmark's.
  */
 export function lambdaBuildOptions(
   { projectRoot, entry, outdir }: LambdaBuildTarget,
-  bundling: LambdaBundling = LAMBDA_BUNDLING,
+  bundling: ResolvedLambdaBundling = lambdaBundling(),
 ): BuildOptions {
   return {
     absWorkingDir: projectRoot,
@@ -120,7 +212,11 @@ export function lambdaBuildOptions(
     minify: bundling.minify,
     keepNames: bundling.keepNames,
     sourcemap: bundling.sourceMap,
+    sourcesContent: bundling.sourcesContent,
     external: bundling.externalModules,
     mainFields: bundling.mainFields,
+    banner: bundling.banner ? { js: bundling.banner } : undefined,
+    define: bundling.define,
+    logOverride: bundling.logOverride,
   };
 }

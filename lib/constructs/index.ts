@@ -7,7 +7,7 @@
  */
 
 export { OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
-export { LAMBDA_BUNDLING, type LambdaBundling } from './bundling.js';
+export { LAMBDA_BUNDLING, type LambdaBundling, oncelyBundling } from './bundling.js';
 export { describeDeployedPipeline } from './deployed-pipeline.js';
 export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
 export {

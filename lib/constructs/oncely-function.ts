@@ -4,7 +4,7 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { type ICommandHooks, NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { LAMBDA_BUNDLING } from './bundling.js';
+import { LAMBDA_BUNDLING, lambdaBundling, nodejsFunctionBundling } from './bundling.js';
 
 /** What a function Oncely builds needs besides its entry; the rest are NodejsFunction's options. */
 export type OncelyFunctionOptions = Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup'> & {
@@ -31,6 +31,10 @@ export function oncelyFunction(
   const logGroup = new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
   const role = new Role(scope, `${id}Role`, { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
   logGroup.grantWrite(role);
+  const bundling = lambdaBundling({
+    ...options.bundling,
+    commandHooks: withOncelyHooks(options.bundling?.commandHooks),
+  });
   return new NodejsFunction(scope, id, {
     handler: 'handler',
     architecture: Architecture.ARM_64,
@@ -39,13 +43,12 @@ export function oncelyFunction(
     role,
     logGroup,
     runtime: Runtime.NODEJS_24_X,
-    environment: { ...options.environment, NODE_OPTIONS: '--enable-source-maps' },
-    // Minified CommonJS for node24 with names kept (error names survive): see bundling.ts.
-    bundling: {
-      ...LAMBDA_BUNDLING,
-      ...options.bundling,
-      commandHooks: withOncelyHooks(options.bundling?.commandHooks),
-    },
+    // A source map is only read with this flag; without a map, the flag would cost nothing but is noise.
+    environment: bundling.sourceMap
+      ? { ...options.environment, NODE_OPTIONS: '--enable-source-maps' }
+      : options.environment,
+    // A minified ES module for node24 with the AWS SDK inside and names kept: see bundling.ts.
+    bundling: nodejsFunctionBundling(bundling),
   });
 }
 

@@ -36,8 +36,8 @@ export interface OncelyConsumerEntry
   extends Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup' | 'timeout' | 'memorySize' | 'runtime'> {
   /**
    * Your handler's file (TypeScript or JavaScript), e.g. `src/consumer.ts`, bundled like Oncely's
-   * own functions (`LAMBDA_BUNDLING`: esbuild, CommonJS, minified with names kept, Node.js 24, ARM64
-   * unless you say otherwise).
+   * own functions (`LAMBDA_BUNDLING` under your `bundling` options: esbuild, an ES module with the
+   * AWS SDK inside, minified with names kept, Node.js 24, ARM64 unless you say otherwise).
    */
   readonly entry: string;
   /** The exported handler. Default `handler`. */

@@ -6,7 +6,7 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { LAMBDA_BUNDLING, OncelyOutbox, type OncelyPipeline } from 'oncely/cdk';
+import { OncelyOutbox, type OncelyPipeline, oncelyBundling } from 'oncely/cdk';
 import { ORDERS_ENVIRONMENT } from '../../lambdas/shop/orders/environment.js';
 
 export interface OrdersServiceProps {
@@ -62,7 +62,7 @@ export class OrdersService extends Construct {
       role,
       logGroup,
       environment: { [ORDERS_ENVIRONMENT.ordersTableName]: this.table.tableName },
-      bundling: LAMBDA_BUNDLING,
+      bundling: oncelyBundling(),
     });
     // The outbox's items, and the function's OUTBOX_* variables.
     this.outbox.grantWrite(this.placeOrder);

@@ -1,8 +1,7 @@
 import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
@@ -13,9 +12,9 @@ import { type IdempotencyRecord, recordId } from '../../lambdas/idempotency/inde
 import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
 import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
 import {
-  LAMBDA_BUNDLING,
   lambdaBuildOptions,
   lambdaBundleFile,
+  lambdaBundling,
   writeLambdaAssetPackageJson,
 } from '../../lib/constructs/bundling.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
@@ -31,8 +30,8 @@ import {
 import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
 
 /**
- * The consumers bundled exactly as the stack bundles its Lambdas (lib/constructs/bundling.ts: minified, CommonJS,
- * names kept), then run from the bundle against the emulators: the error names the DLQ and the
+ * The consumers bundled exactly as the stack bundles its Lambdas (lib/constructs/bundling.ts: a minified ES module
+ * with the AWS SDK inside, names kept), then run from the bundle against the emulators: the error names the DLQ and the
  * idempotency records show must be the classes' names, not the one-letter names of the minifier.
  */
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -49,7 +48,7 @@ let ledgerTable: string;
 const queues: FifoQueue[] = [];
 
 interface Bundle {
-  /** The bundle's `index.js`. */
+  /** The bundle's file (`index.mjs`). */
   file: string;
   code: string;
 }
@@ -76,7 +75,7 @@ async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue
     [SHOP_ENVIRONMENT.ledgerTableName]: ledgerTable,
     // Never reached: the notification below is refused for its payload before it is sent.
     [SHOP_ENVIRONMENT.notificationUrl]: 'http://127.0.0.1:9/unused',
-    // The SDK the bundle leaves external finds the emulators as it would find AWS.
+    // The SDK inside the bundle finds the emulators as it would find AWS.
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
     AWS_REGION: LOCAL_REGION,
@@ -93,9 +92,9 @@ async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue
   return { queue, dlq };
 }
 
-/** Loads a bundle as Lambda's Node runtime loads an `index.js`: Node's own `require()`, a fresh module per file. */
+/** Loads a bundle as Lambda's Node runtime loads an `index.mjs`: `import()`, a fresh module per file. */
 async function importHandler(file: string): Promise<SqsBatchHandler> {
-  const bundled = createRequire(import.meta.url)(file) as { handler: SqsBatchHandler };
+  const bundled = (await import(/* @vite-ignore */ pathToFileURL(file).href)) as { handler: SqsBatchHandler };
   return bundled.handler;
 }
 
@@ -188,7 +187,7 @@ describe('a consumer bundled as the stack bundles it', () => {
     const unkept = await build({
       ...lambdaBuildOptions(
         { projectRoot: PROJECT_ROOT, entry: USER_CONSUMER, outdir: join(bundlesDir, 'unkept') },
-        { ...LAMBDA_BUNDLING, keepNames: false },
+        lambdaBundling({ keepNames: false }),
       ),
       write: false,
       logLevel: 'error',

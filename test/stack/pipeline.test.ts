@@ -379,7 +379,7 @@ describe('your consumer', () => {
     });
   });
 
-  it('is bundled as CommonJS, its asset saying so in a package.json written after your own hooks', () => {
+  it('is bundled as an ES module (index.mjs), the asset package.json still written after your own hooks', () => {
     const outdir = mkdtempSync(join(tmpdir(), 'oncely-hooks-'));
     try {
       const own = new Stack(new App({ outdir }), 'Own');
@@ -395,7 +395,9 @@ describe('your consumer', () => {
       const consumerAsset = assets.find((name) => existsSync(join(outdir, name, 'yours.txt')));
       expect(consumerAsset).toBeDefined();
       for (const asset of assets) {
-        expect(existsSync(join(outdir, asset, 'index.js'))).toBe(true);
+        expect(existsSync(join(outdir, asset, 'index.mjs'))).toBe(true);
+        expect(existsSync(join(outdir, asset, 'index.js'))).toBe(false);
+        // For a CommonJS bundle, should you choose one: an index.mjs is an ES module by its name.
         expect(JSON.parse(readFileSync(join(outdir, asset, 'package.json'), 'utf8'))).toEqual({
           type: 'commonjs',
         });
