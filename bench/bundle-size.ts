@@ -1,6 +1,12 @@
 import { gzipSync } from 'node:zlib';
+import { OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type Metafile, type Plugin } from 'esbuild';
-import { lambdaBuildOptions, lambdaBundleFile } from '../lib/constructs/bundling.js';
+import {
+  lambdaBuildOptions,
+  lambdaBundleFile,
+  lambdaBundling,
+  type ResolvedLambdaBundling,
+} from '../lib/constructs/bundling.js';
 
 /** The Lambdas measured in (4) and (6); Powertools' consumer is the baseline of both. */
 export const BUNDLES = {
@@ -11,14 +17,51 @@ export const BUNDLES = {
 export type BundledLambda = keyof typeof BUNDLES;
 export const BASELINE_BUNDLE: BundledLambda = 'powertools';
 
+const RUNTIME_SDK = ['@aws-sdk/*'];
+
+/**
+ * The ways of bundling a Lambda that (6) compares, each applied alike to Oncely's Lambdas and to
+ * Powertools' consumer: the default (`LAMBDA_BUNDLING`), and the choices it was made against.
+ */
+export const BUNDLE_FORMATS = {
+  esmBundledSdk: {
+    label: 'ES module, AWS SDK bundled (the default)',
+    bundling: lambdaBundling(),
+  },
+  esmBundledSdkSourceMaps: {
+    label: 'the default with source maps (`sourceMap: true`, `--enable-source-maps`)',
+    bundling: lambdaBundling({ sourceMap: true }),
+  },
+  esmRuntimeSdk: {
+    label: "ES module, the runtime's AWS SDK",
+    bundling: lambdaBundling({ externalModules: RUNTIME_SDK }),
+  },
+  cjsRuntimeSdk: {
+    label: "CommonJS, the runtime's AWS SDK (the default before)",
+    bundling: lambdaBundling({ format: OutputFormat.CJS, externalModules: RUNTIME_SDK }),
+  },
+} as const satisfies Record<string, { label: string; bundling: ResolvedLambdaBundling }>;
+export type BundleFormat = keyof typeof BUNDLE_FORMATS;
+export const DEFAULT_FORMAT: BundleFormat = 'esmBundledSdk';
+/** The format whose bytes are the libraries' own: everything but the AWS SDK, which Lambda could provide. */
+export const WITHOUT_SDK_FORMAT: BundleFormat = 'esmRuntimeSdk';
+
+/** Whether a format's bundles leave the AWS SDK to the runtime. */
+export function usesRuntimeSdk(format: BundleFormat): boolean {
+  return BUNDLE_FORMATS[format].bundling.externalModules.length > 0;
+}
+
 /** A Lambda's bundle as `cdk deploy` would upload it, kept in memory. */
 export interface BuiltBundle {
   lambda: BundledLambda;
+  format: BundleFormat;
   entry: string;
-  /** The minified bundle (`index.js`), as Lambda loads it. */
+  /** The file Lambda loads: `index.mjs` or `index.js`. */
+  fileName: string;
+  /** The minified bundle, as Lambda loads it. */
   code: Uint8Array;
-  /** Its source map, which Lambda reads too: the functions run with `--enable-source-maps`. */
-  sourceMap: Uint8Array;
+  /** Its source map, when the format has one: Lambda reads it with `--enable-source-maps`. */
+  sourceMap?: Uint8Array;
   metafile: Metafile;
 }
 
@@ -33,32 +76,39 @@ export interface BundleSize {
 }
 
 /**
- * Bundles each Lambda as `lib/constructs/oncely-pipeline.ts` has NodejsFunction bundle it, with the same
- * options (`lib/constructs/bundling.ts`): esbuild, CommonJS, minified with names kept, for node24, the AWS SDK
- * left out (the Lambda runtime provides it). Nothing is written to disk. `plugins` go after the
- * benchmark's own (a measurement of source not yet built into dist/ redirects `oncely/*` with one).
+ * Bundles each Lambda as `lib/constructs/oncely-function.ts` has NodejsFunction bundle it, with the
+ * options of `format` (`lib/constructs/bundling.ts`; by default the deployed ones: a minified ES
+ * module with names kept, for node24, the AWS SDK inside). Nothing is written to disk. `plugins` go
+ * after the benchmark's own.
  */
-export async function buildBundles(projectRoot: string, plugins: Plugin[] = []): Promise<BuiltBundle[]> {
+export async function buildBundles(
+  projectRoot: string,
+  format: BundleFormat = DEFAULT_FORMAT,
+  plugins: Plugin[] = [],
+): Promise<BuiltBundle[]> {
   const built: BuiltBundle[] = [];
+  const { bundling } = BUNDLE_FORMATS[format];
+  const fileName = lambdaBundleFile(bundling);
   for (const lambda of Object.keys(BUNDLES) as BundledLambda[]) {
     const { entry } = BUNDLES[lambda];
     const result = await build({
-      ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }),
+      ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }, bundling),
       write: false,
       metafile: true,
       logLevel: 'error',
       plugins: [onePowertoolsCommons(projectRoot), ...plugins],
     });
-    const file = (suffix: string) => {
-      const output = result.outputFiles.find((candidate) => candidate.path.endsWith(suffix));
-      if (!output) throw new Error(`esbuild wrote no ${suffix} for ${entry}`);
-      return output.contents;
-    };
+    const file = (suffix: string) =>
+      result.outputFiles.find((candidate) => candidate.path.endsWith(suffix))?.contents;
+    const code = file(fileName);
+    if (!code) throw new Error(`esbuild wrote no ${fileName} for ${entry}`);
     built.push({
       lambda,
+      format,
       entry,
-      code: file(lambdaBundleFile()),
-      sourceMap: file(`${lambdaBundleFile()}.map`),
+      fileName,
+      code,
+      sourceMap: bundling.sourceMap ? file(`${fileName}.map`) : undefined,
       metafile: result.metafile,
     });
   }

@@ -7,7 +7,7 @@ import {
   type NotificationLatency,
 } from './batch-latency.js';
 import { COST_MODES, type CostMode } from './billed-usage.js';
-import { BASELINE_BUNDLE, BUNDLES, type BundleSize } from './bundle-size.js';
+import { BASELINE_BUNDLE, BUNDLE_FORMATS, BUNDLES, type BundleSize, DEFAULT_FORMAT } from './bundle-size.js';
 import type { CostReport, ModeCost } from './cost.js';
 import type { Machine } from './machine.js';
 import { type PublisherCost, SENDERS } from './publisher-calls.js';
@@ -39,7 +39,9 @@ export interface BenchResults {
   /** The same at 1 group with no latency added, when it was measured. */
   notificationNoLatency?: NotificationLatency[];
   publisher: PublisherCost[];
+  /** (4): as deployed (the AWS SDK inside), and without the SDK. */
   bundles: BundleSize[];
+  bundlesWithoutSdk: BundleSize[];
   throughput: Throughput[];
   startUp: StartUp[];
   /** (7), when it was measured. */
@@ -71,7 +73,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
         ]
       : []),
     publisherSection(results.publisher, results.settings),
-    bundleSection(results.bundles),
+    bundleSection(results.bundles, results.bundlesWithoutSdk),
     throughputSection(results.throughput, results.settings),
     startUpSection(results.startUp, results.settings),
     ...(results.cost ? [costSection(results.cost, results.settings)] : []),
@@ -317,40 +319,58 @@ function publisherSection(rows: readonly PublisherCost[], settings: BenchSetting
 /** The validation library, which each bundle may carry in its own build (zod's full one, or zod/mini). */
 const VALIDATION_LIBRARY = 'zod';
 
-function bundleSection(bundles: readonly BundleSize[]): string {
-  const baseline = bundles.find((bundle) => bundle.lambda === BASELINE_BUNDLE);
+function bundleSection(deployed: readonly BundleSize[], withoutSdk: readonly BundleSize[]): string {
+  const baselineOf = (bundles: readonly BundleSize[]) =>
+    bundles.find((bundle) => bundle.lambda === BASELINE_BUNDLE);
   const withoutValidation = (bundle: BundleSize) =>
     bundle.bytes - (bundle.parts.find((part) => part.origin === VALIDATION_LIBRARY)?.bytes ?? 0);
-  const origins = [...new Set(bundles.flatMap((bundle) => bundle.parts.map((part) => part.origin)))];
+  const sized = (bundle: BundleSize, baseline: BundleSize | undefined, bytes: (of: BundleSize) => number) =>
+    `${kib(bytes(bundle))}${baseline && bundle.lambda !== BASELINE_BUNDLE ? ` (${ratio(bytes(bundle), bytes(baseline))})` : ''}`;
+  const origins = [...new Set(withoutSdk.flatMap((bundle) => bundle.parts.map((part) => part.origin)))];
+  const sdkBytes = (bundle: BundleSize) =>
+    bundle.parts
+      .filter((part) => /^@(aws-sdk|smithy|aws-crypto)\//.test(part.origin))
+      .reduce((sum, part) => sum + part.bytes, 0);
   return [
     '## 4. Bundle size',
     '',
-    'Each Lambda bundled as `lib/constructs/oncely-pipeline.ts` bundles it (esbuild, CommonJS, minified with names kept, ' +
-      'node24, AWS SDK external): the example consumer and the publisher, against the same consumer built on ' +
-      'Powertools batch + idempotency + logger + metrics (`bench/consumers/powertools-consumer.ts`). Ratios ' +
-      'against Powertools.',
+    `Each Lambda bundled as \`lib/constructs/bundling.ts\` bundles it for NodejsFunction (${BUNDLE_FORMATS[DEFAULT_FORMAT].label}: ` +
+      'esbuild, minified with names kept, node24): the example consumer and the publisher, against the same ' +
+      'consumer built on Powertools batch + idempotency + logger + metrics (`bench/consumers/powertools-consumer.ts`), ' +
+      'built the same way. Ratios against Powertools. As deployed, each bundle carries the AWS SDK clients it uses, ' +
+      'tree-shaken (the AWS SDK column: `@aws-sdk`, `@smithy`, `@aws-crypto`); the second table leaves the SDK to the ' +
+      "runtime, which shows the libraries' own bytes.",
     '',
     table(
-      ['', 'minified', 'gzipped', `minified, without ${VALIDATION_LIBRARY}`],
-      bundles.map((bundle) => {
-        const versus = (value: number, base: number) =>
-          bundle.lambda === BASELINE_BUNDLE ? '' : ` (${ratio(value, base)})`;
+      ['as deployed', 'minified', 'gzipped', 'of which the AWS SDK'],
+      deployed.map((bundle) => [
+        `${BUNDLES[bundle.lambda].label} (\`${bundle.entry}\`)`,
+        sized(bundle, baselineOf(deployed), (of) => of.bytes),
+        sized(bundle, baselineOf(deployed), (of) => of.gzipBytes),
+        kib(sdkBytes(bundle)),
+      ]),
+    ),
+    '',
+    table(
+      ['without the AWS SDK', 'minified', 'gzipped', `minified, without ${VALIDATION_LIBRARY}`],
+      withoutSdk.map((bundle) => {
+        const baseline = baselineOf(withoutSdk);
         return [
-          `${BUNDLES[bundle.lambda].label} (\`${bundle.entry}\`)`,
-          `${kib(bundle.bytes)}${baseline ? versus(bundle.bytes, baseline.bytes) : ''}`,
-          `${kib(bundle.gzipBytes)}${baseline ? versus(bundle.gzipBytes, baseline.gzipBytes) : ''}`,
-          `${kib(withoutValidation(bundle))}${baseline ? versus(withoutValidation(bundle), withoutValidation(baseline)) : ''}`,
+          BUNDLES[bundle.lambda].label,
+          sized(bundle, baseline, (of) => of.bytes),
+          sized(bundle, baseline, (of) => of.gzipBytes),
+          sized(bundle, baseline, withoutValidation),
         ];
       }),
     ),
     '',
-    'Where the minified bytes come from (esbuild metafile):',
+    'Where the minified bytes without the SDK come from (esbuild metafile):',
     '',
     table(
-      ['origin', ...bundles.map((bundle) => BUNDLES[bundle.lambda].label)],
+      ['origin', ...withoutSdk.map((bundle) => BUNDLES[bundle.lambda].label)],
       origins.map((origin) => [
         `\`${origin}\``,
-        ...bundles.map((bundle) => {
+        ...withoutSdk.map((bundle) => {
           const bytes = bundle.parts.find((part) => part.origin === origin)?.bytes;
           return bytes ? kib(bytes) : '–';
         }),
@@ -427,31 +447,67 @@ function whereTheTimeGoes(rows: readonly Throughput[]): string {
 function startUpSection(rows: readonly StartUp[], settings: BenchSettings): string {
   const { runs, warmupRuns } = settings.startUp;
   const times = ({ wallMs, cpuMs }: ImportTimes) =>
-    `${spreadText(wallMs, 'ms')}; CPU ${figure(cpuMs.median)} ms`;
+    `${figure(cpuMs.median)} ms (wall ${spreadText(wallMs, 'ms')})`;
+  const formats = [...new Set(rows.map((row) => row.format))];
   return [
     '## 6. Module start-up',
     '',
-    "Each bundle of (4) written to disk with its source map and loaded in a fresh Node process, as Lambda's " +
-      'init phase loads the handler: `require()` of the CommonJS `index.js` (`node --enable-source-maps`, the ' +
-      "functions' `NODE_OPTIONS`): the time from `require()` to the module evaluated, and the CPU time " +
-      'meanwhile. Beside it, a module requiring only the AWS SDK packages the bundle requires at start, which ' +
-      'the runtime provides and the bundle leaves out. ' +
-      `${runs} rounds after ${warmupRuns} untimed ones; a round loads every module once, in a rotating order. ` +
-      "Wall time median (p10–p90); the ratio divides each round's time by Powertools' in the same round, median " +
-      '(p10–p90) of those.',
+    "Each bundle loaded in a fresh Node process as Lambda's init phase loads the handler (`import()` of an " +
+      '`index.mjs`, `require()` of an `index.js`, `--enable-source-maps` only where the format has source maps): ' +
+      'the CPU time from the load to the module evaluated (steadier than wall time on a shared machine; wall time ' +
+      'beside it). Every Lambda in every format, alike: the default and the choices it was made against. Beside ' +
+      "each, its **SDK floor**: a module importing only the AWS SDK names the bundle's code imports (statically, " +
+      'or with `import()` where the code does), built the same way — loaded from the runtime where the format ' +
+      'leaves the SDK to it, bundled and tree-shaken where it bundles it. **Above the floor** is the median of ' +
+      "each round's difference between the two: what the rest of the bundle costs at start. The ratio divides " +
+      "each round's time by Powertools' consumer's in the same format, median (p10–p90) of those. " +
+      `${runs} rounds after ${warmupRuns} untimed ones; a round loads every module once, in a rotating order.`,
     '',
-    table(
-      ['', 'import', 'ratio (wall)', 'ratio (CPU)', 'its AWS SDK packages alone'],
-      rows.map((row) => [
-        BUNDLES[row.lambda].label,
-        times(row.bundle),
-        row.pairedRatio ? `${ratioSpread(row.pairedRatio.wall)}` : 'baseline',
-        row.pairedRatio ? `${ratioSpread(row.pairedRatio.cpu)}` : 'baseline',
-        `${times(row.sdkAlone)}: ${row.sdkPackages.map((name) => `\`${name}\``).join(', ') || 'none'}`,
-      ]),
-    ),
+    ...formats.flatMap((format) => [
+      `**${BUNDLE_FORMATS[format].label}**`,
+      '',
+      table(
+        [
+          '',
+          'start-up (CPU)',
+          'SDK floor (CPU)',
+          'above the floor (CPU)',
+          'ratio to Powertools (CPU)',
+          'SDK packages',
+        ],
+        rows
+          .filter((row) => row.format === format)
+          .map((row) => [
+            BUNDLES[row.lambda].label,
+            times(row.bundle),
+            times(row.sdkFloor),
+            spreadText(row.aboveFloor.cpuMs, 'ms'),
+            row.pairedRatio ? ratioSpread(row.pairedRatio.cpu) : 'baseline',
+            row.sdkPackages.map((name) => `\`${name}\``).join(', ') || 'none',
+          ]),
+      ),
+      '',
+    ]),
+    layersText(rows),
     '',
   ].join('\n');
+}
+
+/** What the example consumer's start-up above its floor is made of, layer by layer (default format). */
+function layersText(rows: readonly StartUp[]): string {
+  const row = rows.find((candidate) => candidate.layers);
+  if (!row?.layers) return '';
+  const whole = row.aboveFloor.cpuMs.median;
+  const steps = row.layers.map(
+    ({ label, aboveFloorCpuMs }) => `${label}: ${figure(aboveFloorCpuMs.median)} ms above the floor`,
+  );
+  const last = row.layers.at(-1)?.aboveFloorCpuMs.median ?? Number.NaN;
+  return (
+    `**What the example consumer's ${figure(whole)} ms above its floor are made of** (${BUNDLE_FORMATS[row.format].label}; ` +
+    'the floor plus one more of its imports at a time, built the same way, CPU medians of paired differences): ' +
+    `${steps.join('; ')}; the rest, ${figure(whole - last)} ms, is the example's own: Middy, its zod/mini ` +
+    'schemas and its business code.'
+  );
 }
 
 function costSection(report: CostReport, settings: BenchSettings): string {
@@ -626,18 +682,18 @@ function validationNote(bundles: readonly BundleSize[]): string {
 
 function startUpNote(rows: readonly StartUp[]): string {
   const part = (lambda: StartUp['lambda']) => {
-    const row = rows.find((candidate) => candidate.lambda === lambda);
+    const row = rows.find((candidate) => candidate.lambda === lambda && candidate.format === DEFAULT_FORMAT);
     return row
-      ? `${figure(row.sdkAlone.cpuMs.median)} of ${figure(row.bundle.cpuMs.median)} ms of CPU`
+      ? `${figure(row.sdkFloor.cpuMs.median)} of ${figure(row.bundle.cpuMs.median)} ms of CPU`
       : 'not measured';
   };
   return (
-    '- **Start-up is mostly the AWS SDK.** Every record needs DynamoDB, so both consumers load its client at ' +
-    'start, with `require()`: the bundles are CommonJS, because an ES module that imports the SDK (CommonJS ' +
-    'itself) makes Node analyse its entry files first, about half as much CPU again. Node takes longer to load ' +
-    `the client than the rest of either bundle: its SDK packages alone take ` +
-    `${part('oncely')} for the example consumer, ${part('publisher')} for the publisher, ${part('powertools')} ` +
-    "for Powertools'. The SQS client only the DLQ needs is imported on the consumer's first dead-lettered record."
+    '- **Start-up is mostly the AWS SDK.** Every record needs DynamoDB, so every consumer loads its client at ' +
+    `start. In the default format, the SDK floor takes ${part('oncely')} for the example consumer, ` +
+    `${part('publisher')} for the publisher, ${part('powertools')} for Powertools'. Above the floor, what a ` +
+    'bundle costs grows with its size: V8 compiles (lazily, but it still scans) every byte of an ES module at ' +
+    "load, whether or not a batch runs it. An ES module that imports the runtime's SDK pays for Node's analysis " +
+    'of its CommonJS entry files; source maps cost their decoding at every load.'
   );
 }
 

@@ -18,7 +18,14 @@ import {
   NOTIFICATION_GROUP_COUNTS,
 } from './batch-latency.js';
 import { measureBilledUsage } from './billed-usage.js';
-import { buildBundles, bundleSizes } from './bundle-size.js';
+import {
+  BUNDLE_FORMATS,
+  type BundleFormat,
+  buildBundles,
+  bundleSizes,
+  DEFAULT_FORMAT,
+  WITHOUT_SDK_FORMAT,
+} from './bundle-size.js';
 import type { BenchEndpoints } from './clients.js';
 import { costReport } from './cost.js';
 import { latencyChartSvg } from './latency-chart.js';
@@ -82,8 +89,16 @@ try {
   const publisher = await step('3. Publisher', () =>
     measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
   );
-  const built = await step('4. Bundle size', () => buildBundles(PROJECT_ROOT));
-  const bundles = bundleSizes(built);
+  // Every Lambda in every format (6) compares; (4) reports the default's and the SDK-less bytes.
+  const built = await step('4. Bundle size', async () => {
+    const all = [];
+    for (const format of Object.keys(BUNDLE_FORMATS) as BundleFormat[]) {
+      all.push(...(await buildBundles(PROJECT_ROOT, format)));
+    }
+    return all;
+  });
+  const bundles = bundleSizes(built.filter((bundle) => bundle.format === DEFAULT_FORMAT));
+  const bundlesWithoutSdk = bundleSizes(built.filter((bundle) => bundle.format === WITHOUT_SDK_FORMAT));
   const throughput = await step('5. End-to-end throughput', () =>
     measureThroughput(endpoints, {
       ...settings.throughput,
@@ -113,6 +128,7 @@ try {
     notificationNoLatency,
     publisher,
     bundles,
+    bundlesWithoutSdk,
     throughput,
     startUp,
     cost,

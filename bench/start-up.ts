@@ -3,9 +3,16 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Metafile } from 'esbuild';
-import { lambdaBundleFile, writeLambdaAssetPackageJson } from '../lib/constructs/bundling.js';
-import { BASELINE_BUNDLE, type BuiltBundle, type BundledLambda } from './bundle-size.js';
+import { writeLambdaAssetPackageJson } from '../lib/constructs/bundling.js';
+import {
+  BASELINE_BUNDLE,
+  BUNDLE_FORMATS,
+  type BuiltBundle,
+  type BundledLambda,
+  type BundleFormat,
+  DEFAULT_FORMAT,
+} from './bundle-size.js';
+import { type SdkImports, sdkFloorOf, sdkImportsOf } from './sdk-floor.js';
 import { type Spread, spreadOf } from './statistics.js';
 
 const run = promisify(execFile);
@@ -27,23 +34,46 @@ export interface ImportTimes {
 
 export interface StartUp {
   lambda: BundledLambda;
-  /** The AWS SDK packages the bundle loads at start (left out of the bundle: the runtime provides them). */
+  format: BundleFormat;
+  /** The AWS SDK packages the bundle loads at start. */
   sdkPackages: string[];
   bundle: ImportTimes;
-  /** Those packages alone, loaded the same way: the part of the start-up no bundle of the function avoids. */
-  sdkAlone: ImportTimes;
-  /** The bundle's times divided by the baseline's of the same round; absent for the baseline. */
+  /** The same SDK imports alone, built the same way: the part of the start-up no code using those clients avoids. */
+  sdkFloor: ImportTimes;
+  /** The bundle's time less its floor's of the same round, ms: what the code above the SDK costs. */
+  aboveFloor: { wallMs: Spread; cpuMs: Spread };
+  /** The bundle's times divided by the baseline's (Powertools' consumer, same format) of the same round; absent for the baseline. */
   pairedRatio?: { wall: Spread; cpu: Spread };
+  /** For {@link LAYERED}: the floor plus each layer of its imports, above the floor (CPU ms, paired). */
+  layers?: { label: string; aboveFloorCpuMs: Spread }[];
 }
+
+/**
+ * What the example consumer's start-up above its floor is made of, in the default format: the floor
+ * plus one more layer of what it imports at a time, each built the same way. What is left above the
+ * last layer is the example's own choices (Middy, zod/mini, its business code).
+ */
+export const CONSUMER_LAYERS = [
+  {
+    name: 'telemetry',
+    label: "Powertools' Logger and Metrics (the consumer's default telemetry)",
+    imports:
+      "import { Logger } from '@aws-lambda-powertools/logger'; import { Metrics } from '@aws-lambda-powertools/metrics'; globalThis.__layer = [Logger, Metrics];",
+  },
+  {
+    name: 'fifo-batch',
+    label: "Oncely's consumer (`fifoBatch` from `oncely/consumer`, its telemetry included)",
+    imports: "import { fifoBatch } from 'oncely/consumer'; globalThis.__layer = [fifoBatch];",
+  },
+] as const;
+const LAYERED = { lambda: 'oncely', format: DEFAULT_FORMAT } as const;
 
 /**
  * The fresh Node process that loads a module as Lambda's init phase loads the handler's: an
  * `index.js` with `require()`, an `index.mjs` with `import()` (`sandbox/function-worker.mjs`
- * follows the same rule). Its flags are the deployed functions' `NODE_OPTIONS`
- * (`lib/constructs/oncely-function.ts`): with `--enable-source-maps`, Node reads a module's source map when
- * it loads it.
+ * follows the same rule), with `--enable-source-maps` where the format has source maps (the flag
+ * `lib/constructs/oncely-function.ts` then sets in `NODE_OPTIONS`).
  */
-const NODE_FLAGS = ['--enable-source-maps', '--input-type=module'];
 const LOAD_TIMER = [
   "import { createRequire } from 'node:module'; import { pathToFileURL } from 'node:url';",
   'const file = process.argv[1];',
@@ -58,12 +88,22 @@ interface Sample {
   cpuMs: number;
 }
 
+interface TimedModule {
+  lambda: BundledLambda;
+  format: BundleFormat;
+  /** The bundle, only the AWS SDK imports it makes (its floor), or the floor and a layer of {@link CONSUMER_LAYERS}. */
+  kind: 'bundle' | 'floor' | (typeof CONSUMER_LAYERS)[number]['name'];
+  file: string;
+  samples: Sample[];
+}
+
 /**
- * (6) Module start-up: each bundle written to a temporary directory with its source map (and the
- * asset's package.json), then loaded in a fresh Node process, `runs` times; and beside it the AWS SDK
- * packages it loads at start, alone. A round loads every module once, in an order that rotates from round to round, so that all share whatever
- * else the machine is doing; each bundle's time is also divided by the baseline's of the same round
- * (the paired ratio). The SDK comes from the project's node_modules, as Lambda's comes from the runtime.
+ * (6) Module start-up: each bundle (of every format it was built in) written to a temporary
+ * directory with the asset's package.json, then loaded in a fresh Node process, `runs` times; and
+ * beside it its SDK floor. A round loads every module once, in an order that rotates from round to
+ * round, so that all share whatever else the machine is doing; each bundle's time is compared with
+ * its floor's and with the baseline's of the same round and format. The runtime's SDK comes from the
+ * project's node_modules, as Lambda's comes from the runtime.
  */
 export async function measureStartUp(
   bundles: readonly BuiltBundle[],
@@ -72,44 +112,78 @@ export async function measureStartUp(
   const directory = await mkdtemp(join(tmpdir(), 'oncely-start-up-'));
   try {
     await symlink(join(projectRoot, 'node_modules'), join(directory, 'node_modules'), 'dir');
-    const sdkPackages = new Map(bundles.map((bundle) => [bundle.lambda, sdkImportsOf(bundle.metafile)]));
+    const imports = new Map<string, SdkImports>();
     const modules: TimedModule[] = [];
+    const packagesOf = new Map<string, string[]>();
     for (const bundle of bundles) {
-      const packages = sdkPackages.get(bundle.lambda) ?? [];
+      const sdk = imports.get(bundle.entry) ?? (await sdkImportsOf(projectRoot, bundle.entry));
+      imports.set(bundle.entry, sdk);
+      const folder = join(directory, `${bundle.lambda}-${bundle.format}`);
+      await mkdir(folder);
+      await writeLambdaAssetPackageJson(folder);
+      const floor = await sdkFloorOf(projectRoot, bundle, sdk);
+      packagesOf.set(`${bundle.lambda}-${bundle.format}`, floor.packages);
+      const { lambda, format } = bundle;
+      const bundleFile = await writeModule(folder, bundle.fileName, bundle);
+      modules.push({ lambda, format, kind: 'bundle', file: bundleFile, samples: [] });
       modules.push({
-        lambda: bundle.lambda,
-        kind: 'bundle',
-        file: await writeBundle(directory, bundle),
+        lambda,
+        format,
+        kind: 'floor',
+        file: await writeModule(folder, floor.fileName, floor),
         samples: [],
       });
-      modules.push({
-        lambda: bundle.lambda,
-        kind: 'sdk',
-        file: await writeSdkImports(directory, bundle, packages),
-        samples: [],
-      });
+      if (lambda !== LAYERED.lambda || format !== LAYERED.format) continue;
+      for (const layer of CONSUMER_LAYERS) {
+        const layered = await sdkFloorOf(projectRoot, bundle, sdk, layer);
+        const file = await writeModule(folder, layered.fileName, layered);
+        modules.push({ lambda, format, kind: layer.name, file, samples: [] });
+      }
     }
     for (let round = 0; round < warmupRuns + runs; round += 1) {
       for (let turn = 0; turn < modules.length; turn += 1) {
         const module = modules[(round + turn) % modules.length] as TimedModule;
-        const sample = await importTime(module.file, directory);
+        const sample = await importTime(module, directory);
         if (round >= warmupRuns) module.samples.push(sample);
       }
     }
-    const samplesOf = (lambda: BundledLambda, kind: TimedModule['kind']) =>
-      modules.find((module) => module.lambda === lambda && module.kind === kind)?.samples ?? [];
-    const baseline = samplesOf(BASELINE_BUNDLE, 'bundle');
-    return bundles.map(({ lambda }) => {
-      const own = samplesOf(lambda, 'bundle');
-      const ratios = (figure: keyof Sample) =>
-        spreadOf(own.map((sample, round) => sample[figure] / (baseline[round] as Sample)[figure]));
+    const samplesOf = (lambda: BundledLambda, format: BundleFormat, kind: TimedModule['kind']) =>
+      modules.find((module) => module.lambda === lambda && module.format === format && module.kind === kind)
+        ?.samples ?? [];
+    return bundles.map(({ lambda, format }) => {
+      const own = samplesOf(lambda, format, 'bundle');
+      const floor = samplesOf(lambda, format, 'floor');
+      const baseline = samplesOf(BASELINE_BUNDLE, format, 'bundle');
+      const paired = (others: Sample[], combine: (a: number, b: number) => number, figure: keyof Sample) =>
+        spreadOf(own.map((sample, round) => combine(sample[figure], (others[round] as Sample)[figure])));
+      const ratio = (a: number, b: number) => a / b;
+      const difference = (a: number, b: number) => a - b;
       return {
         lambda,
-        sdkPackages: sdkPackages.get(lambda) ?? [],
+        format,
+        sdkPackages: packagesOf.get(`${lambda}-${format}`) ?? [],
         bundle: timesOf(own),
-        sdkAlone: timesOf(samplesOf(lambda, 'sdk')),
+        sdkFloor: timesOf(floor),
+        aboveFloor: {
+          wallMs: paired(floor, difference, 'wallMs'),
+          cpuMs: paired(floor, difference, 'cpuMs'),
+        },
         pairedRatio:
-          lambda === BASELINE_BUNDLE ? undefined : { wall: ratios('wallMs'), cpu: ratios('cpuMs') },
+          lambda === BASELINE_BUNDLE
+            ? undefined
+            : { wall: paired(baseline, ratio, 'wallMs'), cpu: paired(baseline, ratio, 'cpuMs') },
+        layers:
+          lambda === LAYERED.lambda && format === LAYERED.format
+            ? CONSUMER_LAYERS.map(({ name, label }) => {
+                const layered = samplesOf(lambda, format, name);
+                return {
+                  label,
+                  aboveFloorCpuMs: spreadOf(
+                    layered.map((sample, round) => sample.cpuMs - (floor[round] as Sample).cpuMs),
+                  ),
+                };
+              })
+            : undefined,
       };
     });
   } finally {
@@ -117,60 +191,29 @@ export async function measureStartUp(
   }
 }
 
-interface TimedModule {
-  lambda: BundledLambda;
-  /** The bundle, or only the AWS SDK packages it imports. */
-  kind: 'bundle' | 'sdk';
-  file: string;
-  samples: Sample[];
-}
-
-/**
- * The external AWS SDK packages the bundle loads at start: those it requires (or, as an ES module,
- * imports statically). A dynamic `import()` waits for its first use.
- */
-function sdkImportsOf(metafile: Metafile): string[] {
-  const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint);
-  const packages = (output?.imports ?? [])
-    .filter(
-      (entry) =>
-        entry.external &&
-        (entry.kind === 'require-call' || entry.kind === 'import-statement') &&
-        entry.path.startsWith('@aws-sdk/'),
-    )
-    .map((entry) => entry.path);
-  return [...new Set(packages)].sort();
-}
-
-async function writeBundle(directory: string, bundle: BuiltBundle): Promise<string> {
-  const folder = join(directory, bundle.lambda);
-  await mkdir(folder);
-  const file = join(folder, lambdaBundleFile());
-  await writeFile(file, bundle.code);
-  await writeFile(`${file}.map`, bundle.sourceMap);
-  await writeLambdaAssetPackageJson(folder);
+/** Writes a module (and its source map, if it has one) into `folder`; returns its path. */
+async function writeModule(
+  folder: string,
+  fileName: string,
+  { code, sourceMap }: { code: Uint8Array; sourceMap?: Uint8Array },
+): Promise<string> {
+  const file = join(folder, fileName);
+  await writeFile(file, code);
+  if (sourceMap) await writeFile(`${file}.map`, sourceMap);
   return file;
 }
 
-/** A module that loads only `packages`, in the bundle's format: the same `require()` or `import`. */
-async function writeSdkImports(directory: string, bundle: BuiltBundle, packages: string[]): Promise<string> {
-  const esModule = lambdaBundleFile().endsWith('.mjs');
-  const file = join(directory, `${bundle.lambda}-sdk.${esModule ? 'mjs' : 'cjs'}`);
-  const load = (name: string) => (esModule ? `import '${name}';\n` : `require('${name}');\n`);
-  await writeFile(file, packages.map(load).join(''));
-  return file;
-}
-
-async function importTime(file: string, cwd: string): Promise<Sample> {
+async function importTime(module: TimedModule, cwd: string): Promise<Sample> {
+  const sourceMaps = BUNDLE_FORMATS[module.format].bundling.sourceMap ? ['--enable-source-maps'] : [];
   const { stdout } = await run(
     process.execPath,
-    [...NODE_FLAGS, '-e', LOAD_TIMER, file],
+    [...sourceMaps, '--input-type=module', '-e', LOAD_TIMER, module.file],
     // Only what the import needs: none of this process's NODE_OPTIONS (tsx's loader) in the child.
     { cwd, env: { PATH: process.env.PATH, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
   );
   const sample = JSON.parse(stdout) as Sample;
   if (!(Number.isFinite(sample.wallMs) && Number.isFinite(sample.cpuMs))) {
-    throw new Error(`importing ${file} printed ${JSON.stringify(stdout)}, not its times`);
+    throw new Error(`importing ${module.file} printed ${JSON.stringify(stdout)}, not its times`);
   }
   return sample;
 }

@@ -1,13 +1,20 @@
-import type { BatchLatency, NotificationLatency } from './batch-latency.js';
+import { BATCH_SIZE, type BatchLatency, type NotificationLatency } from './batch-latency.js';
 import { COST_MODES } from './billed-usage.js';
-import { BASELINE_BUNDLE, type BundledLambda, type BundleSize } from './bundle-size.js';
+import {
+  BASELINE_BUNDLE,
+  BUNDLE_FORMATS,
+  type BundledLambda,
+  type BundleFormat,
+  type BundleSize,
+  DEFAULT_FORMAT,
+} from './bundle-size.js';
 import type { CostReport } from './cost.js';
 import type { PublisherCost } from './publisher-calls.js';
 import type { RequestsPerMessage } from './requests-per-message.js';
 import type { StartUp } from './start-up.js';
 import { BASELINE_PIPELINE, type Throughput } from './throughput.js';
 
-/** Issue 7's and issue 13's targets, judged on the figures of the run; never on expectations. */
+/** Issues 7's, 13's and 20's targets, judged on the figures of the run; never on expectations. */
 export interface TargetVerdict {
   target: string;
   measured: string;
@@ -21,7 +28,9 @@ export function judgeTargets(figures: {
   requests: readonly RequestsPerMessage[];
   latency: readonly BatchLatency[];
   publisher: readonly PublisherCost[];
+  /** (4): the default bundles (the AWS SDK inside), and the same without the SDK, which the target judges. */
   bundles: readonly BundleSize[];
+  bundlesWithoutSdk: readonly BundleSize[];
   startUp: readonly StartUp[];
   /** (2)'s second workload, when it was measured; and at 1 group with no latency added. */
   notificationLatency?: readonly NotificationLatency[];
@@ -34,11 +43,11 @@ export function judgeTargets(figures: {
     requestsTarget(figures.requests),
     latencyTarget(figures.latency),
     ...(figures.notificationLatency
-      ? [pipelinedLeaseTarget(figures.notificationLatency, figures.notificationNoLatency)]
+      ? pipelinedLeaseTargets(figures.notificationLatency, figures.notificationNoLatency)
       : []),
     publisherTarget(figures.publisher),
-    bundleTarget(figures.bundles),
-    startUpTarget(figures.startUp),
+    bundleTarget(figures.bundlesWithoutSdk),
+    ...startUpTargets(figures.startUp),
     ...(figures.throughput ? [throughputTarget(figures.throughput)] : []),
     ...(figures.cost ? [costFigures(figures.cost)] : []),
   ];
@@ -81,43 +90,61 @@ function latencyTarget(rows: readonly BatchLatency[]): TargetVerdict {
 }
 
 const PIPELINED_TARGET_SPEEDUP = 5;
+/** Issue 20: at-most-once is judged against its bound, within this fraction of it. */
+const BOUND_TOLERANCE = 0.1;
 
-/** Issue 13 §1: one group of ten lease-mode records whose effect costs no DynamoDB request, in both modes. */
-function pipelinedLeaseTarget(
+/**
+ * Issue 13 §1 and issue 20: one group of ten lease-mode records whose effect costs no DynamoDB
+ * request. At-least-once must be 5× faster than Powertools. At-most-once keeps its rule (a record
+ * starts only once the one before it is recorded), so its batch cannot take fewer than n + 1
+ * sequential round trips (the group's leases, then one completion per record, each naming the
+ * next) against Powertools' 2n (a lease and a completion per record): its target is that bound,
+ * 2n / (n + 1) times faster, within 10 %.
+ */
+function pipelinedLeaseTargets(
   rows: readonly NotificationLatency[],
   noLatency: readonly NotificationLatency[] = [],
-): TargetVerdict {
+): TargetVerdict[] {
   const medianOf = (list: readonly NotificationLatency[], consumer: NotificationLatency['consumer']) =>
     list.find((row) => row.consumer === consumer && row.groups === 1)?.latency.median ?? Number.NaN;
-  const median = (consumer: NotificationLatency['consumer']) => medianOf(rows, consumer);
-  const powertools = median('powertools');
-  const modes = [
-    { mode: 'at-least-once', ms: median('leaseAtLeastOnce') },
-    { mode: 'at-most-once', ms: median('leaseAtMostOnce') },
-  ].map((measured) => ({ ...measured, speedup: powertools / measured.ms }));
-  const short = modes.filter(({ speedup }) => !(speedup >= PIPELINED_TARGET_SPEEDUP));
-  return {
-    target:
-      `Lease mode, 1 group of 10 records, an effect without DynamoDB requests: at least ` +
-      `${PIPELINED_TARGET_SPEEDUP}× lower latency than Powertools, in both modes`,
-    measured: `${modes
-      .map(({ mode, ms, speedup }) => `${mode} ${speedup.toFixed(1)}× (median ${ms.toFixed(1)} ms)`)
-      .join(', ')} against ${powertools.toFixed(1)} ms`,
-    met: short.length === 0,
-    shortfall:
-      short.length === 0
+  const powertools = medianOf(rows, 'powertools');
+  const atLeastOnce = medianOf(rows, 'leaseAtLeastOnce');
+  const atMostOnce = medianOf(rows, 'leaseAtMostOnce');
+  const leastSpeedup = powertools / atLeastOnce;
+  const leastMet = leastSpeedup >= PIPELINED_TARGET_SPEEDUP;
+  const records = BATCH_SIZE;
+  const bound = (2 * records) / (records + 1);
+  const mostTarget = bound * (1 - BOUND_TOLERANCE);
+  const mostSpeedup = powertools / atMostOnce;
+  const mostMet = mostSpeedup >= mostTarget;
+  return [
+    {
+      target:
+        `Lease mode at-least-once, 1 group of ${records} records, an effect without DynamoDB requests: at least ` +
+        `${PIPELINED_TARGET_SPEEDUP}× lower latency than Powertools`,
+      measured: `${leastSpeedup.toFixed(1)}× (median ${atLeastOnce.toFixed(1)} ms against ${powertools.toFixed(1)} ms)`,
+      met: leastMet,
+      shortfall: leastMet
         ? undefined
-        : short
-            .map(
-              ({ mode, speedup }) => `${mode} is ${(PIPELINED_TARGET_SPEEDUP - speedup).toFixed(1)}× short`,
-            )
-            .join('; ') +
+        : `${(PIPELINED_TARGET_SPEEDUP - leastSpeedup).toFixed(1)}× short` +
           (noLatency.length > 0
             ? `. With no latency added, the at-least-once batch still takes ${medianOf(noLatency, 'leaseAtLeastOnce').toFixed(1)} ms ` +
               `(Powertools' ${medianOf(noLatency, 'powertools').toFixed(1)} ms): the CPU its requests cost on this ` +
               'machine, which no overlap hides (see 2)'
             : ''),
-  };
+    },
+    {
+      target:
+        `Lease mode at-most-once, the same batch: its bound, ${records + 1} sequential round trips against ` +
+        `Powertools' ${2 * records} (${bound.toFixed(2)}× faster), within ${BOUND_TOLERANCE * 100} %: at least ` +
+        `${mostTarget.toFixed(2)}×`,
+      measured: `${mostSpeedup.toFixed(2)}× (median ${atMostOnce.toFixed(1)} ms against ${powertools.toFixed(1)} ms), ${((mostSpeedup / bound) * 100).toFixed(0)} % of the bound`,
+      met: mostMet,
+      shortfall: mostMet
+        ? undefined
+        : `${(mostTarget - mostSpeedup).toFixed(2)}× short of ${mostTarget.toFixed(2)}×`,
+    },
+  ];
 }
 
 const TARGET_CALLS_PER_MESSAGE = 0.1;
@@ -167,7 +194,8 @@ function bundleTarget(rows: readonly BundleSize[]): TargetVerdict {
   const bytes = (lambda: BundledLambda) => rows.find((row) => row.lambda === lambda)?.bytes ?? Number.NaN;
   const baseline = bytes(BASELINE_BUNDLE);
   return ratioVerdict(
-    `Bundles of the consumer and the publisher: ≤ ${TARGET_BUNDLE_RATIO}× Powertools' consumer, minified`,
+    `Bundles of the consumer and the publisher: ≤ ${TARGET_BUNDLE_RATIO}× Powertools' consumer, minified, ` +
+      'the AWS SDK left out of both (the libraries’ own bytes; the deployed bundles carry the SDK too, see 4)',
     TARGET_BUNDLE_RATIO,
     Object.entries(JUDGED_LAMBDAS).map(([lambda, name]) => ({
       name,
@@ -178,31 +206,87 @@ function bundleTarget(rows: readonly BundleSize[]): TargetVerdict {
   );
 }
 
-const TARGET_START_UP_RATIO = 0.6;
+/** Issue 20: Oncely's own start-up above the AWS SDK it loads, built alike, in ms (CPU: steadier than wall time). */
+const TARGET_ABOVE_FLOOR_MS = 5;
+/** Issue 20: the consumer's whole start-up against Powertools' consumer built the same way. */
+const TARGET_START_UP_RATIO = 0.75;
 
-function startUpTarget(rows: readonly StartUp[]): TargetVerdict {
-  const row = (lambda: BundledLambda) => rows.find((candidate) => candidate.lambda === lambda);
-  const ms = (lambda: BundledLambda) => `${(row(lambda)?.bundle.wallMs.median ?? Number.NaN).toFixed(0)} ms`;
-  const verdict = ratioVerdict(
-    `Module start-up of the consumer and the publisher: ≤ ${TARGET_START_UP_RATIO}× Powertools' consumer (median of the paired ratios)`,
-    TARGET_START_UP_RATIO,
-    Object.entries(JUDGED_LAMBDAS).map(([lambda, name]) => ({
-      name,
-      ratio: row(lambda as BundledLambda)?.pairedRatio?.wall.median ?? Number.NaN,
-      figure: ms(lambda as BundledLambda),
-    })),
-    ms(BASELINE_BUNDLE),
+/** The start-up verdicts, judged on the default format; every other format's figures are listed beside. */
+function startUpTargets(rows: readonly StartUp[]): TargetVerdict[] {
+  const row = (lambda: BundledLambda, format: BundleFormat = DEFAULT_FORMAT) =>
+    rows.find((candidate) => candidate.lambda === lambda && candidate.format === format);
+  const formats = [...new Set(rows.map((candidate) => candidate.format))];
+  const others = formats.filter((format) => format !== DEFAULT_FORMAT);
+  const above = (lambda: BundledLambda, format?: BundleFormat) =>
+    row(lambda, format)?.aboveFloor.cpuMs.median ?? Number.NaN;
+  const aboveFigures = (format?: BundleFormat) =>
+    Object.entries(JUDGED_LAMBDAS)
+      .map(([lambda, name]) => `${name} ${above(lambda as BundledLambda, format).toFixed(1)} ms`)
+      .join(', ');
+  const overFloor = Object.entries(JUDGED_LAMBDAS).filter(
+    ([lambda]) => !(above(lambda as BundledLambda) <= TARGET_ABOVE_FLOOR_MS),
   );
-  if (verdict.met) return verdict;
-  // The floor: the SDK packages the consumer must load at start, alone, against Powertools' whole start-up.
-  const floor =
-    (row('oncely')?.sdkAlone.wallMs.median ?? Number.NaN) /
-    (row(BASELINE_BUNDLE)?.bundle.wallMs.median ?? Number.NaN);
-  return {
-    ...verdict,
+  const floorVerdict: TargetVerdict = {
+    target:
+      `Start-up above the AWS SDK floor (the SDK imports alone, built the same way): ≤ ${TARGET_ABOVE_FLOOR_MS} ms ` +
+      'of CPU for the consumer and the publisher, in the default format (median of the paired differences)',
+    measured:
+      `${aboveFigures()} above floors of ${Object.keys(JUDGED_LAMBDAS)
+        .map(
+          (lambda) => `${(row(lambda as BundledLambda)?.sdkFloor.cpuMs.median ?? Number.NaN).toFixed(0)} ms`,
+        )
+        .join(' and ')}; other formats: ` +
+      others.map((format) => `${BUNDLE_FORMATS[format].label}: ${aboveFigures(format)}`).join('; '),
+    met: overFloor.length === 0,
     shortfall:
-      `${verdict.shortfall}. The AWS SDK packages every consumer loads at start take ${floor.toFixed(2)}× ` +
-      "Powertools' whole start-up on their own (see 6)",
+      overFloor.length === 0
+        ? undefined
+        : overFloor
+            .map(
+              ([lambda, name]) =>
+                `the ${name} is ${(above(lambda as BundledLambda) - TARGET_ABOVE_FLOOR_MS).toFixed(1)} ms over`,
+            )
+            .join('; ') +
+          ': what its code and libraries cost to compile and run at load, above the SDK (see 6)',
+  };
+  const ratioOf = (format: BundleFormat) => row('oncely', format)?.pairedRatio?.cpu.median ?? Number.NaN;
+  const consumerRatio = ratioOf(DEFAULT_FORMAT);
+  const ratioMet = consumerRatio <= TARGET_START_UP_RATIO;
+  const ratioVerdictRow: TargetVerdict = {
+    target:
+      `The consumer's whole start-up: ≤ ${TARGET_START_UP_RATIO}× Powertools' consumer built the same way, ` +
+      'in the default format (CPU, median of the paired ratios)',
+    measured:
+      `${consumerRatio.toFixed(2)}× (${(row('oncely')?.bundle.cpuMs.median ?? Number.NaN).toFixed(0)} ms against ` +
+      `${(row(BASELINE_BUNDLE)?.bundle.cpuMs.median ?? Number.NaN).toFixed(0)} ms); other formats: ` +
+      others.map((format) => `${BUNDLE_FORMATS[format].label}: ${ratioOf(format).toFixed(2)}×`).join('; '),
+    met: ratioMet,
+    shortfall: ratioMet ? undefined : `${(consumerRatio - TARGET_START_UP_RATIO).toFixed(2)}× over`,
+  };
+  return [floorVerdict, ratioVerdictRow, formatChoice(rows, formats)];
+}
+
+/** Issue 20 asks for the default format to be chosen from the figures: reported, not judged. */
+function formatChoice(rows: readonly StartUp[], formats: readonly BundleFormat[]): TargetVerdict {
+  const cpu = (lambda: BundledLambda, format: BundleFormat) =>
+    rows.find((row) => row.lambda === lambda && row.format === format)?.bundle.cpuMs.median ?? Number.NaN;
+  const ranked = formats
+    .map((format) => ({ format, consumer: cpu('oncely', format), publisher: cpu('publisher', format) }))
+    .sort((a, b) => a.consumer + a.publisher - (b.consumer + b.publisher));
+  return {
+    target:
+      'The default format, chosen from these figures: the fastest start-up of the consumer and publisher together',
+    measured: ranked
+      .map(
+        ({ format, consumer, publisher }) =>
+          `${BUNDLE_FORMATS[format].label}: ${consumer.toFixed(0)} + ${publisher.toFixed(0)} ms`,
+      )
+      .join('; '),
+    met: ranked[0]?.format === DEFAULT_FORMAT,
+    shortfall:
+      ranked[0]?.format === DEFAULT_FORMAT
+        ? undefined
+        : `${BUNDLE_FORMATS[ranked[0]?.format ?? DEFAULT_FORMAT].label} started faster than the default in this run`,
   };
 }
 
