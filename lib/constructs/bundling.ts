@@ -96,24 +96,35 @@ export interface ResolvedLambdaBundling extends Omit<BundlingOptions, keyof Lamb
  * replace Oncely's here: `oncelyFunction` runs both.
  */
 export function lambdaBundling(yours: BundlingOptions = {}): ResolvedLambdaBundling {
-  const merged = { ...LAMBDA_BUNDLING, ...definedOptions(yours) };
-  // Yours without Oncely's own (given back when you spread LAMBDA_BUNDLING into your options).
-  const banner = yours.banner === ESM_REQUIRE_BANNER ? undefined : yours.banner;
+  const merged = {
+    ...LAMBDA_BUNDLING,
+    // A source map mode asks for source maps, as NodejsFunction would otherwise refuse it.
+    ...(yours.sourceMapMode === undefined ? {} : { sourceMap: true }),
+    ...definedOptions(yours),
+  };
+  // Yours without Oncely's own (given back when you spread LAMBDA_BUNDLING or oncelyBundling() into
+  // your options), so that nothing is declared twice.
+  const banner = yours.banner?.split(ESM_REQUIRE_BANNER).join('').trim() || undefined;
   const define = Object.fromEntries(
     Object.entries(yours.define ?? {}).filter(
       ([name, value]) => ESM_COMMONJS_PATHS[name as keyof typeof ESM_COMMONJS_PATHS] !== value,
     ),
   );
   if (merged.format === OutputFormat.ESM) {
+    // A banner of yours that makes its own `require` (the usual ESM banner does) keeps it alone.
+    const ownRequire = banner !== undefined && DECLARES_REQUIRE.test(banner);
     return {
       ...merged,
-      banner: [ESM_REQUIRE_BANNER, banner].filter(Boolean).join('\n'),
+      banner: [ownRequire ? undefined : ESM_REQUIRE_BANNER, banner].filter(Boolean).join('\n'),
       define: { ...ESM_COMMONJS_PATHS, ...define },
       logOverride: {},
     };
   }
   return { ...merged, banner: banner ?? '', define, logOverride: CJS_LOG_OVERRIDES };
 }
+
+/** A banner that declares `require` itself, such as `const require = createRequire(import.meta.url);`. */
+const DECLARES_REQUIRE = /\b(?:const|let|var)\s+require\b/;
 
 /**
  * The `bundling` to give a NodejsFunction of your own so that it is bundled as Oncely bundles its

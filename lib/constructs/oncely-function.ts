@@ -43,13 +43,18 @@ export function oncelyFunction(
     role,
     logGroup,
     runtime: Runtime.NODEJS_24_X,
-    // A source map is only read with this flag; without a map, the flag would cost nothing but is noise.
-    environment: bundling.sourceMap
-      ? { ...options.environment, NODE_OPTIONS: '--enable-source-maps' }
-      : options.environment,
+    environment: withSourceMaps(options.environment, bundling.sourceMap),
     // A minified ES module for node24 with the AWS SDK inside and names kept: see bundling.ts.
     bundling: nodejsFunctionBundling(bundling),
   });
+}
+
+/** A source map is only read with `--enable-source-maps`: added to your `NODE_OPTIONS`, if any, when there is a map. */
+function withSourceMaps(environment: Record<string, string>, sourceMap: boolean): Record<string, string> {
+  const flag = '--enable-source-maps';
+  const options = environment.NODE_OPTIONS?.trim() ?? '';
+  if (!sourceMap || options.split(/\s+/).includes(flag)) return environment;
+  return { ...environment, NODE_OPTIONS: options ? `${options} ${flag}` : flag };
 }
 
 /**
