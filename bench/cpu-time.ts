@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpuTicksOf, msPerTick } from '../sandbox/thread-cpu.mjs';
 
 /** CPU time used, in ms: this process's main thread, its other threads, and another process. */
 export interface CpuTimes {
@@ -16,13 +15,13 @@ export interface CpuTimes {
  */
 export function cpuTimes(watchedPid?: number): CpuTimes | undefined {
   try {
-    const wholeProcess = ticksOf('/proc/self/stat');
-    const mainThread = ticksOf(`/proc/self/task/${process.pid}/stat`);
+    const wholeProcess = cpuTicksOf('/proc/self/stat');
+    const mainThread = cpuTicksOf(`/proc/self/task/${process.pid}/stat`);
     const ms = msPerTick();
     return {
       mainThread: mainThread * ms,
       otherThreads: (wholeProcess - mainThread) * ms,
-      watched: watchedPid === undefined ? undefined : ticksOf(`/proc/${watchedPid}/stat`) * ms,
+      watched: watchedPid === undefined ? undefined : cpuTicksOf(`/proc/${watchedPid}/stat`) * ms,
     };
   } catch {
     return undefined;
@@ -39,21 +38,4 @@ export function cpuSince(before: CpuTimes, after: CpuTimes): CpuTimes {
         ? undefined
         : after.watched - before.watched,
   };
-}
-
-/** User plus system time of a `stat` file, in clock ticks: fields 14 and 15, counted after the command name. */
-function ticksOf(statFile: string): number {
-  const stat = readFileSync(statFile, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-let tickMs: number | undefined;
-
-function msPerTick(): number {
-  if (tickMs === undefined) {
-    const { stdout } = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
-    tickMs = 1000 / (Number(stdout?.trim()) || 100);
-  }
-  return tickMs;
 }

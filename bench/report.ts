@@ -22,7 +22,13 @@ import type { BenchSettings } from './settings.js';
 import type { ImportTimes, StartUp } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
 import type { TargetVerdict } from './targets.js';
-import { BASELINE_PIPELINE, PIPELINE_CONSUMERS, type Throughput } from './throughput.js';
+import {
+  BASELINE_PIPELINE,
+  ONCELY_PIPELINES,
+  PIPELINE_CONSUMERS,
+  type PipelineConsumer,
+  type Throughput,
+} from './throughput.js';
 
 /** Everything one run measured, and what it ran on. */
 export interface BenchResults {
@@ -382,30 +388,69 @@ function bundleSection(deployed: readonly BundleSize[], withoutSdk: readonly Bun
 
 function throughputSection(rows: readonly Throughput[], settings: BenchSettings): string {
   const { messages, rounds, groups, maxConcurrency } = settings.throughput;
-  const cpu = (row: Throughput, part: 'mainThread' | 'otherThreads' | 'watched') => {
-    const ms = row.cpuMsPerMessage?.[part];
-    return ms === undefined ? '–' : `${ms.toFixed(2)} ms`;
+  const pipelineCpu = (row: Throughput) => {
+    const cpu = row.cpuMsPerMessage;
+    if (!cpu) return '–';
+    const watched = cpu.watched === undefined ? '–' : cpu.watched.toFixed(2);
+    return `${cpu.mainThread.toFixed(2)} / ${cpu.otherThreads.toFixed(2)} / ${watched} ms`;
   };
+  const records = ({ eventSource }: Throughput) =>
+    eventSource.batches > 0 ? (eventSource.messages / eventSource.batches).toFixed(1) : '–';
+  const heap = ({ consumerHeapBytes }: Throughput) =>
+    consumerHeapBytes.length === 0
+      ? '–'
+      : `${[...consumerHeapBytes]
+          .sort((a, b) => a - b)
+          .map((bytes) => (bytes / 2 ** 20).toFixed(1))
+          .join(', ')} MiB`;
   return [
-    '## 5. End-to-end throughput',
+    "## 5. Throughput: the consumer's CPU per message",
     '',
     `${messages} StockReceived messages over ${groups} groups per round, ${rounds} round(s) per consumer, the ` +
-      'pipelines taking turns: the publisher Lambda and the consumer Lambda in worker threads as the sandbox runs ' +
-      `them (\`sandbox/function-runtime.ts\`), the consumer fed by the sandbox's event source poller (batches of 10, ` +
-      `${maxConcurrency} pollers), timed from the first publish to the last record acknowledged. Messages per ` +
-      "second: median, p10–p90 over the rounds. The ratio divides each round's figure by the consumer without " +
-      "idempotency's in the same round: median (p10–p90) of those. CPU per message over the timed rounds, read " +
-      "per thread from Linux's /proc.",
+      'pipelines taking turns: the publisher Lambda and the consumer Lambda, bundled as the stack bundles them, in ' +
+      `worker threads as the sandbox runs them (\`sandbox/function-runtime.ts\`), the consumer fed by the sandbox's ` +
+      `event source poller (batches of 10, ${maxConcurrency} pollers), timed from the first publish to the last ` +
+      'record acknowledged. Every consumer makes one ledger write per message; Oncely in each of its modes: ' +
+      'transactional (the example consumer) and lease mode, at-least-once and at-most-once ' +
+      '(`bench/consumers/lease-consumer.ts`).',
+    '',
+    "**The consumer's CPU per message** is what the target judges, as Lambda bills the consumer's time: the CPU " +
+      "time of the consumer function's own worker threads over the timed rounds, divided by the messages. Each " +
+      "worker reads its thread's from Linux's /proc after every invocation (`LocalFunctionRuntime.usage()`, in " +
+      "clock ticks of 10 ms, which the rounds' totals make small). It leaves out the emulators, the event source " +
+      "poller, the publisher, and V8's helper threads (its concurrent GC's among them), which /proc counts for " +
+      "the process, not the worker. Median (p10–p90) over the rounds; the ratio divides each round's figure by " +
+      "the consumer without idempotency's in the same round. **Messages per second** end to end are " +
+      "information: here they follow DynamoDB Local's CPU as much as the consumer's. Records per invocation: " +
+      "how full the poller's batches were, over which an invocation's fixed cost spreads. Heap: V8's heap in " +
+      "use in each of the consumer's workers after the last round. The whole pipeline's CPU per message: this " +
+      "process's main thread (the SQS emulator, the pollers, the function runtime's messaging) / its other " +
+      "threads (every Lambda worker, the publisher's too, and V8's and libuv's helpers) / DynamoDB Local's JVM.",
     '',
     table(
-      ['consumer', 'messages/s', 'ratio', 'CPU: main thread', 'CPU: other threads', 'CPU: DynamoDB Local'],
+      [
+        'consumer',
+        "consumer's CPU per message",
+        'ratio',
+        'messages/s',
+        'ratio',
+        'records per invocation',
+        'heap per worker',
+        'pipeline CPU per message: main / other threads / DynamoDB Local',
+      ],
       rows.map((row) => [
         PIPELINE_CONSUMERS[row.consumer].label,
+        row.consumerCpuMsPerMessage ? msSpread(row.consumerCpuMsPerMessage) : '–',
+        row.consumer === BASELINE_PIPELINE
+          ? 'baseline'
+          : row.consumerCpuRatio
+            ? ratioSpread(row.consumerCpuRatio)
+            : '–',
         rangeText(row.messagesPerSecond, 'msg/s'),
         row.pairedRatio ? ratioSpread(row.pairedRatio) : 'baseline',
-        cpu(row, 'mainThread'),
-        cpu(row, 'otherThreads'),
-        cpu(row, 'watched'),
+        records(row),
+        heap(row),
+        pipelineCpu(row),
       ]),
     ),
     '',
@@ -414,34 +459,49 @@ function throughputSection(rows: readonly Throughput[], settings: BenchSettings)
   ].join('\n');
 }
 
-/** Issue 13 §4: what makes Oncely's pipeline slower than the one without idempotency, from the CPU it used. */
+/** Issue 20: what idempotency costs the consumer's own CPU in each mode, and what it costs the pipeline. */
 function whereTheTimeGoes(rows: readonly Throughput[]): string {
-  const oncely = rows.find((row) => row.consumer === 'oncely')?.cpuMsPerMessage;
-  const baseline = rows.find((row) => row.consumer === BASELINE_PIPELINE)?.cpuMsPerMessage;
-  const threads =
-    '**Where the time goes.** The main thread runs the SQS emulator, the event source pollers and the ' +
-    "function runtime's messaging, alike for every consumer; the other threads are the Lambdas' worker " +
-    "threads (consumer and publisher) and V8's and libuv's helpers; DynamoDB Local is its JVM. ";
-  if (oncely?.watched === undefined || baseline?.watched === undefined) {
-    return `${threads}Not measured on this machine: it needs Linux's /proc and DynamoDB Local's process.`;
+  const row = (consumer: PipelineConsumer) => rows.find((candidate) => candidate.consumer === consumer);
+  const own = (consumer: PipelineConsumer) => row(consumer)?.consumerCpuMsPerMessage?.median;
+  const baselineOwn = own(BASELINE_PIPELINE);
+  if (baselineOwn === undefined) {
+    return "**Where the time goes.** Not measured on this machine: it needs Linux's /proc.";
   }
+  const more = (consumer: PipelineConsumer) => {
+    const extra = (own(consumer) ?? Number.NaN) - baselineOwn;
+    return `${PIPELINE_CONSUMERS[consumer].short} ${extra < 0 ? '−' : '+'}${Math.abs(extra).toFixed(2)} ms`;
+  };
+  const ownText =
+    `**Where the time goes.** The consumer without idempotency used ${baselineOwn.toFixed(2)} ms of its own ` +
+    `CPU per message (median); against it, ${[...ONCELY_PIPELINES, 'powertools' as const].map(more).join(', ')}. ` +
+    "Each consumer's CPU follows the DynamoDB requests it sends per message (1): one for the consumer without " +
+    'idempotency (an UpdateItem) and for transactional mode (one TransactWriteItems of the record and the write), ' +
+    'three for lease mode (the lease, the write, the completion) and for Powertools. A `node --cpu-prof` profile ' +
+    "of each consumer's bundle run in one thread against DynamoDB Local (outside these runs) found nearly all " +
+    "of their CPU in the AWS SDK's request path (its middleware, SigV4 signing, the HTTP request) and about 4 % " +
+    "in Oncely's own code: a mode that sends three requests per message pays about three requests' CPU. ";
+  const pipeline = (consumer: PipelineConsumer) => row(consumer)?.cpuMsPerMessage;
+  const [transactional, baseline] = [pipeline('transactional'), pipeline(BASELINE_PIPELINE)];
+  if (transactional?.watched === undefined || baseline?.watched === undefined) return ownText;
   const total = (cpu: NonNullable<Throughput['cpuMsPerMessage']>) =>
     cpu.mainThread + cpu.otherThreads + (cpu.watched ?? 0);
-  const more = total(oncely) - total(baseline);
-  const share = (part: number) => `${signed(part, 2)} ms (${signed((100 * part) / more, 0)}%)`;
   return (
-    threads +
-    `Oncely's pipeline used ${more.toFixed(2)} ms more CPU per message than the one without idempotency: ` +
-    `${share(oncely.watched - baseline.watched)} in DynamoDB Local, ${share(oncely.otherThreads - baseline.otherThreads)} ` +
-    `in the workers and ${share(oncely.mainThread - baseline.mainThread)} in the main thread. Both consumers send ` +
-    'one DynamoDB request per message, but a TransactWriteItems of two items (the record and the ledger write) ' +
-    'against an UpdateItem, and DynamoDB Local spends several times the CPU on a transaction: profiled once ' +
-    'with Java Flight Recorder (outside these runs), it builds a new JSON object mapper and a request signature ' +
-    "for every TransactWriteItems. That is the sandbox's cost, not Lambda's: DynamoDB bills the transaction in " +
-    "write units (7), not in the function's time. In the workers, a `node --cpu-prof` profile found both " +
-    "consumers' time mostly in the AWS SDK's request path, one request per message each. When the CPUs are " +
-    'saturated, as here, the ratio follows the CPU per message.'
+    ownText +
+    `End to end, the transactional pipeline used ${(total(transactional) - total(baseline)).toFixed(2)} ms more ` +
+    `CPU per message than the one without idempotency, ${(transactional.watched - baseline.watched).toFixed(2)} ms ` +
+    'of it in DynamoDB Local: it spends several times the CPU on a TransactWriteItems of two items as on an ' +
+    'UpdateItem (profiled once with Java Flight Recorder, outside these runs: it builds a new JSON object mapper ' +
+    "and a request signature for every TransactWriteItems). That is the sandbox's cost, not Lambda's: DynamoDB " +
+    "bills the transaction in write units (7), not in the function's time. On these CPUs, saturated, messages " +
+    "per second follow the whole pipeline's CPU per message."
   );
+}
+
+function msSpread(spread: Spread): string {
+  const ms = (value: number) => value.toFixed(2);
+  return spread.samples > 1
+    ? `${ms(spread.median)} ms (${ms(spread.p10)}–${ms(spread.p90)})`
+    : `${ms(spread.median)} ms`;
 }
 
 function startUpSection(rows: readonly StartUp[], settings: BenchSettings): string {
@@ -615,11 +675,6 @@ function costComparison(rows: readonly ModeCost[]): string[] {
   ];
 }
 
-/** A figure with a minus sign where it is negative, and none where it is not. */
-function signed(value: number, digits: number): string {
-  return `${value < 0 ? '−' : ''}${Math.abs(value).toFixed(digits)}`;
-}
-
 function money(dollars: number): string {
   return `$${dollars.toFixed(dollars >= 1 ? 2 : 3)}`;
 }
@@ -647,12 +702,13 @@ function notesSection(results: BenchResults): string {
       'to every DynamoDB request, as an AWS round trip would take. Requests sent at once all go to one DynamoDB ' +
       `Local process on ${results.machine.cpus} CPUs and wait there for one another, as they would not on ` +
       'DynamoDB: that weighs on the consumers that run groups at once, not on the one that runs records in turn.',
-    '- **Throughput is CPU-bound here.** In (5) DynamoDB Local, the SQS emulator and the Lambda workers share ' +
-      `${results.machine.cpus} CPUs, so messages per second follow how much work DynamoDB Local does per message. ` +
-      'It is a sandbox figure: the ratio means more than the absolute number.',
+    "- **(5) judges the consumer's own CPU, not messages per second.** There DynamoDB Local, the SQS emulator " +
+      `and the Lambda workers share ${results.machine.cpus} CPUs, so messages per second follow how much work ` +
+      "DynamoDB Local does per message, which Lambda does not bill. The consumer's CPU per message is its worker " +
+      "threads' alone. Both are figures of this machine's CPUs: the ratios mean more than the absolute numbers.",
     '- **(5) swaps only the consumer.** `startSandbox()` runs the functions the synthesised stack names, so its ' +
       "consumer cannot be swapped; (5) builds the same pipeline from the sandbox's parts (worker-thread function " +
-      'runtime, event source poller, the publisher Lambda) with one consumer per run.',
+      'runtime, event source poller, the publisher Lambda) with one consumer per pipeline.',
     '- **Powertools versions.** `@aws-lambda-powertools/idempotency` and `batch` are 2.35.0, the newest on the ' +
       'registry, beside logger and metrics 2.36.0. Their second copy of `@aws-lambda-powertools/commons` is ' +
       'bundled once, as a project on a single version would bundle it.',

@@ -99,7 +99,7 @@ try {
   });
   const bundles = bundleSizes(built.filter((bundle) => bundle.format === DEFAULT_FORMAT));
   const bundlesWithoutSdk = bundleSizes(built.filter((bundle) => bundle.format === WITHOUT_SDK_FORMAT));
-  const throughput = await step('5. End-to-end throughput', () =>
+  const throughput = await step("5. Throughput: the consumer's CPU per message, and end to end", () =>
     measureThroughput(endpoints, {
       ...settings.throughput,
       projectRoot: PROJECT_ROOT,

@@ -12,7 +12,13 @@ import type { CostReport } from './cost.js';
 import type { PublisherCost } from './publisher-calls.js';
 import type { RequestsPerMessage } from './requests-per-message.js';
 import type { StartUp } from './start-up.js';
-import { BASELINE_PIPELINE, type Throughput } from './throughput.js';
+import {
+  BASELINE_PIPELINE,
+  ONCELY_PIPELINES,
+  PIPELINE_CONSUMERS,
+  type PipelineConsumer,
+  type Throughput,
+} from './throughput.js';
 
 /** Issues 7's, 13's and 20's targets, judged on the figures of the run; never on expectations. */
 export interface TargetVerdict {
@@ -48,7 +54,9 @@ export function judgeTargets(figures: {
     publisherTarget(figures.publisher),
     bundleTarget(figures.bundlesWithoutSdk),
     ...startUpTargets(figures.startUp),
-    ...(figures.throughput ? [throughputTarget(figures.throughput)] : []),
+    ...(figures.throughput
+      ? [consumerCpuTarget(figures.throughput, figures.requests), endToEndFigures(figures.throughput)]
+      : []),
     ...(figures.cost ? [costFigures(figures.cost)] : []),
   ];
 }
@@ -290,30 +298,84 @@ function formatChoice(rows: readonly StartUp[], formats: readonly BundleFormat[]
   };
 }
 
-const TARGET_THROUGHPUT_RATIO = 0.7;
+/** Issue 20: each of Oncely's modes may cost at most this much of the consumer's CPU per message, against none. */
+const TARGET_CONSUMER_CPU_RATIO = 1.3;
 
-/** Issue 13 §4, judged on the median of the rounds' paired ratios: the rounds take turns, so drift falls on both. */
-function throughputTarget(rows: readonly Throughput[]): TargetVerdict {
-  const oncely = rows.find((row) => row.consumer === 'oncely');
-  const baseline = rows.find((row) => row.consumer === BASELINE_PIPELINE);
-  const paired = oncely?.pairedRatio;
-  const measured = paired?.median ?? Number.NaN;
-  const met = measured >= TARGET_THROUGHPUT_RATIO;
-  const jvm = (row: Throughput | undefined) => row?.cpuMsPerMessage?.watched;
-  const [oncelyJvm, baselineJvm] = [jvm(oncely), jvm(baseline)];
+/**
+ * Issue 20: throughput is judged by what Lambda bills, the consumer function's own CPU time per
+ * message in (5) (its worker threads', without the emulators, the poller or the publisher): each of
+ * Oncely's modes against the consumer without idempotency, on the median of the rounds' paired
+ * ratios (the rounds take turns, so drift falls on both). Met only if every mode is; Powertools'
+ * ratio is reported beside.
+ */
+function consumerCpuTarget(
+  rows: readonly Throughput[],
+  requests: readonly RequestsPerMessage[],
+): TargetVerdict {
+  const row = (consumer: PipelineConsumer) => rows.find((candidate) => candidate.consumer === consumer);
+  const ms = (consumer: PipelineConsumer) =>
+    `${(row(consumer)?.consumerCpuMsPerMessage?.median ?? Number.NaN).toFixed(2)} ms`;
+  const ratio = (consumer: PipelineConsumer) => row(consumer)?.consumerCpuRatio?.median ?? Number.NaN;
+  const target =
+    `The consumer's own CPU per message (its Lambda's worker threads, without the emulators) in (5): ` +
+    `≤ ${TARGET_CONSUMER_CPU_RATIO}× the consumer without idempotency's, in every mode`;
+  if (row(BASELINE_PIPELINE)?.consumerCpuMsPerMessage === undefined) {
+    return { target, measured: "not measured on this machine: it needs Linux's /proc (see 5)" };
+  }
+  const over = ONCELY_PIPELINES.filter((consumer) => !(ratio(consumer) <= TARGET_CONSUMER_CPU_RATIO));
+  const listed = ONCELY_PIPELINES.map(
+    (consumer) => `${PIPELINE_CONSUMERS[consumer].short} ${ratio(consumer).toFixed(2)}× (${ms(consumer)})`,
+  );
   return {
-    target: `End-to-end throughput in the sandbox: ≥ ${TARGET_THROUGHPUT_RATIO}× the consumer without idempotency`,
+    target,
     measured:
-      `${measured.toFixed(2)}× (median of the rounds' ratios, p10–p90 ${paired?.p10.toFixed(2)}–${paired?.p90.toFixed(2)}; ` +
-      `${oncely?.messagesPerSecond.median.toFixed(0)} against ${baseline?.messagesPerSecond.median.toFixed(0)} msg/s)`,
-    met,
-    shortfall: met
-      ? undefined
-      : `${(TARGET_THROUGHPUT_RATIO - measured).toFixed(2)}× short` +
-        (oncelyJvm !== undefined && baselineJvm !== undefined
-          ? `: DynamoDB Local spent ${oncelyJvm.toFixed(1)} ms of CPU per message on Oncely's, ` +
-            `${baselineJvm.toFixed(1)} ms on the other's (see 5)`
-          : ''),
+      `${listed.join(', ')} against ${ms(BASELINE_PIPELINE)}; Powertools ${ratio('powertools').toFixed(2)}× ` +
+      `(${ms('powertools')}); median of the rounds' ratios`,
+    met: over.length === 0,
+    shortfall:
+      over.length === 0
+        ? undefined
+        : over
+            .map(
+              (consumer) =>
+                `${PIPELINE_CONSUMERS[consumer].short} is ${(ratio(consumer) - TARGET_CONSUMER_CPU_RATIO).toFixed(2)}× over`,
+            )
+            .join('; ') + requestsBehind(requests),
+  };
+}
+
+/** Why a mode costs more CPU: the DynamoDB requests of a first delivery (1), each paying the AWS SDK's client side. */
+function requestsBehind(requests: readonly RequestsPerMessage[]): string {
+  const first = (subject: RequestsPerMessage['subject']) =>
+    requests.find((row) => row.subject === subject && row.scenario === 'first')?.requests;
+  const [lease, transactional] = [first('lease'), first('transactional')];
+  if (lease === undefined || transactional === undefined) return '';
+  return (
+    `. A first delivery in lease mode sends ${lease} DynamoDB requests (its lease, the effect's write, its ` +
+    `completion; see 1) where the consumer without idempotency sends 1 and transactional mode ${transactional}, ` +
+    "and the AWS SDK's client side of a request (serialising, signing, the socket) is most of a consumer's CPU: " +
+    `lease mode's floor on this measure is about ${lease}×, whatever Oncely's own code costs`
+  );
+}
+
+/**
+ * Issue 13 §4's end-to-end throughput, kept as information (issue 20): in the sandbox it follows
+ * DynamoDB Local's CPU as much as the consumer's, which is not what Lambda bills.
+ */
+function endToEndFigures(rows: readonly Throughput[]): TargetVerdict {
+  const baseline = rows.find((row) => row.consumer === BASELINE_PIPELINE);
+  const others = rows.filter((row) => row.consumer !== BASELINE_PIPELINE);
+  return {
+    target:
+      "End-to-end throughput in the sandbox against the consumer without idempotency: DynamoDB Local's CPU " +
+      'weighs in it as much as the consumer’s, so it is reported, not judged',
+    measured: `${others
+      .map(
+        (row) =>
+          `${PIPELINE_CONSUMERS[row.consumer].short} ${(row.pairedRatio?.median ?? Number.NaN).toFixed(2)}× ` +
+          `(${row.messagesPerSecond.median.toFixed(0)} msg/s)`,
+      )
+      .join(', ')} against ${baseline?.messagesPerSecond.median.toFixed(0)} msg/s (see 5)`,
   };
 }
 

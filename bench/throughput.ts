@@ -11,10 +11,11 @@ import {
   writeLambdaAssetPackageJson,
 } from '../lib/constructs/bundling.js';
 import { type BatchReport, startEventSourcePoller } from '../sandbox/event-source-poller.js';
-import { LocalFunctionRuntime } from '../sandbox/function-runtime.js';
+import { type FunctionUsage, LocalFunctionRuntime } from '../sandbox/function-runtime.js';
 import { LOCAL_REGION, localFunctionArn } from '../sandbox/local-aws-config.js';
 import { provideRuntimeModules } from '../sandbox/runtime-modules.js';
 import { awsEnvironment, type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { LEASE_MODE_VARIABLE } from './consumers/lease-consumer.js';
 import { type CpuTimes, cpuSince, cpuTimes } from './cpu-time.js';
 import {
   createQueueWithDlq,
@@ -28,15 +29,57 @@ import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
 import { stockMessages } from './stock-events.js';
 
+/** A consumer Lambda of (5): its entry, bundled as the stack bundles it, and its own variables. */
+export interface PipelineConsumerSpec {
+  label: string;
+  /** Its name in the targets' lines. */
+  short: string;
+  entry: string;
+  variables?: Readonly<Record<string, string>>;
+  /** Set on Oncely's consumers, one per mode: the target judges each against the one without idempotency. */
+  judged?: true;
+}
+
+const LEASE_ENTRY = 'bench/consumers/lease-consumer.ts';
+
 export const PIPELINE_CONSUMERS = {
   idempotencyFree: {
     label: 'no idempotency: the same writes and FIFO rules, nothing recorded',
+    short: 'no idempotency',
     entry: 'bench/consumers/idempotency-free-consumer.ts',
   },
-  oncely: { label: 'Oncely: the example consumer', entry: 'lambdas/shop/consumer/handler.ts' },
-  powertools: { label: 'Powertools consumer', entry: 'bench/consumers/powertools-consumer.ts' },
-} as const;
+  transactional: {
+    label: 'Oncely transactional: the example consumer',
+    short: 'transactional',
+    entry: 'lambdas/shop/consumer/handler.ts',
+    judged: true,
+  },
+  leaseAtLeastOnce: {
+    label: 'Oncely lease, at-least-once',
+    short: 'lease at-least-once',
+    entry: LEASE_ENTRY,
+    variables: { [LEASE_MODE_VARIABLE]: 'at-least-once' },
+    judged: true,
+  },
+  leaseAtMostOnce: {
+    label: 'Oncely lease, at-most-once',
+    short: 'lease at-most-once',
+    entry: LEASE_ENTRY,
+    variables: { [LEASE_MODE_VARIABLE]: 'at-most-once' },
+    judged: true,
+  },
+  powertools: {
+    label: 'Powertools consumer',
+    short: 'Powertools',
+    entry: 'bench/consumers/powertools-consumer.ts',
+  },
+} as const satisfies Record<string, PipelineConsumerSpec>;
 export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
+
+/** Oncely's consumers, one per mode: the ones the target judges. */
+export const ONCELY_PIPELINES = (Object.keys(PIPELINE_CONSUMERS) as PipelineConsumer[]).filter(
+  (consumer) => (PIPELINE_CONSUMERS[consumer] as PipelineConsumerSpec).judged,
+);
 const PUBLISHER_ENTRY = 'lambdas/publisher/handler.ts';
 
 export interface ThroughputOptions {
@@ -62,7 +105,16 @@ export interface Throughput {
   messagesPerSecond: Spread;
   /** Each round's messages per second over the baseline's in the same round; none for the baseline. */
   pairedRatio?: Spread;
-  /** Where the CPU went, in ms per message over the timed rounds (Linux only): `watched` is DynamoDB Local. */
+  /**
+   * The consumer function's own CPU time per message, in ms, one sample per round (Linux only): its
+   * worker threads' (`LocalFunctionRuntime.usage()`), without the emulators, the poller or the publisher.
+   */
+  consumerCpuMsPerMessage?: Spread;
+  /** Each round's consumer CPU per message over the baseline's in the same round; none for the baseline. */
+  consumerCpuRatio?: Spread;
+  /** The V8 heap in use of each of the consumer's workers after the last round, in bytes. */
+  consumerHeapBytes: number[];
+  /** Where the whole pipeline's CPU went, in ms per message over the timed rounds (Linux only): `watched` is DynamoDB Local. */
   cpuMsPerMessage?: CpuTimes;
   /** The event source's SQS calls over the timed rounds. */
   eventSource: EventSourceCalls;
@@ -89,14 +141,14 @@ const HANDLER = lambdaBundleFile().replace(/\.[cm]?js$/, '.handler');
 const DRAIN_TIMEOUT_MS = 120_000;
 
 /**
- * (5) Messages per second through the pipeline as the sandbox runs it: the publisher Lambda and a
- * consumer Lambda bundled as the stack bundles them, run in worker threads
- * (`sandbox/function-runtime.ts`, one invocation per worker as in Lambda), the consumer fed by
- * the sandbox's event source poller with the stack's batch size. A
- * round runs from the first publish to the last record acknowledged. Only the consumer differs
- * between the pipelines, which take turns round after round; at the end each ledger must hold
- * exactly one unit per message. Each round's CPU time is counted too (this process's threads and
- * DynamoDB Local's), and the event source's SQS calls, which (7) bills.
+ * (5) The pipeline as the sandbox runs it: the publisher Lambda and a consumer Lambda bundled as the
+ * stack bundles them, run in worker threads (`sandbox/function-runtime.ts`, one invocation per
+ * worker as in Lambda), the consumer fed by the sandbox's event source poller with the stack's
+ * batch size. A round runs from the first publish to the last record acknowledged. Only the consumer
+ * differs between the pipelines, which take turns round after round; at the end each ledger must
+ * hold exactly one unit per message. Per round: the consumer function's own CPU time (its worker
+ * threads', what Lambda would bill), the messages per second, the whole process's CPU and
+ * DynamoDB Local's, and the event source's SQS calls, which (7) bills.
  */
 export async function measureThroughput(
   endpoints: BenchEndpoints,
@@ -105,46 +157,83 @@ export async function measureThroughput(
   const consumers = Object.keys(PIPELINE_CONSUMERS) as PipelineConsumer[];
   const bundles = await bundleFunctions(options.projectRoot, [
     PUBLISHER_ENTRY,
-    ...consumers.map((consumer) => PIPELINE_CONSUMERS[consumer].entry),
+    ...new Set(consumers.map((consumer) => PIPELINE_CONSUMERS[consumer].entry)),
   ]);
   const pipelines: Pipeline[] = [];
   try {
     for (const consumer of consumers)
       pipelines.push(await startPipeline(endpoints, consumer, options, bundles));
     await Promise.all(pipelines.map((pipeline) => pipeline.warmUp()));
-    const samples = new Map<PipelineConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
+    const rates = new Map<PipelineConsumer, number[]>(consumers.map((consumer) => [consumer, []]));
+    const consumerCpu = new Map<PipelineConsumer, (number | undefined)[]>(
+      consumers.map((consumer) => [consumer, []]),
+    );
     const usage = Object.fromEntries(consumers.map((consumer) => [consumer, new PipelineUsage()])) as Record<
       PipelineConsumer,
       PipelineUsage
     >;
     for (let round = 0; round < options.rounds; round++) {
       for (const pipeline of rotate(pipelines, round)) {
-        const [cpuBefore, callsBefore] = [cpuTimes(options.dynamodbPid), pipeline.eventSourceCalls()];
+        const before = {
+          cpu: cpuTimes(options.dynamodbPid),
+          calls: pipeline.eventSourceCalls(),
+          consumer: pipeline.consumerUsage(),
+        };
         const seconds = await pipeline.deliver(options.messages);
-        const cpuAfter = cpuTimes(options.dynamodbPid);
+        const after = {
+          cpu: cpuTimes(options.dynamodbPid),
+          calls: pipeline.eventSourceCalls(),
+          consumer: pipeline.consumerUsage(),
+        };
         usage[pipeline.consumer].add(
-          cpuBefore && cpuAfter ? cpuSince(cpuBefore, cpuAfter) : undefined,
-          callsBefore,
-          pipeline.eventSourceCalls(),
+          before.cpu && after.cpu ? cpuSince(before.cpu, after.cpu) : undefined,
+          before.calls,
+          after.calls,
         );
-        samples.get(pipeline.consumer)?.push(options.messages / seconds);
+        rates.get(pipeline.consumer)?.push(options.messages / seconds);
+        consumerCpu
+          .get(pipeline.consumer)
+          ?.push(
+            before.consumer.cpuMs === undefined || after.consumer.cpuMs === undefined
+              ? undefined
+              : (after.consumer.cpuMs - before.consumer.cpuMs) / options.messages,
+          );
       }
       options.onProgress?.(
-        `round ${round + 1}: ${consumers.map((consumer) => `${consumer} ${samples.get(consumer)?.at(-1)?.toFixed(0)}/s`).join(', ')}`,
+        `round ${round + 1}: ${consumers
+          .map((consumer) => {
+            const cpu = consumerCpu.get(consumer)?.at(-1);
+            return `${consumer} ${rates.get(consumer)?.at(-1)?.toFixed(0)}/s${cpu === undefined ? '' : ` ${cpu.toFixed(2)} ms`}`;
+          })
+          .join(', ')}`,
       );
     }
     for (const pipeline of pipelines) await pipeline.checkLedger();
-    const baseline = samples.get(BASELINE_PIPELINE) ?? [];
+    const pairedWithBaseline = (samples: Map<PipelineConsumer, number[]>, consumer: PipelineConsumer) => {
+      const baseline = samples.get(BASELINE_PIPELINE) ?? [];
+      return consumer === BASELINE_PIPELINE
+        ? undefined
+        : spreadOf(
+            (samples.get(consumer) ?? []).map((value, round) => value / (baseline[round] ?? Number.NaN)),
+          );
+    };
+    // One round without a figure (no /proc) leaves none for the whole run.
+    const cpuSamples = new Map<PipelineConsumer, number[]>();
+    for (const [consumer, samples] of consumerCpu) {
+      if (samples.every((sample) => sample !== undefined)) cpuSamples.set(consumer, samples as number[]);
+    }
     return consumers.map((consumer) => {
-      const perRound = samples.get(consumer) ?? [];
+      const cpu = cpuSamples.get(consumer);
       return {
         consumer,
         messagesPerRound: options.messages,
-        messagesPerSecond: spreadOf(perRound),
-        pairedRatio:
-          consumer === BASELINE_PIPELINE
-            ? undefined
-            : spreadOf(perRound.map((value, round) => value / (baseline[round] ?? Number.NaN))),
+        messagesPerSecond: spreadOf(rates.get(consumer) ?? []),
+        pairedRatio: pairedWithBaseline(rates, consumer),
+        consumerCpuMsPerMessage: cpu && spreadOf(cpu),
+        consumerCpuRatio:
+          cpu && cpuSamples.has(BASELINE_PIPELINE) ? pairedWithBaseline(cpuSamples, consumer) : undefined,
+        consumerHeapBytes:
+          pipelines.find((pipeline) => pipeline.consumer === consumer)?.consumerUsage().heapUsedBytes ?? [],
         ...usage[consumer].perMessage(options.messages * options.rounds),
       };
     });
@@ -194,6 +283,8 @@ interface Pipeline {
   deliver(count: number): Promise<number>;
   /** The poller's SQS calls so far. */
   eventSourceCalls(): EventSourceCalls;
+  /** What the consumer function's workers have used so far. */
+  consumerUsage(): FunctionUsage;
   checkLedger(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -231,7 +322,9 @@ async function startPipeline(
     QUEUE_URL: queue.url,
     IDEMPOTENCY_TABLE_NAME: publisherTable,
   });
-  const consumerFunction = runtime(`bench-${consumer}`, PIPELINE_CONSUMERS[consumer].entry, {
+  const spec: PipelineConsumerSpec = PIPELINE_CONSUMERS[consumer];
+  const consumerFunction = runtime(`bench-${consumer}`, spec.entry, {
+    ...spec.variables,
     IDEMPOTENCY_TABLE_NAME: idempotencyTable,
     LEDGER_TABLE_NAME: ledgerTable,
     DLQ_URL: dlq.url,
@@ -283,6 +376,7 @@ async function startPipeline(
     },
     deliver,
     eventSourceCalls: () => ({ ...eventSourceCalls }),
+    consumerUsage: () => consumerFunction.usage(),
     checkLedger: async () => {
       const applied = await sumOfAttribute(dynamodb, ledgerTable, 'available');
       if (applied !== sent) {

@@ -28,13 +28,34 @@ export type FunctionOutput = (line: string, functionName: string) => void;
 
 const WORKER = new URL('./function-worker.mjs', import.meta.url);
 
-/** What a worker posts: its init's outcome, or an invocation's (the result as JSON text, or the error). */
+/**
+ * What a worker posts: its init's outcome, or an invocation's (the result as JSON text, or the
+ * error), each with what the worker has used so far.
+ */
 interface WorkerMessage {
   ready?: true;
   initError?: FunctionError;
   id?: string;
   payload?: string;
   error?: FunctionError;
+  /** The worker thread's CPU time since it started, in ms; absent without Linux's /proc. */
+  cpuMs?: number;
+  /** Its V8 isolate's heap in use, in bytes. */
+  heapUsedBytes?: number;
+}
+
+/** What a function's workers have used, as {@link LocalFunctionRuntime.usage} reports it. */
+export interface FunctionUsage {
+  /**
+   * The CPU time of the function's worker threads in ms (each from its start, its init included, up to
+   * its last answer), those since replaced or stopped included; `undefined` without Linux's /proc.
+   * Only the workers' own threads: not V8's helper threads (its GC's among them), not the main thread.
+   */
+  cpuMs: number | undefined;
+  /** The invocations its workers answered, with a result or a function error. */
+  invocations: number;
+  /** The V8 heap in use of each running worker as of its last answer, in bytes. */
+  heapUsedBytes: number[];
 }
 
 /** What a worker did next: answered, failed with an uncaught error, exited, or nothing in time. */
@@ -59,6 +80,11 @@ export class LocalFunctionRuntime implements LocalInvoker {
   readonly #idle: Worker[] = [];
   readonly #all = new Set<Worker>();
   #stopped = false;
+  /** The CPU time each worker reported last, and its heap; a worker leaves the heap map when it ends. */
+  readonly #cpuMsOf = new WeakMap<Worker, number>();
+  readonly #heapOf = new Map<Worker, number>();
+  #cpuMs: number | undefined = 0;
+  #invocations = 0;
 
   readonly #output: FunctionOutput | undefined;
 
@@ -107,9 +133,23 @@ export class LocalFunctionRuntime implements LocalInvoker {
     return error ? { ok: false, error } : { ok: true, result: JSON.parse(payload ?? 'null') };
   }
 
+  /**
+   * What the function's workers have used so far (`npm run bench` reads it around its rounds: the
+   * difference is the function's own CPU, without the emulators or the poller). A worker's CPU counts
+   * up to its last answer: what a replaced one used after that (a timed-out invocation's) is lost.
+   */
+  usage(): FunctionUsage {
+    return {
+      cpuMs: this.#cpuMs,
+      invocations: this.#invocations,
+      heapUsedBytes: [...this.#heapOf.values()],
+    };
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idle.length = 0;
+    this.#heapOf.clear();
     await Promise.all([...this.#all].map((worker) => worker.terminate()));
     this.#all.clear();
   }
@@ -139,6 +179,8 @@ export class LocalFunctionRuntime implements LocalInvoker {
       }
     }
     this.#all.add(worker);
+    // Listened to first, so that an answer's usage is counted before its invocation resolves.
+    worker.on('message', (message: WorkerMessage) => this.#count(worker, message));
     // Always listened to, so that no error of the worker's can go unhandled in this process: one
     // outside an invocation (a stray timer's) ends this container, as it would in Lambda.
     worker.on('error', () => this.#forget(worker));
@@ -162,7 +204,23 @@ export class LocalFunctionRuntime implements LocalInvoker {
     await worker.terminate();
   }
 
+  /** Adds what the worker used since its previous message (from its start, for its first). */
+  #count(worker: Worker, message: WorkerMessage): void {
+    // Every message of function-worker.mjs's carries its heap; anything else is none of its answers.
+    if (message.heapUsedBytes === undefined) return;
+    if (message.id !== undefined) this.#invocations++;
+    if (this.#all.has(worker)) this.#heapOf.set(worker, message.heapUsedBytes);
+    // One worker without a figure (no /proc) leaves none for the function.
+    if (message.cpuMs === undefined || this.#cpuMs === undefined) {
+      this.#cpuMs = undefined;
+      return;
+    }
+    this.#cpuMs += message.cpuMs - (this.#cpuMsOf.get(worker) ?? 0);
+    this.#cpuMsOf.set(worker, message.cpuMs);
+  }
+
   #forget(worker: Worker): void {
+    this.#heapOf.delete(worker);
     this.#all.delete(worker);
     const index = this.#idle.indexOf(worker);
     if (index >= 0) this.#idle.splice(index, 1);

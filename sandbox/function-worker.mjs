@@ -6,7 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
+import { threadCpuMs } from './thread-cpu.mjs';
 
 const { codeDirectory, handler } = workerData;
 
@@ -18,7 +20,7 @@ process.on('unhandledRejection', (reason) => {
 
 const loaded = await loadHandler();
 if (loaded.error) {
-  parentPort.postMessage({ initError: loaded.error });
+  parentPort.postMessage({ initError: loaded.error, ...usage() });
 } else {
   parentPort.on('message', async ({ id, eventJson, deadline, context: data }) => {
     const event = JSON.parse(eventJson);
@@ -36,9 +38,18 @@ if (loaded.error) {
     } catch (thrown) {
       reply = { id, error: functionError(thrown) };
     }
-    parentPort.postMessage(reply);
+    parentPort.postMessage({ ...reply, ...usage() });
   });
-  parentPort.postMessage({ ready: true });
+  parentPort.postMessage({ ready: true, ...usage() });
+}
+
+/**
+ * What this container has used so far, sent with each answer: its thread's CPU time in ms since the
+ * thread started (none without Linux's /proc) and its isolate's heap in use, in bytes.
+ */
+function usage() {
+  const cpuMs = threadCpuMs();
+  return { ...(cpuMs === undefined ? {} : { cpuMs }), heapUsedBytes: getHeapStatistics().used_heap_size };
 }
 
 /**

@@ -1,25 +1,34 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { fifoBatch, leaseOperation } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore, type IdempotencyMode } from '../../lambdas/idempotency/index.js';
 import { SEND_NOTIFICATION } from '../notification-events.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
-import { type ShopSettings, shopEventEffect } from './shop-events.js';
+import {
+  requiredVariable,
+  type ShopSettings,
+  shopEventEffect,
+  shopSettingsFromEnvironment,
+} from './shop-events.js';
 
 export interface LeaseConsumerOptions extends ShopSettings {
   /** At-least-once by default. */
   mode?: IdempotencyMode;
   dynamodb: DynamoDBClient;
-  sqs: SQSClient;
+  /**
+   * The DLQ's client and URL. Without them, fifoBatch's default, as the example consumer has it: the
+   * queue `DLQ_URL`, through a client made when a record is first dead-lettered.
+   */
+  sqs?: SQSClient;
+  dlqUrl?: string;
   idempotencyTableName: string;
-  dlqUrl: string;
   logger: Logger;
   metrics: Metrics;
 }
@@ -41,11 +50,44 @@ export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
         store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
         logger,
         metrics,
-        deadLetterQueue: { client: options.sqs, queueUrl: options.dlqUrl },
+        deadLetterQueue:
+          options.sqs && options.dlqUrl ? { client: options.sqs, queueUrl: options.dlqUrl } : undefined,
         operations: {
           [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode, run: effect }),
           [SEND_NOTIFICATION]: leaseOperation({ namespace: 'notify', mode, run: effect }),
         },
       }),
     );
+}
+
+/** The Lambda entry's variable for its mode: `at-least-once` (when unset) or `at-most-once`. */
+export const LEASE_MODE_VARIABLE = 'LEASE_MODE';
+
+let configured: ReturnType<typeof createLeaseConsumerHandler> | undefined;
+
+/**
+ * The Lambda entry point, reading the example consumer's variables and its mode from
+ * {@link LEASE_MODE_VARIABLE}; Logger and Metrics from Powertools' own variables. Built on the first
+ * invocation.
+ */
+export async function handler(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
+  configured ??= createLeaseConsumerHandler({
+    mode: leaseModeFromEnvironment(),
+    dynamodb: new DynamoDBClient({}),
+    idempotencyTableName: requiredVariable('IDEMPOTENCY_TABLE_NAME'),
+    logger: new Logger(),
+    metrics: new Metrics(),
+    ...shopSettingsFromEnvironment(),
+  });
+  return configured(event, context);
+}
+
+function leaseModeFromEnvironment(): IdempotencyMode {
+  const mode = process.env[LEASE_MODE_VARIABLE] || 'at-least-once';
+  if (mode !== 'at-least-once' && mode !== 'at-most-once') {
+    throw new Error(
+      `${LEASE_MODE_VARIABLE} must be at-least-once or at-most-once, not ${JSON.stringify(mode)}`,
+    );
+  }
+  return mode;
 }

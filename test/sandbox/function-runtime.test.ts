@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -136,6 +136,43 @@ describe('local function runtime', () => {
         error: { errorType: 'Error', errorMessage: 'the configuration is missing' },
       });
     }
+  });
+});
+
+describe('local function runtime: what its workers use', () => {
+  // Linux's /proc gives each thread's CPU time; elsewhere there is none to count.
+  const withProc = existsSync('/proc/thread-self/stat');
+
+  it.runIf(withProc)(
+    'counts each function’s own CPU: a busy one shows its work, a waiting one none',
+    async () => {
+      const busy = runtime('functions.burn');
+      const waiting = runtime('functions.hold');
+      // Started and warm first: their init's CPU is theirs too, but not what this compares.
+      await Promise.all([busy.invoke({ ms: 0 }), waiting.invoke({ ms: 0 })]);
+      const [busyBefore, waitingBefore] = [busy.usage(), waiting.usage()];
+      expect(busyBefore.cpuMs).toBeGreaterThan(0);
+      await Promise.all([busy.invoke({ ms: 400 }), waiting.invoke({ ms: 400 })]);
+      const busyCpu = (busy.usage().cpuMs ?? Number.NaN) - (busyBefore.cpuMs ?? Number.NaN);
+      const waitingCpu = (waiting.usage().cpuMs ?? Number.NaN) - (waitingBefore.cpuMs ?? Number.NaN);
+      // 400 ms spinning, of which a busy machine may take some; 400 ms waiting costs next to nothing.
+      expect(busyCpu).toBeGreaterThan(150);
+      expect(waitingCpu).toBeLessThan(50);
+      expect(busy.usage()).toMatchObject({ invocations: 2, heapUsedBytes: [expect.any(Number)] });
+    },
+  );
+
+  it('reports each running worker’s heap, and keeps the CPU of workers that ended', async () => {
+    const fn = runtime('functions.hold');
+    await Promise.all([fn.invoke({ ms: 100 }), fn.invoke({ ms: 100 })]);
+    const { cpuMs, invocations, heapUsedBytes } = fn.usage();
+    expect(invocations).toBe(2);
+    expect(heapUsedBytes).toHaveLength(2);
+    for (const bytes of heapUsedBytes) expect(bytes).toBeGreaterThan(100_000);
+    if (withProc) expect(cpuMs).toBeGreaterThan(0);
+    else expect(cpuMs).toBeUndefined();
+    await fn.stop();
+    expect(fn.usage()).toEqual({ cpuMs, invocations: 2, heapUsedBytes: [] });
   });
 });
 
