@@ -143,8 +143,8 @@ export class OutboxInvocation {
         await this.#gate;
         const request = classify(args.input as MarshalledInput, layout.partitionKey, itemPrefix);
         const asked = request?.kind === 'claim' ? claims.asking() : 0;
-        if (request?.kind === 'release' || request?.kind === 'mark')
-          claims.lettingGo(request.owner, request.key);
+        if (request?.kind === 'release') claims.lettingGo(request.owner, request.key);
+        if (request?.kind === 'mark') for (const key of request.keys) claims.lettingGo(request.owner, key);
         if (
           request?.kind === 'release' &&
           this.#accepted.has(request.key) &&
@@ -154,7 +154,7 @@ export class OutboxInvocation {
         }
         const result = await next(args);
         if (request?.kind === 'claim') claims.granted({ ...request, askedAt: asked });
-        if (request?.kind === 'mark') this.#marked.add(request.key);
+        if (request?.kind === 'mark') for (const key of request.keys) this.#marked.add(key);
         if (request?.kind === 'claim') this.#arrive('after-claim');
         if (request?.kind === 'mark') this.#arrive('inside-mark');
         await this.#gate;
@@ -216,17 +216,19 @@ interface MarshalledInput {
 
 type Classified =
   | { kind: 'claim'; key: string; owner: string; now: number; expiresAt: number }
-  | { kind: 'release' | 'mark'; key: string; owner: string };
+  | { kind: 'release'; key: string; owner: string }
+  /** A run's SENT marks, one transaction: an update per item (a delete of its marker beside each). */
+  | { kind: 'mark'; keys: string[]; owner: string };
 
 /** Which of OutboxItems' writes this is (see outbox-items.ts), with the message key and owner. */
 function classify(input: MarshalledInput, partitionKey: string, itemPrefix: string): Classified | undefined {
   const keyOf = (key: MarshalledInput['Key']) => String(key?.[partitionKey]?.S).slice(itemPrefix.length);
-  const update = input.TransactItems?.[0]?.Update;
-  if (update) {
+  const updates = (input.TransactItems ?? []).flatMap((entry) => (entry.Update ? [entry.Update] : []));
+  if (updates.length > 0) {
     return {
       kind: 'mark',
-      key: keyOf(update.Key),
-      owner: String(update.ExpressionAttributeValues?.[':owner']?.S),
+      keys: updates.map((update) => keyOf(update.Key)),
+      owner: String(updates[0]?.ExpressionAttributeValues?.[':owner']?.S),
     };
   }
   const values = input.ExpressionAttributeValues ?? {};

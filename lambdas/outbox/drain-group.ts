@@ -3,7 +3,7 @@ import type { MessageResult } from '../publisher/contract.js';
 import { type SendBatch, sendInGroupOrder } from '../publisher/ordered-sender.js';
 import type { PreparedMessage } from '../publisher/validation.js';
 import type { PendingMessage } from './layout.js';
-import type { OutboxItem, OutboxItems } from './outbox-items.js';
+import type { OutboxItem, OutboxItems, SentItem } from './outbox-items.js';
 
 export interface DrainOptions {
   items: OutboxItems;
@@ -19,8 +19,6 @@ export interface DrainOptions {
   sentBy: string;
   /** How long the invocation may still work. */
   timeLeftMs: () => number;
-  /** How many pending messages of the group are claimed at a time. Default 10 (one SendMessageBatch). */
-  claimAtOnce?: number;
 }
 
 /** What draining one group came to. */
@@ -37,6 +35,12 @@ export interface DrainReport {
   stoppedAtHeld?: string;
 }
 
+/**
+ * How many pending messages of a group are claimed at a time: one SendMessageBatch, and one
+ * transaction of SENT marks (two items each, of DynamoDB's 100).
+ */
+const CLAIM_AT_ONCE = 10;
+
 /** Below this, an invocation does not start claiming more: its claims would outlive its chance to send. */
 const MIN_TIME_TO_CLAIM_MS = 1_000;
 
@@ -49,9 +53,8 @@ const MIN_TIME_TO_CLAIM_MS = 1_000;
  */
 export async function drainGroup(groupId: string, options: DrainOptions): Promise<DrainReport> {
   const report: DrainReport = { groupId, sent: [], sentUnmarked: [], notSent: [], markErrors: [] };
-  const limit = options.claimAtOnce ?? 10;
   while (options.timeLeftMs() > MIN_TIME_TO_CLAIM_MS) {
-    const pending = await options.items.pendingOfGroup(groupId, limit);
+    const pending = await options.items.pendingOfGroup(groupId, CLAIM_AT_ONCE);
     if (pending.length === 0) break;
     // The head first: whoever holds it holds the group for now, and the others stop here instead
     // of taking scattered messages of it. Then the rest together, in one round trip.
@@ -78,7 +81,10 @@ export async function drainGroup(groupId: string, options: DrainOptions): Promis
   return report;
 }
 
-/** Sends a run of claimed items in order and settles each; false when any was not sent. */
+/**
+ * Sends a run of claimed items in order, marks the leading sent ones SENT in one transaction, and
+ * gives the rest back; false when any was not sent or not marked.
+ */
 async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainReport): Promise<boolean> {
   const prepared: PreparedMessage[] = run.map((item, index) => ({
     index,
@@ -93,33 +99,34 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     retry: options.retry,
     timeLeftMs: options.timeLeftMs,
   });
+  // Only the run's leading sent messages are marked: one not sent keeps the rest pending behind it.
+  const leading: SentItem[] = [];
   for (const [index, item] of run.entries()) {
     const result = results[index] as MessageResult;
-    const marked =
-      result.status === 'sent' &&
-      (await options.items
-        .markSent(item, options.owner, { messageId: result.messageId, sentBy: options.sentBy })
-        .catch((error: unknown) => {
-          report.markErrors.push(`${item.key}: ${error instanceof Error ? error.message : String(error)}`);
-          return false;
-        }));
-    if (marked) {
-      report.sent.push(item.key);
-      continue;
-    }
-    // This item and the rest stay pending and are given back: the next drain sends them again, in
-    // order. A copy of one that did reach SQS is dropped there (same deduplication id, 5 minutes) or
-    // by the consumer's idempotency record.
-    for (const [offset, rest] of run.slice(index).entries()) {
-      const outcome = results[index + offset] as MessageResult;
-      (outcome.status === 'sent' ? report.sentUnmarked : report.notSent).push(rest.key);
-      await options.items
-        .release(rest.key, options.owner, outcome.status === 'sent' ? undefined : describeUnsent(outcome))
-        .catch(() => undefined); // its claim then simply expires
-    }
-    return false;
+    if (result.status !== 'sent') break;
+    leading.push({ item, messageId: result.messageId });
   }
-  return true;
+  const marked = await options.items
+    .markSent(leading, options.owner, options.sentBy)
+    .catch((error: unknown) => {
+      report.markErrors.push(
+        `${leading.map(({ item }) => item.key).join(', ')}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      return 0;
+    });
+  report.sent.push(...run.slice(0, marked).map((item) => item.key));
+  if (marked === run.length) return true;
+  // The rest stay pending and are given back: the next drain sends them again, in order. A copy of
+  // one that did reach SQS is dropped there (same deduplication id, 5 minutes) or by the consumer's
+  // idempotency record.
+  for (const [offset, item] of run.slice(marked).entries()) {
+    const outcome = results[marked + offset] as MessageResult;
+    (outcome.status === 'sent' ? report.sentUnmarked : report.notSent).push(item.key);
+    await options.items
+      .release(item.key, options.owner, outcome.status === 'sent' ? undefined : describeUnsent(outcome))
+      .catch(() => undefined); // its claim then simply expires
+  }
+  return false;
 }
 
 function describeUnsent(result: MessageResult): string {

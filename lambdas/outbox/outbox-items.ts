@@ -39,6 +39,12 @@ export interface OutboxItem {
   messageId?: string;
 }
 
+/** A claimed item SQS accepted, with the id SQS gave it. */
+export interface SentItem {
+  item: OutboxItem;
+  messageId: string;
+}
+
 /** What a claim came to: the item, now ours; or why not. */
 export type ClaimResult =
   | { claimed: true; item: OutboxItem }
@@ -129,20 +135,31 @@ export class OutboxItems {
   }
 
   /**
-   * Marks a claimed item SENT and deletes its pending marker, in one transaction (a retry after a
-   * lost answer is the same transaction: the SDK reuses its token). False when the claim was lost.
+   * Marks a run of claimed, sent items SENT and deletes their pending markers, all in one
+   * transaction: one round trip for the run instead of one per message (a retry after a lost answer
+   * is the same transaction: the SDK reuses its token). When the claim of one of them was lost, the
+   * run before it is marked in a transaction of its own. Resolves to how many of the run's leading
+   * items are now marked: all of them, or those before the first whose claim was lost. Each item is
+   * two of the transaction's items (its update, its marker's delete): a run holds at most 50.
    */
-  async markSent(
-    item: OutboxItem,
-    owner: string,
-    sent: { messageId: string; sentBy: string },
-  ): Promise<boolean> {
+  async markSent(run: readonly SentItem[], owner: string, sentBy: string): Promise<number> {
+    let leading = run;
+    while (leading.length > 0) {
+      const lostAt = await this.#markRun(leading, owner, sentBy);
+      if (lostAt === undefined) break;
+      leading = leading.slice(0, lostAt);
+    }
+    return leading.length;
+  }
+
+  /** One transaction of SENT marks; the index of the first item whose claim was lost, if it was canceled for that. */
+  async #markRun(run: readonly SentItem[], owner: string, sentBy: string): Promise<number | undefined> {
     const now = this.now();
     try {
       await this.#documents.send(
         new TransactWriteCommand({
           ClientRequestToken: randomUUID(),
-          TransactItems: [
+          TransactItems: run.flatMap(({ item, messageId }) => [
             {
               Update: {
                 TableName: this.layout.tableName,
@@ -163,8 +180,8 @@ export class OutboxItems {
                   ':sent': 'SENT',
                   ':pending': 'PENDING',
                   ':owner': owner,
-                  ':messageId': sent.messageId,
-                  ':sentBy': sent.sentBy,
+                  ':messageId': messageId,
+                  ':sentBy': sentBy,
                   ':now': now,
                   ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
                   ':one': 1,
@@ -177,15 +194,15 @@ export class OutboxItems {
                 Key: markerKey(this.layout, item.groupId, item.order),
               },
             },
-          ],
+          ]),
         }),
       );
-      return true;
+      return undefined;
     } catch (error) {
-      const lostClaim =
-        error instanceof TransactionCanceledException &&
-        error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed';
-      if (lostClaim) return false;
+      // Reasons follow TransactItems: the item's conditioned update at 2i, its marker's delete at 2i + 1.
+      const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+      const lost = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
+      if (lost !== -1) return Math.floor(lost / 2);
       throw error;
     }
   }

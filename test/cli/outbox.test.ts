@@ -63,7 +63,7 @@ beforeAll(async () => {
   // Sent: no longer pending.
   const claimed = await items.claim('order-3-placed', 'relay:c', 30_000);
   if (!claimed.claimed) throw new Error('order-3-placed could not be claimed');
-  await items.markSent(claimed.item, 'relay:c', { messageId: 'm-3', sentBy: 'relay' });
+  await items.markSent([{ item: claimed.item, messageId: 'm-3' }], 'relay:c', 'relay');
   expect(Date.now() - sent).toBeLessThan(MINUTE);
 });
 

@@ -162,6 +162,77 @@ describe('the relay', () => {
   });
 });
 
+describe('SENT marks: one transaction for a run', () => {
+  it('drains a group of five with one listing, its claims, one send and one transaction of marks', async () => {
+    const keys = await writeMessages('one-mark', 5);
+    const client = localDynamoClient();
+    const requests: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        requests.push(String(context.commandName).replace(/Command$/, ''));
+        return next(args);
+      },
+      { step: 'initialize', name: 'countRequests' },
+    );
+    const report = await drainGroup('one-mark', {
+      ...senderOptions(client, sqs, layout, queue.url),
+      owner: 'relay:one-mark',
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    });
+    expect(report.sent).toEqual(keys);
+    // The head's claim, then the other four at once; the last listing finds the group empty.
+    expect(requests).toEqual(['Query', ...Array(5).fill('UpdateItem'), 'TransactWriteItems', 'Query']);
+    for (const key of keys)
+      expect(await itemOf(key)).toMatchObject({ status: 'SENT', messageId: expect.any(String) });
+    client.destroy();
+  });
+
+  it('marks the run before a message whose claim was lost, and gives back the rest for its new owner', async () => {
+    const keys = await writeMessages('lost-claim', 5);
+    const lostKey = keys[2] as string;
+    const client = localDynamoClient();
+    // Another sender whose clock is past this claim's expiry takes the third message, between the
+    // send and the marks.
+    const other = new OutboxItems({ client: dynamodb, layout, now: () => Date.now() + 10 * 60_000 });
+    let taken = false;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!taken && context.commandName === 'TransactWriteItemsCommand') {
+          taken = (await other.claim(lostKey, 'sweeper:other', 30_000)).claimed;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'stealClaim' },
+    );
+    const options = {
+      ...senderOptions(client, sqs, layout, queue.url),
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    };
+    const report = await drainGroup('lost-claim', { ...options, owner: 'relay:first' });
+    expect(taken).toBe(true);
+    expect(report).toMatchObject({ sent: keys.slice(0, 2), sentUnmarked: keys.slice(2), markErrors: [] });
+    expect(await itemOf(keys[1] as string)).toMatchObject({ status: 'SENT' });
+    expect(await itemOf(lostKey)).toMatchObject({ status: 'PENDING', claimOwner: 'sweeper:other' });
+    // The fourth and fifth were given back: free for anyone.
+    expect((await itemOf(keys[3] as string)).claimOwner).toBeUndefined();
+    expect(keysOf(await drainQueue(sqs, queue.url, 5))).toEqual(keys);
+
+    // The new owner of the third sends from there, in order; SQS drops the copies it already has.
+    const second = await drainGroup('lost-claim', {
+      ...senderOptions(dynamodb, sqs, layout, queue.url, { now: () => Date.now() + 10 * 60_000 }),
+      owner: 'sweeper:other',
+      sentBy: 'sweeper',
+      timeLeftMs: forever,
+    });
+    expect(second.sent).toEqual(keys.slice(2));
+    expect(await drainQueue(sqs, queue.url, 0)).toEqual([]);
+    for (const key of keys) expect(await itemOf(key)).toMatchObject({ status: 'SENT' });
+    client.destroy();
+  });
+});
+
 describe('a relay that dies after sending and before marking', () => {
   it('is made good by the sweeper once its claim expires: one copy on the queue, the item SENT', async () => {
     const [key] = await writeMessages('dies', 1);
@@ -324,7 +395,7 @@ describe('the sweeper', () => {
 
 describe('lost answers and failed requests', () => {
   it('a claim whose answer was lost is still ours; a SENT mark whose answer was lost is written once', async () => {
-    const [key] = await writeMessages('lost', 1);
+    const keys = await writeMessages('lost', 3);
     const client = localDynamoClient();
     const claims = loseAnswers(client, (operation) => operation === 'UpdateItem');
     const marks = loseAnswers(client, (operation) => operation === 'TransactWriteItems');
@@ -335,9 +406,10 @@ describe('lost answers and failed requests', () => {
       timeLeftMs: forever,
     });
     expect(claims.lost + marks.lost).toBe(2);
-    expect(report.sent).toEqual([key]);
-    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
-    expect(await itemOf(key as string)).toMatchObject({ status: 'SENT', attempts: 1 });
+    expect(report.sent).toEqual(keys);
+    expect(keysOf(await drainQueue(sqs, queue.url, 3))).toEqual(keys);
+    // One transaction marked the run; its retry, with the same token, applied nothing more.
+    for (const key of keys) expect(await itemOf(key)).toMatchObject({ status: 'SENT', attempts: 1 });
     client.destroy();
   });
 
