@@ -8,6 +8,12 @@ export interface ClaimGrant {
   /** The claim's clock and the end of its lease, from the request. */
   now: number;
   expiresAt: number;
+  /**
+   * The schedule's clock when the grant came back. A request held on the wire (a delay, a stalled
+   * invocation) may be applied after the clock has passed other leases, although its own `now` is
+   * older.
+   */
+  clockAtGrant: number;
 }
 
 /** Two owners that held one message's claim at once. */
@@ -43,7 +49,9 @@ export class ClaimLog {
   /**
    * Grants that were surely both live at once: the first came back before the second was asked
    * for, its holder had not started letting go before the second came back, and its lease had not
-   * run out at the second's clock. Conservative: requests in flight together never count.
+   * run out when the second came back (the latest moment DynamoDB can have applied the second; by
+   * then a lease past its end is anyone's, which is how the outbox recovers from a dead holder).
+   * Conservative: requests in flight together never count.
    */
   overlaps(): ClaimOverlap[] {
     const found: ClaimOverlap[] = [];
@@ -52,7 +60,7 @@ export class ClaimLog {
         if (first.key !== second.key || first.owner === second.owner) continue;
         const stillHeld =
           first.grantedAt < second.askedAt &&
-          first.expiresAt > second.now &&
+          first.expiresAt > second.clockAtGrant &&
           !(this.#lettingGo.get(`${first.owner} ${first.key}`) ?? []).some(
             (tick) => tick > first.grantedAt && tick < second.grantedAt,
           );

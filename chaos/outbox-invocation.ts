@@ -153,7 +153,8 @@ export class OutboxInvocation {
           sends.explain([request.key], 'mark-not-written');
         }
         const result = await next(args);
-        if (request?.kind === 'claim') claims.granted({ ...request, askedAt: asked });
+        if (request?.kind === 'claim')
+          claims.granted({ ...request, askedAt: asked, clockAtGrant: this.#options.clock.now() });
         if (request?.kind === 'mark') for (const key of request.keys) this.#marked.add(key);
         if (request?.kind === 'claim') this.#arrive('after-claim');
         if (request?.kind === 'mark') this.#arrive('inside-mark');

@@ -34,8 +34,8 @@ describe('the send log', () => {
 });
 
 describe('the claim log', () => {
-  const grant = (log: ClaimLog, owner: string, now: number) =>
-    log.granted({ key: 'k', owner, askedAt: log.asking(), now, expiresAt: now + 40 });
+  const grant = (log: ClaimLog, owner: string, now: number, clockAtGrant = now) =>
+    log.granted({ key: 'k', owner, askedAt: log.asking(), now, expiresAt: now + 40, clockAtGrant });
 
   it('finds two owners of one live claim', () => {
     const log = new ClaimLog();
@@ -53,6 +53,20 @@ describe('the claim log', () => {
     released.lettingGo('relay:a', 'k');
     grant(released, 'sweeper:b', 10);
     expect([...expired.overlaps(), ...released.overlaps()]).toEqual([]);
+  });
+
+  it('judges a lease when the later claim came back, not by that claim’s older clock', () => {
+    // Found by a schedule (seed 1706674020, path 181:8:11:11:18:21:14): a stalled relay's claim,
+    // asked at 5, was applied once the clock had passed relay:a's lease, after a sweeper had
+    // taken the message over and let it go.
+    const stale = new ClaimLog();
+    grant(stale, 'relay:a', 0);
+    grant(stale, 'relay:b', 5, 50);
+    const live = new ClaimLog();
+    grant(live, 'relay:a', 0);
+    grant(live, 'relay:b', 5, 39);
+    expect(stale.overlaps()).toEqual([]);
+    expect(live.overlaps()).toHaveLength(1);
   });
 });
 
