@@ -1,16 +1,13 @@
 import { fileURLToPath } from 'node:url';
-import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { startEmailGateway } from '../demo/email-gateway.js';
 import { differences, readLedger } from '../demo/ledger-snapshot.js';
 import { resendAfterDedupWindow } from '../demo/resend-after-window.js';
 import { buildWorkload } from '../demo/workload.js';
 import { publish } from '../lambdas/client/publish.js';
 import type { OutgoingMessage } from '../lambdas/common/envelope.js';
-import { messagesInQueue } from '../lambdas/common/queue-depth.js';
-import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
 import { LEDGER_TABLE_OUTPUT } from '../lib/shop/shop-stack.js';
@@ -20,6 +17,7 @@ import { combinePlans } from './combine-plans.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults.js';
 import { fnv1a32 } from './hash.js';
+import { drainDeadLetters, expectedLedger, readRecords, settle } from './pipeline-state.js';
 import { seededFaultPlan } from './seeded-plan.js';
 import { targetedFaultPlan } from './targeted-plan.js';
 
@@ -229,99 +227,4 @@ function pipelineFaultPlan(seed: number): FaultPlan {
     }),
     seededFaultPlan({ seed, rates: RATES }),
   );
-}
-
-/** The ledger as the COMPLETED ledger records say it must be: each such event's effect once. */
-function expectedLedger(messages: OutgoingMessage[], completed: (key: string) => boolean) {
-  const stock = new Map<string, number>();
-  const balances = new Map<string, number>();
-  const add = (map: Map<string, number>, id: string, delta: number) =>
-    map.set(id, (map.get(id) ?? 0) + delta);
-  const seen = new Set<string>();
-  for (const { type, key, payload } of messages) {
-    if (!key || seen.has(key) || !completed(key)) continue;
-    seen.add(key);
-    const p = payload as { sku: string; quantity: number; customerId: string; amountCents: number };
-    if (type === 'StockReceived') add(stock, p.sku, p.quantity);
-    if (type === 'OrderPlaced') {
-      add(stock, p.sku, -p.quantity);
-      add(balances, p.customerId, -p.amountCents);
-    }
-    if (type === 'PaymentCaptured') add(balances, p.customerId, p.amountCents);
-    if (type === 'OrderCancelled') {
-      add(stock, p.sku, p.quantity);
-      add(balances, p.customerId, p.amountCents);
-    }
-  }
-  return { stock, balances };
-}
-
-/** Waits until nothing is queued or in flight, twice in a row (a redelivery may be about to appear). */
-async function settle(
-  sqs: SQSClient,
-  queueUrl: string,
-  timeoutMs: number,
-  onDepth?: (depth: number) => void,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let quiet = 0;
-  while (quiet < 2) {
-    if (Date.now() > deadline) throw new Error(`the queue did not empty within ${timeoutMs} ms`);
-    const depth = await messagesInQueue(sqs, queueUrl);
-    quiet = depth === 0 ? quiet + 1 : 0;
-    onDepth?.(depth);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
-
-async function readRecords(
-  dynamodb: DynamoDBClient,
-  tableName: string,
-): Promise<Map<string, IdempotencyRecord>> {
-  const records = new Map<string, IdempotencyRecord>();
-  for await (const page of paginateScan(
-    { client: dynamodb },
-    { TableName: tableName, ConsistentRead: true },
-  )) {
-    for (const item of page.Items ?? []) {
-      const record = unmarshall(item) as IdempotencyRecord;
-      records.set(record.id, record);
-    }
-  }
-  return records;
-}
-
-/** Key → copies in the DLQ; received and deleted (a FIFO queue hides a group's rest behind its head). */
-async function drainDeadLetters(sqs: SQSClient, dlqUrl: string) {
-  const copies = new Map<string, number>();
-  const reasons: Record<string, number> = {};
-  for (;;) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: dlqUrl,
-        MaxNumberOfMessages: 10,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    if (Messages.length === 0) return { copies, reasons };
-    for (const message of Messages) {
-      const reason =
-        message.MessageAttributes?.ErrorName?.StringValue ?? '(moved by SQS after maxReceiveCount)';
-      reasons[reason] = (reasons[reason] ?? 0) + 1;
-      let key = '(not an envelope)';
-      try {
-        key = (JSON.parse(message.Body ?? '') as { key: string }).key;
-      } catch {}
-      copies.set(key, (copies.get(key) ?? 0) + 1);
-    }
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: dlqUrl,
-        Entries: Messages.map((message, index) => ({
-          Id: String(index),
-          ReceiptHandle: message.ReceiptHandle,
-        })),
-      }),
-    );
-  }
 }
