@@ -6,7 +6,7 @@ import { CONSUMER_METRICS, DLQ_ATTRIBUTES } from 'oncely/consumer';
 import { OutcomeUnknownError } from 'oncely/idempotency';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { postJson, RequestNotSentError } from '../../lambdas/shop/consumer/http-post.js';
-import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
+import { NOTIFICATIONS_NAMESPACE, REMINDERS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
 import { freePort } from '../../sandbox/free-port.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { type GatewayBehaviour, startGateway } from '../support/http-gateway.js';
@@ -183,6 +183,23 @@ describe.concurrent('example consumer: SendNotification', () => {
       polls.some((poll) => poll.deleted.includes(id)),
     );
     expect(remote.requests).toHaveLength(2);
+    expect(await readItem(consumer.idempotencyTable, key)).toMatchObject({ status: 'COMPLETED' });
+  });
+
+  it('re-sends a SendReminder whose answer timed out (always at-least-once), while receipts stay at-most-once', async () => {
+    const remote = await gateway((index) => (index === 0 ? 'hang' : 200));
+    const consumer = await notificationConsumer({ notificationUrl: remote.url, notificationTimeoutMs: 200 });
+    const reminder = { ...notification(), type: 'SendReminder', key: `reminder-${randomUUID()}` };
+    const id = await publish(sqs, consumer.queue.url, reminder);
+    expect(failureIds(await pollOnce(sqs, consumer.queue, consumer.handler))).toEqual([id]);
+    const key = `${REMINDERS_NAMESPACE}#${reminder.key}`;
+    expect(await readItem(consumer.idempotencyTable, key)).toMatchObject({ status: 'FAILED' });
+
+    await pollUntil(sqs, consumer.queue, consumer.handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(id)),
+    );
+    // Both tries carried the same key, so the gateway can tell the second for a repeat.
+    expect(remote.requests.map((request) => request.idempotencyKey)).toEqual([key, key]);
     expect(await readItem(consumer.idempotencyTable, key)).toMatchObject({ status: 'COMPLETED' });
   });
 

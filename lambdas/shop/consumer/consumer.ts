@@ -3,10 +3,11 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type FifoBatchOptions, fifoBatch } from 'oncely/consumer';
 import type { ShopConfig } from './environment.js';
 import { ledgerOperations } from './ledger.js';
-import { notificationOperation } from './notifications.js';
+import { notificationOperation, reminderOperation } from './notifications.js';
 
 /**
- * The shop's consumer: ledger events in transactional mode, notifications in lease mode. Inside
+ * The shop's consumer: ledger events in transactional mode, notifications and reminders in lease
+ * mode (receipts at-most-once by default, reminders at-least-once): all three modes. Inside
  * the Oncely pipeline `fifoBatch` needs nothing but its operations; `batch` overrides its defaults
  * (tests give their own store, clients and telemetry).
  */
@@ -23,6 +24,10 @@ export function createShopHandler(
           url: config.notificationUrl,
           timeoutMs: config.notificationTimeoutMs,
           mode: config.notificationMode,
+        }),
+        SendReminder: reminderOperation({
+          url: config.notificationUrl,
+          timeoutMs: config.notificationTimeoutMs,
         }),
       },
     }),

@@ -5,6 +5,7 @@ import { type HttpAnswer, postJson } from './http-post.js';
 import '../shared/zod-english.js';
 
 export const NOTIFICATIONS_NAMESPACE = 'notifications';
+export const REMINDERS_NAMESPACE = 'reminders';
 
 const sendNotificationSchema = z.object({
   to: z.email(),
@@ -33,9 +34,11 @@ export function notificationOperation(gateway: {
   url: string;
   timeoutMs: number;
   mode?: IdempotencyMode;
+  /** The records' namespace; `notifications` by default. */
+  namespace?: string;
 }): ConsumerOperation {
   return leaseOperation({
-    namespace: NOTIFICATIONS_NAMESPACE,
+    namespace: gateway.namespace ?? NOTIFICATIONS_NAMESPACE,
     mode: gateway.mode ?? 'at-most-once',
     payload: sendNotificationSchema,
     run: async ({ payload }, { idempotencyKey }) => {
@@ -46,6 +49,14 @@ export function notificationOperation(gateway: {
       return { status: accepted(answer) };
     },
   });
+}
+
+/**
+ * `SendReminder`: the same e-mail, always at-least-once. A reminder must not be lost and may go twice
+ * after an unknown outcome: the gateway dedupes it by its Idempotency-Key (`reminders#<key>`).
+ */
+export function reminderOperation(gateway: { url: string; timeoutMs: number }): ConsumerOperation {
+  return notificationOperation({ ...gateway, mode: 'at-least-once', namespace: REMINDERS_NAMESPACE });
 }
 
 function accepted({ status, body }: HttpAnswer): number {
