@@ -14,10 +14,11 @@ import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller.js';
-import { type FunctionOutput, LocalFunctionRuntime } from './function-runtime.js';
+import { type FunctionOutput, type FunctionUsage, LocalFunctionRuntime } from './function-runtime.js';
 import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config.js';
+import { residentBytes } from './process-memory.js';
 import { type ProvisionedStack, provisionTemplate } from './provision.js';
 import { provideRuntimeModules } from './runtime-modules.js';
 import { startScheduleRunner } from './schedule-runner.js';
@@ -89,10 +90,24 @@ export interface Sandbox {
   readonly assemblyDirectory: string;
   /** The pipeline's resources; throws {@link NoPipelineError} when the app has no OncelyPipeline. */
   pipelineResources(): PipelineResources;
+  /** What the functions and the emulators use now: `npm run soak` samples it through its run. */
+  usage(): SandboxUsage;
   /** Invokes a function of the app by name or ARN, as Lambda would. */
   invoke(functionName: string, event: unknown): Promise<InvocationResult>;
   /** Stops everything it started, DynamoDB Local's JVM included, and removes the cloud assembly. */
   stop(): Promise<void>;
+}
+
+export interface SandboxUsage {
+  /** Each function's workers: CPU, invocations and heap per running worker ({@link FunctionUsage}). */
+  functions: Record<string, FunctionUsage>;
+  /** DynamoDB Local's JVM, resident; `undefined` without Linux's /proc. */
+  dynamodbLocalResidentBytes: number | undefined;
+  /**
+   * This process's V8 heap in use: the SQS emulator runs in it, with the pollers, the schedules and
+   * whatever the caller keeps.
+   */
+  hostHeapUsedBytes: number;
 }
 
 /** Raised when an invocation names a function the app does not have. */
@@ -311,6 +326,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           `No stack of the app in ${appDirectory} has an OncelyPipeline's outputs (${PIPELINE_OUTPUTS.queueUrl}, …).`,
         );
       },
+      usage: () => ({
+        functions: Object.fromEntries([...runtimes].map(([name, runtime]) => [name, runtime.usage()])),
+        dynamodbLocalResidentBytes: residentBytes(dynamodbLocal.pid),
+        hostHeapUsedBytes: process.memoryUsage().heapUsed,
+      }),
       invoke,
       stop,
     };
