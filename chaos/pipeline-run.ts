@@ -1,9 +1,8 @@
-import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startEmailGateway } from '../demo/email-gateway.js';
-import { differences, readLedger } from '../demo/ledger-snapshot.js';
+import { readLedger } from '../demo/ledger-snapshot.js';
 import { resendAfterDedupWindow } from '../demo/resend-after-window.js';
 import { buildWorkload } from '../demo/workload.js';
 import { publish } from '../lambdas/client/publish.js';
@@ -12,17 +11,14 @@ import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
 import { LEDGER_TABLE_OUTPUT } from '../lib/shop/shop-stack.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
-import { startSandbox } from '../sandbox/local-sandbox.js';
 import { combinePlans } from './combine-plans.js';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
 import { FAULT_KINDS, type FaultKind, type FaultPlan } from './faults.js';
 import { fnv1a32 } from './hash.js';
-import { drainDeadLetters, expectedLedger, readRecords, settle } from './pipeline-state.js';
+import { drainDeadLetters, ledgerViolations, readRecords, settle } from './pipeline-state.js';
 import { seededFaultPlan } from './seeded-plan.js';
+import { startShopUnderFaults } from './shop-sandbox.js';
 import { targetedFaultPlan } from './targeted-plan.js';
-
-/** The example shop's CDK app, which the sandbox runs. */
-const SHOP_APP = fileURLToPath(new URL('..', import.meta.url));
 
 export interface PipelineChaosOptions {
   seed: number;
@@ -70,17 +66,9 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
   });
   const proxies: FaultProxy[] = [];
   let crashes = 0;
-  const sandbox = await startSandbox({
-    appDirectory: SHOP_APP,
-    environment: {
-      NOTIFICATION_URL: gateway.url,
-      NOTIFICATION_TIMEOUT_MS: '800',
-      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
-    },
-    functionOutput: () => undefined,
-    onBatch: (_, report) => {
-      if (report.functionError) crashes++;
-    },
+  const sandbox = await startShopUnderFaults({
+    gatewayUrl: gateway.url,
+    onCrash: () => crashes++,
     routeFunctions: async (emulators) => {
       const plan = pipelineFaultPlan(options.seed);
       const [dynamodb, sqs] = await Promise.all([
@@ -152,17 +140,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
         violations.push(`${key}: ${deadLetters.get(key)} copies in the DLQ`);
       }
     }
-    // Transactional effects: the ledger is exactly the effects of the COMPLETED records, each once.
-    const expected = expectedLedger(
-      all,
-      (key) => records.get(`${LEDGER_NAMESPACE}#${key}`)?.status === 'COMPLETED',
-    );
-    for (const difference of [
-      ...differences(expected.stock, ledger.stock),
-      ...differences(expected.balances, ledger.balances),
-    ]) {
-      violations.push(`ledger: ${difference}`);
-    }
+    violations.push(...ledgerViolations(all, records, ledger));
     // At-most-once e-mails: never two; a completed one was sent.
     for (const [key, count] of gateway.accepted)
       if (count > 1) violations.push(`${key}: e-mail sent ${count} times`);

@@ -1,17 +1,38 @@
 import { type DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { differences } from '../demo/ledger-snapshot.js';
 import type { OutgoingMessage } from '../lambdas/common/envelope.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
+import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 
 /*
  * The pipeline's state at the end of a run under faults, read for its checks: the idempotency
  * records, the DLQ's copies and the ledger the COMPLETED records imply (the chaos run's and the soak's).
  */
 
+/**
+ * Transactional effects: the ledger must be exactly the effects of the COMPLETED ledger records,
+ * each once. One line per SKU or customer that differs.
+ */
+export function ledgerViolations(
+  messages: OutgoingMessage[],
+  records: Map<string, IdempotencyRecord>,
+  ledger: { stock: Map<string, number>; balances: Map<string, number> },
+): string[] {
+  const expected = expectedLedger(
+    messages,
+    (key) => records.get(`${LEDGER_NAMESPACE}#${key}`)?.status === 'COMPLETED',
+  );
+  return [
+    ...differences(expected.stock, ledger.stock),
+    ...differences(expected.balances, ledger.balances),
+  ].map((difference) => `ledger: ${difference}`);
+}
+
 /** The ledger as the COMPLETED ledger records say it must be: each such event's effect once. */
-export function expectedLedger(messages: OutgoingMessage[], completed: (key: string) => boolean) {
+function expectedLedger(messages: OutgoingMessage[], completed: (key: string) => boolean) {
   const stock = new Map<string, number>();
   const balances = new Map<string, number>();
   const add = (map: Map<string, number>, id: string, delta: number) =>
