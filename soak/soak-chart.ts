@@ -107,7 +107,8 @@ export function soakChartSvg(result: SoakResult): string {
     );
   });
   return (
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="sans-serif" font-size="11">` +
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="11">` +
+    `<title>${escapeXml(`The soak over ${format(xMax)} minutes: ${panels.map((panel) => panel.title).join('; ')}`)}</title>` +
     `<rect width="100%" height="100%" fill="#fff"/>${parts.join('')}</svg>\n`
   );
 }
