@@ -18,7 +18,7 @@ export function spreadOf(samples: readonly number[]): Spread {
 }
 
 /** Linear interpolation between closest ranks, on sorted samples. */
-function percentile(sorted: readonly number[], p: number): number {
+export function percentile(sorted: readonly number[], p: number): number {
   const rank = (p / 100) * (sorted.length - 1);
   const below = Math.floor(rank);
   const lower = sorted[below] as number;

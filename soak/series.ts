@@ -1,3 +1,4 @@
+import { percentile } from '../bench/statistics.js';
 import type { SoakResult } from './soak-run.js';
 
 /** One time bucket of the run: what completed in it, and how long those messages took. */
@@ -23,18 +24,14 @@ export function completionBuckets(result: SoakResult, bucketSeconds: number): Bu
   const last = Math.max(-1, ...slices.keys());
   return Array.from({ length: last + 1 }, (_, index) => {
     const latencies = (slices.get(index) ?? []).sort((a, b) => a - b);
+    const empty = latencies.length === 0;
     return {
       fromSeconds: index * bucketSeconds,
       completedPerSecond: latencies.length / bucketSeconds,
-      p50Ms: percentile(latencies, 0.5),
-      p99Ms: percentile(latencies, 0.99),
+      p50Ms: empty ? 0 : percentile(latencies, 50),
+      p99Ms: empty ? 0 : percentile(latencies, 99),
     };
   });
-}
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number;
 }
 
 /** A bucket length that gives the chart about a hundred points. */

@@ -1,5 +1,6 @@
 import { describeMachine } from '../bench/machine.js';
-import { bucketSecondsFor, completionBuckets, percentile } from './series.js';
+import { percentile } from '../bench/statistics.js';
+import { bucketSecondsFor, completionBuckets } from './series.js';
 import type { SoakJudgement } from './soak-judgement.js';
 import type { SoakResult } from './soak-run.js';
 
@@ -63,10 +64,10 @@ export function soakMarkdown(result: SoakResult, judgement: SoakJudgement, start
     '',
     `- ${round(completedPerSecond)} messages completed per second over the whole run; ` +
       `${round(median(steady.map((b) => b.completedPerSecond)))} per second (median of ${bucketSecondsFor(result)} s buckets) in its middle half.`,
-    `- End to end (first publish, or the PlaceOrder call, to the record's COMPLETED): p50 ${round(percentile(latencies, 0.5) / 1000, 2)} s, ` +
-      `p99 ${round(percentile(latencies, 0.99) / 1000, 2)} s over the run. Second quarter of producing: p50 ` +
-      `${round(percentile(first, 0.5) / 1000, 2)} s, p99 ${round(percentile(first, 0.99) / 1000, 2)} s; last quarter: ` +
-      `p50 ${round(percentile(last, 0.5) / 1000, 2)} s, p99 ${round(percentile(last, 0.99) / 1000, 2)} s.`,
+    `- End to end (first publish, or the PlaceOrder call, to the record's COMPLETED): p50 ${round(percentile(latencies, 50) / 1000, 2)} s, ` +
+      `p99 ${round(percentile(latencies, 99) / 1000, 2)} s over the run. Second quarter of producing: p50 ` +
+      `${round(percentile(first, 50) / 1000, 2)} s, p99 ${round(percentile(first, 99) / 1000, 2)} s; last quarter: ` +
+      `p50 ${round(percentile(last, 50) / 1000, 2)} s, p99 ${round(percentile(last, 99) / 1000, 2)} s.`,
     '',
     '## Memory',
     '',
@@ -115,7 +116,7 @@ const sum = (values: number[]) => values.reduce((total, value) => total + value,
 const median = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
-    0.5,
+    50,
   );
 const causes = (counts: Record<string, number>) =>
   Object.entries(counts)

@@ -162,7 +162,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     })();
 
     print(
-      `  producing ${workload.byKey.size - workload.stock.length} messages over ${workload.groups.length} groups ` +
+      `  producing ${workload.groups.reduce((n, group) => n + group.messages.length, 0)} messages over ${workload.groups.length} groups ` +
         `(${outboxGroups.length} through the outbox) at up to ${options.ratePerSecond}/s …`,
     );
     await Promise.all([
@@ -225,7 +225,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     for (const proxy of [proxies.dynamodb, proxies.sqs]) {
       for (const kind of FAULT_KINDS) faults[kind] += proxy?.stats().faults[kind] ?? 0;
     }
-    const { publishedAt: _, sent: __, late, mark: ___, ...producers } = log;
+    const { publishedAt: _, sent: __, late, ...producers } = log;
     return {
       options,
       verdict,

@@ -5,7 +5,7 @@ import { orderPlacedKey, type PlaceOrderRequest } from '../lambdas/shop/orders/p
 export type SoakMessage = OutgoingMessage & { key: string };
 
 /** Units of each SKU the stock load brings: far more than the soak's orders take. */
-export const INITIAL_STOCK = 10_000_000;
+const INITIAL_STOCK = 10_000_000;
 const SKUS = 5;
 /** What {@link clientMessages} publishes per order, on average. */
 const MESSAGES_PER_CLIENT_ORDER = 2.2;
@@ -32,8 +32,6 @@ export type SoakGroup =
 export interface SoakWorkload {
   stock: SoakMessage[];
   groups: SoakGroup[];
-  /** Every message the run means to deliver, the outbox's OrderPlaced events included, by key. */
-  byKey: Map<string, SoakMessage>;
   /** Keys of the poison messages: each must end in the DLQ. */
   poison: Set<string>;
 }
@@ -57,7 +55,6 @@ export function buildSoakWorkload(size: SoakWorkloadSize): SoakWorkload {
   const messagesPerOrder = outboxGroups + (size.groups - outboxGroups) * MESSAGES_PER_CLIENT_ORDER;
   const ordersPerCustomer = Math.max(1, Math.ceil(size.messages / messagesPerOrder));
   const groups: SoakGroup[] = [];
-  const byKey = new Map<string, SoakMessage>(stock.map((message) => [message.key, message]));
   const poison = new Set<string>();
   let clientCount = 0;
   for (let c = 0; c < size.groups; c++) {
@@ -79,7 +76,6 @@ export function buildSoakWorkload(size: SoakWorkloadSize): SoakWorkload {
         const key = orderPlacedKey(order.orderId);
         return { type: 'OrderPlaced', groupId, key, payload: order };
       });
-      for (const message of messages) byKey.set(message.key, message);
       groups.push({ producer: 'outbox', groupId, orders, messages });
       continue;
     }
@@ -92,10 +88,9 @@ export function buildSoakWorkload(size: SoakWorkloadSize): SoakWorkload {
       }
       messages.push(message);
     }
-    for (const message of messages) byKey.set(message.key, message);
     groups.push({ producer: 'client', groupId, messages });
   }
-  return { stock, groups, byKey, poison };
+  return { stock, groups, poison };
 }
 
 /** A customer's events, as in the demo's workload, with a reminder for each order left unpaid. */
