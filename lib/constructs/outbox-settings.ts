@@ -9,7 +9,7 @@ export interface OutboxSettings {
   readonly sweepInterval?: Duration;
   /**
    * How old a pending message must be before the sweeper sends it: the relay's head start. Whole
-   * seconds. Default 60 seconds; 5 seconds when synthesised by `oncely local`.
+   * seconds. Default 60 seconds; 10 seconds when synthesised by `oncely local`.
    */
   readonly sweepAfter?: Duration;
   /**
@@ -59,7 +59,9 @@ export function resolveOutboxSettings(
   return {
     sweepInterval: settings.sweepInterval ?? MIN_SWEEP_INTERVAL,
     // Locally there is no reason to wait: the demo shows the sweeper sending what the relay missed.
-    sweepAfter: settings.sweepAfter ?? Duration.seconds(defaults.sandbox ? 5 : 60),
+    // In the sandbox the relay shares a laptop's few cores with everything else: its lag at a peak
+    // passes 5 s, and a sweeper that starts then races a healthy relay.
+    sweepAfter: settings.sweepAfter ?? Duration.seconds(defaults.sandbox ? 10 : 60),
     stuckAfter: settings.stuckAfter ?? (defaults.sandbox ? Duration.seconds(30) : Duration.minutes(5)),
     relayBatchSize: settings.relayBatchSize ?? 100,
     relayRetryAttempts: settings.relayRetryAttempts ?? 10,

@@ -26,7 +26,7 @@ beforeAll(async () => {
     appDirectory: '.',
     environment: { POWERTOOLS_LOG_LEVEL: 'CRITICAL' },
     functionOutput: () => undefined,
-    // The sweeper every second (its rule's rate is a minute); in the sandbox it sweeps what is 5 s old.
+    // The sweeper every second (its rule's rate is a minute); in the sandbox it sweeps what is 10 s old.
     scheduleIntervalMs: 1_000,
     onStreamBatch: (_, report) => relayBatches.push(report),
     routeFunctions: async (emulators) => {

@@ -468,10 +468,10 @@ describe('outputs', () => {
 });
 
 describe('in the sandbox', () => {
-  it('sweeps after 5 s and counts as stuck after 30 s, unless told otherwise', () => {
+  it('sweeps after 10 s and counts as stuck after 30 s, unless told otherwise', () => {
     const local = buildOutboxStack({}, { context: { [SANDBOX_CONTEXT]: 'true' } });
     expect(environmentOf(local.template, 'Sweeper')).toMatchObject({
-      [OUTBOX_ENVIRONMENT.sweepAfterSeconds]: '5',
+      [OUTBOX_ENVIRONMENT.sweepAfterSeconds]: '10',
       [OUTBOX_ENVIRONMENT.stuckAfterSeconds]: '30',
     });
     expect(local.template.findOutputs('OutboxStuckAfterSeconds').OutboxStuckAfterSeconds?.Value).toBe('30');
