@@ -179,7 +179,9 @@ describe.concurrent('consumer reliability', () => {
   // ── §2 the dedup horizon ──────────────────────────────────────────────────────────────────────
 
   it('dead-letters a message past the dedup horizon without running it, and runs one just inside', async () => {
-    const { queue, dlq } = await queuePair();
+    // Nothing comes back here: a visibility timeout that outlasts a loaded machine's invocation keeps
+    // the receipt handles valid for the deletes.
+    const { queue, dlq } = await queuePair(5, 10);
     const { ran, operation } = recordingOperation();
     // TTL 600 s, default margin min(1 h, TTL/10) = 60 s: the horizon is 540 s.
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, { store: { ttlSeconds: 600 } });
@@ -268,8 +270,9 @@ describe.concurrent('consumer reliability', () => {
 
   it('learns the default reserve: twice its recent slow records defers the next group’s record', async () => {
     let remaining = 5_000;
-    // The invocation outlasts 1 s: a longer visibility timeout keeps A1's receipt handle valid for its delete.
-    const { queue, dlq } = await queuePair(5, 2);
+    // The invocation outlasts 1 s: a longer visibility timeout keeps A1's receipt handle valid for
+    // its delete, on a loaded machine too; B1 and B2 come back after it.
+    const { queue, dlq } = await queuePair(5, 4);
     const ran: string[] = [];
     const operation = leaseOperation({
       namespace: `slow-${randomUUID().slice(0, 8)}`,
