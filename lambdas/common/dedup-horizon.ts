@@ -37,3 +37,13 @@ export function isPastDedupHorizon(publishedAt: string, horizon: DedupHorizon, n
   const published = Date.parse(publishedAt);
   return !Number.isFinite(published) || published < dedupHorizonStartMs(horizon, nowMs);
 }
+
+/**
+ * The `expiresAt` (epoch seconds) a record of a message's key needs to outlive that copy's horizon:
+ * its publication plus the TTL, the margin included, so the record outlives the horizon by the
+ * margin as a fresh record would. Undefined for an unreadable `publishedAt` (past the horizon).
+ */
+export function recordLifeCoveringSec(publishedAt: string, horizon: DedupHorizon): number | undefined {
+  const published = Date.parse(publishedAt);
+  return Number.isFinite(published) ? Math.ceil(published / 1000) + horizon.ttlSeconds : undefined;
+}

@@ -20,6 +20,7 @@ import {
 } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import { leaseTurnOf, processRecord, type RecordProcessorOptions } from './record-processor.js';
+import { keepRecordsOfReturningCopies } from './returning-copies.js';
 import { type ConsumerLogger, type MetricsSink, RecordTelemetry } from './telemetry.js';
 
 /**
@@ -320,6 +321,7 @@ class FifoBatchConsumer {
       ...report.deferred,
       ...report.heldBack,
     ]);
+    await keepRecordsOfReturningCopies([...unacknowledged], settings.processor);
     return {
       batchItemFailures: records
         .filter((record) => unacknowledged.has(record))

@@ -33,6 +33,8 @@ export interface LeaseRecordContext extends RecordContext {
 /** A per-record function with its idempotency, as `leaseOperation` and `transactionalOperation` build it. */
 export interface ConsumerOperation {
   readonly namespace: string;
+  /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). */
+  recordIdOf(message: ConsumerMessage): string;
   /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. */
   execute(message: ConsumerMessage, runtime: OperationRuntime): Promise<OperationOutcome>;
 }
@@ -94,6 +96,10 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
     this.#cache = completedCacheOf(options);
   }
 
+  recordIdOf(message: ConsumerMessage): string {
+    return recordId(this.namespace, idempotencyInput(message, this.#options.key).key);
+  }
+
   /** The record's turn, its lease not taken yet. */
   turn(message: ConsumerMessage, runtime: OperationRuntime): LeaseTurn {
     const { namespace, mode, leaseMs, leaseMarginMs, completionAttempts, payload, run } = this.#options;
@@ -143,6 +149,7 @@ export function transactionalOperation<P = unknown, T = unknown>(
   const cache = completedCacheOf(options);
   return {
     namespace,
+    recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
     async execute(message, { store, telemetry, lambdaContext }) {
       const idempotency = new TransactionalIdempotency({ store, namespace, cache, contentionRetries });
       const input = idempotencyInput(message, options.key);

@@ -93,7 +93,7 @@ export function leaseTurnOf(
 }
 
 /** The record's operation and message, or the non-retryable error that sends it to the DLQ at once. */
-function routeRecord(
+export function routeRecord(
   received: ReceivedRecord,
   options: RecordProcessorOptions,
 ): { operation: ConsumerOperation; message: ConsumerMessage } {

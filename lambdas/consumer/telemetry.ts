@@ -29,6 +29,11 @@ export const CONSUMER_METRICS = {
    * not acknowledged, so that SQS redelivers the group in order; the redelivery is a duplicate.
    */
   heldBack: 'RecordsHeldBack',
+  /**
+   * An unacknowledged copy's key has a record that could not be made to outlive the copy's dedup
+   * horizon (DESIGN §2): the copy's next delivery tries again.
+   */
+  recordLifeNotExtended: 'RecordLivesNotExtended',
   /** The effect happened but its COMPLETED write kept failing: not acknowledged; the redelivery settles it. */
   completionWriteFailed: 'CompletionWritesFailed',
   /** Recording a failure failed: not acknowledged; the record stays IN_PROGRESS until its lease expires. */

@@ -450,6 +450,31 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
+  /**
+   * Makes a live record last at least until `untilSec` (epoch seconds), so that it outlives the
+   * dedup horizon of a copy of its key that is going back to SQS (DESIGN §2). Whatever its status:
+   * only the lifetime changes. A record that is absent, already expired or already lives long
+   * enough is left as it is (false). One conditional UpdateItem.
+   */
+  async keepUntil(id: string, untilSec: number): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id },
+          UpdateExpression: 'SET expiresAt = :until',
+          // A record past its expiresAt is dead though not yet deleted: it must stay dead.
+          ConditionExpression: 'attribute_exists(id) AND expiresAt > :nowSec AND expiresAt < :until',
+          ExpressionAttributeValues: { ':until': untilSec, ':nowSec': Math.floor(this.now() / 1000) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
   /** The UpdateItem of {@link #fencedUpdate}: sets `status` and the fields given, fenced on the lease. */
   #fencedUpdateInput(lease: Lease, status: string, fields: Record<string, unknown>) {
     const present = Object.entries(fields).filter(([, value]) => value !== undefined);

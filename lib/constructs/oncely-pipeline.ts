@@ -191,6 +191,7 @@ export class OncelyPipeline extends Construct {
       consumer: this.consumer,
       metricsNamespace: serviceName,
       monitorServiceName: `${serviceName}-monitor`,
+      consumerServiceName: `${serviceName}-consumer`,
       unresolvedCheckInterval: settings.unresolvedCheckInterval,
       oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
       topic: props.alarmTopic,

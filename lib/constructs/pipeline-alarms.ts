@@ -12,6 +12,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { MONITOR_SILENT_INTERVALS } from './pipeline-settings.js';
 
@@ -23,6 +24,8 @@ export interface PipelineAlarmsProps {
   metricsNamespace: string;
   /** The unresolved-records monitor's `service` dimension (POWERTOOLS_SERVICE_NAME). */
   monitorServiceName: string;
+  /** The consumer's `service` dimension (POWERTOOLS_SERVICE_NAME). */
+  consumerServiceName: string;
   /** How often the monitor publishes its counts: the period of the alarms on them. */
   unresolvedCheckInterval: Duration;
   oldestMessageAgeThreshold: Duration;
@@ -38,6 +41,7 @@ export class PipelineAlarms extends Construct {
   readonly inDoubtRecords: Alarm;
   readonly unresolvedMonitorSilent: Alarm;
   readonly consumerErrors: Alarm;
+  readonly recordLivesNotExtended: Alarm;
   readonly oldestMessageAge: Alarm;
 
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
@@ -105,6 +109,21 @@ export class PipelineAlarms extends Construct {
       'ConsumerErrors',
       'The consumer failed whole batches (e.g. DynamoDB unreachable): see its logs.',
       props.consumer.metricErrors({ statistic: 'Sum' }),
+      0,
+    );
+    // DESIGN §2: a copy going back to SQS could not make its key's record outlive its dedup horizon.
+    // Its next delivery tries again; only if none ever does can a redrive after the record expired
+    // run it twice, so each failure is worth an operator's look before redriving.
+    this.recordLivesNotExtended = alarm(
+      'RecordLivesNotExtended',
+      "A message went back to SQS but its key's idempotency record could not be made to outlive its " +
+        'dedup horizon: see the consumer’s logs, and do not redrive its DLQ copies after that record expired.',
+      new Metric({
+        namespace: props.metricsNamespace,
+        metricName: CONSUMER_METRICS.recordLifeNotExtended,
+        dimensionsMap: { service: props.consumerServiceName },
+        statistic: 'Sum',
+      }),
       0,
     );
     this.oldestMessageAge = alarm(

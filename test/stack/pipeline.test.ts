@@ -10,6 +10,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/index.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
@@ -297,7 +298,7 @@ describe('alarms and outputs', () => {
   const alarms = () =>
     Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
 
-  it('alarm on DLQ depth, in-doubt records, a silent monitor, consumer errors and the oldest message’s age', () => {
+  it('alarm on DLQ depth, in-doubt records, a silent monitor, consumer errors, record lives not extended and the oldest message’s age', () => {
     expect(
       alarms()
         .map((a) => a.MetricName)
@@ -307,10 +308,26 @@ describe('alarms and outputs', () => {
         'ApproximateAgeOfOldestMessage',
         'ApproximateNumberOfMessagesVisible',
         'Errors',
+        CONSUMER_METRICS.recordLifeNotExtended,
         UNRESOLVED_METRICS.inDoubt,
         UNRESOLVED_METRICS.inDoubt,
       ].sort(),
     );
+  });
+
+  it('raise on any record life not extended, in the namespace and service the consumer publishes to', () => {
+    const alarm = alarms().find((a) => a.MetricName === CONSUMER_METRICS.recordLifeNotExtended);
+    const [consumer] = Object.values(template.findResources('AWS::Lambda::Function')).filter(
+      (f) => f.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'oncely-consumer',
+    );
+    const variables = consumer?.Properties.Environment.Variables;
+    expect(alarm).toMatchObject({
+      Namespace: variables.POWERTOOLS_METRICS_NAMESPACE,
+      Dimensions: [{ Name: 'service', Value: variables.POWERTOOLS_SERVICE_NAME }],
+      Statistic: 'Sum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
   });
 
   it('stay raised while any IN_DOUBT record exists: the monitor’s count over each interval, not events', () => {
@@ -346,7 +363,7 @@ describe('alarms and outputs', () => {
   it('notify an SNS topic when one is given', () => {
     const { stack: own, topic } = pipelineInOwnStack();
     const alarms = Object.values(Template.fromStack(own).findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(5);
+    expect(alarms).toHaveLength(6);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([
         { Ref: own.getLogicalId(topic.node.defaultChild as CfnElement) },
