@@ -10,6 +10,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../lambdas/client/publish.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
@@ -18,7 +19,7 @@ import { createPublisherHandler } from '../lambdas/publisher/handler.js';
 import { lambdaContext } from '../sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
 import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event.js';
-import { CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
+import { CHAOS_NAMESPACES, CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
 import type { ChaosWorld } from './chaos-world.js';
 import { combinePlans } from './combine-plans.js';
 import { ConsumerContainer } from './consumer-container.js';
@@ -208,6 +209,9 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
       );
       return;
     }
+    case 'late-republication':
+      await republishLate(context, step.index);
+      return;
     case 'redrive':
       await redrive(world.sqs, dlq.url, queue.url, run.resent);
       return;
@@ -215,6 +219,98 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
       clock.advance(step.past === 'lease' ? PAST_LEASE_MS : (CHAOS_TTL_SECONDS + 3_600) * 1000);
       return;
   }
+}
+
+/** Half the records' TTL: a re-publication this late has a horizon past its key's first record. */
+const HALF_TTL_MS = (CHAOS_TTL_SECONDS / 2) * 1000;
+/** Deliveries in which a consumer sees a late copy, at most (a crash or a whole-batch failure answers nothing). */
+const LATE_COPY_DELIVERIES = 3;
+
+/**
+ * DESIGN §2's late re-publication: half a TTL on (every visibility timeout has run out by then),
+ * the producer publishes message `index` again (a fresh `publishedAt`) behind a new record of its
+ * group that fails once. Consumers see the copy while its key's record lives, as they do within
+ * the queue's retention; a delivery that gives it back is its last allowed receive, and SQS
+ * dead-letters it. Another half TTL and an hour on, the key's first record has expired while the
+ * copy is inside its horizon, and the DLQ is redriven: the copy must be a duplicate, not run again.
+ */
+async function republishLate(context: StepContext, index: number): Promise<void> {
+  const { world, queue, dlq, clock, inFlight, run } = context;
+  const message = context.messages[index];
+  const operation = run.schedule.messages[index]?.operation;
+  if (!message || !operation) return;
+  clock.advance(HALF_TTL_MS);
+  // A key published again once its record expired is a new message, which runs (DESIGN §2): only
+  // a re-publication inside its key's dedup window is one to recognise.
+  const id = `${CHAOS_NAMESPACES[operation]}#${message.key}`;
+  const { Item } = await DynamoDBDocumentClient.from(world.dynamodb).send(
+    new GetCommand({ TableName: world.idempotencyTable, Key: { id }, ConsistentRead: true }),
+  );
+  if (Item && Number(Item.expiresAt) <= Math.floor(clock.now() / 1000)) return;
+  const blockerKey = `${message.key}-blocker${run.resent.size}`;
+  const blocker = {
+    ...message,
+    key: blockerKey,
+    payload: { ...message.payload, key: blockerKey, behaviour: 'fail-once' as const },
+  };
+  // Both came later than the schedule's messages: left out of the order check, as a redrive is.
+  run.resent.add(message.key).add(blockerKey);
+  let copyId = '';
+  for (const envelope of [blocker, message]) {
+    const { MessageId = '' } = await world.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queue.url,
+        MessageBody: JSON.stringify({ ...envelope, publishedAt: new Date(clock.now()).toISOString() }),
+        MessageGroupId: envelope.groupId,
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    copyId = MessageId;
+  }
+  for (let round = 0; round < LATE_COPY_DELIVERIES; round++) {
+    await expireVisibility(world.sqs, queue.url, inFlight);
+    const { answered, givenBack } = await deliver(context, [context.container]);
+    await deadLetterGivenBack(context, givenBack);
+    if (answered.some((record) => record.messageId === copyId)) break;
+  }
+  clock.advance(HALF_TTL_MS + 3_600_000);
+  await expireVisibility(world.sqs, queue.url, inFlight);
+  await redrive(world.sqs, dlq.url, queue.url, run.resent);
+}
+
+/**
+ * What SQS does after a message's last allowed receive: moves it to the DLQ, body and group kept.
+ * Only records an invocation answered and gave back: each such delivery had its chance to keep
+ * its key's record (DESIGN §2); a delivery that died had none.
+ */
+async function deadLetterGivenBack(
+  context: Pick<StepContext, 'world' | 'queue' | 'dlq' | 'inFlight'>,
+  givenBack: readonly SQSRecord[],
+): Promise<void> {
+  const { world, queue, dlq, inFlight } = context;
+  for (const record of givenBack) {
+    if (!inFlight.has(record.messageId)) continue;
+    await world.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: dlq.url,
+        MessageBody: record.body,
+        MessageGroupId: record.attributes.MessageGroupId,
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    await world.sqs.send(
+      new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: record.receiptHandle }),
+    );
+    inFlight.delete(record.messageId);
+  }
+}
+
+/** What one delivery came to: the records an invocation answered for, and those it gave back. */
+interface Delivery {
+  /** Every record of the batch when an invocation answered and none died; else none. */
+  answered: SQSRecord[];
+  /** The answered records that were reported failed and not acknowledged by another invocation. */
+  givenBack: SQSRecord[];
 }
 
 /**
@@ -225,7 +321,7 @@ async function deliver(
   context: Pick<StepContext, 'world' | 'queue' | 'clock' | 'inFlight' | 'run'>,
   containers: ConsumerContainer[],
   crash?: CrashPoint,
-): Promise<void> {
+): Promise<Delivery> {
   const { world, queue, clock, inFlight, run } = context;
   const { Messages = [] } = await world.sqs.send(
     new ReceiveMessageCommand({
@@ -236,7 +332,7 @@ async function deliver(
       MessageAttributeNames: ['All'],
     }),
   );
-  if (Messages.length === 0) return;
+  if (Messages.length === 0) return { answered: [], givenBack: [] };
   const records = Messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION));
   for (const record of records) {
     inFlight.set(record.messageId, record.receiptHandle);
@@ -284,13 +380,18 @@ async function deliver(
     markCrash(target, crash ?? 'in-flight');
     for (const record of records.slice(1)) markCrash(keyOfBody(record), 'in-flight');
   }
-  if (crash === 'before-ack') return; // it answered, then died before Lambda deleted anything
+  // It answered, then died before Lambda deleted anything.
+  if (crash === 'before-ack') return { answered: [], givenBack: [] };
   const acknowledged = new Set<string>();
+  const givenBack = new Set<SQSRecord>();
   for (const response of responses) {
     if (response === 'died' || response === 'failed') continue;
     const failed = failedMessageIds(response, { Records: records });
     if (failed === 'all') continue;
-    for (const record of records) if (!failed.has(record.messageId)) acknowledged.add(record.messageId);
+    for (const record of records) {
+      if (failed.has(record.messageId)) givenBack.add(record);
+      else acknowledged.add(record.messageId);
+    }
   }
   for (const record of records) {
     if (!acknowledged.has(record.messageId)) continue;
@@ -299,6 +400,13 @@ async function deliver(
       .catch(() => undefined); // as Lambda's event source: a failed delete only brings the message back
     inFlight.delete(record.messageId);
   }
+  if (responses.some((response) => response === 'died' || response === 'failed')) {
+    return { answered: [], givenBack: [] };
+  }
+  return {
+    answered: records,
+    givenBack: [...givenBack].filter((record) => !acknowledged.has(record.messageId)),
+  };
 }
 
 /** Messages left in flight become visible again, as when their visibility timeout runs out. */

@@ -63,6 +63,13 @@ export type Step =
   | { kind: 'republish'; index: number }
   /** Message `index` arrives again after SQS's 5-minute window (same envelope, new deduplication id). */
   | { kind: 'resend-after-window'; index: number }
+  /**
+   * Message `index` is published again half the records' TTL later, with a fresh `publishedAt`,
+   * behind a new record of its group that fails once; one delivery; SQS dead-letters what that
+   * delivery gave back, as after its last allowed receive; once the key's first record has expired
+   * (the copy still inside its own horizon), the DLQ is redriven (DESIGN §2).
+   */
+  | { kind: 'late-republication'; index: number }
   /** The DLQ's messages are moved back to the queue. */
   | { kind: 'redrive' }
   /** The clock jumps past every lease, or past the records' TTL. */
@@ -110,6 +117,7 @@ function step(messageCount: number): fc.Arbitrary<Step> {
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire-visibility' as const) }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('republish' as const), index }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('resend-after-window' as const), index }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('late-republication' as const), index }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('redrive' as const) }) },
     {
       weight: 2,

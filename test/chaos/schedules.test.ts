@@ -131,6 +131,62 @@ describe('regressions: schedules that broke an invariant once', () => {
   });
 });
 
+describe('a late re-publication, dead-lettered and redriven after its key’s record expired (DESIGN §2)', () => {
+  it.each(['transactional', 'at-most-once', 'at-least-once'] as const)(
+    '%s: the copy is a duplicate, its effect applied once',
+    async (operation) => {
+      const schedule: Schedule = {
+        messages: [{ group: 0, operation, behaviour: 'ok' }],
+        steps: [{ kind: 'deliver' }, { kind: 'late-republication', index: 0 }],
+        faults: { seed: 5, rates: {} },
+      };
+      const run = await runSchedule(world, schedule);
+      const [key] = run.keys as [string];
+      expect(checkInvariants(run).violations).toEqual([]);
+      // The copy went the whole way: given back, dead-lettered, redriven, received again.
+      const applied =
+        operation === 'transactional'
+          ? run.outcome.transactionalOrder.get(`${run.id}-g0`)?.filter((applied) => applied === key).length
+          : run.ledger.applied.get(key);
+      expect(applied).toBe(1);
+      expect(run.outcome.records.get(key)?.status).toBe('COMPLETED');
+      expect(run.outcome.deadLetters.get(key) ?? []).toEqual([]);
+    },
+  );
+
+  it('behind an original still in flight, its consumer sees it once visibility ran out (seed 45183995, path 11:7:2:2:2:2)', async () => {
+    const schedule: Schedule = {
+      messages: [{ group: 1, operation: 'at-least-once', behaviour: 'ok' }],
+      steps: [
+        { kind: 'deliver', crash: 'before-ack' },
+        { kind: 'late-republication', index: 0 },
+      ],
+      faults: { seed: 0, rates: {} },
+    };
+    const run = await runSchedule(world, schedule);
+    expect(checkInvariants(run).violations).toEqual([]);
+    expect(run.ledger.applied.get(run.keys[0] as string)).toBe(1);
+  });
+
+  it('a second, once its key’s record expired, is a new message, not generated as a repeat (seed 34106888, path 2:18:0:1:2:5:2:2)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 2, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 2, operation: 'transactional', behaviour: 'ok' },
+      ],
+      steps: [
+        { kind: 'late-republication', index: 0 },
+        { kind: 'late-republication', index: 0 },
+        { kind: 'deliver' },
+      ],
+      faults: { seed: 0, rates: {} },
+    };
+    const run = await runSchedule(world, schedule);
+    expect(checkInvariants(run).violations).toEqual([]);
+    expect(run.ledger.applied.get(run.keys[0] as string)).toBe(1);
+  });
+});
+
 describe('leases taken ahead of their turn: a crash at each new step', () => {
   /** Three messages of one group; the batch's first record is the crash target, the second its `next`. */
   const oneGroup = (operation: 'at-most-once' | 'at-least-once', crash: CrashPoint): Schedule => ({
