@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
@@ -79,6 +80,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const fault = decide(incoming, body);
     if (fault?.kind === 'fail-before') return sendError(response, errorAnswer(options.service, 'internal'));
     if (fault?.kind === 'throttle') return sendError(response, errorAnswer(options.service, 'throttling'));
+    if (fault?.kind === 'unprocessed-keys') return sendUnprocessed(response, body);
     if (!(await mayGoOn(fault))) return void response.destroy();
     const answer = await forward(upstream, agent, incoming, body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
@@ -127,6 +129,21 @@ function parseJson(body: Buffer): JsonObject {
   } catch {
     return {};
   }
+}
+
+/** Answers a BatchGetItem as read nothing, every requested key handed back as unprocessed. */
+function sendUnprocessed(response: ServerResponse, body: Buffer): void {
+  const requested = (parseJson(body).RequestItems ?? {}) as JsonObject;
+  const answer = JSON.stringify({
+    Responses: Object.fromEntries(Object.keys(requested).map((table) => [table, []])),
+    UnprocessedKeys: requested,
+  });
+  response.writeHead(200, {
+    'content-type': 'application/x-amz-json-1.0',
+    'x-amzn-requestid': randomUUID(),
+    'content-length': Buffer.byteLength(answer),
+  });
+  response.end(answer);
 }
 
 function sendError(response: ServerResponse, answer: ErrorAnswer): void {

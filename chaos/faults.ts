@@ -18,17 +18,27 @@ export interface ChaosRequest {
  * What the proxy does to one request. `fail-before` and `throttle` answer without forwarding;
  * `lose-answer` lets the upstream apply it, then answers a retryable 500 (or, with `reset`, drops
  * the connection); `delay` forwards after `ms`; `hang` holds it until `releaseHung()` or `close()`.
+ * `unprocessed-keys` answers a BatchGetItem, unforwarded, with every key unprocessed and nothing
+ * read: DynamoDB's answer when it throttles a batch read (an error only when it throttles it all).
  */
 export type Fault =
   | { readonly kind: 'fail-before' }
   | { readonly kind: 'lose-answer'; readonly reset?: boolean }
   | { readonly kind: 'throttle' }
   | { readonly kind: 'delay'; readonly ms: number }
-  | { readonly kind: 'hang' };
+  | { readonly kind: 'hang' }
+  | { readonly kind: 'unprocessed-keys' };
 
 export type FaultKind = Fault['kind'];
 
-export const FAULT_KINDS: readonly FaultKind[] = ['fail-before', 'lose-answer', 'throttle', 'delay', 'hang'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'fail-before',
+  'lose-answer',
+  'throttle',
+  'delay',
+  'hang',
+  'unprocessed-keys',
+];
 
 /** Decides each request's fault; `undefined` lets the request through untouched. */
 export type FaultPlan = (request: ChaosRequest) => Fault | undefined;

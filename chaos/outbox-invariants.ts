@@ -31,7 +31,7 @@ export interface OutboxVerdict {
 
 /**
  * DESIGN §9's promises for one outbox schedule: a write and its messages commit together or not at
- * all; every committed message is on the queue and nothing else is; each group's messages first
+ * all, and one the producer was told wrote nothing (canceled, refused) did not commit; every committed message is on the queue and nothing else is; each group's messages first
  * reached the queue in write order; nothing is left pending; a message reaches SQS again only after
  * a lost answer, a crash or stall of its sender, or a SENT mark that was not written; and no two
  * owners ever held one message's claim at once.
@@ -56,7 +56,7 @@ export function checkOutboxInvariants(run: OutboxRun): OutboxVerdict {
         `business write ${isCommitted ? 'committed' : 'absent'}, ${present.length} of ${write.keys.length} messages`,
       );
     }
-    if (isCommitted && (write.canceled || write.told === 'canceled')) {
+    if (isCommitted && (write.canceled || write.told === 'canceled' || write.told === 'refused')) {
       add(
         name,
         'canceled-but-written',

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { OutboxWriteCanceledError } from '../lambdas/outbox/errors.js';
 import { OUTBOX_ATTRIBUTES as A, type OutboxLayout } from '../lambdas/outbox/layout.js';
 import { Outbox } from '../lambdas/outbox/outbox.js';
 import { groupMarkerImages } from './outbox-observe.js';
+import type { LostWriteAnswer } from './outbox-schedule.js';
 import type { TestClock } from './test-clock.js';
 
 /** Calls of one write in all: the first and the retries, with the same idempotency token. */
@@ -20,8 +22,11 @@ export interface PlannedWrite {
   canceled: boolean;
   /** The business item it puts: a fresh order, or the one item every refused write collides with. */
   businessKey: string;
-  /** What the last call answered. */
-  told: 'written' | 'canceled' | 'failed';
+  /**
+   * What the last call answered: `canceled` by a condition, `refused` by another error that says
+   * nothing was written (not retryable), `failed` when every call failed otherwise.
+   */
+  told: 'written' | 'canceled' | 'refused' | 'failed';
   /** Errors of the calls that failed. */
   errors: string[];
 }
@@ -38,8 +43,18 @@ export class OutboxProducer {
   readonly #outbox: Outbox;
   readonly #layout: OutboxLayout;
   readonly #runId: string;
+  readonly #answers: { loseWriteAnswers: boolean };
+  /** While true, DynamoDB meets each call's token as new: the call comes past the token's 10 minutes. */
+  #pastTokenWindow = false;
 
-  constructor(options: { client: DynamoDBClient; layout: OutboxLayout; clock: TestClock; runId: string }) {
+  constructor(options: {
+    client: DynamoDBClient;
+    layout: OutboxLayout;
+    clock: TestClock;
+    runId: string;
+    /** The proxy's switch that loses every answer of the producer's transactions. */
+    answers: { loseWriteAnswers: boolean };
+  }) {
     this.#outbox = new Outbox({
       client: options.client,
       ...options.layout,
@@ -47,9 +62,23 @@ export class OutboxProducer {
     });
     this.#layout = options.layout;
     this.#runId = options.runId;
+    this.#answers = options.answers;
+    // The outbox keeps the caller's token; DynamoDB gets a fresh one per call (its retries keep it).
+    options.client.middlewareStack.add(
+      (next, context) => async (args) =>
+        this.#pastTokenWindow && context.commandName === 'TransactWriteItemsCommand'
+          ? next({ ...args, input: { ...(args.input as object), ClientRequestToken: randomUUID() } })
+          : next(args),
+      { step: 'initialize', name: 'pastTokenWindow' },
+    );
   }
 
-  async write(index: number, groups: readonly number[], canceled: boolean): Promise<PlannedWrite> {
+  async write(
+    index: number,
+    groups: readonly number[],
+    canceled: boolean,
+    lostAnswer?: LostWriteAnswer,
+  ): Promise<PlannedWrite> {
     const id = this.#runId;
     const planned: PlannedWrite = {
       index,
@@ -62,6 +91,8 @@ export class OutboxProducer {
     };
     const token = randomUUID();
     for (let call = 1; call <= WRITE_CALLS; call++) {
+      this.#answers.loseWriteAnswers = lostAnswer !== undefined && call === 1;
+      this.#pastTokenWindow = lostAnswer === 'past-window' && call > 1;
       try {
         await this.#outbox.write({
           writes: [
@@ -94,6 +125,13 @@ export class OutboxProducer {
           planned.told = 'canceled';
           return planned;
         }
+        if (error instanceof OncelyError && !error.retryable) {
+          planned.told = 'refused';
+          return planned;
+        }
+      } finally {
+        this.#answers.loseWriteAnswers = false;
+        this.#pastTokenWindow = false;
       }
     }
     return planned;

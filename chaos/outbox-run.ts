@@ -78,7 +78,13 @@ export async function runOutboxSchedule(world: OutboxWorld, schedule: OutboxSche
     run: { id, schedule, writes: [], traffic, sends, claims: new ClaimLog(), crashes: 0, stalls: 0 },
     invocations: [],
   };
-  const producer = new OutboxProducer({ client: producerClient, layout: world.layout, clock, runId: id });
+  const producer = new OutboxProducer({
+    client: producerClient,
+    layout: world.layout,
+    clock,
+    runId: id,
+    answers: traffic,
+  });
   try {
     await world.dynamodb.send(
       new PutItemCommand({
@@ -118,7 +124,7 @@ export async function runOutboxSchedule(world: OutboxWorld, schedule: OutboxSche
 async function runStep(step: OutboxStep, context: RunContext, producer: OutboxProducer): Promise<void> {
   switch (step.kind) {
     case 'write':
-      return write(context, producer, step.groups, step.canceled);
+      return write(context, producer, step);
     case 'relay':
       return relay(context, step.shard, step.crash);
     case 'sweep':
@@ -142,8 +148,12 @@ async function runStep(step: OutboxStep, context: RunContext, producer: OutboxPr
 }
 
 /** The producer's write; the markers it inserted go on the stream, in its group's shard. */
-async function write(context: RunContext, producer: OutboxProducer, groups: number[], canceled: boolean) {
-  const planned = await producer.write(context.run.writes.length, groups, canceled);
+async function write(
+  context: RunContext,
+  producer: OutboxProducer,
+  { groups, canceled, lostAnswer }: Extract<OutboxStep, { kind: 'write' }>,
+) {
+  const planned = await producer.write(context.run.writes.length, groups, canceled, lostAnswer);
   context.run.writes.push(planned);
   const markers = await insertedMarkers(context.world.dynamodb, context.world.layout, planned);
   for (const { position, image } of markers) context.stream.insert(groups[position] as number, image);

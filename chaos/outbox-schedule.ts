@@ -18,9 +18,15 @@ export interface OutboxHalt {
   nth: 1 | 2;
 }
 
+/**
+ * A write whose first call commits and loses every answer; the producer's retry, with the same
+ * token, comes within DynamoDB's 10-minute token window or past it (the token new to DynamoDB).
+ */
+export type LostWriteAnswer = 'within-window' | 'past-window';
+
 export type OutboxStep =
   /** The producer's next write: one message per entry of `groups`; `canceled`: its business write is refused. */
-  | { kind: 'write'; groups: number[]; canceled: boolean }
+  | { kind: 'write'; groups: number[]; canceled: boolean; lostAnswer?: LostWriteAnswer }
   /** One relay invocation with the next records of a stream shard; it may crash. */
   | { kind: 'relay'; shard: 0 | 1; crash?: OutboxHalt }
   /** Sweeper runs at once; the first may crash. */
@@ -34,9 +40,14 @@ export type OutboxStep =
   /** The clock jumps past every claim's lease. */
   | { kind: 'clock-jump' };
 
+/** Faults on the BatchGetItem with which a retried write checks whether its earlier call committed. */
+export type TokenCheckFaultKind = 'unprocessed-keys' | 'throttle';
+
 export interface OutboxFaultProfile {
   seed: number;
   rates: Partial<Record<SeededFaultKind, number>>;
+  /** Rates of the token check's own faults, on top of `rates`. */
+  tokenCheck?: Partial<Record<TokenCheckFaultKind, number>>;
 }
 
 export interface OutboxSchedule {
@@ -55,6 +66,13 @@ const FAULT_RATES: readonly OutboxFaultProfile['rates'][] = [
   { 'lose-answer': 0.25 },
 ];
 
+const TOKEN_CHECK_RATES: readonly NonNullable<OutboxFaultProfile['tokenCheck']>[] = [
+  {},
+  { 'unprocessed-keys': 0.5 },
+  { 'unprocessed-keys': 0.9, throttle: 0.1 },
+  { throttle: 0.5 },
+];
+
 const halt: fc.Arbitrary<OutboxHalt> = fc.record({
   point: fc.constantFrom(...OUTBOX_HALT_POINTS),
   nth: fc.constantFrom<1 | 2>(1, 2),
@@ -68,6 +86,10 @@ const write: fc.Arbitrary<OutboxStep> = fc.record({
   canceled: fc.oneof(
     { weight: 4, arbitrary: fc.constant(false) },
     { weight: 1, arbitrary: fc.constant(true) },
+  ),
+  lostAnswer: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constantFrom<LostWriteAnswer>('within-window', 'past-window') },
   ),
 });
 
@@ -110,5 +132,6 @@ export const outboxScheduleArbitrary: fc.Arbitrary<OutboxSchedule> = fc.record({
   faults: fc.record({
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
     rates: fc.constantFrom(...FAULT_RATES),
+    tokenCheck: fc.constantFrom(...TOKEN_CHECK_RATES),
   }),
 });

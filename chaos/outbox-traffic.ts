@@ -1,4 +1,5 @@
 import type { ChaosRequest, Fault, FaultPlan, JsonObject } from './faults.js';
+import { fnv1a32, mulberry32 } from './hash.js';
 import type { OutboxFaultProfile } from './outbox-schedule.js';
 import type { SendLog } from './outbox-sends.js';
 import { seededFaultPlan } from './seeded-plan.js';
@@ -16,12 +17,16 @@ export class OutboxTraffic {
   faults = true;
   /** While true, every SendMessageBatch is refused before it reaches SQS. */
   sqsDown = false;
+  /** While true, the producer's transactions are applied and every answer is lost. */
+  loseWriteAnswers = false;
   /** Sends refused because SQS was down. */
   outageRefusals = 0;
   readonly plan: FaultPlan;
+  readonly #tokenCheck: FaultPlan;
 
   constructor(profile: OutboxFaultProfile, runId: string, sends: SendLog) {
     const seeded = seededFaultPlan({ seed: profile.seed, rates: profile.rates });
+    this.#tokenCheck = tokenCheckPlan(profile);
     this.plan = (request) => {
       const fault = this.#decide(request, seeded, runId);
       if (request.operation === 'SendMessageBatch' && !(fault && REFUSALS.has(fault.kind))) {
@@ -36,8 +41,26 @@ export class OutboxTraffic {
       this.outageRefusals++;
       return { kind: 'fail-before' };
     }
-    return this.faults ? seeded({ ...request, body: fingerprintBody(request.body, runId) }) : undefined;
+    if (!this.faults) return undefined;
+    if (this.loseWriteAnswers && request.operation === 'TransactWriteItems') return { kind: 'lose-answer' };
+    return this.#tokenCheck(request) ?? seeded({ ...request, body: fingerprintBody(request.body, runId) });
   }
+}
+
+/**
+ * The faults of the outbox's token check (a retried write reading its messages back): its
+ * BatchGetItems, the producer's alone and one at a time, draw in turn from the schedule's seed.
+ */
+function tokenCheckPlan(profile: OutboxFaultProfile): FaultPlan {
+  const unprocessed = profile.tokenCheck?.['unprocessed-keys'] ?? 0;
+  const throttle = profile.tokenCheck?.throttle ?? 0;
+  let reads = 0;
+  return (request) => {
+    if (request.operation !== 'BatchGetItem') return undefined;
+    const draw = mulberry32(fnv1a32(`${profile.seed}\u0000token-check\u0000${++reads}`))();
+    if (draw < unprocessed) return { kind: 'unprocessed-keys' };
+    return draw < unprocessed + throttle ? { kind: 'throttle' } : undefined;
+  };
 }
 
 function deduplicationIds(body: JsonObject): string[] {

@@ -48,6 +48,16 @@ export class OutboxTokenReusedError extends OncelyError {
   readonly retryable = false;
 }
 
+/**
+ * Whether the write committed is unknown: an earlier call with its `clientRequestToken` may have, and
+ * its messages could not be read back to tell (DynamoDB throttled the read). Retry the same write
+ * with the same token: it then succeeds without writing twice, or writes it once.
+ */
+export class OutboxWriteOutcomeUnknownError extends OncelyError {
+  static readonly errorName: string = 'OutboxWriteOutcomeUnknownError';
+  readonly retryable = true;
+}
+
 /** More items than one transaction takes. Nothing was written. */
 export class OutboxTooManyItemsError extends OncelyError {
   static readonly errorName: string = 'OutboxTooManyItemsError';

@@ -13,6 +13,7 @@ export {
   OutboxWriteCanceledError,
   OutboxWriteConflictError,
   type OutboxWriteFailure,
+  OutboxWriteOutcomeUnknownError,
 } from './errors.js';
 export {
   DEFAULT_PARTITION_KEY,

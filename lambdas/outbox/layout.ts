@@ -42,6 +42,8 @@ export const OUTBOX_ATTRIBUTES = {
   sentAt: 'sentAt',
   sentBy: 'sentBy',
   expiresAt: 'expiresAt',
+  /** The `clientRequestToken` of the write that put the item: a retry of that write finds it. */
+  writeToken: 'writeToken',
   /** On pending markers only: the sparse index's partition key. */
   pending: 'outboxPending',
 } as const;

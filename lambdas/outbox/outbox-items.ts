@@ -39,6 +39,14 @@ export interface OutboxItem {
   messageId?: string;
 }
 
+/** What a sweep's listing found below its bound. */
+export interface PendingGroups {
+  /** Each group with a pending marker below the bound, once, in the order of its oldest one. */
+  groupIds: string[];
+  /** Pending markers read below the bound. */
+  markers: number;
+}
+
 /** A claimed item SQS accepted, with the id SQS gave it. */
 export interface SentItem {
   item: OutboxItem;
@@ -222,25 +230,37 @@ export class OutboxItems {
     return Items.map(toPending);
   }
 
+  /** The oldest message pending since before `beforeMs`, from the sparse index of markers. */
+  async oldestPendingBefore(beforeMs: number): Promise<PendingMessage | undefined> {
+    const { Items = [] } = await this.#documents.send(
+      new QueryCommand({ ...this.#pendingQuery(beforeMs), Limit: 1 }),
+    );
+    return Items.map(toPending)[0];
+  }
+
   /**
-   * Pending messages written before `beforeMs`, oldest first, from the sparse index of markers (no
-   * lock, eventually consistent: a list of candidates that claims then settle). Up to `limit`.
+   * Each group with a message pending since before `beforeMs`, once, in the order of its oldest such
+   * message: the index is paged through to its end below the bound, while `keepListing()` allows,
+   * reading only the group ids. A query cannot skip a group's further markers, so a group with
+   * many never hides the groups behind it, as a bound on the markers read would.
    */
-  async pendingBefore(beforeMs: number, limit: number): Promise<PendingMessage[]> {
-    const found: PendingMessage[] = [];
+  async pendingGroupsBefore(beforeMs: number, keepListing: () => boolean): Promise<PendingGroups> {
+    const groupIds = new Set<string>();
+    let markers = 0;
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.#documents.send(
         new QueryCommand({
-          ...this.#pendingQuery(beforeMs),
-          Limit: limit - found.length,
+          ...this.#pendingQuery(beforeMs, { '#group': A.groupId }),
+          ProjectionExpression: '#group',
           ExclusiveStartKey: startKey,
         }),
       );
-      found.push(...(page.Items ?? []).map(toPending));
+      for (const item of page.Items ?? []) groupIds.add(String(item[A.groupId]));
+      markers += page.Count ?? 0;
       startKey = page.LastEvaluatedKey;
-    } while (startKey && found.length < limit);
-    return found;
+    } while (startKey && keepListing());
+    return { groupIds: [...groupIds], markers };
   }
 
   /** How many messages written before `beforeMs` are still pending (from the sparse index). */
@@ -257,12 +277,12 @@ export class OutboxItems {
     return count;
   }
 
-  #pendingQuery(beforeMs: number) {
+  #pendingQuery(beforeMs: number, names: Record<string, string> = {}) {
     return {
       TableName: this.layout.tableName,
       IndexName: OUTBOX_PENDING_INDEX,
       KeyConditionExpression: '#pending = :pending AND #order < :before',
-      ExpressionAttributeNames: { '#pending': A.pending, '#order': A.order },
+      ExpressionAttributeNames: { '#pending': A.pending, '#order': A.order, ...names },
       ExpressionAttributeValues: { ':pending': PENDING_PARTITION, ':before': orderBefore(beforeMs) },
     };
   }

@@ -4,7 +4,7 @@ import {
   IdempotentParameterMismatchException,
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -31,6 +31,7 @@ import {
   orderKey,
   PENDING_PARTITION,
 } from './layout.js';
+import { committedUnder } from './write-token-check.js';
 
 /** One message for the outbox, as the publisher takes it (DESIGN §6): `{ type, groupId, key?, payload }`. */
 export type OutboxMessage = PublishMessage;
@@ -98,7 +99,9 @@ export class Outbox {
   /**
    * Commits `writes` and `messages` together. Throws OutboxValidationError (bad messages),
    * OutboxTooManyItemsError, OutboxWriteCanceledError (a condition failed: it names the write or
-   * message), OutboxWriteConflictError (retry it); in each case nothing was written.
+   * message), OutboxWriteConflictError (retry it), OutboxTokenReusedError; in each case nothing was
+   * written. OutboxWriteOutcomeUnknownError: an earlier call with the token may have committed;
+   * retry with the same token.
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
     const writes = input.writes ?? [];
@@ -111,6 +114,7 @@ export class Outbox {
           `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
       );
     }
+    const token = input.clientRequestToken ?? randomUUID();
     const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
       const order = orderKey(createdAt, message.index, message.key);
       return [
@@ -126,6 +130,7 @@ export class Outbox {
               [A.body]: message.body,
               [A.createdAt]: createdAt,
               [A.order]: order,
+              [A.writeToken]: token,
             },
             // A key already in the outbox was published (or is being): never a second time.
             ConditionExpression: 'attribute_not_exists(#pk)',
@@ -150,19 +155,30 @@ export class Outbox {
       await this.#documents.send(
         new TransactWriteCommand({
           TransactItems: [...writes, ...outboxItems],
-          ClientRequestToken: input.clientRequestToken ?? randomUUID(),
+          ClientRequestToken: token,
         }),
       );
     } catch (error) {
+      const keys = prepared.map((message) => message.key);
       if (error instanceof IdempotentParameterMismatchException) {
         // Each call stamps its bodies anew, so a retry never matches its first call exactly: if that
-        // call committed (its answer lost), every message of it is in the outbox, and the write is done.
-        if (await this.#allInOutbox(prepared)) return { keys: prepared.map((message) => message.key) };
+        // call committed (its answer lost), every message of it is in the outbox under this token.
+        if (await committedUnder(this.#documents, this.layout, keys, token)) return { keys };
         throw new OutboxTokenReusedError(
-          `clientRequestToken "${input.clientRequestToken}" was used in the last 10 minutes for a different ` +
+          `clientRequestToken "${token}" was used in the last 10 minutes for a different ` +
             'write; nothing was written. Give each write its own token, and reuse it only to retry that write.',
           { cause: error },
         );
+      }
+      // Past DynamoDB's 10 minutes the token is new to it: a retry of a write that committed runs
+      // again, and is canceled by its own messages' keys. The token kept on them tells it apart
+      // from another write of the same messages.
+      if (
+        input.clientRequestToken !== undefined &&
+        messageKeyTaken(error, writes.length) &&
+        (await committedUnder(this.#documents, this.layout, keys, token))
+      ) {
+        return { keys };
       }
       throw canceled(error, writes.length, prepared) ?? error;
     }
@@ -180,20 +196,6 @@ export class Outbox {
     return { now, createdAt };
   }
 
-  async #allInOutbox(prepared: readonly PreparedMessage[]): Promise<boolean> {
-    const { Responses } = await this.#documents.send(
-      new BatchGetCommand({
-        RequestItems: {
-          [this.layout.tableName]: {
-            Keys: prepared.map((message) => itemKey(this.layout, message.key)),
-            ConsistentRead: true,
-          },
-        },
-      }),
-    );
-    return (Responses?.[this.layout.tableName]?.length ?? 0) === prepared.length;
-  }
-
   #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {
     try {
       return validatePublishRequest({ messages }, { maxMessageBytes: this.#maxMessageBytes }, now).prepared;
@@ -202,6 +204,17 @@ export class Outbox {
       throw error;
     }
   }
+}
+
+/** Whether DynamoDB canceled the transaction because a message's key is already in the outbox. */
+function messageKeyTaken(error: unknown, writeCount: number): boolean {
+  if (!(error instanceof TransactionCanceledException)) return false;
+  return (error.CancellationReasons ?? []).some(
+    (reason, position) =>
+      position >= writeCount &&
+      (position - writeCount) % ITEMS_PER_MESSAGE === 0 &&
+      reason.Code === 'ConditionalCheckFailed',
+  );
 }
 
 /** The typed error for a canceled transaction, naming what stopped it; undefined for any other error. */

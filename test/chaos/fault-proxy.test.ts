@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   DynamoDBClient,
   GetItemCommand,
@@ -156,6 +157,22 @@ describe('fault proxy in front of DynamoDB Local, with the real SDK', () => {
     expect(output.$metadata.attempts).toBe(2);
     expect(decisions).toEqual(['THROTTLING']);
     expect(await readItem(table, id)).toEqual({ id, token: 'mine' });
+  });
+
+  it('unprocessed-keys answers BatchGetItem with every key unprocessed and nothing read; the SDK does not retry it', async () => {
+    const id = randomUUID();
+    await putOnce(direct, id, 'mine');
+    proxy.setPlan(onOperation('BatchGetItem', { kind: 'unprocessed-keys' }, 1));
+    const request = { [table]: { Keys: [{ id: { S: id } }], ConsistentRead: true } };
+
+    const first = await client.send(new BatchGetItemCommand({ RequestItems: request }));
+    const second = await client.send(new BatchGetItemCommand({ RequestItems: request }));
+
+    expect(first.Responses).toEqual({ [table]: [] });
+    expect(first.UnprocessedKeys).toEqual(request);
+    expect(first.$metadata.attempts).toBe(1);
+    expect(second.Responses?.[table]).toEqual([{ id: { S: id }, token: { S: 'mine' } }]);
+    expect(proxy.stats()).toMatchObject({ requests: { BatchGetItem: 2 }, faults: { 'unprocessed-keys': 1 } });
   });
 
   it('delay forwards the request after the delay', async () => {

@@ -17,9 +17,11 @@ describe('generated outbox schedules', () => {
     expect(report.counterexample, replay).toBeUndefined();
     expect(report.schedules).toBe(40);
     expect(report.violations, replay).toBe(0);
-    // They did meet trouble: faults on both services, refused writes, crashes, copies sent again.
+    // They did meet trouble: faults on both services (the token check's too), refused writes,
+    // crashes, copies sent again.
     expect(report.faults['fail-before']).toBeGreaterThan(0);
     expect(report.faults['lose-answer']).toBeGreaterThan(0);
+    expect(report.faults['unprocessed-keys']).toBeGreaterThan(0);
     expect(report.writes.canceled).toBeGreaterThan(0);
     expect(report.crashes).toBeGreaterThan(0);
     expect(report.duplicateSends).toBeGreaterThan(0);
@@ -89,6 +91,38 @@ describe('schedules that meet one trouble each', () => {
       ...(run.writes[0]?.keys ?? []),
       ...(run.writes[2]?.keys ?? []),
     ]);
+  });
+
+  it.each(['within-window', 'past-window'] as const)(
+    'a write whose first call lost every answer, retried %s: told written, committed once',
+    async (lostAnswer) => {
+      const schedule: OutboxSchedule = {
+        steps: [{ kind: 'write', groups: [0, 0], canceled: false, lostAnswer }],
+        faults: noFaults,
+      };
+      const run = await runOutboxSchedule(world, schedule);
+      expect(checkOutboxInvariants(run).violations).toEqual([]);
+      expect(run.writes[0]).toMatchObject({
+        told: 'written',
+        errors: [expect.stringContaining('InternalServerError')],
+      });
+      expect(run.outcome.received.map((message) => message.key)).toEqual(run.writes[0]?.keys);
+    },
+  );
+
+  it('a retried write whose token check is never answered in full is told its outcome is unknown, never canceled', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [{ kind: 'write', groups: [2], canceled: false, lostAnswer: 'past-window' }],
+      faults: { ...noFaults, tokenCheck: { 'unprocessed-keys': 1 } },
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    expect(checkOutboxInvariants(run).violations).toEqual([]);
+    expect(run.writes[0]?.told).toBe('failed');
+    expect(run.writes[0]?.errors.slice(1)).toEqual([
+      expect.stringMatching(/^OutboxWriteOutcomeUnknownError: /),
+      expect.stringMatching(/^OutboxWriteOutcomeUnknownError: /),
+    ]);
+    expect(run.outcome.received.map((message) => message.key)).toEqual(run.writes[0]?.keys);
   });
 
   it('SQS down while the relay runs: the group is left pending with its error, and the drain delivers it', async () => {

@@ -363,6 +363,66 @@ describe('the sweeper', () => {
     refusing.destroy();
   });
 
+  it('finds a group behind more than 1,000 old markers of a group whose sends keep failing', async () => {
+    // Group A's 1,008 markers are all older than B's one: a sweeper that looked at the 1,000 oldest
+    // markers only ever found A (issue 26, finding 5).
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    for (let write = 0; write < 21; write++) {
+      const messages = Array.from({ length: 48 }, (_, i) => ({
+        type: 'OrderPlaced',
+        groupId: 'starving-a',
+        key: `starving-a-${write}-${i}`,
+        payload: { write, i },
+      }));
+      await outbox.write({ messages });
+    }
+    const [behind] = await writeMessages('starving-b', 1, outbox);
+    const refusing = localSqsClient(1);
+    injectEntryFaults(refusing, (entry) =>
+      entry.groupId === 'starving-a' ? { when: 'before-sending', ...PERMANENT } : undefined,
+    );
+    const report = await sweep({
+      ...senderOptions(dynamodb, refusing, layout, queue.url),
+      sweepAfterMs: 0,
+      stuckAfterMs: 60_000,
+      timeLeftMs: forever,
+    });
+
+    expect(report.groups.find((group) => group.groupId === 'starving-b')?.sent).toEqual([behind]);
+    expect(report.found).toBe(1_009);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([behind]);
+    refusing.destroy();
+  });
+
+  it('drains at most maxGroupsPerRun groups a run, and across runs reaches the group behind a failing one', async () => {
+    await writeMessages('turn-a', 2);
+    const [behind] = await writeMessages('turn-b', 1);
+    const refusing = localSqsClient(1);
+    injectEntryFaults(refusing, (entry) =>
+      entry.groupId === 'turn-a' ? { when: 'before-sending', ...PERMANENT } : undefined,
+    );
+    const run = () =>
+      sweep({
+        ...senderOptions(dynamodb, refusing, layout, queue.url),
+        sweepAfterMs: 0,
+        stuckAfterMs: 60_000,
+        timeLeftMs: forever,
+        maxGroupsPerRun: 1,
+      });
+    // Each run starts at a random group of the two: B waits 1 run in 2 on average; 40 runs bound it.
+    let runs = 0;
+    let sent: string[] = [];
+    while (sent.length === 0 && runs < 40) {
+      const report = await run();
+      runs++;
+      expect(report.groups).toHaveLength(1);
+      sent = report.groups.find((group) => group.groupId === 'turn-b')?.sent ?? [];
+    }
+    expect(sent).toEqual([behind]);
+    expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([behind]);
+    refusing.destroy();
+  });
+
   it('makes two queries when nothing is pending: the listing and the oldest age', async () => {
     const empty = await createOutboxTable(dynamodb, 'empty');
     const client = localDynamoClient();

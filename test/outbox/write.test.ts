@@ -1,6 +1,10 @@
 import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startFaultProxy } from '../../chaos/fault-proxy.js';
+import type { Fault } from '../../chaos/faults.js';
+import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { deriveMessageKey } from '../../lambdas/common/message-key.js';
 import {
   OUTBOX_ENVIRONMENT,
@@ -10,11 +14,12 @@ import {
   OutboxTooManyItemsError,
   OutboxValidationError,
   OutboxWriteCanceledError,
+  OutboxWriteOutcomeUnknownError,
 } from '../../lambdas/outbox/index.js';
 import type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable } from '../support/outbox.js';
-import { loseAnswers } from '../support/sdk-middleware.js';
+import { forgetTokens, loseAnswers } from '../support/sdk-middleware.js';
 
 let dynamodb: DynamoDBClient;
 let layout: OutboxLayout;
@@ -238,6 +243,81 @@ describe('retrying a write with its clientRequestToken', () => {
     expect(items.filter((item) => item.pk === 'order#r-2' || item.outboxKey === 'placed-r-2')).toHaveLength(
       3,
     );
+  });
+
+  /** A client through a fault proxy whose plan gives every BatchGetItem `fault`, `times` times. */
+  async function tokenCheckFaulted(fault: Fault, times?: number) {
+    const proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+    proxy.setPlan(
+      targetedFaultPlan({ match: (request) => request.operation === 'BatchGetItem', fault, times }),
+    );
+    return { proxy, client: dynamoDbClientVia(proxy) };
+  }
+
+  /** The first call commits and loses every answer; the caller's retry is stamped anew. */
+  async function committedWithLostAnswer(orderId: string, token: string) {
+    const losing = clientLosingEveryAnswer();
+    await expect(new Outbox({ client: losing, ...layout }).write(input(orderId, token))).rejects.toThrow();
+    losing.destroy();
+  }
+
+  it('succeeds when the token check of a committed write comes back unprocessed once (throttled)', async () => {
+    await committedWithLostAnswer('r-5', 'token-r-5');
+    const { proxy, client } = await tokenCheckFaulted({ kind: 'unprocessed-keys' }, 1);
+
+    const written = await new Outbox({ client, ...layout }).write(input('r-5', 'token-r-5'));
+
+    expect(written).toEqual({ keys: ['placed-r-5'] });
+    expect(proxy.stats().faults['unprocessed-keys']).toBe(1);
+    client.destroy();
+    await proxy.close();
+  });
+
+  it.each([
+    { fault: { kind: 'unprocessed-keys' } as const, how: 'unprocessed on every try' },
+    { fault: { kind: 'throttle' } as const, how: 'throttled on every try' },
+  ])('never says "nothing was written" of a committed write whose token check is $how', async ({ fault }) => {
+    const orderId = `r-6-${fault.kind}`;
+    await committedWithLostAnswer(orderId, `token-${orderId}`);
+    const { proxy, client } = await tokenCheckFaulted(fault);
+
+    const error = await new Outbox({ client, ...layout })
+      .write(input(orderId, `token-${orderId}`))
+      .catch((caught: unknown) => caught);
+
+    expect((error as Error).message).not.toContain('nothing was written');
+    expect(error).toMatchObject({ name: 'OutboxWriteOutcomeUnknownError', retryable: true });
+    expect(error).toBeInstanceOf(OutboxWriteOutcomeUnknownError);
+    expect((await itemsOf(layout.tableName)).filter((item) => item.pk === `order#${orderId}`)).toHaveLength(
+      1,
+    );
+    client.destroy();
+    await proxy.close();
+  });
+
+  it('succeeds when a committed write is retried with its token after DynamoDB forgot it (10 minutes on)', async () => {
+    await committedWithLostAnswer('r-7', 'token-r-7');
+    const later = localDynamoClient();
+    forgetTokens(later);
+
+    const written = await new Outbox({ client: later, ...layout }).write(input('r-7', 'token-r-7'));
+
+    expect(written).toEqual({ keys: ['placed-r-7'] });
+    const items = await itemsOf(layout.tableName);
+    expect(items.filter((item) => item.pk === 'order#r-7' || item.outboxKey === 'placed-r-7')).toHaveLength(
+      3,
+    );
+    later.destroy();
+  });
+
+  it('refuses the same messages written again under another token: another write, not a retry', async () => {
+    const outbox = new Outbox({ client: dynamodb, ...layout });
+    await outbox.write({ ...input('r-8', 'token-r-8'), writes: [] });
+    const error = await outbox
+      .write({ ...input('r-8', 'token-r-8-again'), writes: [orderWrite('r-8-again')] })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OutboxWriteCanceledError);
+    expect((await itemsOf(layout.tableName)).some((item) => item.pk === 'order#r-8-again')).toBe(false);
   });
 
   it('refuses a token used for a different write, writing nothing', async () => {

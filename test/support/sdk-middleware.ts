@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
 /**
@@ -65,6 +66,21 @@ export function loseAnswers(
       return lost;
     },
   };
+}
+
+/**
+ * Makes DynamoDB meet every TransactWriteItems call's token as new, as it does once the token's
+ * 10-minute window has passed: each call's token is swapped for a fresh one before it leaves (the
+ * SDK's retries of that call keep it). The caller's code still sees its own token.
+ */
+export function forgetTokens(client: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) =>
+      context.commandName === 'TransactWriteItemsCommand'
+        ? next({ ...args, input: { ...(args.input as object), ClientRequestToken: randomUUID() } })
+        : next(args),
+    { step: 'initialize', name: `forgetTokens${Math.random()}` },
+  );
 }
 
 /** Whether a marshalled UpdateItem/PutItem input sets `status` to `status` (by its `:status` value). */
