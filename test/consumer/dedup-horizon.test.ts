@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
@@ -99,6 +100,38 @@ async function redrive(dlq: FifoQueue, queue: FifoQueue, key: string) {
   await world.sqs.send(new DeleteMessageCommand({ QueueUrl: dlq.url, ReceiptHandle: dead.ReceiptHandle }));
 }
 
+/** A consumer of `operation` on its own store (the table's, through `client`), dead-lettering to `dlqUrl`. */
+function consumerOf(
+  operation: ConsumerOperation,
+  dlqUrl: string,
+  store: { client?: DynamoDBClient; now?: () => number } = {},
+) {
+  const metrics = metricsRecorder();
+  const handler = middy<SQSEvent, SQSBatchResponse>().use(
+    fifoBatch({
+      store: new DynamoDBIdempotencyStore({
+        client: store.client ?? world.dynamodb,
+        tableName: world.tables[0] as string,
+        ttlSeconds: TTL_SECONDS,
+        now: store.now,
+      }),
+      operations: { Named: operation },
+      deadLetterQueue: { client: world.sqs, queueUrl: dlqUrl },
+      logger: silentLogger(),
+      metrics,
+    }),
+  );
+  return { handler, metrics };
+}
+
+/** A message of `name` in `groupId`, under a key of its own. */
+const named = (groupId: string, name: string): OutgoingMessage => ({
+  type: 'Named',
+  groupId,
+  key: `${name}-${randomUUID()}`,
+  payload: { name },
+});
+
 describe.concurrent('the dedup horizon of a re-publication', () => {
   it.each<Mode>(['at-least-once', 'at-most-once', 'transactional'])(
     '%s: a late re-publication, dead-lettered behind a failing record and redriven after the first record expired, does not run again',
@@ -106,29 +139,9 @@ describe.concurrent('the dedup horizon of a re-publication', () => {
       const { queue, dlq } = await world.queuePair({ maxReceiveCount: 2, visibilityTimeoutSeconds: 1 });
       const clock = movableClock();
       const { operation, effects, namespace } = countingOperation(mode);
-      const store = new DynamoDBIdempotencyStore({
-        client: world.dynamodb,
-        tableName: world.tables[0] as string,
-        ttlSeconds: TTL_SECONDS,
-        now: clock.now,
-      });
-      const metrics = metricsRecorder();
-      const handler = middy<SQSEvent, SQSBatchResponse>().use(
-        fifoBatch({
-          store,
-          operations: { Named: operation },
-          deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
-          logger: silentLogger(),
-          metrics,
-        }),
-      );
+      const { handler, metrics } = consumerOf(operation, dlq.url, { now: clock.now });
       const group = `G-${randomUUID().slice(0, 8)}`;
-      const order: OutgoingMessage = {
-        type: 'Named',
-        groupId: group,
-        key: `k-${randomUUID()}`,
-        payload: { name: 'K' },
-      };
+      const order = named(group, 'K');
 
       // K is published and completed: its record lives TTL_SECONDS from now.
       await publishAt(queue, order, clock.now(), 'first');
@@ -138,12 +151,7 @@ describe.concurrent('the dedup horizon of a re-publication', () => {
       // after the first publication, past the record's expiry at 600 s. It sits behind a record of
       // its group that keeps failing, so SQS dead-letters it after maxReceiveCount receives.
       clock.advance(300);
-      const pill: OutgoingMessage = {
-        type: 'Named',
-        groupId: group,
-        key: `p-${randomUUID()}`,
-        payload: { name: 'poison-pill' },
-      };
+      const pill = named(group, 'poison-pill');
       await publishAt(queue, pill, clock.now(), 'pill');
       const republishedAt = clock.now();
       await publishAt(queue, order, republishedAt, 'again');
@@ -240,36 +248,12 @@ describe.concurrent('keeping a record for a returning copy (DynamoDBIdempotencyS
     const client = localDynamoClient();
     const failure = failRequests(client, isKeep);
     const { operation, effects, namespace } = countingOperation('at-least-once');
-    const store = new DynamoDBIdempotencyStore({
-      client,
-      tableName: world.tables[0] as string,
-      ttlSeconds: TTL_SECONDS,
-    });
-    const metrics = metricsRecorder();
-    const handler = middy<SQSEvent, SQSBatchResponse>().use(
-      fifoBatch({
-        store,
-        operations: { Named: operation },
-        deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
-        logger: silentLogger(),
-        metrics,
-      }),
-    );
+    const { handler, metrics } = consumerOf(operation, dlq.url, { client });
     const group = `G-${randomUUID().slice(0, 8)}`;
-    const order: OutgoingMessage = {
-      type: 'Named',
-      groupId: group,
-      key: `k-${randomUUID()}`,
-      payload: { name: 'K' },
-    };
+    const order = named(group, 'K');
     await publishAt(queue, order, Date.now(), 'first');
     await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
-    const pill: OutgoingMessage = {
-      type: 'Named',
-      groupId: group,
-      key: `p-${randomUUID()}`,
-      payload: { name: 'poison-pill' },
-    };
+    const pill = named(group, 'poison-pill');
     await publishAt(queue, pill, Date.now(), 'pill');
     const republishedAt = Date.now() + 120_000; // a producer whose clock is ahead: a later horizon
     await publishAt(queue, order, republishedAt, 'again');
