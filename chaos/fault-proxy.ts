@@ -1,6 +1,7 @@
 import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
+import { failOneEntry } from './entry-failure.js';
 import {
   type ChaosService,
   FAULT_KINDS,
@@ -80,6 +81,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     if (fault?.kind === 'fail-before') return sendError(response, errorAnswer(options.service, 'internal'));
     if (fault?.kind === 'throttle') return sendError(response, errorAnswer(options.service, 'throttling'));
     if (!(await mayGoOn(fault))) return void response.destroy();
+    if (fault?.kind === 'fail-entry') {
+      const send = (rest: Buffer) => forward(upstream, agent, incoming, rest);
+      return sendAnswer(response, await failOneEntry(body, fault.entry, send));
+    }
     const answer = await forward(upstream, agent, incoming, body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
     if (fault.reset) return void response.destroy();

@@ -18,17 +18,28 @@ export interface ChaosRequest {
  * What the proxy does to one request. `fail-before` and `throttle` answer without forwarding;
  * `lose-answer` lets the upstream apply it, then answers a retryable 500 (or, with `reset`, drops
  * the connection); `delay` forwards after `ms`; `hang` holds it until `releaseHung()` or `close()`.
+ * `fail-entry` answers a SendMessageBatch as SQS may when one entry fails on its side: the entry at
+ * `entry` is left out of the forwarded request and listed as failed (`InternalError`, not the
+ * sender's fault), while the others, later entries of its group included, are forwarded and accepted.
  */
 export type Fault =
   | { readonly kind: 'fail-before' }
   | { readonly kind: 'lose-answer'; readonly reset?: boolean }
   | { readonly kind: 'throttle' }
   | { readonly kind: 'delay'; readonly ms: number }
-  | { readonly kind: 'hang' };
+  | { readonly kind: 'hang' }
+  | { readonly kind: 'fail-entry'; readonly entry: number };
 
 export type FaultKind = Fault['kind'];
 
-export const FAULT_KINDS: readonly FaultKind[] = ['fail-before', 'lose-answer', 'throttle', 'delay', 'hang'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'fail-before',
+  'lose-answer',
+  'throttle',
+  'delay',
+  'hang',
+  'fail-entry',
+];
 
 /** Decides each request's fault; `undefined` lets the request through untouched. */
 export type FaultPlan = (request: ChaosRequest) => Fault | undefined;
