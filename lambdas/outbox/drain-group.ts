@@ -36,8 +36,8 @@ export interface DrainReport {
 }
 
 /**
- * How many pending messages of a group are claimed at a time: one SendMessageBatch, and one
- * transaction of SENT marks (two items each, of DynamoDB's 100).
+ * How many pending messages of a group are claimed at a time: one transaction of SENT marks (two
+ * items each, of DynamoDB's 100). They are sent one per SendMessageBatch (see sendRun).
  */
 const CLAIM_AT_ONCE = 10;
 
@@ -98,6 +98,9 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     maxBatchBytes: options.maxBatchBytes,
     retry: options.retry,
     timeLeftMs: options.timeLeftMs,
+    // The outbox never gives a message up, so a failed one is always sent again: had SQS accepted
+    // a later message of its group in the same call, that retry would land behind it (issue 26).
+    onePerGroupPerCall: true,
   });
   // Only the run's leading sent messages are marked: one not sent keeps the rest pending behind it.
   const leading: SentItem[] = [];

@@ -41,7 +41,8 @@ describe('schedules that meet one trouble each', () => {
     const schedule: OutboxSchedule = {
       steps: [
         { kind: 'write', groups: [0, 0], canceled: false },
-        { kind: 'relay', shard: 0, crash: { point: 'after-send', nth: 1 } },
+        // One message of a group per call: the second send is the second message's.
+        { kind: 'relay', shard: 0, crash: { point: 'after-send', nth: 2 } },
       ],
       faults: noFaults,
     };
