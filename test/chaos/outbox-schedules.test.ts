@@ -20,6 +20,7 @@ describe('generated outbox schedules', () => {
     // They did meet trouble: faults on both services, refused writes, crashes, copies sent again.
     expect(report.faults['fail-before']).toBeGreaterThan(0);
     expect(report.faults['lose-answer']).toBeGreaterThan(0);
+    expect(report.faults['fail-entry']).toBeGreaterThan(0);
     expect(report.writes.canceled).toBeGreaterThan(0);
     expect(report.crashes).toBeGreaterThan(0);
     expect(report.duplicateSends).toBeGreaterThan(0);
@@ -90,6 +91,20 @@ describe('schedules that meet one trouble each', () => {
       ...(run.writes[0]?.keys ?? []),
       ...(run.writes[2]?.keys ?? []),
     ]);
+  });
+
+  it('SendMessageBatch answers that fail an entry and accept the later ones of its group: the group stays in order', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [0, 0, 0], canceled: false },
+        { kind: 'relay', shard: 0 },
+      ],
+      faults: { seed: 1, rates: { 'fail-entry': 1 } },
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    expect(checkOutboxInvariants(run).violations).toEqual([]);
+    expect(world.sqsProxy.stats().faults['fail-entry']).toBeGreaterThan(0);
+    expect(run.outcome.received.map((message) => message.key)).toEqual(run.writes[0]?.keys);
   });
 
   it('SQS down while the relay runs: the group is left pending with its error, and the drain delivers it', async () => {
