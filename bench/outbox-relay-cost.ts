@@ -100,7 +100,7 @@ async function relayOnce(layout: OutboxLayout, shape: (typeof SHAPES)[number], l
     sendBatch: sqsBatchSender(sqs, queue.url),
     maxBatchBytes: 262_144,
     retry: OUTBOX_SEND_RETRY,
-    claimMs: 60_000,
+    claimMs: () => 60_000,
     timeLeftMs: () => 60_000,
   });
   const wallMs = performance.now() - started;
