@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
+import { failOneEntry } from './entry-failure.js';
 import {
   type ChaosService,
   FAULT_KINDS,
@@ -82,6 +83,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     if (fault?.kind === 'throttle') return sendError(response, errorAnswer(options.service, 'throttling'));
     if (fault?.kind === 'unprocessed-keys') return sendUnprocessed(response, body);
     if (!(await mayGoOn(fault))) return void response.destroy();
+    if (fault?.kind === 'fail-entry') {
+      const send = (rest: Buffer) => forward(upstream, agent, incoming, rest);
+      return sendAnswer(response, await failOneEntry(body, fault.entry, send));
+    }
     const answer = await forward(upstream, agent, incoming, body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
     if (fault.reset) return void response.destroy();

@@ -20,6 +20,9 @@ export interface ChaosRequest {
  * the connection); `delay` forwards after `ms`; `hang` holds it until `releaseHung()` or `close()`.
  * `unprocessed-keys` answers a BatchGetItem, unforwarded, with every key unprocessed and nothing
  * read: DynamoDB's answer when it throttles a batch read (an error only when it throttles it all).
+ * `fail-entry` answers a SendMessageBatch as SQS may when one entry fails on its side: the entry at
+ * `entry` is left out of the forwarded request and listed as failed (`InternalError`, not the
+ * sender's fault), while the others, later entries of its group included, are forwarded and accepted.
  */
 export type Fault =
   | { readonly kind: 'fail-before' }
@@ -27,7 +30,8 @@ export type Fault =
   | { readonly kind: 'throttle' }
   | { readonly kind: 'delay'; readonly ms: number }
   | { readonly kind: 'hang' }
-  | { readonly kind: 'unprocessed-keys' };
+  | { readonly kind: 'unprocessed-keys' }
+  | { readonly kind: 'fail-entry'; readonly entry: number };
 
 export type FaultKind = Fault['kind'];
 
@@ -38,6 +42,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'delay',
   'hang',
   'unprocessed-keys',
+  'fail-entry',
 ];
 
 /** Decides each request's fault; `undefined` lets the request through untouched. */

@@ -8,7 +8,7 @@ import type { RetryPolicy } from '../lambdas/common/backoff.js';
 import { itemKey, type OutboxLayout } from '../lambdas/outbox/layout.js';
 import { OutboxItems } from '../lambdas/outbox/outbox-items.js';
 import type { SenderOptions } from '../lambdas/outbox/relay.js';
-import { CLAIM_MARGIN_MS } from '../lambdas/outbox/sender-environment.js';
+import { CLAIM_MARGIN_MS, invocationTimes } from '../lambdas/outbox/sender-environment.js';
 import { sqsBatchSender } from '../lambdas/publisher/sqs-batch.js';
 import type { ClaimLog } from './outbox-claims.js';
 import type { OutboxHalt } from './outbox-schedule.js';
@@ -16,12 +16,10 @@ import type { SendLog } from './outbox-sends.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 import type { TestClock } from './test-clock.js';
 
-/** A relay's or sweeper's timeout; its claims last this plus the margin, as the handlers size them. */
+/** A relay's or sweeper's timeout; a claim lasts its time left plus the margin, as the handlers size them. */
 export const INVOCATION_TIMEOUT_MS = 30_000;
 /** Past every claim an invocation makes: a jump "past the lease". */
 export const PAST_CLAIM_MS = INVOCATION_TIMEOUT_MS + CLAIM_MARGIN_MS + 5_000;
-/** What the handlers keep back from the remaining time. */
-const RESERVE_MS = 2_000;
 /** Failed entries are sent again within the invocation, after a few milliseconds, not 50 ms and more. */
 const SEND_RETRY: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 4 };
 /** Bound on waiting for a halted invocation's requests already on the wire. */
@@ -89,9 +87,10 @@ export class OutboxInvocation {
       sendBatch: sqsBatchSender(this.#sqs, options.queueUrl),
       maxBatchBytes: 262_144,
       retry: SEND_RETRY,
-      claimMs: INVOCATION_TIMEOUT_MS + CLAIM_MARGIN_MS,
       // The invocation's deadline follows the schedule's clock, as its claims do.
-      timeLeftMs: () => started + INVOCATION_TIMEOUT_MS - RESERVE_MS - options.clock.now(),
+      ...invocationTimes({
+        getRemainingTimeInMillis: () => started + INVOCATION_TIMEOUT_MS - options.clock.now(),
+      }),
     };
   }
 

@@ -59,11 +59,16 @@ export interface OutboxSchedule {
 /** Message groups a schedule spreads its messages over. */
 export const OUTBOX_GROUPS = 3;
 
+/**
+ * `fail-entry`: SendMessageBatch answers that fail an entry and accept the later entries of its
+ * group, which AWS's per-entry results allow (issue 26).
+ */
 const FAULT_RATES: readonly OutboxFaultProfile['rates'][] = [
   {},
   { 'fail-before': 0.05, 'lose-answer': 0.05, throttle: 0.02 },
-  { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.03, delay: 0.05 },
+  { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.03, delay: 0.05, 'fail-entry': 0.1 },
   { 'lose-answer': 0.25 },
+  { 'fail-entry': 0.3 },
 ];
 
 const TOKEN_CHECK_RATES: readonly NonNullable<OutboxFaultProfile['tokenCheck']>[] = [

@@ -10,7 +10,8 @@ const REFUSALS: ReadonlySet<Fault['kind']> = new Set(['fail-before', 'throttle',
 /**
  * The plan one outbox schedule's proxies follow: the seeded faults (switched off for the drain) and
  * SQS refusing every send while it is down. Whatever the faults, it logs each message entry that
- * reached SQS, by deduplication id, and whether its answer was lost.
+ * reached SQS, by deduplication id, and whether its answer was lost; an entry failed by
+ * `fail-entry` never reaches it.
  */
 export class OutboxTraffic {
   /** Seeded faults on (the steps) or off (the drain). */
@@ -30,7 +31,10 @@ export class OutboxTraffic {
     this.plan = (request) => {
       const fault = this.#decide(request, seeded, runId);
       if (request.operation === 'SendMessageBatch' && !(fault && REFUSALS.has(fault.kind))) {
-        for (const id of deduplicationIds(request.body)) sends.arrived(id, fault?.kind === 'lose-answer');
+        const failed = fault?.kind === 'fail-entry' ? fault.entry : -1;
+        for (const [entry, id] of deduplicationIds(request.body).entries()) {
+          if (entry !== failed) sends.arrived(id, fault?.kind === 'lose-answer');
+        }
       }
       return fault;
     };

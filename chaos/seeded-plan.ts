@@ -1,12 +1,21 @@
-import { type Fault, type FaultPlan, FaultPlanError } from './faults.js';
+import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from './faults.js';
 import { requestFingerprint } from './fingerprint.js';
 import { fnv1a32, mulberry32 } from './hash.js';
 
 /** The faults a seeded plan scatters; `hang` is for targeted plans, as it stops its caller for good. */
-export type SeededFaultKind = 'fail-before' | 'lose-answer' | 'throttle' | 'delay';
+export type SeededFaultKind = 'fail-before' | 'lose-answer' | 'throttle' | 'delay' | 'fail-entry';
 
-/** Fixed order in which the rates partition [0, 1): part of what makes a seed reproducible. */
-const SEEDED_KINDS: readonly SeededFaultKind[] = ['fail-before', 'lose-answer', 'throttle', 'delay'];
+/**
+ * Fixed order in which the rates partition [0, 1): part of what makes a seed reproducible. A kind
+ * added goes last, so that the draws of the others stay where they were.
+ */
+const SEEDED_KINDS: readonly SeededFaultKind[] = [
+  'fail-before',
+  'lose-answer',
+  'throttle',
+  'delay',
+  'fail-entry',
+];
 
 export interface SeededFaultPlanOptions {
   seed: number;
@@ -34,7 +43,7 @@ export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
     seen.set(fingerprint, occurrence);
     const draw = mulberry32(fnv1a32(`${options.seed}\u0000${fingerprint}\u0000${occurrence}`))();
     const kind = thresholds.find(({ upTo }) => draw < upTo)?.kind;
-    return kind ? faultOf(kind, delayMs) : undefined;
+    return kind ? faultOf(kind, delayMs, request) : undefined;
   };
 }
 
@@ -52,6 +61,20 @@ function cumulativeRates(rates: SeededFaultPlanOptions['rates']) {
   return thresholds;
 }
 
-function faultOf(kind: SeededFaultKind, delayMs: number): Fault {
-  return kind === 'delay' ? { kind, ms: delayMs } : { kind };
+function faultOf(kind: SeededFaultKind, delayMs: number, request: ChaosRequest): Fault | undefined {
+  if (kind === 'delay') return { kind, ms: delayMs };
+  if (kind === 'fail-entry') return entryToFail(request);
+  return { kind };
+}
+
+/**
+ * `fail-entry` hits a SendMessageBatch only (other requests go through), at its first entry that a
+ * later entry of its group follows: the answer that could reorder a group. Else at its first entry.
+ */
+function entryToFail(request: ChaosRequest): Fault | undefined {
+  const entries = request.operation === 'SendMessageBatch' ? request.body.Entries : undefined;
+  if (!Array.isArray(entries) || entries.length === 0) return undefined;
+  const groups = entries.map((entry) => (entry as { MessageGroupId?: unknown }).MessageGroupId);
+  const followed = groups.findIndex((group, i) => groups.indexOf(group, i + 1) !== -1);
+  return { kind: 'fail-entry', entry: Math.max(followed, 0) };
 }

@@ -13,8 +13,11 @@ export interface DrainOptions {
   retry: RetryPolicy;
   /** Who claims: one value per invocation, so its own claims (and lost answers) are recognised. */
   owner: string;
-  /** How long a claim lasts: past the invocation's end, so that no one sends what it may be sending. */
-  claimMs: number;
+  /**
+   * How long a claim taken now lasts: past the invocation's end, so that no one sends what it may
+   * be sending. Asked at each claim, as the time left shrinks.
+   */
+  claimMs: () => number;
   /** `relay` or `sweeper`, kept on the SENT item. */
   sentBy: string;
   /** How long the invocation may still work. */
@@ -36,8 +39,8 @@ export interface DrainReport {
 }
 
 /**
- * How many pending messages of a group are claimed at a time: one SendMessageBatch, and one
- * transaction of SENT marks (two items each, of DynamoDB's 100).
+ * How many pending messages of a group are claimed at a time: one transaction of SENT marks (two
+ * items each, of DynamoDB's 100). They are sent one per SendMessageBatch (see sendRun).
  */
 const CLAIM_AT_ONCE = 10;
 
@@ -59,7 +62,7 @@ export async function drainGroup(groupId: string, options: DrainOptions): Promis
     // The head first: whoever holds it holds the group for now, and the others stop here instead
     // of taking scattered messages of it. Then the rest together, in one round trip.
     const [head, ...rest] = pending as [PendingMessage, ...PendingMessage[]];
-    const headClaim = await options.items.claim(head.key, options.owner, options.claimMs);
+    const headClaim = await options.items.claim(head.key, options.owner, options.claimMs());
     if (!headClaim.claimed) {
       report.stoppedAtHeld = head.key;
       break;
@@ -67,7 +70,7 @@ export async function drainGroup(groupId: string, options: DrainOptions): Promis
     const claims = [
       headClaim,
       ...(await Promise.all(
-        rest.map((message) => options.items.claim(message.key, options.owner, options.claimMs)),
+        rest.map((message) => options.items.claim(message.key, options.owner, options.claimMs())),
       )),
     ];
     const firstNotClaimed = claims.findIndex((claim) => !claim.claimed);
@@ -98,6 +101,9 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     maxBatchBytes: options.maxBatchBytes,
     retry: options.retry,
     timeLeftMs: options.timeLeftMs,
+    // The outbox never gives a message up, so a failed one is always sent again: had SQS accepted
+    // a later message of its group in the same call, that retry would land behind it (issue 26).
+    onePerGroupPerCall: true,
   });
   // Only the run's leading sent messages are marked: one not sent keeps the rest pending behind it.
   const leading: SentItem[] = [];

@@ -2,10 +2,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { OUTBOX_METRICS } from './metrics.js';
 import { relayBatch } from './relay.js';
-import { CLAIM_MARGIN_MS, senderFromEnvironment } from './sender-environment.js';
-
-/** Kept back from the invocation's time to give claims back and answer. */
-const RESERVE_MS = 2_000;
+import { invocationTimes, senderFromEnvironment } from './sender-environment.js';
 
 let sender: ReturnType<typeof senderFromEnvironment> | undefined;
 const metrics = new Metrics();
@@ -15,8 +12,7 @@ export async function handler(event: DynamoDBStreamEvent, context: Context): Pro
   sender ??= senderFromEnvironment();
   const response = await relayBatch(event, {
     ...sender,
-    claimMs: context.getRemainingTimeInMillis() + CLAIM_MARGIN_MS,
-    timeLeftMs: () => context.getRemainingTimeInMillis() - RESERVE_MS,
+    ...invocationTimes(context),
     onReport: (report) => {
       const count = (pick: (group: (typeof report.groups)[number]) => string[]) =>
         report.groups.reduce((sum, group) => sum + pick(group).length, 0);

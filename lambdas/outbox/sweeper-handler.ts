@@ -7,10 +7,8 @@ import {
   OUTBOX_ENVIRONMENT,
 } from './environment.js';
 import { OUTBOX_METRICS } from './metrics.js';
-import { CLAIM_MARGIN_MS, senderFromEnvironment } from './sender-environment.js';
+import { invocationTimes, senderFromEnvironment } from './sender-environment.js';
 import { type SweepReport, sweep } from './sweeper.js';
-
-const RESERVE_MS = 2_000;
 
 let sender: ReturnType<typeof senderFromEnvironment> | undefined;
 const metrics = new Metrics();
@@ -23,8 +21,7 @@ export async function handler(_event: unknown, context: Context): Promise<SweepR
   sender ??= senderFromEnvironment();
   const report = await sweep({
     ...sender,
-    claimMs: context.getRemainingTimeInMillis() + CLAIM_MARGIN_MS,
-    timeLeftMs: () => context.getRemainingTimeInMillis() - RESERVE_MS,
+    ...invocationTimes(context),
     sweepAfterMs:
       integerVariable(OUTBOX_ENVIRONMENT.sweepAfterSeconds, DEFAULT_SWEEP_AFTER_SECONDS, 0) * 1000,
     stuckAfterMs:

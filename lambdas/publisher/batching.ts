@@ -33,3 +33,23 @@ export function chunkByCountAndBytes<T extends { bytes: number }>(
   if (current.length > 0) batches.push(current);
   return batches;
 }
+
+/**
+ * Splits items, in order, into batches that hold at most one item of each group: every group's
+ * first item, then every group's second, and so on, each of these waves split by the limits. A
+ * group's items stay in order from batch to batch.
+ */
+export function chunkOnePerGroup<T extends { bytes: number; groupId: string }>(
+  items: readonly T[],
+  limits: BatchLimits,
+): T[][] {
+  const waves: T[][] = [];
+  const seen = new Map<string, number>();
+  for (const item of items) {
+    const index = seen.get(item.groupId) ?? 0;
+    seen.set(item.groupId, index + 1);
+    if (index === waves.length) waves.push([]);
+    waves[index]?.push(item);
+  }
+  return waves.flatMap((wave) => chunkByCountAndBytes(wave, limits));
+}

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
-import { chunkByCountAndBytes, MAX_BATCH_ENTRIES } from './batching.js';
+import { chunkByCountAndBytes, chunkOnePerGroup, MAX_BATCH_ENTRIES } from './batching.js';
 import type { MessageResult } from './contract.js';
 import type { PreparedMessage } from './validation.js';
 
@@ -26,6 +26,15 @@ export interface OrderedSendOptions {
   retry: RetryPolicy;
   /** How long sending may still take (the invocation's remaining time, less what finishing needs). */
   timeLeftMs: () => number;
+  /**
+   * At most one message of each group per call, groups batched together. SQS answers each entry of
+   * a batch on its own and may accept a later message of a group after failing an earlier one;
+   * then nothing can put the earlier one first again. One message of a group per call leaves
+   * nothing after a failure, so a failed message is retried before its group goes on, whatever
+   * SQS answers. It costs a call per message of a group (DESIGN §9). Without it (the publisher),
+   * such a failure is final and the results name the gap (DESIGN §6).
+   */
+  onePerGroupPerCall?: boolean;
 }
 
 /** A call with less time than this would only be cut off: the message is reported as not sent instead. */
@@ -51,14 +60,15 @@ export async function sendInGroupOrder(
 ): Promise<MessageResult[]> {
   const ledger = new ResultLedger(messages.length);
   const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: options.maxBatchBytes };
+  const chunk = options.onePerGroupPerCall ? chunkOnePerGroup : chunkByCountAndBytes;
   let pending = [...messages];
   for (let attempt = 1; pending.length > 0; attempt++) {
     /** Group id → why its first message in `nextRound` has to be sent again. */
     const retrying = new Map<string, string>();
     const nextRound: PreparedMessage[] = [];
-    for (const chunk of chunkByCountAndBytes(pending, limits)) {
+    for (const candidates of chunk(pending, limits)) {
       const batch: PreparedMessage[] = [];
-      for (const message of chunk) {
+      for (const message of candidates) {
         if (ledger.isStopped(message.groupId)) ledger.block(message);
         else if (retrying.has(message.groupId)) nextRound.push(message);
         else batch.push(message);

@@ -75,6 +75,25 @@ describe('seededFaultPlan', () => {
     expect(plan({ ...putItem('a'), operation: 'UpdateItem', ordinal: 2 })).toEqual({ kind: 'fail-before' });
   });
 
+  it('fails a SendMessageBatch entry that a later entry of its group follows, else the first; nothing else', () => {
+    const plan = seededFaultPlan({ seed: 3, rates: { 'fail-entry': 1 } });
+    const batch = (groups: string[]): ChaosRequest => ({
+      service: 'sqs',
+      operation: 'SendMessageBatch',
+      body: {
+        QueueUrl: 'q.fifo',
+        Entries: groups.map((group, i) => ({
+          MessageGroupId: group,
+          MessageDeduplicationId: `${group}${i}`,
+        })),
+      },
+      ordinal: 1,
+    });
+    expect(plan(batch(['a', 'b', 'c', 'b']))).toEqual({ kind: 'fail-entry', entry: 1 });
+    expect(plan(batch(['a', 'b', 'c']))).toEqual({ kind: 'fail-entry', entry: 0 });
+    expect(plan({ ...putItem('a'), ordinal: 2 })).toBeUndefined();
+  });
+
   it('refuses rates that cannot be probabilities', () => {
     expect(() => seededFaultPlan({ seed: 1, rates: { 'fail-before': 0.7, 'lose-answer': 0.4 } })).toThrow(
       FaultPlanError,

@@ -333,6 +333,44 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
     expect(received.map(({ envelope }) => envelope.key)).toEqual(keys);
   });
 
+  const batchOf = (keys: string[]) =>
+    new SendMessageBatchCommand({
+      QueueUrl: queue.url,
+      Entries: keys.map((key, i) => ({
+        Id: String(i),
+        MessageBody: JSON.stringify(createEnvelope({ type: 'test', key, groupId: 'g', payload: { i } })),
+        MessageGroupId: 'g',
+        MessageDeduplicationId: key,
+      })),
+    });
+
+  it('fail-entry fails one entry unsent and lets SQS accept the later entries of its group', async () => {
+    proxy.setPlan(onOperation('SendMessageBatch', { kind: 'fail-entry', entry: 1 }, 1));
+    const keys = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+
+    const output = await client.send(batchOf(keys));
+
+    expect(output.$metadata).toMatchObject({ httpStatusCode: 200, attempts: 1 });
+    expect(output.Successful?.map((entry) => entry.Id)).toEqual(['0', '2', '3']);
+    expect(output.Failed).toEqual([
+      { Id: '1', Code: 'InternalError', SenderFault: false, Message: 'entry failed by the fault proxy' },
+    ]);
+    expect(proxy.stats().faults['fail-entry']).toBe(1);
+    // The failed entry never reached the queue; the later ones of its group did.
+    const received = await drainQueue(direct, queue.url, 3);
+    expect(received.map(({ envelope }) => envelope.key)).toEqual([keys[0], keys[2], keys[3]]);
+  });
+
+  it('fail-entry on a batch of one answers it failed without asking SQS', async () => {
+    proxy.setPlan(onOperation('SendMessageBatch', { kind: 'fail-entry', entry: 0 }, 1));
+
+    const output = await client.send(batchOf([randomUUID()]));
+
+    expect(output.Successful ?? []).toEqual([]);
+    expect(output.Failed).toMatchObject([{ Id: '0', Code: 'InternalError', SenderFault: false }]);
+    await drainQueue(direct, queue.url, 0);
+  });
+
   it("the SDK's own default: SQSClient makes 3 attempts", async () => {
     const defaults = new SQSClient(localAwsConfig(proxy.endpoint));
     proxy.setPlan(onOperation('SendMessage', { kind: 'fail-before' }));

@@ -22,6 +22,7 @@ describe('generated outbox schedules', () => {
     expect(report.faults['fail-before']).toBeGreaterThan(0);
     expect(report.faults['lose-answer']).toBeGreaterThan(0);
     expect(report.faults['unprocessed-keys']).toBeGreaterThan(0);
+    expect(report.faults['fail-entry']).toBeGreaterThan(0);
     expect(report.writes.canceled).toBeGreaterThan(0);
     expect(report.crashes).toBeGreaterThan(0);
     expect(report.duplicateSends).toBeGreaterThan(0);
@@ -43,7 +44,8 @@ describe('schedules that meet one trouble each', () => {
     const schedule: OutboxSchedule = {
       steps: [
         { kind: 'write', groups: [0, 0], canceled: false },
-        { kind: 'relay', shard: 0, crash: { point: 'after-send', nth: 1 } },
+        // One message of a group per call: the second send is the second message's.
+        { kind: 'relay', shard: 0, crash: { point: 'after-send', nth: 2 } },
       ],
       faults: noFaults,
     };
@@ -122,6 +124,19 @@ describe('schedules that meet one trouble each', () => {
       expect.stringMatching(/^OutboxWriteOutcomeUnknownError: /),
       expect.stringMatching(/^OutboxWriteOutcomeUnknownError: /),
     ]);
+  });
+
+  it('SendMessageBatch answers that fail an entry and accept the later ones of its group: the group stays in order', async () => {
+    const schedule: OutboxSchedule = {
+      steps: [
+        { kind: 'write', groups: [0, 0, 0], canceled: false },
+        { kind: 'relay', shard: 0 },
+      ],
+      faults: { seed: 1, rates: { 'fail-entry': 1 } },
+    };
+    const run = await runOutboxSchedule(world, schedule);
+    expect(checkOutboxInvariants(run).violations).toEqual([]);
+    expect(world.sqsProxy.stats().faults['fail-entry']).toBeGreaterThan(0);
     expect(run.outcome.received.map((message) => message.key)).toEqual(run.writes[0]?.keys);
   });
 

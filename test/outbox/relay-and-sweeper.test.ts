@@ -2,7 +2,10 @@ import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { startFaultProxy } from '../../chaos/fault-proxy.js';
+import type { FaultPlan } from '../../chaos/faults.js';
+import { sqsClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, type OutboxMessage } from '../../lambdas/outbox/index.js';
 import { groupPartition, itemKey, type OutboxLayout } from '../../lambdas/outbox/layout.js';
@@ -164,12 +167,14 @@ describe('the relay', () => {
 });
 
 describe('SENT marks: one transaction for a run', () => {
-  it('drains a group of five with one listing, its claims, one send and one transaction of marks', async () => {
+  it('drains a group of five with one listing, its claims, five sends of one and one transaction of marks', async () => {
     const keys = await writeMessages('one-mark', 5);
     const client = localDynamoClient();
     const requests = countRequests(client);
+    const sender = localSqsClient(1);
+    const sends = countRequests(sender);
     const report = await drainGroup('one-mark', {
-      ...senderOptions(client, sqs, layout, queue.url),
+      ...senderOptions(client, sender, layout, queue.url),
       owner: 'relay:one-mark',
       sentBy: 'relay',
       timeLeftMs: forever,
@@ -177,9 +182,12 @@ describe('SENT marks: one transaction for a run', () => {
     expect(report.sent).toEqual(keys);
     // Two listings (the last finds the group empty), five claims, and one transaction of marks.
     expect(requests.counts).toEqual({ Query: 2, UpdateItem: 5, TransactWriteItems: 1 });
+    // One message of the group per call (DESIGN §9): no answer can put a later one before an earlier.
+    expect(sends.counts).toEqual({ SendMessageBatch: 5 });
     for (const key of keys)
       expect(await itemOf(key)).toMatchObject({ status: 'SENT', messageId: expect.any(String) });
     client.destroy();
+    sender.destroy();
   });
 
   it('marks the run before a message whose claim was lost, and gives back the rest for its new owner', async () => {
@@ -504,5 +512,46 @@ describe('lost answers and failed requests', () => {
     expect(sends.sentKeys).toEqual([key, key]);
     expect(keysOf(await drainQueue(sqs, queue.url, 1))).toEqual([key]);
     flaky.destroy();
+  });
+});
+
+describe('SendMessageBatch answers that fail one entry and accept the later ones of its group', () => {
+  it('keep the group in order on the queue: m1, m2, m3, m4', async () => {
+    const keys = await writeMessages('entry-fails', 4);
+    const proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+    const through = sqsClientVia(proxy, 1);
+    /** The entries of each SendMessageBatch, by group. */
+    const groupsPerCall: string[][] = [];
+    let failed = false;
+    const failM2Once: FaultPlan = (request) => {
+      if (request.operation !== 'SendMessageBatch') return undefined;
+      const entries = request.body.Entries as { MessageDeduplicationId: string; MessageGroupId: string }[];
+      groupsPerCall.push(entries.map((entry) => entry.MessageGroupId));
+      const entry = entries.findIndex((candidate) => candidate.MessageDeduplicationId === keys[1]);
+      if (failed || entry === -1) return undefined;
+      failed = true;
+      return { kind: 'fail-entry', entry };
+    };
+    proxy.setPlan(failM2Once);
+    const options = {
+      ...senderOptions(dynamodb, through, layout, queue.url),
+      owner: 'relay:entry-fails',
+      sentBy: 'relay',
+      timeLeftMs: forever,
+    };
+
+    try {
+      await drainGroup('entry-fails', options);
+      await drainGroup('entry-fails', options);
+    } finally {
+      through.destroy();
+      await proxy.close();
+    }
+
+    expect(failed).toBe(true);
+    expect(keysOf(await drainQueue(sqs, queue.url, 4))).toEqual(keys);
+    for (const key of keys) expect(await itemOf(key)).toMatchObject({ status: 'SENT' });
+    // Never two messages of the group unconfirmed in one call: what makes any answer safe.
+    expect(groupsPerCall.every((groups) => new Set(groups).size === groups.length)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkByCountAndBytes } from '../../lambdas/publisher/batching.js';
+import { chunkByCountAndBytes, chunkOnePerGroup } from '../../lambdas/publisher/batching.js';
 
 const items = (...sizes: number[]) => sizes.map((bytes, id) => ({ id, bytes }));
 const shape = (batches: { id: number }[][]) => batches.map((batch) => batch.map((item) => item.id));
@@ -38,5 +38,30 @@ describe('chunkByCountAndBytes', () => {
 
   it('makes no batch of nothing', () => {
     expect(chunkByCountAndBytes([], { maxEntries: 10, maxBytes: 100 })).toEqual([]);
+  });
+});
+
+describe('chunkOnePerGroup', () => {
+  const grouped = (...groups: string[]) => groups.map((groupId, id) => ({ id, groupId, bytes: 10 }));
+
+  it("puts each group's first items together, then its second, never two of a group in a batch", () => {
+    const batches = chunkOnePerGroup(grouped('a', 'a', 'b', 'a', 'c', 'b'), {
+      maxEntries: 10,
+      maxBytes: 1_000,
+    });
+    expect(shape(batches)).toEqual([[0, 2, 4], [1, 5], [3]]);
+  });
+
+  it('cuts each wave by count and bytes', () => {
+    const many = grouped(...Array.from({ length: 12 }, (_, i) => `g${i}`), 'g0');
+    expect(shape(chunkOnePerGroup(many, { maxEntries: 10, maxBytes: 1_000 }))).toEqual([
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      [10, 11],
+      [12],
+    ]);
+    expect(shape(chunkOnePerGroup(grouped('a', 'b', 'c'), { maxEntries: 10, maxBytes: 20 }))).toEqual([
+      [0, 1],
+      [2],
+    ]);
   });
 });

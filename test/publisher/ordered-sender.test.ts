@@ -105,6 +105,36 @@ describe('sendInGroupOrder', () => {
     expect(queue.calls).toEqual([['A0', 'A1', 'A2']]);
   });
 
+  it('with onePerGroupPerCall, sends one message of each group per call, groups batched together', async () => {
+    const queue = fakeQueue();
+    const results = await sendInGroupOrder(prepared('A0', 'B0', 'A1', 'B1', 'A2'), {
+      ...queue.options,
+      onePerGroupPerCall: true,
+    });
+
+    expect(results.every((result) => result.status === 'sent')).toBe(true);
+    expect(queue.calls).toEqual([['A0', 'B0'], ['A1', 'B1'], ['A2']]);
+  });
+
+  it('with onePerGroupPerCall, retries a failed message before its group goes on, whatever SQS does with later entries', async () => {
+    const queue = fakeQueue((key, attempt) => (key === 'A1' && attempt === 1 ? TRANSIENT : ACCEPTED), false);
+    const results = await sendInGroupOrder(prepared('A0', 'B0', 'A1', 'B1', 'A2', 'B2'), {
+      ...queue.options,
+      onePerGroupPerCall: true,
+    });
+
+    expect(statusOf(results)).toEqual({
+      A0: 'sent',
+      B0: 'sent',
+      A1: 'sent',
+      B1: 'sent',
+      A2: 'sent',
+      B2: 'sent',
+    });
+    // A2 waits for A1's retry, in the next round; B goes on meanwhile.
+    expect(queue.calls).toEqual([['A0', 'B0'], ['A1', 'B1'], ['B2'], ['A1'], ['A2']]);
+  });
+
   it('gives up after the last attempt and blocks the rest of the group', async () => {
     const queue = fakeQueue((key) => (key === 'A0' ? TRANSIENT : ACCEPTED));
     const results = await sendInGroupOrder(prepared('A0', 'A1', 'B0'), queue.options);

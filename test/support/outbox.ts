@@ -56,6 +56,6 @@ export function senderOptions(
     sendBatch: sqsBatchSender(sqs, queueUrl),
     maxBatchBytes: 262_144,
     retry: FAST_RETRY,
-    claimMs: options.claimMs ?? 30_000,
+    claimMs: () => options.claimMs ?? 30_000,
   };
 }
