@@ -1,6 +1,8 @@
 import type { OutboxCheckReport } from './check-outbox-schedules.js';
 import type { ScheduleCheckReport } from './check-schedules.js';
+import { SENDER_CLOCK_SKEW_MS } from './outbox-schedule.js';
 import type { PipelineChaosReport } from './pipeline-run.js';
+import { CONSUMER_CLOCK_SKEW_MS } from './schedule.js';
 
 export interface ChaosRun {
   date: string;
@@ -50,6 +52,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
     `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
     `| faults injected | ${kinds(s.faults)} |`,
+    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
     `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
     `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
     `| violations | ${s.violations} |`,
@@ -107,6 +110,7 @@ function outboxMarkdown(o: OutboxCheckReport): string[] {
     `| messages committed | ${o.messages.toLocaleString('en')} |`,
     `| requests through the fault proxies | ${o.requests.toLocaleString('en')} |`,
     `| faults injected | ${counts(o.faults)} (fail-before includes the ${o.outageRefusals.toLocaleString('en')} sends refused while SQS was down) |`,
+    `| clocks | each relay and sweeper invocation's own, up to ${SENDER_CLOCK_SKEW_MS} ms ahead or behind |`,
     `| relay and sweeper invocations crashed at a named point | ${o.crashes.toLocaleString('en')}; stalled past their claims: ${o.stalls.toLocaleString('en')} |`,
     `| messages that reached SQS more than once | ${o.duplicateSends.toLocaleString('en')}, explained by: ${counts(o.explained)} |`,
     `| violations | ${o.violations} |`,

@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -31,7 +31,10 @@ export interface ContainerOptions {
   queueUrl: string;
   now: () => number;
   ledger: EffectLedger;
-  /** Keys whose COMPLETED write failed for good at least once (so at-least-once may re-run them). */
+  /**
+   * Keys whose COMPLETED write failed for good at least once, other than by its fence (so
+   * at-least-once may re-run them).
+   */
   unrecordedCompletions: Set<string>;
   /**
    * Keys for which a write that lets the effect start was sent: an acquire that takes the lease as
@@ -145,7 +148,12 @@ export class ConsumerContainer {
         try {
           result = await next(args);
         } catch (error) {
-          if (kind === 'completion' || kind === 'completion-and-start')
+          // A completion refused by its fence found its lease taken over: that excuses no repeat,
+          // since a lease outlives its running invocation unless clocks drift apart beyond its margin.
+          if (
+            (kind === 'completion' || kind === 'completion-and-start') &&
+            !(error instanceof ConditionalCheckFailedException)
+          )
             unrecordedCompletions.add(keyOf(first as string));
           throw error;
         }

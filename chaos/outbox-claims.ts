@@ -14,6 +14,12 @@ export interface ClaimGrant {
    * older.
    */
   clockAtGrant: number;
+  /**
+   * The schedule's clock at its holder's timeout: until then the holder may act on the claim. Its
+   * lease (`expiresAt`, on the holder's own clock) outlasts that by the margin a skew between two
+   * clocks may eat (DESIGN §11).
+   */
+  liveUntil: number;
 }
 
 /** Two owners that held one message's claim at once. */
@@ -48,9 +54,10 @@ export class ClaimLog {
 
   /**
    * Grants that were surely both live at once: the first came back before the second was asked
-   * for, its holder had not started letting go before the second came back, and its lease had not
-   * run out when the second came back (the latest moment DynamoDB can have applied the second; by
-   * then a lease past its end is anyone's, which is how the outbox recovers from a dead holder).
+   * for, its holder had not started letting go before the second came back, and its holder's
+   * invocation had not timed out when the second came back (the latest moment DynamoDB can have
+   * applied the second; by then a claim past its holder's life is anyone's, which is how the outbox
+   * recovers from a dead holder). Judged on the schedule's clock, not the holders' skewed ones.
    * Conservative: requests in flight together never count.
    */
   overlaps(): ClaimOverlap[] {
@@ -60,7 +67,7 @@ export class ClaimLog {
         if (first.key !== second.key || first.owner === second.owner) continue;
         const stillHeld =
           first.grantedAt < second.askedAt &&
-          first.expiresAt > second.clockAtGrant &&
+          first.liveUntil > second.clockAtGrant &&
           !(this.#lettingGo.get(`${first.owner} ${first.key}`) ?? []).some(
             (tick) => tick > first.grantedAt && tick < second.grantedAt,
           );

@@ -31,6 +31,8 @@ export interface InvocationOptions {
   layout: OutboxLayout;
   queueUrl: string;
   clock: TestClock;
+  /** How far its own clock, which its claims and SENT marks read, is off the schedule's (DESIGN §11). */
+  skewMs?: number;
   claims: ClaimLog;
   sends: SendLog;
   /** Where it stops: for good (a crash) or until `resume()` (a stall). */
@@ -63,6 +65,8 @@ export class OutboxInvocation {
   readonly #dynamodb: DynamoDBClient;
   readonly #sqs: SQSClient;
   readonly #options: InvocationOptions;
+  /** The schedule's clock at its timeout: until then it may act on its claims. */
+  readonly #liveUntil: number;
   /** How many times it reached its halt point. */
   #reached = 0;
   #isHalted = false;
@@ -82,12 +86,19 @@ export class OutboxInvocation {
     this.#watchSqs();
     for (const client of [this.#dynamodb, this.#sqs]) this.#watchWire(client);
     const started = options.clock.now();
+    this.#liveUntil = started + INVOCATION_TIMEOUT_MS;
+    const skewMs = options.skewMs ?? 0;
     this.sender = {
-      items: new OutboxItems({ client: this.#dynamodb, layout: options.layout, now: options.clock.now }),
+      items: new OutboxItems({
+        client: this.#dynamodb,
+        layout: options.layout,
+        now: () => options.clock.now() + skewMs,
+      }),
       sendBatch: sqsBatchSender(this.#sqs, options.queueUrl),
       maxBatchBytes: 262_144,
       retry: SEND_RETRY,
-      // The invocation's deadline follows the schedule's clock, as its claims do.
+      // The invocation's deadline follows the schedule's clock, as its claims do: the time left is no
+      // clock reading, so its own skew does not move it.
       ...invocationTimes({
         getRemainingTimeInMillis: () => started + INVOCATION_TIMEOUT_MS - options.clock.now(),
       }),
@@ -153,7 +164,12 @@ export class OutboxInvocation {
         }
         const result = await next(args);
         if (request?.kind === 'claim')
-          claims.granted({ ...request, askedAt: asked, clockAtGrant: this.#options.clock.now() });
+          claims.granted({
+            ...request,
+            askedAt: asked,
+            clockAtGrant: this.#options.clock.now(),
+            liveUntil: this.#liveUntil,
+          });
         if (request?.kind === 'mark') for (const key of request.keys) this.#marked.add(key);
         if (request?.kind === 'claim') this.#arrive('after-claim');
         if (request?.kind === 'mark') this.#arrive('inside-mark');

@@ -16,7 +16,7 @@ import { MarkerStream } from './outbox-stream.js';
 import { OutboxTraffic } from './outbox-traffic.js';
 import type { OutboxWorld } from './outbox-world.js';
 import { dynamoDbClientVia } from './sdk-clients.js';
-import { createTestClock, type TestClock } from './test-clock.js';
+import { createTestClock, skewedNow, type TestClock } from './test-clock.js';
 
 /** A fixed start, so that order keys — and the faults drawn from them — are the same on every run. */
 const CLOCK_START_MS = Date.UTC(2030, 0, 1);
@@ -205,6 +205,7 @@ function invoke(context: RunContext, halt?: InvocationOptions['halt']): OutboxIn
     layout: context.world.layout,
     queueUrl: context.queueUrl,
     clock: context.clock,
+    skewMs: skewedNow(context.clock, context.run.schedule.clockSkewsMs, context.invocations.length).skewMs,
     claims: context.run.claims,
     sends: context.run.sends,
     halt,

@@ -54,7 +54,18 @@ export interface OutboxSchedule {
   /** Starts with a write. */
   steps: OutboxStep[];
   faults: OutboxFaultProfile;
+  /**
+   * Each relay or sweeper invocation's clock, ahead (+) or behind (−) the schedule's, in ms: the
+   * k-th invocation takes entry k, cycling. Without it, all share one clock.
+   */
+  clockSkewsMs?: number[];
 }
+
+/**
+ * How far a relay's or sweeper's clock is off, at most (DESIGN §11): two of them then differ by
+ * less than `CLAIM_MARGIN_MS` (10 s), the skew a claim tolerates.
+ */
+export const SENDER_CLOCK_SKEW_MS = 4_500;
 
 /** Message groups a schedule spreads its messages over. */
 export const OUTBOX_GROUPS = 3;
@@ -138,5 +149,9 @@ export const outboxScheduleArbitrary: fc.Arbitrary<OutboxSchedule> = fc.record({
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
     rates: fc.constantFrom(...FAULT_RATES),
     tokenCheck: fc.constantFrom(...TOKEN_CHECK_RATES),
+  }),
+  clockSkewsMs: fc.array(fc.integer({ min: -SENDER_CLOCK_SKEW_MS, max: SENDER_CLOCK_SKEW_MS }), {
+    minLength: 1,
+    maxLength: 4,
   }),
 });

@@ -29,7 +29,7 @@ import { observeOutcome, type ScheduleOutcome } from './observe.js';
 import type { CrashMark, CrashPoint, Schedule, Step } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 import { seededFaultPlan } from './seeded-plan.js';
-import { createTestClock, type TestClock } from './test-clock.js';
+import { createTestClock, skewedNow, type TestClock } from './test-clock.js';
 
 /** Records live a day here: long enough to outlast the schedule, short enough to jump past. */
 export const CHAOS_TTL_SECONDS = 24 * 60 * 60;
@@ -107,7 +107,8 @@ export async function runSchedule(
       ttlSeconds: CHAOS_TTL_SECONDS,
       dlqUrl: dlq.url,
       queueUrl: queue.url,
-      now: clock.now,
+      // Each container (a Lambda execution environment) has its own clock.
+      now: skewedNow(clock, schedule.clockSkewsMs, containers.length).now,
       ledger,
       unrecordedCompletions: run.unrecordedCompletions,
       startsSent: run.startsSent,

@@ -84,7 +84,18 @@ export interface Schedule {
   messages: ScheduledMessage[];
   steps: Step[];
   faults: FaultProfile;
+  /**
+   * Each consumer container's clock, ahead (+) or behind (−) the schedule's, in ms: the k-th
+   * container takes entry k, cycling. Without it, all share one clock.
+   */
+  clockSkewsMs?: number[];
 }
+
+/**
+ * How far a consumer's clock is off, at most (DESIGN §11): two consumers then differ by less than
+ * the lease's `leaseMarginMs` (2 s), the skew a lease tolerates.
+ */
+export const CONSUMER_CLOCK_SKEW_MS = 900;
 
 const FAULT_RATES: readonly FaultProfile['rates'][] = [
   {},
@@ -142,6 +153,10 @@ export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
       faults: fc.record({
         seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
         rates: fc.constantFrom(...FAULT_RATES),
+      }),
+      clockSkewsMs: fc.array(fc.integer({ min: -CONSUMER_CLOCK_SKEW_MS, max: CONSUMER_CLOCK_SKEW_MS }), {
+        minLength: 1,
+        maxLength: 3,
       }),
     }),
   );

@@ -11,6 +11,19 @@ export class TestClockError extends Error {
   override readonly name = 'TestClockError';
 }
 
+/**
+ * The clock of one function instance, `skewMs` off the schedule's (DESIGN §11, clocks): moved by
+ * it, read by the code under test. `skews` cycles over the instances, in the order they start.
+ */
+export function skewedNow(
+  clock: Pick<TestClock, 'now'>,
+  skews: readonly number[] | undefined,
+  instance: number,
+) {
+  const skewMs = skews?.length ? (skews[instance % skews.length] as number) : 0;
+  return { skewMs, now: () => clock.now() + skewMs };
+}
+
 export function createTestClock(startMs = Date.now()): TestClock {
   let current = finite(startMs);
   return {

@@ -1,7 +1,9 @@
 import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
 import type { StoredError } from '../idempotency/errors.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -52,16 +54,35 @@ export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
   client: SQSClient | (() => Promise<SQSClient>);
 };
 
+/** Where the consumer marks the messages it sent to the DLQ: the idempotency table. */
+export type DeadLetterMarks = Pick<DynamoDBIdempotencyStore, 'markDeadLettered' | 'isDeadLettered'>;
+
 /**
  * Sends non-retryable records to the DLQ at once (DESIGN §5), instead of letting them block their
  * group for maxReceiveCount × the visibility timeout before SQS moves them there itself.
  */
 export class DeadLetterQueue {
-  constructor(private readonly options: DeadLetterQueueTarget) {}
+  constructor(
+    private readonly options: DeadLetterQueueTarget,
+    private readonly marks: DeadLetterMarks,
+  ) {}
 
-  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
+  /**
+   * Sends the record to the DLQ once: `already-sent` if an earlier delivery of this message did.
+   * A message comes back after its send when its delete failed or its invocation died; SQS drops
+   * the repeated send only within 5 minutes, and the visibility timeout may be longer. So a mark,
+   * written after the send, says the message is there.
+   */
+  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<'sent' | 'already-sent'> {
+    if (await this.marks.isDeadLettered(record.messageId)) {
+      if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
+      return 'already-sent';
+    }
     await this.#sendFitting(record, groupId, error);
+    // Kept going if it fails: the message is in the DLQ, and acknowledged it does not come back.
+    await retried(RECORD_WRITE_RETRY, () => this.marks.markDeadLettered(record.messageId));
     if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
+    return 'sent';
   }
 
   /**

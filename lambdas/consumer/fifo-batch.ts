@@ -232,6 +232,7 @@ class FifoBatchConsumer {
             queueUrl: environment.dlqUrl,
             sourceQueueUrl: environment.queueUrl,
           },
+          resolvedStore,
         ),
         horizon: {
           ttlSeconds: resolvedStore.ttlSeconds,

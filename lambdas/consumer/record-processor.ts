@@ -152,8 +152,9 @@ async function failure(
   }
   if (error instanceof IdempotencyConflictError) telemetry.count('conflict');
   if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
+  let sent: 'sent' | 'already-sent';
   try {
-    await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
+    sent = await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
   } catch (sendError) {
     telemetry.count('dlqSendFailed');
     telemetry.logger.error(
@@ -164,6 +165,12 @@ async function failure(
       },
     );
     return 'failed';
+  }
+  if (sent === 'already-sent') {
+    telemetry.logger.info('already sent to the DLQ by an earlier delivery of this message: not sent again', {
+      error,
+    });
+    return 'succeeded';
   }
   telemetry.count('sentToDlq');
   telemetry.logger.warn('sent to the DLQ at once: no retry can fix this record', { error });

@@ -12,6 +12,14 @@ export const ID_ATTRIBUTE = 'id';
  */
 export const DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 60 * 60;
 
+/**
+ * The id of the mark saying that the consumer sent the SQS message `messageId` to the DLQ (DESIGN
+ * §5). "/" is in no namespace (`recordId`), so a mark never shares an id with a record.
+ */
+export function deadLetterMarkId(messageId: string): string {
+  return `oncely/dead-lettered#${messageId}`;
+}
+
 /** DynamoDB items are limited to 400 KB; the rest of the record needs a little room. */
 export const MAX_RESULT_BYTES = 350 * 1024;
 

@@ -9,6 +9,7 @@ import {
   DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
@@ -18,6 +19,7 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
+  deadLetterMarkId,
   EXPIRES_AT_ATTRIBUTE,
   type IdempotencyRecord,
   type KeptMessage,
@@ -358,6 +360,37 @@ export class DynamoDBIdempotencyStore {
    */
   releaseWithRetries(lease: Lease) {
     return retried(RECORD_WRITE_RETRY, () => this.release(lease));
+  }
+
+  /**
+   * Marks the SQS message `messageId` as sent to the DLQ, for as long as a record lives: longer than
+   * the message can come back (DESIGN §5). Unconditional: a repeat only writes the same mark again.
+   */
+  async markDeadLettered(messageId: string): Promise<void> {
+    const nowMs = this.now();
+    await this.#documents.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          id: deadLetterMarkId(messageId),
+          deadLetteredAt: nowMs,
+          [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(nowMs),
+        },
+      }),
+    );
+  }
+
+  /** Whether {@link markDeadLettered} marked the message, and the mark has not expired (strongly consistent). */
+  async isDeadLettered(messageId: string): Promise<boolean> {
+    const output = await this.#documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { id: deadLetterMarkId(messageId) },
+        ConsistentRead: true,
+      }),
+    );
+    const expiresAt = output.Item?.[EXPIRES_AT_ATTRIBUTE];
+    return typeof expiresAt === 'number' && expiresAt > Math.floor(this.now() / 1000);
   }
 
   /**

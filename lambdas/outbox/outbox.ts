@@ -23,6 +23,7 @@ import {
   OutboxWriteConflictError,
   type OutboxWriteFailure,
 } from './errors.js';
+import { newestPendingTime } from './group-tail.js';
 import {
   OUTBOX_ATTRIBUTES as A,
   itemKey,
@@ -105,7 +106,7 @@ export class Outbox {
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
     const writes = input.writes ?? [];
-    const { now, createdAt } = this.#stamp();
+    const now = this.#now();
     const prepared = this.#prepare(input.messages, now);
     const items = writes.length + prepared.length * ITEMS_PER_MESSAGE;
     if (items > MAX_TRANSACTION_ITEMS) {
@@ -114,6 +115,12 @@ export class Outbox {
           `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
       );
     }
+    const pendingUntil = await newestPendingTime(
+      this.#documents,
+      this.layout,
+      prepared.map((message) => message.groupId),
+    );
+    const createdAt = this.#orderTime(now, pendingUntil);
     const token = input.clientRequestToken ?? randomUUID();
     const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
       const order = orderKey(createdAt, message.index, message.key);
@@ -186,14 +193,14 @@ export class Outbox {
   }
 
   /**
-   * When the write is made: `publishedAt` in each body, and the messages' order, strictly increasing
-   * per instance so that two writes in one millisecond keep their order.
+   * The messages' order time: the producer's clock, but after every message its groups still have
+   * pending (another producer's clock may be ahead), and strictly increasing per instance so that
+   * two writes in one millisecond keep their order.
    */
-  #stamp(): { now: Date; createdAt: number } {
-    const now = this.#now();
-    const createdAt = Math.max(now.getTime(), this.#lastCreatedAt + 1);
+  #orderTime(now: Date, pendingUntil: number): number {
+    const createdAt = Math.max(now.getTime(), pendingUntil + 1, this.#lastCreatedAt + 1);
     this.#lastCreatedAt = createdAt;
-    return { now, createdAt };
+    return createdAt;
   }
 
   #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {

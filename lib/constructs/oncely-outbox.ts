@@ -156,14 +156,15 @@ export class OncelyOutbox extends Construct {
   }
 
   /**
-   * Lets a producer write messages to the outbox (`dynamodb:PutItem` on the outbox's keys only; its
-   * own writes in the same transaction need their own grants), and — for a `lambda.Function` — sets
-   * `producerEnvironment` on it, so that `new Outbox()` needs no options.
+   * Lets a producer write messages to the outbox (`dynamodb:PutItem`; `dynamodb:Query` for its
+   * groups' newest pending message; `dynamodb:BatchGetItem` for the check of a retried write's
+   * token: on the outbox's keys only; its own writes in the same transaction need their own grants), and — for a `lambda.Function` — sets `producerEnvironment`
+   * on it, so that `new Outbox()` needs no options.
    */
   grantWrite(producer: IGrantable): Grant {
     const grant = Grant.addToPrincipal({
       grantee: producer,
-      actions: ['dynamodb:PutItem'],
+      actions: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'],
       resourceArns: [this.table.tableArn],
       conditions: OUTBOX_KEYS_ONLY,
     });

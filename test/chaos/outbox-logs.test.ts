@@ -34,8 +34,17 @@ describe('the send log', () => {
 });
 
 describe('the claim log', () => {
+  // A holder whose invocation started at `now` lives 30 ticks; its lease adds a margin of 10.
   const grant = (log: ClaimLog, owner: string, now: number, clockAtGrant = now) =>
-    log.granted({ key: 'k', owner, askedAt: log.asking(), now, expiresAt: now + 40, clockAtGrant });
+    log.granted({
+      key: 'k',
+      owner,
+      askedAt: log.asking(),
+      now,
+      expiresAt: now + 40,
+      clockAtGrant,
+      liveUntil: now + 30,
+    });
 
   it('finds two owners of one live claim', () => {
     const log = new ClaimLog();
@@ -64,9 +73,22 @@ describe('the claim log', () => {
     grant(stale, 'relay:b', 5, 50);
     const live = new ClaimLog();
     grant(live, 'relay:a', 0);
-    grant(live, 'relay:b', 5, 39);
+    grant(live, 'relay:b', 5, 29);
     expect(stale.overlaps()).toEqual([]);
     expect(live.overlaps()).toHaveLength(1);
+  });
+
+  it('judges a claim by its holder’s life on the schedule’s clock, leaving the margin to skewed clocks', () => {
+    // A sweeper whose clock is 8 ahead finds relay:a's lease (40) expired at 32 by the schedule's
+    // clock: relay:a timed out at 30, so no one else held it. At 28, relay:a could still act.
+    const withinMargin = new ClaimLog();
+    grant(withinMargin, 'relay:a', 0);
+    grant(withinMargin, 'sweeper:b', 40, 32);
+    const beyondMargin = new ClaimLog();
+    grant(beyondMargin, 'relay:a', 0);
+    grant(beyondMargin, 'sweeper:b', 40, 28);
+    expect(withinMargin.overlaps()).toEqual([]);
+    expect(beyondMargin.overlaps()).toHaveLength(1);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createTestClock, TestClockError } from '../../chaos/test-clock.js';
+import { createTestClock, skewedNow, TestClockError } from '../../chaos/test-clock.js';
 
 describe('createTestClock', () => {
   it('stands still until a test moves it', () => {
@@ -24,5 +24,21 @@ describe('createTestClock', () => {
     expect(() => clock.advance(Number.NaN)).toThrow(TestClockError);
     expect(() => clock.set(Number.POSITIVE_INFINITY)).toThrow(TestClockError);
     expect(clock.now()).toBe(1_000);
+  });
+});
+
+describe('skewedNow', () => {
+  it('gives each function instance its skew, cycling, moved with the schedule’s clock', () => {
+    const clock = createTestClock(10_000);
+    const instances = [0, 1, 2].map((instance) => skewedNow(clock, [900, -400], instance));
+    expect(instances.map(({ skewMs }) => skewMs)).toEqual([900, -400, 900]);
+    clock.advance(100);
+    expect(instances.map(({ now }) => now())).toEqual([11_000, 9_700, 11_000]);
+  });
+
+  it('is the schedule’s clock without skews', () => {
+    const clock = createTestClock(10_000);
+    expect(skewedNow(clock, undefined, 3).now()).toBe(10_000);
+    expect(skewedNow(clock, [], 0).skewMs).toBe(0);
   });
 });

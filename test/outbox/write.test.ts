@@ -16,7 +16,8 @@ import {
   OutboxWriteCanceledError,
   OutboxWriteOutcomeUnknownError,
 } from '../../lambdas/outbox/index.js';
-import type { OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { createdAtOf, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable } from '../support/outbox.js';
 import { forgetTokens, loseAnswers } from '../support/sdk-middleware.js';
@@ -185,6 +186,31 @@ describe('the order of successive writes', () => {
       .filter((item) => item.pk === 'oncely-outbox-group#same-ms')
       .sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
     expect(markers.map((marker) => marker.outboxKey)).toEqual(keys);
+  });
+});
+
+describe('the order of causally related writes of two producers', () => {
+  // DESIGN §9: B is written after A committed, by a producer whose clock is 20 ms behind A's.
+  const base = Date.parse('2026-11-22T11:00:00.000Z');
+  const clock = (ms: number) => () => new Date(ms);
+
+  it('sends B after A though B’s clock reads earlier: B orders after its group’s pending messages', async () => {
+    const producerA = new Outbox({ client: dynamodb, ...layout, now: clock(base + 20) });
+    const producerB = new Outbox({ client: dynamodb, ...layout, now: clock(base) });
+    const message = (key: string) => ({ type: 'T', groupId: 'skewed', key, payload: key });
+    await producerA.write({ messages: [message('a-first')] });
+    await producerB.write({ messages: [message('b-second')] });
+
+    // What the relay drains, in this order: the group's pending markers, read as drainGroup reads them.
+    const pending = await new OutboxItems({ client: dynamodb, layout }).pendingOfGroup('skewed', 10);
+    expect(pending.map((marker) => marker.key)).toEqual(['a-first', 'b-second']);
+  });
+
+  it('keeps the producer’s own clock when its groups have nothing pending', async () => {
+    const producer = new Outbox({ client: dynamodb, ...layout, now: clock(base) });
+    await producer.write({ messages: [{ type: 'T', groupId: 'idle', key: 'only', payload: 1 }] });
+    const [marker] = await new OutboxItems({ client: dynamodb, layout }).pendingOfGroup('idle', 10);
+    expect(marker && createdAtOf(marker.order)).toBe(base);
   });
 });
 

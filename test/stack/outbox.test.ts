@@ -338,7 +338,7 @@ describe('grants', () => {
     }
   });
 
-  it('let a producer put outbox items only, and set its environment, through grantWrite', () => {
+  it('let a producer put outbox items and query its groups only, and set its environment, through grantWrite', () => {
     let producer: LambdaFunction | undefined;
     const built = buildOutboxStack(
       {},
@@ -359,7 +359,7 @@ describe('grants', () => {
       PolicyDocument: {
         Statement: [
           {
-            Action: 'dynamodb:PutItem',
+            Action: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'],
             Effect: 'Allow',
             Resource: { 'Fn::GetAtt': [logicalId(built.outbox.table, built.stack), 'Arn'] },
             Condition: LEADING_KEYS,
@@ -395,7 +395,9 @@ describe('grants', () => {
     built.template.hasResourceProperties('AWS::IAM::Policy', {
       Roles: [{ Ref: logicalId(role as Role, built.stack) }],
       PolicyDocument: {
-        Statement: [Match.objectLike({ Action: 'dynamodb:PutItem', Condition: LEADING_KEYS })],
+        Statement: [
+          Match.objectLike({ Action: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], Condition: LEADING_KEYS }),
+        ],
       },
     });
   });

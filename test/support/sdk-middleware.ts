@@ -1,18 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 
 /**
- * Makes chosen requests fail before they leave the client: `select` sees the operation and the
- * marshalled input. Returns a switch to stop failing.
+ * Makes chosen requests of a DynamoDB or SQS client fail before they leave it: `select` sees the
+ * operation and the input. Returns a switch to stop failing.
  */
 export function failRequests(
-  client: DynamoDBClient,
+  client: DynamoDBClient | SQSClient,
   select: (operation: string, input: Record<string, unknown>) => boolean,
   error: () => Error = () => new Error('injected failure'),
 ) {
   let active = true;
   let failures = 0;
-  client.middlewareStack.add(
+  // Both clients' stacks take the same middleware; TypeScript cannot call a union of their add methods.
+  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
     (next, context) => async (args) => {
       const operation = String(context.commandName).replace(/Command$/, '');
       if (active && select(operation, args.input as Record<string, unknown>)) {

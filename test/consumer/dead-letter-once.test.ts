@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
+import {
+  CONSUMER_METRICS,
+  fifoBatch,
+  IdempotencyStoreUnavailableError,
+  leaseOperation,
+} from '../../lambdas/consumer/index.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
+import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { failRequests } from '../support/sdk-middleware.js';
+import { createQueueWithDlq, deleteQueues, type FifoQueue, publish } from '../support/sqs.js';
+import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { metricsRecorder, silentLogger } from '../support/telemetry.js';
+
+// DESIGN §5: a record the consumer dead-letters is in the DLQ once, even when it comes back more
+// than 5 minutes after its DLQ send, past SQS's deduplication window. The SQS emulator runs in this
+// file's own process, so that moving this process's clock (`pastDedupWindow`) moves the emulator's
+// window: a visibility timeout longer than 5 minutes, without waiting for it. The tests run one
+// after the other, as they share that clock.
+
+const DEDUP_WINDOW_MS = 5 * 60_000;
+const realNow = Date.now;
+let skippedMs = 0;
+/** Moves this process's clock past SQS's deduplication window, as a long visibility timeout would. */
+const pastDedupWindow = () => {
+  skippedMs += DEDUP_WINDOW_MS + 1_000;
+};
+
+let emulator: SqsEmulator;
+let sqs: SQSClient;
+let dynamodb: DynamoDBClient;
+let table: string;
+const queues: FifoQueue[] = [];
+
+beforeAll(async () => {
+  emulator = await startSqsEmulator();
+  sqs = new SQSClient(localAwsConfig(emulator.endpoint));
+  dynamodb = localDynamoClient();
+  table = await createTable(dynamodb, 'dlq-once');
+  vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skippedMs);
+});
+
+afterAll(async () => {
+  vi.restoreAllMocks();
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  dynamodb.destroy();
+  await emulator.stop();
+});
+
+async function queuePair() {
+  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
+  queues.push(pair.queue, pair.dlq);
+  return pair;
+}
+
+const named = (groupId: string, name: string, type = 'Named') => ({
+  type,
+  groupId,
+  key: `${name}-${randomUUID().slice(0, 8)}`,
+  payload: { name },
+});
+
+function recordingOperation() {
+  const ran: string[] = [];
+  const operation = leaseOperation({
+    namespace: `dlq-once-${randomUUID().slice(0, 8)}`,
+    mode: 'at-least-once',
+    payload: z.object({ name: z.string() }),
+    run: async (message) => {
+      ran.push(message.payload.name);
+      return { ran: message.payload.name };
+    },
+  });
+  return { ran, operation };
+}
+
+/**
+ * A consumer container: its own clients, so that a test can fail or crash its requests. `crashAt`
+ * makes the container die at the first request it selects: the request never answers, and
+ * `died` resolves, as when Lambda's container is killed mid-request.
+ */
+function container(
+  operations: Parameters<typeof fifoBatch>[0]['operations'],
+  queues: { queue: FifoQueue; dlq: FifoQueue },
+) {
+  const client = localDynamoClient();
+  const dlqClient = new SQSClient(localAwsConfig(emulator.endpoint));
+  const metrics = metricsRecorder();
+  let dead = false;
+  let die: () => void = () => undefined;
+  const died = new Promise<void>((resolve) => {
+    die = () => {
+      dead = true;
+      resolve();
+    };
+  });
+  const handler = middy<SQSEvent, SQSBatchResponse>().use(
+    fifoBatch({
+      store: new DynamoDBIdempotencyStore({ client, tableName: table }),
+      operations,
+      deadLetterQueue: { client: dlqClient, queueUrl: queues.dlq.url, sourceQueueUrl: queues.queue.url },
+      logger: silentLogger(),
+      metrics,
+    }),
+  );
+  /** From now on, the container dies at the first request `select` picks. */
+  const crashAt = (
+    target: 'dynamodb' | 'sqs',
+    select: (operation: string, input: Record<string, unknown>) => boolean,
+  ) => {
+    const stack = target === 'dynamodb' ? client.middlewareStack : dlqClient.middlewareStack;
+    (stack as DynamoDBClient['middlewareStack']).add(
+      (next, context) => async (args) => {
+        const operation = String(context.commandName).replace(/Command$/, '');
+        if (!select(operation, args.input as Record<string, unknown>)) return next(args);
+        die();
+        return new Promise<never>(() => undefined);
+      },
+      { step: 'build', name: `crash${Math.random()}` },
+    );
+  };
+  /** One poll of the event source; a container that died acknowledges nothing. */
+  const poll = async (): Promise<Poll | 'died'> => {
+    const dying = died.then(() => {
+      throw new Error('the container died');
+    });
+    const answer = await pollOnce(sqs, queues.queue, (event, context) =>
+      Promise.race([handler(event, context), dying]),
+    );
+    return dead ? 'died' : answer;
+  };
+  return { handler, metrics, client, dlqClient, crashAt, poll };
+}
+
+const connectionRefused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
+
+describe('a dead-lettered record in the DLQ once, past SQS’s deduplication window', () => {
+  it('a failed source delete, then a whole-batch failure, then a redelivery after 5 minutes: one DLQ copy', async () => {
+    const pair = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const consumer = container({ Named: operation }, pair);
+    const a2 = named('A', 'A2');
+    const deletes = failRequests(consumer.dlqClient, (name) => name === 'DeleteMessage', connectionRefused);
+    const acquires = failRequests(
+      consumer.client,
+      (name, input) =>
+        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+      connectionRefused,
+    );
+    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+    const a2Id = await publish(sqs, pair.queue.url, a2);
+
+    // A1 goes to the DLQ, its delete from the queue fails, then A2's acquire fails the whole batch.
+    const first = await pollOnce(sqs, pair.queue, consumer.handler);
+    expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
+    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    expect(deletes.failures).toBeGreaterThan(0);
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    deletes.stop();
+    acquires.stop();
+
+    pastDedupWindow();
+    const redelivered = await pollUntil(sqs, pair.queue, consumer.handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(a2Id)),
+    );
+    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
+      poisonId,
+      a2Id,
+    ]);
+    expect(ran).toEqual(['A2']);
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+  });
+
+  it('a crash between the DLQ send and the source delete, then a redelivery after 5 minutes: one DLQ copy', async () => {
+    const pair = await queuePair();
+    const { operation } = recordingOperation();
+    const dying = container({ Named: operation }, pair);
+    dying.crashAt('sqs', (name) => name === 'DeleteMessage');
+    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+
+    expect(await dying.poll()).toBe('died');
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+
+    pastDedupWindow();
+    const fresh = container({ Named: operation }, pair);
+    const polls = await pollUntil(sqs, pair.queue, fresh.handler, (done) =>
+      done.some((poll) => poll.deleted.includes(poisonId)),
+    );
+    expect(polls.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([poisonId]);
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+  });
+
+  // The residue (DESIGN §5): between the DLQ send and its mark, only SQS's window dedupes a resend.
+  const crashBeforeTheMark = async (pastTheWindow: boolean) => {
+    const pair = await queuePair();
+    const { operation } = recordingOperation();
+    const dying = container({ Named: operation }, pair);
+    dying.crashAt(
+      'dynamodb',
+      (name, input) => name === 'PutItem' && JSON.stringify(input).includes('oncely/dead-lettered#'),
+    );
+    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+    expect(await dying.poll()).toBe('died');
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+
+    if (pastTheWindow) pastDedupWindow();
+    const fresh = container({ Named: operation }, pair);
+    await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(poisonId)),
+    );
+    return messagesInQueue(sqs, pair.dlq.url);
+  };
+
+  it('a crash between the DLQ send and its mark, redelivered within 5 minutes: one copy, SQS drops the resend', async () => {
+    expect(await crashBeforeTheMark(false)).toBe(1);
+  });
+
+  it('the residue: a crash between the DLQ send and its mark, redelivered after 5 minutes, leaves two copies', async () => {
+    expect(await crashBeforeTheMark(true)).toBe(2);
+  });
+});
