@@ -22,8 +22,9 @@ export class GroupLeases<R> {
 
   /**
    * @param turns each record's lease turn (undefined for a record that is not lease-mode)
-   * @param mayStart whether a record may start now (the deadline): a successor's start mark is
-   *   written early, with its predecessor's completion, only if so
+   * @param mayStart whether the group's next record may start now (the group goes on, the deadline
+   *   allows): a successor's start mark is written early, with its predecessor's completion, only
+   *   if so — a lease started and then given back unused would be parked should its give-back fail
    */
   constructor(records: readonly R[], turns: readonly (LeaseTurn | undefined)[], mayStart: () => boolean) {
     this.#records = records;
