@@ -3,8 +3,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,
@@ -678,6 +680,86 @@ describe.concurrent('lease mode: no successor started once the group cannot go o
     await pollUntil(sqs, queue, handler, allDeleted(ids));
     expect(atMostOnce.ran).toEqual(['A2', 'A3']);
     expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBeUndefined();
+    client.destroy();
+  });
+});
+
+// Issue 26, finding 4: a copy of a key right behind its original meets the original's record while
+// its COMPLETED write is still being written, by this very invocation: it waits for that write and
+// is a duplicate, rather than failing as "in progress" and bringing the rest of its group back one
+// visibility timeout later.
+describe.concurrent('lease mode: a copy right behind its original', () => {
+  let proxy: FaultProxy;
+  /** Record ids whose COMPLETED write the proxy holds for a second before DynamoDB Local gets it. */
+  const slowCompletions = new Set<string>();
+  beforeAll(async () => {
+    proxy = await startFaultProxy({
+      service: 'dynamodb',
+      upstream: inject('dynamodbEndpoint'),
+      plan: ({ operation, body }) => {
+        const id = (body.Key as { id?: { S?: string } } | undefined)?.id?.S;
+        const status = (body.ExpressionAttributeValues as Record<string, { S?: string }> | undefined)?.[
+          ':status'
+        ]?.S;
+        return operation === 'UpdateItem' && status === 'COMPLETED' && id && slowCompletions.has(id)
+          ? { kind: 'delay', ms: 1_000 }
+          : undefined;
+      },
+    });
+  });
+  afterAll(() => proxy.close());
+
+  it.each<IdempotencyMode>(['at-least-once', 'at-most-once'])(
+    '%s: waits for the original’s COMPLETED write, then is a duplicate; the next record runs in the same delivery',
+    async (mode) => {
+      const { queue, dlq } = await queuePair();
+      const client = dynamoDbClientVia(proxy);
+      const { ran, operation, idOf } = loggingOperation(mode);
+      const { handler, metrics } = consumer({ Named: operation }, dlq.url, client);
+      const k = named('A', 'K');
+      slowCompletions.add(idOf(k));
+      const ids = [
+        await publish(sqs, queue.url, k),
+        await publish(sqs, queue.url, k, randomUUID()), // the same message again, after SQS's window
+        await publish(sqs, queue.url, named('A', 'L')),
+      ];
+
+      const poll = await pollOnce(sqs, queue, handler);
+      expect(failureIds(poll.response)).toEqual([]);
+      expect(poll.deleted).toEqual(ids);
+      expect(ran).toEqual(['K', 'L']);
+      expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+      expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBeUndefined();
+      client.destroy();
+    },
+  );
+
+  it('at-least-once: an original whose COMPLETED write fails leaves its copy unacknowledged too; the redelivery runs it once more', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    const { ran, operation, idOf } = loggingOperation('at-least-once');
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
+    const k = named('A', 'K');
+    const ids = [
+      await publish(sqs, queue.url, k),
+      await publish(sqs, queue.url, k, randomUUID()),
+      await publish(sqs, queue.url, named('A', 'L')),
+    ];
+    const outage = failRequests(
+      client,
+      (name, input) => isCompletion(name, input) && touches(input, idOf(k)),
+    );
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids);
+    expect(ran).toEqual(['K']);
+    expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBeUndefined();
+
+    outage.stop();
+    clock.advance(60_000); // past K's lease
+    await pollUntil(sqs, queue, handler, allDeleted(ids));
+    expect(ran).toEqual(['K', 'K', 'L']);
     client.destroy();
   });
 });
