@@ -35,6 +35,8 @@ export interface ChaosEffects {
   alive(): Promise<void>;
   /** Whether the invocation should die inside this key's effect, after applying it. */
   crashesInsideEffect(key: string): boolean;
+  /** Called inside an at-most-once effect, after applying it: a planned batch abort happens here. */
+  atMostOnceApplied(key: string): Promise<void>;
   /** Kills the container: never resolves. */
   die(): Promise<never>;
 }
@@ -51,17 +53,20 @@ export class ChaosTransientError extends Error {
 
 /** The three operations, built per container (their caches of completed keys live with it). */
 export function chaosOperations(effects: ChaosEffects): Record<string, ConsumerOperation> {
-  const leaseEffect = async ({ payload }: { payload: ChaosPayload }) => {
-    await effects.alive();
-    effects.ledger.start(payload.key);
-    failFirst(payload.behaviour, payload.key, effects);
-    effects.ledger.apply(payload.key, payload.group);
-    if (effects.crashesInsideEffect(payload.key)) await effects.die();
-    if (payload.behaviour === 'unknown-once' && effects.ledger.firstTime(payload.key)) {
-      throw new OutcomeUnknownError('the effect was applied, then its answer was lost');
-    }
-    return { applied: payload.key };
-  };
+  const leaseEffect =
+    (mode: 'at-most-once' | 'at-least-once') =>
+    async ({ payload }: { payload: ChaosPayload }) => {
+      await effects.alive();
+      effects.ledger.start(payload.key);
+      failFirst(payload.behaviour, payload.key, effects);
+      effects.ledger.apply(payload.key, payload.group);
+      if (effects.crashesInsideEffect(payload.key)) await effects.die();
+      if (mode === 'at-most-once') await effects.atMostOnceApplied(payload.key);
+      if (payload.behaviour === 'unknown-once' && effects.ledger.firstTime(payload.key)) {
+        throw new OutcomeUnknownError('the effect was applied, then its answer was lost');
+      }
+      return { applied: payload.key };
+    };
   return {
     [CHAOS_TYPES.transactional]: transactionalOperation({
       namespace: CHAOS_NAMESPACES.transactional,
@@ -87,13 +92,13 @@ export function chaosOperations(effects: ChaosEffects): Record<string, ConsumerO
       namespace: CHAOS_NAMESPACES['at-most-once'],
       mode: 'at-most-once',
       payload: payloadSchema,
-      run: leaseEffect,
+      run: leaseEffect('at-most-once'),
     }),
     [CHAOS_TYPES['at-least-once']]: leaseOperation({
       namespace: CHAOS_NAMESPACES['at-least-once'],
       mode: 'at-least-once',
       payload: payloadSchema,
-      run: leaseEffect,
+      run: leaseEffect('at-least-once'),
     }),
   };
 }

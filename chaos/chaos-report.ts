@@ -56,7 +56,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
     `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
     `| violations | ${s.violations} |`,
-    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect: ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
+    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect, or a give-back failing after it (DESIGN §3, §4.1): ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
     `| time | ${seconds(s.durationMs)} |`,
     '',
     '## The whole pipeline in the sandbox',

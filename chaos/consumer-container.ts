@@ -5,6 +5,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { fifoBatch } from '../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { chaosOperations } from './chaos-operations.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { CrashPoint } from './schedule.js';
@@ -41,6 +42,12 @@ export interface ContainerOptions {
    * started, or the start mark of a lease taken ahead. Only such a key's record can be parked IN_DOUBT.
    */
   startsSent: Set<string>;
+  /**
+   * Keys whose lease may have been started — by a started acquire, a start mark, or a completion
+   * sent before its batch failed — and whose give-back then failed on every try: DESIGN §3's and
+   * §4.1's residue, a lease that may be parked IN_DOUBT though its effect never ran.
+   */
+  startedNotGivenBack: Set<string>;
 }
 
 const never = () => new Promise<never>(() => undefined);
@@ -58,6 +65,7 @@ export class ConsumerContainer {
   readonly #sqs: SQSClient;
   #dead = false;
   #crash: PlannedCrash | undefined;
+  #abort: PlannedAbort | undefined;
   #markDead!: () => void;
 
   constructor(options: ContainerOptions) {
@@ -76,8 +84,14 @@ export class ConsumerContainer {
       effectsTable: options.effectsTable,
       alive: () => (this.#dead ? never() : Promise.resolve()),
       crashesInsideEffect: (key) => this.#crashAt(key, 'inside-effect'),
+      atMostOnceApplied: async (key) => this.#abort?.effectApplied(key),
       die: () => this.#die(),
     });
+    operations[CHAOS_ABORT_TYPE] = {
+      namespace: 'chaos-abort',
+      recordIdOf: (message) => `chaos-abort#${message.key}`,
+      execute: (message, { signal }) => (this.#abort ?? new PlannedAbort(false)).execute(message.key, signal),
+    };
     this.handler = middy<SQSEvent, SQSBatchResponse>().use(
       fifoBatch({
         store,
@@ -92,6 +106,11 @@ export class ConsumerContainer {
   /** Plans a crash for the next invocation. */
   planCrash(crash: PlannedCrash | undefined): void {
     this.#crash = crash;
+  }
+
+  /** Plans a batch abort for the next invocation, whose batch carries a `CHAOS_ABORT_TYPE` record. */
+  planAbort(abort: PlannedAbort | undefined): void {
+    this.#abort = abort;
   }
 
   get dead(): boolean {
@@ -119,7 +138,9 @@ export class ConsumerContainer {
    * it), a transaction (before it for both, or right after it applied, "inside the effect"), and
    * the next record's lease (after it was taken ahead, after its start mark).
    */
-  #watchRequests({ unrecordedCompletions, startsSent }: ContainerOptions): void {
+  #watchRequests({ unrecordedCompletions, startsSent, startedNotGivenBack }: ContainerOptions): void {
+    /** Keys whose lease may have been started by a write this container sent (see `startedNotGivenBack`). */
+    const mayHaveStarted = new Set<string>();
     this.#dynamodb.middlewareStack.add(
       (next) => async (args) => {
         if (this.#dead) return never();
@@ -141,11 +162,19 @@ export class ConsumerContainer {
         ) {
           return this.#die();
         }
-        if (kind === 'acquire' && request?.started) startsSent.add(keyOf(first as string));
-        if (kind === 'start') startsSent.add(keyOf(first as string));
-        if (kind === 'completion-and-start') startsSent.add(keyOf(second as string));
+        const started =
+          (kind === 'acquire' && request?.started) || kind === 'start'
+            ? first
+            : kind === 'completion-and-start'
+              ? second
+              : undefined;
+        if (started) startsSent.add(keyOf(started));
+        // A completion sent after its batch failed must start nothing (issue 26, finding 3).
+        if (started && !(kind === 'completion-and-start' && this.#abort?.aborted))
+          mayHaveStarted.add(keyOf(started));
         let result: Awaited<ReturnType<typeof next>>;
         try {
+          if (this.#abort?.refuses(first)) throw throttled();
           result = await next(args);
         } catch (error) {
           // A completion refused by its fence found its lease taken over: that excuses no repeat,
@@ -155,8 +184,11 @@ export class ConsumerContainer {
             !(error instanceof ConditionalCheckFailedException)
           )
             unrecordedCompletions.add(keyOf(first as string));
+          if (kind === 'release' && mayHaveStarted.has(keyOf(first as string)))
+            startedNotGivenBack.add(keyOf(first as string));
           throw error;
         }
+        if (kind === 'release') startedNotGivenBack.delete(keyOf(first as string));
         if (this.#dead) return never();
         const nextKey = crash?.next;
         if (
@@ -228,6 +260,14 @@ function classify(
     return next ? { kind: 'completion-and-start', ids: [id, next] } : { kind: 'completion', ids: [id] };
   }
   return { kind: 'record', ids: [id] };
+}
+
+/** What DynamoDB answers a request it throttles, as the SDK raises it. */
+function throttled(): Error {
+  return Object.assign(new Error('Rate of requests exceeds the allowed throughput'), {
+    name: 'ThrottlingException',
+    $metadata: { httpStatusCode: 400 },
+  });
 }
 
 /** `namespace#key` → key. */

@@ -4,7 +4,14 @@ import type { CrashMark } from './schedule.js';
 /** One broken promise of DESIGN §11, for one key. */
 export interface Violation {
   key: string;
-  rule: 'lost' | 'effect-twice' | 'effect-missing' | 'order' | 'dead-lettered-twice' | 'needless-in-doubt';
+  rule:
+    | 'lost'
+    | 'effect-twice'
+    | 'effect-missing'
+    | 'order'
+    | 'dead-lettered-twice'
+    | 'needless-in-doubt'
+    | 'copy-not-acknowledged';
   detail: string;
 }
 
@@ -15,9 +22,10 @@ export interface ScheduleVerdict {
   /** IN_DOUBT records whose effect never started. */
   needlessInDoubt: number;
   /**
-   * Of those, the ones no crash between a write that let the effect start (an acquire as started, a
-   * start mark) and the effect explains (also listed as violations): should be none. A lease taken
-   * ahead of its turn and never marked started must be taken over, never parked.
+   * Of those, the ones neither a crash between a write that let the effect start (an acquire as
+   * started, a start mark) and the effect explains, nor the residue of DESIGN §3 and §4.1 (such a
+   * lease whose give-back failed on every try), also listed as violations: should be none. A lease
+   * taken ahead of its turn and never marked started must be taken over, never parked.
    */
   unexplainedNeedlessInDoubt: number;
 }
@@ -78,7 +86,8 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
     ) {
       needlessInDoubt++;
       const crashedAfterStart = STARTED_CRASH_MARKS.some((mark) => crashes.has(mark));
-      if (!crashedAfterStart || !run.startsSent.has(key)) {
+      const explained = (crashedAfterStart && run.startsSent.has(key)) || run.startedNotGivenBack.has(key);
+      if (!explained) {
         unexplainedNeedlessInDoubt++;
         add(
           'needless-in-doubt',
@@ -89,6 +98,7 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
     }
   });
 
+  checkCopies(run, violations);
   checkOrder(run, violations);
   return { violations, keysChecked, needlessInDoubt, unexplainedNeedlessInDoubt };
 }
@@ -119,6 +129,25 @@ const STARTED_CRASH_MARKS: readonly CrashMark[] = [
   'after-start-mark',
   'in-flight',
 ];
+
+/**
+ * A copy right behind its original is a duplicate at its turn (DESIGN §4): when its invocation
+ * acknowledged the original, it acknowledges the copy too, not fail it as held elsewhere and bring
+ * its group back a visibility timeout later. A poison message's copy is left out: it goes to the
+ * DLQ again, a send that faults may fail.
+ */
+function checkCopies(run: ScheduleRun, violations: Violation[]): void {
+  for (const { key, original, copy } of run.copiesBehind) {
+    const message = run.schedule.messages[run.keys.indexOf(key)];
+    if (original && !copy && message?.behaviour !== 'poison') {
+      violations.push({
+        key,
+        rule: 'copy-not-acknowledged',
+        detail: 'a copy right behind its acknowledged original failed in the same delivery',
+      });
+    }
+  }
+}
 
 /**
  * Within a group, effects apply in publish order. Messages that went through the DLQ or came again

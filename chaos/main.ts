@@ -75,7 +75,7 @@ const r = schedulesReport;
 console.log(
   `  ${r.schedules.toLocaleString('en')} schedules in ${(r.durationMs / 1000).toFixed(0)} s (seed ${r.seed}): ` +
     `${r.keysChecked.toLocaleString('en')} keys checked, ${r.violations} violations, ` +
-    `${r.needlessInDoubt} needless IN_DOUBT (${r.unexplainedNeedlessInDoubt} unexplained by a crash), ` +
+    `${r.needlessInDoubt} needless IN_DOUBT (${r.unexplainedNeedlessInDoubt} unexplained by a crash or a failed give-back), ` +
     `faults ${JSON.stringify(r.faults)}, ${r.crashes} crashes`,
 );
 if (r.counterexample) console.log(`  COUNTEREXAMPLE: ${JSON.stringify(r.counterexample)}`);

@@ -19,6 +19,7 @@ import { createPublisherHandler } from '../lambdas/publisher/handler.js';
 import { lambdaContext } from '../sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
 import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event.js';
+import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { CHAOS_NAMESPACES, CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
 import type { ChaosWorld } from './chaos-world.js';
 import { combinePlans } from './combine-plans.js';
@@ -66,6 +67,13 @@ export interface ScheduleRun {
   unrecordedCompletions: Set<string>;
   /** Keys for which a write that lets the effect start was sent (see `ContainerOptions.startsSent`). */
   startsSent: Set<string>;
+  /** See `ContainerOptions.startedNotGivenBack`. */
+  startedNotGivenBack: Set<string>;
+  /**
+   * Each copy a `deliver-copy` step put right behind its original, in an invocation that answered:
+   * whether the original and the copy were acknowledged.
+   */
+  copiesBehind: { key: string; original: boolean; copy: boolean }[];
   ledger: EffectLedger;
   outcome: ScheduleOutcome;
 }
@@ -94,6 +102,8 @@ export async function runSchedule(
     resent: new Set(),
     unrecordedCompletions: new Set(),
     startsSent: new Set(),
+    startedNotGivenBack: new Set(),
+    copiesBehind: [],
     ledger,
   };
   const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
@@ -112,6 +122,7 @@ export async function runSchedule(
       ledger,
       unrecordedCompletions: run.unrecordedCompletions,
       startsSent: run.startsSent,
+      startedNotGivenBack: run.startedNotGivenBack,
     });
     containers.push(container);
     return container;
@@ -187,6 +198,12 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
       return;
     case 'deliver-twice':
       await deliver(context, [context.container, context.newContainer()]);
+      return;
+    case 'deliver-abort':
+      await deliver(context, [context.container], undefined, 'abort');
+      return;
+    case 'deliver-copy':
+      await deliver(context, [context.container], undefined, 'copy');
       return;
     case 'expire-visibility':
       await expireVisibility(world.sqs, queue.url, inFlight);
@@ -316,12 +333,16 @@ interface Delivery {
 
 /**
  * One receive and one invocation per container with the same batch, as Lambda's event source
- * does; records reported successful are deleted, unless the invocation died.
+ * does; records reported successful are deleted, unless the invocation died. `abort` adds a record
+ * that fails the batch while its first at-most-once effect runs (see `PlannedAbort`); `copy` puts a
+ * copy of the batch's first record right behind it, as SQS delivers a message re-sent after its
+ * window — records no queue holds, so nothing deletes them.
  */
 async function deliver(
   context: Pick<StepContext, 'world' | 'queue' | 'clock' | 'inFlight' | 'run'>,
   containers: ConsumerContainer[],
   crash?: CrashPoint,
+  extra?: 'abort' | 'copy',
 ): Promise<Delivery> {
   const { world, queue, clock, inFlight, run } = context;
   const { Messages = [] } = await world.sqs.send(
@@ -341,6 +362,15 @@ async function deliver(
     if (key) run.received.add(key);
   }
   const [first] = records as [SQSRecord, ...SQSRecord[]];
+  const copy = extra === 'copy' ? synthetic(first, first.body) : undefined;
+  const copied = copy && keyOfBody(first);
+  if (copy && copied) {
+    run.resent.add(copied); // a second copy of it may be dead-lettered too
+    records.splice(1, 0, copy);
+  }
+  const atMostOnce = records.some((record) => record.body.includes(`"${CHAOS_TYPES['at-most-once']}"`));
+  const abort = extra === 'abort' ? new PlannedAbort(atMostOnce) : undefined;
+  if (abort) records.push(abortRecord(first, run.id, clock.now()));
   const target = crash ? keyOfBody(first) : undefined;
   // The record after the target in its group: the one whose lease the target's group takes ahead.
   const groupOf = (record: SQSRecord) => record.attributes.MessageGroupId;
@@ -358,6 +388,7 @@ async function deliver(
       container.planCrash(
         crash && crash !== 'before-ack' && target ? { key: target, next, point: crash } : undefined,
       );
+      container.planAbort(abort);
       const context = lambdaContext({
         functionName: 'chaos-consumer',
         functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:chaos-consumer',
@@ -374,6 +405,7 @@ async function deliver(
         container.died.then((): 'died' => 'died'),
       ]);
       container.planCrash(undefined);
+      container.planAbort(undefined);
       return answer;
     }),
   );
@@ -394,8 +426,15 @@ async function deliver(
       else acknowledged.add(record.messageId);
     }
   }
+  if (copy && copied && responses.length === 1 && typeof responses[0] === 'object') {
+    run.copiesBehind.push({
+      key: copied,
+      original: acknowledged.has(first.messageId),
+      copy: acknowledged.has(copy.messageId),
+    });
+  }
   for (const record of records) {
-    if (!acknowledged.has(record.messageId)) continue;
+    if (!acknowledged.has(record.messageId) || !inFlight.has(record.messageId)) continue;
     await world.sqs
       .send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: record.receiptHandle }))
       .catch(() => undefined); // as Lambda's event source: a failed delete only brings the message back
@@ -408,6 +447,27 @@ async function deliver(
     answered: records,
     givenBack: [...givenBack].filter((record) => !acknowledged.has(record.messageId)),
   };
+}
+
+/** A record no queue holds, in `like`'s group: a new message id, `body`. */
+function synthetic(like: SQSRecord, body: string): SQSRecord {
+  const messageId = randomUUID();
+  return { ...like, messageId, receiptHandle: `synthetic-${messageId}`, body };
+}
+
+/** The record of a `deliver-abort` step: its own type, in a group of its own. */
+function abortRecord(like: SQSRecord, runId: string, nowMs: number): SQSRecord {
+  const key = `${runId}-abort-${randomUUID().slice(0, 8)}`;
+  const groupId = `${runId}-abort`;
+  const body = JSON.stringify({
+    type: CHAOS_ABORT_TYPE,
+    key,
+    groupId,
+    payload: {},
+    publishedAt: new Date(nowMs).toISOString(), // the schedule's clock: never past the horizon
+  });
+  const record = synthetic(like, body);
+  return { ...record, attributes: { ...record.attributes, MessageGroupId: groupId } };
 }
 
 /** Messages left in flight become visible again, as when their visibility timeout runs out. */

@@ -57,6 +57,13 @@ export type Step =
   | { kind: 'deliver'; crash?: CrashPoint }
   /** Two invocations with the same batch at once. */
   | { kind: 'deliver-twice' }
+  /**
+   * One invocation whose batch fails as a whole while its first at-most-once effect runs (another
+   * group's request throttled); DynamoDB then refuses every request but that record's own.
+   */
+  | { kind: 'deliver-abort' }
+  /** One invocation whose batch holds a copy of its first record right behind it (a re-send after SQS's window). */
+  | { kind: 'deliver-copy' }
   /** Messages in flight become visible again (their visibility timeout ran out). */
   | { kind: 'expire-visibility' }
   /** The producer publishes message `index` again (the same key; SQS deduplicates within 5 minutes). */
@@ -125,6 +132,8 @@ function step(messageCount: number): fc.Arbitrary<Step> {
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-twice' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-abort' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-copy' as const) }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire-visibility' as const) }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('republish' as const), index }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('resend-after-window' as const), index }) },

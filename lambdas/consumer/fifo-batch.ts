@@ -259,15 +259,17 @@ class FifoBatchConsumer {
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
       settings.maxConcurrentGroups,
-      (group, signal) => {
+      (group, signal, stopped) => {
         const invocation = { lambdaContext, signal };
         // The group's lease-mode records take their leases together when its first record starts.
+        // A completion starts the next lease only if that record will run: the group goes on
+        // (DESIGN §4.1), and the deadline lets it start.
         const leases = new GroupLeases(
           group.records,
           group.records.map(({ received, telemetry }) =>
             leaseTurnOf(received, telemetry, invocation, settings.processor),
           ),
-          () => deadline.allowsStart(lambdaContext, budgetMs, false),
+          () => !stopped.aborted && deadline.allowsStart(lambdaContext, budgetMs, false),
         );
         const process = async (record: BatchRecord): Promise<RecordStep> => {
           // A record its predecessor's completion already marked started was checked then.

@@ -12,7 +12,8 @@ export interface GroupTurn {
  * record — each record still running in its turn. A lease taken ahead whose turn never comes (a
  * failure stopped the group, the deadline deferred it, the batch failed) is given back when the
  * group is done. Only a record's first occurrence in the group takes its lease ahead: a second
- * message with the same key meets the first one's record at its own turn, as a duplicate.
+ * message with the same key waits at its turn for the first one's record to be written, and meets
+ * it as a duplicate.
  */
 export class GroupLeases<R> {
   readonly #records: readonly R[];
@@ -22,8 +23,9 @@ export class GroupLeases<R> {
 
   /**
    * @param turns each record's lease turn (undefined for a record that is not lease-mode)
-   * @param mayStart whether a record may start now (the deadline): a successor's start mark is
-   *   written early, with its predecessor's completion, only if so
+   * @param mayStart whether the group's next record may start now (the group goes on, the deadline
+   *   allows): a successor's start mark is written early, with its predecessor's completion, only
+   *   if so — a lease started and then given back unused would be parked should its give-back fail
    */
   constructor(records: readonly R[], turns: readonly (LeaseTurn | undefined)[], mayStart: () => boolean) {
     this.#records = records;
@@ -35,12 +37,17 @@ export class GroupLeases<R> {
   open(): void {
     if (this.#opened) return;
     this.#opened = true;
-    const ids = new Set<string>();
+    const firsts = new Map<string, LeaseTurn>();
     // A lease record of another turn of this group is this invocation's, whoever's turn it is.
     const held = (id: string) => this.#turns.find((turn) => turn?.id === id && turn.heldToken)?.heldToken;
     this.#turns.forEach((turn, index) => {
-      if (!turn || ids.has(turn.id)) return;
-      ids.add(turn.id);
+      if (!turn) return;
+      const original = firsts.get(turn.id);
+      if (original) {
+        turn.follow(original);
+        return;
+      }
+      firsts.set(turn.id, turn);
       // Only an at-most-once record's completion may start the next lease: a record whose lease
       // may be taken over and run again (at-least-once) could not be fenced without parking it.
       const before = this.#turns[index - 1];

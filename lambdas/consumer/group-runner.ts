@@ -45,12 +45,13 @@ export interface GroupProcessor<R> {
  * running it would break the group's order. A record's turn may end before its outcome is recorded
  * (`settling`): the next record then starts, and a failure that settles later stops the group from
  * there. `openGroup` makes a group's processor when the group starts; `signal` aborts when the
- * batch fails as a whole.
+ * batch fails as a whole, `stopped` when the group can run no further record (that, or a record
+ * of the group failed).
  */
 export async function runGroups<R>(
   groups: readonly MessageGroupPlan<R>[],
   maxConcurrentGroups: number,
-  openGroup: (group: MessageGroupPlan<R>, signal: AbortSignal) => GroupProcessor<R>,
+  openGroup: (group: MessageGroupPlan<R>, signal: AbortSignal, stopped: AbortSignal) => GroupProcessor<R>,
 ): Promise<GroupRunReport<R>> {
   const report: GroupRunReport<R> = { failed: [], skipped: [], deferred: [], heldBack: [] };
   const batch = new AbortController();
@@ -61,18 +62,19 @@ export async function runGroups<R>(
 
   const runGroup = async (group: MessageGroupPlan<R>) => {
     const { records } = group;
-    const processor = openGroup(group, batch.signal);
+    const failure = new AbortController();
+    const stopped = AbortSignal.any([batch.signal, failure.signal]);
+    const processor = openGroup(group, batch.signal, stopped);
     const outcomes = new Map<number, 'succeeded' | 'failed'>();
     const settling: Promise<void>[] = [];
-    let stopped = false;
     let deferredFrom: number | undefined;
     const settle = (index: number, verdict: 'succeeded' | 'failed') => {
       outcomes.set(index, verdict);
-      if (verdict === 'failed') stopped = true;
+      if (verdict === 'failed') failure.abort();
     };
     try {
       for (const [index, record] of records.entries()) {
-        if (batch.signal.aborted || stopped) break;
+        if (stopped.aborted) break;
         let step: RecordStep;
         try {
           step = await processor.process(record);

@@ -56,6 +56,13 @@ export class LeaseTurn {
   #startedByPredecessor = false;
   /** Its turn has come: from then on the turn settles its lease, nothing gives it back unused. */
   #due = false;
+  /** The turn of the same key earlier in the group, when this one is a later copy of it. */
+  #original: LeaseTurn | undefined;
+  /**
+   * What a later copy of its key waits for: its COMPLETED write while that goes on after its turn
+   * (rejected with RecordNotWrittenError if it failed); otherwise its record was written already.
+   */
+  #written: Promise<unknown> = Promise.resolve();
 
   constructor(parts: LeaseTurnParts) {
     this.#parts = parts;
@@ -81,6 +88,15 @@ export class LeaseTurn {
     this.#start ??= this.#acquire(!first);
   }
 
+  /**
+   * Makes this turn a later copy of `original`'s key in the group: it takes no lease ahead, and at
+   * its turn it waits for `original`'s record to be written first — a COMPLETED write still going
+   * on is this invocation's own, and the copy is its duplicate, not a key held elsewhere.
+   */
+  follow(original: LeaseTurn): void {
+    this.#original = original;
+  }
+
   /** The mode of its operation. */
   get mode(): IdempotencyMode {
     return this.#parts.idempotency.mode;
@@ -104,6 +120,8 @@ export class LeaseTurn {
   async run(successor: () => Promise<WaitingSuccessor | undefined>): Promise<OperationStep> {
     const { idempotency, input, runtime } = this.#parts;
     this.#due = true;
+    // Throws the original's RecordNotWrittenError when its write failed: the copy is not acknowledged either.
+    if (this.#original) await this.#original.#written;
     const ahead = await this.#start;
     // Not taken ahead, or deferred: its lease depended on the records before it, settled by now.
     const start = !ahead || ahead.status === 'deferred' ? await this.#startAtTurn() : ahead;
@@ -130,7 +148,9 @@ export class LeaseTurn {
     }
     // No acknowledgement without a record (DESIGN §3), but the group need not wait for it: the
     // COMPLETED write goes on while the next record runs, and a failure of it stops the group then.
-    return { settling: idempotency.recordCompletion(lease, result).then(executed) };
+    const settling = idempotency.recordCompletion(lease, result).then(executed);
+    this.#written = settling;
+    return { settling };
   }
 
   /** Gives back a lease taken ahead whose turn never came: its group stopped, or ran out of time. */

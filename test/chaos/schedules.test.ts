@@ -44,6 +44,40 @@ const writesInDoubt = (request: ChaosRequest) =>
   request.operation === 'UpdateItem' && JSON.stringify(request.body).includes('"IN_DOUBT"');
 
 describe('regressions: schedules that broke an invariant once', () => {
+  it('a batch that fails while an at-most-once effect runs starts no next lease (issue 26, finding 3; found with seed 1869718703, path 46:27:3:4)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'deliver-abort' }],
+      faults: { seed: 0, rates: {} },
+    };
+    const run = await runSchedule(world, schedule);
+    // m0's effect ran while the batch failed, and the give-back of m1's lease failed.
+    expect(run.ledger.applied.get(run.keys[0] as string)).toBe(1);
+    const verdict = checkInvariants(run);
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.needlessInDoubt).toBe(0);
+    expect(run.outcome.records.get(run.keys[1] as string)?.status).toBe('COMPLETED');
+  });
+
+  it('a copy right behind its original is acknowledged with it (issue 26, finding 4; seed 1869718704, path 35:9:0:1)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 2, operation: 'transactional', behaviour: 'ok' },
+        { group: 2, operation: 'transactional', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'deliver-copy' }],
+      faults: { seed: 0, rates: heavy },
+    };
+    const run = await runSchedule(world, schedule);
+    expect(run.copiesBehind).toEqual([{ key: run.keys[0], original: true, copy: true }]);
+    expect(checkInvariants(run).violations).toEqual([]);
+  });
+
   it('an acquire whose every try failed gives its lease back: no needless IN_DOUBT (seed 9, path 9:14)', async () => {
     const schedule: Schedule = {
       messages: [

@@ -157,4 +157,30 @@ describe('runGroups', () => {
     await expect(run).rejects.toBe(outage);
     expect(done).toBe(true);
   });
+  it('tells a group it stopped as soon as a record of it fails, or the batch does, while a record still runs', async () => {
+    const seen: Record<string, boolean> = {};
+    let settleA1!: (verdict: 'succeeded' | 'failed') => void;
+    const a1 = new Promise<'succeeded' | 'failed'>((resolve) => (settleA1 = resolve));
+    const outage = new Error('table unreachable');
+    const run = runGroups(batch('A1', 'A2', 'B1', 'C1'), 10, (_group, _signal, stopped) => ({
+      process: async (record): Promise<RecordStep> => {
+        if (record === 'A1') return { settling: a1 };
+        if (record === 'A2') {
+          settleA1('failed');
+          await yieldToOtherGroups();
+          seen.A2 = stopped.aborted; // its own group's failure
+          return 'succeeded';
+        }
+        if (record === 'B1') {
+          await yieldToOtherGroups();
+          await yieldToOtherGroups();
+          seen.B1 = stopped.aborted; // the batch's failure, from group C
+          return 'succeeded';
+        }
+        throw outage;
+      },
+    }));
+    await expect(run).rejects.toBe(outage);
+    expect(seen).toEqual({ A2: true, B1: true });
+  });
 });

@@ -3,8 +3,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,
@@ -529,6 +531,236 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     // Only an at-most-once record's completion starts the next lease (A4 after A3); A3 and A7,
     // after an at-least-once record, are marked started on their own.
     expect(startedByCompletion).toEqual(['A4']);
+    client.destroy();
+  });
+});
+
+/** The request's key is the record `id` (marshalled or not, as the middleware's step sees it). */
+const touches = (input: Record<string, unknown>, id: string) => {
+  const key = (input.Key as { id?: string | { S?: string } } | undefined)?.id;
+  return (typeof key === 'string' ? key : key?.S) === id;
+};
+/** An acquire: the UpdateItem that takes a lease. */
+const isAcquire = (operation: string, input: Record<string, unknown>) =>
+  operation === 'UpdateItem' && String(input.UpdateExpression).startsWith('SET #status = :inProgress');
+/** A give-back: the DeleteItem of a lease never used. */
+const isRelease = (operation: string) => operation === 'DeleteItem';
+
+/**
+ * An at-most-once operation whose effect logs its name to `ran` and, for the name `waitIn`, calls
+ * `onWait` and then waits for `until` before it returns.
+ */
+function waitingOperation(waitIn: string, onWait: () => void, until: Promise<void>) {
+  const ran: string[] = [];
+  const operation = leaseOperation({
+    namespace: `pipe-${randomUUID().slice(0, 8)}`,
+    mode: 'at-most-once',
+    payload: z.object({ name: z.string() }),
+    run: async ({ payload: { name } }) => {
+      ran.push(name);
+      if (name === waitIn) {
+        onWait();
+        await until;
+      }
+      return name;
+    },
+  });
+  return { ran, operation, idOf: (message: { key: string }) => `${operation.namespace}#${message.key}` };
+}
+
+// Issue 26, finding 3: a completion written after the group can no longer run the next record must
+// not start that record's lease — if its give-back then fails too, the redelivery would park an
+// effect that never ran.
+describe.concurrent('lease mode: no successor started once the group cannot go on', () => {
+  it('a batch that fails while an at-most-once effect runs: its completion starts no next lease, whose failed give-back then leaves it to run once', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    // A2's effect lets B1's acquire go and fail (throttled: the batch fails as a whole), then waits
+    // until the batch has failed: B2's lease, taken ahead, is given back only then.
+    let effectRuns!: () => void;
+    let batchFailed!: () => void;
+    const aborted = new Promise<void>((resolve) => (batchFailed = resolve));
+    const { ran, operation, idOf } = waitingOperation('A2', () => effectRuns(), aborted);
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
+    const a = await publishGroup(queue, 'A', 3);
+    const b = await publishGroup(queue, 'B', 2);
+    const [a3, b1, b2] = [a.messages[2], b.messages[0], b.messages[1]].map((message) =>
+      idOf(message as { key: string }),
+    ) as [string, string, string];
+    holdRequests(
+      client,
+      (name, input) => isAcquire(name, input) && touches(input, b1),
+      new Promise<void>((resolve) => (effectRuns = resolve)),
+    );
+    const throttled = failRequests(
+      client,
+      (name, input) => isAcquire(name, input) && touches(input, b1),
+      () =>
+        Object.assign(new Error('Rate of requests exceeds the allowed throughput'), {
+          name: 'ThrottlingException',
+        }),
+    );
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const operation = String(context.commandName).replace(/Command$/, '');
+        if (isRelease(operation) && touches(args.input as Record<string, unknown>, b2)) batchFailed();
+        return next(args);
+      },
+      { step: 'initialize', name: 'batchFailedWatch' },
+    );
+    // A3's lease cannot be given back either.
+    const giveBackFails = failRequests(client, (name, input) => isRelease(name) && touches(input, a3));
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.records).toHaveLength(5);
+    expect(first.error).toBeDefined();
+    expect(throttled.failures).toBeGreaterThan(0);
+    expect(giveBackFails.failures).toBeGreaterThan(0);
+    expect(ran).toEqual(['A1', 'A2']);
+    expect(await readItem(idempotencyTable, a3)).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+
+    throttled.stop();
+    giveBackFails.stop();
+    clock.advance(60_000); // past every lease
+    await pollUntil(sqs, queue, handler, allDeleted([...a.ids, ...b.ids]));
+    // A3's effect never ran: it runs now, once, and nothing is parked.
+    expect(ran.filter((name) => name.startsWith('A'))).toEqual(['A1', 'A2', 'A3']);
+    expect(await readItem(idempotencyTable, a3)).toMatchObject({ status: 'COMPLETED' });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBeUndefined();
+    client.destroy();
+  });
+
+  it('a group stopped while an at-most-once effect runs: its completion starts no next lease, whose failed give-back then leaves it to run once', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    // A1 (at-least-once) has its COMPLETED write fail while A2 runs, which stops the group. A2's
+    // effect waits until A1 is counted failed and the event loop has turned once more: by then
+    // its verdict has reached the group.
+    let stopped!: () => void;
+    const groupStopped = new Promise<void>((resolve) => (stopped = resolve));
+    const atMostOnce = waitingOperation('A2', () => undefined, groupStopped);
+    const atLeastOnce = loggingOperation('at-least-once');
+    const metrics = metricsRecorder();
+    const watched: typeof metrics = {
+      counts: metrics.counts,
+      addMetric: (name, unit, value) => {
+        metrics.addMetric(name, unit, value);
+        if (name === CONSUMER_METRICS.failed) setImmediate(stopped);
+      },
+    };
+    const { handler } = consumer(
+      { Least: atLeastOnce.operation, Most: atMostOnce.operation },
+      dlq.url,
+      client,
+      { now: clock.now, batch: { metrics: watched } },
+    );
+    const messages = [named('A', 'A1', 'Least'), named('A', 'A2', 'Most'), named('A', 'A3', 'Most')];
+    const ids: string[] = [];
+    for (const message of messages) ids.push(await publish(sqs, queue.url, message));
+    const a1 = atLeastOnce.idOf(messages[0] as { key: string });
+    const a3 = atMostOnce.idOf(messages[2] as { key: string });
+    const completionFails = failRequests(
+      client,
+      (name, input) => isCompletion(name, input) && touches(input, a1),
+    );
+    // A3's lease cannot be given back.
+    const giveBackFails = failRequests(client, (name, input) => isRelease(name) && touches(input, a3));
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids);
+    expect(metrics.counts[CONSUMER_METRICS.heldBack]).toBe(1);
+    expect(giveBackFails.failures).toBeGreaterThan(0);
+    expect([...atLeastOnce.ran, ...atMostOnce.ran]).toEqual(['A1', 'A2']);
+    expect(await readItem(idempotencyTable, a3)).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+
+    completionFails.stop();
+    giveBackFails.stop();
+    clock.advance(60_000);
+    await pollUntil(sqs, queue, handler, allDeleted(ids));
+    expect(atMostOnce.ran).toEqual(['A2', 'A3']);
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBeUndefined();
+    client.destroy();
+  });
+});
+
+// Issue 26, finding 4: a copy of a key right behind its original meets the original's record while
+// its COMPLETED write is still being written, by this very invocation: it waits for that write and
+// is a duplicate, rather than failing as "in progress" and bringing the rest of its group back one
+// visibility timeout later.
+describe.concurrent('lease mode: a copy right behind its original', () => {
+  let proxy: FaultProxy;
+  /** Record ids whose COMPLETED write the proxy holds for a second before DynamoDB Local gets it. */
+  const slowCompletions = new Set<string>();
+  beforeAll(async () => {
+    proxy = await startFaultProxy({
+      service: 'dynamodb',
+      upstream: inject('dynamodbEndpoint'),
+      plan: ({ operation, body }) => {
+        const id = (body.Key as { id?: { S?: string } } | undefined)?.id?.S;
+        const status = (body.ExpressionAttributeValues as Record<string, { S?: string }> | undefined)?.[
+          ':status'
+        ]?.S;
+        return operation === 'UpdateItem' && status === 'COMPLETED' && id && slowCompletions.has(id)
+          ? { kind: 'delay', ms: 1_000 }
+          : undefined;
+      },
+    });
+  });
+  afterAll(() => proxy.close());
+
+  it.each<IdempotencyMode>(['at-least-once', 'at-most-once'])(
+    '%s: waits for the original’s COMPLETED write, then is a duplicate; the next record runs in the same delivery',
+    async (mode) => {
+      const { queue, dlq } = await queuePair();
+      const client = dynamoDbClientVia(proxy);
+      const { ran, operation, idOf } = loggingOperation(mode);
+      const { handler, metrics } = consumer({ Named: operation }, dlq.url, client);
+      const k = named('A', 'K');
+      slowCompletions.add(idOf(k));
+      const ids = [
+        await publish(sqs, queue.url, k),
+        await publish(sqs, queue.url, k, randomUUID()), // the same message again, after SQS's window
+        await publish(sqs, queue.url, named('A', 'L')),
+      ];
+
+      const poll = await pollOnce(sqs, queue, handler);
+      expect(failureIds(poll.response)).toEqual([]);
+      expect(poll.deleted).toEqual(ids);
+      expect(ran).toEqual(['K', 'L']);
+      expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+      expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBeUndefined();
+      client.destroy();
+    },
+  );
+
+  it('at-least-once: an original whose COMPLETED write fails leaves its copy unacknowledged too; the redelivery runs it once more', async () => {
+    const { queue, dlq } = await queuePair(1);
+    const client = localDynamoClient();
+    const clock = movableClock();
+    const { ran, operation, idOf } = loggingOperation('at-least-once');
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
+    const k = named('A', 'K');
+    const ids = [
+      await publish(sqs, queue.url, k),
+      await publish(sqs, queue.url, k, randomUUID()),
+      await publish(sqs, queue.url, named('A', 'L')),
+    ];
+    const outage = failRequests(
+      client,
+      (name, input) => isCompletion(name, input) && touches(input, idOf(k)),
+    );
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(failureIds(first.response)).toEqual(ids);
+    expect(ran).toEqual(['K']);
+    expect(metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBeUndefined();
+
+    outage.stop();
+    clock.advance(60_000); // past K's lease
+    await pollUntil(sqs, queue, handler, allDeleted(ids));
+    expect(ran).toEqual(['K', 'K', 'L']);
     client.destroy();
   });
 });

@@ -1,5 +1,8 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import type { ChaosRequest, Fault } from '../../chaos/faults.js';
+import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import {
   DynamoDBIdempotencyStore,
   type IdempotencyObserver,
@@ -273,5 +276,80 @@ describe('the requests of leases taken ahead', () => {
     failRequests(client, (operation, input) => operation === 'UpdateItem' && isStartMark(input));
     await expect(idempotency.markStarted(next.lease)).rejects.toThrow('injected failure');
     expect(await readItem(table, ids[1])).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
+  });
+});
+
+// Issue 26, finding 7, and DESIGN §3's residue: an acquire that was applied but whose answer was
+// lost, every retry of it failing too, leaves a lease no effect ran under. The store gives it back;
+// only if every try of that fails as well does the lease stay — and then nothing durable tells it
+// from a lease whose invocation crashed after its acquire, so at-most-once parks it.
+describe('an acquire applied with its answer lost, the SDK giving up', () => {
+  let proxy: FaultProxy;
+  let viaProxy: DynamoDBClient;
+  /** The fault each request of the key under test gets, by operation. */
+  let faults: Partial<Record<string, Fault>> = {};
+  let target = '';
+  beforeAll(async () => {
+    proxy = await startFaultProxy({
+      service: 'dynamodb',
+      upstream: inject('dynamodbEndpoint'),
+      plan: ({ operation, body }: ChaosRequest) =>
+        (body.Key as { id?: { S?: string } } | undefined)?.id?.S === target ? faults[operation] : undefined,
+    });
+    viaProxy = dynamoDbClientVia(proxy);
+  });
+  afterAll(async () => {
+    viaProxy.destroy();
+    await proxy.close();
+  });
+
+  function leaseViaProxy() {
+    const store = new DynamoDBIdempotencyStore({ client: viaProxy, tableName: table, now: () => now });
+    return new LeaseIdempotency({
+      store,
+      namespace: 'lost',
+      mode: 'at-most-once',
+      observer: silent,
+      leaseMs: 1_000,
+    });
+  }
+
+  it('gives the lease back, so the next delivery runs the effect', async () => {
+    const k = key();
+    target = `lost#${k}`;
+    faults = { UpdateItem: { kind: 'lose-answer' } };
+    const idempotency = leaseViaProxy();
+    let runs = 0;
+    await expect(idempotency.run({ key: k, payload: 1 }, async () => ++runs)).rejects.toThrow();
+    expect(runs).toBe(0);
+    expect(await readItem(table, target)).toBeUndefined();
+
+    faults = {};
+    now += 1_001;
+    expect(await idempotency.run({ key: k, payload: 1 }, async () => ++runs)).toMatchObject({
+      status: 'executed',
+    });
+    expect(runs).toBe(1);
+  });
+
+  it('leaves it when the give-back fails too: at-most-once parks it, the residue DESIGN §3 states', async () => {
+    const k = key();
+    target = `lost#${k}`;
+    faults = { UpdateItem: { kind: 'lose-answer' }, DeleteItem: { kind: 'fail-before' } };
+    const idempotency = leaseViaProxy();
+    let runs = 0;
+    await expect(idempotency.run({ key: k, payload: 1 }, async () => ++runs)).rejects.toThrow();
+    expect(runs).toBe(0);
+    // Started (no `unstarted`) under a token no invocation ever got back.
+    const left = await readItem(table, target);
+    expect(left).toMatchObject({ status: 'IN_PROGRESS', attempts: 1 });
+    expect(left?.unstarted).toBeUndefined();
+
+    faults = {};
+    now += 1_001;
+    expect(await idempotency.run({ key: k, payload: 1 }, async () => ++runs)).toMatchObject({
+      status: 'in-doubt',
+    });
+    expect(runs).toBe(0);
   });
 });
