@@ -29,6 +29,8 @@ export interface OutboxCheckReport {
   /** Sends refused while SQS was down (also counted as `fail-before` faults). */
   outageRefusals: number;
   crashes: number;
+  /** How many steps of each kind the schedules generated (a write retried after a lost answer as `write+lost-answer-…`). */
+  steps: Record<string, number>;
   stalls: number;
   duplicateSends: number;
   explained: Record<DuplicateExplanation, number>;
@@ -47,6 +49,7 @@ export async function checkOutboxSchedules(options: OutboxCheckOptions): Promise
     messages: 0,
     outageRefusals: 0,
     crashes: 0,
+    steps: {} as Record<string, number>,
     stalls: 0,
     duplicateSends: 0,
     explained: Object.fromEntries(DUPLICATE_EXPLANATIONS.map((why) => [why, 0])) as Record<
@@ -73,6 +76,15 @@ export async function checkOutboxSchedules(options: OutboxCheckOptions): Promise
         totals.duplicateSends += verdict.duplicateSends;
         for (const why of DUPLICATE_EXPLANATIONS) totals.explained[why] += verdict.explained[why];
         totals.violations += verdict.violations.length;
+        for (const step of schedule.steps) {
+          const kind =
+            step.kind === 'write' && step.lostAnswer
+              ? `write+lost-answer-${step.lostAnswer}`
+              : 'crash' in step && step.crash
+                ? `${step.kind}+crash`
+                : step.kind;
+          totals.steps[kind] = (totals.steps[kind] ?? 0) + 1;
+        }
       }
       return verdict.violations;
     },

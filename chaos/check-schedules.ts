@@ -26,6 +26,8 @@ export interface ScheduleCheckReport {
   needlessInDoubt: number;
   unexplainedNeedlessInDoubt: number;
   crashes: number;
+  /** How many steps of each kind the schedules generated (a crashing delivery as `deliver+crash`). */
+  steps: Record<string, number>;
   durationMs: number;
   counterexample?: Counterexample;
 }
@@ -41,6 +43,7 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
     needlessInDoubt: 0,
     unexplainedNeedlessInDoubt: 0,
     crashes: 0,
+    steps: {} as Record<string, number>,
   };
   const { done, ...check } = await checkGenerated({
     ...options,
@@ -55,6 +58,10 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
         totals.needlessInDoubt += verdict.needlessInDoubt;
         totals.unexplainedNeedlessInDoubt += verdict.unexplainedNeedlessInDoubt;
         totals.crashes += [...run.crashed.values()].reduce((sum, points) => sum + points.size, 0);
+        for (const step of schedule.steps) {
+          const kind = step.kind === 'deliver' && step.crash ? 'deliver+crash' : step.kind;
+          totals.steps[kind] = (totals.steps[kind] ?? 0) + 1;
+        }
       }
       return verdict.violations;
     },

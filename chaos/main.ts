@@ -76,14 +76,15 @@ console.log(
   `  ${r.schedules.toLocaleString('en')} schedules in ${(r.durationMs / 1000).toFixed(0)} s (seed ${r.seed}): ` +
     `${r.keysChecked.toLocaleString('en')} keys checked, ${r.violations} violations, ` +
     `${r.needlessInDoubt} needless IN_DOUBT (${r.unexplainedNeedlessInDoubt} unexplained by a crash or a failed give-back), ` +
-    `faults ${JSON.stringify(r.faults)}, ${r.crashes} crashes`,
+    `faults ${JSON.stringify(r.faults)}, ${r.crashes} crashes, steps ${JSON.stringify(r.steps)}`,
 );
 if (r.counterexample) console.log(`  COUNTEREXAMPLE: ${JSON.stringify(r.counterexample)}`);
 console.log(
   `  ${outbox.schedules.toLocaleString('en')} outbox schedules in ${(outbox.durationMs / 1000).toFixed(0)} s ` +
     `(seed ${outbox.seed}): writes ${JSON.stringify(outbox.writes)}, ${outbox.messages.toLocaleString('en')} messages, ` +
     `${outbox.violations} violations, faults ${JSON.stringify(outbox.faults)}, ${outbox.crashes} crashes, ` +
-    `${outbox.stalls} stalls, ${outbox.duplicateSends} sent twice (${JSON.stringify(outbox.explained)})`,
+    `${outbox.stalls} stalls, ${outbox.duplicateSends} sent twice (${JSON.stringify(outbox.explained)}), ` +
+    `steps ${JSON.stringify(outbox.steps)}`,
 );
 if (outbox.counterexample) console.log(`  OUTBOX COUNTEREXAMPLE: ${JSON.stringify(outbox.counterexample)}`);
 
