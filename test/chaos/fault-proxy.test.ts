@@ -312,17 +312,7 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
     proxy.setPlan(onOperation('SendMessageBatch', { kind: 'lose-answer' }, 1));
     const keys = [randomUUID(), randomUUID(), randomUUID()];
 
-    const output = await client.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queue.url,
-        Entries: keys.map((key, i) => ({
-          Id: String(i),
-          MessageBody: JSON.stringify(createEnvelope({ type: 'test', key, groupId: 'g', payload: { i } })),
-          MessageGroupId: 'g',
-          MessageDeduplicationId: key,
-        })),
-      }),
-    );
+    const output = await client.send(batchOf(keys));
 
     expect(output.$metadata.attempts).toBe(2);
     expect(output.Successful).toHaveLength(3);
