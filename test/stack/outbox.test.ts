@@ -396,7 +396,10 @@ describe('grants', () => {
       Roles: [{ Ref: logicalId(role as Role, built.stack) }],
       PolicyDocument: {
         Statement: [
-          Match.objectLike({ Action: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], Condition: LEADING_KEYS }),
+          Match.objectLike({
+            Action: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'],
+            Condition: LEADING_KEYS,
+          }),
         ],
       },
     });
