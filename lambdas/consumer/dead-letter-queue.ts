@@ -54,6 +54,12 @@ export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
   client: SQSClient | (() => Promise<SQSClient>);
 };
 
+/**
+ * What a send to the DLQ came to: sent (and marked); sent, but its mark could not be written (a
+ * redelivery over 5 minutes later would be sent again); or sent by an earlier delivery already.
+ */
+export type DeadLetterSend = 'sent' | 'sent-unmarked' | 'already-sent';
+
 /** Where the consumer marks the messages it sent to the DLQ: the idempotency table. */
 export type DeadLetterMarks = Pick<DynamoDBIdempotencyStore, 'markDeadLettered' | 'isDeadLettered'>;
 
@@ -73,16 +79,16 @@ export class DeadLetterQueue {
    * the repeated send only within 5 minutes, and the visibility timeout may be longer. So a mark,
    * written after the send, says the message is there.
    */
-  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<'sent' | 'already-sent'> {
+  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<DeadLetterSend> {
     if (await this.marks.isDeadLettered(record.messageId)) {
       if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
       return 'already-sent';
     }
     await this.#sendFitting(record, groupId, error);
     // Kept going if it fails: the message is in the DLQ, and acknowledged it does not come back.
-    await retried(RECORD_WRITE_RETRY, () => this.marks.markDeadLettered(record.messageId));
+    const marked = await retried(RECORD_WRITE_RETRY, () => this.marks.markDeadLettered(record.messageId));
     if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
-    return 'sent';
+    return marked.error === undefined ? 'sent' : 'sent-unmarked';
   }
 
   /**

@@ -7,7 +7,7 @@ import {
   toStoredError,
 } from '../idempotency/errors.js';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
-import type { DeadLetterQueue } from './dead-letter-queue.js';
+import type { DeadLetterQueue, DeadLetterSend } from './dead-letter-queue.js';
 import {
   IdempotencyStoreUnavailableError,
   PastDedupHorizonError,
@@ -152,7 +152,7 @@ async function failure(
   }
   if (error instanceof IdempotencyConflictError) telemetry.count('conflict');
   if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
-  let sent: 'sent' | 'already-sent';
+  let sent: DeadLetterSend;
   try {
     sent = await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
   } catch (sendError) {
@@ -174,5 +174,12 @@ async function failure(
   }
   telemetry.count('sentToDlq');
   telemetry.logger.warn('sent to the DLQ at once: no retry can fix this record', { error });
+  if (sent === 'sent-unmarked') {
+    telemetry.count('dlqMarkNotWritten');
+    telemetry.logger.warn(
+      'sent to the DLQ, but its mark could not be written: should this message come back over 5 minutes ' +
+        'from now (its delete failed, or its invocation died), it is sent to the DLQ again',
+    );
+  }
   return 'succeeded';
 }

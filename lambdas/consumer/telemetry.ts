@@ -20,6 +20,8 @@ export const CONSUMER_METRICS = {
   sentToDlq: 'RecordsSentToDlq',
   /** Sending a non-retryable record to the DLQ failed: it fails and comes back. */
   dlqSendFailed: 'DlqSendsFailed',
+  /** Sent to the DLQ, but the mark that stops a second send could not be written (DESIGN §5). */
+  dlqMarkNotWritten: 'DlqMarksNotWritten',
   /** A retryable failure: SQS redelivers the record. */
   failed: 'RecordsFailed',
   /** Not run because an earlier record of its group failed. */

@@ -230,4 +230,23 @@ describe('a dead-lettered record in the DLQ once, past SQS’s deduplication win
   it('the residue: a crash between the DLQ send and its mark, redelivered after 5 minutes, leaves two copies', async () => {
     expect(await crashBeforeTheMark(true)).toBe(2);
   });
+
+  it('a mark that cannot be written is counted, and the record is acknowledged: it is in the DLQ', async () => {
+    const pair = await queuePair();
+    const { operation } = recordingOperation();
+    const consumer = container({ Named: operation }, pair);
+    const marks = failRequests(
+      consumer.client,
+      (name, input) => name === 'PutItem' && JSON.stringify(input).includes('oncely/dead-lettered#'),
+      connectionRefused,
+    );
+    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+
+    const poll = await pollOnce(sqs, pair.queue, consumer.handler);
+    expect(poll.deleted).toEqual([poisonId]);
+    expect(marks.failures).toBe(3); // RECORD_WRITE_RETRY's tries
+    expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    expect(consumer.metrics.counts[CONSUMER_METRICS.dlqMarkNotWritten]).toBe(1);
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+  });
 });
