@@ -17,7 +17,7 @@ import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';
-import { createQueueWithDlq, deleteQueues, type FifoQueue, publish } from '../support/sqs.js';
+import { createQueueWithDlq, deleteQueues, type FifoQueue, named, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -62,13 +62,6 @@ async function queuePair() {
   queues.push(pair.queue, pair.dlq);
   return pair;
 }
-
-const named = (groupId: string, name: string, type = 'Named') => ({
-  type,
-  groupId,
-  key: `${name}-${randomUUID().slice(0, 8)}`,
-  payload: { name },
-});
 
 function recordingOperation() {
   const ran: string[] = [];

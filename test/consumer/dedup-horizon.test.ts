@@ -20,7 +20,7 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import type { FifoQueue } from '../support/sqs.js';
-import { receiveMessages, sendBody } from '../support/sqs.js';
+import { named, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -123,14 +123,6 @@ function consumerOf(
   );
   return { handler, metrics };
 }
-
-/** A message of `name` in `groupId`, under a key of its own. */
-const named = (groupId: string, name: string): OutgoingMessage => ({
-  type: 'Named',
-  groupId,
-  key: `${name}-${randomUUID()}`,
-  payload: { name },
-});
 
 describe.concurrent('the dedup horizon of a re-publication', () => {
   it.each<Mode>(['at-least-once', 'at-most-once', 'transactional'])(

@@ -18,7 +18,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { readItem } from '../support/dynamodb.js';
-import { publish, receiveMessages } from '../support/sqs.js';
+import { named, publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 
 // fifoBatch with nothing but its operations, as in a function the OncelyPipeline construct deploys:
@@ -76,13 +76,6 @@ function captureLines(stream: NodeJS.WriteStream) {
   }) as typeof stream.write);
   return lines;
 }
-
-const named = (groupId: string, name: string, type = 'Named') => ({
-  type,
-  groupId,
-  key: `${name}-${randomUUID().slice(0, 8)}`,
-  payload: { name },
-});
 
 function recordingOperation() {
   const ran: string[] = [];

@@ -23,7 +23,7 @@ import { DynamoDBIdempotencyStore, NonRetryableError } from '../../lambdas/idemp
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';
-import { type FifoQueue, publish, receiveMessages, sendBody } from '../support/sqs.js';
+import { type FifoQueue, named, publish, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -84,13 +84,6 @@ function consumer(
   );
   return { handler, metrics };
 }
-
-const named = (groupId: string, name: string, type = 'Named') => ({
-  type,
-  groupId,
-  key: `${name}-${randomUUID().slice(0, 8)}`,
-  payload: { name },
-});
 
 const failureIds = (response: SQSBatchResponse | undefined) =>
   response?.batchItemFailures.map((failure) => failure.itemIdentifier);

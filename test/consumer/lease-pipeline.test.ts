@@ -25,7 +25,7 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
-import { type FifoQueue, publish } from '../support/sqs.js';
+import { type FifoQueue, named, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -172,13 +172,6 @@ function consumer(
   );
   return { handler, metrics, store };
 }
-
-const named = (groupId: string, name: string, type = 'Named') => ({
-  type,
-  groupId,
-  key: `${name}-${randomUUID().slice(0, 8)}`,
-  payload: { name },
-});
 
 /** Publishes messages `<group>1` … `<group>count` in order; returns them with their message ids. */
 async function publishGroup(queue: FifoQueue, group: string, count: number) {

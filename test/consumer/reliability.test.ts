@@ -36,7 +36,14 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, setsStatus } from '../support/sdk-middleware.js';
-import { createFifoQueue, type FifoQueue, publish, receiveMessages, sendBody } from '../support/sqs.js';
+import {
+  createFifoQueue,
+  type FifoQueue,
+  named,
+  publish,
+  receiveMessages,
+  sendBody,
+} from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -136,13 +143,6 @@ function movableClock() {
 function controlledContext(remainingMs: () => number): Context {
   return { ...lambdaContext(), getRemainingTimeInMillis: remainingMs };
 }
-
-const named = (groupId: string, name: string, type = 'Named') => ({
-  type,
-  groupId,
-  key: `${name}-${randomUUID().slice(0, 8)}`,
-  payload: { name },
-});
 
 /** Publishes an envelope as the publisher would have `ageSeconds` ago. */
 function publishAged(queue: FifoQueue, message: OutgoingMessage, ageSeconds: number): Promise<string> {

@@ -186,3 +186,12 @@ function toReceived(message: Message): ReceivedMessage {
 export function keysOfGroup(received: readonly ReceivedMessage[], groupId: string): string[] {
   return received.filter(({ envelope }) => envelope.groupId === groupId).map(({ envelope }) => envelope.key);
 }
+
+/** A message of type `type` (`Named` by default) in `groupId`, its payload `{ name }`, under a key of its own. */
+export function named(
+  groupId: string,
+  name: string,
+  type = 'Named',
+): { type: string; groupId: string; key: string; payload: { name: string } } {
+  return { type, groupId, key: `${name}-${randomUUID().slice(0, 8)}`, payload: { name } };
+}
