@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
@@ -33,8 +34,9 @@ export const USAGE = `Usage:
   --json prints the result as JSON.`;
 
 /** The command line is wrong; the message says how. */
-export class CliUsageError extends Error {
-  override readonly name = 'CliUsageError';
+export class CliUsageError extends OncelyError {
+  static override readonly errorName: string = 'CliUsageError';
+  readonly retryable = false;
 }
 
 /** Where an operations command finds the pipeline. */

@@ -1,70 +1,84 @@
 /**
  * Errors of the operations commands (`oncely dlq`, `oncely in-doubt`, `oncely outbox`). Each message
- * says what happened and what to do; `bin/oncely.ts` prints it and exits with 1. Names are fixed
- * strings, so a minified bundle still reports them.
+ * says what happened and what to do; `bin/oncely.ts` prints it and exits with 1. Each fixes its
+ * name in a static `errorName`, as every Oncely error does, so a minified bundle still reports it.
  */
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 /** The sandbox's ready file is missing, unreadable or not a ready file. */
-export class ReadyFileError extends Error {
-  override readonly name = 'ReadyFileError';
+export class ReadyFileError extends OncelyError {
+  static override readonly errorName: string = 'ReadyFileError';
+  readonly retryable = false;
 }
 
 /** Nothing answers at one of the target's endpoints. */
-export class PipelineUnreachableError extends Error {
-  override readonly name = 'PipelineUnreachableError';
+export class PipelineUnreachableError extends OncelyError {
+  static override readonly errorName: string = 'PipelineUnreachableError';
+  readonly retryable = true;
 }
 
 /** The AWS SDK found no credentials for a deployed stack. */
-export class MissingCredentialsError extends Error {
-  override readonly name = 'MissingCredentialsError';
+export class MissingCredentialsError extends OncelyError {
+  static override readonly errorName: string = 'MissingCredentialsError';
+  readonly retryable = false;
 }
 
 /** The stack to operate on does not exist (in this account and region). */
-export class StackNotFoundError extends Error {
-  override readonly name = 'StackNotFoundError';
+export class StackNotFoundError extends OncelyError {
+  static override readonly errorName: string = 'StackNotFoundError';
+  readonly retryable = false;
 }
 
 /** No idempotency record has this id (or it expired). */
-export class UnknownRecordError extends Error {
-  override readonly name = 'UnknownRecordError';
+export class UnknownRecordError extends OncelyError {
+  static override readonly errorName: string = 'UnknownRecordError';
+  readonly retryable = false;
 }
 
 /** The record exists but is neither IN_DOUBT nor pending a retry, so there is nothing to resolve. */
-export class RecordNotInDoubtError extends Error {
-  override readonly name = 'RecordNotInDoubtError';
+export class RecordNotInDoubtError extends OncelyError {
+  static override readonly errorName: string = 'RecordNotInDoubtError';
+  readonly retryable = false;
 }
 
 /** The record changed between this command's read and its write: someone else got there first. */
-export class ResolutionConflictError extends Error {
-  override readonly name = 'ResolutionConflictError';
+export class ResolutionConflictError extends OncelyError {
+  static override readonly errorName: string = 'ResolutionConflictError';
+  readonly retryable = true;
 }
 
 /** An IN_DOUBT record without its message cannot be sent again from here. */
-export class MessageNotKeptError extends Error {
-  override readonly name = 'MessageNotKeptError';
+export class MessageNotKeptError extends OncelyError {
+  static override readonly errorName: string = 'MessageNotKeptError';
+  readonly retryable = false;
 }
 
 /** `--as retry` could not send the message; the record is RETRY_PENDING and keeps it. */
-export class ResendFailedError extends Error {
-  override readonly name = 'ResendFailedError';
+export class ResendFailedError extends OncelyError {
+  static override readonly errorName: string = 'ResendFailedError';
+  readonly retryable = true;
 }
 
 /** The pipeline's idempotency TTL is not a number of seconds, so the dedup horizon is unknown. */
-export class DedupHorizonUnknownError extends Error {
-  override readonly name = 'DedupHorizonUnknownError';
+export class DedupHorizonUnknownError extends OncelyError {
+  static override readonly errorName: string = 'DedupHorizonUnknownError';
+  readonly retryable = false;
 }
 
 /** A redrive stopped half-way: a send or a delete failed. What was not moved is still in the DLQ. */
-export class RedriveInterruptedError extends Error {
-  override readonly name = 'RedriveInterruptedError';
+export class RedriveInterruptedError extends OncelyError {
+  static override readonly errorName: string = 'RedriveInterruptedError';
+  readonly retryable = true;
 }
 
 /** The target has no OncelyOutbox: none of its stack outputs is an outbox's table name. */
-export class NoOutboxError extends Error {
-  override readonly name = 'NoOutboxError';
+export class NoOutboxError extends OncelyError {
+  static override readonly errorName: string = 'NoOutboxError';
+  readonly retryable = false;
 }
 
 /** The target has several OncelyOutboxes, and the command line does not say which one. */
-export class SeveralOutboxesError extends Error {
-  override readonly name = 'SeveralOutboxesError';
+export class SeveralOutboxesError extends OncelyError {
+  static override readonly errorName: string = 'SeveralOutboxesError';
+  readonly retryable = false;
 }

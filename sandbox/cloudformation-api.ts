@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import type { DeployedResource, DeployedStack, Deployment } from './deployment.js';
 
 /** An answer of CloudFormation's query protocol: an XML body and its HTTP status. */
@@ -80,8 +81,9 @@ const READS: Record<string, Operation> = {
 };
 
 /** A request CloudFormation would refuse, as its XML error names it. */
-class QueryError extends Error {
-  override readonly name = 'QueryError';
+class QueryError extends OncelyError {
+  static override readonly errorName: string = 'QueryError';
+  readonly retryable = false;
   constructor(
     readonly code: string,
     message: string,

@@ -1,3 +1,4 @@
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 /** The slice of a CloudFormation template the sandbox reads. */
 export interface TemplateResource {
   Type: string;
@@ -17,8 +18,9 @@ export interface ResourceAttributes {
 }
 
 /** An intrinsic function or reference the sandbox cannot resolve: the template needs something it does not emulate. */
-export class UnresolvableValueError extends Error {
-  override readonly name = 'UnresolvableValueError';
+export class UnresolvableValueError extends OncelyError {
+  static override readonly errorName: string = 'UnresolvableValueError';
+  readonly retryable = false;
 }
 
 export interface ResolveContext {

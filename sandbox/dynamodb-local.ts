@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { freePort } from './free-port.js';
 import { assertJavaAvailable } from './java.js';
 import { localAwsConfig } from './local-aws-config.js';
@@ -24,8 +25,9 @@ export interface DynamoDbLocalOptions {
 }
 
 /** Raised when DynamoDB Local exits or does not answer during start-up. */
-export class DynamoDbLocalStartError extends Error {
-  override readonly name = 'DynamoDbLocalStartError';
+export class DynamoDbLocalStartError extends OncelyError {
+  static override readonly errorName: string = 'DynamoDbLocalStartError';
+  readonly retryable = false;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
 import { createRequire } from 'node:module';
 import { pipeline } from 'node:stream';
 import { text } from 'node:stream/consumers';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { answerCloudFormation } from './cloudformation-api.js';
 import type { Deployment } from './deployment.js';
 import { answerLambda, isLambdaControlPath } from './lambda-read-api.js';
@@ -40,8 +41,9 @@ export interface EdgeEndpoint {
 }
 
 /** The edge cannot listen. */
-export class EdgeEndpointError extends Error {
-  override readonly name = 'EdgeEndpointError';
+export class EdgeEndpointError extends OncelyError {
+  static override readonly errorName: string = 'EdgeEndpointError';
+  readonly retryable = false;
 }
 
 const HOST = '127.0.0.1';

@@ -1,9 +1,11 @@
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 /**
  * A filter pattern of an event source mapping (`FilterCriteria.Filters[].Pattern`) that the sandbox
  * cannot apply: not JSON, not a pattern, or with an operator outside the subset it emulates.
  */
-export class UnsupportedFilterPatternError extends Error {
-  override readonly name = 'UnsupportedFilterPatternError';
+export class UnsupportedFilterPatternError extends OncelyError {
+  static override readonly errorName: string = 'UnsupportedFilterPatternError';
+  readonly retryable = false;
 }
 
 /** Whether Lambda would pass a record (as the function would receive it) to the function. */

@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 export const MINIMUM_JAVA_MAJOR = 17;
 
 /** Raised before DynamoDB Local is started when no usable Java runtime is on PATH. */
-export class JavaRuntimeMissingError extends Error {
-  override readonly name = 'JavaRuntimeMissingError';
+export class JavaRuntimeMissingError extends OncelyError {
+  static override readonly errorName: string = 'JavaRuntimeMissingError';
+  readonly retryable = false;
   constructor(found: string) {
     super(
       `DynamoDB Local needs Java ${MINIMUM_JAVA_MAJOR} or newer on PATH (${found}). ` +

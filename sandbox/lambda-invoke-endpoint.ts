@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 
@@ -23,8 +24,9 @@ export interface LambdaInvokeEndpoint {
 }
 
 /** The endpoint cannot listen. */
-export class LambdaInvokeEndpointError extends Error {
-  override readonly name = 'LambdaInvokeEndpointError';
+export class LambdaInvokeEndpointError extends OncelyError {
+  static override readonly errorName: string = 'LambdaInvokeEndpointError';
+  readonly retryable = false;
 }
 
 const HOST = '127.0.0.1';

@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import {
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,
@@ -111,13 +112,15 @@ export interface SandboxUsage {
 }
 
 /** Raised when an invocation names a function the app does not have. */
-export class UnknownFunctionError extends Error {
-  override readonly name = 'UnknownFunctionError';
+export class UnknownFunctionError extends OncelyError {
+  static override readonly errorName: string = 'UnknownFunctionError';
+  readonly retryable = false;
 }
 
 /** The app has no OncelyPipeline (no stack has its outputs), so there are no pipeline resources to use. */
-export class NoPipelineError extends Error {
-  override readonly name = 'NoPipelineError';
+export class NoPipelineError extends OncelyError {
+  static override readonly errorName: string = 'NoPipelineError';
+  readonly retryable = false;
 }
 
 /** Oncely's own directory: its dependencies provide the AWS SDK when the app has none installed. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 // Patches local-aws-sqs 2.0.2 so that the SQS emulator keeps the FIFO semantics Oncely relies on
 // (DESIGN.md §2, §5, §8). Applied when the emulator starts rather than on install: npm may not run a
@@ -22,8 +23,9 @@ export interface BundleReplacement {
 }
 
 /** The installed local-aws-sqs is not the one the patch was written for, or cannot be rewritten. */
-export class SqsEmulatorPatchError extends Error {
-  override readonly name = 'SqsEmulatorPatchError';
+export class SqsEmulatorPatchError extends OncelyError {
+  static override readonly errorName: string = 'SqsEmulatorPatchError';
+  readonly retryable = false;
 }
 
 // The replacements use the bundle's own minified identifiers, all inside the Queue class (Xt):

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 import { ensureSqsEmulatorPatched } from './sqs-emulator-patch.js';
 
@@ -22,8 +23,9 @@ export interface SqsEmulatorOptions {
 }
 
 /** Raised when the emulator cannot listen, e.g. because the requested port is taken. */
-export class SqsEmulatorStartError extends Error {
-  override readonly name = 'SqsEmulatorStartError';
+export class SqsEmulatorStartError extends OncelyError {
+  static override readonly errorName: string = 'SqsEmulatorStartError';
+  readonly retryable = false;
 }
 
 /**

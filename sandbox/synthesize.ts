@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { SANDBOX_CONTEXT } from '../lib/constructs/sandbox-context.js';
 import type { CloudFormationTemplate } from './cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
@@ -33,13 +34,15 @@ export interface CloudAssembly {
 }
 
 /** The directory holds no CDK app the sandbox can run: no cdk.json, or one without an `app` command. */
-export class CdkAppConfigError extends Error {
-  override readonly name = 'CdkAppConfigError';
+export class CdkAppConfigError extends OncelyError {
+  static override readonly errorName: string = 'CdkAppConfigError';
+  readonly retryable = false;
 }
 
 /** The app's command failed, or produced no stack; the message carries what it wrote to stderr. */
-export class CdkSynthError extends Error {
-  override readonly name = 'CdkSynthError';
+export class CdkSynthError extends OncelyError {
+  static override readonly errorName: string = 'CdkSynthError';
+  readonly retryable = false;
 }
 
 interface ManifestArtifact {

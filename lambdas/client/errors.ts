@@ -2,7 +2,7 @@ import { OncelyError } from '../idempotency/errors.js';
 
 /** The client does not know which function to invoke. */
 export class PublisherClientConfigurationError extends OncelyError {
-  override readonly name = 'PublisherClientConfigurationError';
+  static override readonly errorName: string = 'PublisherClientConfigurationError';
   readonly retryable = false;
 }
 
@@ -11,8 +11,8 @@ export class PublisherClientConfigurationError extends OncelyError {
  * a crash, an AWS error inside the publisher. Retried by `publish` — safely, since the requestId
  * turns a repeat into a replay — and thrown once the attempts run out.
  */
-export class PublisherFunctionError extends OncelyError {
-  override readonly name = 'PublisherFunctionError';
+export class PublisherInvocationError extends OncelyError {
+  static override readonly errorName: string = 'PublisherInvocationError';
   readonly retryable = true;
 
   constructor(
@@ -26,6 +26,6 @@ export class PublisherFunctionError extends OncelyError {
 
 /** The function answered, but not with a publish response: is it really the Oncely publisher? */
 export class PublisherResponseError extends OncelyError {
-  override readonly name = 'PublisherResponseError';
+  static override readonly errorName: string = 'PublisherResponseError';
   readonly retryable = false;
 }

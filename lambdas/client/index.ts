@@ -21,7 +21,7 @@ export {
 } from '../publisher/errors.js';
 export {
   PublisherClientConfigurationError,
-  PublisherFunctionError,
+  PublisherInvocationError,
   PublisherResponseError,
 } from './errors.js';
 export {

@@ -9,7 +9,7 @@ import type { MessageResult, PublishMessage, PublishResponse } from '../publishe
 import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
 import {
   PublisherClientConfigurationError,
-  PublisherFunctionError,
+  PublisherInvocationError,
   PublisherResponseError,
 } from './errors.js';
 
@@ -69,7 +69,7 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * same key (and its group's `blocked` ones after it); it is never enqueued twice within SQS's
  * 5-minute window, and beyond it the consumer recognises the key. Rejects with
  * PublishValidationError or PublishConflictError (never retried), or with the last error once the
- * attempts run out: PublishInProgressError, PublisherFunctionError or the AWS SDK's own.
+ * attempts run out: PublishInProgressError, PublisherInvocationError or the AWS SDK's own.
  */
 export async function publish(
   messages: readonly PublishMessage[],
@@ -211,14 +211,14 @@ function resultAt(results: readonly MessageResult[], index: number): MessageResu
   return results[index] as MessageResult;
 }
 
-/** Rebuilds the publisher's own errors with their details; anything else is a PublisherFunctionError. */
+/** Rebuilds the publisher's own errors with their details; anything else is a PublisherInvocationError. */
 function functionError(text: string): Error {
   const reported = parseJson(text) as { errorType?: unknown; errorMessage?: unknown } | undefined;
   const errorType = typeof reported?.errorType === 'string' ? reported.errorType : 'Unknown';
   const errorMessage = typeof reported?.errorMessage === 'string' ? reported.errorMessage : text;
   return (
     publisherErrorFromFunctionError(errorType, errorMessage) ??
-    new PublisherFunctionError(errorType, errorMessage)
+    new PublisherInvocationError(errorType, errorMessage)
   );
 }
 

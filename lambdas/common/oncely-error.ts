@@ -7,6 +7,7 @@
  * named after its class (bundle with esbuild's `keepNames`, as the Oncely construct does).
  */
 export abstract class OncelyError extends Error {
+  static readonly errorName: string = 'OncelyError';
   abstract readonly retryable: boolean;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -17,6 +18,6 @@ export abstract class OncelyError extends Error {
 
 /** Thrown by a handler for a failure that no retry can fix (bad input, broken business rule). */
 export class NonRetryableError extends OncelyError {
-  static readonly errorName: string = 'NonRetryableError';
+  static override readonly errorName: string = 'NonRetryableError';
   readonly retryable = false;
 }

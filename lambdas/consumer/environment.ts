@@ -34,7 +34,7 @@ export interface ConsumerEnvironment {
  * processed without its table or its DLQ, and no retry can fix the function's configuration.
  */
 export class ConsumerEnvironmentError extends OncelyError {
-  static readonly errorName: string = 'ConsumerEnvironmentError';
+  static override readonly errorName: string = 'ConsumerEnvironmentError';
   readonly retryable = false;
   constructor(
     /** The variables that are missing or invalid. */

@@ -49,7 +49,7 @@ export class BusinessRuleViolationError extends NonRetryableError {
  * so nothing guarantees the order it relies on. This fails the whole batch.
  */
 export class MissingMessageGroupError extends OncelyError {
-  static readonly errorName: string = 'MissingMessageGroupError';
+  static override readonly errorName: string = 'MissingMessageGroupError';
   readonly retryable = false;
   constructor(readonly messageId: string) {
     super(
@@ -64,7 +64,7 @@ export class MissingMessageGroupError extends OncelyError {
  * throttled, access denied). Every record needs that table, so this fails the whole batch.
  */
 export class IdempotencyStoreUnavailableError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyStoreUnavailableError';
+  static override readonly errorName: string = 'IdempotencyStoreUnavailableError';
   readonly retryable = true;
   constructor(idempotencyKey: string, cause: unknown) {
     super(

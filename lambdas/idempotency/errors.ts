@@ -12,13 +12,13 @@ export { NonRetryableError, OncelyError };
  * the connection reset. At-most-once records `IN_DOUBT` and never re-runs it; at-least-once retries.
  */
 export class OutcomeUnknownError extends OncelyError {
-  static readonly errorName: string = 'OutcomeUnknownError';
+  static override readonly errorName: string = 'OutcomeUnknownError';
   readonly retryable = true;
 }
 
 /** Another invocation holds the lease on this key right now. Retry later. */
 export class IdempotencyInProgressError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyInProgressError';
+  static override readonly errorName: string = 'IdempotencyInProgressError';
   readonly retryable = true;
   constructor(
     readonly id: string,
@@ -33,7 +33,7 @@ export class IdempotencyInProgressError extends OncelyError {
 
 /** The record is IN_DOUBT: the effect may or may not have happened; an operator must resolve it. */
 export class IdempotencyInDoubtError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyInDoubtError';
+  static override readonly errorName: string = 'IdempotencyInDoubtError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -48,7 +48,7 @@ export class IdempotencyInDoubtError extends OncelyError {
 
 /** The key was used before with a different payload: two different messages share one key. */
 export class IdempotencyConflictError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyConflictError';
+  static override readonly errorName: string = 'IdempotencyConflictError';
   readonly retryable = false;
   constructor(readonly id: string) {
     super(
@@ -60,7 +60,7 @@ export class IdempotencyConflictError extends OncelyError {
 
 /** A duplicate of a message that was rejected permanently: the original rejection, replayed. */
 export class IdempotencyRejectedError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyRejectedError';
+  static override readonly errorName: string = 'IdempotencyRejectedError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -72,7 +72,7 @@ export class IdempotencyRejectedError extends OncelyError {
 
 /** The effect's result cannot be stored in the idempotency record (DynamoDB items are limited to 400 KB). */
 export class ResultTooLargeError extends OncelyError {
-  static readonly errorName: string = 'ResultTooLargeError';
+  static override readonly errorName: string = 'ResultTooLargeError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -89,7 +89,7 @@ export class ResultTooLargeError extends OncelyError {
 
 /** A business write of a transactional handler failed its own condition (not a duplicate). */
 export class TransactionConditionFailedError extends OncelyError {
-  static readonly errorName: string = 'TransactionConditionFailedError';
+  static override readonly errorName: string = 'TransactionConditionFailedError';
   readonly retryable = false;
   constructor(
     readonly id: string,
@@ -104,7 +104,7 @@ export class TransactionConditionFailedError extends OncelyError {
 
 /** DynamoDB kept cancelling the transaction because concurrent transactions touched the same items. */
 export class TransactionContentionError extends OncelyError {
-  static readonly errorName: string = 'TransactionContentionError';
+  static override readonly errorName: string = 'TransactionContentionError';
   readonly retryable = true;
   constructor(
     readonly id: string,
@@ -120,7 +120,7 @@ export class TransactionContentionError extends OncelyError {
  * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once).
  */
 export class RecordNotWrittenError extends OncelyError {
-  static readonly errorName: string = 'RecordNotWrittenError';
+  static override readonly errorName: string = 'RecordNotWrittenError';
   readonly retryable = true;
   constructor(
     readonly id: string,
@@ -152,7 +152,7 @@ export class InvalidRecordWriteError extends NonRetryableError {
 
 /** Input the idempotency core cannot work with (a bad key, namespace or option). */
 export class IdempotencyConfigurationError extends OncelyError {
-  static readonly errorName: string = 'IdempotencyConfigurationError';
+  static override readonly errorName: string = 'IdempotencyConfigurationError';
   readonly retryable = false;
 }
 

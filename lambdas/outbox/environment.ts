@@ -31,7 +31,7 @@ export const DEFAULT_STUCK_AFTER_SECONDS = 300;
  * synth (an OncelyOutbox whose props or table do not fit). No retry can fix it.
  */
 export class OutboxConfigurationError extends OncelyError {
-  static readonly errorName: string = 'OutboxConfigurationError';
+  static override readonly errorName: string = 'OutboxConfigurationError';
   readonly retryable = false;
 }
 

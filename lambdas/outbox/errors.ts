@@ -3,7 +3,7 @@ import type { ValidationProblem } from '../publisher/errors.js';
 
 /** The messages are invalid: nothing was written. `problems` lists each, with its index. */
 export class OutboxValidationError extends OncelyError {
-  static readonly errorName: string = 'OutboxValidationError';
+  static override readonly errorName: string = 'OutboxValidationError';
   readonly retryable = false;
   constructor(readonly problems: readonly ValidationProblem[]) {
     const listed = problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.message}`);
@@ -22,7 +22,7 @@ export type OutboxWriteFailure =
  * already in the outbox). Nothing was written and nothing will be published.
  */
 export class OutboxWriteCanceledError extends OncelyError {
-  static readonly errorName: string = 'OutboxWriteCanceledError';
+  static override readonly errorName: string = 'OutboxWriteCanceledError';
   readonly retryable = false;
   constructor(readonly failures: readonly OutboxWriteFailure[]) {
     super(
@@ -38,13 +38,13 @@ export class OutboxWriteCanceledError extends OncelyError {
  * Nothing was written: try the same write again.
  */
 export class OutboxWriteConflictError extends OncelyError {
-  static readonly errorName: string = 'OutboxWriteConflictError';
+  static override readonly errorName: string = 'OutboxWriteConflictError';
   readonly retryable = true;
 }
 
 /** The write's `clientRequestToken` was used for a different write in the last 10 minutes. Nothing was written. */
 export class OutboxTokenReusedError extends OncelyError {
-  static readonly errorName: string = 'OutboxTokenReusedError';
+  static override readonly errorName: string = 'OutboxTokenReusedError';
   readonly retryable = false;
 }
 
@@ -54,13 +54,13 @@ export class OutboxTokenReusedError extends OncelyError {
  * with the same token: it then succeeds without writing twice, or writes it once.
  */
 export class OutboxWriteOutcomeUnknownError extends OncelyError {
-  static readonly errorName: string = 'OutboxWriteOutcomeUnknownError';
+  static override readonly errorName: string = 'OutboxWriteOutcomeUnknownError';
   readonly retryable = true;
 }
 
 /** More items than one transaction takes. Nothing was written. */
 export class OutboxTooManyItemsError extends OncelyError {
-  static readonly errorName: string = 'OutboxTooManyItemsError';
+  static override readonly errorName: string = 'OutboxTooManyItemsError';
   readonly retryable = false;
 }
 

@@ -5,8 +5,8 @@ import { OncelyError } from '../idempotency/errors.js';
  * The publisher's function errors, and how they cross the Lambda boundary.
  *
  * Lambda turns a thrown error into `{ errorType: error.name, errorMessage: error.message, trace }`
- * and drops every other property. So each error here has a fixed `name` (never the class name,
- * which a minifying bundler may rename) and writes its details into its message: a readable
+ * and drops every other property. So each error here fixes its name in a static `errorName` (as
+ * every Oncely error does) and writes its details into its message: a readable
  * summary on the first line, the details as JSON on the second. The client parses them back
  * into the same classes with `publisherErrorFromFunctionError`.
  */
@@ -30,7 +30,7 @@ const PROBLEMS_IN_SUMMARY = 10;
 
 /** The request is invalid: nothing was sent. Fix the listed messages and publish again. */
 export class PublishValidationError extends PublisherFunctionError {
-  override readonly name = 'PublishValidationError';
+  static override readonly errorName: string = 'PublishValidationError';
   readonly retryable = false;
 
   constructor(readonly problems: readonly ValidationProblem[]) {
@@ -47,7 +47,7 @@ export class PublishValidationError extends PublisherFunctionError {
 
 /** The requestId was used before for a different request. Nothing was sent. */
 export class PublishConflictError extends PublisherFunctionError {
-  override readonly name = 'PublishConflictError';
+  static override readonly errorName: string = 'PublishConflictError';
   readonly retryable = false;
 
   constructor(readonly requestId: string) {
@@ -61,7 +61,7 @@ export class PublishConflictError extends PublisherFunctionError {
 
 /** Another invocation is publishing this requestId right now. Retry: the repeat gets its response. */
 export class PublishInProgressError extends PublisherFunctionError {
-  override readonly name = 'PublishInProgressError';
+  static override readonly errorName: string = 'PublishInProgressError';
   readonly retryable = true;
 
   constructor(

@@ -1,3 +1,4 @@
+import { OncelyError } from '../../lambdas/common/oncely-error.js';
 /**
  * The outputs an `OncelyPipeline` adds to its stack, by which other services, the operations CLI
  * and the sandbox's ready file find it. One constant each, so the construct and its readers cannot
@@ -22,8 +23,9 @@ export type PipelineOutputKey = keyof typeof PIPELINE_OUTPUTS;
 export type PipelineResources = Record<PipelineOutputKey, string>;
 
 /** A stack that lacks outputs Oncely needs: not an Oncely stack, or one from another version. */
-export class MissingStackOutputsError extends Error {
-  override readonly name = 'MissingStackOutputsError';
+export class MissingStackOutputsError extends OncelyError {
+  static override readonly errorName: string = 'MissingStackOutputsError';
+  readonly retryable = false;
 }
 
 /**

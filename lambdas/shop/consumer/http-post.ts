@@ -9,7 +9,7 @@ export interface HttpAnswer {
 
 /** The request never fully left this process (e.g. connection refused): the remote cannot have acted on it. */
 export class RequestNotSentError extends OncelyError {
-  static readonly errorName: string = 'RequestNotSentError';
+  static override readonly errorName: string = 'RequestNotSentError';
   readonly retryable = true;
 }
 

@@ -15,7 +15,7 @@ const sendNotificationSchema = z.object({
 
 /** The gateway answered 5xx, 408 or 429: it did not send the notification; a later try may succeed. */
 export class NotificationGatewayUnavailableError extends OncelyError {
-  static readonly errorName: string = 'NotificationGatewayUnavailableError';
+  static override readonly errorName: string = 'NotificationGatewayUnavailableError';
   readonly retryable = true;
 }
 
