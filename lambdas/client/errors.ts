@@ -1,11 +1,5 @@
 import { OncelyError } from '../idempotency/errors.js';
 
-/** The client does not know which function to invoke. */
-export class PublisherClientConfigurationError extends OncelyError {
-  static override readonly errorName: string = 'PublisherClientConfigurationError';
-  readonly retryable = false;
-}
-
 /**
  * A function error other than the publisher's own (validation, conflict, in progress): a timeout,
  * a crash, an AWS error inside the publisher. Retried by `publish` — safely, since the requestId

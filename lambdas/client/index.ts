@@ -5,6 +5,7 @@
  *   const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
  */
 
+export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
 export {
   MAX_MESSAGES_PER_REQUEST,
@@ -19,11 +20,7 @@ export {
   PublishValidationError,
   type ValidationProblem,
 } from '../publisher/errors.js';
-export {
-  PublisherClientConfigurationError,
-  PublisherInvocationError,
-  PublisherResponseError,
-} from './errors.js';
+export { PublisherInvocationError, PublisherResponseError } from './errors.js';
 export {
   DEFAULT_CLIENT_RETRY,
   DEFAULT_MAX_LEASE_WAIT_MS,

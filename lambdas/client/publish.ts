@@ -2,19 +2,28 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
+import { EnvironmentReader } from '../common/environment.js';
 import { sha256Hex } from '../common/message-key.js';
 import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
 import type { MessageResult, PublishMessage, PublishResponse } from '../publisher/contract.js';
 import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
-import {
-  PublisherClientConfigurationError,
-  PublisherInvocationError,
-  PublisherResponseError,
-} from './errors.js';
+import { PublisherInvocationError, PublisherResponseError } from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
 export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';
+
+/** The publisher function `publish` invokes when not given one; an OncelyConfigurationError names the variable. */
+function publisherFunctionFromEnvironment(): string {
+  const read = new EnvironmentReader();
+  const functionName = read.required(PUBLISHER_FUNCTION_ENV);
+  read.check(
+    'No publisher function to invoke',
+    `Pass \`functionName\` or set ${PUBLISHER_FUNCTION_ENV} to the publisher's function name or ARN ` +
+      "(an output of the Oncely stack, or the sandbox's ready file).",
+  );
+  return functionName;
+}
 
 export interface PublishOptions {
   /** The publisher's function name or ARN; `ONCELY_PUBLISHER_FUNCTION` by default. */
@@ -75,13 +84,7 @@ export async function publish(
   messages: readonly PublishMessage[],
   options: PublishOptions = {},
 ): Promise<PublishResult> {
-  const functionName = options.functionName ?? process.env[PUBLISHER_FUNCTION_ENV];
-  if (!functionName) {
-    throw new PublisherClientConfigurationError(
-      `No publisher function to invoke: pass \`functionName\` or set ${PUBLISHER_FUNCTION_ENV} to the ` +
-        "publisher's function name or ARN (an output of the Oncely stack, or the sandbox's ready file).",
-    );
-  }
+  const functionName = options.functionName ?? publisherFunctionFromEnvironment();
   const invoker: Invoker = {
     lambda: options.lambda ?? sharedLambdaClient(),
     functionName,

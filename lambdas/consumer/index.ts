@@ -1,4 +1,5 @@
 // `oncely/consumer`: the FIFO batch consumer and its per-record operations (README "Writing a consumer").
+export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { InvalidEnvelopeError } from '../common/envelope.js';
 // What a consumer's functions throw, without a second import (the same classes as `oncely/idempotency`'s).
 export { NonRetryableError, OutcomeUnknownError } from '../idempotency/errors.js';
@@ -9,7 +10,6 @@ export { type DeadLetterQueueOptions, DLQ_ATTRIBUTES } from './dead-letter-queue
 export {
   CONSUMER_ENVIRONMENT,
   type ConsumerEnvironment,
-  ConsumerEnvironmentError,
   type ConsumerVariable,
   readConsumerEnvironment,
 } from './environment.js';

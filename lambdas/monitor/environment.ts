@@ -1,3 +1,5 @@
+import { type Environment, EnvironmentReader } from '../common/environment.js';
+
 /**
  * The unresolved-records monitor's environment variables: the CDK stack and the local sandbox set
  * exactly these, by these names.
@@ -11,18 +13,13 @@ export interface MonitorEnvironment {
   idempotencyTableName: string;
 }
 
-/** The environment lacks a variable; the message names every one. */
-export class MonitorEnvironmentError extends Error {
-  override readonly name = 'MonitorEnvironmentError';
-}
-
-export function readMonitorEnvironment(env: NodeJS.ProcessEnv = process.env): MonitorEnvironment {
-  const tableName = env[MONITOR_ENVIRONMENT.idempotencyTableName];
-  if (!tableName) {
-    throw new MonitorEnvironmentError(
-      `The unresolved-records monitor cannot start: ${MONITOR_ENVIRONMENT.idempotencyTableName} is not set. ` +
-        'The CDK stack and the local sandbox set it; set it yourself when running the handler anywhere else.',
-    );
-  }
-  return { idempotencyTableName: tableName };
+/** Reads and checks the monitor's variables; the OncelyConfigurationError names every one to fix. */
+export function readMonitorEnvironment(environment: Environment = process.env): MonitorEnvironment {
+  const read = new EnvironmentReader(environment);
+  const values = { idempotencyTableName: read.required(MONITOR_ENVIRONMENT.idempotencyTableName) };
+  read.check(
+    'The unresolved-records monitor cannot start',
+    'The OncelyPipeline construct and the local sandbox set it; set it yourself when running the handler anywhere else.',
+  );
+  return values;
 }

@@ -1,4 +1,4 @@
-import { OncelyError } from '../idempotency/errors.js';
+import { type Environment, EnvironmentReader } from '../common/environment.js';
 import { DEFAULT_PARTITION_KEY, DEFAULT_SORT_KEY, type OutboxLayout } from './layout.js';
 
 /**
@@ -26,58 +26,44 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 262_144;
 export const DEFAULT_SWEEP_AFTER_SECONDS = 60;
 export const DEFAULT_STUCK_AFTER_SECONDS = 300;
 
-/**
- * The outbox's configuration is incomplete or invalid: at run time (no table, a bad variable) or at
- * synth (an OncelyOutbox whose props or table do not fit). No retry can fix it.
- */
-export class OutboxConfigurationError extends OncelyError {
-  static override readonly errorName: string = 'OutboxConfigurationError';
-  readonly retryable = false;
+/** What a producer's `new Outbox()` takes from its options, else from the environment. */
+export interface ProducerSettings {
+  layout: OutboxLayout;
+  maxMessageBytes: number;
 }
 
-type Environment = Readonly<Record<string, string | undefined>>;
-
-/** The table and its key attributes, from the options given, else the environment. */
-export function outboxLayout(
-  options: Partial<OutboxLayout>,
+/**
+ * The outbox's table, its key attributes and the message size limit: from `options`, else the
+ * environment. The OncelyConfigurationError names every variable to fix.
+ */
+export function producerSettings(
+  options: Partial<OutboxLayout> & { maxMessageBytes?: number },
   environment: Environment = process.env,
-): OutboxLayout {
-  const tableName = options.tableName ?? environment[OUTBOX_ENVIRONMENT.tableName];
-  if (!tableName) {
-    throw new OutboxConfigurationError(
-      `no outbox table: pass tableName, or set ${OUTBOX_ENVIRONMENT.tableName} ` +
-        '(OncelyOutbox.grantWrite sets it on your function).',
-    );
-  }
+): ProducerSettings {
+  const read = new EnvironmentReader(environment);
+  const settings = {
+    layout: layoutOf(read, options),
+    maxMessageBytes: options.maxMessageBytes ?? maxMessageBytesOf(read),
+  };
+  read.check(
+    "The outbox's environment is incomplete or invalid",
+    'OncelyOutbox.grantWrite sets these variables on your function; elsewhere, set them, or give new Outbox() ' +
+      'the options they stand for (tableName, partitionKey, sortKey, maxMessageBytes).',
+  );
+  return settings;
+}
+
+/** The table and its key attributes: from `options`, else read from the environment. */
+export function layoutOf(read: EnvironmentReader, options: Partial<OutboxLayout> = {}): OutboxLayout {
   return {
-    tableName,
+    tableName: options.tableName ?? read.required(OUTBOX_ENVIRONMENT.tableName),
     partitionKey:
-      options.partitionKey ?? (environment[OUTBOX_ENVIRONMENT.partitionKey] || DEFAULT_PARTITION_KEY),
-    sortKey: options.sortKey ?? (environment[OUTBOX_ENVIRONMENT.sortKey] || DEFAULT_SORT_KEY),
+      options.partitionKey ?? read.optional(OUTBOX_ENVIRONMENT.partitionKey) ?? DEFAULT_PARTITION_KEY,
+    sortKey: options.sortKey ?? read.optional(OUTBOX_ENVIRONMENT.sortKey) ?? DEFAULT_SORT_KEY,
   };
 }
 
-/** A required variable, or a configuration error naming it. */
-export function requiredVariable(name: string, environment: Environment = process.env): string {
-  const value = environment[name];
-  if (!value) throw new OutboxConfigurationError(`${name} is not set: the OncelyOutbox construct sets it.`);
-  return value;
-}
-
-/** An optional whole number of at least `min`, or a configuration error naming it. */
-export function integerVariable(
-  name: string,
-  fallback: number,
-  min: number,
-  environment: Environment = process.env,
-): number {
-  const value = environment[name];
-  if (value === undefined || value === '') return fallback;
-  const number = Number(value);
-  if (!/^\d+$/.test(value) || number < min) {
-    throw new OutboxConfigurationError(
-      `${name} must be a whole number of at least ${min}, not ${JSON.stringify(value)}`,
-    );
-  }
-  return number;
+/** The largest message the queue takes, read from the environment. */
+export function maxMessageBytesOf(read: EnvironmentReader): number {
+  return read.integer(OUTBOX_ENVIRONMENT.maxMessageBytes, { min: 1_024 }, DEFAULT_MAX_MESSAGE_BYTES);
 }

@@ -1,10 +1,10 @@
 // `oncely/outbox`: commit your DynamoDB writes and the messages they announce together (DESIGN §9).
+export { OncelyConfigurationError } from '../common/configuration-error.js';
 export {
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_STUCK_AFTER_SECONDS,
   DEFAULT_SWEEP_AFTER_SECONDS,
   OUTBOX_ENVIRONMENT,
-  OutboxConfigurationError,
 } from './environment.js';
 export {
   OutboxTokenReusedError,

@@ -9,12 +9,7 @@ import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
 import { type PreparedMessage, validatePublishRequest } from '../publisher/validation.js';
-import {
-  DEFAULT_MAX_MESSAGE_BYTES,
-  integerVariable,
-  OUTBOX_ENVIRONMENT,
-  outboxLayout,
-} from './environment.js';
+import { producerSettings } from './environment.js';
 import {
   OutboxTokenReusedError,
   OutboxTooManyItemsError,
@@ -87,13 +82,12 @@ export class Outbox {
   #lastCreatedAt = 0;
 
   constructor(options: OutboxOptions = {}) {
-    this.layout = outboxLayout(options);
+    const settings = producerSettings(options);
+    this.layout = settings.layout;
     this.#documents = DynamoDBDocumentClient.from(options.client ?? new DynamoDBClient({}), {
       marshallOptions: { removeUndefinedValues: true },
     });
-    this.#maxMessageBytes =
-      options.maxMessageBytes ??
-      integerVariable(OUTBOX_ENVIRONMENT.maxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES, 1_024);
+    this.#maxMessageBytes = settings.maxMessageBytes;
     this.#now = options.now ?? (() => new Date());
   }
 

@@ -2,16 +2,18 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import type { RetryPolicy } from '../common/backoff.js';
+import { type Environment, EnvironmentReader } from '../common/environment.js';
 import { sqsBatchSender } from '../publisher/sqs-batch.js';
 import {
-  DEFAULT_MAX_MESSAGE_BYTES,
-  integerVariable,
+  DEFAULT_STUCK_AFTER_SECONDS,
+  DEFAULT_SWEEP_AFTER_SECONDS,
+  layoutOf,
+  maxMessageBytesOf,
   OUTBOX_ENVIRONMENT,
-  outboxLayout,
-  requiredVariable,
 } from './environment.js';
 import { OutboxItems } from './outbox-items.js';
 import type { SenderOptions } from './relay.js';
+import type { SweepOptions } from './sweeper.js';
 
 /** Failed entries are sent again a few times within one invocation; after that the next run does. */
 export const OUTBOX_SEND_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 50, maxDelayMs: 1_000 };
@@ -36,14 +38,40 @@ export function invocationTimes(
   };
 }
 
-/** The relay's and sweeper's clients and settings, from OUTBOX_ENVIRONMENT and the AWS SDK's defaults. */
-export function senderFromEnvironment(): Omit<SenderOptions, 'claimMs'> {
-  const queueUrl = requiredVariable(OUTBOX_ENVIRONMENT.queueUrl);
+const SENDER_REMEDY =
+  'The OncelyOutbox construct sets these variables on its functions, and `oncely local` in its sandbox.';
+
+/**
+ * The relay's and sweeper's clients and settings, from OUTBOX_ENVIRONMENT and the AWS SDK's
+ * defaults. The OncelyConfigurationError names every variable to fix.
+ */
+export function senderFromEnvironment(
+  environment: Environment = process.env,
+): Omit<SenderOptions, 'claimMs'> {
+  const read = new EnvironmentReader(environment);
+  const queueUrl = read.required(OUTBOX_ENVIRONMENT.queueUrl);
+  const layout = layoutOf(read);
+  const maxBatchBytes = maxMessageBytesOf(read);
+  read.check("The outbox's relay or sweeper cannot start", SENDER_REMEDY);
   return {
-    items: new OutboxItems({ client: new DynamoDBClient({}), layout: outboxLayout({}) }),
+    items: new OutboxItems({ client: new DynamoDBClient({}), layout }),
     // One attempt per call: the ordered sender retries failed entries itself, with the same ids.
     sendBatch: sqsBatchSender(new SQSClient({ maxAttempts: 1 }), queueUrl),
-    maxBatchBytes: integerVariable(OUTBOX_ENVIRONMENT.maxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES, 1_024),
+    maxBatchBytes,
     retry: OUTBOX_SEND_RETRY,
   };
+}
+
+/** The sweeper's age bounds, in milliseconds, from OUTBOX_ENVIRONMENT. */
+export function sweepBoundsFromEnvironment(
+  environment: Environment = process.env,
+): Pick<SweepOptions, 'sweepAfterMs' | 'stuckAfterMs'> {
+  const read = new EnvironmentReader(environment);
+  const { sweepAfterSeconds, stuckAfterSeconds } = OUTBOX_ENVIRONMENT;
+  const bounds = {
+    sweepAfterMs: read.integer(sweepAfterSeconds, { min: 0 }, DEFAULT_SWEEP_AFTER_SECONDS) * 1000,
+    stuckAfterMs: read.integer(stuckAfterSeconds, { min: 1 }, DEFAULT_STUCK_AFTER_SECONDS) * 1000,
+  };
+  read.check("The outbox's sweeper cannot start", SENDER_REMEDY);
+  return bounds;
 }

@@ -1,3 +1,5 @@
+import { type Environment, EnvironmentReader } from '../common/environment.js';
+
 /**
  * The publisher's environment variables: the CDK stack and the local sandbox set exactly these,
  * by these names.
@@ -23,45 +25,25 @@ export interface PublisherEnvironment {
   idempotencyTtlSeconds?: number;
 }
 
-/** The environment lacks a variable or has an unusable value; the message names every one. */
-export class PublisherEnvironmentError extends Error {
-  override readonly name = 'PublisherEnvironmentError';
-}
-
-export function readPublisherEnvironment(env: NodeJS.ProcessEnv = process.env): PublisherEnvironment {
-  const problems: string[] = [];
-  const required = (name: string): string => {
-    const value = env[name];
-    if (!value) problems.push(`${name} is not set`);
-    return value ?? '';
+/** Reads and checks the publisher's variables; the OncelyConfigurationError names every one to fix. */
+export function readPublisherEnvironment(environment: Environment = process.env): PublisherEnvironment {
+  const read = new EnvironmentReader(environment);
+  const { queueUrl, idempotencyTableName, queueMaxMessageBytes, idempotencyTtlSeconds } =
+    PUBLISHER_ENVIRONMENT;
+  const values = {
+    queueUrl: read.required(queueUrl),
+    idempotencyTableName: read.required(idempotencyTableName),
+    queueMaxMessageBytes: read.integer(
+      queueMaxMessageBytes,
+      { min: 1_024, max: 1_048_576 },
+      DEFAULT_QUEUE_MAX_MESSAGE_BYTES,
+    ),
+    idempotencyTtlSeconds: read.integer(idempotencyTtlSeconds, { min: 1 }),
   };
-  const optionalInteger = (name: string, min: number, max: number): number | undefined => {
-    const value = env[name];
-    if (value === undefined || value === '') return undefined;
-    const number = Number(value);
-    if (!Number.isInteger(number) || number < min || number > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(value)}`);
-    }
-    return number;
-  };
-
-  const {
-    queueUrl: queueUrlName,
-    idempotencyTableName: tableName,
-    queueMaxMessageBytes: maxBytesName,
-    idempotencyTtlSeconds: ttlName,
-  } = PUBLISHER_ENVIRONMENT;
-  const environment = {
-    queueUrl: required(queueUrlName),
-    idempotencyTableName: required(tableName),
-    queueMaxMessageBytes: optionalInteger(maxBytesName, 1_024, 1_048_576) ?? DEFAULT_QUEUE_MAX_MESSAGE_BYTES,
-    idempotencyTtlSeconds: optionalInteger(ttlName, 1, Number.MAX_SAFE_INTEGER),
-  };
-  if (problems.length > 0) {
-    throw new PublisherEnvironmentError(
-      `The publisher cannot start: ${problems.join('; ')}. The CDK stack and the local sandbox set these ` +
-        'variables; set them yourself when running the handler anywhere else.',
-    );
-  }
-  return environment;
+  read.check(
+    'The publisher cannot start',
+    'The OncelyPipeline construct and the local sandbox set these variables; set them yourself when ' +
+      'running the handler anywhere else.',
+  );
+  return values;
 }

@@ -3,6 +3,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { RetryPolicy } from '../common/backoff.js';
+import type { Environment } from '../common/environment.js';
 import {
   type CompletedRecordCache,
   DynamoDBIdempotencyStore,
@@ -70,7 +71,7 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
 }
 
 /** The publisher as deployed: configured from PUBLISHER_ENVIRONMENT and the AWS SDK's defaults. */
-export function publisherFromEnvironment(env: NodeJS.ProcessEnv = process.env): PublisherHandler {
+export function publisherFromEnvironment(env: Environment = process.env): PublisherHandler {
   const environment = readPublisherEnvironment(env);
   return createPublisherHandler({
     // One attempt per call: the publisher retries failed entries itself, within the invocation's time.

@@ -6,7 +6,7 @@
  *   new OncelyOutbox(this, 'Outbox', { pipeline }).grantWrite(orderService);
  */
 
-export { OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+export { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 export { LAMBDA_BUNDLING, type LambdaBundling, oncelyBundling } from './bundling.js';
 export { describeDeployedPipeline } from './deployed-pipeline.js';
 export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
@@ -32,9 +32,5 @@ export {
   type PipelineResources,
   resourcesFromOutputs,
 } from './pipeline-outputs.js';
-export {
-  PipelineConfigurationError,
-  type PipelineSettings,
-  type ResolvedSettings,
-} from './pipeline-settings.js';
+export type { PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
 export { inSandbox, SANDBOX_CONTEXT } from './sandbox-context.js';

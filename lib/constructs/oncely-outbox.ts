@@ -6,8 +6,9 @@ import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { CfnQueue, IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_KEY_PREFIXES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { invalidProps } from './invalid-props.js';
 import type { OncelyPipeline } from './oncely-pipeline.js';
 import { OutboxAlarms } from './outbox-alarms.js';
 import { createOutboxRelay, createOutboxSweeper } from './outbox-functions.js';
@@ -99,11 +100,7 @@ export class OncelyOutbox extends Construct {
         : []),
       ...outboxSettingsProblems(settings),
     ];
-    if (problems.length > 0) {
-      throw new OutboxConfigurationError(
-        `Invalid OncelyOutbox ${this.node.path}:\n- ${problems.join('\n- ')}`,
-      );
-    }
+    if (problems.length > 0) throw invalidProps('OncelyOutbox', this, problems);
     this.queue = (props.queue ?? props.pipeline?.queue) as IQueue;
     const maxMessageBytes = pipelineSettings?.maxMessageSizeBytes ?? declaredMaxMessageSize(this.queue);
 

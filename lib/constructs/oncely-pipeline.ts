@@ -25,11 +25,17 @@ import {
 } from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
+import { invalidProps } from './invalid-props.js';
 import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
 import { packageEntry } from './package-entries.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
 import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
-import { type PipelineSettings, type ResolvedSettings, resolveSettings } from './pipeline-settings.js';
+import {
+  type PipelineSettings,
+  pipelineSettingsProblems,
+  type ResolvedSettings,
+  resolveSettings,
+} from './pipeline-settings.js';
 
 /** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
 export interface OncelyConsumerEntry
@@ -93,6 +99,8 @@ export class OncelyPipeline extends Construct {
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
     super(scope, id);
     const settings = resolveSettings(props);
+    const problems = pipelineSettingsProblems(settings);
+    if (problems.length > 0) throw invalidProps('OncelyPipeline', this, problems);
     this.settings = settings;
     const serviceName = props.serviceName ?? 'oncely';
 

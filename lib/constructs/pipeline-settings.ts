@@ -42,11 +42,6 @@ export interface PipelineSettings {
 
 export type ResolvedSettings = Required<PipelineSettings>;
 
-/** Raised at synth time for settings that would break exactly-once delivery or cannot deploy. */
-export class PipelineConfigurationError extends Error {
-  override readonly name = 'PipelineConfigurationError';
-}
-
 const FIFO_MAX_BATCH_SIZE = 10;
 const VISIBILITY_TIMEOUT_FACTOR = 6;
 /**
@@ -57,13 +52,13 @@ const MAX_UNRESOLVED_CHECK_INTERVAL = Duration.hours(8);
 /** Consecutive check intervals without a count before the monitor counts as silent. */
 export const MONITOR_SILENT_INTERVALS = 3;
 
-/** Fills in the defaults and refuses settings that cannot work, naming every problem at once. */
+/** Fills in the defaults; {@link pipelineSettingsProblems} then says what cannot work. */
 export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettings {
   const consumerTimeout = settings.consumerTimeout ?? Duration.seconds(30);
   const queueRetention = settings.queueRetention ?? Duration.days(4);
   const dlqRetention = settings.dlqRetention ?? Duration.days(14);
   const retentionSeconds = queueRetention.toSeconds() + dlqRetention.toSeconds();
-  const resolved: ResolvedSettings = {
+  return {
     maxReceiveCount: settings.maxReceiveCount ?? 5,
     consumerTimeout,
     consumerMemoryMiB: settings.consumerMemoryMiB ?? 512,
@@ -82,14 +77,13 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
     removalPolicy: settings.removalPolicy ?? RemovalPolicy.RETAIN,
     deletionProtection: settings.deletionProtection ?? false,
   };
-  const problems = findProblems(resolved);
-  if (problems.length > 0) {
-    throw new PipelineConfigurationError(`Invalid Oncely pipeline settings:\n- ${problems.join('\n- ')}`);
-  }
-  return resolved;
 }
 
-function findProblems(s: ResolvedSettings): string[] {
+/**
+ * Every resolved setting that would break exactly-once delivery or cannot deploy, each with what
+ * to do; empty when all can.
+ */
+export function pipelineSettingsProblems(s: ResolvedSettings): string[] {
   const problems: string[] = [];
   const retention = s.queueRetention.toSeconds() + s.dlqRetention.toSeconds();
   if (s.idempotencyTtl.toSeconds() < retention) {

@@ -1,5 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { PipelineConfigurationError, type PipelineSettings, SANDBOX_CONTEXT } from 'oncely/cdk';
+import { OncelyConfigurationError, type PipelineSettings, SANDBOX_CONTEXT } from 'oncely/cdk';
 import type { IdempotencyMode } from 'oncely/idempotency';
 
 /** Until you point it at your gateway, notifications fail as retryable and end in the DLQ. */
@@ -39,7 +39,8 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
     if (raw === undefined) return undefined;
     const value = Number(raw);
     if (!Number.isFinite(value)) {
-      throw new PipelineConfigurationError(
+      throw new OncelyConfigurationError(
+        [key],
         `Context value ${key} must be a number, got ${JSON.stringify(raw)}.`,
       );
     }
@@ -51,7 +52,8 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
   };
   const mode = get('notificationMode');
   if (mode !== undefined && mode !== 'at-most-once' && mode !== 'at-least-once') {
-    throw new PipelineConfigurationError(
+    throw new OncelyConfigurationError(
+      ['notificationMode'],
       `Context value notificationMode must be at-most-once or at-least-once, got ${JSON.stringify(mode)}.`,
     );
   }

@@ -3,8 +3,8 @@ import type { SendMessageBatchCommandInput } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 // The package's own name: what other services import.
 import {
+  OncelyConfigurationError,
   PublishConflictError,
-  PublisherClientConfigurationError,
   PublisherResponseError,
   PublishInProgressError,
   type PublishMessage,
@@ -324,8 +324,13 @@ describe('publish (oncely/client)', () => {
   it('says how to name the function when neither an option nor ONCELY_PUBLISHER_FUNCTION does', async () => {
     vi.stubEnv('ONCELY_PUBLISHER_FUNCTION', '');
     const error = await publish(orders(1, 1), { lambda }).catch((thrown: unknown) => thrown);
-    expect(error).toBeInstanceOf(PublisherClientConfigurationError);
-    expect(error).toMatchObject({ message: expect.stringContaining('set ONCELY_PUBLISHER_FUNCTION') });
+    expect(error).toBeInstanceOf(OncelyConfigurationError);
+    expect(error).toMatchObject({
+      sources: ['ONCELY_PUBLISHER_FUNCTION'],
+      message: expect.stringMatching(
+        /^No publisher function to invoke: ONCELY_PUBLISHER_FUNCTION is empty\. Pass `functionName` or set ONCELY_PUBLISHER_FUNCTION /,
+      ),
+    });
   });
 
   it('finds the endpoint and the function through the environment, as a deployed service would', async () => {

@@ -8,10 +8,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } fr
 import {
   CONSUMER_ENVIRONMENT,
   CONSUMER_METRICS,
-  ConsumerEnvironmentError,
   DLQ_ATTRIBUTES,
   fifoBatch,
   leaseOperation,
+  OncelyConfigurationError,
   readConsumerEnvironment,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
@@ -144,11 +144,13 @@ describe('fifoBatch with only its operations', () => {
     const stderr = captureLines(process.stderr);
 
     const failed = await pollOnce(sqs, queue, handler);
-    expect(failed.error).toBeInstanceOf(ConsumerEnvironmentError);
-    const error = failed.error as ConsumerEnvironmentError;
-    expect(error.name).toBe('ConsumerEnvironmentError');
-    expect(error.variables).toEqual(['IDEMPOTENCY_TTL_SECONDS', 'DLQ_URL']);
-    expect(error.message).toContain('IDEMPOTENCY_TTL_SECONDS must be a positive whole number, not "soon"');
+    expect(failed.error).toBeInstanceOf(OncelyConfigurationError);
+    const error = failed.error as OncelyConfigurationError;
+    expect(error.name).toBe('OncelyConfigurationError');
+    expect(error.sources).toEqual(['IDEMPOTENCY_TTL_SECONDS', 'DLQ_URL']);
+    expect(error.message).toContain(
+      'IDEMPOTENCY_TTL_SECONDS must be a whole number of at least 1, not "soon"',
+    );
     expect(error.message).toContain('DLQ_URL is not set');
     expect(error.message).toContain('OncelyPipeline construct');
     expect(failed.deleted).toEqual([]);
@@ -218,10 +220,10 @@ describe('readConsumerEnvironment', () => {
         QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/events.fifo',
         MAX_CONCURRENT_GROUPS: '2.5',
       });
-    expect(read).toThrow(ConsumerEnvironmentError);
+    expect(read).toThrow(OncelyConfigurationError);
     expect(read).toThrow(
       'IDEMPOTENCY_TABLE_NAME is empty; DLQ_URL must be an http(s) URL, not "events-dlq.fifo"; ' +
-        'MAX_CONCURRENT_GROUPS must be a positive whole number, not "2.5"',
+        'MAX_CONCURRENT_GROUPS must be a whole number of at least 1, not "2.5"',
     );
   });
 });

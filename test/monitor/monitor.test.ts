@@ -1,11 +1,8 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/index.js';
-import {
-  MONITOR_ENVIRONMENT,
-  MonitorEnvironmentError,
-  readMonitorEnvironment,
-} from '../../lambdas/monitor/environment.js';
+import { MONITOR_ENVIRONMENT, readMonitorEnvironment } from '../../lambdas/monitor/environment.js';
 import { handler } from '../../lambdas/monitor/handler.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
@@ -125,7 +122,9 @@ describe('unresolved-records monitor', () => {
   });
 
   it('names the missing table variable', () => {
-    expect(() => readMonitorEnvironment({})).toThrow(MonitorEnvironmentError);
-    expect(() => readMonitorEnvironment({})).toThrow(/IDEMPOTENCY_TABLE_NAME is not set/);
+    expect(() => readMonitorEnvironment({})).toThrow(OncelyConfigurationError);
+    expect(() => readMonitorEnvironment({})).toThrow(
+      /^The unresolved-records monitor cannot start: IDEMPOTENCY_TABLE_NAME is not set\. The OncelyPipeline construct/,
+    );
   });
 });

@@ -7,9 +7,9 @@ import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { deriveMessageKey } from '../../lambdas/common/message-key.js';
 import {
+  OncelyConfigurationError,
   OUTBOX_ENVIRONMENT,
   Outbox,
-  OutboxConfigurationError,
   OutboxTokenReusedError,
   OutboxTooManyItemsError,
   OutboxValidationError,
@@ -157,7 +157,10 @@ describe('Outbox.write', () => {
     const saved = process.env[OUTBOX_ENVIRONMENT.tableName];
     delete process.env[OUTBOX_ENVIRONMENT.tableName];
     try {
-      expect(() => new Outbox({ client: dynamodb })).toThrow(OutboxConfigurationError);
+      expect(() => new Outbox({ client: dynamodb })).toThrow(OncelyConfigurationError);
+      expect(() => new Outbox({ client: dynamodb })).toThrow(
+        /^The outbox's environment is incomplete or invalid: OUTBOX_TABLE_NAME is not set\. OncelyOutbox\.grantWrite sets/,
+      );
       process.env[OUTBOX_ENVIRONMENT.tableName] = 'from-environment';
       expect(new Outbox({ client: dynamodb }).layout).toEqual({
         tableName: 'from-environment',

@@ -18,8 +18,9 @@ describe('the deployed publisher handler', () => {
     vi.stubEnv('QUEUE_URL', '');
     vi.stubEnv('IDEMPOTENCY_TABLE_NAME', '');
     await expect(handler(request, lambdaContext())).rejects.toMatchObject({
-      name: 'PublisherEnvironmentError',
-      message: expect.stringContaining('QUEUE_URL is not set; IDEMPOTENCY_TABLE_NAME is not set'),
+      name: 'OncelyConfigurationError',
+      sources: ['QUEUE_URL', 'IDEMPOTENCY_TABLE_NAME'],
+      message: expect.stringContaining('QUEUE_URL is empty; IDEMPOTENCY_TABLE_NAME is empty'),
     });
   });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import {
   DEFAULT_QUEUE_MAX_MESSAGE_BYTES,
   PUBLISHER_ENVIRONMENT,
-  PublisherEnvironmentError,
   readPublisherEnvironment,
 } from '../../lambdas/publisher/environment.js';
 
@@ -38,7 +38,7 @@ describe('publisher environment', () => {
   });
 
   it('names every missing variable at once', () => {
-    expect(() => readPublisherEnvironment({})).toThrow(PublisherEnvironmentError);
+    expect(() => readPublisherEnvironment({})).toThrow(OncelyConfigurationError);
     expect(() => readPublisherEnvironment({})).toThrow(
       /^The publisher cannot start: QUEUE_URL is not set; IDEMPOTENCY_TABLE_NAME is not set\./,
     );
@@ -46,13 +46,13 @@ describe('publisher environment', () => {
 
   it('refuses values it cannot use, saying which and why', () => {
     expect(() => readPublisherEnvironment({ ...complete, QUEUE_MAX_MESSAGE_BYTES: '256KB' })).toThrow(
-      'QUEUE_MAX_MESSAGE_BYTES must be an integer from 1024 to 1048576, not "256KB"',
+      'QUEUE_MAX_MESSAGE_BYTES must be a whole number from 1024 to 1048576, not "256KB"',
     );
     expect(() => readPublisherEnvironment({ ...complete, QUEUE_MAX_MESSAGE_BYTES: '2000000' })).toThrow(
-      'QUEUE_MAX_MESSAGE_BYTES must be an integer from 1024 to 1048576',
+      'QUEUE_MAX_MESSAGE_BYTES must be a whole number from 1024 to 1048576',
     );
     expect(() => readPublisherEnvironment({ ...complete, IDEMPOTENCY_TTL_SECONDS: '0' })).toThrow(
-      'IDEMPOTENCY_TTL_SECONDS must be an integer from 1',
+      'IDEMPOTENCY_TTL_SECONDS must be a whole number of at least 1, not "0"',
     );
   });
 });

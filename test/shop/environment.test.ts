@@ -1,11 +1,10 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { CONSUMER_ENVIRONMENT } from 'oncely/consumer';
+import { CONSUMER_ENVIRONMENT, OncelyConfigurationError } from 'oncely/consumer';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DEFAULT_NOTIFICATION_TIMEOUT_MS,
   readShopConfig,
   SHOP_ENVIRONMENT,
-  ShopEnvironmentError,
 } from '../../lambdas/shop/consumer/environment.js';
 import { handler } from '../../lambdas/shop/consumer/handler.js';
 import { buildShopApp } from '../../lib/shop/shop-app.js';
@@ -53,7 +52,12 @@ describe('the shop consumer’s environment', () => {
 
   it('names every missing or invalid variable at once', () => {
     const read = () => readShopConfig({ NOTIFICATION_URL: 'ftp://x', NOTIFICATION_TIMEOUT_MS: '-1' });
-    expect(read).toThrow(ShopEnvironmentError);
+    expect(read).toThrow(OncelyConfigurationError);
+    expect(read).toThrow(
+      expect.objectContaining({
+        sources: ['LEDGER_TABLE_NAME', 'NOTIFICATION_URL', 'NOTIFICATION_TIMEOUT_MS'],
+      }),
+    );
     expect(read).toThrow(
       /LEDGER_TABLE_NAME is not set.*NOTIFICATION_URL must be an http\(s\) URL.*NOTIFICATION_TIMEOUT_MS must be positive/,
     );
@@ -61,6 +65,6 @@ describe('the shop consumer’s environment', () => {
 
   it('fails the first invocation, not the import, when the environment is incomplete', async () => {
     for (const name of Object.values(SHOP_ENVIRONMENT)) vi.stubEnv(name, undefined);
-    await expect(handler({ Records: [] }, lambdaContext())).rejects.toThrow(ShopEnvironmentError);
+    await expect(handler({ Records: [] }, lambdaContext())).rejects.toThrow(OncelyConfigurationError);
   });
 });

@@ -7,7 +7,8 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { OUTBOX_ENVIRONMENT, OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
 import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
 import { OncelyOutbox, type OncelyOutboxProps } from '../../lib/constructs/oncely-outbox.js';
@@ -538,7 +539,8 @@ describe('on your own table', () => {
 describe('configuration errors, at synth', () => {
   const refused = (make: (stack: Stack) => Partial<OncelyOutboxProps>, message: RegExp) => {
     const build = () => buildOutboxStack(make);
-    expect(build).toThrow(OutboxConfigurationError);
+    expect(build).toThrow(OncelyConfigurationError);
+    expect(build).toThrow(/^Invalid OncelyOutbox Test\/Outbox: change these props and synthesize again:\n- /);
     expect(build).toThrow(message);
   };
 
@@ -621,7 +623,7 @@ describe('configuration errors, at synth', () => {
         ),
         relayBatchSize: 0,
       }),
-      /Invalid OncelyOutbox Test\/Outbox:\n- .*keyed by[\s\S]*no stream[\s\S]*relayBatchSize/,
+      /synthesize again:\n- .*keyed by[\s\S]*no stream[\s\S]*relayBatchSize/,
     );
   });
 });

@@ -9,6 +9,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
+import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/index.js';
@@ -17,7 +18,6 @@ import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { OncelyPipeline } from '../../lib/constructs/oncely-pipeline.js';
 import { PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
-import { PipelineConfigurationError } from '../../lib/constructs/pipeline-settings.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
 const { app, stack, template, pipeline } = buildStack();
@@ -505,12 +505,21 @@ describe('synth-time checks', () => {
     ],
     [{ unresolvedCheckInterval: Duration.hours(9) }, /unresolvedCheckInterval \(9 hours\) must be a whole/],
   ])('refuses %o with a clear message', (settings, message) => {
-    expect(() => buildStack(settings)).toThrow(PipelineConfigurationError);
+    expect(() => buildStack(settings)).toThrow(OncelyConfigurationError);
     expect(() => buildStack(settings)).toThrow(message);
   });
 
-  it('names every problem at once', () => {
-    expect(() => buildStack({ batchSize: 0, maxReceiveCount: 0 })).toThrow(/batchSize[\s\S]*maxReceiveCount/);
+  it('names the construct and every problem at once', () => {
+    const error = catchError(() => buildStack({ batchSize: 0, maxReceiveCount: 0 }));
+    expect(error).toBeInstanceOf(OncelyConfigurationError);
+    expect(error).toMatchObject({
+      name: 'OncelyConfigurationError',
+      retryable: false,
+      sources: ['Test/Pipeline'],
+    });
+    expect((error as Error).message).toMatch(
+      /^Invalid OncelyPipeline Test\/Pipeline: change these props and synthesize again:\n- batchSize[\s\S]*\n- maxReceiveCount/,
+    );
   });
 });
 
@@ -531,3 +540,12 @@ describe('cdk-nag', () => {
     );
   });
 });
+
+function catchError(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error');
+}

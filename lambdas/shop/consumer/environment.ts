@@ -1,4 +1,4 @@
-import { NonRetryableError } from 'oncely/consumer';
+import { OncelyConfigurationError } from 'oncely/consumer';
 import type { IdempotencyMode } from 'oncely/idempotency';
 import * as z from 'zod/mini';
 import '../shared/zod-english.js';
@@ -46,18 +46,14 @@ export interface ShopConfig {
   notificationMode: IdempotencyMode;
 }
 
-/** The consumer cannot start: its environment is incomplete or wrong. */
-export class ShopEnvironmentError extends NonRetryableError {
-  static override readonly errorName: string = 'ShopEnvironmentError';
-}
-
 /** Reads and checks the shop consumer's environment; the error names every missing or invalid variable. */
 export function readShopConfig(environment: NodeJS.ProcessEnv = process.env): ShopConfig {
   const parsed = environmentSchema.safeParse(environment);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => issue.message);
-    throw new ShopEnvironmentError(
-      `the shop consumer's environment is incomplete or invalid: ${problems.join('; ')}. ` +
+    const { issues } = parsed.error;
+    throw new OncelyConfigurationError(
+      issues.map((issue) => String(issue.path[0])),
+      `The shop consumer's environment is incomplete or invalid: ${issues.map((issue) => issue.message).join('; ')}. ` +
         'Its stack (lib/shop/shop-stack.ts) sets these variables.',
     );
   }

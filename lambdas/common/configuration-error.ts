@@ -1,0 +1,21 @@
+import { OncelyError } from './oncely-error.js';
+
+/**
+ * Oncely is configured wrong: a function's environment variable is missing or invalid, or a
+ * construct's props cannot work. No retry can fix it. The message names each variable, or the
+ * construct by its path, and says what to do.
+ *
+ * `Oncely`, not a bare `ConfigurationError`: the name is what logs and DLQ attributes show, beside
+ * the idempotency core's own `IdempotencyConfigurationError` (a bad key or option passed in code).
+ */
+export class OncelyConfigurationError extends OncelyError {
+  static override readonly errorName: string = 'OncelyConfigurationError';
+  readonly retryable = false;
+  constructor(
+    /** What is wrong: environment variables by name, or a construct by its node path. */
+    readonly sources: readonly string[],
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,13 @@
+import type { IConstruct } from 'constructs';
+import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+
+/**
+ * What a construct throws at synth for props that cannot work: the construct by its path, then
+ * every problem at once, each saying what to change.
+ */
+export function invalidProps(kind: string, construct: IConstruct, problems: readonly string[]) {
+  return new OncelyConfigurationError(
+    [construct.node.path],
+    `Invalid ${kind} ${construct.node.path}: change these props and synthesize again:\n- ${problems.join('\n- ')}`,
+  );
+}
