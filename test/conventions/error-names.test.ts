@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as client from '../../lambdas/client/index.js';
 import * as consumer from '../../lambdas/consumer/index.js';
@@ -67,6 +69,19 @@ function ancestors(type: ErrorClass): ErrorClass[] {
 
 const classes = exportedErrorClasses();
 
+const ROOT = join(import.meta.dirname, '..', '..');
+/** The package's source (the shop example's too), where the CLI's and the sandbox's unexported errors live. */
+const SOURCE_FOLDERS = ['lambdas', 'lib', 'cli', 'sandbox', 'bin'];
+const BASE = 'lambdas/common/oncely-error.ts';
+
+function sourceFiles(): string[] {
+  return SOURCE_FOLDERS.flatMap((folder) =>
+    readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `${folder}/${name}`),
+  );
+}
+
 describe('error names', () => {
   it('finds the error classes the entry points export', () => {
     expect(classes.size).toBeGreaterThan(30);
@@ -95,5 +110,17 @@ describe('error names', () => {
     }
     const shared = [...byName].filter(([, types]) => types.size > 1).map(([name]) => name);
     expect(shared).toEqual([]);
+  });
+
+  it('is the only way any class of the package names itself: no other Error base, no name set by hand', () => {
+    const other = sourceFiles()
+      .filter((file) => file !== BASE)
+      .flatMap((file) =>
+        readFileSync(join(ROOT, file), 'utf8')
+          .split('\n')
+          .map((line, index) => ({ file, line: index + 1, text: line.trim() }))
+          .filter(({ text }) => /\bextends Error\b|\bthis\.name\s*=|\breadonly name\s*=/.test(text)),
+      );
+    expect(other).toEqual([]);
   });
 });
