@@ -3,8 +3,10 @@
  * client) whether trying the same input again can help.
  *
  * Names are what records, DLQ attributes and logs show, and a minifying bundler renames classes:
- * so each Oncely class fixes its name in a static `errorName`. A subclass of yours without one is
- * named after its class (bundle with esbuild's `keepNames`, as the Oncely construct does).
+ * so each Oncely class, this one included, fixes its name in an own static `errorName`, the only
+ * way the package names an error (test/conventions/error-names.test.ts). A subclass of yours
+ * without one is named after its class (bundle with esbuild's `keepNames`, as the Oncely
+ * construct does).
  */
 export abstract class OncelyError extends Error {
   static readonly errorName: string = 'OncelyError';

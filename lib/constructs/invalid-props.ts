@@ -5,7 +5,11 @@ import { OncelyConfigurationError } from '../../lambdas/common/configuration-err
  * What a construct throws at synth for props that cannot work: the construct by its path, then
  * every problem at once, each saying what to change.
  */
-export function invalidProps(kind: string, construct: IConstruct, problems: readonly string[]) {
+export function invalidProps(
+  kind: string,
+  construct: IConstruct,
+  problems: readonly string[],
+): OncelyConfigurationError {
   return new OncelyConfigurationError(
     [construct.node.path],
     `Invalid ${kind} ${construct.node.path}: change these props and synthesize again:\n- ${problems.join('\n- ')}`,
