@@ -5,7 +5,9 @@
  *   const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
  */
 
+export type { RetryPolicy } from '../common/backoff.js';
 export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
+export { OncelyError } from '../idempotency/errors.js';
 export {
   MAX_MESSAGES_PER_REQUEST,
   type MessageResult,
@@ -25,9 +27,6 @@ export {
   PublisherResponseError,
 } from './errors.js';
 export {
-  DEFAULT_CLIENT_RETRY,
-  DEFAULT_MAX_LEASE_WAIT_MS,
-  DEFAULT_RESEND_UNKNOWN_ROUNDS,
   PUBLISHER_FUNCTION_ENV,
   type PublishOptions,
   type PublishResult,

@@ -33,13 +33,13 @@ export interface LeaseRecordContext extends RecordContext {
 /** A per-record function with its idempotency, as `leaseOperation` and `transactionalOperation` build it. */
 export interface ConsumerOperation {
   readonly namespace: string;
-  /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). */
+  /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). @internal */
   recordIdOf(message: ConsumerMessage): string;
-  /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. */
+  /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. @internal */
   execute(message: ConsumerMessage, runtime: OperationRuntime): Promise<OperationOutcome>;
 }
 
-interface OperationOptions<P> {
+export interface OperationOptions<P> {
   /** The operation, e.g. "ledger" (1–64 letters, digits, `_.:-`): keys of different namespaces never collide. */
   namespace: string;
   /**

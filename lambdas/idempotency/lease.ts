@@ -56,7 +56,7 @@ export interface LeaseInput {
   key: string;
   payload: unknown;
   context?: RemainingTime;
-  /** The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it. */
+  /** The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it. @internal */
   message?: KeptMessage;
 }
 
@@ -166,6 +166,7 @@ export class LeaseIdempotency {
    * Acquires the lease at the record's turn, or tells why the effect must not run now. `held`: the
    * leases this invocation holds on the records before this one in its group (see
    * {@link #settleUnstarted}).
+   * @internal
    */
   start<T>(input: LeaseInput, options: { held?: HeldLeases } = {}): Promise<LeaseStart<T>> {
     // Given `held`, #start decides an unstarted lease there and then: it never defers.
@@ -177,6 +178,7 @@ export class LeaseIdempotency {
    * its record says that the effect has not started, and names the record before it (`after`),
    * whose completion may let it start — so that, should the invocation die before its turn, the
    * lease is taken over once it expires instead of being parked IN_DOUBT.
+   * @internal
    */
   startAhead<T>(input: LeaseInput, options: { after?: string } = {}): Promise<AheadStart<T>> {
     return this.#start<T>(input, { ahead: true, after: options.after });
@@ -287,6 +289,7 @@ export class LeaseIdempotency {
   /**
    * Says that the effect of a lease taken ahead may start now; false (and the observer hears of it)
    * when the lease was lost meanwhile: then the effect must not run. Throws what DynamoDB threw.
+   * @internal
    */
   async markStarted(lease: Lease): Promise<boolean> {
     const marked = await this.#options.store.markStarted(lease);
@@ -304,8 +307,10 @@ export class LeaseIdempotency {
    * the same write lets `next`'s effect start: one round trip between two effects, and no crash
    * can leave `next` started while this completion is unwritten. `next` says `started` only if the
    * completion was recorded; otherwise its start mark is the caller's to write, or not.
+   * @internal
    */
   async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict>;
+  /** @internal */
   async recordCompletion(
     lease: Lease,
     result: unknown,
@@ -348,6 +353,7 @@ export class LeaseIdempotency {
    * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
    * at-most-once mode (keeping `message`), FAILED otherwise (the next delivery runs it again).
    * Throws `RecordNotWrittenError` when the write kept failing: the message must not be acknowledged.
+   * @internal
    */
   async recordFailure(lease: Lease, error: unknown, message?: KeptMessage): Promise<FailureVerdict> {
     const { store, mode } = this.#options;

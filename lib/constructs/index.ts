@@ -6,7 +6,9 @@
  *   new OncelyOutbox(this, 'Outbox', { pipeline }).grantWrite(orderService);
  */
 
+export { OncelyError } from '../../lambdas/idempotency/errors.js';
 export { OutboxConfigurationError } from '../../lambdas/outbox/environment.js';
+export type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 export { LAMBDA_BUNDLING, type LambdaBundling, oncelyBundling } from './bundling.js';
 export { describeDeployedPipeline } from './deployed-pipeline.js';
 export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
@@ -17,12 +19,7 @@ export {
   type OncelyPipelineProps,
 } from './oncely-pipeline.js';
 export { OutboxAlarms, type OutboxAlarmsProps } from './outbox-alarms.js';
-export {
-  OUTBOX_OUTPUTS,
-  type OutboxOutputKey,
-  type OutboxResources,
-  outboxFromOutputs,
-} from './outbox-outputs.js';
+export { OUTBOX_OUTPUTS, type OutboxResources, outboxFromOutputs } from './outbox-outputs.js';
 export type { OutboxSettings, ResolvedOutboxSettings } from './outbox-settings.js';
 export { PipelineAlarms, type PipelineAlarmsProps } from './pipeline-alarms.js';
 export {
@@ -37,4 +34,4 @@ export {
   type PipelineSettings,
   type ResolvedSettings,
 } from './pipeline-settings.js';
-export { inSandbox, SANDBOX_CONTEXT } from './sandbox-context.js';
+export { SANDBOX_CONTEXT } from './sandbox-context.js';

@@ -75,10 +75,10 @@ export class OncelyOutbox extends Construct {
   readonly relayFailureQueue: IQueue;
   /** Sends what the relay left pending, every `sweepInterval`, and counts the stuck messages. */
   readonly sweeper: IFunction;
-  /** The EventBridge schedule that runs {@link sweeper}. */
+  /** The EventBridge schedule that runs {@link OncelyOutbox.sweeper}. */
   readonly sweepSchedule: Rule;
   readonly alarms: OutboxAlarms;
-  /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link grantWrite}. */
+  /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link OncelyOutbox.grantWrite}. */
   readonly producerEnvironment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: OncelyOutboxProps) {

@@ -84,7 +84,7 @@ export class OncelyPipeline extends Construct {
   readonly consumer: IFunction;
   /** Counts the unresolved idempotency records every `unresolvedCheckInterval` for the in-doubt alarm. */
   readonly unresolvedMonitor: IFunction;
-  /** The EventBridge schedule that runs {@link unresolvedMonitor}. */
+  /** The EventBridge schedule that runs {@link OncelyPipeline.unresolvedMonitor}. */
   readonly unresolvedCheckSchedule: Rule;
   readonly alarms: PipelineAlarms;
   /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */

@@ -1,6 +1,6 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/index.js';
+import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/record.js';
 import {
   MONITOR_ENVIRONMENT,
   MonitorEnvironmentError,
