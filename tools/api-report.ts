@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,7 +60,8 @@ function configFor(entry: EntryPoint, scratch: string, all: EntryPoint[]): Extra
       reportFolder: REPORT_FOLDER,
       reportTempFolder: scratch,
     },
-    docModel: { enabled: false },
+    // The doc model (JSON) carries each declaration's comment: the tests read it for `@default`.
+    docModel: { enabled: true, apiJsonFilePath: join(scratch, `${entry.name}.api.json`) },
     dtsRollup: { enabled: false },
     tsdocMetadata: { enabled: false },
     messages: {
@@ -89,6 +90,17 @@ export interface ReportResult {
   changed: boolean;
   /** Errors and warnings API Extractor reported (a declaration it could not read, a broken link, …). */
   problems: string[];
+  /** API Extractor's doc model of the entry point (`.api.json`): every declaration with its comment. */
+  model: ApiItem;
+}
+
+/** The part of API Extractor's doc model the tests read. */
+export interface ApiItem {
+  kind: string;
+  name?: string;
+  docComment?: string;
+  isOptional?: boolean;
+  members?: ApiItem[];
 }
 
 /**
@@ -121,7 +133,8 @@ export function apiReports({ update }: { update: boolean }): ReportResult[] {
         compilerState,
         messageCallback,
       });
-      return { entry: entry.name, changed: result.apiReportChanged, problems };
+      const model = JSON.parse(readFileSync(join(scratch, `${entry.name}.api.json`), 'utf8')) as ApiItem;
+      return { entry: entry.name, changed: result.apiReportChanged, problems, model };
     });
   } finally {
     rmSync(scratch, { recursive: true, force: true });

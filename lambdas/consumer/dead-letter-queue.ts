@@ -24,7 +24,8 @@ export interface DeadLetterQueueOptions {
   /**
    * The URL of the queue the records come from. When given, a record sent to the DLQ is also deleted
    * from it at once, so that a batch that then fails as a whole does not bring it back to be
-   * dead-lettered twice. None by default (the event source mapping deletes it with the batch).
+   * dead-lettered twice.
+   * @default none (the event source mapping deletes it with the batch)
    */
   sourceQueueUrl?: string;
 }

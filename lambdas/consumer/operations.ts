@@ -44,15 +44,18 @@ export interface OperationOptions<P> {
   namespace: string;
   /**
    * Validates the payload: any Standard Schema (zod or zod/mini, Valibot, ArkType…). Its problems
-   * become the rejection reason of a record sent to the DLQ. None by default: the payload reaches the
-   * function unchecked.
+   * become the rejection reason of a record sent to the DLQ.
+   * @default none: the payload reaches the function unchecked
    */
   payload?: StandardSchemaV1<unknown, P>;
-  /** The record's idempotency key (before the namespace); the message's `key` by default. */
+  /**
+   * The record's idempotency key (before the namespace).
+   * @default the message's `key`
+   */
   key?: (message: ConsumerMessage) => string;
   /**
-   * LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 keys per operation, kept for the container's life.
+   * LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 keys per operation, kept for the container's life
    */
   cache?: CompletedRecordCache | false;
 }

@@ -30,24 +30,30 @@ export interface LeaseIdempotencyOptions {
   mode: IdempotencyMode;
   /**
    * Minimum lease in milliseconds. With a Lambda context the lease is at least its remaining time
-   * plus the margin; without one it is this, by default Lambda's 15-minute maximum.
+   * plus the margin; without one it is this.
+   * @default 900_000 (Lambda's 15-minute maximum)
    */
   leaseMs?: number;
-  /** Added to the Lambda context's remaining time, for the record writes after the effect; 2 s by default. */
+  /**
+   * Added to the Lambda context's remaining time, for the record writes after the effect.
+   * @default 2_000
+   */
   leaseMarginMs?: number;
   /**
-   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 records for this instance.
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 records for this instance
    */
   cache?: CompletedRecordCache | false;
   /**
    * Told what the core reports without throwing (a completion not written, a lease lost, a record
-   * IN_DOUBT). By default JSON lines on stderr.
+   * IN_DOUBT).
+   * @default JSON lines on stderr
    */
   observer?: IdempotencyObserver;
   /**
    * How often a record write after the effect (COMPLETED, FAILED, REJECTED, IN_DOUBT) is tried
-   * before giving up, on top of the AWS SDK's own retries; 3 by default.
+   * before giving up, on top of the AWS SDK's own retries.
+   * @default 3
    */
   completionAttempts?: number;
 }

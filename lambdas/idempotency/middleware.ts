@@ -9,9 +9,15 @@ import type { Lease } from './store.js';
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {
   /** The request's idempotency key; `undefined` runs the handler without idempotency. */
   key: (event: TEvent) => string | undefined;
-  /** What must be equal for a repeat to be a duplicate rather than a conflict; the whole event by default. */
+  /**
+   * What must be equal for a repeat to be a duplicate rather than a conflict.
+   * @default the whole event
+   */
   payload?: (event: TEvent) => unknown;
-  /** `at-least-once` by default: a request whose invocation died is run again by the next repeat. */
+  /**
+   * What happens to a request whose invocation died: `at-least-once` runs it again on the next repeat.
+   * @default 'at-least-once'
+   */
   mode?: IdempotencyMode;
 }
 

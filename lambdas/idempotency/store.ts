@@ -57,11 +57,15 @@ export interface IdempotencyStoreOptions {
   /** The idempotency table (DESIGN §3): partition key `id` (string), TTL on `expiresAt`. */
   tableName: string;
   /**
-   * Lifetime of a record in seconds; must outlive queue + DLQ retention. 30 days by default
-   * (`DEFAULT_RECORD_TTL_SECONDS`), past SQS's longest retention of both.
+   * Lifetime of a record in seconds; must outlive queue + DLQ retention (the default is past SQS's
+   * longest retention of both).
+   * @default 2_592_000 (30 days)
    */
   ttlSeconds?: number;
-  /** Clock in epoch milliseconds, `Date.now` by default; tests move it to expire leases and records. */
+  /**
+   * Clock in epoch milliseconds; tests move it to expire leases and records.
+   * @default Date.now
+   */
   now?: () => number;
 }
 

@@ -29,11 +29,14 @@ export interface TransactionalIdempotencyOptions {
   /** The operation, e.g. "ledger": keys of different namespaces never collide. */
   namespace: string;
   /**
-   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 records for this instance.
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 records for this instance
    */
   cache?: CompletedRecordCache | false;
-  /** Retries when concurrent transactions on the same items cancel this one; 3 by default. */
+  /**
+   * Retries when concurrent transactions on the same items cancel this one.
+   * @default 3
+   */
   contentionRetries?: number;
 }
 

@@ -38,11 +38,20 @@ import { committedUnder } from './write-token-check.js';
 export type OutboxMessage = PublishMessage;
 
 export interface OutboxOptions extends Partial<OutboxLayout> {
-  /** The client of the table's region. Default: a new `DynamoDBClient` from the AWS SDK's defaults. */
+  /**
+   * The client of the table's region.
+   * @default a new `DynamoDBClient` from the AWS SDK's defaults
+   */
   client?: DynamoDBClient;
-  /** The queue's maximum message size in bytes; every body must fit. Default `OUTBOX_MAX_MESSAGE_BYTES`, else 262,144. */
+  /**
+   * The queue's maximum message size in bytes; every body must fit.
+   * @default `OUTBOX_MAX_MESSAGE_BYTES`, else 262_144
+   */
   maxMessageBytes?: number;
-  /** The clock, `() => new Date()` by default; it stamps `publishedAt` and each message's order. */
+  /**
+   * The clock; it stamps `publishedAt` and each message's order.
+   * @default `() => new Date()`
+   */
   now?: () => Date;
 }
 

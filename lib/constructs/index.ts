@@ -18,10 +18,10 @@ export {
   OncelyPipeline,
   type OncelyPipelineProps,
 } from './oncely-pipeline.js';
-export { OutboxAlarms, type OutboxAlarmsProps } from './outbox-alarms.js';
+export { OutboxAlarms } from './outbox-alarms.js';
 export { OUTBOX_OUTPUTS, type OutboxResources, outboxFromOutputs } from './outbox-outputs.js';
 export type { OutboxSettings, ResolvedOutboxSettings } from './outbox-settings.js';
-export { PipelineAlarms, type PipelineAlarmsProps } from './pipeline-alarms.js';
+export { PipelineAlarms } from './pipeline-alarms.js';
 export {
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,

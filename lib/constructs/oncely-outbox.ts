@@ -28,26 +28,38 @@ import {
 import { inSandbox } from './sandbox-context.js';
 
 export interface OncelyOutboxProps extends OutboxSettings {
-  /** The FIFO queue the outbox publishes to. Give this or `pipeline`, not both. */
+  /**
+   * The FIFO queue the outbox publishes to. Give this or `pipeline`, not both.
+   * @default the queue of `pipeline`
+   */
   readonly queue?: IQueue;
   /**
    * The pipeline whose queue the outbox publishes to, with its message size limit and (unless set
    * here) its `removalPolicy` and `deletionProtection`. Give this or `queue`, not both.
+   * @default none: then `queue` is required
    */
   readonly pipeline?: OncelyPipeline;
   /**
    * Your own table, to commit the outbox items in the same transactions as your writes to it: it
    * needs a string partition key, a string sort key and a stream with new images (NEW_IMAGE or
-   * NEW_AND_OLD_IMAGES), and should have its TTL on `expiresAt`. Default: a table of the outbox's own.
+   * NEW_AND_OLD_IMAGES), and should have its TTL on `expiresAt`.
+   * @default a table of the outbox's own
    */
   readonly table?: Table;
-  /** Where the alarms notify; none by default (they still show in CloudWatch). */
+  /**
+   * Where the alarms notify.
+   * @default none (the alarms still show in CloudWatch)
+   */
   readonly alarmTopic?: ITopic;
-  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  /**
+   * The functions' metrics namespace and the prefix of their `service` dimension.
+   * @default 'oncely'
+   */
   readonly serviceName?: string;
   /**
    * Put before the logical ids of the stack outputs the outbox adds (`OutboxTableName`, …): needed
-   * only for a second outbox in one stack. Default '' (none).
+   * only for a second outbox in one stack.
+   * @default '' (none)
    */
   readonly outputPrefix?: string;
 }

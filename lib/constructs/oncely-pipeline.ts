@@ -40,7 +40,10 @@ export interface OncelyConsumerEntry
    * AWS SDK inside, minified with names kept, Node.js 24, ARM64 unless you say otherwise).
    */
   readonly entry: string;
-  /** The exported handler. Default `handler`. */
+  /**
+   * The exported handler.
+   * @default 'handler'
+   */
   readonly handler?: string;
 }
 
@@ -57,13 +60,20 @@ export interface OncelyConsumerFunction {
 export interface OncelyPipelineProps extends PipelineSettings {
   /** The Lambda that consumes the queue: its entry file, or a function you built. Required. */
   readonly consumer: OncelyConsumerEntry | OncelyConsumerFunction;
-  /** Where alarms notify; none by default (they still show in CloudWatch). */
+  /**
+   * Where alarms notify.
+   * @default none (the alarms still show in CloudWatch)
+   */
   readonly alarmTopic?: ITopic;
-  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  /**
+   * The functions' metrics namespace and the prefix of their `service` dimension.
+   * @default 'oncely'
+   */
   readonly serviceName?: string;
   /**
    * Put before the logical ids of the stack outputs the pipeline adds (`PublisherFunctionName`, …):
-   * needed only for a second pipeline in one stack. Default '' (none).
+   * needed only for a second pipeline in one stack.
+   * @default '' (none)
    */
   readonly outputPrefix?: string;
 }

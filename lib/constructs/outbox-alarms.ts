@@ -30,6 +30,7 @@ export class OutboxAlarms extends Construct {
   readonly stuckMessages: Alarm;
   readonly relayErrors: Alarm;
 
+  /** @internal `OncelyOutbox` creates its alarms: see `OncelyOutbox.alarms`. */
   constructor(scope: Construct, id: string, props: OutboxAlarmsProps) {
     super(scope, id);
     // The sweeper publishes the count on every run, zeros included. A period without it is

@@ -44,6 +44,7 @@ export class PipelineAlarms extends Construct {
   readonly recordLivesNotExtended: Alarm;
   readonly oldestMessageAge: Alarm;
 
+  /** @internal `OncelyPipeline` creates its alarms: see `OncelyPipeline.alarms`. */
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
     super(scope, id);
     const action: IAlarmAction | undefined = props.topic ? new SnsAction(props.topic) : undefined;
