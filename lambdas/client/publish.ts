@@ -16,6 +16,7 @@ import {
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
 export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';
 
+/** How `publish` reaches the publisher and how long it keeps trying. */
 export interface PublishOptions {
   /**
    * The publisher's function name or ARN.
@@ -52,6 +53,7 @@ export interface PublishOptions {
   resendUnknownRounds?: number;
 }
 
+/** What `publish` resolves with: one result per message, and the request's id. */
 export interface PublishResult extends PublishResponse {
   /** The requestId every attempt of this publish carried; re-send rounds carry ids derived from it. */
   requestId: string;
@@ -84,6 +86,16 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * 5-minute window, and beyond it the consumer recognises the key. Rejects with
  * PublishValidationError or PublishConflictError (never retried), or with the last error once the
  * attempts run out: PublishInProgressError, PublisherFunctionError or the AWS SDK's own.
+ *
+ * @example
+ * ```ts
+ * import { publish } from 'oncely/client';
+ *
+ * const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
+ * for (const result of results) {
+ *   if (result.status !== 'sent') console.warn(`${result.key} is ${result.status}: ${result.reason}`);
+ * }
+ * ```
  */
 export async function publish(
   messages: readonly PublishMessage[],

@@ -16,6 +16,7 @@ export const DLQ_ATTRIBUTES = {
 /** Error messages are cut here: they ride along with the body, which may be near SQS's size limit already. */
 const MAX_ERROR_MESSAGE_LENGTH = 1_024;
 
+/** The FIFO dead-letter queue non-retryable records are sent to at once. */
 export interface DeadLetterQueueOptions {
   /** The client that sends to the DLQ (and deletes from the source queue). */
   client: SQSClient;

@@ -90,6 +90,15 @@ export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
  * and DESIGN §5's ordering rules, and answers with the partial batch response (the event source
  * mapping needs `ReportBatchItemFailures`). It does its work in `after`, so use it last: Powertools
  * middlewares used before it then log with the Lambda context and publish the metrics you pass it.
+ *
+ * @example
+ * ```ts
+ * import middy from '@middy/core';
+ * import { fifoBatch, leaseOperation } from 'oncely/consumer';
+ *
+ * const welcome = leaseOperation({ namespace: 'welcome', mode: 'at-least-once', run: ({ payload }) => sendMail(payload) });
+ * export const handler = middy().use(fifoBatch({ operations: { UserSignedUp: welcome } }));
+ * ```
  */
 export function fifoBatch(
   options: FifoBatchOptions,
@@ -108,6 +117,12 @@ export function fifoBatch(
  * batch response; throws only what fails the whole batch. What the consumer keeps for the
  * container's life (its clients, its learnt deadline reserve) belongs to `options`: pass the same
  * object on every invocation.
+ *
+ * @example
+ * ```ts
+ * const options: FifoBatchOptions = { operations: { UserSignedUp: welcome } };
+ * export const handler = (event: SQSEvent, context: Context) => processFifoBatch(event, context, options);
+ * ```
  */
 export function processFifoBatch(
   event: SQSEvent,

@@ -16,8 +16,13 @@ export interface CachedCompletion {
 export class CompletedRecordCache {
   readonly #entries = new Map<string, CachedCompletion>();
 
-  /** @param maxEntries - how many records it keeps, the least recently used going first; 1,000 by default. */
-  constructor(readonly maxEntries = 1_000) {}
+  /** How many records it keeps, the least recently used going first. */
+  readonly maxEntries: number;
+
+  /** @param maxEntries - how many records it keeps; 1,000 by default. */
+  constructor(maxEntries = 1_000) {
+    this.maxEntries = maxEntries;
+  }
 
   /** @internal */
   get(id: string, nowMs: number): CachedCompletion | undefined {
@@ -50,6 +55,7 @@ export class CompletedRecordCache {
     }
   }
 
+  /** How many records it holds now. */
   get size(): number {
     return this.#entries.size;
   }

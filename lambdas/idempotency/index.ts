@@ -30,7 +30,7 @@ export {
 } from './lease.js';
 export { type IdempotentRequestOptions, idempotentRequest } from './middleware.js';
 export type { IdempotencyObserver } from './observer.js';
-export { MAX_RESULT_BYTES } from './record.js';
+export { type KeptMessage, MAX_RESULT_BYTES } from './record.js';
 export { DynamoDBIdempotencyStore, type IdempotencyStoreOptions, type TransactionWrite } from './store.js';
 export {
   MAX_TRANSACTION_WRITES,

@@ -15,14 +15,21 @@ import type { IdempotencyRecord, KeptMessage } from './record.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
+/**
+ * What happens when a lease expires without a completion (DESIGN §4): `at-least-once` runs the
+ * effect again; `at-most-once` parks the record IN_DOUBT for an operator instead.
+ */
 export type IdempotencyMode = 'at-least-once' | 'at-most-once';
 
 /** The part of the Lambda context the lease is sized from. */
 export interface RemainingTime {
+  /** Milliseconds left before the invocation times out. */
   getRemainingTimeInMillis(): number;
 }
 
+/** How a `LeaseIdempotency` keeps its records. */
 export interface LeaseIdempotencyOptions {
+  /** The idempotency table. */
   store: DynamoDBIdempotencyStore;
   /** The operation, e.g. "notifications": keys of different namespaces never collide. */
   namespace: string;
@@ -58,14 +65,25 @@ export interface LeaseIdempotencyOptions {
   completionAttempts?: number;
 }
 
+/** One call of `LeaseIdempotency.run`. */
 export interface LeaseInput {
+  /** The idempotency key within the namespace. */
   key: string;
+  /** What must be equal for a repeat to be a duplicate rather than a conflict (its hash is stored). */
   payload: unknown;
+  /**
+   * The Lambda context: the lease lasts its remaining time plus `leaseMarginMs`.
+   * @default none: the lease lasts `leaseMs`
+   */
   context?: RemainingTime;
-  /** The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it. @internal */
+  /**
+   * The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it.
+   * @default none: an IN_DOUBT record keeps no message
+   */
   message?: KeptMessage;
 }
 
+/** What the effect of `LeaseIdempotency.run` is told. */
 export interface EffectContext {
   /** `namespace#key`: pass it on as an `Idempotency-Key` so an idempotent remote dedupes too. */
   idempotencyKey: string;
@@ -73,6 +91,7 @@ export interface EffectContext {
   attempt: number;
 }
 
+/** What `LeaseIdempotency.run` did: ran the effect, found it done, or found it in doubt. */
 export type LeaseOutcome<T> =
   /** The effect ran now. `recorded` is false when its completion could not be written (see the observer). */
   | { status: 'executed'; result: T; recorded: boolean }
@@ -125,7 +144,17 @@ const DEFAULT_LEASE_MARGIN_MS = 2_000;
 
 /**
  * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first
- * delivery, 1 failed conditional write (0 from the cache) for a duplicate.
+ * delivery, 1 failed conditional write (0 from the cache) for a duplicate. In an SQS consumer,
+ * `leaseOperation` (`oncely/consumer`) drives it for you.
+ *
+ * @example
+ * ```ts
+ * const mail = new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-most-once' });
+ * const outcome = await mail.run({ key: order.id, payload: order, context }, ({ idempotencyKey }) =>
+ *   sendMail(order, { headers: { 'Idempotency-Key': idempotencyKey } }),
+ * );
+ * if (outcome.status === 'in-doubt') console.warn('left for an operator', outcome.reason);
+ * ```
  */
 export class LeaseIdempotency {
   readonly #options: LeaseIdempotencyOptions;
@@ -139,11 +168,17 @@ export class LeaseIdempotency {
     this.#observer = options.observer ?? consoleObserver;
   }
 
+  /** The mode it was built with. */
   get mode(): IdempotencyMode {
     return this.#options.mode;
   }
 
-  /** Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once). */
+  /**
+   * Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once).
+   * Throws the effect's error after recording it (a `NonRetryableError` is replayed to duplicates);
+   * `IdempotencyConflictError` for the same key with another payload, `IdempotencyInProgressError`
+   * while another invocation holds the lease.
+   */
   async run<T>(
     input: LeaseInput,
     effect: (context: EffectContext) => Promise<T> | T,

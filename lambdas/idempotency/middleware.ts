@@ -6,6 +6,7 @@ import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } 
 import { tooLargeError } from './result-json.js';
 import type { Lease } from './store.js';
 
+/** `LeaseIdempotency`'s options, with how to read a request's key and payload from its event. */
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {
   /** The request's idempotency key; `undefined` runs the handler without idempotency. */
   key: (event: TEvent) => string | undefined;
@@ -27,6 +28,13 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
  * repeat gets `IdempotencyInProgressError`; the same key with another payload
  * `IdempotencyConflictError`. It only ever writes a record this very request acquired, so an
  * error thrown by an earlier middleware (or by its own `before`) never touches someone else's record.
+ *
+ * @example
+ * ```ts
+ * export const handler = middy(placeOrder).use(
+ *   idempotentRequest({ store, namespace: 'orders', key: (event) => event.requestId }),
+ * );
+ * ```
  */
 export function idempotentRequest<TEvent, TResult>(
   options: IdempotentRequestOptions<TEvent>,

@@ -51,6 +51,7 @@ export type TransactionResult =
   | { committed: true; recordExpiresAt: number }
   | { committed: false; existing: IdempotencyRecord };
 
+/** The table a `DynamoDBIdempotencyStore` keeps its records in. */
 export interface IdempotencyStoreOptions {
   /** The client of the table's region and account. */
   client: DynamoDBClient;
@@ -81,7 +82,14 @@ const FENCED = '#status = :inProgress AND leaseToken = :token';
 
 /**
  * The idempotency table (DESIGN §3). Every method is a single DynamoDB request; none reads first:
- * a failed condition returns the existing item in the error, which is all a caller needs.
+ * a failed condition returns the existing item in the error, which is all a caller needs. Its
+ * methods are the modes' and the consumer's: a user builds one and hands it over.
+ *
+ * @example
+ * ```ts
+ * const store = new DynamoDBIdempotencyStore({ client: new DynamoDBClient({}), tableName: 'idempotency' });
+ * export const handler = middy().use(fifoBatch({ store, operations }));
+ * ```
  */
 export class DynamoDBIdempotencyStore {
   /** @internal */

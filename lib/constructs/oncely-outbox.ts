@@ -27,6 +27,7 @@ import {
 } from './outbox-table.js';
 import { inSandbox } from './sandbox-context.js';
 
+/** An `OncelyOutbox`: the queue it publishes to, its table, where alarms go, and the `OutboxSettings`. */
 export interface OncelyOutboxProps extends OutboxSettings {
   /**
    * The FIFO queue the outbox publishes to. Give this or `pipeline`, not both.
@@ -73,13 +74,23 @@ const TABLES_WITH_OUTBOX = new WeakSet<Table>();
  * it; partial batch responses, bounded retries, failed batches kept in a queue), the sweeper on an
  * EventBridge schedule, least-privilege grants confined to the outbox's keys, the stuck alarm and
  * stack outputs. `grantWrite` lets a producer write messages with `new Outbox()` from `oncely/outbox`.
+ *
+ * @example
+ * ```ts
+ * import { OncelyOutbox, OncelyPipeline } from 'oncely/cdk';
+ *
+ * const pipeline = new OncelyPipeline(this, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
+ * new OncelyOutbox(this, 'Outbox', { pipeline }).grantWrite(orderService);
+ * ```
  */
 export class OncelyOutbox extends Construct {
+  /** The settings with their defaults filled in. */
   readonly settings: ResolvedOutboxSettings;
   /** The table holding the outbox: yours, or the one the construct created. */
   readonly table: Table;
   /** The table's name and key attributes, as `oncely/outbox` takes them. */
   readonly layout: OutboxLayout;
+  /** The FIFO queue the messages go to: `queue`, or the pipeline's. */
   readonly queue: IQueue;
   /** Sends new pending messages, invoked by the table's stream. */
   readonly relay: IFunction;
@@ -89,6 +100,7 @@ export class OncelyOutbox extends Construct {
   readonly sweeper: IFunction;
   /** The EventBridge schedule that runs {@link OncelyOutbox.sweeper}. */
   readonly sweepSchedule: Rule;
+  /** The outbox's alarms, notifying `alarmTopic` when given. */
   readonly alarms: OutboxAlarms;
   /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link OncelyOutbox.grantWrite}. */
   readonly producerEnvironment: Readonly<Record<string, string>>;

@@ -28,6 +28,7 @@ export class OutboxAlarms extends Construct {
    * both; the oldest age is published for dashboards.
    */
   readonly stuckMessages: Alarm;
+  /** The relay failed whole invocations; the sweeper sends their messages later. */
   readonly relayErrors: Alarm;
 
   /** @internal `OncelyOutbox` creates its alarms: see `OncelyOutbox.alarms`. */

@@ -44,6 +44,7 @@ export interface OutboxSettings {
   readonly deletionProtection?: boolean;
 }
 
+/** `OutboxSettings` with every default filled in: what `OncelyOutbox.settings` holds. */
 export type ResolvedOutboxSettings = Required<OutboxSettings>;
 
 /** Defaults that depend on where the outbox is: in `oncely local`, or beside a pipeline. */

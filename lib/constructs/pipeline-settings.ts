@@ -81,6 +81,7 @@ export interface PipelineSettings {
   readonly deletionProtection?: boolean;
 }
 
+/** `PipelineSettings` with every default filled in: what `OncelyPipeline.settings` holds. */
 export type ResolvedSettings = Required<PipelineSettings>;
 
 /** Raised at synth time for settings that would break exactly-once delivery or cannot deploy. */

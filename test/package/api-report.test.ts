@@ -10,8 +10,8 @@ beforeAll(() => {
   results = apiReports({ update: false });
 }, 120_000);
 
-/** The interfaces a user fills in: a function's options, a construct's props and settings. */
-const FILLED_IN = /(Options|Props|Settings|Entry)$/;
+/** The interfaces a user fills in: a function's options and input, a construct's props and settings. */
+const FILLED_IN = /(Options|Props|Settings|Entry|Input|Write|Message)$/;
 
 /** `Interface.property` for each optional property of those interfaces, with its comment. */
 function optionalProperties(item: ApiItem): { name: string; docComment: string }[] {
