@@ -3,7 +3,6 @@ import type { SQSRecord } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
 import type { StoredError } from '../idempotency/errors.js';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -62,8 +61,14 @@ export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
  */
 export type DeadLetterSend = 'sent' | 'sent-unmarked' | 'already-sent';
 
-/** Where the consumer marks the messages it sent to the DLQ: the idempotency table. */
-export type DeadLetterMarks = Pick<DynamoDBIdempotencyStore, 'markDeadLettered' | 'isDeadLettered'>;
+/**
+ * Where the consumer marks the messages it sent to the DLQ: the idempotency table. Spelt out, not
+ * picked from the store, whose methods the published declarations leave out.
+ */
+export interface DeadLetterMarks {
+  markDeadLettered(messageId: string): Promise<void>;
+  isDeadLettered(messageId: string): Promise<boolean>;
+}
 
 /**
  * Sends non-retryable records to the DLQ at once (DESIGN §5), instead of letting them block their

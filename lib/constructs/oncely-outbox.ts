@@ -102,7 +102,7 @@ export class OncelyOutbox extends Construct {
   readonly sweepSchedule: Rule;
   /** The outbox's alarms, notifying `alarmTopic` when given. */
   readonly alarms: OutboxAlarms;
-  /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link OncelyOutbox.grantWrite}. */
+  /** What `oncely/outbox` reads (`OUTBOX_TABLE_NAME`, …): set on a `lambda.Function` by {@link OncelyOutbox.grantWrite}. */
   readonly producerEnvironment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: OncelyOutboxProps) {

@@ -29,7 +29,8 @@ function optionalProperties(item: ApiItem): { name: string; docComment: string }
 describe('the API report', () => {
   it('matches the surface the built entry points declare', () => {
     expect(results.map(({ entry }) => entry)).toEqual(['consumer', 'idempotency', 'client', 'outbox', 'cdk']);
-    expect(results.flatMap(({ problems }) => problems)).toEqual([]);
+    // The entry points share one program: a problem of a shared declaration is reported by each.
+    expect([...new Set(results.flatMap(({ problems }) => problems))]).toEqual([]);
     const changed = results.filter(({ changed }) => changed).map(({ entry }) => `docs/api/${entry}.api.md`);
     expect(
       changed,
