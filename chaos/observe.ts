@@ -1,6 +1,6 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { CHAOS_NAMESPACES } from './chaos-operations.js';
 import type { ChaosWorld } from './chaos-world.js';
 

@@ -4,7 +4,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { differences } from '../demo/ledger-snapshot.js';
 import type { OutgoingMessage } from '../lambdas/common/envelope.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
-import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 
 /*

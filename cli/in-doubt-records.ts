@@ -6,16 +6,16 @@ import {
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { StoredError } from '../lambdas/idempotency/index.js';
 import {
   type IdempotencyRecord,
   isExpired,
   MAX_KEPT_MESSAGE_BYTES,
-  type StoredError,
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
   UNRESOLVED_REASONS,
   type UnresolvedReason,
-} from '../lambdas/idempotency/index.js';
+} from '../lambdas/idempotency/record.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 import {
   MessageNotKeptError,

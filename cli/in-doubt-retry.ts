@@ -6,7 +6,7 @@ import {
   type IdempotencyRecord,
   type KeptMessage,
   UNRESOLVED_ATTRIBUTE,
-} from '../lambdas/idempotency/index.js';
+} from '../lambdas/idempotency/record.js';
 import {
   type InDoubtTarget,
   itemOf,

@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { OutboxResources } from 'oncely/cdk';
-import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX } from 'oncely/outbox';
+import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX } from 'oncely/internal';
 import { orderKey, orderPlacedKey } from '../lambdas/shop/orders/place-order.js';
 
 /** The outbox items' partition keys: `oncely-outbox#<message key>` (docs/outbox.md, "Where it keeps its items"). */

@@ -5,7 +5,7 @@ import {
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
-} from '../lambdas/idempotency/index.js';
+} from '../lambdas/idempotency/record.js';
 
 /**
  * Creates an on-demand table with the idempotency table's schema, as the construct declares it:

@@ -1,5 +1,5 @@
 import { ledgerViolations } from '../chaos/pipeline-state.js';
-import type { IdempotencyRecord } from '../lambdas/idempotency/index.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE, REMINDERS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
 import type { SoakMessage } from './soak-workload.js';

@@ -5,7 +5,8 @@ import {
   parseEnvelope,
   parseReceivedEnvelope,
 } from '../lambdas/common/envelope.js';
-import { deriveMessageKey, NonRetryableError } from '../lambdas/idempotency/index.js';
+import { deriveMessageKey } from '../lambdas/common/message-key.js';
+import { NonRetryableError } from '../lambdas/idempotency/index.js';
 
 describe('message envelope', () => {
   it('derives the key when the producer gives none, and keeps a given one', () => {

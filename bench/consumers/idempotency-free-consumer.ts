@@ -2,9 +2,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseEnvelope } from '../../lambdas/common/envelope.js';
+import { DEFAULT_MAX_CONCURRENT_GROUPS } from '../../lambdas/consumer/fifo-batch.js';
 import { planGroups } from '../../lambdas/consumer/group-plan.js';
 import { runGroups } from '../../lambdas/consumer/group-runner.js';
-import { DEFAULT_MAX_CONCURRENT_GROUPS } from '../../lambdas/consumer/index.js';
 import { type ShopSettings, shopEventEffect, shopSettingsFromEnvironment } from './shop-events.js';
 
 export interface IdempotencyFreeConsumerOptions extends ShopSettings {

@@ -5,8 +5,10 @@
  *   const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
  */
 
+export type { RetryPolicy } from '../common/backoff.js';
 export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
+export { OncelyError } from '../idempotency/errors.js';
 export {
   MAX_MESSAGES_PER_REQUEST,
   type MessageResult,
@@ -22,9 +24,6 @@ export {
 } from '../publisher/errors.js';
 export { PublisherInvocationError, PublisherResponseError } from './errors.js';
 export {
-  DEFAULT_CLIENT_RETRY,
-  DEFAULT_MAX_LEASE_WAIT_MS,
-  DEFAULT_RESEND_UNKNOWN_ROUNDS,
   PUBLISHER_FUNCTION_ENV,
   type PublishOptions,
   type PublishResult,

@@ -25,28 +25,44 @@ function publisherFunctionFromEnvironment(): string {
   return functionName;
 }
 
+/** How `publish` reaches the publisher and how long it keeps trying. */
 export interface PublishOptions {
-  /** The publisher's function name or ARN; `ONCELY_PUBLISHER_FUNCTION` by default. */
+  /**
+   * The publisher's function name or ARN.
+   * @default the environment variable `ONCELY_PUBLISHER_FUNCTION`
+   */
   functionName?: string;
-  /** The client to invoke with; by default one shared client configured from the environment (region, `AWS_ENDPOINT_URL_LAMBDA`…). */
+  /**
+   * The client to invoke with.
+   * @default one shared client configured from the environment (region, `AWS_ENDPOINT_URL_LAMBDA`…)
+   */
   lambda?: LambdaClient;
   /**
-   * The request's idempotency key; a new UUID per call by default. Give your own (derived from the
-   * business operation, say) to make a publish idempotent across your own retries and restarts too.
+   * The request's idempotency key. Give your own (derived from the business operation, say) to make
+   * a publish idempotent across your own retries and restarts too.
+   * @default a new UUID per call
    */
   requestId?: string;
-  /** Retries of failed invocations; `PublishInProgressError` is bounded by `maxLeaseWaitMs` instead. */
+  /**
+   * Retries of failed invocations; `PublishInProgressError` is bounded by `maxLeaseWaitMs` instead.
+   * @default `{ maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 5_000 }`
+   */
   retry?: Partial<RetryPolicy>;
   /**
    * How long to keep trying while another attempt holds the request (`PublishInProgressError`).
    * An attempt that died holds it until its lease expires: its invocation's remaining time plus a
-   * margin, at most Lambda's 15-minute timeout. 16 minutes by default, so such a lease is waited out.
+   * margin, at most Lambda's 15-minute timeout; the default waits such a lease out.
+   * @default 960_000 (16 minutes)
    */
   maxLeaseWaitMs?: number;
-  /** How many rounds of re-sending the messages left `unknown` (see `publish`); 3 by default, 0 for none. */
+  /**
+   * How many rounds of re-sending the messages left `unknown` (see `publish`); 0 for none.
+   * @default 3
+   */
   resendUnknownRounds?: number;
 }
 
+/** What `publish` resolves with: one result per message, and the request's id. */
 export interface PublishResult extends PublishResponse {
   /** The requestId every attempt of this publish carried; re-send rounds carry ids derived from it. */
   requestId: string;
@@ -79,6 +95,16 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * 5-minute window, and beyond it the consumer recognises the key. Rejects with
  * PublishValidationError or PublishConflictError (never retried), or with the last error once the
  * attempts run out: PublishInProgressError, PublisherInvocationError or the AWS SDK's own.
+ *
+ * @example
+ * ```ts
+ * import { publish } from 'oncely/client';
+ *
+ * const { results } = await publish([{ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order }]);
+ * for (const result of results) {
+ *   if (result.status !== 'sent') console.warn(`${result.key} is ${result.status}: ${result.reason}`);
+ * }
+ * ```
  */
 export async function publish(
   messages: readonly PublishMessage[],

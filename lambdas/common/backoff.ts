@@ -2,9 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How a caller retries: attempts in all (the first one included) and the waits between them. */
 export interface RetryPolicy {
+  /** Attempts in all, the first included. */
   maxAttempts: number;
   /** The wait before the first retry; it doubles with every further retry, up to `maxDelayMs`. */
   baseDelayMs: number;
+  /** The longest wait between two attempts. */
   maxDelayMs: number;
 }
 

@@ -8,9 +8,13 @@ import { describeIssues, type StandardSchemaV1 } from './standard-schema.js';
  * the MessageDeduplicationId attribute, which SQS replaces when it moves a message to a FIFO DLQ.
  */
 export interface MessageEnvelope {
+  /** What happened, e.g. "OrderPlaced": selects the consumer's operation. */
   type: string;
+  /** The idempotency key. */
   key: string;
+  /** The SQS message group: the unit of ordering. */
   groupId: string;
+  /** Any JSON value. */
   payload: unknown;
   /** ISO-8601, UTC (`Z`): when the message was first published. */
   publishedAt: string;
@@ -24,12 +28,30 @@ export type ReceivedEnvelope = Omit<MessageEnvelope, 'key'> & { key?: string | u
 
 /** A message as a producer hands it over; the key is derived when it is missing. */
 export interface OutgoingMessage {
+  /** What happened, e.g. "OrderPlaced". */
   type: string;
+  /** The SQS message group: the unit of ordering. */
   groupId: string;
+  /**
+   * The idempotency key.
+   * @default derived from `type`, `groupId` and `payload` (DESIGN §2)
+   */
   key?: string;
+  /** Any JSON value. */
   payload: unknown;
 }
 
+/**
+ * The body of an Oncely message, for a producer that sends to the queue itself rather than
+ * through `publish`: send it as the body, with `groupId` as MessageGroupId and `key` as
+ * MessageDeduplicationId. Stamps `publishedAt` with `now`.
+ *
+ * @example
+ * ```ts
+ * const envelope = createEnvelope({ type: 'OrderPlaced', groupId: 'customer-42', key: 'order-7', payload: order });
+ * await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(envelope), MessageGroupId: envelope.groupId, MessageDeduplicationId: envelope.key }));
+ * ```
+ */
 export function createEnvelope(message: OutgoingMessage, now = new Date()): MessageEnvelope {
   return {
     type: message.type,

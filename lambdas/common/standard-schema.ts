@@ -4,9 +4,11 @@
  * types are copied here, as the spec invites, rather than depended on.
  */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  /** The spec's properties: its version, the library's name and its `validate`. */
   readonly '~standard': StandardSchemaV1.Props<Input, Output>;
 }
 
+/** The types of the Standard Schema spec, as it defines them. */
 export declare namespace StandardSchemaV1 {
   export interface Props<Input = unknown, Output = Input> {
     readonly version: 1;

@@ -3,7 +3,6 @@ import type { SQSRecord } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
 import type { StoredError } from '../idempotency/errors.js';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -16,6 +15,7 @@ export const DLQ_ATTRIBUTES = {
 /** Error messages are cut here: they ride along with the body, which may be near SQS's size limit already. */
 const MAX_ERROR_MESSAGE_LENGTH = 1_024;
 
+/** The FIFO dead-letter queue non-retryable records are sent to at once. */
 export interface DeadLetterQueueOptions {
   /** The client that sends to the DLQ (and deletes from the source queue). */
   client: SQSClient;
@@ -24,7 +24,8 @@ export interface DeadLetterQueueOptions {
   /**
    * The URL of the queue the records come from. When given, a record sent to the DLQ is also deleted
    * from it at once, so that a batch that then fails as a whole does not bring it back to be
-   * dead-lettered twice. None by default (the event source mapping deletes it with the batch).
+   * dead-lettered twice.
+   * @default none (the event source mapping deletes it with the batch)
    */
   sourceQueueUrl?: string;
 }
@@ -60,8 +61,14 @@ export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
  */
 export type DeadLetterSend = 'sent' | 'sent-unmarked' | 'already-sent';
 
-/** Where the consumer marks the messages it sent to the DLQ: the idempotency table. */
-export type DeadLetterMarks = Pick<DynamoDBIdempotencyStore, 'markDeadLettered' | 'isDeadLettered'>;
+/**
+ * Where the consumer marks the messages it sent to the DLQ: the idempotency table. Spelt out, not
+ * picked from the store, whose methods the published declarations leave out.
+ */
+export interface DeadLetterMarks {
+  markDeadLettered(messageId: string): Promise<void>;
+  isDeadLettered(messageId: string): Promise<boolean>;
+}
 
 /**
  * Sends non-retryable records to the DLQ at once (DESIGN §5), instead of letting them block their

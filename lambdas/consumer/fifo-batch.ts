@@ -32,44 +32,53 @@ export interface FifoBatchOptions {
   /** The operation for each message type; a message of another type goes to the DLQ. */
   operations: Readonly<Record<string, ConsumerOperation>>;
   /**
-   * The idempotency table. By default a `DynamoDBIdempotencyStore` on the table
-   * `IDEMPOTENCY_TABLE_NAME`, whose records live `IDEMPOTENCY_TTL_SECONDS` (30 days when unset),
-   * through a `DynamoDBClient` with the function's region and credentials.
+   * The idempotency table.
+   * @default a `DynamoDBIdempotencyStore` on the table `IDEMPOTENCY_TABLE_NAME`, whose records live
+   * `IDEMPOTENCY_TTL_SECONDS` (30 days when unset), through a `DynamoDBClient` with the function's
+   * region and credentials
    */
   store?: DynamoDBIdempotencyStore;
   /**
-   * Where non-retryable records go at once. By default the queue `DLQ_URL` through an `SQSClient`
-   * with the function's region and credentials, with `QUEUE_URL` (when set) as `sourceQueueUrl`.
+   * Where non-retryable records go at once.
+   * @default the queue `DLQ_URL` through an `SQSClient` with the function's region and credentials,
+   * with `QUEUE_URL` (when set) as `sourceQueueUrl`
    */
   deadLetterQueue?: DeadLetterQueueOptions;
-  /** Powertools' `Logger` or any object with its methods; by default a Powertools `Logger`. */
+  /**
+   * Powertools' `Logger` or any object with its methods.
+   * @default a Powertools `Logger`
+   */
   logger?: ConsumerLogger;
   /**
    * Where the consumer counts (`CONSUMER_METRICS`). One you pass is yours to publish (with
-   * Powertools' `logMetrics` middleware). By default a Powertools `Metrics`, which the consumer
-   * publishes itself at the end of each batch (namespace `POWERTOOLS_METRICS_NAMESPACE`, dimension
-   * `service` from `POWERTOOLS_SERVICE_NAME`).
+   * Powertools' `logMetrics` middleware).
+   * @default a Powertools `Metrics`, which the consumer publishes itself at the end of each batch
+   * (namespace `POWERTOOLS_METRICS_NAMESPACE`, dimension `service` from `POWERTOOLS_SERVICE_NAME`)
    */
   metrics?: MetricsSink;
-  /** How many message groups run at once; by default `MAX_CONCURRENT_GROUPS`, else 10 (a whole batch). */
+  /**
+   * How many message groups run at once.
+   * @default `MAX_CONCURRENT_GROUPS`, else 10 (a whole batch)
+   */
   maxConcurrentGroups?: number;
   /**
    * A record is not started with less than this many milliseconds of the invocation left (DESIGN
-   * §5); it and the rest of its group come back. By default learnt per container — twice the 90th
-   * percentile of its last 20 records, at least 1 s, at most half the batch's time — and the first
-   * record of a batch always starts.
+   * §5); it and the rest of its group come back. The first record of a batch always starts.
+   * @default learnt per container: twice the 90th percentile of its last 20 records, at least 1 s,
+   * at most half the batch's time
    */
   recordTimeReserveMs?: number;
   /**
    * The dedup horizon's safety margin in seconds (DESIGN §2): a message published longer ago than
-   * the store's TTL less this is dead-lettered as `PastDedupHorizon`, never run. By default an hour,
-   * or a tenth of the TTL if that is shorter.
+   * the store's TTL less this is dead-lettered as `PastDedupHorizon`, never run.
+   * @default 3_600 (an hour), or a tenth of the TTL if that is shorter
    */
   dedupHorizonMarginSeconds?: number;
   /**
    * Reads a record's body, for bodies that are not Oncely envelopes (raw producers, EventBridge).
    * Whatever it throws sends the record to the DLQ at once. The group is always the record's
-   * MessageGroupId. By default `parseEnvelopeRecord`: an Oncely envelope (DESIGN §2).
+   * MessageGroupId.
+   * @default `parseEnvelopeRecord`: an Oncely envelope (DESIGN §2)
    */
   parse?: MessageParser;
 }
@@ -81,6 +90,15 @@ export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
  * and DESIGN §5's ordering rules, and answers with the partial batch response (the event source
  * mapping needs `ReportBatchItemFailures`). It does its work in `after`, so use it last: Powertools
  * middlewares used before it then log with the Lambda context and publish the metrics you pass it.
+ *
+ * @example
+ * ```ts
+ * import middy from '@middy/core';
+ * import { fifoBatch, leaseOperation } from 'oncely/consumer';
+ *
+ * const welcome = leaseOperation({ namespace: 'welcome', mode: 'at-least-once', run: ({ payload }) => sendMail(payload) });
+ * export const handler = middy().use(fifoBatch({ operations: { UserSignedUp: welcome } }));
+ * ```
  */
 export function fifoBatch(
   options: FifoBatchOptions,
@@ -99,6 +117,12 @@ export function fifoBatch(
  * batch response; throws only what fails the whole batch. What the consumer keeps for the
  * container's life (its clients, its learnt deadline reserve) belongs to `options`: pass the same
  * object on every invocation.
+ *
+ * @example
+ * ```ts
+ * const options: FifoBatchOptions = { operations: { UserSignedUp: welcome } };
+ * export const handler = (event: SQSEvent, context: Context) => processFifoBatch(event, context, options);
+ * ```
  */
 export function processFifoBatch(
   event: SQSEvent,

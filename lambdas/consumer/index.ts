@@ -1,11 +1,24 @@
 // `oncely/consumer`: the FIFO batch consumer and its per-record operations (README "Writing a consumer").
+// What a consumer's code names from the core (the store, the errors it throws, the modes' options)
+// is exported here too, the same classes as `oncely/idempotency`'s, so one import is enough.
 export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { InvalidEnvelopeError } from '../common/envelope.js';
-// What a consumer's functions throw, without a second import (the same classes as `oncely/idempotency`'s).
-export { NonRetryableError, OutcomeUnknownError } from '../idempotency/errors.js';
-export type { IdempotencyMode } from '../idempotency/lease.js';
-export type { TransactionWrite } from '../idempotency/store.js';
-export type { TransactionPlan } from '../idempotency/transactional.js';
+export type { StandardSchemaV1 } from '../common/standard-schema.js';
+export { CompletedRecordCache } from '../idempotency/completed-cache.js';
+export {
+  NonRetryableError,
+  OncelyError,
+  OutcomeUnknownError,
+  type StoredError,
+} from '../idempotency/errors.js';
+export type { IdempotencyMode, LeaseIdempotencyOptions } from '../idempotency/lease.js';
+export type { IdempotencyObserver } from '../idempotency/observer.js';
+export {
+  DynamoDBIdempotencyStore,
+  type IdempotencyStoreOptions,
+  type TransactionWrite,
+} from '../idempotency/store.js';
+export type { TransactionalIdempotencyOptions, TransactionPlan } from '../idempotency/transactional.js';
 export { type DeadLetterQueueOptions, DLQ_ATTRIBUTES } from './dead-letter-queue.js';
 export {
   CONSUMER_ENVIRONMENT,
@@ -23,7 +36,6 @@ export {
   UnparsableMessageError,
 } from './errors.js';
 export {
-  DEFAULT_MAX_CONCURRENT_GROUPS,
   type FifoBatchOptions,
   fifoBatch,
   processFifoBatch,
@@ -39,6 +51,7 @@ export {
   type LeaseOperationOptions,
   type LeaseRecordContext,
   leaseOperation,
+  type OperationOptions,
   type RecordContext,
   type TransactionalOperationOptions,
   transactionalOperation,

@@ -12,6 +12,7 @@ export interface ParsedMessage {
    * MessageDeduplicationId when it moves a message to a FIFO DLQ, and a redrive must keep its key.
    */
   key: string;
+  /** The message's content, as the operation's `payload` schema (if any) then checks it. */
   payload: unknown;
   /** ISO-8601: when the message was first published, for the dedup horizon (DESIGN §2). */
   publishedAt: string;
@@ -25,6 +26,7 @@ export type MessageParser = (record: SQSRecord) => ParsedMessage;
 
 /** One SQS record as a consumer's business code sees it: the parsed message and SQS's delivery facts. */
 export interface ConsumerMessage<P = unknown> {
+  /** The message type: it selected the operation. */
   type: string;
   /**
    * The envelope's `key`; the MessageDeduplicationId only for a body without one. Not the attribute
@@ -33,11 +35,15 @@ export interface ConsumerMessage<P = unknown> {
   key: string;
   /** The SQS message group: the unit of ordering. */
   groupId: string;
+  /** The payload, as the operation's `payload` schema returned it when there is one. */
   payload: P;
+  /** ISO-8601: when the message was first published. */
   publishedAt: string;
+  /** The SQS message id of this delivery. */
   messageId: string;
   /** 1 on the first delivery. */
   receiveCount: number;
+  /** The SQS record as Lambda delivered it. */
   record: SQSRecord;
 }
 

@@ -22,9 +22,11 @@ export interface RecordContext {
   idempotencyKey: string;
   /** This record's logger: every line carries its key, group and message id. */
   logger: ConsumerLogger;
+  /** The invocation's Lambda context. */
   lambdaContext: Context;
 }
 
+/** What a lease operation's `run` is told: `RecordContext` and the attempt. */
 export interface LeaseRecordContext extends RecordContext {
   /** 1 on the first run of this key, more after failures or takeovers. */
   attempt: number;
@@ -32,31 +34,40 @@ export interface LeaseRecordContext extends RecordContext {
 
 /** A per-record function with its idempotency, as `leaseOperation` and `transactionalOperation` build it. */
 export interface ConsumerOperation {
+  /** The operation's namespace: its records' ids are `namespace#key`. */
   readonly namespace: string;
-  /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). */
+  /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). @internal */
   recordIdOf(message: ConsumerMessage): string;
-  /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. */
+  /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. @internal */
   execute(message: ConsumerMessage, runtime: OperationRuntime): Promise<OperationOutcome>;
 }
 
-interface OperationOptions<P> {
+/** What `leaseOperation` and `transactionalOperation` both take. */
+export interface OperationOptions<P> {
   /** The operation, e.g. "ledger" (1–64 letters, digits, `_.:-`): keys of different namespaces never collide. */
   namespace: string;
   /**
    * Validates the payload: any Standard Schema (zod or zod/mini, Valibot, ArkType…). Its problems
-   * become the rejection reason of a record sent to the DLQ. None by default: the payload reaches the
-   * function unchecked.
+   * become the rejection reason of a record sent to the DLQ.
+   * @default none: the payload reaches the function unchecked
    */
   payload?: StandardSchemaV1<unknown, P>;
-  /** The record's idempotency key (before the namespace); the message's `key` by default. */
+  /**
+   * The record's idempotency key (before the namespace).
+   * @default the message's `key`
+   */
   key?: (message: ConsumerMessage) => string;
   /**
-   * LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 keys per operation, kept for the container's life.
+   * LRU of completed keys answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 keys per operation, kept for the container's life
    */
   cache?: CompletedRecordCache | false;
 }
 
+/**
+ * A lease-mode operation: its effect, and `LeaseIdempotencyOptions`' `mode`, `leaseMs`,
+ * `leaseMarginMs` and `completionAttempts` (see there for their defaults).
+ */
 export interface LeaseOperationOptions<P, T>
   extends OperationOptions<P>,
     Pick<LeaseIdempotencyOptions, 'mode' | 'leaseMs' | 'leaseMarginMs' | 'completionAttempts'> {
@@ -64,6 +75,10 @@ export interface LeaseOperationOptions<P, T>
   run(message: ConsumerMessage<P>, context: LeaseRecordContext): Promise<T> | T;
 }
 
+/**
+ * A transactional operation: its writes, and `TransactionalIdempotencyOptions`'
+ * `contentionRetries` (see there for its default).
+ */
 export interface TransactionalOperationOptions<P, T>
   extends OperationOptions<P>,
     Pick<TransactionalIdempotencyOptions, 'contentionRetries'> {
@@ -73,7 +88,23 @@ export interface TransactionalOperationOptions<P, T>
   describeViolation?(writeIndex: number, message: ConsumerMessage<P>): string | undefined;
 }
 
-/** Lease mode (DESIGN §4) for a record: acquire → run → complete. */
+/**
+ * Lease mode (DESIGN §4) for a record: acquire → run → complete. For any side effect (an e-mail, a
+ * payment API); `mode` says what happens when an invocation dies mid-effect.
+ *
+ * @example
+ * ```ts
+ * const welcome = leaseOperation({
+ *   namespace: 'welcome',
+ *   mode: 'at-least-once',
+ *   payload: z.object({ email: z.email() }),
+ *   run: async ({ payload }, { idempotencyKey }) => {
+ *     const response = await fetch(mailApi, { method: 'POST', headers: { 'Idempotency-Key': idempotencyKey }, body: JSON.stringify(payload) });
+ *     if (response.status === 400) throw new NonRetryableError('the mail API refused it');
+ *   },
+ * });
+ * ```
+ */
 export function leaseOperation<P = unknown, T = unknown>(
   options: LeaseOperationOptions<P, T>,
 ): ConsumerOperation {
@@ -141,7 +172,20 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
   }
 }
 
-/** Transactional mode (DESIGN §4) for a record: its writes and its record commit in one transaction. */
+/**
+ * Transactional mode (DESIGN §4) for a record: its writes and its record commit in one
+ * transaction, exactly once. For effects that are DynamoDB writes.
+ *
+ * @example
+ * ```ts
+ * const ledger = transactionalOperation({
+ *   namespace: 'ledger',
+ *   plan: ({ payload }) => ({
+ *     writes: [{ Update: { TableName: 'ledger', Key: { id: payload.account }, UpdateExpression: 'ADD balance :c', ExpressionAttributeValues: { ':c': payload.cents } } }],
+ *   }),
+ * });
+ * ```
+ */
 export function transactionalOperation<P = unknown, T = unknown>(
   options: TransactionalOperationOptions<P, T>,
 ): ConsumerOperation {

@@ -57,6 +57,7 @@ export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
  * Powertools' `logMetrics` middleware, say); the one the consumer creates by default it publishes itself.
  */
 export interface MetricsSink {
+  /** Counts `value` of the metric `name` (one of `CONSUMER_METRICS`), as Powertools' `Metrics` does. */
   addMetric(name: string, unit: MetricUnitName, value: number): unknown;
 }
 
@@ -68,9 +69,13 @@ export type LogFields = Record<string, unknown>;
  * methods. Each record's fields are added to every call about it.
  */
 export interface ConsumerLogger {
+  /** Writes a line at DEBUG level. */
   debug(message: string, ...extra: LogFields[]): void;
+  /** Writes a line at INFO level: a record processed, a duplicate acknowledged. */
   info(message: string, ...extra: LogFields[]): void;
+  /** Writes a line at WARN level: a record that failed, or went to the DLQ. */
   warn(message: string, ...extra: LogFields[]): void;
+  /** Writes a line at ERROR level: what an operator must look at. */
   error(message: string, ...extra: LogFields[]): void;
 }
 

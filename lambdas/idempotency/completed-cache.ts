@@ -16,9 +16,15 @@ export interface CachedCompletion {
 export class CompletedRecordCache {
   readonly #entries = new Map<string, CachedCompletion>();
 
-  /** @param maxEntries how many records it keeps, the least recently used going first; 1,000 by default. */
-  constructor(readonly maxEntries = 1_000) {}
+  /** How many records it keeps, the least recently used going first. */
+  readonly maxEntries: number;
 
+  /** @param maxEntries - how many records it keeps; 1,000 by default. */
+  constructor(maxEntries = 1_000) {
+    this.maxEntries = maxEntries;
+  }
+
+  /** @internal */
   get(id: string, nowMs: number): CachedCompletion | undefined {
     const entry = this.#entries.get(id);
     if (!entry) return undefined;
@@ -31,6 +37,7 @@ export class CompletedRecordCache {
   /**
    * The completion a call with this payload duplicates, if cached; the same key with another
    * payload is a conflict, detected here as it would be by DynamoDB.
+   * @internal
    */
   duplicateOf(id: string, payloadHash: string, nowMs: number): CachedCompletion | undefined {
     const cached = this.get(id, nowMs);
@@ -38,6 +45,7 @@ export class CompletedRecordCache {
     return cached;
   }
 
+  /** @internal */
   set(id: string, entry: CachedCompletion): void {
     this.#entries.delete(id);
     this.#entries.set(id, entry);
@@ -47,6 +55,7 @@ export class CompletedRecordCache {
     }
   }
 
+  /** How many records it holds now. */
   get size(): number {
     return this.#entries.size;
   }

@@ -1,6 +1,7 @@
 // `oncely/idempotency`: the core — the store, lease and transactional modes, request idempotency, errors.
+// What a user's code needs and nothing else (DESIGN §10): record layout, lease steps and key
+// derivation are internal; the package's own modules import them from their source files.
 
-export { deriveMessageKey, isValidKey } from '../common/message-key.js';
 export { CompletedRecordCache } from './completed-cache.js';
 export {
   IdempotencyConfigurationError,
@@ -18,46 +19,19 @@ export {
   TransactionConditionFailedError,
   TransactionContentionError,
 } from './errors.js';
-export { recordId } from './keys.js';
 export {
-  type AheadStart,
-  type CompletionVerdict,
   type EffectContext,
-  type FailureVerdict,
-  type HeldLeases,
   type IdempotencyMode,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
   type LeaseInput,
   type LeaseOutcome,
-  type LeaseStart,
   type RemainingTime,
-  type StartVerdict,
 } from './lease.js';
 export { type IdempotentRequestOptions, idempotentRequest } from './middleware.js';
 export type { IdempotencyObserver } from './observer.js';
-export {
-  DEFAULT_RECORD_TTL_SECONDS,
-  EXPIRES_AT_ATTRIBUTE,
-  ID_ATTRIBUTE,
-  type IdempotencyRecord,
-  isExpired,
-  type KeptMessage,
-  MAX_KEPT_MESSAGE_BYTES,
-  MAX_RESULT_BYTES,
-  type RecordStatus,
-  UNRESOLVED_ATTRIBUTE,
-  UNRESOLVED_INDEX_NAME,
-  UNRESOLVED_REASONS,
-  type UnresolvedReason,
-  UPDATED_AT_ATTRIBUTE,
-} from './record.js';
-export {
-  DynamoDBIdempotencyStore,
-  type IdempotencyStoreOptions,
-  type Lease,
-  type TransactionWrite,
-} from './store.js';
+export { type KeptMessage, MAX_RESULT_BYTES } from './record.js';
+export { DynamoDBIdempotencyStore, type IdempotencyStoreOptions, type TransactionWrite } from './store.js';
 export {
   MAX_TRANSACTION_WRITES,
   TransactionalIdempotency,

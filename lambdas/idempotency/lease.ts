@@ -15,14 +15,21 @@ import type { IdempotencyRecord, KeptMessage } from './record.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
+/**
+ * What happens when a lease expires without a completion (DESIGN §4): `at-least-once` runs the
+ * effect again; `at-most-once` parks the record IN_DOUBT for an operator instead.
+ */
 export type IdempotencyMode = 'at-least-once' | 'at-most-once';
 
 /** The part of the Lambda context the lease is sized from. */
 export interface RemainingTime {
+  /** Milliseconds left before the invocation times out. */
   getRemainingTimeInMillis(): number;
 }
 
+/** How a `LeaseIdempotency` keeps its records. */
 export interface LeaseIdempotencyOptions {
+  /** The idempotency table. */
   store: DynamoDBIdempotencyStore;
   /** The operation, e.g. "notifications": keys of different namespaces never collide. */
   namespace: string;
@@ -30,36 +37,53 @@ export interface LeaseIdempotencyOptions {
   mode: IdempotencyMode;
   /**
    * Minimum lease in milliseconds. With a Lambda context the lease is at least its remaining time
-   * plus the margin; without one it is this, by default Lambda's 15-minute maximum.
+   * plus the margin; without one it is this.
+   * @default 900_000 (Lambda's 15-minute maximum)
    */
   leaseMs?: number;
-  /** Added to the Lambda context's remaining time, for the record writes after the effect; 2 s by default. */
+  /**
+   * Added to the Lambda context's remaining time, for the record writes after the effect.
+   * @default 2_000
+   */
   leaseMarginMs?: number;
   /**
-   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 records for this instance.
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 records for this instance
    */
   cache?: CompletedRecordCache | false;
   /**
    * Told what the core reports without throwing (a completion not written, a lease lost, a record
-   * IN_DOUBT). By default JSON lines on stderr.
+   * IN_DOUBT).
+   * @default JSON lines on stderr
    */
   observer?: IdempotencyObserver;
   /**
    * How often a record write after the effect (COMPLETED, FAILED, REJECTED, IN_DOUBT) is tried
-   * before giving up, on top of the AWS SDK's own retries; 3 by default.
+   * before giving up, on top of the AWS SDK's own retries.
+   * @default 3
    */
   completionAttempts?: number;
 }
 
+/** One call of `LeaseIdempotency.run`. */
 export interface LeaseInput {
+  /** The idempotency key within the namespace. */
   key: string;
+  /** What must be equal for a repeat to be a duplicate rather than a conflict (its hash is stored). */
   payload: unknown;
+  /**
+   * The Lambda context: the lease lasts its remaining time plus `leaseMarginMs`.
+   * @default none: the lease lasts `leaseMs`
+   */
   context?: RemainingTime;
-  /** The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it. */
+  /**
+   * The message being processed: a record that becomes IN_DOUBT keeps it, so an operator can re-send it.
+   * @default none: an IN_DOUBT record keeps no message
+   */
   message?: KeptMessage;
 }
 
+/** What the effect of `LeaseIdempotency.run` is told. */
 export interface EffectContext {
   /** `namespace#key`: pass it on as an `Idempotency-Key` so an idempotent remote dedupes too. */
   idempotencyKey: string;
@@ -67,6 +91,7 @@ export interface EffectContext {
   attempt: number;
 }
 
+/** What `LeaseIdempotency.run` did: ran the effect, found it done, or found it in doubt. */
 export type LeaseOutcome<T> =
   /** The effect ran now. `recorded` is false when its completion could not be written (see the observer). */
   | { status: 'executed'; result: T; recorded: boolean }
@@ -119,7 +144,17 @@ const DEFAULT_LEASE_MARGIN_MS = 2_000;
 
 /**
  * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first
- * delivery, 1 failed conditional write (0 from the cache) for a duplicate.
+ * delivery, 1 failed conditional write (0 from the cache) for a duplicate. In an SQS consumer,
+ * `leaseOperation` (`oncely/consumer`) drives it for you.
+ *
+ * @example
+ * ```ts
+ * const mail = new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-most-once' });
+ * const outcome = await mail.run({ key: order.id, payload: order, context }, ({ idempotencyKey }) =>
+ *   sendMail(order, { headers: { 'Idempotency-Key': idempotencyKey } }),
+ * );
+ * if (outcome.status === 'in-doubt') console.warn('left for an operator', outcome.reason);
+ * ```
  */
 export class LeaseIdempotency {
   readonly #options: LeaseIdempotencyOptions;
@@ -133,11 +168,17 @@ export class LeaseIdempotency {
     this.#observer = options.observer ?? consoleObserver;
   }
 
+  /** The mode it was built with. */
   get mode(): IdempotencyMode {
     return this.#options.mode;
   }
 
-  /** Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once). */
+  /**
+   * Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once).
+   * Throws the effect's error after recording it (a `NonRetryableError` is replayed to duplicates);
+   * `IdempotencyConflictError` for the same key with another payload, `IdempotencyInProgressError`
+   * while another invocation holds the lease.
+   */
   async run<T>(
     input: LeaseInput,
     effect: (context: EffectContext) => Promise<T> | T,
@@ -166,6 +207,7 @@ export class LeaseIdempotency {
    * Acquires the lease at the record's turn, or tells why the effect must not run now. `held`: the
    * leases this invocation holds on the records before this one in its group (see
    * {@link #settleUnstarted}).
+   * @internal
    */
   start<T>(input: LeaseInput, options: { held?: HeldLeases } = {}): Promise<LeaseStart<T>> {
     // Given `held`, #start decides an unstarted lease there and then: it never defers.
@@ -177,6 +219,7 @@ export class LeaseIdempotency {
    * its record says that the effect has not started, and names the record before it (`after`),
    * whose completion may let it start — so that, should the invocation die before its turn, the
    * lease is taken over once it expires instead of being parked IN_DOUBT.
+   * @internal
    */
   startAhead<T>(input: LeaseInput, options: { after?: string } = {}): Promise<AheadStart<T>> {
     return this.#start<T>(input, { ahead: true, after: options.after });
@@ -287,6 +330,7 @@ export class LeaseIdempotency {
   /**
    * Says that the effect of a lease taken ahead may start now; false (and the observer hears of it)
    * when the lease was lost meanwhile: then the effect must not run. Throws what DynamoDB threw.
+   * @internal
    */
   async markStarted(lease: Lease): Promise<boolean> {
     const marked = await this.#options.store.markStarted(lease);
@@ -304,8 +348,10 @@ export class LeaseIdempotency {
    * the same write lets `next`'s effect start: one round trip between two effects, and no crash
    * can leave `next` started while this completion is unwritten. `next` says `started` only if the
    * completion was recorded; otherwise its start mark is the caller's to write, or not.
+   * @internal
    */
   async recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict>;
+  /** @internal */
   async recordCompletion(
     lease: Lease,
     result: unknown,
@@ -348,6 +394,7 @@ export class LeaseIdempotency {
    * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
    * at-most-once mode (keeping `message`), FAILED otherwise (the next delivery runs it again).
    * Throws `RecordNotWrittenError` when the write kept failing: the message must not be acknowledged.
+   * @internal
    */
   async recordFailure(lease: Lease, error: unknown, message?: KeptMessage): Promise<FailureVerdict> {
     const { store, mode } = this.#options;

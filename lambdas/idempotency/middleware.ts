@@ -6,12 +6,19 @@ import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } 
 import { tooLargeError } from './result-json.js';
 import type { Lease } from './store.js';
 
+/** `LeaseIdempotency`'s options, with how to read a request's key and payload from its event. */
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {
   /** The request's idempotency key; `undefined` runs the handler without idempotency. */
   key: (event: TEvent) => string | undefined;
-  /** What must be equal for a repeat to be a duplicate rather than a conflict; the whole event by default. */
+  /**
+   * What must be equal for a repeat to be a duplicate rather than a conflict.
+   * @default the whole event
+   */
   payload?: (event: TEvent) => unknown;
-  /** `at-least-once` by default: a request whose invocation died is run again by the next repeat. */
+  /**
+   * What happens to a request whose invocation died: `at-least-once` runs it again on the next repeat.
+   * @default 'at-least-once'
+   */
   mode?: IdempotencyMode;
 }
 
@@ -21,6 +28,13 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
  * repeat gets `IdempotencyInProgressError`; the same key with another payload
  * `IdempotencyConflictError`. It only ever writes a record this very request acquired, so an
  * error thrown by an earlier middleware (or by its own `before`) never touches someone else's record.
+ *
+ * @example
+ * ```ts
+ * export const handler = middy(placeOrder).use(
+ *   idempotentRequest({ store, namespace: 'orders', key: (event) => event.requestId }),
+ * );
+ * ```
  */
 export function idempotentRequest<TEvent, TResult>(
   options: IdempotentRequestOptions<TEvent>,

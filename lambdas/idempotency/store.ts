@@ -51,17 +51,22 @@ export type TransactionResult =
   | { committed: true; recordExpiresAt: number }
   | { committed: false; existing: IdempotencyRecord };
 
+/** The table a `DynamoDBIdempotencyStore` keeps its records in. */
 export interface IdempotencyStoreOptions {
   /** The client of the table's region and account. */
   client: DynamoDBClient;
   /** The idempotency table (DESIGN §3): partition key `id` (string), TTL on `expiresAt`. */
   tableName: string;
   /**
-   * Lifetime of a record in seconds; must outlive queue + DLQ retention. 30 days by default
-   * (`DEFAULT_RECORD_TTL_SECONDS`), past SQS's longest retention of both.
+   * Lifetime of a record in seconds; must outlive queue + DLQ retention (the default is past SQS's
+   * longest retention of both).
+   * @default 2_592_000 (30 days)
    */
   ttlSeconds?: number;
-  /** Clock in epoch milliseconds, `Date.now` by default; tests move it to expire leases and records. */
+  /**
+   * Clock in epoch milliseconds; tests move it to expire leases and records.
+   * @default Date.now
+   */
   now?: () => number;
 }
 
@@ -77,11 +82,21 @@ const FENCED = '#status = :inProgress AND leaseToken = :token';
 
 /**
  * The idempotency table (DESIGN §3). Every method is a single DynamoDB request; none reads first:
- * a failed condition returns the existing item in the error, which is all a caller needs.
+ * a failed condition returns the existing item in the error, which is all a caller needs. Its
+ * methods are the modes' and the consumer's: a user builds one and hands it over.
+ *
+ * @example
+ * ```ts
+ * const store = new DynamoDBIdempotencyStore({ client: new DynamoDBClient({}), tableName: 'idempotency' });
+ * export const handler = middy().use(fifoBatch({ store, operations }));
+ * ```
  */
 export class DynamoDBIdempotencyStore {
+  /** @internal */
   readonly tableName: string;
+  /** @internal */
   readonly ttlSeconds: number;
+  /** @internal */
   readonly now: () => number;
   readonly #documents: DynamoDBDocumentClient;
 
@@ -104,6 +119,7 @@ export class DynamoDBIdempotencyStore {
    * ({@link markStarted} says it may, or the completion of the record `after` names, with
    * `startedNext`). If the SDK retried it after its answer was lost, the retry finds the record
    * holding this call's own token: the lease is ours all the same.
+   * @internal
    */
   async acquire(input: {
     id: string;
@@ -201,6 +217,7 @@ export class DynamoDBIdempotencyStore {
    * taken ahead, unstarted, whose `after` is this record), the same write says that `next`'s effect
    * may start now (`startedNext`): one round trip between two effects, and no crash can leave `next`
    * started while this completion is unwritten, for it is this completion that starts it.
+   * @internal
    */
   complete(lease: Lease, outcome: { result?: string; resultBytes?: number }, next?: Lease): Promise<boolean> {
     return this.#fencedUpdate(lease, 'COMPLETED', {
@@ -210,7 +227,7 @@ export class DynamoDBIdempotencyStore {
     });
   }
 
-  /** The record as it is now (a strongly consistent read), or undefined if there is none. */
+  /** The record as it is now (a strongly consistent read), or undefined if there is none. @internal */
   async read(id: string): Promise<IdempotencyRecord | undefined> {
     const output = await this.#documents.send(
       new GetCommand({ TableName: this.tableName, Key: { id }, ConsistentRead: true }),
@@ -223,6 +240,7 @@ export class DynamoDBIdempotencyStore {
    * lease of this record is parked IN_DOUBT (at-most-once) rather than taken over. Fenced on the
    * lease; a retry after a lost answer finds it still ours and applies again, harmlessly. False if
    * the lease was lost: another owner has the record now.
+   * @internal
    */
   async markStarted(lease: Lease): Promise<boolean> {
     try {
@@ -234,12 +252,12 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
-  /** Records a retryable failure: the next delivery may acquire the record again. */
+  /** Records a retryable failure: the next delivery may acquire the record again. @internal */
   fail(lease: Lease, error: StoredError): Promise<boolean> {
     return this.#fencedUpdate(lease, 'FAILED', { error });
   }
 
-  /** Records a permanent failure: duplicates get the same error. */
+  /** Records a permanent failure: duplicates get the same error. @internal */
   reject(lease: Lease, error: StoredError): Promise<boolean> {
     return this.#fencedUpdate(lease, 'REJECTED', { error });
   }
@@ -248,6 +266,7 @@ export class DynamoDBIdempotencyStore {
    * Records that the effect may or may not have happened; only an operator moves it on. The
    * record keeps `message` (if it fits), so that the operator can run it again; it enters the
    * unresolved index and lives a full TTL from now, so it stays visible until resolved.
+   * @internal
    */
   markInDoubt(lease: Lease, error: StoredError, message?: KeptMessage): Promise<boolean> {
     return this.#fencedUpdate(lease, 'IN_DOUBT', {
@@ -262,6 +281,7 @@ export class DynamoDBIdempotencyStore {
    * At-most-once: parks a record whose owner's lease expired without completion as IN_DOUBT,
    * fenced on that owner's token so a concurrent completion wins. False if something else won.
    * The record keeps `message` (the delivery that found it; if it fits), as with `markInDoubt`.
+   * @internal
    */
   async parkExpiredLease(
     record: IdempotencyRecord,
@@ -308,7 +328,7 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
-  /** Gives the record up untouched by any effect, so the next delivery starts afresh. */
+  /** Gives the record up untouched by any effect, so the next delivery starts afresh. @internal */
   release(lease: Lease): Promise<boolean> {
     return this.#fencedDelete(lease.id, lease.token);
   }
@@ -318,6 +338,7 @@ export class DynamoDBIdempotencyStore {
    * so that its owner can no longer complete anything under it (see `LeaseIdempotency.start`): the
    * record's next delivery runs it afresh. True if it is gone (by this call or an earlier try whose
    * answer was lost); false if it changed meanwhile.
+   * @internal
    */
   releaseUnstarted(record: IdempotencyRecord): Promise<boolean> {
     return this.#fencedDelete(record.id, record.leaseToken ?? '', {
@@ -357,6 +378,7 @@ export class DynamoDBIdempotencyStore {
   /**
    * {@link release}, tried a few times with backoff: `value` says whether it was released (false:
    * another owner's record); `error` when it kept failing — the lease then expires on its own.
+   * @internal
    */
   releaseWithRetries(lease: Lease) {
     return retried(RECORD_WRITE_RETRY, () => this.release(lease));
@@ -365,6 +387,7 @@ export class DynamoDBIdempotencyStore {
   /**
    * Marks the SQS message `messageId` as sent to the DLQ, for as long as a record lives: longer than
    * the message can come back (DESIGN §5). Unconditional: a repeat only writes the same mark again.
+   * @internal
    */
   async markDeadLettered(messageId: string): Promise<void> {
     const nowMs = this.now();
@@ -380,7 +403,7 @@ export class DynamoDBIdempotencyStore {
     );
   }
 
-  /** Whether {@link markDeadLettered} marked the message, and the mark has not expired (strongly consistent). */
+  /** Whether {@link markDeadLettered} marked the message, and the mark has not expired (strongly consistent). @internal */
   async isDeadLettered(messageId: string): Promise<boolean> {
     const output = await this.#documents.send(
       new GetCommand({
@@ -399,6 +422,7 @@ export class DynamoDBIdempotencyStore {
    * existing record comes back. A business write's own condition failing is reported as that.
    * A client request token makes the SDK's retry of a transaction whose answer was lost succeed
    * without applying it twice (DynamoDB remembers the token for 10 minutes).
+   * @internal
    */
   async commitTransaction(input: {
     id: string;
@@ -488,6 +512,7 @@ export class DynamoDBIdempotencyStore {
    * dedup horizon of a copy of its key that is going back to SQS (DESIGN §2). Whatever its status:
    * only the lifetime changes. A record that is absent, already expired or already lives long
    * enough is left as it is (false). One conditional UpdateItem.
+   * @internal
    */
   async keepUntil(id: string, untilSec: number): Promise<boolean> {
     try {

@@ -16,30 +16,51 @@ export const MAX_TRANSACTION_WRITES = 99;
 
 /** What a transactional handler computes: its DynamoDB writes and the result duplicates replay. */
 export interface TransactionPlan<T> {
+  /** The writes, in `DynamoDBDocumentClient` form: at most `MAX_TRANSACTION_WRITES`. */
   writes: TransactionWrite[];
+  /**
+   * What the call returns, stored with the record and replayed to duplicates.
+   * @default undefined
+   */
   result?: T;
 }
 
+/** What `TransactionalIdempotency.run` did: committed the writes now, or found them committed. */
 export type TransactionalOutcome<T> =
   | { status: 'executed'; result: T | undefined }
   | { status: 'duplicate'; result: T | undefined; fromCache: boolean };
 
+/** How a `TransactionalIdempotency` keeps its records. */
 export interface TransactionalIdempotencyOptions {
+  /** The idempotency table. */
   store: DynamoDBIdempotencyStore;
   /** The operation, e.g. "ledger": keys of different namespaces never collide. */
   namespace: string;
   /**
-   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off. By
-   * default one of 1,000 records for this instance.
+   * LRU of COMPLETED records answering hot duplicates without DynamoDB; `false` turns it off.
+   * @default a `CompletedRecordCache` of 1,000 records for this instance
    */
   cache?: CompletedRecordCache | false;
-  /** Retries when concurrent transactions on the same items cancel this one; 3 by default. */
+  /**
+   * Retries when concurrent transactions on the same items cancel this one.
+   * @default 3
+   */
   contentionRetries?: number;
 }
 
 /**
  * Transactional mode (DESIGN §4), for effects that are DynamoDB writes: the writes and the
- * COMPLETED record commit in one TransactWriteItems. Exactly-once, no lease, one request.
+ * COMPLETED record commit in one TransactWriteItems. Exactly-once, no lease, one request. In an
+ * SQS consumer, `transactionalOperation` (`oncely/consumer`) drives it for you.
+ *
+ * @example
+ * ```ts
+ * const ledger = new TransactionalIdempotency({ store, namespace: 'ledger' });
+ * await ledger.run({ key: payment.id, payload: payment }, () => ({
+ *   writes: [{ Update: { TableName: 'ledger', Key: { id: payment.account }, UpdateExpression: 'ADD balance :c', ExpressionAttributeValues: { ':c': payment.cents } } }],
+ *   result: { applied: payment.cents },
+ * }));
+ * ```
  */
 export class TransactionalIdempotency {
   readonly #options: TransactionalIdempotencyOptions;
@@ -51,6 +72,11 @@ export class TransactionalIdempotency {
     this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());
   }
 
+  /**
+   * Commits `plan`'s writes once per key, with the record; a duplicate gets the stored result.
+   * Throws `TransactionConditionFailedError` when a write's own condition failed (nothing is
+   * written) and `IdempotencyConflictError` for the same key with another payload.
+   */
   async run<T>(
     input: { key: string; payload: unknown },
     plan: (context: { idempotencyKey: string }) => Promise<TransactionPlan<T>> | TransactionPlan<T>,

@@ -1,11 +1,10 @@
 // `oncely/outbox`: commit your DynamoDB writes and the messages they announce together (DESIGN §9).
+// The item layout (attributes, the pending index) is internal: `oncely outbox list` reads it for you.
 export { OncelyConfigurationError } from '../common/configuration-error.js';
-export {
-  DEFAULT_MAX_MESSAGE_BYTES,
-  DEFAULT_STUCK_AFTER_SECONDS,
-  DEFAULT_SWEEP_AFTER_SECONDS,
-  OUTBOX_ENVIRONMENT,
-} from './environment.js';
+export { OncelyError } from '../idempotency/errors.js';
+export type { TransactionWrite } from '../idempotency/store.js';
+export type { PublishMessage } from '../publisher/contract.js';
+export type { ValidationProblem } from '../publisher/errors.js';
 export {
   OutboxTokenReusedError,
   OutboxTooManyItemsError,
@@ -15,18 +14,9 @@ export {
   type OutboxWriteFailure,
   OutboxWriteOutcomeUnknownError,
 } from './errors.js';
-export {
-  DEFAULT_PARTITION_KEY,
-  DEFAULT_SORT_KEY,
-  OUTBOX_ATTRIBUTES,
-  OUTBOX_PENDING_INDEX,
-  type OutboxLayout,
-  type OutboxStatus,
-} from './layout.js';
+export type { OutboxLayout } from './layout.js';
 export { OUTBOX_METRICS } from './metrics.js';
 export {
-  ITEMS_PER_MESSAGE,
-  MAX_TRANSACTION_ITEMS,
   Outbox,
   type OutboxMessage,
   type OutboxOptions,

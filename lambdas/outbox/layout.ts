@@ -11,12 +11,25 @@
  *   the sparse index the sweeper queries holds only markers.
  */
 
-/** The key attributes of the table the outbox writes to. */
+/**
+ * The table the outbox writes to and its key attributes. In `OutboxOptions` each is optional, read
+ * from the environment `OncelyOutbox.grantWrite` sets (`OUTBOX_TABLE_NAME`, …) when left out.
+ */
 export interface OutboxLayout {
+  /**
+   * The table's name.
+   * @default `OUTBOX_TABLE_NAME`
+   */
   tableName: string;
-  /** The table's partition key (a string attribute). Default `pk`. */
+  /**
+   * The table's partition key (a string attribute).
+   * @default `OUTBOX_PARTITION_KEY`, else 'pk'
+   */
   partitionKey: string;
-  /** The table's sort key (a string attribute). Default `sk`. */
+  /**
+   * The table's sort key (a string attribute).
+   * @default `OUTBOX_SORT_KEY`, else 'sk'
+   */
   sortKey: string;
 }
 

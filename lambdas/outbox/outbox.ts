@@ -32,19 +32,32 @@ import { committedUnder } from './write-token-check.js';
 /** One message for the outbox, as the publisher takes it (DESIGN §6): `{ type, groupId, key?, payload }`. */
 export type OutboxMessage = PublishMessage;
 
+/** Where an `Outbox` writes; every option can come from the environment `OncelyOutbox.grantWrite` sets. */
 export interface OutboxOptions extends Partial<OutboxLayout> {
-  /** The client of the table's region. Default: a new `DynamoDBClient` from the AWS SDK's defaults. */
+  /**
+   * The client of the table's region.
+   * @default a new `DynamoDBClient` from the AWS SDK's defaults
+   */
   client?: DynamoDBClient;
-  /** The queue's maximum message size in bytes; every body must fit. Default `OUTBOX_MAX_MESSAGE_BYTES`, else 262,144. */
+  /**
+   * The queue's maximum message size in bytes; every body must fit.
+   * @default `OUTBOX_MAX_MESSAGE_BYTES`, else 262_144
+   */
   maxMessageBytes?: number;
-  /** The clock, `() => new Date()` by default; it stamps `publishedAt` and each message's order. */
+  /**
+   * The clock; it stamps `publishedAt` and each message's order.
+   * @default `() => new Date()`
+   */
   now?: () => Date;
 }
 
+/** One call of `Outbox.write`: your writes and the messages they announce. */
 export interface OutboxWrite {
   /**
    * Your own writes (DynamoDBDocumentClient's TransactWriteItems format: Put, Update, Delete,
-   * ConditionCheck), committed with the messages or not at all. Default none.
+   * ConditionCheck), committed with the messages or not at all. With two items per message, at
+   * most 100 items in all (DynamoDB's limit for one transaction).
+   * @default none
    */
   writes?: readonly TransactionWrite[];
   /** The messages to publish once the writes committed, in group order. At least one. */
@@ -53,11 +66,12 @@ export interface OutboxWrite {
    * Makes a retry of this very write safe for 10 minutes (DynamoDB's idempotency token): reuse it,
    * with the same writes and messages, when you retry after an error that may have come after the
    * commit (a timeout, a 5xx): if that commit happened, the retry succeeds without writing again.
-   * Default: one per call (the AWS SDK's own retries of the call reuse it).
+   * @default a new token per call (the AWS SDK's own retries of the call reuse it)
    */
   clientRequestToken?: string;
 }
 
+/** What `Outbox.write` resolves with once the transaction committed. */
 export interface OutboxWriteResult {
   /** Each message's key (given or derived, DESIGN §2), in the order of `messages`. */
   keys: string[];
@@ -72,8 +86,20 @@ export const ITEMS_PER_MESSAGE = 2;
  * `oncely/outbox` (DESIGN §9): your DynamoDB writes and the messages they announce commit in one
  * TransactWriteItems. If the transaction is canceled nothing is written and nothing is published;
  * once it commits, the relay (and, for what it misses, the sweeper) publishes every message.
+ *
+ * @example
+ * ```ts
+ * import { Outbox } from 'oncely/outbox';
+ *
+ * const outbox = new Outbox(); // its table from the variables outbox.grantWrite(fn) sets
+ * await outbox.write({
+ *   writes: [{ Put: { TableName: 'Orders', Item: { pk: 'order#7', sk: 'order', total: 42 }, ConditionExpression: 'attribute_not_exists(pk)' } }],
+ *   messages: [{ type: 'OrderPlaced', groupId: 'customer-42', key: 'placed-7', payload: { orderId: '7', total: 42 } }],
+ * });
+ * ```
  */
 export class Outbox {
+  /** The table it writes to and its key attributes, as resolved from the options and the environment. */
   readonly layout: OutboxLayout;
   readonly #documents: DynamoDBDocumentClient;
   readonly #maxMessageBytes: number;

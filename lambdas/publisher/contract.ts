@@ -9,7 +9,10 @@ export interface PublishMessage {
   type: string;
   /** The SQS message group: messages of one group are delivered in request order. */
   groupId: string;
-  /** The idempotency key; derived from type, groupId and payload when absent (DESIGN §2). */
+  /**
+   * The idempotency key.
+   * @default derived from `type`, `groupId` and `payload` (DESIGN §2)
+   */
   key?: string;
   /** Any JSON value; `null` for a message without one. */
   payload: unknown;
@@ -50,8 +53,10 @@ export type MessageResult =
   /** Not sent because an earlier message of its group failed or is unknown: sending it would break the group's order. */
   | { key: string; status: 'blocked'; reason: string };
 
+/** `sent`, `failed`, `unknown` or `blocked`: see `MessageResult`. */
 export type MessageStatus = MessageResult['status'];
 
+/** The publisher's answer to one request. */
 export interface PublishResponse {
   /** One result per message, in request order. */
   results: MessageResult[];

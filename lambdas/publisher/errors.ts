@@ -22,6 +22,7 @@ export interface ValidationProblem {
   index?: number;
   /** Where, e.g. `messages[3].groupId`. */
   path: string;
+  /** What is wrong, in words. */
   message: string;
 }
 

@@ -34,8 +34,8 @@ const ESM_COMMONJS_PATHS = { __dirname: 'import.meta.dirname', __filename: 'impo
 
 /**
  * How Oncely bundles a Lambda: the one definition that `OncelyPipeline` gives NodejsFunction (with
- * {@link lambdaBundling}) and that everything reproducing the deployed bytes (the benchmarks, the
- * bundled-consumer tests) turns into esbuild options with {@link lambdaBuildOptions}. Change it
+ * `lambdaBundling`) and that everything reproducing the deployed bytes (the benchmarks, the
+ * bundled-consumer tests) turns into esbuild options with `lambdaBuildOptions`. Change it
  * here, never there.
  *
  * The target is that of the functions' runtime, `Runtime.NODEJS_24_X`. The choices of format, SDK
@@ -85,7 +85,7 @@ const CJS_LOG_OVERRIDES = { 'empty-import-meta': 'error' } as const;
 
 /** A function's bundling: {@link LAMBDA_BUNDLING}, your options over it, and what the format needs. */
 export interface ResolvedLambdaBundling extends Omit<BundlingOptions, keyof LambdaBundling>, LambdaBundling {
-  /** esbuild's log levels by message id, as {@link lambdaBuildOptions} passes them (NodejsFunction: `esbuildArgs`). */
+  /** esbuild's log levels by message id, as `lambdaBuildOptions` passes them (NodejsFunction: `esbuildArgs`). */
   logOverride: Readonly<Record<string, 'error'>>;
 }
 
@@ -129,13 +129,13 @@ const DECLARES_REQUIRE = /\b(?:const|let|var)\s+require\b/;
 /**
  * The `bundling` to give a NodejsFunction of your own so that it is bundled as Oncely bundles its
  * functions: {@link LAMBDA_BUNDLING}, your options over it, and what the format needs (see
- * {@link lambdaBundling}). With `sourceMap: true`, also set `NODE_OPTIONS=--enable-source-maps`.
+ * `lambdaBundling`). With `sourceMap: true`, also set `NODE_OPTIONS=--enable-source-maps`.
  */
 export function oncelyBundling(yours: BundlingOptions = {}): BundlingOptions {
   return nodejsFunctionBundling(lambdaBundling(yours));
 }
 
-/** The options NodejsFunction takes for a {@link lambdaBundling}: its log overrides as `esbuildArgs`. */
+/** The options NodejsFunction takes for a `lambdaBundling`: its log overrides as `esbuildArgs`. */
 export function nodejsFunctionBundling({
   logOverride,
   ...bundling
@@ -181,7 +181,7 @@ function writeAssetPackageJsonCommand(file: string): string {
 
 /**
  * Writes the asset's `package.json` into `outdir`, as {@link LAMBDA_BUNDLING}'s `afterBundling`
- * hook writes it: for whatever reproduces an asset with {@link lambdaBuildOptions} on disk.
+ * hook writes it: for whatever reproduces an asset with `lambdaBuildOptions` on disk.
  */
 export async function writeLambdaAssetPackageJson(outdir: string): Promise<void> {
   await writeFile(join(outdir, 'package.json'), JSON.stringify(LAMBDA_ASSET_PACKAGE_JSON));

@@ -7,6 +7,8 @@
  */
 
 export { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+export { OncelyError } from '../../lambdas/idempotency/errors.js';
+export type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 export { LAMBDA_BUNDLING, type LambdaBundling, oncelyBundling } from './bundling.js';
 export { describeDeployedPipeline } from './deployed-pipeline.js';
 export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
@@ -16,15 +18,10 @@ export {
   OncelyPipeline,
   type OncelyPipelineProps,
 } from './oncely-pipeline.js';
-export { OutboxAlarms, type OutboxAlarmsProps } from './outbox-alarms.js';
-export {
-  OUTBOX_OUTPUTS,
-  type OutboxOutputKey,
-  type OutboxResources,
-  outboxFromOutputs,
-} from './outbox-outputs.js';
+export { OutboxAlarms } from './outbox-alarms.js';
+export { OUTBOX_OUTPUTS, type OutboxResources, outboxFromOutputs } from './outbox-outputs.js';
 export type { OutboxSettings, ResolvedOutboxSettings } from './outbox-settings.js';
-export { PipelineAlarms, type PipelineAlarmsProps } from './pipeline-alarms.js';
+export { PipelineAlarms } from './pipeline-alarms.js';
 export {
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,
@@ -33,4 +30,4 @@ export {
   resourcesFromOutputs,
 } from './pipeline-outputs.js';
 export type { PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
-export { inSandbox, SANDBOX_CONTEXT } from './sandbox-context.js';
+export { SANDBOX_CONTEXT } from './sandbox-context.js';

@@ -28,27 +28,40 @@ import {
 } from './outbox-table.js';
 import { inSandbox } from './sandbox-context.js';
 
+/** An `OncelyOutbox`: the queue it publishes to, its table, where alarms go, and the `OutboxSettings`. */
 export interface OncelyOutboxProps extends OutboxSettings {
-  /** The FIFO queue the outbox publishes to. Give this or `pipeline`, not both. */
+  /**
+   * The FIFO queue the outbox publishes to. Give this or `pipeline`, not both.
+   * @default the queue of `pipeline`
+   */
   readonly queue?: IQueue;
   /**
    * The pipeline whose queue the outbox publishes to, with its message size limit and (unless set
    * here) its `removalPolicy` and `deletionProtection`. Give this or `queue`, not both.
+   * @default none: then `queue` is required
    */
   readonly pipeline?: OncelyPipeline;
   /**
    * Your own table, to commit the outbox items in the same transactions as your writes to it: it
    * needs a string partition key, a string sort key and a stream with new images (NEW_IMAGE or
-   * NEW_AND_OLD_IMAGES), and should have its TTL on `expiresAt`. Default: a table of the outbox's own.
+   * NEW_AND_OLD_IMAGES), and should have its TTL on `expiresAt`.
+   * @default a table of the outbox's own
    */
   readonly table?: Table;
-  /** Where the alarms notify; none by default (they still show in CloudWatch). */
+  /**
+   * Where the alarms notify.
+   * @default none (the alarms still show in CloudWatch)
+   */
   readonly alarmTopic?: ITopic;
-  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  /**
+   * The functions' metrics namespace and the prefix of their `service` dimension.
+   * @default 'oncely'
+   */
   readonly serviceName?: string;
   /**
    * Put before the logical ids of the stack outputs the outbox adds (`OutboxTableName`, …): needed
-   * only for a second outbox in one stack. Default '' (none).
+   * only for a second outbox in one stack.
+   * @default '' (none)
    */
   readonly outputPrefix?: string;
 }
@@ -62,13 +75,23 @@ const TABLES_WITH_OUTBOX = new WeakSet<Table>();
  * it; partial batch responses, bounded retries, failed batches kept in a queue), the sweeper on an
  * EventBridge schedule, least-privilege grants confined to the outbox's keys, the stuck alarm and
  * stack outputs. `grantWrite` lets a producer write messages with `new Outbox()` from `oncely/outbox`.
+ *
+ * @example
+ * ```ts
+ * import { OncelyOutbox, OncelyPipeline } from 'oncely/cdk';
+ *
+ * const pipeline = new OncelyPipeline(this, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
+ * new OncelyOutbox(this, 'Outbox', { pipeline }).grantWrite(orderService);
+ * ```
  */
 export class OncelyOutbox extends Construct {
+  /** The settings with their defaults filled in. */
   readonly settings: ResolvedOutboxSettings;
   /** The table holding the outbox: yours, or the one the construct created. */
   readonly table: Table;
   /** The table's name and key attributes, as `oncely/outbox` takes them. */
   readonly layout: OutboxLayout;
+  /** The FIFO queue the messages go to: `queue`, or the pipeline's. */
   readonly queue: IQueue;
   /** Sends new pending messages, invoked by the table's stream. */
   readonly relay: IFunction;
@@ -76,10 +99,11 @@ export class OncelyOutbox extends Construct {
   readonly relayFailureQueue: IQueue;
   /** Sends what the relay left pending, every `sweepInterval`, and counts the stuck messages. */
   readonly sweeper: IFunction;
-  /** The EventBridge schedule that runs {@link sweeper}. */
+  /** The EventBridge schedule that runs {@link OncelyOutbox.sweeper}. */
   readonly sweepSchedule: Rule;
+  /** The outbox's alarms, notifying `alarmTopic` when given. */
   readonly alarms: OutboxAlarms;
-  /** What `oncely/outbox` reads (`OUTBOX_ENVIRONMENT`): set on a `lambda.Function` by {@link grantWrite}. */
+  /** What `oncely/outbox` reads (`OUTBOX_TABLE_NAME`, …): set on a `lambda.Function` by {@link OncelyOutbox.grantWrite}. */
   readonly producerEnvironment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: OncelyOutboxProps) {

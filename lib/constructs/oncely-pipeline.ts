@@ -46,7 +46,10 @@ export interface OncelyConsumerEntry
    * AWS SDK inside, minified with names kept, Node.js 24, ARM64 unless you say otherwise).
    */
   readonly entry: string;
-  /** The exported handler. Default `handler`. */
+  /**
+   * The exported handler.
+   * @default 'handler'
+   */
   readonly handler?: string;
 }
 
@@ -60,16 +63,24 @@ export interface OncelyConsumerFunction {
   readonly function: IFunction;
 }
 
+/** An `OncelyPipeline`: your consumer, where alarms go, and the `PipelineSettings`. */
 export interface OncelyPipelineProps extends PipelineSettings {
   /** The Lambda that consumes the queue: its entry file, or a function you built. Required. */
   readonly consumer: OncelyConsumerEntry | OncelyConsumerFunction;
-  /** Where alarms notify; none by default (they still show in CloudWatch). */
+  /**
+   * Where alarms notify.
+   * @default none (the alarms still show in CloudWatch)
+   */
   readonly alarmTopic?: ITopic;
-  /** The functions' metrics namespace and the prefix of their `service` dimension. Default `oncely`. */
+  /**
+   * The functions' metrics namespace and the prefix of their `service` dimension.
+   * @default 'oncely'
+   */
   readonly serviceName?: string;
   /**
    * Put before the logical ids of the stack outputs the pipeline adds (`PublisherFunctionName`, …):
-   * needed only for a second pipeline in one stack. Default '' (none).
+   * needed only for a second pipeline in one stack.
+   * @default '' (none)
    */
   readonly outputPrefix?: string;
 }
@@ -80,18 +91,33 @@ export interface OncelyPipelineProps extends PipelineSettings {
  * partial batch responses, the scheduled monitor of unresolved records, least-privilege grants,
  * alarms and stack outputs. Your consumer's environment tells `fifoBatch` everything it needs.
  * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
+ *
+ * @example
+ * ```ts
+ * import { OncelyPipeline } from 'oncely/cdk';
+ *
+ * const pipeline = new OncelyPipeline(this, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
+ * pipeline.grantPublish(orderService);
+ * ```
  */
 export class OncelyPipeline extends Construct {
+  /** The settings with their defaults filled in. */
   readonly settings: ResolvedSettings;
+  /** The FIFO queue the publisher sends to and the consumer reads. */
   readonly queue: IQueue;
+  /** The FIFO dead-letter queue: records that cannot succeed, and messages past `maxReceiveCount`. */
   readonly deadLetterQueue: IQueue;
+  /** The idempotency table (DESIGN §3). */
   readonly idempotencyTable: ITable;
+  /** The publisher Lambda that `oncely/client`'s `publish` invokes. */
   readonly publisher: IFunction;
+  /** Your consumer: the function built from `consumer.entry`, or the one you gave. */
   readonly consumer: IFunction;
   /** Counts the unresolved idempotency records every `unresolvedCheckInterval` for the in-doubt alarm. */
   readonly unresolvedMonitor: IFunction;
-  /** The EventBridge schedule that runs {@link unresolvedMonitor}. */
+  /** The EventBridge schedule that runs {@link OncelyPipeline.unresolvedMonitor}. */
   readonly unresolvedCheckSchedule: Rule;
+  /** The pipeline's alarms, notifying `alarmTopic` when given. */
   readonly alarms: PipelineAlarms;
   /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */
   readonly consumerEnvironment: Readonly<Record<string, string>>;

@@ -28,8 +28,10 @@ export class OutboxAlarms extends Construct {
    * both; the oldest age is published for dashboards.
    */
   readonly stuckMessages: Alarm;
+  /** The relay failed whole invocations; the sweeper sends their messages later. */
   readonly relayErrors: Alarm;
 
+  /** @internal `OncelyOutbox` creates its alarms: see `OncelyOutbox.alarms`. */
   constructor(scope: Construct, id: string, props: OutboxAlarmsProps) {
     super(scope, id);
     // The sweeper publishes the count on every run, zeros included. A period without it is

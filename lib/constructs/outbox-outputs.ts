@@ -19,6 +19,7 @@ export type OutboxOutputKey = keyof typeof OUTBOX_OUTPUTS;
 
 /** An outbox as the operations commands address it. */
 export interface OutboxResources extends OutboxLayout {
+  /** The stuck bound, in seconds (`OutboxSettings.stuckAfter`). */
   stuckAfterSeconds: number;
 }
 

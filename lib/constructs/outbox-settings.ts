@@ -4,39 +4,47 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 export interface OutboxSettings {
   /**
    * How often the sweeper runs; also the period of the stuck alarm. Whole minutes, from 1 minute
-   * (EventBridge's shortest rate) to 12 hours. Default 1 minute.
+   * (EventBridge's shortest rate) to 12 hours.
+   * @default Duration.minutes(1)
    */
   readonly sweepInterval?: Duration;
   /**
    * How old a pending message must be before the sweeper sends it: the relay's head start. Whole
-   * seconds. Default 60 seconds; 10 seconds when synthesised by `oncely local`.
+   * seconds.
+   * @default Duration.seconds(60); Duration.seconds(10) when synthesised by `oncely local`
    */
   readonly sweepAfter?: Duration;
   /**
    * How old a pending message is when it counts as stuck, which raises the `StuckMessages` alarm.
-   * Whole seconds, longer than `sweepAfter`. Default 5 minutes; 30 seconds when synthesised by
-   * `oncely local`.
+   * Whole seconds, longer than `sweepAfter`.
+   * @default Duration.minutes(5); Duration.seconds(30) when synthesised by `oncely local`
    */
   readonly stuckAfter?: Duration;
-  /** Stream records per relay invocation (1–10,000). Default 100. */
+  /**
+   * Stream records per relay invocation (1–10,000).
+   * @default 100
+   */
   readonly relayBatchSize?: number;
   /**
    * Retries of a relay batch that failed (0–10,000) before Lambda gives up on it and sends its
-   * description to the relay's failure queue; the sweeper then sends what is still pending. Default 10.
+   * description to the relay's failure queue; the sweeper then sends what is still pending.
+   * @default 10
    */
   readonly relayRetryAttempts?: number;
   /**
    * The outbox table (when the construct creates it), the failure queue and the log groups on stack
-   * deletion. Default the pipeline's `removalPolicy` when `pipeline` is given, else RETAIN.
+   * deletion.
+   * @default the pipeline's `removalPolicy` when `pipeline` is given, else RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * DynamoDB deletion protection on the outbox table, when the construct creates it. Default the
-   * pipeline's `deletionProtection` when `pipeline` is given, else false.
+   * DynamoDB deletion protection on the outbox table, when the construct creates it.
+   * @default the pipeline's `deletionProtection` when `pipeline` is given, else false
    */
   readonly deletionProtection?: boolean;
 }
 
+/** `OutboxSettings` with every default filled in: what `OncelyOutbox.settings` holds. */
 export type ResolvedOutboxSettings = Required<OutboxSettings>;
 
 /** Defaults that depend on where the outbox is: in `oncely local`, or beside a pipeline. */

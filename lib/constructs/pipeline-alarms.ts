@@ -37,13 +37,20 @@ export interface PipelineAlarmsProps {
  * counts them), errors, a stuck queue.
  */
 export class PipelineAlarms extends Construct {
+  /** Messages are in the DLQ (`oncely dlq list`). */
   readonly deadLetterQueueNotEmpty: Alarm;
+  /** At-most-once effects are IN_DOUBT (`oncely in-doubt list`), as the monitor counts them. */
   readonly inDoubtRecords: Alarm;
+  /** The unresolved-records monitor stopped reporting: `inDoubtRecords` cannot be trusted. */
   readonly unresolvedMonitorSilent: Alarm;
+  /** The consumer failed whole batches. */
   readonly consumerErrors: Alarm;
+  /** A message went back to SQS but its record could not be made to outlive its dedup horizon. */
   readonly recordLivesNotExtended: Alarm;
+  /** The oldest message has waited longer than `oldestMessageAgeThreshold`. */
   readonly oldestMessageAge: Alarm;
 
+  /** @internal `OncelyPipeline` creates its alarms: see `OncelyPipeline.alarms`. */
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
     super(scope, id);
     const action: IAlarmAction | undefined = props.topic ? new SnsAction(props.topic) : undefined;

@@ -17,6 +17,7 @@ export const PIPELINE_OUTPUTS = {
   idempotencyTtlSeconds: 'IdempotencyTtlSeconds',
 } as const;
 
+/** A resource of `PIPELINE_OUTPUTS`, e.g. `queueUrl`. */
 export type PipelineOutputKey = keyof typeof PIPELINE_OUTPUTS;
 
 /** The pipeline's resources as other tools address them: stack outputs, or the sandbox's ready file. */

@@ -2,44 +2,86 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 
 /** What a user can tune on the pipeline; every field has a documented default. */
 export interface PipelineSettings {
-  /** Deliveries before SQS moves a message to the DLQ. Default 5. */
+  /**
+   * Deliveries before SQS moves a message to the DLQ.
+   * @default 5
+   */
   readonly maxReceiveCount?: number;
-  /** Consumer Lambda timeout. Default 30 seconds. */
+  /**
+   * Consumer Lambda timeout.
+   * @default Duration.seconds(30)
+   */
   readonly consumerTimeout?: Duration;
-  /** Consumer Lambda memory. Default 512 MiB. */
+  /**
+   * Consumer Lambda memory.
+   * @default 512
+   */
   readonly consumerMemoryMiB?: number;
-  /** Records per consumer invocation (FIFO: at most 10). Default 10. */
+  /**
+   * Records per consumer invocation (FIFO: at most 10).
+   * @default 10
+   */
   readonly batchSize?: number;
-  /** Concurrent consumer invocations the event source may run (2–1000). Default 10. */
+  /**
+   * Concurrent consumer invocations the event source may run (2–1000).
+   * @default 10
+   */
   readonly maxConcurrency?: number;
-  /** Message groups one consumer invocation processes concurrently. Default 10. */
+  /**
+   * Message groups one consumer invocation processes concurrently.
+   * @default 10
+   */
   readonly maxConcurrentGroups?: number;
-  /** Queue visibility timeout; at least 6 × the consumer timeout. Default exactly that. */
+  /**
+   * Queue visibility timeout; at least 6 × the consumer timeout.
+   * @default 6 × `consumerTimeout`
+   */
   readonly visibilityTimeout?: Duration;
-  /** How long the queue keeps a message. Default 4 days. */
+  /**
+   * How long the queue keeps a message.
+   * @default Duration.days(4)
+   */
   readonly queueRetention?: Duration;
-  /** How long the DLQ keeps a message (time to inspect and redrive). Default 14 days. */
+  /**
+   * How long the DLQ keeps a message (time to inspect and redrive).
+   * @default Duration.days(14)
+   */
   readonly dlqRetention?: Duration;
   /**
    * Lifetime of an idempotency record. It must outlive queue + DLQ retention, or a redriven
-   * message would be taken for new. Default queue + DLQ retention + 1 day.
+   * message would be taken for new.
+   * @default `queueRetention` + `dlqRetention` + 1 day
    */
   readonly idempotencyTtl?: Duration;
-  /** The largest message body, in bytes (SQS allows 1 KiB–1 MiB). Default 256 KiB. */
+  /**
+   * The largest message body, in bytes (SQS allows 1 KiB–1 MiB).
+   * @default 262_144 (256 KiB)
+   */
   readonly maxMessageSizeBytes?: number;
-  /** Alarm when the oldest message waits longer than this. Default 5 minutes. */
+  /**
+   * Alarm when the oldest message waits longer than this.
+   * @default Duration.minutes(5)
+   */
   readonly oldestMessageAgeThreshold?: Duration;
   /**
    * How often the monitor counts the unresolved (IN_DOUBT, RETRY_PENDING) records; also the
-   * period of the in-doubt alarm. Whole minutes, from 1 minute to 8 hours. Default 5 minutes.
+   * period of the in-doubt alarm. Whole minutes, from 1 minute to 8 hours.
+   * @default Duration.minutes(5)
    */
   readonly unresolvedCheckInterval?: Duration;
-  /** Tables and queues on stack deletion. Default RETAIN: deleting a stack never deletes data. */
+  /**
+   * Tables and queues on stack deletion.
+   * @default RemovalPolicy.RETAIN: deleting a stack never deletes data
+   */
   readonly removalPolicy?: RemovalPolicy;
-  /** DynamoDB deletion protection. Default false. */
+  /**
+   * DynamoDB deletion protection.
+   * @default false
+   */
   readonly deletionProtection?: boolean;
 }
 
+/** `PipelineSettings` with every default filled in: what `OncelyPipeline.settings` holds. */
 export type ResolvedSettings = Required<PipelineSettings>;
 
 const FIFO_MAX_BATCH_SIZE = 10;

@@ -34,8 +34,8 @@ import {
 } from '../../cli/operations-errors.js';
 import { describeRedrive, describeResolution } from '../../cli/operations-report.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
-import type { IdempotencyRecord } from '../../lambdas/idempotency/index.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import type { PublishMessage, PublishResponse } from '../../lambdas/publisher/contract.js';
 import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';

@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../lambdas/common/message-key.js';
-import {
-  deriveMessageKey,
-  IdempotencyConfigurationError,
-  isValidKey,
-  recordId,
-} from '../../lambdas/idempotency/index.js';
-import { payloadHash } from '../../lambdas/idempotency/keys.js';
+import { canonicalJson, deriveMessageKey, isValidKey } from '../../lambdas/common/message-key.js';
+import { IdempotencyConfigurationError } from '../../lambdas/idempotency/index.js';
+import { payloadHash, recordId } from '../../lambdas/idempotency/keys.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {

@@ -8,11 +8,11 @@ import {
   IdempotencyRejectedError,
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
-  MAX_KEPT_MESSAGE_BYTES,
   NonRetryableError,
   OutcomeUnknownError,
   ResultTooLargeError,
 } from '../../lambdas/idempotency/index.js';
+import { MAX_KEPT_MESSAGE_BYTES } from '../../lambdas/idempotency/record.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';

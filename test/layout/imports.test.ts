@@ -37,10 +37,13 @@ function sourceFiles(folder: string): string[] {
     .map((name) => `${folder}/${name}`);
 }
 
-/** Every module a file names in an import, an export … from, or an import() with a literal. */
+/**
+ * Every module a file names in an import, an export … from, or an import() with a literal. A
+ * statement's clause holds no `;`, so an `export const …;` is not read on into a doc comment's example.
+ */
 function specifiers(text: string): string[] {
   const pattern =
-    /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g;
+    /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g;
   return [...text.matchAll(pattern)].map((match) => match[1] ?? match[2] ?? match[3] ?? '');
 }
 

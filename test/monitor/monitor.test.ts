@@ -1,7 +1,7 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
-import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/index.js';
+import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT, readMonitorEnvironment } from '../../lambdas/monitor/environment.js';
 import { handler } from '../../lambdas/monitor/handler.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';

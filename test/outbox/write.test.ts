@@ -6,9 +6,9 @@ import type { Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { deriveMessageKey } from '../../lambdas/common/message-key.js';
+import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import {
   OncelyConfigurationError,
-  OUTBOX_ENVIRONMENT,
   Outbox,
   OutboxTokenReusedError,
   OutboxTooManyItemsError,

@@ -4,7 +4,7 @@ import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from 
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/index.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/record.js';
 import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/constructs/bundling.js';
 import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';

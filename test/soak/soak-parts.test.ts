@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { IdempotencyRecord } from '../../lambdas/idempotency/index.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { memoryGrowth, type Sample } from '../../soak/samples.js';
 import { checkSoak, type SoakState } from '../../soak/soak-checks.js';
 import { buildSoakWorkload } from '../../soak/soak-workload.js';

@@ -8,7 +8,8 @@ import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { DLQ_ATTRIBUTES } from '../../lambdas/consumer/index.js';
-import { type IdempotencyRecord, recordId } from '../../lambdas/idempotency/index.js';
+import { recordId } from '../../lambdas/idempotency/keys.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
 import { NOTIFICATIONS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
 import {

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
-import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/index.js';
+import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';

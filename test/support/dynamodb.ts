@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import type { IdempotencyRecord } from '../../lambdas/idempotency/index.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createIdempotencyTable } from '../../sandbox/tables.js';
 
