@@ -1,13 +1,35 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The consumer's suites that drive Oncely's Middy middleware end to end, run a second time against
+ * the oldest Middy major the package supports (its peer range `^6.4.5 || ^7.0.0`; the repository
+ * develops on 7). A subset, to keep `npm test` short: these exercise every middleware hook
+ * (before, after, onError, the early return of a completed batch).
+ */
+const MIDDY_FLOOR_SUITES = ['test/consumer/fifo-batch.test.ts', 'test/consumer/middy-major.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The deploy test needs moto and runs on its own: `npm run test:deploy`.
-    exclude: ['test/deploy/**', 'node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'oncely',
+          include: ['test/**/*.test.ts'],
+          // The deploy test needs moto and runs on its own: `npm run test:deploy`.
+          exclude: ['test/deploy/**', 'node_modules/**'],
+        },
+      },
+      {
+        extends: true,
+        // `@middy/core-floor` is npm's alias of @middy/core 6.4.5 (devDependencies).
+        resolve: { alias: [{ find: /^@middy\/core$/, replacement: '@middy/core-floor' }] },
+        test: { name: 'middy-floor', include: MIDDY_FLOOR_SUITES },
+      },
+    ],
   },
 });
