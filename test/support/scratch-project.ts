@@ -43,40 +43,42 @@ export function npm(directory: string, args: string[]) {
   });
 }
 
+/** One `npm install` line of README.md: the heading it is under, and npm's arguments. */
+export interface ReadmeInstall {
+  readonly section: string;
+  readonly args: string[];
+}
+
 /**
- * The `npm install` lines of README.md's "Use it in your project", in order, split into arguments:
- * what a user types, with `oncely` standing for the package.
+ * The `npm install` lines of README.md's "Use it in your project", in order, as a user runs them:
+ * `oncely` replaced by `tarball`, each package of `versions` given that version.
  */
-export function readmeInstallCommands(): string[][] {
+export function readmeInstallCommands(
+  tarball: string,
+  versions: Readonly<Record<string, string>> = {},
+): ReadmeInstall[] {
   const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
   const start = readme.indexOf('\n## Use it in your project\n');
   const end = readme.indexOf('\n## ', start + 1);
-  const commands = readme
-    .slice(start, end)
-    .split('\n')
-    .filter((line) => line.startsWith('npm install '))
-    .map((line) => (line.split(' # ')[0] as string).trim().split(/\s+/).slice(1));
+  const commands: ReadmeInstall[] = [];
+  let section = '';
+  for (const line of readme.slice(start, end).split('\n')) {
+    if (line.startsWith('### ')) section = line.slice(4);
+    if (!line.startsWith('npm install ')) continue;
+    const words = (line.split(' # ')[0] as string).trim().split(/\s+/).slice(1);
+    commands.push({ section, args: words.map((word) => pinned(word, tarball, versions)) });
+  }
   if (commands.length === 0) throw new Error("README.md's Use it in your project has no npm install line");
   return commands;
 }
 
-/**
- * Installs as README.md says, into `directory`: every `npm install` line of its "Use it in your
- * project", with `oncely` replaced by the tarball and each package of `versions` by that version.
- */
-export async function installAsReadme(
-  directory: string,
-  tarball: string,
-  versions: Readonly<Record<string, string>> = {},
-): Promise<void> {
-  for (const command of readmeInstallCommands()) {
-    const args = command.map((arg) => {
-      if (arg === 'oncely') return tarball;
-      const version = versions[arg.replace(/(.)@.*$/, '$1')];
-      return version === undefined ? arg : `${arg.replace(/(.)@.*$/, '$1')}@${version}`;
-    });
-    await npm(directory, args);
-  }
+/** `word` of an npm command line, `oncely` being the tarball and a package of `versions` pinned. */
+function pinned(word: string, tarball: string, versions: Readonly<Record<string, string>>): string {
+  if (word === 'oncely') return tarball;
+  // A scoped name starts with @: the version, if any, follows the second one.
+  const name = word.replace(/(.)@.*$/, '$1');
+  const version = versions[name];
+  return version === undefined ? word : `${name}@${version}`;
 }
 
 /**
@@ -89,6 +91,6 @@ export async function createScratchProject(
 ): Promise<ScratchProject> {
   const directory = scratchDirectory({ ...files, '.npmrc': 'save-exact=true\n' });
   const tarball = await packOncely(directory);
-  await installAsReadme(directory, tarball, versions);
+  for (const { args } of readmeInstallCommands(tarball, versions)) await npm(directory, args);
   return { directory, tarball };
 }
