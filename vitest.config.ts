@@ -1,12 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The consumer's suites that drive Oncely's Middy middleware end to end, run a second time against
- * the oldest Middy major the package supports (its peer range `^6.4.5 || ^7.0.0`; the repository
- * develops on 7). A subset, to keep `npm test` short: these exercise every middleware hook
- * (before, after, onError, the early return of a completed batch).
+ * The suites that drive Oncely's Middy middlewares end to end, run a second time against the
+ * oldest Middy major the package supports (its peer range `^6.4.5 || ^7.0.0`; the repository
+ * develops on 7). A subset, to keep `npm test` short: the consumer's `fifoBatch` (its `after`
+ * hook and the batch response) and the idempotency middleware (`before`, `after`, `onError`, and
+ * the early return of a completed request).
  */
-const MIDDY_FLOOR_SUITES = ['test/consumer/fifo-batch.test.ts', 'test/consumer/middy-major.test.ts'];
+const MIDDY_FLOOR_SUITES = [
+  'test/consumer/fifo-batch.test.ts',
+  'test/idempotency/middleware.test.ts',
+  'test/consumer/middy-major.test.ts',
+];
 
 /** What every project runs with. */
 const SHARED = {
