@@ -8,6 +8,7 @@
 
 import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line.js';
 import { runOperation } from '../cli/operations-command.js';
+import { assertToolchain, TOOLCHAINS } from '../lib/constructs/missing-toolchain.js';
 
 // The project supports Node 20 (package.json engines); the SDK's notice about its own future
 // support would only clutter an operator's output.
@@ -20,7 +21,9 @@ async function main(argv: string[]): Promise<number> {
       console.log(USAGE);
       return 0;
     case 'local':
-      // Loaded only for `local`: the operations commands need none of the sandbox.
+      // Loaded only for `local`: the operations commands need none of the sandbox, and a project
+      // without its optional peer dependencies learns what to install before anything starts.
+      assertToolchain('`oncely local`', TOOLCHAINS.local);
       return (await import('../cli/local-command.js')).runLocal(command.options);
     default:
       return runOperation(command);

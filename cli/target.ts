@@ -1,24 +1,16 @@
-import { readFile } from 'node:fs/promises';
-import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
-import { z } from 'zod';
-import { describeStackOutputs } from '../lib/constructs/deployed-pipeline.js';
-import {
-  PIPELINE_OUTPUTS,
-  type PipelineOutputKey,
-  type PipelineResources,
-  resourcesFromOutputs,
-} from '../lib/constructs/pipeline-outputs.js';
+import { createCloudFormationClient, describeStackOutputs } from '../lib/constructs/deployed-pipeline.js';
+import { type PipelineResources, resourcesFromOutputs } from '../lib/constructs/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
 import {
   MissingCredentialsError,
   PipelineUnreachableError,
-  ReadyFileError,
   StackNotFoundError,
 } from './operations-errors.js';
+import { type ReadyFile, readReadyFile } from './ready-file.js';
 
 /** A running target, ready to operate on: its stack outputs and clients for its services. */
 export interface TargetConnection {
@@ -44,7 +36,7 @@ export interface PipelineConnection extends TargetConnection {
  */
 export async function connect(target: Target): Promise<PipelineConnection> {
   if (target.kind === 'sandbox') {
-    const file = await readReadyFile(target.readyFile, pipelineReadyFileSchema);
+    const file = await readReadyFile(target.readyFile, 'resources');
     return { ...connectToSandbox(target.readyFile, file), resources: file.resources };
   }
   const outputs = await readStackOutputs(target.stackName);
@@ -56,24 +48,10 @@ export async function connect(target: Target): Promise<PipelineConnection> {
 /** Connects to a sandbox or a deployed stack as {@link connect} does, needing no pipeline in it: only its outputs. */
 export async function connectToOutputs(target: Target): Promise<TargetConnection> {
   if (target.kind === 'sandbox') {
-    return connectToSandbox(target.readyFile, await readReadyFile(target.readyFile, outputsReadyFileSchema));
+    return connectToSandbox(target.readyFile, await readReadyFile(target.readyFile, 'outputs'));
   }
   return connectToStack(target.stackName, await readStackOutputs(target.stackName));
 }
-
-const readyFileSchema = z.object({
-  region: z.string().min(1),
-  endpoints: z.object({ sqs: z.url(), dynamodb: z.url() }),
-});
-const pipelineReadyFileSchema = readyFileSchema.extend({
-  resources: z.record(
-    z.enum(Object.keys(PIPELINE_OUTPUTS) as [PipelineOutputKey, ...PipelineOutputKey[]]),
-    z.string().min(1),
-  ),
-});
-const outputsReadyFileSchema = readyFileSchema.extend({ outputs: z.record(z.string(), z.string()) });
-
-type ReadyFile = z.infer<typeof readyFileSchema> & { outputs?: Record<string, string> };
 
 function connectToSandbox(
   readyFile: string,
@@ -98,36 +76,6 @@ function sandboxNotRunning(readyFile: string, service: string, endpoint: string)
   };
 }
 
-async function readReadyFile<S extends z.ZodType>(readyFile: string, schema: S): Promise<z.infer<S>> {
-  let text: string;
-  try {
-    text = await readFile(readyFile, 'utf8');
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    throw new ReadyFileError(
-      `Cannot read the ready file ${readyFile} (${code ?? String(cause)}): is \`oncely local --ready-file ${readyFile}\` running?`,
-      { cause },
-    );
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (cause) {
-    throw new ReadyFileError(`${readyFile} is not JSON, so it is not the ready file of \`oncely local\`.`, {
-      cause,
-    });
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-    throw new ReadyFileError(
-      `${readyFile} is not a ready file of \`oncely local\` from this version (${problems.join('; ')}). ` +
-        'Restart the sandbox with `oncely local --ready-file PATH` to write a current one.',
-    );
-  }
-  return parsed.data;
-}
-
 /** What a failed request to a stack's services means: no credentials, or nothing reachable. */
 function stackUnreachable(stackName: string, service: string) {
   return (cause: unknown) => {
@@ -149,7 +97,7 @@ function stackUnreachable(stackName: string, service: string) {
 }
 
 async function readStackOutputs(stackName: string): Promise<Record<string, string>> {
-  const cloudFormation = new CloudFormationClient({});
+  const cloudFormation = await createCloudFormationClient();
   translateErrors(cloudFormation, stackUnreachable(stackName, 'CloudFormation'));
   try {
     return await describeStackOutputs(stackName, cloudFormation);

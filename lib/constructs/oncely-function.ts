@@ -1,10 +1,11 @@
-import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { type ICommandHooks, NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { LAMBDA_BUNDLING, lambdaBundling, nodejsFunctionBundling } from './bundling.js';
+import { assertToolchain, TOOLCHAINS } from './missing-toolchain.js';
 
 /** What a function Oncely builds needs besides its entry; the rest are NodejsFunction's options. */
 export type OncelyFunctionOptions = Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup'> & {
@@ -26,6 +27,11 @@ export function oncelyFunction(
   entry: string,
   { removalPolicy, ...options }: OncelyFunctionOptions,
 ): NodejsFunction {
+  // Without esbuild, NodejsFunction falls back to Docker and fails far from the cause; a stack the
+  // synth does not bundle (`cdk ls`, `--exclusively`) needs no bundler.
+  if (Stack.of(scope).bundlingRequired && !options.bundling?.forceDockerBundling) {
+    assertToolchain(`Bundling ${scope.node.path}/${id} (oncely/cdk)`, TOOLCHAINS.bundling);
+  }
   // Its own role, allowed to write only its own log group (instead of AWS's managed policy,
   // which may create any log group in the account).
   const logGroup = new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });

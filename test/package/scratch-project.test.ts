@@ -6,14 +6,27 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installedCopies } from '../../bench/installs.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
 import { createScratchProject } from '../support/scratch-project.js';
 
-// A user's project, outside the repository: it installs the packed tarball, writes a consumer and a
+// A user's project, outside the repository: it installs the packed tarball with README.md's commands
+// (Middy 7, its AWS SDK clients pinned to the oldest Oncely supports), writes a consumer and a
 // stack with the public entry points only, type-checks, synthesises, runs in `npx oncely local`,
-// publishes with `oncely/client` and sees each effect once.
+// publishes with `oncely/client` and sees each effect once. Its SDK is the only one: one copy of
+// the DynamoDB client in node_modules and in each bundle.
+
+/** The project's own versions: the SDK floor of Oncely's peer ranges, and the newest Middy major. */
+const SDK_FLOOR = '3.1100.0';
+const PINNED = {
+  '@middy/core': '7',
+  '@aws-sdk/client-dynamodb': SDK_FLOOR,
+  '@aws-sdk/lib-dynamodb': SDK_FLOOR,
+  '@aws-sdk/client-sqs': SDK_FLOOR,
+  '@aws-sdk/client-lambda': SDK_FLOOR,
+};
 
 const run = promisify(execFile);
 
@@ -82,7 +95,7 @@ console.log(JSON.stringify([...first.results, ...again.results].map((result) => 
 };
 
 beforeAll(async () => {
-  project = (await createScratchProject(FILES)).directory;
+  project = (await createScratchProject(FILES, PINNED)).directory;
   effects = createServer((request, response) => {
     received.push(String(request.headers['idempotency-key']));
     request.resume();
@@ -105,15 +118,24 @@ describe('Oncely installed in a project of its own', () => {
     timeout: 300_000,
   }, async () => {
     // Only the package's public surface: its declared entry points and command.
-    expect(readdirSync(join(project, 'node_modules', 'oncely')).sort()).toEqual([
-      'README.md',
-      'dist',
-      'package.json',
-    ]);
+    // (node_modules is npm's: a dependency it nested there.)
+    const shipped = readdirSync(join(project, 'node_modules', 'oncely')).filter(
+      (name) => name !== 'node_modules',
+    );
+    expect(shipped.sort()).toEqual(['README.md', 'dist', 'package.json']);
 
     await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: project });
     const env = { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' };
     await run('npx', ['cdk', 'synth', '--quiet'], { cwd: project, env, maxBuffer: 1 << 24 });
+
+    // The project's DynamoDB client is the only one, in node_modules and in every function's bundle.
+    expect(installedCopies(project, '@aws-sdk/client-dynamodb').map((copy) => copy.version)).toEqual([
+      SDK_FLOOR,
+    ]);
+    const bundles = functionBundles(join(project, 'cdk.out'), 'Signups');
+    expect(Object.keys(bundles)).toContain('PipelineConsumer');
+    for (const bundle of Object.values(bundles))
+      expect(bundledVersions(bundle, '@aws-sdk/client-dynamodb')).toEqual([SDK_FLOOR]);
 
     const readyFile = join(project, 'ready.json');
     const effectUrl = `http://127.0.0.1:${(effects.address() as AddressInfo).port}/welcome`;
@@ -168,6 +190,29 @@ describe('Oncely installed in a project of its own', () => {
     );
   });
 });
+
+/** Each Lambda function's bundle (`index.mjs`) in a synthesised stack, by logical id without its hash. */
+function functionBundles(cdkOut: string, stackName: string): Record<string, string> {
+  const template = JSON.parse(readFileSync(join(cdkOut, `${stackName}.template.json`), 'utf8')) as {
+    Resources: Record<string, { Type: string; Metadata?: Record<string, string> }>;
+  };
+  return Object.fromEntries(
+    Object.entries(template.Resources).flatMap(([id, resource]) => {
+      const asset = resource.Metadata?.['aws:asset:path'];
+      if (resource.Type !== 'AWS::Lambda::Function' || !asset) return [];
+      return [[id.replace(/[0-9A-F]{8}$/, ''), readFileSync(join(cdkOut, asset, 'index.mjs'), 'utf8')]];
+    }),
+  );
+}
+
+/**
+ * The versions of package `name` a minified bundle holds: each copy of an AWS SDK client bundles
+ * its package.json, as `{name:"@aws-sdk/client-x",version:"3.…"`, for its user agent.
+ */
+function bundledVersions(bundle: string, name: string): string[] {
+  const pattern = new RegExp(`name:"${name}",version:"([^"]+)"`, 'g');
+  return [...bundle.matchAll(pattern)].map((match) => match[1] as string);
+}
 
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
