@@ -48,6 +48,13 @@ export interface ContainerOptions {
    * §4.1's residue, a lease that may be parked IN_DOUBT though its effect never ran.
    */
   startedNotGivenBack: Set<string>;
+  /**
+   * Keys whose record the last delivery of a copy going back to SQS tried to keep alive past the
+   * copy's horizon, and could not: the write failed for good, other than by its condition (which
+   * says the record is gone or already lives long enough). DESIGN §2's residue: such a copy, once
+   * dead-lettered and redriven after the record expired, runs again.
+   */
+  recordsNotKept: Set<string>;
 }
 
 const never = () => new Promise<never>(() => undefined);
@@ -138,7 +145,12 @@ export class ConsumerContainer {
    * it), a transaction (before it for both, or right after it applied, "inside the effect"), and
    * the next record's lease (after it was taken ahead, after its start mark).
    */
-  #watchRequests({ unrecordedCompletions, startsSent, startedNotGivenBack }: ContainerOptions): void {
+  #watchRequests({
+    unrecordedCompletions,
+    startsSent,
+    startedNotGivenBack,
+    recordsNotKept,
+  }: ContainerOptions): void {
     /** Keys whose lease may have been started by a write this container sent (see `startedNotGivenBack`). */
     const mayHaveStarted = new Set<string>();
     this.#dynamodb.middlewareStack.add(
@@ -186,9 +198,12 @@ export class ConsumerContainer {
             unrecordedCompletions.add(keyOf(first as string));
           if (kind === 'release' && mayHaveStarted.has(keyOf(first as string)))
             startedNotGivenBack.add(keyOf(first as string));
+          if (kind === 'keep' && !(error instanceof ConditionalCheckFailedException))
+            recordsNotKept.add(keyOf(first as string));
           throw error;
         }
         if (kind === 'release') startedNotGivenBack.delete(keyOf(first as string));
+        if (kind === 'keep') recordsNotKept.delete(keyOf(first as string));
         if (this.#dead) return never();
         const nextKey = crash?.next;
         if (
@@ -227,6 +242,7 @@ type RequestKind =
   | 'record'
   | 'release'
   | 'read'
+  | 'keep'
   | 'transaction';
 
 /**
@@ -254,6 +270,8 @@ function classify(
   }
   if (expression.includes('REMOVE unstarted') && !expression.includes('#status'))
     return { kind: 'start', ids: [id] };
+  // A record kept alive for a copy going back to SQS (DESIGN §2): no crash point sits on it.
+  if (expression === 'SET expiresAt = :until') return { kind: 'keep', ids: [id] };
   if (input.ExpressionAttributeValues?.[':status']?.S === 'COMPLETED') {
     // A completion that lets the next record's lease start names it.
     const next = input.ExpressionAttributeValues[':startedNext']?.M?.id?.S;

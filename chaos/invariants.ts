@@ -70,10 +70,12 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
       add('effect-missing', 'COMPLETED without its effect');
     if (applied > 1) {
       const mayRepeat =
-        message.operation === 'at-least-once' &&
-        (AFTER_EFFECT_CRASH_MARKS.some((mark) => crashes.has(mark)) ||
-          message.behaviour === 'unknown-once' ||
-          run.unrecordedCompletions.has(key));
+        (message.operation === 'at-least-once' &&
+          (AFTER_EFFECT_CRASH_MARKS.some((mark) => crashes.has(mark)) ||
+            message.behaviour === 'unknown-once' ||
+            run.unrecordedCompletions.has(key))) ||
+        // DESIGN §2's residue, in every mode: a redriven copy whose record could not be kept.
+        (run.recordsNotKept.has(key) && run.resent.has(key));
       if (!mayRepeat) add('effect-twice', `${message.operation} effect applied ${applied} times`);
     }
     if (deadLetters.length > 1 && !run.resent.has(key)) {

@@ -69,6 +69,8 @@ export interface ScheduleRun {
   startsSent: Set<string>;
   /** See `ContainerOptions.startedNotGivenBack`. */
   startedNotGivenBack: Set<string>;
+  /** See `ContainerOptions.recordsNotKept`. */
+  recordsNotKept: Set<string>;
   /**
    * Each copy a `deliver-copy` step put right behind its original, in an invocation that answered:
    * whether the original and the copy were acknowledged.
@@ -103,6 +105,7 @@ export async function runSchedule(
     unrecordedCompletions: new Set(),
     startsSent: new Set(),
     startedNotGivenBack: new Set(),
+    recordsNotKept: new Set(),
     copiesBehind: [],
     ledger,
   };
@@ -123,6 +126,7 @@ export async function runSchedule(
       unrecordedCompletions: run.unrecordedCompletions,
       startsSent: run.startsSent,
       startedNotGivenBack: run.startedNotGivenBack,
+      recordsNotKept: run.recordsNotKept,
     });
     containers.push(container);
     return container;

@@ -202,6 +202,29 @@ describe('a late re-publication, dead-lettered and redriven after its key’s re
     expect(run.ledger.applied.get(run.keys[0] as string)).toBe(1);
   });
 
+  it('whose record could not be kept (every try of the write failed), redriven after the record expired, may take effect again: the stated residue (seed 1683853265, path 258:26:35:35:35:35)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 1, operation: 'transactional', behaviour: 'ok' },
+        { group: 2, operation: 'transactional', behaviour: 'unknown-once' },
+        { group: 1, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 1, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 1, operation: 'transactional', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'deliver' }, { kind: 'late-republication', index: 4 }, { kind: 'deliver' }],
+      faults: { seed: 338433675, rates: heavy },
+      clockSkewsMs: [0],
+    };
+    const run = await runSchedule(world, schedule);
+    const key = run.keys[4] as string;
+    // The copy's only delivery could not extend m4's record, and SQS dead-lettered it: redriven
+    // after that record expired, it found none and ran again. The alarm is RecordLivesNotExtended.
+    expect(run.recordsNotKept).toEqual(new Set([key]));
+    expect(run.ledger.applied.get(key)).toBe(2);
+    expect(checkInvariants(run).violations).toEqual([]);
+  });
+
   it('a second, once its key’s record expired, is a new message, not generated as a repeat (seed 34106888, path 2:18:0:1:2:5:2:2)', async () => {
     const schedule: Schedule = {
       messages: [
