@@ -6,12 +6,15 @@ import { OncelyError } from '../idempotency/errors.js';
  * turns a repeat into a replay — and thrown once the attempts run out.
  */
 export class PublisherInvocationError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublisherInvocationError';
+  /** `true`: a timeout or crash may pass, and the requestId makes a repeat a replay, not a second publish. */
   readonly retryable = true;
 
   constructor(
     /** Lambda's `errorType`, e.g. `Sandbox.Timedout`. */
     readonly errorType: string,
+    /** Lambda's `errorMessage`: what the function said went wrong. */
     readonly errorMessage: string,
   ) {
     super(`The publisher function failed with ${errorType}: ${errorMessage}`);
@@ -20,6 +23,8 @@ export class PublisherInvocationError extends OncelyError {
 
 /** The function answered, but not with a publish response: is it really the Oncely publisher? */
 export class PublisherResponseError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublisherResponseError';
+  /** `false`: the same function answers the same way; check which function is called. */
   readonly retryable = false;
 }

@@ -9,7 +9,9 @@ import { OncelyError } from './oncely-error.js';
  * the idempotency core's own `IdempotencyConfigurationError` (a bad key or option passed in code).
  */
 export class OncelyConfigurationError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OncelyConfigurationError';
+  /** `false`: a retry reads the same configuration; fix it and deploy again. */
   readonly retryable = false;
   constructor(
     /** What is wrong: environment variables by name, or a construct by its node path. */

@@ -90,6 +90,7 @@ const NOT_A_TIMESTAMP = 'publishedAt must be an ISO-8601 timestamp';
 
 /** The body is not an Oncely envelope: no retry can fix it, so it goes to the DLQ at once. */
 export class InvalidEnvelopeError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'InvalidEnvelopeError';
 }
 

@@ -9,7 +9,16 @@
  * construct does).
  */
 export abstract class OncelyError extends Error {
+  /**
+   * The error's name, fixed so that a minifying bundler cannot change it: each instance's `name`,
+   * and so what idempotency records, DLQ attributes and logs show.
+   */
   static readonly errorName: string = 'OncelyError';
+  /**
+   * Whether trying the same input again can help. The FIFO consumer rejects a message whose
+   * handler threw a non-retryable error for good, to the DLQ at once; `publish` retries only
+   * retryable errors.
+   */
   abstract readonly retryable: boolean;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -20,6 +29,8 @@ export abstract class OncelyError extends Error {
 
 /** Thrown by a handler for a failure that no retry can fix (bad input, broken business rule). */
 export class NonRetryableError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'NonRetryableError';
+  /** `false`: the same input fails the same way again. */
   readonly retryable = false;
 }

@@ -18,14 +18,20 @@ export const CONSUMER_ENVIRONMENT = {
   maxConcurrentGroups: 'MAX_CONCURRENT_GROUPS',
 } as const;
 
+/** A variable of `CONSUMER_ENVIRONMENT`, by its key: what `readConsumerEnvironment` may be asked to read. */
 export type ConsumerVariable = keyof typeof CONSUMER_ENVIRONMENT;
 
 /** The consumer's environment, read and checked. */
 export interface ConsumerEnvironment {
+  /** `IDEMPOTENCY_TABLE_NAME`: the idempotency table's name. */
   idempotencyTableName: string;
+  /** `IDEMPOTENCY_TTL_SECONDS`: how long an idempotency record lives; absent when unset. */
   idempotencyTtlSeconds?: number;
+  /** `DLQ_URL`: the FIFO DLQ's URL. */
   dlqUrl: string;
+  /** `QUEUE_URL`: the queue the consumer reads; absent when unset. */
   queueUrl?: string;
+  /** `MAX_CONCURRENT_GROUPS`: how many message groups of a batch run at once; absent when unset. */
   maxConcurrentGroups?: number;
 }
 

@@ -4,8 +4,10 @@ import { describeError, NonRetryableError, OncelyError } from '../idempotency/er
 
 /** No operation is registered for the message's type: no retry can change that. */
 export class UnknownMessageTypeError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'UnknownMessageTypeError';
   constructor(
+    /** The message's type, as its envelope names it. */
     readonly type: string,
     knownTypes: readonly string[],
   ) {
@@ -21,6 +23,7 @@ export class UnknownMessageTypeError extends NonRetryableError {
  * the record goes to the DLQ at once, as a body that is not an Oncely envelope does.
  */
 export class UnparsableMessageError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'UnparsableMessageError';
   constructor(record: SQSRecord, cause: unknown) {
     super(
@@ -33,6 +36,7 @@ export class UnparsableMessageError extends NonRetryableError {
 
 /** The payload does not match its operation's schema. */
 export class InvalidPayloadError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'InvalidPayloadError';
   constructor(type: string, problems: string) {
     super(`the ${type} payload is invalid: ${problems}. Fix the producer, then publish a corrected message.`);
@@ -41,6 +45,7 @@ export class InvalidPayloadError extends NonRetryableError {
 
 /** A business write's condition failed (e.g. stock would go below zero): the message is refused for good. */
 export class BusinessRuleViolationError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'BusinessRuleViolationError';
 }
 
@@ -49,9 +54,14 @@ export class BusinessRuleViolationError extends NonRetryableError {
  * so nothing guarantees the order it relies on. This fails the whole batch.
  */
 export class MissingMessageGroupError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'MissingMessageGroupError';
+  /** `false`: a standard queue never gives its records a group; attach the consumer to a FIFO queue. */
   readonly retryable = false;
-  constructor(readonly messageId: string) {
+  constructor(
+    /** The SQS message ID of the record without a group. */
+    readonly messageId: string,
+  ) {
     super(
       `message ${messageId} has no MessageGroupId: this consumer must read a FIFO queue (*.fifo). ` +
         'Attach it to the FIFO queue, or remove the event source mapping.',
@@ -64,7 +74,9 @@ export class MissingMessageGroupError extends OncelyError {
  * throttled, access denied). Every record needs that table, so this fails the whole batch.
  */
 export class IdempotencyStoreUnavailableError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyStoreUnavailableError';
+  /** `true`: nothing was applied, and DynamoDB may answer the next delivery. */
   readonly retryable = true;
   constructor(idempotencyKey: string, cause: unknown) {
     super(
@@ -82,6 +94,7 @@ export class IdempotencyStoreUnavailableError extends OncelyError {
  * run; its name is the DLQ reason `PastDedupHorizon`.
  */
 export class PastDedupHorizonError extends NonRetryableError {
+  /** `PastDedupHorizon`, not the class's name: the DLQ reason that deployed queues already carry. */
   static override readonly errorName: string = PAST_DEDUP_HORIZON;
   constructor(publishedAt: string, ttlSeconds: number) {
     super(

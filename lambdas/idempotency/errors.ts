@@ -12,16 +12,22 @@ export { NonRetryableError, OncelyError };
  * the connection reset. At-most-once records `IN_DOUBT` and never re-runs it; at-least-once retries.
  */
 export class OutcomeUnknownError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutcomeUnknownError';
+  /** `true`: at-least-once runs the effect again; at-most-once records `IN_DOUBT` instead and never does. */
   readonly retryable = true;
 }
 
 /** Another invocation holds the lease on this key right now. Retry later. */
 export class IdempotencyInProgressError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyInProgressError';
+  /** `true`: once the other invocation finishes or its lease expires, a retry can go on. */
   readonly retryable = true;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** Epoch milliseconds when the other invocation's lease expires (the current time when unknown). */
     readonly leaseExpiresAt: number,
   ) {
     super(
@@ -33,10 +39,14 @@ export class IdempotencyInProgressError extends OncelyError {
 
 /** The record is IN_DOUBT: the effect may or may not have happened; an operator must resolve it. */
 export class IdempotencyInDoubtError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyInDoubtError';
+  /** `false`: only an operator can tell whether the effect happened. */
   readonly retryable = false;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** The error that left the outcome unknown, as the record stores it. */
     readonly reason: StoredError,
   ) {
     super(
@@ -48,9 +58,14 @@ export class IdempotencyInDoubtError extends OncelyError {
 
 /** The key was used before with a different payload: two different messages share one key. */
 export class IdempotencyConflictError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyConflictError';
+  /** `false`: the key stays bound to the payload it was first used with. */
   readonly retryable = false;
-  constructor(readonly id: string) {
+  constructor(
+    /** The record's id: `namespace#key`. */
+    readonly id: string,
+  ) {
     super(
       `"${id}" was already used with a different payload. An idempotency key must identify one message: ` +
         'give this message its own key, or send exactly the same payload when retrying.',
@@ -60,10 +75,14 @@ export class IdempotencyConflictError extends OncelyError {
 
 /** A duplicate of a message that was rejected permanently: the original rejection, replayed. */
 export class IdempotencyRejectedError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyRejectedError';
+  /** `false`: the rejection is stored, and every duplicate gets it again. */
   readonly retryable = false;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** The error that rejected the message, as the record stores it. */
     readonly original: StoredError,
   ) {
     super(`"${id}" was rejected earlier and is not run again: ${original.name}: ${original.message}`);
@@ -72,11 +91,16 @@ export class IdempotencyRejectedError extends OncelyError {
 
 /** The effect's result cannot be stored in the idempotency record (DynamoDB items are limited to 400 KB). */
 export class ResultTooLargeError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'ResultTooLargeError';
+  /** `false`: the effect completed and is not run again; its result stays too large. */
   readonly retryable = false;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** The result's size as JSON, in bytes. */
     readonly bytes: number,
+    /** The largest result a record stores, in bytes. */
     readonly limitBytes: number,
   ) {
     super(
@@ -89,10 +113,14 @@ export class ResultTooLargeError extends OncelyError {
 
 /** A business write of a transactional handler failed its own condition (not a duplicate). */
 export class TransactionConditionFailedError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'TransactionConditionFailedError';
+  /** `false`: the handler's own conditions refused this input; the message is rejected. */
   readonly retryable = false;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** Each business write whose condition failed: its index among the handler's writes, DynamoDB's code and message. */
     readonly failures: readonly { index: number; code: string; message?: string }[],
   ) {
     const list = failures.map((f) => `write ${f.index}: ${f.code}${f.message ? ` (${f.message})` : ''}`);
@@ -104,10 +132,14 @@ export class TransactionConditionFailedError extends OncelyError {
 
 /** DynamoDB kept cancelling the transaction because concurrent transactions touched the same items. */
 export class TransactionContentionError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'TransactionContentionError';
+  /** `true`: the concurrent transactions end; a later attempt usually commits. */
   readonly retryable = true;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** How many times the transaction was tried. */
     readonly attempts: number,
   ) {
     super(`"${id}": the transaction conflicted with concurrent transactions ${attempts} times; retry later.`);
@@ -120,10 +152,14 @@ export class TransactionContentionError extends OncelyError {
  * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once).
  */
 export class RecordNotWrittenError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'RecordNotWrittenError';
+  /** `true`: the message is not acknowledged, and its redelivery settles the record. */
   readonly retryable = true;
   constructor(
+    /** The record's id: `namespace#key`. */
     readonly id: string,
+    /** What was to be recorded: `COMPLETED`, or the failure's verdict (`failed`, `rejected`, `in-doubt`). */
     readonly outcome: string,
     cause: unknown,
   ) {
@@ -140,6 +176,7 @@ export class RecordNotWrittenError extends OncelyError {
  * an invalid expression): no retry can fix it, and no other record is affected.
  */
 export class InvalidRecordWriteError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'InvalidRecordWriteError';
   constructor(idempotencyKey: string, cause: unknown) {
     super(
@@ -152,13 +189,17 @@ export class InvalidRecordWriteError extends NonRetryableError {
 
 /** Input the idempotency core cannot work with (a bad key, namespace or option). */
 export class IdempotencyConfigurationError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyConfigurationError';
+  /** `false`: the same key or option is invalid again. */
   readonly retryable = false;
 }
 
 /** An error as it is stored in a record and replayed to duplicates. */
 export interface StoredError {
+  /** The error's `name`: an Oncely error's `errorName`. */
   name: string;
+  /** The error's `message`. */
   message: string;
 }
 

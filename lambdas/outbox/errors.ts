@@ -3,9 +3,14 @@ import type { ValidationProblem } from '../publisher/errors.js';
 
 /** The messages are invalid: nothing was written. `problems` lists each, with its index. */
 export class OutboxValidationError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxValidationError';
+  /** `false`: the same messages fail the same checks. */
   readonly retryable = false;
-  constructor(readonly problems: readonly ValidationProblem[]) {
+  constructor(
+    /** Every problem found, each with the message's index and path. */
+    readonly problems: readonly ValidationProblem[],
+  ) {
     const listed = problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.message}`);
     const more = problems.length > listed.length ? `; and ${problems.length - listed.length} more` : '';
     super(`The outbox write is invalid, nothing was written: ${listed.join('; ')}${more}`);
@@ -22,9 +27,14 @@ export type OutboxWriteFailure =
  * already in the outbox). Nothing was written and nothing will be published.
  */
 export class OutboxWriteCanceledError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxWriteCanceledError';
+  /** `false`: the same write meets the same refusal; change the write instead. */
   readonly retryable = false;
-  constructor(readonly failures: readonly OutboxWriteFailure[]) {
+  constructor(
+    /** What stopped the transaction: each write or message whose condition failed. */
+    readonly failures: readonly OutboxWriteFailure[],
+  ) {
     super(
       `The outbox write was canceled, nothing was written and nothing will be published: ${failures
         .map(describeFailure)
@@ -38,13 +48,17 @@ export class OutboxWriteCanceledError extends OncelyError {
  * Nothing was written: try the same write again.
  */
 export class OutboxWriteConflictError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxWriteConflictError';
+  /** `true`: once the other transaction ends, the same write usually commits. */
   readonly retryable = true;
 }
 
 /** The write's `clientRequestToken` was used for a different write in the last 10 minutes. Nothing was written. */
 export class OutboxTokenReusedError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxTokenReusedError';
+  /** `false`: the token stays bound to the other write for 10 minutes; give this write its own. */
   readonly retryable = false;
 }
 
@@ -54,13 +68,17 @@ export class OutboxTokenReusedError extends OncelyError {
  * with the same token: it then succeeds without writing twice, or writes it once.
  */
 export class OutboxWriteOutcomeUnknownError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxWriteOutcomeUnknownError';
+  /** `true`: the same write with the same token finds it committed, or writes it once. */
   readonly retryable = true;
 }
 
 /** More items than one transaction takes. Nothing was written. */
 export class OutboxTooManyItemsError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'OutboxTooManyItemsError';
+  /** `false`: the same write is as large again; split it. */
   readonly retryable = false;
 }
 

@@ -31,10 +31,15 @@ const PROBLEMS_IN_SUMMARY = 10;
 
 /** The request is invalid: nothing was sent. Fix the listed messages and publish again. */
 export class PublishValidationError extends PublisherFunctionError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishValidationError';
+  /** `false`: the same messages fail the same checks. */
   readonly retryable = false;
 
-  constructor(readonly problems: readonly ValidationProblem[]) {
+  constructor(
+    /** Every problem found, each with the message's index and path. */
+    readonly problems: readonly ValidationProblem[],
+  ) {
     const listed = problems
       .slice(0, PROBLEMS_IN_SUMMARY)
       .map((problem) => `${problem.path}: ${problem.message}`);
@@ -48,10 +53,15 @@ export class PublishValidationError extends PublisherFunctionError {
 
 /** The requestId was used before for a different request. Nothing was sent. */
 export class PublishConflictError extends PublisherFunctionError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishConflictError';
+  /** `false`: the requestId stays bound to the other request. */
   readonly retryable = false;
 
-  constructor(readonly requestId: string) {
+  constructor(
+    /** The requestId already used for a different request. */
+    readonly requestId: string,
+  ) {
     super(
       `requestId "${requestId}" was already used for a different request, so nothing was sent. A requestId ` +
         'names one request: retry with exactly the same messages, or give a new request a new requestId.',
@@ -62,10 +72,13 @@ export class PublishConflictError extends PublisherFunctionError {
 
 /** Another invocation is publishing this requestId right now. Retry: the repeat gets its response. */
 export class PublishInProgressError extends PublisherFunctionError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishInProgressError';
+  /** `true`: once the other invocation finishes, a repeat returns its response. */
   readonly retryable = true;
 
   constructor(
+    /** The requestId another invocation is publishing. */
     readonly requestId: string,
     /** Epoch milliseconds after which the other invocation's claim on the request expires. */
     readonly leaseExpiresAt: number,

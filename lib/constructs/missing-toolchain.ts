@@ -28,7 +28,9 @@ export const TOOLCHAINS = {
 
 /** Raised before a tool starts when optional peer dependencies it needs are not installed. */
 export class MissingToolchainError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'MissingToolchainError';
+  /** `false`: the packages stay missing until they are installed. */
   readonly retryable = false;
   /** The packages to install, as npm names them. */
   readonly missing: readonly string[];

@@ -25,7 +25,9 @@ export type PipelineResources = Record<PipelineOutputKey, string>;
 
 /** A stack that lacks outputs Oncely needs: not an Oncely stack, or one from another version. */
 export class MissingStackOutputsError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'MissingStackOutputsError';
+  /** `false`: the stack's outputs stay the same; name an Oncely stack of this version. */
   readonly retryable = false;
 }
 
