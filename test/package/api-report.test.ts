@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type ApiItem, apiReports, type ReportResult } from '../../tools/api-report.js';
+import { type ApiItem, apiReports, REPORT_FOLDER, type ReportResult } from '../../tools/api-report.js';
 
-// Every change to what the entry points export is a visible diff of docs/api/*.api.md, and every
-// option a user may leave out says what it defaults to (DESIGN §10). Both are read from API
+// Every change to what the entry points export is a visible diff of docs/api/*.api.md, every
+// exported declaration has TSDoc, and every option a user may leave out says what it defaults to
+// (DESIGN §10). Both are read from API
 // Extractor's view of dist/, which `npm test` built first.
 
 let results: ReportResult[];
@@ -44,5 +47,16 @@ describe('the API report', () => {
     expect(optional.length).toBeGreaterThan(40);
     const undocumented = optional.filter(({ docComment }) => !/@default\b/.test(docComment));
     expect([...new Set(undocumented.map(({ name }) => name))].sort()).toEqual([]);
+  });
+
+  it('documents every exported declaration', () => {
+    // API Extractor marks a declaration without a TSDoc summary `// (undocumented)` on the line before it.
+    const undocumented = results.flatMap(({ entry }) => {
+      const lines = readFileSync(join(REPORT_FOLDER, `${entry}.api.md`), 'utf8').split('\n');
+      return lines.flatMap((line, index) =>
+        line.includes('(undocumented)') ? [`${entry}: ${lines[index + 1]?.trim()}`] : [],
+      );
+    });
+    expect(undocumented).toEqual([]);
   });
 });
