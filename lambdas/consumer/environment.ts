@@ -1,4 +1,4 @@
-import { type Environment, EnvironmentReader } from '../common/environment.js';
+import { EnvironmentReader } from '../common/environment.js';
 
 /**
  * The environment variables `fifoBatch` falls back on for the options it is not given. The
@@ -44,7 +44,7 @@ const ALL_VARIABLES = Object.keys(CONSUMER_ENVIRONMENT) as ConsumerVariable[];
  */
 export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVariable>(
   variables: readonly V[] = ALL_VARIABLES as V[],
-  environment: Environment = process.env,
+  environment: Readonly<Record<string, string | undefined>> = process.env,
 ): Pick<ConsumerEnvironment, V> {
   const read = new EnvironmentReader(environment);
   const { idempotencyTableName, idempotencyTtlSeconds, dlqUrl, queueUrl, maxConcurrentGroups } =

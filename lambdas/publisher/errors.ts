@@ -10,10 +10,8 @@ import { OncelyError } from '../idempotency/errors.js';
  * summary on the first line, the details as JSON on the second. The client parses them back
  * into the same classes with `publisherErrorFromFunctionError`.
  */
-abstract class PublisherFunctionError extends OncelyError {
-  constructor(summary: string, details: object) {
-    super(`${summary.replaceAll('\n', ' ')}\n${JSON.stringify(details)}`);
-  }
+function crossingMessage(summary: string, details: object): string {
+  return `${summary.replaceAll('\n', ' ')}\n${JSON.stringify(details)}`;
 }
 
 /** One reason a request is invalid. */
@@ -30,7 +28,7 @@ export interface ValidationProblem {
 const PROBLEMS_IN_SUMMARY = 10;
 
 /** The request is invalid: nothing was sent. Fix the listed messages and publish again. */
-export class PublishValidationError extends PublisherFunctionError {
+export class PublishValidationError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishValidationError';
   /** `false`: the same messages fail the same checks. */
@@ -45,14 +43,16 @@ export class PublishValidationError extends PublisherFunctionError {
       .map((problem) => `${problem.path}: ${problem.message}`);
     const more = problems.length - listed.length;
     super(
-      `The publish request is invalid, nothing was sent: ${listed.join('; ')}${more > 0 ? `; and ${more} more` : ''}`,
-      { problems },
+      crossingMessage(
+        `The publish request is invalid, nothing was sent: ${listed.join('; ')}${more > 0 ? `; and ${more} more` : ''}`,
+        { problems },
+      ),
     );
   }
 }
 
 /** The requestId was used before for a different request. Nothing was sent. */
-export class PublishConflictError extends PublisherFunctionError {
+export class PublishConflictError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishConflictError';
   /** `false`: the requestId stays bound to the other request. */
@@ -63,15 +63,17 @@ export class PublishConflictError extends PublisherFunctionError {
     readonly requestId: string,
   ) {
     super(
-      `requestId "${requestId}" was already used for a different request, so nothing was sent. A requestId ` +
-        'names one request: retry with exactly the same messages, or give a new request a new requestId.',
-      { requestId },
+      crossingMessage(
+        `requestId "${requestId}" was already used for a different request, so nothing was sent. A requestId ` +
+          'names one request: retry with exactly the same messages, or give a new request a new requestId.',
+        { requestId },
+      ),
     );
   }
 }
 
 /** Another invocation is publishing this requestId right now. Retry: the repeat gets its response. */
-export class PublishInProgressError extends PublisherFunctionError {
+export class PublishInProgressError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'PublishInProgressError';
   /** `true`: once the other invocation finishes, a repeat returns its response. */
@@ -84,10 +86,12 @@ export class PublishInProgressError extends PublisherFunctionError {
     readonly leaseExpiresAt: number,
   ) {
     super(
-      `requestId "${requestId}" is being published by another invocation (claimed until ` +
-        `${new Date(leaseExpiresAt).toISOString()}); this one sent nothing. Retry with the same requestId: ` +
-        'once the other finishes, a repeat returns its response.',
-      { requestId, leaseExpiresAt },
+      crossingMessage(
+        `requestId "${requestId}" is being published by another invocation (claimed until ` +
+          `${new Date(leaseExpiresAt).toISOString()}); this one sent nothing. Retry with the same requestId: ` +
+          'once the other finishes, a repeat returns its response.',
+        { requestId, leaseExpiresAt },
+      ),
     );
   }
 }

@@ -59,4 +59,15 @@ describe('the API report', () => {
     });
     expect(undocumented).toEqual([]);
   });
+
+  it('names no type its entry point does not export', () => {
+    // A signature naming an unexported type leaves users a type they cannot import or name.
+    const forgotten = results.flatMap(({ entry }) =>
+      readFileSync(join(REPORT_FOLDER, `${entry}.api.md`), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('(ae-forgotten-export)'))
+        .map((line) => `${entry}: ${line.replace(/^\/\/ Warning: /, '')}`),
+    );
+    expect(forgotten).toEqual([]);
+  });
 });
