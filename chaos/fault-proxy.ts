@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
 import { failOneEntry } from './entry-failure.js';
 import {
+  type ChaosRequest,
   type ChaosService,
   FAULT_KINDS,
   type Fault,
@@ -37,7 +38,14 @@ export interface FaultProxyStats {
 export interface FaultProxy {
   /** Point an SDK client's `endpoint` here. */
   readonly endpoint: string;
-  setPlan(plan: FaultPlan): void;
+  /**
+   * From now on, `plan` decides each request's fault, and `unanswered` hears of each request the
+   * proxy sent on whose upstream answer never came (the connection failed: a stale pooled socket
+   * on a loaded machine, say), with the fault it met. Such a request may have been applied, and its
+   * caller saw no answer: a lost answer the plan did not decide. A `lose-answer` fault is the
+   * plan's own and is not reported again.
+   */
+  setPlan(plan: FaultPlan, unanswered?: UnansweredWatcher): void;
   stats(): FaultProxyStats;
   /** Lets every hung request go on to the upstream, as a stalled caller that wakes up late. */
   releaseHung(): void;
@@ -46,6 +54,9 @@ export interface FaultProxy {
   /** Stops listening and drops held requests and every connection: their callers see a reset. */
   close(): Promise<void>;
 }
+
+/** Hears of a request sent on to the upstream whose answer never came back, and the fault it met. */
+export type UnansweredWatcher = (request: ChaosRequest, fault: Fault | undefined) => void;
 
 /**
  * An HTTP proxy on a free loopback port in front of one AWS JSON endpoint (DynamoDB Local or the
@@ -58,15 +69,17 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const requests: Record<string, number> = {};
   const faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>;
   let plan = options.plan ?? noFaults;
+  let unanswered: UnansweredWatcher | undefined;
   let ordinal = 0;
 
-  const decide = (incoming: IncomingMessage, body: Buffer): Fault | undefined => {
+  const decide = (incoming: IncomingMessage, body: Buffer) => {
     const operation = operationOf(incoming);
     requests[operation] = (requests[operation] ?? 0) + 1;
     ordinal += 1;
-    const fault = plan({ service: options.service, operation, body: parseJson(body), ordinal });
+    const request: ChaosRequest = { service: options.service, operation, body: parseJson(body), ordinal };
+    const fault = plan(request);
     if (fault) faults[fault.kind] += 1;
-    return fault;
+    return { request, fault, watcher: unanswered };
   };
 
   /** Whether a request may go on to the upstream: a hang or a delay can end with the proxy closing. */
@@ -78,16 +91,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const handle = async (incoming: IncomingMessage, response: ServerResponse): Promise<void> => {
     const body = await readBody(incoming);
-    const fault = decide(incoming, body);
+    const { request, fault, watcher } = decide(incoming, body);
     if (fault?.kind === 'fail-before') return sendError(response, errorAnswer(options.service, 'internal'));
     if (fault?.kind === 'throttle') return sendError(response, errorAnswer(options.service, 'throttling'));
     if (fault?.kind === 'unprocessed-keys') return sendUnprocessed(response, body);
     if (!(await mayGoOn(fault))) return void response.destroy();
-    if (fault?.kind === 'fail-entry') {
-      const send = (rest: Buffer) => forward(upstream, agent, incoming, rest);
+    // The watcher of the plan that decided this request: a later plan is another run's.
+    const send = (sent: Buffer) =>
+      forward(upstream, agent, incoming, sent).catch((error: unknown) => {
+        if (fault?.kind !== 'lose-answer') watcher?.(request, fault);
+        throw error;
+      });
+    if (fault?.kind === 'fail-entry')
       return sendAnswer(response, await failOneEntry(body, fault.entry, send));
-    }
-    const answer = await forward(upstream, agent, incoming, body);
+    const answer = await send(body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
     if (fault.reset) return void response.destroy();
     sendError(response, errorAnswer(options.service, 'internal'));
@@ -105,8 +122,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   return {
     endpoint: `http://${HOST}:${port}`,
-    setPlan: (next) => {
+    setPlan: (next, watcher) => {
       plan = next;
+      unanswered = watcher;
     },
     stats: () => ({ requests: { ...requests }, faults: { ...faults }, hung: held.hung }),
     releaseHung: () => held.releaseHung(),

@@ -93,7 +93,7 @@ export async function runOutboxSchedule(world: OutboxWorld, schedule: OutboxSche
       }),
     );
     world.dynamodbProxy.setPlan(traffic.plan);
-    world.sqsProxy.setPlan(traffic.plan);
+    world.sqsProxy.setPlan(traffic.plan, traffic.unanswered);
     let downSteps = 0;
     for (const step of schedule.steps) {
       clock.advance(STEP_MS);

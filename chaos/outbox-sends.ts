@@ -28,7 +28,7 @@ export interface SendsVerdict {
 
 /**
  * When each message reached SQS, and when something happened that leaves it to be sent again: its
- * send's answer was lost, its sender crashed or stalled after sending it, or its sender gave it back
+ * send's answer was lost (a fault's, or a connection to SQS that failed), its sender crashed or stalled after sending it, or its sender gave it back
  * sent but without its SENT mark. Each event licenses one more arrival after it, never one before.
  */
 export class SendLog {

@@ -1,3 +1,4 @@
+import type { UnansweredWatcher } from './fault-proxy.js';
 import type { ChaosRequest, Fault, FaultPlan, JsonObject } from './faults.js';
 import { fnv1a32, mulberry32 } from './hash.js';
 import type { OutboxFaultProfile } from './outbox-schedule.js';
@@ -10,8 +11,9 @@ const REFUSALS: ReadonlySet<Fault['kind']> = new Set(['fail-before', 'throttle',
 /**
  * The plan one outbox schedule's proxies follow: the seeded faults (switched off for the drain) and
  * SQS refusing every send while it is down. Whatever the faults, it logs each message entry that
- * reached SQS, by deduplication id, and whether its answer was lost; an entry failed by
- * `fail-entry` never reaches it.
+ * reached SQS, by deduplication id, and whether its answer was lost: by a `lose-answer` fault, or
+ * by the proxy's own connection to SQS failing (`unanswered`); an entry failed by `fail-entry`
+ * never reaches it.
  */
 export class OutboxTraffic {
   /** Seeded faults on (the steps) or off (the drain). */
@@ -23,6 +25,11 @@ export class OutboxTraffic {
   /** Sends refused because SQS was down. */
   outageRefusals = 0;
   readonly plan: FaultPlan;
+  /**
+   * The proxy's word that a request it sent on got no answer from upstream (a reset socket): the
+   * sender saw none, and sends its entries again — a lost answer no fault decided.
+   */
+  readonly unanswered: UnansweredWatcher;
   readonly #tokenCheck: FaultPlan;
 
   constructor(profile: OutboxFaultProfile, runId: string, sends: SendLog) {
@@ -31,12 +38,13 @@ export class OutboxTraffic {
     this.plan = (request) => {
       const fault = this.#decide(request, seeded, runId);
       if (request.operation === 'SendMessageBatch' && !(fault && REFUSALS.has(fault.kind))) {
-        const failed = fault?.kind === 'fail-entry' ? fault.entry : -1;
-        for (const [entry, id] of deduplicationIds(request.body).entries()) {
-          if (entry !== failed) sends.arrived(id, fault?.kind === 'lose-answer');
-        }
+        for (const id of forwardedIds(request, fault)) sends.arrived(id, fault?.kind === 'lose-answer');
       }
       return fault;
+    };
+    this.unanswered = (request, fault) => {
+      if (request.operation === 'SendMessageBatch')
+        sends.explain(forwardedIds(request, fault), 'lost-answer');
     };
   }
 
@@ -67,9 +75,11 @@ function tokenCheckPlan(profile: OutboxFaultProfile): FaultPlan {
   };
 }
 
-function deduplicationIds(body: JsonObject): string[] {
-  const entries = Array.isArray(body.Entries) ? (body.Entries as JsonObject[]) : [];
-  return entries.map((entry) => String(entry.MessageDeduplicationId));
+/** The deduplication ids of a SendMessageBatch's entries the proxy sends on: all but one failed by `fail-entry`. */
+function forwardedIds(request: ChaosRequest, fault: Fault | undefined): string[] {
+  const entries = Array.isArray(request.body.Entries) ? (request.body.Entries as JsonObject[]) : [];
+  const failed = fault?.kind === 'fail-entry' ? fault.entry : -1;
+  return entries.flatMap((entry, index) => (index === failed ? [] : [String(entry.MessageDeduplicationId)]));
 }
 
 /**

@@ -14,6 +14,7 @@ import { HungRequestTimeoutError } from '../../chaos/held-requests.js';
 import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { freePort } from '../../sandbox/free-port.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
@@ -370,5 +371,57 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
 
     expect(error).toMatchObject({ $metadata: { attempts: 3 } });
     expect(proxy.stats().requests.SendMessage).toBe(3);
+  });
+});
+
+describe('fault proxy whose own connection to the upstream fails', () => {
+  // Nothing listens on the upstream's port: every request the proxy sends on meets a refused
+  // connection, as one sent on a stale pooled socket meets a reset. No fault decided that.
+  let proxy: FaultProxy;
+  let client: SQSClient;
+  const heard: { operation: string; fault?: Fault['kind'] }[] = [];
+
+  beforeEach(async () => {
+    heard.length = 0;
+    proxy = await startFaultProxy({ service: 'sqs', upstream: `http://127.0.0.1:${await freePort()}` });
+    client = sqsClientVia(proxy, 1);
+  });
+  afterEach(async () => {
+    client.destroy();
+    await proxy.close();
+  });
+
+  const sendBatch = () =>
+    client
+      .send(
+        new SendMessageBatchCommand({
+          QueueUrl: `${proxy.endpoint}/123456789012/q.fifo`,
+          Entries: [{ Id: '0', MessageBody: '{}', MessageGroupId: 'g', MessageDeduplicationId: 'k' }],
+        }),
+      )
+      .catch((caught: unknown) => caught);
+  const watch = (request: ChaosRequest, fault: Fault | undefined) =>
+    heard.push({ operation: request.operation, ...(fault ? { fault: fault.kind } : {}) });
+
+  it('tells the watcher of the plan that decided it, with its fault; the caller sees no answer', async () => {
+    proxy.setPlan(() => undefined, watch);
+    expect(await sendBatch()).toMatchObject({ $metadata: { attempts: 1 } });
+    proxy.setPlan(onOperation('SendMessageBatch', { kind: 'fail-entry', entry: 1 }), watch);
+    await sendBatch();
+    expect(heard).toEqual([
+      { operation: 'SendMessageBatch' },
+      { operation: 'SendMessageBatch', fault: 'fail-entry' },
+    ]);
+  });
+
+  it('tells nothing of a request a fault answered, lost the answer of, or never sent on', async () => {
+    for (const fault of [{ kind: 'lose-answer' }, { kind: 'fail-before' }] as const) {
+      proxy.setPlan(onOperation('SendMessageBatch', fault), watch);
+      await sendBatch();
+    }
+    proxy.setPlan(() => undefined); // a later plan without a watcher: the earlier one hears nothing more
+    await sendBatch();
+    expect(proxy.stats().requests.SendMessageBatch).toBe(3);
+    expect(heard).toEqual([]);
   });
 });

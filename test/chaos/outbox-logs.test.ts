@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { ChaosRequest } from '../../chaos/faults.js';
 import { ClaimLog } from '../../chaos/outbox-claims.js';
 import { SendLog } from '../../chaos/outbox-sends.js';
 import { MarkerStream } from '../../chaos/outbox-stream.js';
+import { OutboxTraffic } from '../../chaos/outbox-traffic.js';
 
 // What the outbox schedules observe, on their own: a check that could never fail would prove nothing.
 
@@ -30,6 +32,45 @@ describe('the send log', () => {
     expect(sends.verdict().unexplained).toEqual([
       { key: 'a', arrivals: 3, copy: 3, explanations: ['lost-answer'] },
     ]);
+  });
+});
+
+describe("the outbox traffic's record of sends", () => {
+  const batch = (ordinal: number, keys: string[]): ChaosRequest => ({
+    service: 'sqs',
+    operation: 'SendMessageBatch',
+    ordinal,
+    body: { Entries: keys.map((key, index) => ({ Id: `m${index}`, MessageDeduplicationId: `run-${key}` })) },
+  });
+  const traffic = (sends: SendLog) => {
+    const outbox = new OutboxTraffic({ seed: 1, rates: {} }, 'run', sends);
+    outbox.faults = false;
+    return outbox;
+  };
+
+  it('explains the copy sent again after the proxy got no answer from SQS, and only that one', () => {
+    const sends = new SendLog();
+    const outbox = traffic(sends);
+    const first = batch(1, ['a', 'b']);
+    outbox.plan(first);
+    outbox.unanswered(first, undefined); // the proxy's socket to SQS was reset: the sender saw no answer
+    outbox.plan(batch(2, ['a', 'b']));
+    outbox.plan(batch(3, ['a'])); // a third copy that nothing explains
+    const verdict = sends.verdict();
+    expect(verdict.explained['lost-answer']).toBe(2);
+    expect(verdict.unexplained).toEqual([
+      { key: 'run-a', arrivals: 3, copy: 3, explanations: ['lost-answer'] },
+    ]);
+  });
+
+  it('gives no copy to an entry a fail-entry kept from SQS', () => {
+    const sends = new SendLog();
+    const outbox = traffic(sends);
+    // Only `a` went on, and the proxy got no answer for it; `b` never left the proxy.
+    outbox.unanswered(batch(1, ['a', 'b']), { kind: 'fail-entry', entry: 1 });
+    outbox.plan(batch(2, ['b']));
+    outbox.plan(batch(3, ['b']));
+    expect(sends.verdict().unexplained).toEqual([{ key: 'run-b', arrivals: 2, copy: 2, explanations: [] }]);
   });
 });
 

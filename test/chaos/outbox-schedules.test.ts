@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkOutboxSchedules } from '../../chaos/check-outbox-schedules.js';
+import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import { checkOutboxInvariants } from '../../chaos/outbox-invariants.js';
 import { runOutboxSchedule } from '../../chaos/outbox-run.js';
 import type { OutboxSchedule } from '../../chaos/outbox-schedule.js';
 import { type OutboxWorld, openOutboxWorld } from '../../chaos/outbox-world.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 
 // DESIGN §9 under generated fault schedules (issue 12 §5): the real Outbox.write, relay and sweeper
 // on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos` runs thousands.
@@ -154,5 +156,46 @@ describe('schedules that meet one trouble each', () => {
     expect(checkOutboxInvariants(run).violations).toEqual([]);
     expect(run.traffic.outageRefusals).toBeGreaterThan(0);
     expect(run.drainRounds).toBe(1);
+  });
+
+  it("the proxy's own connection to SQS reset after SQS took a send: the copy sent again is a lost answer's", async () => {
+    // Found by `npm run chaos` on a loaded machine: the SQS proxy forwarded the drain's first send
+    // on a pooled socket the emulator had closed (its 5 s keep-alive outlived by a lagging event
+    // loop), and its caller got a reset, which no fault had decided. Here a second proxy between
+    // the first and SQS lets SQS take that send and resets the first proxy's connection.
+    const between = await startFaultProxy({
+      service: 'sqs',
+      upstream: inject('sqsEndpoint'),
+      plan: targetedFaultPlan({
+        match: (request) => request.operation === 'SendMessageBatch',
+        fault: { kind: 'lose-answer', reset: true },
+        times: 1,
+      }),
+    });
+    const behindReset = await openOutboxWorld({ ...emulators(), sqs: between.endpoint });
+    try {
+      const schedule: OutboxSchedule = {
+        steps: [
+          { kind: 'write', groups: [1, 1, 1], canceled: false, lostAnswer: 'past-window' },
+          { kind: 'write', groups: [2, 1, 2], canceled: false },
+        ],
+        faults: {
+          seed: 465425217,
+          rates: { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.03, delay: 0.05, 'fail-entry': 0.1 },
+          tokenCheck: { 'unprocessed-keys': 0.5 },
+        },
+        clockSkewsMs: [-2157, 4450, -3078, 1317],
+      };
+      const run = await runOutboxSchedule(behindReset, schedule);
+      const verdict = checkOutboxInvariants(run);
+      expect(verdict.violations).toEqual([]);
+      expect(between.stats().faults['lose-answer']).toBe(1);
+      // The reset send's one or two entries (one per group) reached SQS again, each explained once.
+      expect(verdict.duplicateSends).toBeGreaterThan(0);
+      expect(verdict.explained['lost-answer']).toBe(verdict.duplicateSends);
+    } finally {
+      await behindReset.close();
+      await between.close();
+    }
   });
 });
