@@ -10,6 +10,7 @@ import { COST_MODES, type CostMode } from './billed-usage.js';
 import { BASELINE_BUNDLE, BUNDLE_FORMATS, BUNDLES, type BundleSize, DEFAULT_FORMAT } from './bundle-size.js';
 import type { CostReport, ModeCost } from './cost.js';
 import type { Machine } from './machine.js';
+import type { OwnCpu } from './own-cpu.js';
 import { type PublisherCost, SENDERS } from './publisher-calls.js';
 import {
   DELIVERY_SCENARIOS,
@@ -49,6 +50,8 @@ export interface BenchResults {
   bundles: BundleSize[];
   bundlesWithoutSdk: BundleSize[];
   throughput: Throughput[];
+  /** (5b), when it was measured. */
+  ownCpu?: OwnCpu[];
   startUp: StartUp[];
   /** (7), when it was measured. */
   cost?: CostReport;
@@ -80,7 +83,8 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
       : []),
     publisherSection(results.publisher, results.settings),
     bundleSection(results.bundles, results.bundlesWithoutSdk),
-    throughputSection(results.throughput, results.settings),
+    throughputSection(results.throughput, results.settings, results.ownCpu),
+    ...(results.ownCpu ? [ownCpuSection(results.ownCpu, results.settings)] : []),
     startUpSection(results.startUp, results.settings),
     ...(results.cost ? [costSection(results.cost, results.settings)] : []),
     notesSection(results),
@@ -386,7 +390,11 @@ function bundleSection(deployed: readonly BundleSize[], withoutSdk: readonly Bun
   ].join('\n');
 }
 
-function throughputSection(rows: readonly Throughput[], settings: BenchSettings): string {
+function throughputSection(
+  rows: readonly Throughput[],
+  settings: BenchSettings,
+  ownCpu: readonly OwnCpu[] = [],
+): string {
   const { messages, rounds, groups, maxConcurrency } = settings.throughput;
   const pipelineCpu = (row: Throughput) => {
     const cpu = row.cpuMsPerMessage;
@@ -454,13 +462,74 @@ function throughputSection(rows: readonly Throughput[], settings: BenchSettings)
       ]),
     ),
     '',
-    whereTheTimeGoes(rows),
+    whereTheTimeGoes(rows, ownCpu),
+    '',
+  ].join('\n');
+}
+
+/** (5b): Oncely's own CPU per message in each mode, from a profile of each consumer. */
+function ownCpuSection(rows: readonly OwnCpu[], settings: BenchSettings): string {
+  const { messages, warmupMessages, groups } = settings.ownCpu;
+  const ms = (value: number) => `${value.toFixed(3)} ms`;
+  const total = (row: OwnCpu) => Object.values(row.msPerMessage).reduce((sum, value) => sum + value, 0);
+  const withProc = rows.every((row) => row.threadCpuMsPerMessage !== undefined);
+  return [
+    "## 5b. Oncely's own CPU per message: each mode profiled",
+    '',
+    `${messages} first deliveries per mode (StockReceived, in batches of 10 over ${groups} groups) after ` +
+      `${warmupMessages} unprofiled ones, each consumer run in the benchmark's process on one thread, invoked with ` +
+      "the event Lambda delivers, against DynamoDB Local with no latency added, under V8's sampling profiler " +
+      "(`node:inspector`, a sample every 100 µs). Each sample's time goes to the script of the function it caught " +
+      "running (its self time). **Oncely's own code** is the package's compiled modules (`dist/lambdas/`), the " +
+      "example shop's (`lambdas/shop/`) left out as business code; **the AWS SDK** is `@aws-sdk/*`, `@smithy/*` " +
+      "and `@aws-crypto/*`, `@aws-sdk/util-dynamodb`'s marshalling of Oncely's records included; **Node.js and " +
+      "V8** are Node's own modules, V8's built-ins (`JSON`, promises), its garbage collector and the native code " +
+      'between them (HTTP parsing, the sockets). A function V8 inlined into its caller counts as the caller’s. ' +
+      'The modules are profiled unbundled: each function keeps its own script, so no source map has to place it; ' +
+      'the deployed bundle runs the same functions. ' +
+      (withProc
+        ? "The figures are the profile's shares of the thread's CPU time from Linux's /proc: samples are wall " +
+          'time, and a thread descheduled on a shared machine would count where it stopped.'
+        : "Without Linux's /proc the figures are the profile's own busy time, which counts a thread " +
+          'descheduled on a busy machine where it stopped.'),
+    '',
+    table(
+      [
+        'consumer',
+        'DynamoDB requests per message',
+        'CPU per message',
+        "Oncely's own code",
+        'AWS SDK',
+        'other libraries (Powertools, Middy, zod)',
+        'Node.js and V8',
+        "business and benchmark's code",
+      ],
+      rows.map((row) => [
+        PIPELINE_CONSUMERS[row.consumer].label,
+        row.requestsPerMessage.toFixed(2),
+        ms(total(row)),
+        `**${ms(row.msPerMessage.oncely)}** (${((row.msPerMessage.oncely / total(row)) * 100).toFixed(1)} %)`,
+        ms(row.msPerMessage.sdk),
+        ms(row.msPerMessage.libraries),
+        ms(row.msPerMessage.node),
+        ms(row.msPerMessage.application),
+      ]),
+    ),
+    '',
+    "Oncely's functions with the most self time, in µs per message:",
+    '',
+    ...rows.map(
+      (row) =>
+        `- ${PIPELINE_CONSUMERS[row.consumer].short}: ${row.topOncelyFunctions
+          .map(({ name, location, ms: self }) => `\`${name}\` (${location}) ${(self * 1000).toFixed(1)}`)
+          .join(', ')}`,
+    ),
     '',
   ].join('\n');
 }
 
 /** Issue 20: what idempotency costs the consumer's own CPU in each mode, and what it costs the pipeline. */
-function whereTheTimeGoes(rows: readonly Throughput[]): string {
+function whereTheTimeGoes(rows: readonly Throughput[], ownCpu: readonly OwnCpu[]): string {
   const row = (consumer: PipelineConsumer) => rows.find((candidate) => candidate.consumer === consumer);
   const own = (consumer: PipelineConsumer) => row(consumer)?.consumerCpuMsPerMessage?.median;
   const baselineOwn = own(BASELINE_PIPELINE);
@@ -476,10 +545,8 @@ function whereTheTimeGoes(rows: readonly Throughput[]): string {
     `CPU per message (median); against it, ${[...ONCELY_PIPELINES, 'powertools' as const].map(more).join(', ')}. ` +
     "Each consumer's CPU follows the DynamoDB requests it sends per message (1): one for the consumer without " +
     'idempotency (an UpdateItem) and for transactional mode (one TransactWriteItems of the record and the write), ' +
-    'three for lease mode (the lease, the write, the completion) and for Powertools. A `node --cpu-prof` profile ' +
-    "of each consumer's bundle run in one thread against DynamoDB Local (outside these runs) found nearly all " +
-    "of their CPU in the AWS SDK's request path (its middleware, SigV4 signing, the HTTP request) and about 4 % " +
-    "in Oncely's own code: a mode that sends three requests per message pays about three requests' CPU. ";
+    'three for lease mode (the lease, the write, the completion) and for Powertools. ' +
+    profiledShares(ownCpu);
   const pipeline = (consumer: PipelineConsumer) => row(consumer)?.cpuMsPerMessage;
   const [transactional, baseline] = [pipeline('transactional'), pipeline(BASELINE_PIPELINE)];
   if (transactional?.watched === undefined || baseline?.watched === undefined) return ownText;
@@ -494,6 +561,22 @@ function whereTheTimeGoes(rows: readonly Throughput[]): string {
     "and a request signature for every TransactWriteItems). That is the sandbox's cost, not Lambda's: DynamoDB " +
     "bills the transaction in write units (7), not in the function's time. On these CPUs, saturated, messages " +
     "per second follow the whole pipeline's CPU per message."
+  );
+}
+
+/** What (5b)'s profiles found of the consumers' CPU: most of it per request, little of it Oncely's. */
+function profiledShares(rows: readonly OwnCpu[]): string {
+  if (rows.length === 0) return '';
+  const share = (row: OwnCpu, origin: keyof OwnCpu['msPerMessage']) => {
+    const total = Object.values(row.msPerMessage).reduce((sum, ms) => sum + ms, 0);
+    return `${((row.msPerMessage[origin] / total) * 100).toFixed(0)} %`;
+  };
+  const list = (origin: keyof OwnCpu['msPerMessage']) =>
+    rows.map((row) => `${PIPELINE_CONSUMERS[row.consumer].short} ${share(row, origin)}`).join(', ');
+  return (
+    `The profile of each mode in this run (5b) found the AWS SDK's client side of the requests (${list('sdk')}) ` +
+    `and Node.js and V8 (${list('node')}, its HTTP and sockets among them) where Oncely's own code took ` +
+    `${list('oncely')}: a mode that sends three requests per message pays about three requests' CPU. `
   );
 }
 

@@ -4,6 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   DynamoDBIdempotencyStore,
+  type IdempotencyMode,
   type IdempotencyObserver,
   LeaseIdempotency,
   TransactionalIdempotency,
@@ -18,7 +19,8 @@ import { sumWriteUnits } from './write-units.js';
 /** The ways of making one DynamoDB write happen once that (1) compares. */
 export const IDEMPOTENCY_SUBJECTS = {
   transactional: 'Oncely transactional mode',
-  lease: 'Oncely lease mode',
+  lease: 'Oncely lease mode, at-least-once',
+  leaseAtMostOnce: 'Oncely lease mode, at-most-once',
   powertools: 'Powertools makeIdempotent + the write',
 } as const;
 export type IdempotencySubject = keyof typeof IDEMPOTENCY_SUBJECTS;
@@ -144,21 +146,8 @@ const containers: Record<
         ledger.run({ key, payload: { quantity } }, () => ({ writes: [takeStock(SKU, quantity)] }));
     };
   },
-  lease: (client, idempotencyTable, ledgerTable) => {
-    const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
-    const takeStock = singleWrite(client, ledgerTable);
-    return (cache) => {
-      const lease = new LeaseIdempotency({
-        store,
-        namespace: 'stock',
-        mode: 'at-least-once',
-        cache: cache ? undefined : false,
-        observer: quietObserver,
-      });
-      return (key, quantity) =>
-        lease.run({ key, payload: { quantity }, context: invocationContext() }, () => takeStock(quantity));
-    };
-  },
+  lease: leaseContainer('at-least-once'),
+  leaseAtMostOnce: leaseContainer('at-most-once'),
   powertools: (client, idempotencyTable, ledgerTable) => {
     const takeStock = singleWrite(client, ledgerTable);
     return (cache) => {
@@ -184,6 +173,27 @@ const containers: Record<
     };
   },
 };
+
+/** Lease mode: the lease, the write on its own, the completion. */
+function leaseContainer(
+  mode: IdempotencyMode,
+): (client: DynamoDBClient, idempotencyTable: string, ledgerTable: string) => Container {
+  return (client, idempotencyTable, ledgerTable) => {
+    const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
+    const takeStock = singleWrite(client, ledgerTable);
+    return (cache) => {
+      const lease = new LeaseIdempotency({
+        store,
+        namespace: 'stock',
+        mode,
+        cache: cache ? undefined : false,
+        observer: quietObserver,
+      });
+      return (key, quantity) =>
+        lease.run({ key, payload: { quantity }, context: invocationContext() }, () => takeStock(quantity));
+    };
+  };
+}
 
 /** The ledger's takeStock as its own UpdateItem, as a library that cannot join the write sends it. */
 function singleWrite(client: DynamoDBClient, ledgerTable: string) {

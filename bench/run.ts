@@ -30,6 +30,7 @@ import type { BenchEndpoints } from './clients.js';
 import { costReport } from './cost.js';
 import { latencyChartSvg } from './latency-chart.js';
 import { currentLoad, describeMachine } from './machine.js';
+import { measureOwnCpu } from './own-cpu.js';
 import { measurePublisher } from './publisher-calls.js';
 import { type BenchResults, resultsMarkdown } from './report.js';
 import { measureRequestsPerMessage } from './requests-per-message.js';
@@ -107,6 +108,9 @@ try {
       onProgress: progress,
     }),
   );
+  const ownCpu = await step("5b. Oncely's own CPU per message: each mode profiled", () =>
+    measureOwnCpu(endpoints, { ...settings.ownCpu, projectRoot: PROJECT_ROOT }),
+  );
   // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
   const startUp = await step('6. Module start-up', () =>
     measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
@@ -130,6 +134,7 @@ try {
     bundles,
     bundlesWithoutSdk,
     throughput,
+    ownCpu,
     startUp,
     cost,
   };

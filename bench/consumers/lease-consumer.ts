@@ -7,8 +7,9 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fifoBatch, leaseOperation } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore, type IdempotencyMode } from '../../lambdas/idempotency/index.js';
+// The package's modules, as the example consumer imports them: (5b) profiles them as compiled.
+import { fifoBatch, leaseOperation } from 'oncely/consumer';
+import { DynamoDBIdempotencyStore, type IdempotencyMode } from 'oncely/idempotency';
 import { SEND_NOTIFICATION } from '../notification-events.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
 import {

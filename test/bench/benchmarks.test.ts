@@ -6,6 +6,7 @@ import type { BenchEndpoints } from '../../bench/clients.js';
 import { costReport } from '../../bench/cost.js';
 import { latencyChartSvg } from '../../bench/latency-chart.js';
 import { describeMachine } from '../../bench/machine.js';
+import { measureOwnCpu, PROFILED_MODES } from '../../bench/own-cpu.js';
 import { measurePublisher } from '../../bench/publisher-calls.js';
 import { resultsMarkdown } from '../../bench/report.js';
 import { measureRequestsPerMessage } from '../../bench/requests-per-message.js';
@@ -45,6 +46,12 @@ describe('the benchmarks, in miniature', () => {
       warmupMessages: 1,
       projectRoot: process.cwd(),
     });
+    const ownCpu = await measureOwnCpu(endpoints, {
+      messages: 20,
+      warmupMessages: 10,
+      groups: 10,
+      projectRoot: process.cwd(),
+    });
     const startUp = await measureStartUp([...built, ...builtWithoutSdk], {
       runs: 2,
       warmupRuns: 0,
@@ -65,12 +72,28 @@ describe('the benchmarks, in miniature', () => {
 
     const firstDelivery = (subject: string) =>
       requests.find((row) => row.subject === subject && row.scenario === 'first');
-    expect(requests).toHaveLength(12);
+    expect(requests).toHaveLength(16);
     expect(firstDelivery('transactional')).toMatchObject({
       requests: 1,
       operations: { TransactWriteItems: 1 },
     });
     expect(firstDelivery('powertools')).toMatchObject({ requests: 3, writeUnits: 3 });
+    // The design's minimum per first delivery; a duplicate costs one request, none when the cache answers.
+    const counts = (scenario: string) =>
+      ['transactional', 'lease', 'leaseAtMostOnce'].map(
+        (subject) => requests.find((row) => row.subject === subject && row.scenario === scenario)?.requests,
+      );
+    expect(counts('first')).toEqual([1, 3, 3]);
+    expect(counts('duplicate')).toEqual([1, 1, 1]);
+    expect(counts('cachedDuplicate')).toEqual([0, 0, 0]);
+    // The same minimum in the consumers' own batches, each mode profiled with every origin accounted for.
+    expect(
+      ownCpu.map(({ consumer, messages, requestsPerMessage }) => [consumer, messages, requestsPerMessage]),
+    ).toEqual(PROFILED_MODES.map((mode, index) => [mode, 20, [1, 3, 3][index]]));
+    for (const { msPerMessage, sampledMsPerMessage } of ownCpu) {
+      expect(sampledMsPerMessage).toBeGreaterThan(0);
+      expect(Object.values(msPerMessage).every((ms) => ms >= 0)).toBe(true);
+    }
     expect(
       latency.map(({ consumer, groups, requestsPerRecord }) => [consumer, groups, requestsPerRecord]),
     ).toEqual([
@@ -176,9 +199,12 @@ describe('the benchmarks, in miniature', () => {
       bundlesWithoutSdk,
       startUp,
       throughput,
+      ownCpu,
       cost,
     });
     expect(targets.map((target) => target.met)).toEqual([
+      // Requests per first delivery and per duplicate: exact counts.
+      true,
       true,
       expect.any(Boolean),
       false,
@@ -187,7 +213,7 @@ describe('the benchmarks, in miniature', () => {
       expect.any(Boolean),
       expect.any(Boolean),
       expect.any(Boolean),
-      // The consumer's CPU per message is judged; the end-to-end throughput and the cost are reported.
+      // Oncely's own CPU per message is judged; the end-to-end throughput and the cost are reported.
       expect.any(Boolean),
       undefined,
       undefined,
@@ -205,12 +231,14 @@ describe('the benchmarks, in miniature', () => {
       bundles,
       bundlesWithoutSdk,
       throughput,
+      ownCpu,
       startUp,
       cost,
       targets,
     };
     const markdown = resultsMarkdown(results, 'chart.svg');
     expect(markdown).toContain("## 5. Throughput: the consumer's CPU per message");
+    expect(markdown).toContain("## 5b. Oncely's own CPU per message: each mode profiled");
     expect(markdown).toContain('## 6. Module start-up');
     expect(markdown).toContain('## 7. What a million messages cost');
     expect(latencyChartSvg(latency, 0)).toMatch(/^<svg[\s\S]*<\/svg>\n$/);
