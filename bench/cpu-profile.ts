@@ -18,8 +18,8 @@ const SDK_SCOPES = ['@aws-sdk', '@smithy', '@aws-crypto'];
 
 /**
  * The origin of a script, from its URL. Oncely's own code is the package's modules under `lambdas/`
- * (compiled in `dist/lambdas/`, or the TypeScript sources that the benchmark's consumers import
- * directly), except the example shop under `lambdas/shop/`, which is business code.
+ * (compiled in `dist/lambdas/`, or their TypeScript sources), except the example shop under
+ * `lambdas/shop/`, which is business code.
  */
 export function codeOrigin(url: string, projectRoot: string): CodeOrigin {
   if (url === '' || url.startsWith('node:')) return 'node';
@@ -39,19 +39,21 @@ export function codeOrigin(url: string, projectRoot: string): CodeOrigin {
   return 'application';
 }
 
-/** A function's self time in a profile. */
-export interface FunctionTime {
+/** A function's self time in a profile, in samples. */
+export interface FunctionSamples {
   name: string;
   /** Its script's path under the project, or its URL, and its line (1-based). */
   location: string;
-  ms: number;
+  samples: number;
 }
 
-/** A profile's busy time by origin, in ms; idle time (the event loop waiting) left out. */
+/** A profile's busy samples by origin; the idle ones (the event loop waiting) left out. */
 export interface ProfileAttribution {
-  busyMs: Record<CodeOrigin, number>;
+  samples: Record<CodeOrigin, number>;
+  /** The wall time the busy samples span, in ms. */
+  busyMs: number;
   /** The functions of `topOf`'s origin with the most self time, most first. */
-  top: FunctionTime[];
+  top: FunctionSamples[];
 }
 
 /**
@@ -77,49 +79,46 @@ export async function profileWhile<T>(
 }
 
 /**
- * Adds up each sample's time (until the next sample) by the origin of the function it caught
- * running: its self time. A function V8 inlined into its caller counts as the caller's.
+ * Counts the samples of `profiles` by the origin of the function each caught running: its self time. Each sample
+ * counts once, however long since the one before: a thread descheduled on a busy machine takes one
+ * sample late, which weighting by time would give the whole wait. A function V8 inlined into its
+ * caller counts as the caller's.
  */
-export function attributeProfile(
-  profile: Profiler.Profile,
+export function attributeProfiles(
+  profiles: readonly Profiler.Profile[],
   projectRoot: string,
   topOf: CodeOrigin,
   topCount: number,
 ): ProfileAttribution {
-  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
-  const selfMs = new Map<number, number>();
-  const samples = profile.samples ?? [];
-  const deltas = profile.timeDeltas ?? [];
-  let at = profile.startTime;
-  const timestamps = deltas.map((delta) => {
-    at += delta;
-    return at;
-  });
-  samples.forEach((id, index) => {
-    const until = timestamps[index + 1] ?? profile.endTime;
-    const from = timestamps[index] ?? profile.startTime;
-    selfMs.set(id, (selfMs.get(id) ?? 0) + Math.max(0, until - from) / 1000);
-  });
-
-  const busyMs = Object.fromEntries(Object.keys(CODE_ORIGINS).map((origin) => [origin, 0])) as Record<
+  const samples = Object.fromEntries(Object.keys(CODE_ORIGINS).map((origin) => [origin, 0])) as Record<
     CodeOrigin,
     number
   >;
-  const byFunction = new Map<string, FunctionTime>();
-  for (const [id, ms] of selfMs) {
-    const frame = nodes.get(id)?.callFrame;
-    if (!frame || frame.functionName === '(idle)') continue;
-    const origin = codeOrigin(frame.url, projectRoot);
-    busyMs[origin] += ms;
-    if (origin !== topOf) continue;
-    const location = `${displayPath(frame.url, projectRoot)}:${frame.lineNumber + 1}`;
-    const key = `${frame.functionName}@${location}`;
-    const entry = byFunction.get(key) ?? { name: frame.functionName || '(anonymous)', location, ms: 0 };
-    entry.ms += ms;
-    byFunction.set(key, entry);
+  const byFunction = new Map<string, FunctionSamples>();
+  let busyUs = 0;
+  for (const profile of profiles) {
+    const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+    const deltas = profile.timeDeltas ?? [];
+    (profile.samples ?? []).forEach((id, index) => {
+      const frame = frames.get(id);
+      if (!frame || frame.functionName === '(idle)') return;
+      busyUs += deltas[index + 1] ?? 0;
+      const origin = codeOrigin(frame.url, projectRoot);
+      samples[origin]++;
+      if (origin !== topOf) return;
+      const location = `${displayPath(frame.url, projectRoot)}:${frame.lineNumber + 1}`;
+      const key = `${frame.functionName}@${location}`;
+      const entry = byFunction.get(key) ?? {
+        name: frame.functionName || '(anonymous)',
+        location,
+        samples: 0,
+      };
+      entry.samples++;
+      byFunction.set(key, entry);
+    });
   }
-  const top = [...byFunction.values()].sort((a, b) => b.ms - a.ms).slice(0, topCount);
-  return { busyMs, top };
+  const top = [...byFunction.values()].sort((a, b) => b.samples - a.samples).slice(0, topCount);
+  return { samples, busyMs: busyUs / 1000, top };
 }
 
 function displayPath(url: string, projectRoot: string): string {

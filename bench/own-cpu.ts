@@ -1,4 +1,7 @@
+import type { Profiler } from 'node:inspector';
 import { isMainThread } from 'node:worker_threads';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { countRequests } from '../sandbox/request-counter.js';
 import {
@@ -6,18 +9,13 @@ import {
   type BatchHandler,
   exampleConsumerHandler,
   QUEUE_ARN,
+  type StockTables,
   stockTables,
   timeEvent,
 } from './batch-latency.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createLeaseConsumerHandler } from './consumers/lease-consumer.js';
-import {
-  attributeProfile,
-  CODE_ORIGINS,
-  type CodeOrigin,
-  type FunctionTime,
-  profileWhile,
-} from './cpu-profile.js';
+import { attributeProfiles, CODE_ORIGINS, type CodeOrigin, profileWhile } from './cpu-profile.js';
 import { cpuTimes } from './cpu-time.js';
 import { silentTelemetry } from './invocation.js';
 import { createFifoQueue, deleteQueues, sumOfAttribute } from './resources.js';
@@ -33,7 +31,7 @@ export const PROFILED_MODES = [
 export type ProfiledMode = (typeof PROFILED_MODES)[number];
 
 export interface OwnCpuOptions {
-  /** First deliveries profiled per mode, in batches of 10. */
+  /** First deliveries per mode profiled, in batches of 10; as many again are timed unprofiled. */
   messages: number;
   /** Delivered first, unprofiled, so that connections, caches and the JIT are warm. */
   warmupMessages: number;
@@ -47,32 +45,35 @@ export interface OwnCpu {
   messages: number;
   /** DynamoDB requests per message over the profiled batches, counted on the consumer's client. */
   requestsPerMessage: number;
-  /** The thread's CPU time per message from Linux's /proc; none elsewhere, or off the main thread. */
+  /** The thread's CPU time per message (Linux's /proc), over the unprofiled half; none elsewhere, or off the main thread. */
   threadCpuMsPerMessage?: number;
-  /** The profile's busy time per message: its samples' time, the event loop's idle time left out. */
+  /** The profile's busy time per message: the wall time of its samples, the event loop's idle ones left out. */
   sampledMsPerMessage: number;
   /**
-   * CPU per message by origin, in ms: the profile's shares of the thread's CPU time (of its own busy
-   * time without /proc). The samples are wall time: on a shared machine a thread descheduled in the
-   * middle of a function counts there, which the thread's CPU time corrects for all origins alike.
+   * CPU per message by origin, in ms: each origin's share of the busy samples times the thread's CPU
+   * time per message (without /proc, the profiled half's busy wall time, which the profiler's own
+   * cost and a busy machine's descheduling inflate).
    */
   msPerMessage: Record<CodeOrigin, number>;
   /** Oncely's functions with the most self time, in ms per message. */
-  topOncelyFunctions: FunctionTime[];
+  topOncelyFunctions: { name: string; location: string; ms: number }[];
 }
 
-/** Fine enough that 0.15 ms of a message's CPU spreads over several samples. */
-const SAMPLING_INTERVAL_US = 100;
+/** A sample every 200 µs: ~1,000 of Oncely's per mode in a full run, at a few % of the thread's CPU. */
+const SAMPLING_INTERVAL_US = 200;
+/** The timed and the profiled batches take turns this many times, so that drift falls on both alike. */
+const ROUNDS = 4;
 const TOP_FUNCTIONS = 5;
 
 /**
  * (5b) Oncely's own CPU per message in each mode: each consumer in this process, on this thread,
- * invoked with batches of first deliveries against DynamoDB Local (no latency added), under V8's
- * sampling profiler; each sample's time goes to the script of the function it caught running
- * (`cpu-profile.ts`). The example consumer imports the package's compiled modules (`oncely/*`),
- * the lease-mode one its TypeScript sources: either way each function keeps its own script, so the
- * attribution needs no source map (a bundle puts every package in one script, and its map would
- * have to be trusted to place each function). The events are built before the profile starts.
+ * invoked with batches of first deliveries against DynamoDB Local (no latency added). Half of them
+ * run under V8's sampling profiler, whose samples give each origin's share of the thread's busy time
+ * by the script of the function they caught running (`cpu-profile.ts`); the other half, in turns
+ * with the first, run unprofiled and give the thread's CPU time per message, free of the profiler's
+ * own cost. Both consumers import the package's compiled modules (`oncely/*`), each function in its
+ * own script, so the attribution needs no source map (a bundle puts every package in one script,
+ * whose map would have to place each function). The events are built before any of it starts.
  */
 export async function measureOwnCpu(endpoints: BenchEndpoints, options: OwnCpuOptions): Promise<OwnCpu[]> {
   const sqs = sqsClient(endpoints);
@@ -83,48 +84,8 @@ export async function measureOwnCpu(endpoints: BenchEndpoints, options: OwnCpuOp
       const client = dynamoDbClient(endpoints);
       try {
         const tables = await stockTables(client);
-        const handler: BatchHandler =
-          consumer === 'transactional'
-            ? exampleConsumerHandler(client, tables, { sqs, dlqUrl: dlq.url })
-            : createLeaseConsumerHandler({
-                ...tables,
-                mode: consumer === 'leaseAtLeastOnce' ? 'at-least-once' : 'at-most-once',
-                dynamodb: client,
-                sqs,
-                dlqUrl: dlq.url,
-                ...silentTelemetry(),
-              });
-        const warmup = batchesOf(options.warmupMessages, options.groups);
-        await deliver(handler, warmup);
-        const requests = countRequests(client);
-        const events = batchesOf(options.messages, options.groups);
-        const messages = events.length * BATCH_SIZE;
-        const before = isMainThread ? cpuTimes() : undefined;
-        const { profile } = await profileWhile(SAMPLING_INTERVAL_US, () => deliver(handler, events));
-        const after = isMainThread ? cpuTimes() : undefined;
-        const requestsPerMessage = requests.total() / messages;
-        const applied = await sumOfAttribute(client, tables.ledgerTableName, 'available');
-        const delivered = (warmup.length + events.length) * BATCH_SIZE;
-        if (applied !== delivered) {
-          throw new Error(
-            `${consumer}: the ledger holds ${applied} units after ${delivered} messages of one`,
-          );
-        }
-        const { busyMs, top } = attributeProfile(profile, options.projectRoot, 'oncely', TOP_FUNCTIONS);
-        const sampledMs = Object.values(busyMs).reduce((sum, ms) => sum + ms, 0);
-        const threadMs = before && after ? after.mainThread - before.mainThread : undefined;
-        const scale = (threadMs ?? sampledMs) / sampledMs / messages;
-        rows.push({
-          consumer,
-          messages,
-          requestsPerMessage,
-          threadCpuMsPerMessage: threadMs === undefined ? undefined : threadMs / messages,
-          sampledMsPerMessage: sampledMs / messages,
-          msPerMessage: Object.fromEntries(
-            (Object.keys(CODE_ORIGINS) as CodeOrigin[]).map((origin) => [origin, busyMs[origin] * scale]),
-          ) as Record<CodeOrigin, number>,
-          topOncelyFunctions: top.map((entry) => ({ ...entry, ms: entry.ms * scale })),
-        });
+        const handler = consumerOf(consumer, client, tables, { sqs, dlqUrl: dlq.url });
+        rows.push(await profileConsumer(consumer, handler, client, tables, options));
       } finally {
         client.destroy();
       }
@@ -134,6 +95,90 @@ export async function measureOwnCpu(endpoints: BenchEndpoints, options: OwnCpuOp
     await deleteQueues(sqs, [dlq]);
     sqs.destroy();
   }
+}
+
+function consumerOf(
+  consumer: ProfiledMode,
+  client: DynamoDBClient,
+  tables: StockTables,
+  deadLetterQueue: { sqs: SQSClient; dlqUrl: string },
+): BatchHandler {
+  return consumer === 'transactional'
+    ? exampleConsumerHandler(client, tables, deadLetterQueue)
+    : createLeaseConsumerHandler({
+        ...tables,
+        mode: consumer === 'leaseAtLeastOnce' ? 'at-least-once' : 'at-most-once',
+        dynamodb: client,
+        ...deadLetterQueue,
+        ...silentTelemetry(),
+      });
+}
+
+async function profileConsumer(
+  consumer: ProfiledMode,
+  handler: BatchHandler,
+  client: DynamoDBClient,
+  tables: StockTables,
+  options: OwnCpuOptions,
+): Promise<OwnCpu> {
+  const warmup = batchesOf(options.warmupMessages, options.groups);
+  await deliver(handler, warmup);
+  const requests = countRequests(client);
+  const [timed, profiled] = [
+    batchesOf(options.messages, options.groups),
+    batchesOf(options.messages, options.groups),
+  ];
+  const messages = profiled.length * BATCH_SIZE;
+  let timedMs: number | undefined = 0;
+  const profiles: Profiler.Profile[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const before = threadCpuMs();
+    await deliver(handler, share(timed, round));
+    const after = threadCpuMs();
+    timedMs =
+      timedMs === undefined || before === undefined || after === undefined
+        ? undefined
+        : timedMs + after - before;
+    profiles.push(
+      (await profileWhile(SAMPLING_INTERVAL_US, () => deliver(handler, share(profiled, round)))).profile,
+    );
+  }
+  const requestsPerMessage = requests.total() / (2 * messages);
+  const applied = await sumOfAttribute(client, tables.ledgerTableName, 'available');
+  const delivered = (warmup.length + timed.length + profiled.length) * BATCH_SIZE;
+  if (applied !== delivered) {
+    throw new Error(`${consumer}: the ledger holds ${applied} units after ${delivered} messages of one`);
+  }
+  const { samples, busyMs, top } = attributeProfiles(profiles, options.projectRoot, 'oncely', TOP_FUNCTIONS);
+  const busySamples = Object.values(samples).reduce((sum, count) => sum + count, 0);
+  const cpuMsPerMessage = (timedMs ?? busyMs) / messages;
+  const msPerSample = cpuMsPerMessage / busySamples;
+  return {
+    consumer,
+    messages,
+    requestsPerMessage,
+    threadCpuMsPerMessage: timedMs === undefined ? undefined : timedMs / messages,
+    sampledMsPerMessage: busyMs / messages,
+    msPerMessage: Object.fromEntries(
+      (Object.keys(CODE_ORIGINS) as CodeOrigin[]).map((origin) => [origin, samples[origin] * msPerSample]),
+    ) as Record<CodeOrigin, number>,
+    topOncelyFunctions: top.map(({ name, location, samples: count }) => ({
+      name,
+      location,
+      ms: count * msPerSample,
+    })),
+  };
+}
+
+/** This thread's CPU time so far, in ms (Linux's /proc, on the main thread only). */
+function threadCpuMs(): number | undefined {
+  return isMainThread ? cpuTimes()?.mainThread : undefined;
+}
+
+/** The `round`th of {@link ROUNDS} nearly equal parts of `events`. */
+function share<T>(events: readonly T[], round: number): readonly T[] {
+  const size = Math.ceil(events.length / ROUNDS);
+  return events.slice(round * size, (round + 1) * size);
 }
 
 /** Batches of 10 new StockReceived messages, at least `messages` in all. */

@@ -476,22 +476,23 @@ function ownCpuSection(rows: readonly OwnCpu[], settings: BenchSettings): string
   return [
     "## 5b. Oncely's own CPU per message: each mode profiled",
     '',
-    `${messages} first deliveries per mode (StockReceived, in batches of 10 over ${groups} groups) after ` +
+    `${2 * messages} first deliveries per mode (StockReceived, in batches of 10 over ${groups} groups) after ` +
       `${warmupMessages} unprofiled ones, each consumer run in the benchmark's process on one thread, invoked with ` +
-      "the event Lambda delivers, against DynamoDB Local with no latency added, under V8's sampling profiler " +
-      "(`node:inspector`, a sample every 100 µs). Each sample's time goes to the script of the function it caught " +
-      "running (its self time). **Oncely's own code** is the package's compiled modules (`dist/lambdas/`), the " +
-      "example shop's (`lambdas/shop/`) left out as business code; **the AWS SDK** is `@aws-sdk/*`, `@smithy/*` " +
-      "and `@aws-crypto/*`, `@aws-sdk/util-dynamodb`'s marshalling of Oncely's records included; **Node.js and " +
-      "V8** are Node's own modules, V8's built-ins (`JSON`, promises), its garbage collector and the native code " +
-      'between them (HTTP parsing, the sockets). A function V8 inlined into its caller counts as the caller’s. ' +
-      'The modules are profiled unbundled: each function keeps its own script, so no source map has to place it; ' +
-      'the deployed bundle runs the same functions. ' +
+      'the event Lambda delivers, against DynamoDB Local with no latency added. Half of the batches run under ' +
+      "V8's sampling profiler (`node:inspector`, a sample every 200 µs); each sample counts for the script of the " +
+      "function it caught running (its self time). **Oncely's own code** is the package's compiled modules " +
+      "(`dist/lambdas/`), the example shop's (`lambdas/shop/`) left out as business code; **the AWS SDK** is " +
+      "`@aws-sdk/*`, `@smithy/*` and `@aws-crypto/*`, `@aws-sdk/util-dynamodb`'s marshalling of Oncely's records " +
+      "included; **Node.js and V8** are Node's own modules, V8's built-ins (`JSON`, promises), its garbage " +
+      'collector and the native code between them (HTTP parsing, the sockets). A function V8 inlined into its ' +
+      'caller counts as the caller’s. The modules are profiled unbundled: each function keeps its own script, so ' +
+      'no source map has to place it; the deployed bundle runs the same functions. ' +
       (withProc
-        ? "The figures are the profile's shares of the thread's CPU time from Linux's /proc: samples are wall " +
-          'time, and a thread descheduled on a shared machine would count where it stopped.'
-        : "Without Linux's /proc the figures are the profile's own busy time, which counts a thread " +
-          'descheduled on a busy machine where it stopped.'),
+        ? "The other half, in turns with the first, runs unprofiled and gives the thread's CPU time per message " +
+          "(Linux's /proc), free of the profiler's own cost: each origin's figure is its share of the samples times " +
+          'that.'
+        : "Without Linux's /proc the figures are shares of the profiled half's busy wall time, which the " +
+          "profiler's own cost and a busy machine's descheduling inflate."),
     '',
     table(
       [

@@ -12,7 +12,10 @@ export interface BenchSettings {
     maxConcurrency: number;
     warmupMessages: number;
   };
-  /** (5b): first deliveries profiled per mode, after warm-up ones, in batches of 10 over `groups` groups. */
+  /**
+   * (5b): first deliveries profiled per mode, as many again timed unprofiled, after warm-up ones; in
+   * batches of 10 over `groups` groups.
+   */
   ownCpu: { messages: number; warmupMessages: number; groups: number };
   /** (6): fresh Node processes importing each bundle, and the AWS SDK it imports alone. */
   startUp: { runs: number; warmupRuns: number };
@@ -30,8 +33,8 @@ export const FULL: BenchSettings = {
   publisher: { messages: 1_000, groups: 10, rounds: 3 },
   // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.
   throughput: { messages: 600, rounds: 5, groups: 50, maxConcurrency: 10, warmupMessages: 200 },
-  // About 10 s per mode on 2 CPUs: enough samples that 0.15 ms per message is ~1,500 of them.
-  ownCpu: { messages: 1_000, warmupMessages: 200, groups: 10 },
+  // About 10 s per mode on 2 CPUs; 0.15 ms of 600 messages is some 450 samples.
+  ownCpu: { messages: 600, warmupMessages: 200, groups: 10 },
   startUp: { runs: 30, warmupRuns: 2 },
   // The extremes of (2): one group, whose records run in turn, and ten, which run at once.
   cost: { groupCounts: [1, 10], batches: 30, warmupBatches: 5 },
@@ -45,7 +48,7 @@ export const QUICK: BenchSettings = {
   publisher: { messages: 200, groups: 10, rounds: 1 },
   // Enough messages that the consumer's CPU, read in 10 ms clock ticks, comes to 0.05 ms per message.
   throughput: { messages: 200, rounds: 2, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
-  ownCpu: { messages: 200, warmupMessages: 50, groups: 10 },
+  ownCpu: { messages: 100, warmupMessages: 50, groups: 10 },
   startUp: { runs: 8, warmupRuns: 1 },
   cost: { groupCounts: [1, 10], batches: 3, warmupBatches: 1 },
 };
