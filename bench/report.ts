@@ -517,6 +517,8 @@ function ownCpuSection(rows: readonly OwnCpu[], settings: BenchSettings): string
       ]),
     ),
     '',
+    requestFloor(rows),
+    '',
     "Oncely's functions with the most self time, in µs per message:",
     '',
     ...rows.map(
@@ -562,6 +564,22 @@ function whereTheTimeGoes(rows: readonly Throughput[], ownCpu: readonly OwnCpu[]
     "and a request signature for every TransactWriteItems). That is the sandbox's cost, not Lambda's: DynamoDB " +
     "bills the transaction in write units (7), not in the function's time. On these CPUs, saturated, messages " +
     "per second follow the whole pipeline's CPU per message."
+  );
+}
+
+/**
+ * How close each mode is to its floor: the AWS SDK's and Node's cost per DynamoDB request, times the
+ * design's minimum of requests, is what a consumer costs whatever Oncely's code does.
+ */
+function requestFloor(rows: readonly OwnCpu[]): string {
+  const perRequest = rows.map((row) => {
+    const { sdk, node } = row.msPerMessage;
+    return `${PIPELINE_CONSUMERS[row.consumer].short} ${((sdk + node) / row.requestsPerMessage).toFixed(2)} ms`;
+  });
+  return (
+    'The AWS SDK and Node.js cost, per DynamoDB request: ' +
+    `${perRequest.join(', ')}. At the design's minimum of requests per first delivery (1), that is the floor of ` +
+    "a consumer's CPU per message; Oncely's own code is what it adds to that floor."
   );
 }
 

@@ -376,6 +376,12 @@ function ownCpuTarget(rows: readonly OwnCpu[], throughput: readonly Throughput[]
     return value === undefined ? [] : [`${PIPELINE_CONSUMERS[consumer].short} ${value.toFixed(2)}×`];
   });
   const over = rows.filter((row) => !(row.msPerMessage.oncely <= TARGET_OWN_CPU_MS));
+  const overBy = over
+    .map(
+      (row) =>
+        `${PIPELINE_CONSUMERS[row.consumer].short} is ${(row.msPerMessage.oncely - TARGET_OWN_CPU_MS).toFixed(3)} ms over`,
+    )
+    .join('; ');
   return {
     target:
       `Oncely's own CPU per message, profiled (the AWS SDK, Node.js and the business code left out; see 5b): ` +
@@ -391,12 +397,7 @@ function ownCpuTarget(rows: readonly OwnCpu[], throughput: readonly Throughput[]
         ? rows.length === PROFILED_MODES.length
           ? undefined
           : 'not every mode was profiled'
-        : over
-            .map(
-              (row) =>
-                `${PIPELINE_CONSUMERS[row.consumer].short} is ${(row.msPerMessage.oncely - TARGET_OWN_CPU_MS).toFixed(3)} ms over`,
-            )
-            .join('; ') + ': its functions with the most self time are listed in 5b',
+        : `${overBy}: its functions with the most self time are listed in 5b`,
   };
 }
 
