@@ -422,7 +422,8 @@ function throughputSection(
       'transactional (the example consumer) and lease mode, at-least-once and at-most-once ' +
       '(`bench/consumers/lease-consumer.ts`).',
     '',
-    "**The consumer's CPU per message** is what the target judges, as Lambda bills the consumer's time: the CPU " +
+    "**The consumer's CPU per message** is what Lambda bills of the consumer's time, reported beside (5b)'s " +
+      "judged share of it that is Oncely's own code: the CPU " +
       "time of the consumer function's own worker threads over the timed rounds, divided by the messages. Each " +
       "worker reads its thread's from Linux's /proc after every invocation (`LocalFunctionRuntime.usage()`, in " +
       "clock ticks of 10 ms, which the rounds' totals make small). It leaves out the emulators, the event source " +
@@ -804,7 +805,8 @@ function notesSection(results: BenchResults): string {
       'to every DynamoDB request, as an AWS round trip would take. Requests sent at once all go to one DynamoDB ' +
       `Local process on ${results.machine.cpus} CPUs and wait there for one another, as they would not on ` +
       'DynamoDB: that weighs on the consumers that run groups at once, not on the one that runs records in turn.',
-    "- **(5) judges the consumer's own CPU, not messages per second.** There DynamoDB Local, the SQS emulator " +
+    "- **(5) reports the consumer's own CPU, not messages per second, and (5b) judges Oncely's part of it.** " +
+      'There DynamoDB Local, the SQS emulator ' +
       `and the Lambda workers share ${results.machine.cpus} CPUs, so messages per second follow how much work ` +
       "DynamoDB Local does per message, which Lambda does not bill. The consumer's CPU per message is its worker " +
       "threads' alone. Both are figures of this machine's CPUs: the ratios mean more than the absolute numbers.",

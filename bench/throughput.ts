@@ -36,7 +36,7 @@ export interface PipelineConsumerSpec {
   short: string;
   entry: string;
   variables?: Readonly<Record<string, string>>;
-  /** Set on Oncely's consumers, one per mode: the target judges each against the one without idempotency. */
+  /** Set on Oncely's consumers, one per mode: each reported against the one without idempotency. */
   judged?: true;
 }
 
@@ -76,7 +76,7 @@ export const PIPELINE_CONSUMERS = {
 } as const satisfies Record<string, PipelineConsumerSpec>;
 export type PipelineConsumer = keyof typeof PIPELINE_CONSUMERS;
 
-/** Oncely's consumers, one per mode: the ones the target judges. */
+/** Oncely's consumers, one per mode: (5b) profiles the same modes. */
 export const ONCELY_PIPELINES = (Object.keys(PIPELINE_CONSUMERS) as PipelineConsumer[]).filter(
   (consumer) => (PIPELINE_CONSUMERS[consumer] as PipelineConsumerSpec).judged,
 );
