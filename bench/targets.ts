@@ -250,9 +250,9 @@ function startUpTargets({ bundles: rows, ownLayers, telemetryCostCpuMs }: StartU
     shortfall:
       over.length === 0
         ? undefined
-        : over
+        : `${over
             .map(([name, label]) => `${label} is ${(above(name) - TARGET_ABOVE_FLOOR_MS).toFixed(1)} ms over`)
-            .join('; ') + ': what its code costs to compile and run at load, above the SDK (see 6)',
+            .join('; ')}: what its code costs to compile and run at load, above the SDK (see 6)`,
   };
   const telemetryCost: TargetVerdict = {
     target:
