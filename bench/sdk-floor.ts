@@ -66,7 +66,7 @@ export async function sdkImportsOf(projectRoot: string, entry: string): Promise<
  */
 export async function sdkFloorOf(
   projectRoot: string,
-  bundle: BuiltBundle,
+  bundle: Pick<BuiltBundle, 'format' | 'entry'>,
   imports: SdkImports,
   /** Only with the SDK bundled: more of the Lambda's imports (`import { fifoBatch } from 'oncely/consumer'`), to see what each adds. */
   more?: { name: string; imports: string },

@@ -3,7 +3,12 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { writeLambdaAssetPackageJson } from '../lib/constructs/bundling.js';
+import { build } from 'esbuild';
+import {
+  lambdaBuildOptions,
+  lambdaBundleFile,
+  writeLambdaAssetPackageJson,
+} from '../lib/constructs/bundling.js';
 import {
   BASELINE_BUNDLE,
   BUNDLE_FORMATS,
@@ -48,6 +53,48 @@ export interface StartUp {
   layers?: { label: string; aboveFloorCpuMs: Spread }[];
 }
 
+/** The start-up figures of (6): every bundle in every format, and Oncely's own layer. */
+export interface StartUpResults {
+  bundles: StartUp[];
+  /** Each of {@link OWN_LAYERS}, in the default format. */
+  ownLayers: OwnLayerStartUp[];
+  /**
+   * What turning on the consumer's Powertools telemetry adds to its start-up: each round's CPU ms of
+   * `consumerTelemetry` less `consumer`'s. A consumer made on its first invocation (`processFifoBatch`,
+   * the example consumer) pays it in that invocation instead.
+   */
+  telemetryCostCpuMs: Spread;
+}
+
+/**
+ * Oncely's own layer (issue 28): each entry point alone in a handler module, bundled as the stack
+ * bundles its Lambdas (the default format), above its own SDK floor. What a user's code adds above
+ * it (Middy, validation, business code) is the user's.
+ */
+export const OWN_LAYERS = {
+  consumer: {
+    label: '`oncely/consumer` alone, Powertools telemetry off',
+    entry: 'bench/layers/consumer.ts',
+  },
+  consumerTelemetry: {
+    label: '`oncely/consumer` alone, its default Powertools telemetry on',
+    entry: 'bench/layers/consumer-telemetry.ts',
+  },
+  client: { label: '`oncely/client` alone (it has no telemetry)', entry: 'bench/layers/client.ts' },
+} as const;
+export type OwnLayer = keyof typeof OWN_LAYERS;
+
+/** One of {@link OWN_LAYERS}: its start-up, its floor, and the difference. */
+export interface OwnLayerStartUp {
+  layer: OwnLayer;
+  /** The AWS SDK packages it loads at start. */
+  sdkPackages: string[];
+  module: ImportTimes;
+  sdkFloor: ImportTimes;
+  /** Its time less its floor's of the same round, ms: Oncely's own start-up. */
+  aboveFloor: { wallMs: Spread; cpuMs: Spread };
+}
+
 /**
  * What the example consumer's start-up above its floor is made of, in the default format: the floor
  * plus one more layer of what it imports at a time, each built the same way. What is left above the
@@ -55,14 +102,10 @@ export interface StartUp {
  */
 export const CONSUMER_LAYERS = [
   {
-    name: 'telemetry',
-    label: "Powertools' Logger and Metrics (the consumer's default telemetry)",
-    imports:
-      "import { Logger } from '@aws-lambda-powertools/logger'; import { Metrics } from '@aws-lambda-powertools/metrics'; globalThis.__layer = [Logger, Metrics];",
-  },
-  {
     name: 'fifo-batch',
-    label: "Oncely's consumer (`fifoBatch` from `oncely/consumer`, its telemetry included)",
+    label:
+      "Oncely's consumer (`fifoBatch` from `oncely/consumer`; its Powertools telemetry is bundled but loaded only " +
+      'once `fifoBatch()` is called, which the example does on its first invocation)',
     imports: "import { fifoBatch } from 'oncely/consumer'; globalThis.__layer = [fifoBatch];",
   },
 ] as const;
@@ -72,13 +115,16 @@ const LAYERED = { lambda: 'oncely', format: DEFAULT_FORMAT } as const;
  * The fresh Node process that loads a module as Lambda's init phase loads the handler's: an
  * `index.js` with `require()`, an `index.mjs` with `import()` (`sandbox/function-worker.mjs`
  * follows the same rule), with `--enable-source-maps` where the format has source maps (the flag
- * `lib/constructs/oncely-function.ts` then sets in `NODE_OPTIONS`).
+ * `lib/constructs/oncely-function.ts` then sets in `NODE_OPTIONS`). The clock stops once the
+ * promise jobs the module's evaluation queued have run too (a bundled `import()`, such as the
+ * consumer's Powertools telemetry, evaluates its modules in one), as they run before Lambda's init ends.
  */
 const LOAD_TIMER = [
   "import { createRequire } from 'node:module'; import { pathToFileURL } from 'node:url';",
   'const file = process.argv[1];',
   'const cpu = process.cpuUsage(); const start = performance.now();',
   "if (file.endsWith('.mjs')) await import(pathToFileURL(file).href); else createRequire(file)(file);",
+  'await new Promise((resolve) => setImmediate(resolve));',
   'const wallMs = performance.now() - start; const { user, system } = process.cpuUsage(cpu);',
   'process.stdout.write(JSON.stringify({ wallMs, cpuMs: (user + system) / 1000 }));',
 ].join(' ');
@@ -88,8 +134,13 @@ interface Sample {
   cpuMs: number;
 }
 
+/** A module (6) loads: a bundle of {@link BUNDLES}, or one of {@link OWN_LAYERS}, built alike. */
+type LoadedModule = Pick<BuiltBundle, 'format' | 'entry' | 'fileName' | 'code' | 'sourceMap'> & {
+  lambda: BundledLambda | OwnLayer;
+};
+
 interface TimedModule {
-  lambda: BundledLambda;
+  lambda: BundledLambda | OwnLayer;
   format: BundleFormat;
   /** The bundle, only the AWS SDK imports it makes (its floor), or the floor and a layer of {@link CONSUMER_LAYERS}. */
   kind: 'bundle' | 'floor' | (typeof CONSUMER_LAYERS)[number]['name'];
@@ -98,24 +149,26 @@ interface TimedModule {
 }
 
 /**
- * (6) Module start-up: each bundle (of every format it was built in) written to a temporary
- * directory with the asset's package.json, then loaded in a fresh Node process, `runs` times; and
- * beside it its SDK floor. A round loads every module once, in an order that rotates from round to
- * round, so that all share whatever else the machine is doing; each bundle's time is compared with
- * its floor's and with the baseline's of the same round and format. The runtime's SDK comes from the
- * project's node_modules, as Lambda's comes from the runtime.
+ * (6) Module start-up: each bundle (of every format it was built in), and each of
+ * {@link OWN_LAYERS} (in the default format), written to a temporary directory with the asset's
+ * package.json, then loaded in a fresh Node process, `runs` times; and beside it its SDK floor. A
+ * round loads every module once, in an order that rotates from round to round, so that all share
+ * whatever else the machine is doing; each bundle's time is compared with its floor's and with the
+ * baseline's of the same round and format. The runtime's SDK comes from the project's node_modules,
+ * as Lambda's comes from the runtime.
  */
 export async function measureStartUp(
   bundles: readonly BuiltBundle[],
   { projectRoot, runs, warmupRuns }: StartUpSettings & { projectRoot: string },
-): Promise<StartUp[]> {
+): Promise<StartUpResults> {
   const directory = await mkdtemp(join(tmpdir(), 'oncely-start-up-'));
   try {
     await symlink(join(projectRoot, 'node_modules'), join(directory, 'node_modules'), 'dir');
     const imports = new Map<string, SdkImports>();
     const modules: TimedModule[] = [];
     const packagesOf = new Map<string, string[]>();
-    for (const bundle of bundles) {
+    const loaded: LoadedModule[] = [...bundles, ...(await buildOwnLayers(projectRoot))];
+    for (const bundle of loaded) {
       const sdk = imports.get(bundle.entry) ?? (await sdkImportsOf(projectRoot, bundle.entry));
       imports.set(bundle.entry, sdk);
       const folder = join(directory, `${bundle.lambda}-${bundle.format}`);
@@ -147,48 +200,85 @@ export async function measureStartUp(
         if (round >= warmupRuns) module.samples.push(sample);
       }
     }
-    const samplesOf = (lambda: BundledLambda, format: BundleFormat, kind: TimedModule['kind']) =>
+    const samplesOf = (lambda: TimedModule['lambda'], format: BundleFormat, kind: TimedModule['kind']) =>
       modules.find((module) => module.lambda === lambda && module.format === format && module.kind === kind)
         ?.samples ?? [];
-    return bundles.map(({ lambda, format }) => {
-      const own = samplesOf(lambda, format, 'bundle');
-      const floor = samplesOf(lambda, format, 'floor');
-      const baseline = samplesOf(BASELINE_BUNDLE, format, 'bundle');
-      const paired = (others: Sample[], combine: (a: number, b: number) => number, figure: keyof Sample) =>
-        spreadOf(own.map((sample, round) => combine(sample[figure], (others[round] as Sample)[figure])));
-      const ratio = (a: number, b: number) => a / b;
-      const difference = (a: number, b: number) => a - b;
+    const difference = (a: number, b: number) => a - b;
+    const ratio = (a: number, b: number) => a / b;
+    /** Each round's figure of `own` combined with that of `others` in the same round. */
+    const paired = (
+      own: Sample[],
+      others: Sample[],
+      combine: (a: number, b: number) => number,
+      figure: keyof Sample,
+    ) => spreadOf(own.map((sample, round) => combine(sample[figure], (others[round] as Sample)[figure])));
+    const aboveFloor = (own: Sample[], floor: Sample[]) => ({
+      wallMs: paired(own, floor, difference, 'wallMs'),
+      cpuMs: paired(own, floor, difference, 'cpuMs'),
+    });
+    const ownLayers = (Object.keys(OWN_LAYERS) as OwnLayer[]).map((layer): OwnLayerStartUp => {
+      const own = samplesOf(layer, DEFAULT_FORMAT, 'bundle');
+      const floor = samplesOf(layer, DEFAULT_FORMAT, 'floor');
       return {
-        lambda,
-        format,
-        sdkPackages: packagesOf.get(`${lambda}-${format}`) ?? [],
-        bundle: timesOf(own),
+        layer,
+        sdkPackages: packagesOf.get(`${layer}-${DEFAULT_FORMAT}`) ?? [],
+        module: timesOf(own),
         sdkFloor: timesOf(floor),
-        aboveFloor: {
-          wallMs: paired(floor, difference, 'wallMs'),
-          cpuMs: paired(floor, difference, 'cpuMs'),
-        },
-        pairedRatio:
-          lambda === BASELINE_BUNDLE
-            ? undefined
-            : { wall: paired(baseline, ratio, 'wallMs'), cpu: paired(baseline, ratio, 'cpuMs') },
-        layers:
-          lambda === LAYERED.lambda && format === LAYERED.format
-            ? CONSUMER_LAYERS.map(({ name, label }) => {
-                const layered = samplesOf(lambda, format, name);
-                return {
-                  label,
-                  aboveFloorCpuMs: spreadOf(
-                    layered.map((sample, round) => sample.cpuMs - (floor[round] as Sample).cpuMs),
-                  ),
-                };
-              })
-            : undefined,
+        aboveFloor: aboveFloor(own, floor),
       };
     });
+    const withTelemetry = samplesOf('consumerTelemetry', DEFAULT_FORMAT, 'bundle');
+    const withoutTelemetry = samplesOf('consumer', DEFAULT_FORMAT, 'bundle');
+    return {
+      bundles: bundles.map(({ lambda, format }) => {
+        const own = samplesOf(lambda, format, 'bundle');
+        const floor = samplesOf(lambda, format, 'floor');
+        const baseline = samplesOf(BASELINE_BUNDLE, format, 'bundle');
+        return {
+          lambda,
+          format,
+          sdkPackages: packagesOf.get(`${lambda}-${format}`) ?? [],
+          bundle: timesOf(own),
+          sdkFloor: timesOf(floor),
+          aboveFloor: aboveFloor(own, floor),
+          pairedRatio:
+            lambda === BASELINE_BUNDLE
+              ? undefined
+              : { wall: paired(own, baseline, ratio, 'wallMs'), cpu: paired(own, baseline, ratio, 'cpuMs') },
+          layers:
+            lambda === LAYERED.lambda && format === LAYERED.format
+              ? CONSUMER_LAYERS.map(({ name, label }) => ({
+                  label,
+                  aboveFloorCpuMs: paired(samplesOf(lambda, format, name), floor, difference, 'cpuMs'),
+                }))
+              : undefined,
+        };
+      }),
+      ownLayers,
+      telemetryCostCpuMs: paired(withTelemetry, withoutTelemetry, difference, 'cpuMs'),
+    };
   } finally {
     await rm(directory, { recursive: true, force: true });
   }
+}
+
+/** Each of {@link OWN_LAYERS}, bundled in the default format as `buildBundles` bundles the Lambdas. */
+async function buildOwnLayers(projectRoot: string): Promise<LoadedModule[]> {
+  const { bundling } = BUNDLE_FORMATS[DEFAULT_FORMAT];
+  const fileName = lambdaBundleFile(bundling);
+  const built: LoadedModule[] = [];
+  for (const [lambda, { entry }] of Object.entries(OWN_LAYERS) as [OwnLayer, { entry: string }][]) {
+    const { outputFiles } = await build({
+      ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }, bundling),
+      write: false,
+      logLevel: 'error',
+    });
+    const code = outputFiles.find((output) => output.path.endsWith(fileName))?.contents;
+    if (!code) throw new Error(`esbuild wrote no ${fileName} for ${entry}`);
+    // The default format has no source maps: nothing else to load.
+    built.push({ lambda, format: DEFAULT_FORMAT, entry, fileName, code });
+  }
+  return built;
 }
 
 /** Writes a module (and its source map, if it has one) into `folder`; returns its path. */

@@ -12,7 +12,7 @@ import type { CostReport } from './cost.js';
 import { type OwnCpu, PROFILED_MODES, type ProfiledMode } from './own-cpu.js';
 import type { PublisherCost } from './publisher-calls.js';
 import type { DeliveryScenario, IdempotencySubject, RequestsPerMessage } from './requests-per-message.js';
-import type { StartUp } from './start-up.js';
+import { OWN_LAYERS, type OwnLayer, type StartUp, type StartUpResults } from './start-up.js';
 import {
   BASELINE_PIPELINE,
   PIPELINE_CONSUMERS,
@@ -37,7 +37,7 @@ export function judgeTargets(figures: {
   /** (4): the default bundles (the AWS SDK inside), and the same without the SDK, which the target judges. */
   bundles: readonly BundleSize[];
   bundlesWithoutSdk: readonly BundleSize[];
-  startUp: readonly StartUp[];
+  startUp: StartUpResults;
   /** (2)'s second workload, when it was measured; and at 1 group with no latency added. */
   notificationLatency?: readonly NotificationLatency[];
   notificationNoLatency?: readonly NotificationLatency[];
@@ -267,56 +267,62 @@ function bundleTarget(rows: readonly BundleSize[]): TargetVerdict {
   );
 }
 
-/** Issue 20: Oncely's own start-up above the AWS SDK it loads, built alike, in ms (CPU: steadier than wall time). */
+/** Issue 28: Oncely's own layer's start-up above the AWS SDK it loads, built alike, in ms (CPU: steadier than wall time). */
 const TARGET_ABOVE_FLOOR_MS = 5;
-/** Issue 20: the consumer's whole start-up against Powertools' consumer built the same way. */
-const TARGET_START_UP_RATIO = 0.75;
+/** Issue 28: the example consumer's whole start-up against Powertools' consumer built the same way. */
+const TARGET_START_UP_RATIO = 0.7;
+/** The layers judged against {@link TARGET_ABOVE_FLOOR_MS}: Oncely's entry points with Powertools telemetry off. */
+const JUDGED_LAYERS = { consumer: '`oncely/consumer`', client: '`oncely/client`' } as const satisfies Partial<
+  Record<OwnLayer, string>
+>;
 
 /** The start-up verdicts, judged on the default format; every other format's figures are listed beside. */
-function startUpTargets(rows: readonly StartUp[]): TargetVerdict[] {
+function startUpTargets({ bundles: rows, ownLayers, telemetryCostCpuMs }: StartUpResults): TargetVerdict[] {
   const row = (lambda: BundledLambda, format: BundleFormat = DEFAULT_FORMAT) =>
     rows.find((candidate) => candidate.lambda === lambda && candidate.format === format);
   const formats = [...new Set(rows.map((candidate) => candidate.format))];
   const others = formats.filter((format) => format !== DEFAULT_FORMAT);
-  const above = (lambda: BundledLambda, format?: BundleFormat) =>
-    row(lambda, format)?.aboveFloor.cpuMs.median ?? Number.NaN;
-  const aboveFigures = (format?: BundleFormat) =>
-    Object.entries(JUDGED_LAMBDAS)
-      .map(([lambda, name]) => `${name} ${above(lambda as BundledLambda, format).toFixed(1)} ms`)
-      .join(', ');
-  const overFloor = Object.entries(JUDGED_LAMBDAS).filter(
-    ([lambda]) => !(above(lambda as BundledLambda) <= TARGET_ABOVE_FLOOR_MS),
-  );
-  const floorVerdict: TargetVerdict = {
+  const layer = (name: OwnLayer) => ownLayers.find((candidate) => candidate.layer === name);
+  const above = (name: OwnLayer) => layer(name)?.aboveFloor.cpuMs.median ?? Number.NaN;
+  const judged = Object.entries(JUDGED_LAYERS) as [OwnLayer, string][];
+  const over = judged.filter(([name]) => !(above(name) <= TARGET_ABOVE_FLOOR_MS));
+  const ms = (value: number | undefined) => `${(value ?? Number.NaN).toFixed(1)} ms`;
+  const ownVerdict: TargetVerdict = {
     target:
-      `Start-up above the AWS SDK floor (the SDK imports alone, built the same way): ≤ ${TARGET_ABOVE_FLOOR_MS} ms ` +
-      'of CPU for the consumer and the publisher, in the default format (median of the paired differences)',
-    measured:
-      `${aboveFigures()} above floors of ${Object.keys(JUDGED_LAMBDAS)
-        .map(
-          (lambda) => `${(row(lambda as BundledLambda)?.sdkFloor.cpuMs.median ?? Number.NaN).toFixed(0)} ms`,
-        )
-        .join(' and ')}; other formats: ` +
-      others.map((format) => `${BUNDLE_FORMATS[format].label}: ${aboveFigures(format)}`).join('; '),
-    met: overFloor.length === 0,
+      `Start-up of Oncely's own layer above its AWS SDK floor (the SDK imports alone, built the same way), ` +
+      `Powertools telemetry off: ≤ ${TARGET_ABOVE_FLOOR_MS} ms of CPU each for \`oncely/consumer\` (\`fifoBatch\` ` +
+      'with one lease-mode operation) and `oncely/client` (a module calling `publish`), in the default format ' +
+      '(median of the paired differences)',
+    measured: judged
+      .map(
+        ([name, label]) =>
+          `${label} ${ms(above(name))} above a floor of ${(layer(name)?.sdkFloor.cpuMs.median ?? Number.NaN).toFixed(0)} ms`,
+      )
+      .join(', '),
+    met: over.length === 0,
     shortfall:
-      overFloor.length === 0
+      over.length === 0
         ? undefined
-        : overFloor
-            .map(
-              ([lambda, name]) =>
-                `the ${name} is ${(above(lambda as BundledLambda) - TARGET_ABOVE_FLOOR_MS).toFixed(1)} ms over`,
-            )
-            .join('; ') +
-          ': what its code and libraries cost to compile and run at load, above the SDK (see 6)',
+        : `${over
+            .map(([name, label]) => `${label} is ${(above(name) - TARGET_ABOVE_FLOOR_MS).toFixed(1)} ms over`)
+            .join('; ')}: what its code costs to compile and run at load, above the SDK (see 6)`,
+  };
+  const telemetryCost: TargetVerdict = {
+    target:
+      "The cost of turning on the consumer's Powertools telemetry (the default): its start-up with it, less " +
+      'without it (CPU, median of the paired differences); a consumer made on its first invocation pays it then',
+    measured:
+      `${ms(telemetryCostCpuMs.median)} (${OWN_LAYERS.consumerTelemetry.label}: ${ms(above('consumerTelemetry'))} ` +
+      `above its floor, against ${ms(above('consumer'))} with it off)`,
   };
   const ratioOf = (format: BundleFormat) => row('oncely', format)?.pairedRatio?.cpu.median ?? Number.NaN;
   const consumerRatio = ratioOf(DEFAULT_FORMAT);
   const ratioMet = consumerRatio <= TARGET_START_UP_RATIO;
   const ratioVerdictRow: TargetVerdict = {
     target:
-      `The consumer's whole start-up: ≤ ${TARGET_START_UP_RATIO}× Powertools' consumer built the same way, ` +
-      'in the default format (CPU, median of the paired ratios)',
+      `The example consumer's whole start-up: ≤ ${TARGET_START_UP_RATIO}× Powertools' consumer built the same way, ` +
+      'in the default format (CPU, median of the paired ratios). Both make their handlers on the first ' +
+      "invocation, so the example's Powertools telemetry loads then, not in this figure (its cost is the row above)",
     measured:
       `${consumerRatio.toFixed(2)}× (${(row('oncely')?.bundle.cpuMs.median ?? Number.NaN).toFixed(0)} ms against ` +
       `${(row(BASELINE_BUNDLE)?.bundle.cpuMs.median ?? Number.NaN).toFixed(0)} ms); other formats: ` +
@@ -324,7 +330,7 @@ function startUpTargets(rows: readonly StartUp[]): TargetVerdict[] {
     met: ratioMet,
     shortfall: ratioMet ? undefined : `${(consumerRatio - TARGET_START_UP_RATIO).toFixed(2)}× over`,
   };
-  return [floorVerdict, ratioVerdictRow, formatChoice(rows, formats)];
+  return [ownVerdict, telemetryCost, ratioVerdictRow, formatChoice(rows, formats)];
 }
 
 /** Issue 20 asks for the default format to be chosen from the figures: reported, not judged. */

@@ -1,5 +1,5 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -46,16 +46,25 @@ export interface FifoBatchOptions {
   deadLetterQueue?: DeadLetterQueueOptions;
   /**
    * Powertools' `Logger` or any object with its methods.
-   * @default a Powertools `Logger`
+   * @default a Powertools `Logger` (with `telemetry: 'off'`, none: nothing is logged)
    */
   logger?: ConsumerLogger;
   /**
    * Where the consumer counts (`CONSUMER_METRICS`). One you pass is yours to publish (with
    * Powertools' `logMetrics` middleware).
    * @default a Powertools `Metrics`, which the consumer publishes itself at the end of each batch
-   * (namespace `POWERTOOLS_METRICS_NAMESPACE`, dimension `service` from `POWERTOOLS_SERVICE_NAME`)
+   * (namespace `POWERTOOLS_METRICS_NAMESPACE`, dimension `service` from `POWERTOOLS_SERVICE_NAME`);
+   * with `telemetry: 'off'`, none: nothing is counted
    */
   metrics?: MetricsSink;
+  /**
+   * Whether the consumer makes Powertools' `Logger` and `Metrics` for the `logger` and `metrics` you
+   * leave unset. It imports them only then, when the consumer is made (`fifoBatch()`, in your
+   * module's init; or the first `processFifoBatch` call, whose batch then waits for them), so with
+   * `'off'`, or both of them passed, no Powertools module is loaded at all.
+   * @default `'powertools'`
+   */
+  telemetry?: ConsumerTelemetry;
   /**
    * How many message groups run at once.
    * @default `MAX_CONCURRENT_GROUPS`, else 10 (a whole batch)
@@ -82,6 +91,10 @@ export interface FifoBatchOptions {
    */
   parse?: MessageParser;
 }
+
+/** Whether a consumer makes Powertools' `Logger` and `Metrics` for those you do not pass: `FifoBatchOptions.telemetry`. */
+export type ConsumerTelemetry = 'powertools' | 'off';
+const TELEMETRY_CHOICES: readonly ConsumerTelemetry[] = ['powertools', 'off'];
 
 export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
 
@@ -151,6 +164,34 @@ function defaultDynamoDBClient(): DynamoDBClient {
   return dynamodbClient;
 }
 
+/** What the consumer uses when `telemetry: 'off'` leaves it no logger or metrics. */
+const SILENT_LOGGER: ConsumerLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const UNCOUNTED: MetricsSink = { addMetric() {} };
+
+/** Powertools' classes, each imported only for the logger or metrics the options leave to it. */
+interface PowertoolsTelemetry {
+  Logger?: typeof Logger;
+  Metrics?: typeof Metrics;
+}
+
+/**
+ * Starts importing what the options need of Powertools, as soon as the consumer is made: `import()`
+ * rather than a static import, so that a consumer that needs none never loads it (nor, bundled,
+ * runs its modules' code), and one that does loads it in the function's init when `fifoBatch()`
+ * runs there. A failed import fails the first batch, not the init.
+ */
+function importPowertools({ telemetry, logger, metrics }: FifoBatchOptions): Promise<PowertoolsTelemetry> {
+  const wanted = telemetry !== 'off';
+  const imported = Promise.all([
+    wanted && !logger ? import('@aws-lambda-powertools/logger').then((module) => module.Logger) : undefined,
+    wanted && !metrics
+      ? import('@aws-lambda-powertools/metrics').then((module) => module.Metrics)
+      : undefined,
+  ]).then(([Logger, Metrics]) => ({ Logger, Metrics }));
+  imported.catch(() => {}); // awaited by the first batch: not an unhandled rejection meanwhile
+  return imported;
+}
+
 interface Telemetry {
   logger: ConsumerLogger;
   metrics: MetricsSink;
@@ -176,7 +217,9 @@ class FifoBatchConsumer {
   readonly #options: FifoBatchOptions;
   readonly #deadline: DeadlineGuard;
   readonly #parse: MessageParser;
-  #telemetry: Telemetry | undefined;
+  /** Powertools' classes for the telemetry the options leave to it, being imported since the consumer was made. */
+  readonly #powertools: Promise<PowertoolsTelemetry>;
+  #telemetry: Promise<Telemetry> | undefined;
   #settings: BatchSettings | undefined;
 
   constructor(options: FifoBatchOptions) {
@@ -189,13 +232,19 @@ class FifoBatchConsumer {
         `maxConcurrentGroups must be a positive integer, not ${maxConcurrentGroups}.`,
       );
     }
+    if (options.telemetry !== undefined && !TELEMETRY_CHOICES.includes(options.telemetry)) {
+      throw new IdempotencyConfigurationError(
+        `telemetry must be ${TELEMETRY_CHOICES.map((choice) => `'${choice}'`).join(' or ')}, not ${JSON.stringify(options.telemetry)}.`,
+      );
+    }
     this.#options = options;
     this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
     this.#parse = options.parse ?? parseEnvelopeRecord;
+    this.#powertools = importPowertools(options);
   }
 
   async process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
-    const telemetry = this.#telemetryOnce();
+    const telemetry = await this.#telemetryOnce();
     // The logger it created gets each invocation's context (request id, cold start), as Powertools'
     // injectLambdaContext would give it; a logger passed in is its owner's to set up.
     telemetry.ownLogger?.addContext(lambdaContext);
@@ -213,17 +262,18 @@ class FifoBatchConsumer {
     }
   }
 
-  #telemetryOnce(): Telemetry {
-    if (this.#telemetry) return this.#telemetry;
-    const ownLogger = this.#options.logger ? undefined : new Logger();
-    const logger = this.#options.logger ?? (ownLogger as Logger);
-    const { metrics } = this.#options;
-    if (metrics) {
-      this.#telemetry = { logger, metrics, ownLogger };
-    } else {
-      const ownMetrics = new Metrics();
-      this.#telemetry = { logger, metrics: ownMetrics, ownMetrics, ownLogger };
-    }
+  /** Made on the first batch, once Powertools' classes the options need are imported. */
+  #telemetryOnce(): Promise<Telemetry> {
+    this.#telemetry ??= this.#powertools.then(({ Logger, Metrics }) => {
+      const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
+      const ownMetrics = this.#options.metrics || !Metrics ? undefined : new Metrics();
+      return {
+        logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
+        metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,
+        ownLogger,
+        ownMetrics,
+      };
+    });
     return this.#telemetry;
   }
 

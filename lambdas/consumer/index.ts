@@ -36,6 +36,7 @@ export {
   UnparsableMessageError,
 } from './errors.js';
 export {
+  type ConsumerTelemetry,
   type FifoBatchOptions,
   fifoBatch,
   processFifoBatch,

@@ -1,4 +1,3 @@
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitName } from '@aws-lambda-powertools/metrics/types';
 import type { StoredError } from '../idempotency/errors.js';
 import type { IdempotencyObserver } from '../idempotency/observer.js';
@@ -52,6 +51,9 @@ export const CONSUMER_METRICS = {
 
 export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
 
+/** Powertools' `MetricUnit.Count`, named by its value: importing the constant would load Powertools' metrics with the consumer. */
+const COUNT: MetricUnitName = 'Count';
+
 /**
  * The part of Powertools' `Metrics` a consumer uses. A sink you pass is yours to publish (with
  * Powertools' `logMetrics` middleware, say); the one the consumer creates by default it publishes itself.
@@ -98,7 +100,7 @@ export class RecordTelemetry implements IdempotencyObserver {
   }
 
   count(metric: ConsumerMetric): void {
-    this.metrics.addMetric(CONSUMER_METRICS[metric], MetricUnit.Count, 1);
+    this.metrics.addMetric(CONSUMER_METRICS[metric], COUNT, 1);
   }
 
   completionWriteFailed(id: string, error: unknown): void {

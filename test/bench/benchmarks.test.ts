@@ -131,7 +131,7 @@ describe('the benchmarks, in miniature', () => {
     expect(origins('powertools')).toContain('zod');
     expect(origins('publisher')).not.toContain('zod');
     expect(
-      startUp.map(({ lambda, format, pairedRatio }) => [lambda, format, pairedRatio !== undefined]),
+      startUp.bundles.map(({ lambda, format, pairedRatio }) => [lambda, format, pairedRatio !== undefined]),
     ).toEqual([
       ['oncely', DEFAULT_FORMAT, true],
       ['publisher', DEFAULT_FORMAT, true],
@@ -140,7 +140,7 @@ describe('the benchmarks, in miniature', () => {
       ['publisher', WITHOUT_SDK_FORMAT, true],
       ['powertools', WITHOUT_SDK_FORMAT, false],
     ]);
-    for (const { bundle, sdkFloor, aboveFloor, sdkPackages } of startUp) {
+    for (const { bundle, sdkFloor, aboveFloor, sdkPackages } of startUp.bundles) {
       expect(bundle.wallMs.samples).toBe(2);
       expect(bundle.cpuMs.median).toBeGreaterThan(0);
       expect(sdkFloor.cpuMs.median).toBeGreaterThan(0);
@@ -148,9 +148,21 @@ describe('the benchmarks, in miniature', () => {
       expect(sdkPackages).toContain('@aws-sdk/client-dynamodb');
     }
     // Imported on the first dead-lettered record, not at start.
-    expect(startUp.find(({ lambda }) => lambda === 'oncely')?.sdkPackages).not.toContain(
+    expect(startUp.bundles.find(({ lambda }) => lambda === 'oncely')?.sdkPackages).not.toContain(
       '@aws-sdk/client-sqs',
     );
+    // Oncely's own layer: each entry point alone, above the SDK it loads (the client's is Lambda's).
+    const DYNAMODB_PACKAGES = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'];
+    expect(startUp.ownLayers.map(({ layer, sdkPackages }) => [layer, sdkPackages])).toEqual([
+      ['consumer', DYNAMODB_PACKAGES],
+      ['consumerTelemetry', DYNAMODB_PACKAGES],
+      ['client', ['@aws-sdk/client-lambda']],
+    ]);
+    for (const { module, aboveFloor } of startUp.ownLayers) {
+      expect(module.cpuMs.samples).toBe(2);
+      expect(aboveFloor.cpuMs.samples).toBe(2);
+    }
+    expect(startUp.telemetryCostCpuMs.samples).toBe(2);
     expect(throughput.map(({ consumer }) => consumer)).toEqual([
       'idempotencyFree',
       'transactional',
@@ -208,9 +220,11 @@ describe('the benchmarks, in miniature', () => {
       true,
       expect.any(Boolean),
       false,
-      // The bundles without the SDK; then start-up above the floor, against Powertools, and the format chosen.
+      // The bundles without the SDK; then Oncely's own start-up, its telemetry's cost (reported), the
+      // example against Powertools, and the format chosen.
       true,
       expect.any(Boolean),
+      undefined,
       expect.any(Boolean),
       expect.any(Boolean),
       // Oncely's own CPU per message is judged; the end-to-end throughput and the cost are reported.

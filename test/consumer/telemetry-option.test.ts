@@ -1,0 +1,234 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { createEnvelope } from '../../lambdas/common/envelope.js';
+import {
+  CONSUMER_METRICS,
+  type FifoBatchOptions,
+  fifoBatch,
+  leaseOperation,
+  processFifoBatch,
+} from '../../lambdas/consumer/index.js';
+import { IdempotencyConfigurationError } from '../../lambdas/idempotency/errors.js';
+import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { lambdaContext } from '../support/lambda-context.js';
+
+// `telemetry: 'off'`: the consumer makes no Powertools Logger or Metrics, and loads no Powertools
+// module at all; by default it makes them for what its options leave unset, as before.
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const run = promisify(execFile);
+
+let dynamodb: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  dynamodb = localDynamoClient();
+  tableName = await createTable(dynamodb, 'telemetry-option');
+});
+
+afterAll(() => {
+  dynamodb.destroy();
+});
+
+beforeEach(() => {
+  vi.stubEnv('POWERTOOLS_SERVICE_NAME', 'telemetry-consumer');
+  vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'oncely-test');
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+function record(type: string, name: string): SQSRecord {
+  const envelope = createEnvelope({ type, groupId: 'g', key: randomUUID(), payload: { name } });
+  const messageId = randomUUID();
+  return {
+    messageId,
+    receiptHandle: messageId,
+    body: JSON.stringify(envelope),
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+      MessageGroupId: envelope.groupId,
+      MessageDeduplicationId: envelope.key,
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:q.fifo',
+    awsRegion: 'eu-west-1',
+  };
+}
+
+/** A batch of one record to run and one of a type without an operation, which goes to the DLQ. */
+function batch(): SQSEvent {
+  return { Records: [record('Named', 'A1'), record('NoSuchType', 'B1')] };
+}
+
+/** A DLQ client that keeps what it is sent. */
+function deadLetters() {
+  const sent: SendMessageCommand['input'][] = [];
+  const client = {
+    send: async (command: SendMessageCommand) => {
+      sent.push(command.input);
+      return {};
+    },
+  } as unknown as SQSClient;
+  return { client, sent };
+}
+
+/** Options with everything but telemetry given, and an operation that notes what it ran. */
+function consumerOptions(more: Partial<FifoBatchOptions>) {
+  const ran: string[] = [];
+  const dlq = deadLetters();
+  const options: FifoBatchOptions = {
+    operations: {
+      Named: leaseOperation<{ name: string }>({
+        namespace: `telemetry-${randomUUID().slice(0, 8)}`,
+        mode: 'at-least-once',
+        run: ({ payload }) => {
+          ran.push(payload.name);
+        },
+      }),
+    },
+    store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
+    deadLetterQueue: { client: dlq.client, queueUrl: 'https://sqs.local/dlq.fifo' },
+    ...more,
+  };
+  return { ran, dlq, options };
+}
+
+/** Every line written to stdout and stderr (a function's CloudWatch logs), instead of printing it. */
+function captureOutput(): string[] {
+  const lines: string[] = [];
+  for (const stream of [process.stdout, process.stderr]) {
+    vi.spyOn(stream, 'write').mockImplementation(((chunk: unknown) => {
+      lines.push(...String(chunk).trim().split('\n'));
+      return true;
+    }) as typeof stream.write);
+  }
+  return lines;
+}
+
+describe("fifoBatch's telemetry option", () => {
+  it("'off': the batch is processed and dead-lettered as ever, with nothing logged or counted", async () => {
+    const { ran, dlq, options } = consumerOptions({ telemetry: 'off' });
+    const output = captureOutput();
+
+    const response = await processFifoBatch(batch(), lambdaContext(), options);
+    vi.restoreAllMocks();
+    expect(response.batchItemFailures).toEqual([]);
+    expect(ran).toEqual(['A1']);
+    expect(dlq.sent).toHaveLength(1);
+    expect(output).toEqual([]);
+  });
+
+  it('by default makes what the options leave unset: with a logger passed, only Metrics, which it publishes', async () => {
+    const logged: { level: string; message: string }[] = [];
+    const logger = Object.fromEntries(
+      (['debug', 'info', 'warn', 'error'] as const).map((level) => [
+        level,
+        (message: string) => logged.push({ level, message }),
+      ]),
+    ) as unknown as FifoBatchOptions['logger'];
+    const { ran, options } = consumerOptions({ logger });
+    const output = captureOutput();
+
+    await processFifoBatch(batch(), lambdaContext(), options);
+    vi.restoreAllMocks();
+    expect(ran).toEqual(['A1']);
+    expect(logged).toContainEqual(expect.objectContaining({ level: 'warn' }));
+    const emf = output.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+    expect(emf).toMatchObject([
+      {
+        _aws: { CloudWatchMetrics: [{ Namespace: 'oncely-test' }] },
+        [CONSUMER_METRICS.processed]: 1,
+        [CONSUMER_METRICS.sentToDlq]: 1,
+      },
+    ]);
+  });
+
+  it('refuses a value it does not know, when the consumer is made', () => {
+    const { options } = consumerOptions({ telemetry: 'on' as FifoBatchOptions['telemetry'] });
+    expect(() => fifoBatch(options)).toThrow(IdempotencyConfigurationError);
+    expect(() => fifoBatch(options)).toThrow("telemetry must be 'powertools' or 'off', not \"on\".");
+  });
+});
+
+/**
+ * A fresh Node process that imports the built `oncely/consumer` and processes one record with its
+ * defaults (store and DLQ from the environment) and `telemetry` as given, under a module hook that
+ * makes every import of a Powertools package fail: so Powertools is loaded if and only if the batch
+ * fails with the hook's error.
+ */
+const CHILD = `
+import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(
+  "export async function resolve(specifier, context, next) {" +
+  "  if (specifier.startsWith('@aws-lambda-powertools/')) throw new Error('Powertools loaded: ' + specifier);" +
+  "  return next(specifier, context);" +
+  "}",
+));
+const { leaseOperation, processFifoBatch } = await import('oncely/consumer');
+const ran = [];
+const ping = leaseOperation({ namespace: process.env.NAMESPACE, mode: 'at-least-once', run: ({ payload }) => { ran.push(payload.name); } });
+const telemetry = process.env.TELEMETRY || undefined;
+const context = { awsRequestId: 'child', getRemainingTimeInMillis: () => 30000 };
+let result;
+try {
+  const response = await processFifoBatch(JSON.parse(process.env.EVENT), context, { operations: { Named: ping }, telemetry });
+  result = { response, ran };
+} catch (error) {
+  result = { error: error.message };
+}
+process.stdout.write(JSON.stringify(result) + '\\n');
+process.exit(0);
+`;
+
+async function consumeInFreshProcess(telemetry: string): Promise<{ lines: string[]; result: unknown }> {
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CHILD], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+      AWS_REGION: LOCAL_REGION,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      IDEMPOTENCY_TABLE_NAME: tableName,
+      // Never sent to: the record has an operation.
+      DLQ_URL: 'http://localhost:9/dlq.fifo',
+      NAMESPACE: `fresh-${randomUUID().slice(0, 8)}`,
+      EVENT: JSON.stringify({ Records: [record('Named', 'A1')] }),
+      TELEMETRY: telemetry,
+    },
+  });
+  const lines = stdout.trim().split('\n');
+  return { lines, result: JSON.parse(lines.at(-1) ?? '') };
+}
+
+describe('Powertools modules in a fresh process (the built package)', () => {
+  it("'off': not one is loaded, and the record is processed", async () => {
+    const { lines, result } = await consumeInFreshProcess('off');
+    expect(result).toEqual({ response: { batchItemFailures: [] }, ran: ['A1'] });
+    expect(lines).toHaveLength(1);
+  });
+
+  it('by default they are imported when the consumer is made: the hook fails that import, and so the batch', async () => {
+    const { result } = await consumeInFreshProcess('');
+    expect(result).toEqual({
+      error: expect.stringMatching(/^Powertools loaded: @aws-lambda-powertools\/(logger|metrics)$/),
+    });
+  });
+});
