@@ -18,6 +18,7 @@ import {
   type IdempotencySubject,
   type RequestsPerMessage,
 } from './requests-per-message.js';
+import { DESIGN_ROUND_TRIPS, type RoundTrips } from './round-trips.js';
 import type { BenchSettings } from './settings.js';
 import type { ImportTimes, StartUp } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
@@ -44,6 +45,8 @@ export interface BenchResults {
   notificationLatency?: NotificationLatency[];
   /** The same at 1 group with no latency added, when it was measured. */
   notificationNoLatency?: NotificationLatency[];
+  /** Its sequential round trips at 1 group, from the latency slope, when they were measured. */
+  roundTrips?: RoundTrips[];
   publisher: PublisherCost[];
   /** (4): as deployed (the AWS SDK inside), and without the SDK. */
   bundles: BundleSize[];
@@ -78,6 +81,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
           ),
         ]
       : []),
+    ...(results.roundTrips ? [roundTripSection(results.roundTrips, results.settings)] : []),
     publisherSection(results.publisher, results.settings),
     bundleSection(results.bundles, results.bundlesWithoutSdk),
     throughputSection(results.throughput, results.settings),
@@ -274,6 +278,46 @@ function notificationLatencySection(
           '',
         ]
       : []),
+  ].join('\n');
+}
+
+/** The slope of (2): each consumer's median at every added latency, and the round trips the line counts. */
+function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings): string {
+  const latencies = rows[0]?.points.map((point) => point.latencyMs) ?? [];
+  const { batches, warmupBatches } = settings.roundTrips;
+  return [
+    '#### Sequential round trips, from the latency slope',
+    '',
+    `The same 1-group batch with ${latencies.join(', ')} ms added to every DynamoDB request, the latencies ` +
+      `and the consumers taking turns batch after batch (${batches} timed rounds after ${warmupBatches} ` +
+      "untimed ones). Each millisecond a round trip takes adds a millisecond per round trip on the batch's " +
+      'critical path, whatever its CPU costs this machine, so the slope of the median over the added latency ' +
+      'counts those round trips: least squares over every point (the middle one weighs too, and one noisy ' +
+      'median less than in a difference of the two outer ones). Where the line meets no added latency is ' +
+      "the batch's work on this machine. The design's count (docs/design.md §4 and §4.1): 2 at-least-once " +
+      `(the leases together, the completions overlapped), n + 1 = ${DESIGN_ROUND_TRIPS.leaseAtMostOnce} ` +
+      `at-most-once (the leases, then a completion that starts the next record), ${DESIGN_ROUND_TRIPS.powertools} ` +
+      "for Powertools (a lease and a completion per record). The spread is that of the same slope fitted to each round's batches alone.",
+    '',
+    table(
+      [
+        'consumer',
+        ...latencies.map((latencyMs) => `+${latencyMs} ms`),
+        'round trips (slope)',
+        'per round, p25–p75',
+        "design's count",
+        'at 0 ms (the line)',
+      ],
+      rows.map((row) => [
+        NOTIFICATION_CONSUMERS[row.consumer],
+        ...row.points.map((point) => spreadText(point.latency, 'ms')),
+        `**${row.roundTrips.toFixed(1)}**`,
+        `${row.perRound.p25.toFixed(1)}–${row.perRound.p75.toFixed(1)}`,
+        String(DESIGN_ROUND_TRIPS[row.consumer]),
+        `${figure(row.interceptMs)} ms`,
+      ]),
+    ),
+    '',
   ].join('\n');
 }
 

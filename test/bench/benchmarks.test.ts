@@ -9,6 +9,7 @@ import { describeMachine } from '../../bench/machine.js';
 import { measurePublisher } from '../../bench/publisher-calls.js';
 import { resultsMarkdown } from '../../bench/report.js';
 import { measureRequestsPerMessage } from '../../bench/requests-per-message.js';
+import { measureRoundTrips } from '../../bench/round-trips.js';
 import { QUICK } from '../../bench/settings.js';
 import { measureStartUp } from '../../bench/start-up.js';
 import { judgeTargets } from '../../bench/targets.js';
@@ -30,6 +31,11 @@ describe('the benchmarks, in miniature', () => {
       batches: 1,
       warmupBatches: 0,
       latencyMs: 0,
+    });
+    const roundTrips = await measureRoundTrips(endpoints, {
+      latenciesMs: [1, 2, 3],
+      batches: 2,
+      warmupBatches: 0,
     });
     const publisher = await measurePublisher(endpoints, { messages: 25, groups: 3, rounds: 1, latencyMs: 1 });
     const built = await buildBundles(process.cwd());
@@ -82,6 +88,17 @@ describe('the benchmarks, in miniature', () => {
       ['powertools', 10, 3],
     ]);
     expect(latency.every(({ latency: { median } }) => median > 0)).toBe(true);
+    // The latency slope's figures are there; their values are the benchmark's to judge.
+    expect(
+      roundTrips.map(({ consumer, points }) => [consumer, points.map(({ latencyMs }) => latencyMs)]),
+    ).toEqual([
+      ['leaseAtLeastOnce', [1, 2, 3]],
+      ['leaseAtMostOnce', [1, 2, 3]],
+      ['powertools', [1, 2, 3]],
+    ]);
+    for (const { roundTrips: slope, interceptMs, perRound } of roundTrips) {
+      expect([slope, interceptMs, perRound.p25, perRound.p75].every(Number.isFinite)).toBe(true);
+    }
     expect(
       publisher.map(({ sender, sqsCalls, dynamodbRequests }) => [sender, sqsCalls, dynamodbRequests]),
     ).toEqual([
@@ -171,6 +188,7 @@ describe('the benchmarks, in miniature', () => {
     const targets = judgeTargets({
       requests,
       latency,
+      roundTrips,
       publisher,
       bundles,
       bundlesWithoutSdk,
@@ -180,6 +198,9 @@ describe('the benchmarks, in miniature', () => {
     });
     expect(targets.map((target) => target.met)).toEqual([
       true,
+      expect.any(Boolean),
+      // The sequential round trips at-least-once and at-most-once.
+      expect.any(Boolean),
       expect.any(Boolean),
       false,
       // The bundles without the SDK; then start-up above the floor, against Powertools, and the format chosen.
@@ -201,6 +222,7 @@ describe('the benchmarks, in miniature', () => {
       loadAverageAtEnd: 0,
       requests,
       latency,
+      roundTrips,
       publisher,
       bundles,
       bundlesWithoutSdk,
@@ -210,6 +232,7 @@ describe('the benchmarks, in miniature', () => {
       targets,
     };
     const markdown = resultsMarkdown(results, 'chart.svg');
+    expect(markdown).toContain('#### Sequential round trips, from the latency slope');
     expect(markdown).toContain("## 5. Throughput: the consumer's CPU per message");
     expect(markdown).toContain('## 6. Module start-up');
     expect(markdown).toContain('## 7. What a million messages cost');

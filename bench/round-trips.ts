@@ -1,0 +1,146 @@
+import {
+  BATCH_SIZE,
+  NOTIFICATION_CONSUMERS,
+  type NotificationConsumer,
+  timeBatch,
+  withNotificationConsumers,
+} from './batch-latency.js';
+import type { BenchEndpoints } from './clients.js';
+import { notificationMessages } from './notification-events.js';
+import { rotate } from './rotate.js';
+import { percentile, type Spread, spreadOf } from './statistics.js';
+
+/**
+ * The sequential DynamoDB round trips of a 1-group batch of `BATCH_SIZE` SendNotification records,
+ * as docs/design.md counts them: at-least-once takes the group's leases together and writes each
+ * completion while the next record runs, so about 2 (§4, "A group's lease-mode records are
+ * pipelined"); at-most-once takes the leases, then one completion each that starts the next
+ * record, so n + 1 (§4.1, "`after` and `startedNext`"); Powertools a lease and a completion per
+ * record, 2n.
+ */
+export const DESIGN_ROUND_TRIPS: Record<NotificationConsumer, number> = {
+  leaseAtLeastOnce: 2,
+  leaseAtMostOnce: BATCH_SIZE + 1,
+  powertools: 2 * BATCH_SIZE,
+};
+
+export interface RoundTripOptions {
+  /** The latencies added to every DynamoDB request, in ms: at least two, the more apart the better. */
+  latenciesMs: readonly number[];
+  /** Timed rounds; a round times every consumer once at every latency. */
+  batches: number;
+  /** Untimed rounds first, so that connections, caches and the JIT are warm. */
+  warmupBatches: number;
+  onProgress?: (line: string) => void;
+}
+
+export interface RoundTrips {
+  consumer: NotificationConsumer;
+  /** The batch's latency at each added latency, in ms. */
+  points: { latencyMs: number; latency: Spread }[];
+  /**
+   * The least-squares slope of the points' medians over the added latency: how many ms the batch
+   * grows per ms a round trip takes, that is its sequential round trips.
+   */
+  roundTrips: number;
+  /** Where that line meets no added latency: what the batch's work costs this machine, in ms. */
+  interceptMs: number;
+  /** The same slope fitted to each round's batches alone: p25, median and p75 over the rounds. */
+  perRound: { p25: number; median: number; p75: number };
+}
+
+/**
+ * (2) The sequential round trips of a 1-group batch, from the slope of its latency over the latency
+ * added to each DynamoDB request. On a shared machine a round trip's CPU (the SDK's client side,
+ * DynamoDB Local) adds to each added millisecond, and a ratio of wall times mixes the two; the
+ * slope does not: only the round trips on the batch's critical path grow with the added latency.
+ * One client per consumer, whose latency is set before each batch; the latencies and the consumers
+ * take turns, batch after batch, so that any drift of the machine falls on every point alike.
+ */
+export async function measureRoundTrips(
+  endpoints: BenchEndpoints,
+  options: RoundTripOptions,
+): Promise<RoundTrips[]> {
+  if (options.latenciesMs.length < 2) throw new Error('a slope needs at least two latencies');
+  let latencyMs = 0;
+  const rounds = options.warmupBatches + options.batches;
+  const consumers = Object.keys(NOTIFICATION_CONSUMERS) as NotificationConsumer[];
+  // samples[consumer][point][timed round]
+  const samples = new Map(
+    consumers.map((consumer) => [consumer, options.latenciesMs.map((): number[] => [])]),
+  );
+  await withNotificationConsumers(
+    endpoints,
+    () => latencyMs,
+    rounds * options.latenciesMs.length,
+    async (handlers) => {
+      for (let round = 0; round < rounds; round++) {
+        for (const point of rotate([...options.latenciesMs.keys()], round)) {
+          latencyMs = options.latenciesMs[point] as number;
+          for (const consumer of rotate(consumers, round)) {
+            const elapsed = await timeBatch(handlers[consumer], notificationMessages(BATCH_SIZE, 1));
+            if (round >= options.warmupBatches) samples.get(consumer)?.[point]?.push(elapsed);
+          }
+        }
+      }
+    },
+  );
+  const rows = consumers.map((consumer) =>
+    roundTripsOf(consumer, options.latenciesMs, samples.get(consumer) ?? []),
+  );
+  options.onProgress?.(
+    rows.map((row) => `${row.consumer} ${row.roundTrips.toFixed(1)} round trips`).join(', '),
+  );
+  return rows;
+}
+
+function roundTripsOf(
+  consumer: NotificationConsumer,
+  latenciesMs: readonly number[],
+  samples: readonly (readonly number[])[],
+): RoundTrips {
+  const points = latenciesMs.map((latencyMs, point) => ({
+    latencyMs,
+    latency: spreadOf(samples[point] ?? []),
+  }));
+  const line = leastSquares(
+    latenciesMs,
+    points.map((point) => point.latency.median),
+  );
+  const rounds = samples[0]?.length ?? 0;
+  const slopes = Array.from(
+    { length: rounds },
+    (_, round) =>
+      leastSquares(
+        latenciesMs,
+        samples.map((batches) => batches[round] ?? Number.NaN),
+      ).slope,
+  ).sort((a, b) => a - b);
+  return {
+    consumer,
+    points,
+    roundTrips: line.slope,
+    interceptMs: line.intercept,
+    perRound: { p25: percentile(slopes, 25), median: percentile(slopes, 50), p75: percentile(slopes, 75) },
+  };
+}
+
+/**
+ * The line through (x, y) of least squares. Over every point rather than the two outer ones:
+ * the middle points' time is then not spent for nothing, and one noisy point weighs less.
+ */
+export function leastSquares(
+  xs: readonly number[],
+  ys: readonly number[],
+): { slope: number; intercept: number } {
+  const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  const [meanX, meanY] = [mean(xs), mean(ys)];
+  let covariance = 0;
+  let variance = 0;
+  xs.forEach((x, index) => {
+    covariance += (x - meanX) * ((ys[index] as number) - meanY);
+    variance += (x - meanX) ** 2;
+  });
+  const slope = covariance / variance;
+  return { slope, intercept: meanY - slope * meanX };
+}
