@@ -297,14 +297,15 @@ function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings):
       "the batch's work on this machine. The design's count (docs/design.md §4 and §4.1): 2 at-least-once " +
       `(the leases together, the completions overlapped), n + 1 = ${DESIGN_ROUND_TRIPS.leaseAtMostOnce} ` +
       `at-most-once (the leases, then a completion that starts the next record), ${DESIGN_ROUND_TRIPS.powertools} ` +
-      "for Powertools (a lease and a completion per record). The spread is that of the same slope fitted to each round's batches alone.",
+      "for Powertools (a lease and a completion per record). The slope's spread: p10–p90 of the same slope " +
+      'over 500 resamples of the timed rounds (a bootstrap, a round drawn whole).',
     '',
     table(
       [
         'consumer',
         ...latencies.map((latencyMs) => `+${latencyMs} ms`),
         'round trips (slope)',
-        'per round, p25–p75',
+        'p10–p90 over resampled rounds',
         "design's count",
         'at 0 ms (the line)',
       ],
@@ -312,7 +313,7 @@ function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings):
         NOTIFICATION_CONSUMERS[row.consumer],
         ...row.points.map((point) => spreadText(point.latency, 'ms')),
         `**${row.roundTrips.toFixed(1)}**`,
-        `${row.perRound.p25.toFixed(1)}–${row.perRound.p75.toFixed(1)}`,
+        `${row.interval.p10.toFixed(1)}–${row.interval.p90.toFixed(1)}`,
         String(DESIGN_ROUND_TRIPS[row.consumer]),
         `${figure(row.interceptMs)} ms`,
       ]),

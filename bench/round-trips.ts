@@ -45,8 +45,11 @@ export interface RoundTrips {
   roundTrips: number;
   /** Where that line meets no added latency: what the batch's work costs this machine, in ms. */
   interceptMs: number;
-  /** The same slope fitted to each round's batches alone: p25, median and p75 over the rounds. */
-  perRound: { p25: number; median: number; p75: number };
+  /**
+   * How far that slope moves with the rounds drawn: p10 and p90 of the slope over resamples of the
+   * timed rounds (a bootstrap), so that a verdict can tell the noise of this run from a miss.
+   */
+  interval: { p10: number; p90: number };
 }
 
 /**
@@ -107,21 +110,46 @@ function roundTripsOf(
     latenciesMs,
     points.map((point) => point.latency.median),
   );
-  const rounds = samples[0]?.length ?? 0;
-  const slopes = Array.from(
-    { length: rounds },
-    (_, round) =>
-      leastSquares(
-        latenciesMs,
-        samples.map((batches) => batches[round] ?? Number.NaN),
-      ).slope,
-  ).sort((a, b) => a - b);
   return {
     consumer,
     points,
     roundTrips: line.slope,
     interceptMs: line.intercept,
-    perRound: { p25: percentile(slopes, 25), median: percentile(slopes, 50), p75: percentile(slopes, 75) },
+    interval: slopeInterval(latenciesMs, samples),
+  };
+}
+
+const RESAMPLES = 500;
+
+/**
+ * The slope of the medians over `RESAMPLES` draws of the timed rounds with replacement, one draw for
+ * every point so that a round's batches stay together: p10 and p90. Seeded: the same samples give
+ * the same interval.
+ */
+function slopeInterval(
+  latenciesMs: readonly number[],
+  samples: readonly (readonly number[])[],
+): { p10: number; p90: number } {
+  const random = seededRandom(28);
+  const rounds = samples[0]?.length ?? 0;
+  const slopes: number[] = [];
+  for (let resample = 0; resample < RESAMPLES; resample++) {
+    const drawn = Array.from({ length: rounds }, () => Math.floor(random() * rounds));
+    const medians = samples.map((batches) => spreadOf(drawn.map((round) => batches[round] as number)).median);
+    slopes.push(leastSquares(latenciesMs, medians).slope);
+  }
+  slopes.sort((a, b) => a - b);
+  return { p10: percentile(slopes, 10), p90: percentile(slopes, 90) };
+}
+
+/** Mulberry32: a small seeded generator of uniform numbers in [0, 1). */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), state | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
   };
 }
 

@@ -110,8 +110,7 @@ function roundTripTargets(rows: readonly RoundTrips[]): TargetVerdict[] {
   const slopeText = (consumer: NotificationConsumer) => {
     const measured = row(consumer);
     return measured
-      ? `${measured.roundTrips.toFixed(1)} (per round p25–p75 ${measured.perRound.p25.toFixed(1)}–` +
-          `${measured.perRound.p75.toFixed(1)})`
+      ? `${measured.roundTrips.toFixed(1)} (${measured.interval.p10.toFixed(1)}–${measured.interval.p90.toFixed(1)})`
       : 'not measured';
   };
   const latencies = rows[0]?.points.map((point) => point.latencyMs).join(', ') ?? '';

@@ -96,8 +96,8 @@ describe('the benchmarks, in miniature', () => {
       ['leaseAtMostOnce', [1, 2, 3]],
       ['powertools', [1, 2, 3]],
     ]);
-    for (const { roundTrips: slope, interceptMs, perRound } of roundTrips) {
-      expect([slope, interceptMs, perRound.p25, perRound.p75].every(Number.isFinite)).toBe(true);
+    for (const { roundTrips: slope, interceptMs, interval } of roundTrips) {
+      expect([slope, interceptMs, interval.p10, interval.p90].every(Number.isFinite)).toBe(true);
     }
     expect(
       publisher.map(({ sender, sqsCalls, dynamodbRequests }) => [sender, sqsCalls, dynamodbRequests]),
