@@ -18,7 +18,7 @@ import {
   type IdempotencySubject,
   type RequestsPerMessage,
 } from './requests-per-message.js';
-import { DESIGN_ROUND_TRIPS, type RoundTrips } from './round-trips.js';
+import { DESIGN_ROUND_TRIPS, type RoundTrips, SLOPE_RESAMPLES } from './round-trips.js';
 import type { BenchSettings } from './settings.js';
 import type { ImportTimes, StartUp } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
@@ -298,7 +298,10 @@ function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings):
       `(the leases together, the completions overlapped), n + 1 = ${DESIGN_ROUND_TRIPS.leaseAtMostOnce} ` +
       `at-most-once (the leases, then a completion that starts the next record), ${DESIGN_ROUND_TRIPS.powertools} ` +
       "for Powertools (a lease and a completion per record). The slope's spread: p10–p90 of the same slope " +
-      'over 500 resamples of the timed rounds (a bootstrap, a round drawn whole).',
+      `over ${SLOPE_RESAMPLES} resamples of the timed rounds (a bootstrap, a round drawn whole). The count ` +
+      'holds while the CPUs have room: a wait that other work of the batch fills anyway adds nothing, so on a ' +
+      "saturated machine the slope undercounts. Powertools', whose round trips all run in a row, shows whether " +
+      'this run passed the added latency through.',
     '',
     table(
       [

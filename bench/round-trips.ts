@@ -119,10 +119,11 @@ function roundTripsOf(
   };
 }
 
-const RESAMPLES = 500;
+/** Draws of the timed rounds for the slope's spread. */
+export const SLOPE_RESAMPLES = 500;
 
 /**
- * The slope of the medians over `RESAMPLES` draws of the timed rounds with replacement, one draw for
+ * The slope of the medians over `SLOPE_RESAMPLES` draws of the timed rounds with replacement, one draw for
  * every point so that a round's batches stay together: p10 and p90. Seeded: the same samples give
  * the same interval.
  */
@@ -133,7 +134,7 @@ function slopeInterval(
   const random = seededRandom(28);
   const rounds = samples[0]?.length ?? 0;
   const slopes: number[] = [];
-  for (let resample = 0; resample < RESAMPLES; resample++) {
+  for (let resample = 0; resample < SLOPE_RESAMPLES; resample++) {
     const drawn = Array.from({ length: rounds }, () => Math.floor(random() * rounds));
     const medians = samples.map((batches) => spreadOf(drawn.map((round) => batches[round] as number)).median);
     slopes.push(leastSquares(latenciesMs, medians).slope);
@@ -157,10 +158,7 @@ function seededRandom(seed: number): () => number {
  * The line through (x, y) of least squares. Over every point rather than the two outer ones:
  * the middle points' time is then not spent for nothing, and one noisy point weighs less.
  */
-export function leastSquares(
-  xs: readonly number[],
-  ys: readonly number[],
-): { slope: number; intercept: number } {
+function leastSquares(xs: readonly number[], ys: readonly number[]): { slope: number; intercept: number } {
   const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   const [meanX, meanY] = [mean(xs), mean(ys)];
   let covariance = 0;
