@@ -298,10 +298,11 @@ function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings):
       `(the leases together, the completions overlapped), n + 1 = ${DESIGN_ROUND_TRIPS.leaseAtMostOnce} ` +
       `at-most-once (the leases, then a completion that starts the next record), ${DESIGN_ROUND_TRIPS.powertools} ` +
       "for Powertools (a lease and a completion per record). The slope's spread: p10–p90 of the same slope " +
-      `over ${SLOPE_RESAMPLES} resamples of the timed rounds (a bootstrap, a round drawn whole). The count ` +
-      'holds while the CPUs have room: a wait that other work of the batch fills anyway adds nothing, so on a ' +
-      "saturated machine the slope undercounts. Powertools', whose round trips all run in a row, shows whether " +
-      'this run passed the added latency through.',
+      `over ${SLOPE_RESAMPLES} resamples of the timed rounds (a bootstrap, a round drawn whole). The slope ` +
+      'counts a wait only where nothing else of the batch runs meanwhile: where the batch has CPU work beside ' +
+      'its waits (at-least-once overlaps its completions with the next records) or the CPUs are saturated, it ' +
+      "counts fewer than the round trips on the batch's path. Powertools', whose round trips all run in a row, shows " +
+      'whether this run passed the added latency through.',
     '',
     table(
       [

@@ -110,7 +110,7 @@ function roundTripTargets(rows: readonly RoundTrips[]): TargetVerdict[] {
   const slopeText = (consumer: NotificationConsumer) => {
     const measured = row(consumer);
     return measured
-      ? `${measured.roundTrips.toFixed(1)} (${measured.interval.p10.toFixed(1)}–${measured.interval.p90.toFixed(1)})`
+      ? `${measured.roundTrips.toFixed(1)} (p10–p90 ${measured.interval.p10.toFixed(1)}–${measured.interval.p90.toFixed(1)})`
       : 'not measured';
   };
   const latencies = rows[0]?.points.map((point) => point.latencyMs).join(', ') ?? '';
@@ -120,14 +120,25 @@ function roundTripTargets(rows: readonly RoundTrips[]): TargetVerdict[] {
     const limit = count * (1 + ROUND_TRIP_TOLERANCE);
     const measured = row(consumer)?.roundTrips ?? Number.NaN;
     const met = measured <= limit;
+    // Fewer than the count: waits that the batch's CPU work fills anyway add nothing (see 2).
+    const hidden =
+      measured < count * (1 - ROUND_TRIP_TOLERANCE)
+        ? `; under the count: the batch's own work on this machine (${(row(consumer)?.interceptMs ?? Number.NaN).toFixed(0)} ms ` +
+          'where the line meets no added latency) hides part of its waits'
+        : '';
     return {
       target:
         `Lease mode ${mode}, 1 group of ${BATCH_SIZE} records, an effect without DynamoDB requests: at most ` +
         `${limit.toFixed(1)} sequential round trips (the design's ${count}, within ${ROUND_TRIP_TOLERANCE * 100} %), ` +
         `the slope of its latency over ${latencies} ms added per request`,
-      measured: `${slopeText(consumer)}; ${powertools} (see 2)`,
+      measured: `${slopeText(consumer)}${hidden}; ${powertools} (see 2)`,
       met,
-      shortfall: met ? undefined : `${(measured - limit).toFixed(1)} round trips over`,
+      shortfall: met
+        ? undefined
+        : `${(measured - limit).toFixed(1)} round trips over` +
+          ((row(consumer)?.interval.p10 ?? Number.NaN) <= limit
+            ? ", within this run's noise (its p10 is not)"
+            : ''),
     };
   };
   return [verdict('leaseAtLeastOnce', 'at-least-once'), verdict('leaseAtMostOnce', 'at-most-once')];
