@@ -137,7 +137,7 @@ function roundTripTargets(rows: readonly RoundTrips[]): TargetVerdict[] {
         ? undefined
         : `${(measured - limit).toFixed(1)} round trips over` +
           ((row(consumer)?.interval.p10 ?? Number.NaN) <= limit
-            ? ", within this run's noise (its p10 is not)"
+            ? ": within this run's noise, its p10 is under the limit"
             : ''),
     };
   };
