@@ -36,15 +36,16 @@ export interface RoundTripOptions {
 
 export interface RoundTrips {
   consumer: NotificationConsumer;
-  /** The batch's latency at each added latency, in ms. */
-  points: { latencyMs: number; latency: Spread }[];
   /**
-   * The least-squares slope of the points' medians over the added latency: how many ms the batch
-   * grows per ms a round trip takes, that is its sequential round trips.
+   * At each added latency: the batch's latency, and the round trip as measured (the median DynamoDB
+   * request of every consumer at that point, from the added wait to the answer), in ms.
+   */
+  points: { latencyMs: number; roundTripMs: number; latency: Spread }[];
+  /**
+   * The least-squares slope of the points' medians over the measured round trip: how many ms the
+   * batch grows per ms a round trip takes, that is its sequential round trips.
    */
   roundTrips: number;
-  /** Where that line meets no added latency: what the batch's work costs this machine, in ms. */
-  interceptMs: number;
   /**
    * How far that slope moves with the rounds drawn: p10 and p90 of the slope over resamples of the
    * timed rounds (a bootstrap), so that a verdict can tell the noise of this run from a miss.
@@ -57,6 +58,8 @@ export interface RoundTrips {
  * added to each DynamoDB request. On a shared machine a round trip's CPU (the SDK's client side,
  * DynamoDB Local) adds to each added millisecond, and a ratio of wall times mixes the two; the
  * slope does not: only the round trips on the batch's critical path grow with the added latency.
+ * Its abscissa is the round trip measured, not the latency added: here a request after a longer
+ * wait also takes a little longer to answer (about 1 ms more per 25 ms added).
  * One client per consumer, whose latency is set before each batch; the latencies and the consumers
  * take turns, batch after batch, so that any drift of the machine falls on every point alike.
  */
@@ -72,14 +75,29 @@ export async function measureRoundTrips(
   const samples = new Map(
     consumers.map((consumer) => [consumer, options.latenciesMs.map((): number[] => [])]),
   );
+  const requests = options.latenciesMs.map((): number[] => []);
+  let timing: number[] | undefined;
   await withNotificationConsumers(
     endpoints,
     () => latencyMs,
     rounds * options.latenciesMs.length,
-    async (handlers) => {
+    async (handlers, clients) => {
+      for (const client of Object.values(clients)) {
+        client.middlewareStack.add(
+          (next) => async (args) => {
+            const started = performance.now();
+            const output = await next(args);
+            timing?.push(performance.now() - started);
+            return output;
+          },
+          // High priority: outside the added wait (normal priority), so that the wait is timed too.
+          { step: 'deserialize', name: 'benchRoundTrip', priority: 'high' },
+        );
+      }
       for (let round = 0; round < rounds; round++) {
         for (const point of rotate([...options.latenciesMs.keys()], round)) {
           latencyMs = options.latenciesMs[point] as number;
+          timing = round >= options.warmupBatches ? requests[point] : undefined;
           for (const consumer of rotate(consumers, round)) {
             const elapsed = await timeBatch(handlers[consumer], notificationMessages(BATCH_SIZE, 1));
             if (round >= options.warmupBatches) samples.get(consumer)?.[point]?.push(elapsed);
@@ -88,8 +106,9 @@ export async function measureRoundTrips(
       }
     },
   );
+  const roundTripsMs = requests.map((times) => spreadOf(times).median);
   const rows = consumers.map((consumer) =>
-    roundTripsOf(consumer, options.latenciesMs, samples.get(consumer) ?? []),
+    roundTripsOf(consumer, options.latenciesMs, roundTripsMs, samples.get(consumer) ?? []),
   );
   options.onProgress?.(
     rows.map((row) => `${row.consumer} ${row.roundTrips.toFixed(1)} round trips`).join(', '),
@@ -100,22 +119,23 @@ export async function measureRoundTrips(
 function roundTripsOf(
   consumer: NotificationConsumer,
   latenciesMs: readonly number[],
+  roundTripsMs: readonly number[],
   samples: readonly (readonly number[])[],
 ): RoundTrips {
   const points = latenciesMs.map((latencyMs, point) => ({
     latencyMs,
+    roundTripMs: roundTripsMs[point] as number,
     latency: spreadOf(samples[point] ?? []),
   }));
-  const line = leastSquares(
-    latenciesMs,
+  const roundTrips = leastSquaresSlope(
+    roundTripsMs,
     points.map((point) => point.latency.median),
   );
   return {
     consumer,
     points,
-    roundTrips: line.slope,
-    interceptMs: line.intercept,
-    interval: slopeInterval(latenciesMs, samples),
+    roundTrips,
+    interval: slopeInterval(roundTripsMs, samples),
   };
 }
 
@@ -128,7 +148,7 @@ export const SLOPE_RESAMPLES = 500;
  * the same interval.
  */
 function slopeInterval(
-  latenciesMs: readonly number[],
+  roundTripsMs: readonly number[],
   samples: readonly (readonly number[])[],
 ): { p10: number; p90: number } {
   const random = seededRandom(28);
@@ -137,7 +157,7 @@ function slopeInterval(
   for (let resample = 0; resample < SLOPE_RESAMPLES; resample++) {
     const drawn = Array.from({ length: rounds }, () => Math.floor(random() * rounds));
     const medians = samples.map((batches) => spreadOf(drawn.map((round) => batches[round] as number)).median);
-    slopes.push(leastSquares(latenciesMs, medians).slope);
+    slopes.push(leastSquaresSlope(roundTripsMs, medians));
   }
   slopes.sort((a, b) => a - b);
   return { p10: percentile(slopes, 10), p90: percentile(slopes, 90) };
@@ -155,10 +175,10 @@ function seededRandom(seed: number): () => number {
 }
 
 /**
- * The line through (x, y) of least squares. Over every point rather than the two outer ones:
- * the middle points' time is then not spent for nothing, and one noisy point weighs less.
+ * The slope of the line through (x, y) of least squares. Over every point rather than the two outer
+ * ones: the middle points' time is then not spent for nothing, and one noisy point weighs less.
  */
-function leastSquares(xs: readonly number[], ys: readonly number[]): { slope: number; intercept: number } {
+function leastSquaresSlope(xs: readonly number[], ys: readonly number[]): number {
   const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   const [meanX, meanY] = [mean(xs), mean(ys)];
   let covariance = 0;
@@ -167,6 +187,5 @@ function leastSquares(xs: readonly number[], ys: readonly number[]): { slope: nu
     covariance += (x - meanX) * ((ys[index] as number) - meanY);
     variance += (x - meanX) ** 2;
   });
-  const slope = covariance / variance;
-  return { slope, intercept: meanY - slope * meanX };
+  return covariance / variance;
 }

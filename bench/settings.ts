@@ -29,7 +29,7 @@ export const FULL: BenchSettings = {
   mode: 'full',
   latencyMs: LATENCY_MS,
   batchLatency: { groupCounts: GROUP_COUNTS, batches: 100, warmupBatches: 20 },
-  // About 1.3 s a round (the 10 ms point the most): 91 s on 2 CPUs shared with other work.
+  // About 1 s a round (the 10 ms point the most): 70 s on 2 idle CPUs, 90 s shared with other work.
   roundTrips: { latenciesMs: ROUND_TRIP_LATENCIES_MS, batches: 60, warmupBatches: 10 },
   publisher: { messages: 1_000, groups: 10, rounds: 3 },
   // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.

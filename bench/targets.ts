@@ -123,14 +123,13 @@ function roundTripTargets(rows: readonly RoundTrips[]): TargetVerdict[] {
     // Fewer than the count: waits that the batch's CPU work fills anyway add nothing (see 2).
     const hidden =
       measured < count * (1 - ROUND_TRIP_TOLERANCE)
-        ? `; under the count: the batch's own work on this machine (${(row(consumer)?.interceptMs ?? Number.NaN).toFixed(0)} ms ` +
-          'where the line meets no added latency) hides part of its waits'
+        ? "; under the count: the batch's own work on this machine hides part of its waits"
         : '';
     return {
       target:
         `Lease mode ${mode}, 1 group of ${BATCH_SIZE} records, an effect without DynamoDB requests: at most ` +
         `${limit.toFixed(1)} sequential round trips (the design's ${count}, within ${ROUND_TRIP_TOLERANCE * 100} %), ` +
-        `the slope of its latency over ${latencies} ms added per request`,
+        `the slope of its latency over the round trip, measured at ${latencies} ms added per request`,
       measured: `${slopeText(consumer)}${hidden}; ${powertools} (see 2)`,
       met,
       shortfall: met

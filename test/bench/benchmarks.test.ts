@@ -96,8 +96,12 @@ describe('the benchmarks, in miniature', () => {
       ['leaseAtMostOnce', [1, 2, 3]],
       ['powertools', [1, 2, 3]],
     ]);
-    for (const { roundTrips: slope, interceptMs, interval } of roundTrips) {
-      expect([slope, interceptMs, interval.p10, interval.p90].every(Number.isFinite)).toBe(true);
+    for (const { roundTrips: slope, interval, points } of roundTrips) {
+      expect(
+        [slope, interval.p10, interval.p90, ...points.map(({ roundTripMs }) => roundTripMs)].every(
+          Number.isFinite,
+        ),
+      ).toBe(true);
     }
     expect(
       publisher.map(({ sender, sqsCalls, dynamodbRequests }) => [sender, sqsCalls, dynamodbRequests]),
