@@ -104,9 +104,29 @@ export async function measureNotificationLatency(
   endpoints: BenchEndpoints,
   options: BatchLatencyOptions,
 ): Promise<NotificationLatency[]> {
+  const batches = options.groupCounts.length * (options.warmupBatches + options.batches);
+  return withNotificationConsumers(endpoints, options.latencyMs, batches, (handlers, clients) =>
+    timeConsumers(handlers, clients, notificationMessages, options),
+  );
+}
+
+/**
+ * Runs `use` with (2)'s second workload's consumers, each on its own DynamoDB client whose requests
+ * are held `latencyMs` (a number, or read at each request), then checks that the gateway got one
+ * notification per record of the `batches` each consumer was given.
+ */
+export async function withNotificationConsumers<T>(
+  endpoints: BenchEndpoints,
+  latencyMs: number | (() => number),
+  batches: number,
+  use: (
+    handlers: Record<NotificationConsumer, BatchHandler>,
+    clients: Record<NotificationConsumer, DynamoDBClient>,
+  ) => Promise<T>,
+): Promise<T> {
   const sqs = sqsClient(endpoints);
   const consumers = Object.keys(NOTIFICATION_CONSUMERS) as NotificationConsumer[];
-  const clients = clientsFor(endpoints, consumers, options.latencyMs);
+  const clients = clientsFor(endpoints, consumers, latencyMs);
   const [dlq, gateway] = await Promise.all([createFifoQueue(sqs, {}), startNotificationGateway()]);
   try {
     const settingsOf = async (client: DynamoDBClient) => ({
@@ -131,13 +151,11 @@ export async function measureNotificationLatency(
         createPowertoolsConsumerHandler({ ...settings, dynamodb: clients.powertools, ...silentTelemetry() }),
       ),
     ]);
-    const handlers = { leaseAtLeastOnce, leaseAtMostOnce, powertools };
-    const rows = await timeConsumers(handlers, clients, notificationMessages, options);
-    const batches = options.groupCounts.length * (options.warmupBatches + options.batches);
+    const result = await use({ leaseAtLeastOnce, leaseAtMostOnce, powertools }, clients);
     if (gateway.posts() !== consumers.length * batches * BATCH_SIZE) {
       throw new Error(`the gateway got ${gateway.posts()} notifications, not one per record`);
     }
-    return rows;
+    return result;
   } finally {
     await Promise.all([deleteQueues(sqs, [dlq]), gateway.stop()]);
     sqs.destroy();
@@ -149,7 +167,7 @@ export async function measureNotificationLatency(
 function clientsFor<C extends string>(
   endpoints: BenchEndpoints,
   consumers: readonly C[],
-  latencyMs: number,
+  latencyMs: number | (() => number),
 ): Record<C, DynamoDBClient> {
   return Object.fromEntries(
     consumers.map((consumer) => [consumer, dynamoDbClient(endpoints, latencyMs)]),
@@ -268,7 +286,7 @@ async function buildConsumers(
   };
 }
 
-async function timeBatch(handler: BatchHandler, messages: readonly PublishMessage[]): Promise<number> {
+export async function timeBatch(handler: BatchHandler, messages: readonly PublishMessage[]): Promise<number> {
   return timeEvent(handler, fifoEvent(messages, QUEUE_ARN));
 }
 

@@ -16,13 +16,16 @@ type SdkClient = { middlewareStack: MiddlewareStack<any, any> };
 /**
  * Holds every request (each attempt) a client sends for `ms` before it leaves. The emulators answer
  * on loopback within a millisecond or two; an AWS round trip takes several, and that is what
- * decides how long a batch takes when its requests run one after another.
+ * decides how long a batch takes when its requests run one after another. A function is read at
+ * each request, so that one client can be measured at several latencies (2, the latency slope).
  */
-export function addLatency<C extends SdkClient>(client: C, ms: number): C {
-  if (ms > 0) {
+export function addLatency<C extends SdkClient>(client: C, ms: number | (() => number)): C {
+  const delay = typeof ms === 'number' ? () => ms : ms;
+  if (typeof ms !== 'number' || ms > 0) {
     client.middlewareStack.add(
       (next) => async (args) => {
-        await sleep(ms);
+        const held = delay();
+        if (held > 0) await sleep(held);
         return next(args);
       },
       { step: 'deserialize', name: 'benchLatency' },
@@ -31,7 +34,10 @@ export function addLatency<C extends SdkClient>(client: C, ms: number): C {
   return client;
 }
 
-export function dynamoDbClient(endpoints: BenchEndpoints, latencyMs = 0): DynamoDBClient {
+export function dynamoDbClient(
+  endpoints: BenchEndpoints,
+  latencyMs: number | (() => number) = 0,
+): DynamoDBClient {
   return addLatency(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)), latencyMs);
 }
 

@@ -19,6 +19,7 @@ import {
   type IdempotencySubject,
   type RequestsPerMessage,
 } from './requests-per-message.js';
+import { DESIGN_ROUND_TRIPS, type RoundTrips, SLOPE_RESAMPLES } from './round-trips.js';
 import type { BenchSettings } from './settings.js';
 import { type ImportTimes, OWN_LAYERS, type StartUp, type StartUpResults } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
@@ -45,6 +46,8 @@ export interface BenchResults {
   notificationLatency?: NotificationLatency[];
   /** The same at 1 group with no latency added, when it was measured. */
   notificationNoLatency?: NotificationLatency[];
+  /** Its sequential round trips at 1 group, from the latency slope, when they were measured. */
+  roundTrips?: RoundTrips[];
   publisher: PublisherCost[];
   /** (4): as deployed (the AWS SDK inside), and without the SDK. */
   bundles: BundleSize[];
@@ -81,6 +84,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
           ),
         ]
       : []),
+    ...(results.roundTrips ? [roundTripSection(results.roundTrips, results.settings)] : []),
     publisherSection(results.publisher, results.settings),
     bundleSection(results.bundles, results.bundlesWithoutSdk),
     throughputSection(results.throughput, results.settings, results.ownCpu),
@@ -278,6 +282,52 @@ function notificationLatencySection(
           '',
         ]
       : []),
+  ].join('\n');
+}
+
+/** The slope of (2): each consumer's median at every added latency, and the round trips the line counts. */
+function roundTripSection(rows: readonly RoundTrips[], settings: BenchSettings): string {
+  const latencies = rows[0]?.points.map((point) => point.latencyMs) ?? [];
+  const { batches, warmupBatches } = settings.roundTrips;
+  return [
+    '#### Sequential round trips, from the latency slope',
+    '',
+    `The same 1-group batch with ${latencies.join(', ')} ms added to every DynamoDB request, the latencies ` +
+      `and the consumers taking turns batch after batch (${batches} timed rounds after ${warmupBatches} ` +
+      "untimed ones). Each millisecond a round trip takes adds a millisecond per round trip on the batch's " +
+      'critical path, whatever its CPU costs this machine, so the slope of the median over the round trip ' +
+      'counts those round trips. The round trip is measured: the median DynamoDB request at that point, from ' +
+      'the added wait to the answer (on an idle machine a request after a longer wait takes a little longer ' +
+      'too). Least squares over every point: the middle one weighs too, and one noisy median less than in a ' +
+      "difference of the two outer ones. The design's count (docs/design.md §4 and §4.1): 2 at-least-once " +
+      `(the leases together, the completions overlapped), n + 1 = ${DESIGN_ROUND_TRIPS.leaseAtMostOnce} ` +
+      `at-most-once (the leases, then a completion that starts the next record), ${DESIGN_ROUND_TRIPS.powertools} ` +
+      "for Powertools (a lease and a completion per record). The slope's spread: p10–p90 of the same slope " +
+      `over ${SLOPE_RESAMPLES} resamples of the timed rounds (a bootstrap, a round drawn whole). The slope ` +
+      'counts a wait only where nothing else of the batch runs meanwhile: where the batch has CPU work beside ' +
+      'its waits (at-least-once overlaps its completions with the next records) or the CPUs are saturated, it ' +
+      "counts fewer than the round trips on the batch's path. Powertools', whose round trips all run in a row, shows " +
+      'whether this run passed the added latency through.',
+    '',
+    table(
+      [
+        'consumer',
+        ...(rows[0]?.points ?? []).map(
+          (point) => `+${point.latencyMs} ms (a round trip: ${figure(point.roundTripMs)} ms)`,
+        ),
+        'round trips (slope)',
+        'p10–p90 over resampled rounds',
+        "design's count",
+      ],
+      rows.map((row) => [
+        NOTIFICATION_CONSUMERS[row.consumer],
+        ...row.points.map((point) => spreadText(point.latency, 'ms')),
+        `**${row.roundTrips.toFixed(1)}**`,
+        `${row.interval.p10.toFixed(1)}–${row.interval.p90.toFixed(1)}`,
+        String(DESIGN_ROUND_TRIPS[row.consumer]),
+      ]),
+    ),
+    '',
   ].join('\n');
 }
 

@@ -34,6 +34,7 @@ import { measureOwnCpu } from './own-cpu.js';
 import { measurePublisher } from './publisher-calls.js';
 import { type BenchResults, resultsMarkdown } from './report.js';
 import { measureRequestsPerMessage } from './requests-per-message.js';
+import { measureRoundTrips } from './round-trips.js';
 import { FULL, QUICK } from './settings.js';
 import { measureStartUp } from './start-up.js';
 import { judgeTargets } from './targets.js';
@@ -87,6 +88,9 @@ try {
   const notificationNoLatency = await step('2c. The same, 1 group, no latency added', () =>
     measureNotificationLatency(endpoints, { ...settings.batchLatency, groupCounts: [1], latencyMs: 0 }),
   );
+  const roundTrips = await step('2d. Sequential round trips of the same batch: the latency slope', () =>
+    measureRoundTrips(endpoints, { ...settings.roundTrips, onProgress: progress }),
+  );
   const publisher = await step('3. Publisher', () =>
     measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
   );
@@ -130,6 +134,7 @@ try {
     latency,
     notificationLatency,
     notificationNoLatency,
+    roundTrips,
     publisher,
     bundles,
     bundlesWithoutSdk,

@@ -4,6 +4,8 @@ export interface BenchSettings {
   /** Added to every DynamoDB request in (2), and to every request in (3)'s second measurement. */
   latencyMs: number;
   batchLatency: { groupCounts: number[]; batches: number; warmupBatches: number };
+  /** (2): the 1-group batch's sequential round trips, from its latency at each of `latenciesMs`. */
+  roundTrips: { latenciesMs: number[]; batches: number; warmupBatches: number };
   publisher: { messages: number; groups: number; rounds: number };
   throughput: {
     messages: number;
@@ -25,11 +27,15 @@ export interface BenchSettings {
 
 const GROUP_COUNTS = [1, 2, 5, 10];
 const LATENCY_MS = 5;
+/** (2)'s slope: points around an AWS round trip within a region, far enough apart for a steady slope. */
+const ROUND_TRIP_LATENCIES_MS = [2, 5, 10];
 
 export const FULL: BenchSettings = {
   mode: 'full',
   latencyMs: LATENCY_MS,
   batchLatency: { groupCounts: GROUP_COUNTS, batches: 100, warmupBatches: 20 },
+  // About 1 s a round (the 10 ms point the most): 70 s on 2 idle CPUs, 90 s shared with other work.
+  roundTrips: { latenciesMs: ROUND_TRIP_LATENCIES_MS, batches: 60, warmupBatches: 10 },
   publisher: { messages: 1_000, groups: 10, rounds: 3 },
   // maxConcurrency 10 is the stack's default for the consumer's event source, as the sandbox runs it.
   throughput: { messages: 600, rounds: 5, groups: 50, maxConcurrency: 10, warmupMessages: 200 },
@@ -45,6 +51,7 @@ export const QUICK: BenchSettings = {
   mode: 'quick',
   latencyMs: LATENCY_MS,
   batchLatency: { groupCounts: GROUP_COUNTS, batches: 5, warmupBatches: 3 },
+  roundTrips: { latenciesMs: ROUND_TRIP_LATENCIES_MS, batches: 3, warmupBatches: 1 },
   publisher: { messages: 200, groups: 10, rounds: 1 },
   // Enough messages that the consumer's CPU, read in 10 ms clock ticks, comes to 0.05 ms per message.
   throughput: { messages: 200, rounds: 2, groups: 50, maxConcurrency: 2, warmupMessages: 30 },

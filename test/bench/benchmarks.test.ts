@@ -10,6 +10,7 @@ import { measureOwnCpu, PROFILED_MODES } from '../../bench/own-cpu.js';
 import { measurePublisher } from '../../bench/publisher-calls.js';
 import { resultsMarkdown } from '../../bench/report.js';
 import { measureRequestsPerMessage } from '../../bench/requests-per-message.js';
+import { measureRoundTrips } from '../../bench/round-trips.js';
 import { QUICK } from '../../bench/settings.js';
 import { measureStartUp } from '../../bench/start-up.js';
 import { judgeTargets } from '../../bench/targets.js';
@@ -31,6 +32,11 @@ describe('the benchmarks, in miniature', () => {
       batches: 1,
       warmupBatches: 0,
       latencyMs: 0,
+    });
+    const roundTrips = await measureRoundTrips(endpoints, {
+      latenciesMs: [1, 2, 3],
+      batches: 2,
+      warmupBatches: 0,
     });
     const publisher = await measurePublisher(endpoints, { messages: 25, groups: 3, rounds: 1, latencyMs: 1 });
     const built = await buildBundles(process.cwd());
@@ -105,6 +111,21 @@ describe('the benchmarks, in miniature', () => {
       ['powertools', 10, 3],
     ]);
     expect(latency.every(({ latency: { median } }) => median > 0)).toBe(true);
+    // The latency slope's figures are there; their values are the benchmark's to judge.
+    expect(
+      roundTrips.map(({ consumer, points }) => [consumer, points.map(({ latencyMs }) => latencyMs)]),
+    ).toEqual([
+      ['leaseAtLeastOnce', [1, 2, 3]],
+      ['leaseAtMostOnce', [1, 2, 3]],
+      ['powertools', [1, 2, 3]],
+    ]);
+    for (const { roundTrips: slope, interval, points } of roundTrips) {
+      expect(
+        [slope, interval.p10, interval.p90, ...points.map(({ roundTripMs }) => roundTripMs)].every(
+          Number.isFinite,
+        ),
+      ).toBe(true);
+    }
     expect(
       publisher.map(({ sender, sqsCalls, dynamodbRequests }) => [sender, sqsCalls, dynamodbRequests]),
     ).toEqual([
@@ -206,6 +227,7 @@ describe('the benchmarks, in miniature', () => {
     const targets = judgeTargets({
       requests,
       latency,
+      roundTrips,
       publisher,
       bundles,
       bundlesWithoutSdk,
@@ -218,6 +240,9 @@ describe('the benchmarks, in miniature', () => {
       // Requests per first delivery and per duplicate: exact counts.
       true,
       true,
+      expect.any(Boolean),
+      // The sequential round trips at-least-once and at-most-once.
+      expect.any(Boolean),
       expect.any(Boolean),
       false,
       // The bundles without the SDK; then Oncely's own start-up, its telemetry's cost (reported), the
@@ -241,6 +266,7 @@ describe('the benchmarks, in miniature', () => {
       loadAverageAtEnd: 0,
       requests,
       latency,
+      roundTrips,
       publisher,
       bundles,
       bundlesWithoutSdk,
@@ -251,6 +277,7 @@ describe('the benchmarks, in miniature', () => {
       targets,
     };
     const markdown = resultsMarkdown(results, 'chart.svg');
+    expect(markdown).toContain('#### Sequential round trips, from the latency slope');
     expect(markdown).toContain("## 5. Throughput: the consumer's CPU per message");
     expect(markdown).toContain("## 5b. Oncely's own CPU per message: each mode profiled");
     expect(markdown).toContain('## 6. Module start-up');
