@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
-import { createEnvelope } from '../../lambdas/common/envelope.js';
 import type { StandardSchemaV1 } from '../../lambdas/common/standard-schema.js';
 import {
   DLQ_ATTRIBUTES,
@@ -16,6 +14,7 @@ import {
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { eventRecord } from '../support/sqs.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // `payload` takes any Standard Schema, not only zod's classic schemas: zod/mini's, or one whose
@@ -54,31 +53,8 @@ function consume(operations: FifoBatchOptions['operations'], payloads: unknown[]
     logger: silentLogger(),
     metrics: metricsRecorder(),
   };
-  const event: SQSEvent = { Records: payloads.map((payload) => record('Credit', payload)) };
+  const event: SQSEvent = { Records: payloads.map((payload) => eventRecord('Credit', payload)) };
   return { dlq, response: processFifoBatch(event, lambdaContext(), options) };
-}
-
-function record(type: string, payload: unknown): SQSRecord {
-  const envelope = createEnvelope({ type, groupId: 'g', key: randomUUID(), payload });
-  const messageId = randomUUID();
-  return {
-    messageId,
-    receiptHandle: messageId,
-    body: JSON.stringify(envelope),
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: String(Date.now()),
-      SenderId: 'test',
-      ApproximateFirstReceiveTimestamp: String(Date.now()),
-      MessageGroupId: envelope.groupId,
-      MessageDeduplicationId: envelope.key,
-    },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:q.fifo',
-    awsRegion: 'eu-west-1',
-  };
 }
 
 /** A Standard Schema of another library's making, whose validation answers asynchronously. */

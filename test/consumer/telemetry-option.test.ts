@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { createEnvelope } from '../../lambdas/common/envelope.js';
 import {
   CONSUMER_METRICS,
   type FifoBatchOptions,
@@ -19,6 +18,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { eventRecord } from '../support/sqs.js';
 
 // `telemetry: 'off'`: the consumer makes no Powertools Logger or Metrics, and loads no Powertools
 // module at all; by default it makes them for what its options leave unset, as before.
@@ -48,30 +48,9 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function record(type: string, name: string): SQSRecord {
-  const envelope = createEnvelope({ type, groupId: 'g', key: randomUUID(), payload: { name } });
-  const messageId = randomUUID();
-  return {
-    messageId,
-    receiptHandle: messageId,
-    body: JSON.stringify(envelope),
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: String(Date.now()),
-      SenderId: 'test',
-      ApproximateFirstReceiveTimestamp: String(Date.now()),
-      MessageGroupId: envelope.groupId,
-      MessageDeduplicationId: envelope.key,
-    },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:q.fifo',
-    awsRegion: 'eu-west-1',
-  };
-}
-
 /** A batch of one record to run and one of a type without an operation, which goes to the DLQ. */
+const record = (type: string, name: string) => eventRecord(type, { name });
+
 function batch(): SQSEvent {
   return { Records: [record('Named', 'A1'), record('NoSuchType', 'B1')] };
 }

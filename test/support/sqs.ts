@@ -9,6 +9,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import {
   createEnvelope,
@@ -194,4 +195,28 @@ export function named(
   type = 'Named',
 ): { type: string; groupId: string; key: string; payload: { name: string } } {
   return { type, groupId, key: `${name}-${randomUUID().slice(0, 8)}`, payload: { name } };
+}
+
+/** The record Lambda's SQS event source hands a consumer for a new message of `type` carrying `payload`, group `g`. */
+export function eventRecord(type: string, payload: unknown): SQSRecord {
+  const envelope = createEnvelope({ type, groupId: 'g', key: randomUUID(), payload });
+  const messageId = randomUUID();
+  return {
+    messageId,
+    receiptHandle: messageId,
+    body: JSON.stringify(envelope),
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+      MessageGroupId: envelope.groupId,
+      MessageDeduplicationId: envelope.key,
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:q.fifo',
+    awsRegion: 'eu-west-1',
+  };
 }
