@@ -1,5 +1,4 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
@@ -14,7 +13,7 @@ import {
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { eventRecord } from '../support/sqs.js';
+import { deadLetters, eventRecord } from '../support/sqs.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // `payload` takes any Standard Schema, not only zod's classic schemas: zod/mini's, or one whose
@@ -31,18 +30,6 @@ beforeAll(async () => {
 afterAll(() => {
   dynamodb.destroy();
 });
-
-/** A DLQ client that keeps what it is sent. */
-function deadLetters() {
-  const sent: SendMessageCommand['input'][] = [];
-  const client = {
-    send: async (command: SendMessageCommand) => {
-      sent.push(command.input);
-      return {};
-    },
-  } as unknown as SQSClient;
-  return { client, sent };
-}
 
 function consume(operations: FifoBatchOptions['operations'], payloads: unknown[]) {
   const dlq = deadLetters();

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import {
@@ -18,7 +17,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { eventRecord } from '../support/sqs.js';
+import { deadLetters, eventRecord } from '../support/sqs.js';
 
 // `telemetry: 'off'`: the consumer makes no Powertools Logger or Metrics, and loads no Powertools
 // module at all; by default it makes them for what its options leave unset, as before.
@@ -53,18 +52,6 @@ const record = (type: string, name: string) => eventRecord(type, { name });
 
 function batch(): SQSEvent {
   return { Records: [record('Named', 'A1'), record('NoSuchType', 'B1')] };
-}
-
-/** A DLQ client that keeps what it is sent. */
-function deadLetters() {
-  const sent: SendMessageCommand['input'][] = [];
-  const client = {
-    send: async (command: SendMessageCommand) => {
-      sent.push(command.input);
-      return {};
-    },
-  } as unknown as SQSClient;
-  return { client, sent };
 }
 
 /** Options with everything but telemetry given, and an operation that notes what it ran. */

@@ -220,3 +220,15 @@ export function eventRecord(type: string, payload: unknown): SQSRecord {
     awsRegion: 'eu-west-1',
   };
 }
+
+/** A DLQ client that keeps what it is sent. */
+export function deadLetters() {
+  const sent: SendMessageCommand['input'][] = [];
+  const client = {
+    send: async (command: SendMessageCommand) => {
+      sent.push(command.input);
+      return {};
+    },
+  } as unknown as SQSClient;
+  return { client, sent };
+}
