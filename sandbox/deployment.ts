@@ -48,7 +48,10 @@ export interface DeployedMapping {
   functionResponseTypes: string[];
   startingPosition?: string;
   maximumConcurrency?: number;
+  maximumBatchingWindowInSeconds?: number;
   filterPatterns: string[];
+  /** `Enabled: false`: deployed, not polled (State `Disabled`). */
+  enabled: boolean;
   onFailure?: string;
 }
 
@@ -110,8 +113,10 @@ export function describeDeployment(
         eventSourceArn: source.queue.arn,
         batchSize: source.batchSize,
         functionResponseTypes: source.reportBatchItemFailures ? ['ReportBatchItemFailures'] : [],
-        maximumConcurrency: source.maxConcurrency,
-        filterPatterns: [],
+        ...(source.maxConcurrencySet && { maximumConcurrency: source.maxConcurrency }),
+        maximumBatchingWindowInSeconds: source.maximumBatchingWindowInSeconds,
+        filterPatterns: source.filterPatterns,
+        enabled: source.enabled,
       }),
     ),
     ...stack.streamSources.map(
@@ -123,6 +128,7 @@ export function describeDeployment(
         functionResponseTypes: source.reportBatchItemFailures ? ['ReportBatchItemFailures'] : [],
         startingPosition: source.startingPosition,
         filterPatterns: source.filterPatterns,
+        enabled: true,
         ...(source.onFailure && { onFailure: source.onFailure.arn }),
       }),
     ),

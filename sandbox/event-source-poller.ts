@@ -1,8 +1,10 @@
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import type { InvocationResult } from './lambda-context.js';
-import type { LocalEventSource } from './provision.js';
-import { failedMessageIds, toSqsRecord } from './sqs-event.js';
+import { pause } from './pause.js';
+import type { LocalEventSource } from './queue-source.js';
+import { BatchGatherer, deleteMessages } from './sqs-batch-gatherer.js';
+import { failedMessageIds } from './sqs-event.js';
 
 /** What happened to one batch, for progress reports and tests. */
 export interface BatchReport {
@@ -24,47 +26,78 @@ export interface PollerOptions {
 }
 
 /**
- * Runs an SQS event source mapping locally with Lambda's rules: up to `maxConcurrency` pollers,
- * batches of up to `batchSize`, records deleted only after the function succeeded; with
+ * How Lambda scales an SQS mapping's pollers: 5 concurrent batches at first, then up to 300 more a
+ * minute while messages are available, up to `MaximumConcurrency` (1,000 without it); back to 5
+ * when traffic is low (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html).
+ * On a FIFO queue, the message groups in flight bound it too: a group's messages wait for its
+ * batch in flight, so an extra poller finds nothing.
+ */
+export const POLLER_SCALING = { initial: 5, addedPerMinute: 300 } as const;
+/** After a failed receive or delete, before the next try: no hot loop against a failing queue. */
+const RETRY_PAUSE_MS = 500;
+
+/**
+ * Runs an SQS event source mapping locally with Lambda's rules: batches gathered as Lambda gathers
+ * them (see {@link BatchGatherer}: `BatchSize`, the batching window, filters, the 6 MB cap) by
+ * pollers that scale as Lambda's do, records deleted only after the function succeeded; with
  * ReportBatchItemFailures only the reported records stay, and a response naming a record that is
  * not in the batch fails the whole batch. A function error leaves the whole batch to come back
  * after the visibility timeout. FIFO order is the queue's: a group is blocked while in flight.
  */
 export function startEventSourcePoller(options: PollerOptions): { stop: () => Promise<void> } {
-  let running = true;
-  const loops = Array.from({ length: options.source.maxConcurrency }, async () => {
-    while (running) {
+  const { source } = options;
+  const controller = new AbortController();
+  const running = () => !controller.signal.aborted;
+  const gatherer = new BatchGatherer({
+    sqs: options.sqs,
+    source,
+    region: options.region,
+    waitTimeSeconds: options.waitTimeSeconds ?? 1,
+    isRunning: running,
+  });
+  const loops = new Set<Promise<void>>();
+  // Whether a receive found messages since the last scaling step: Lambda adds pollers only then.
+  let busy = false;
+
+  /** One poller; a scaled-up one ends at its first idle receive, as Lambda scales back. */
+  const poll = async (scaledUp: boolean) => {
+    let carried: Message[] = [];
+    while (running()) {
       try {
-        await pollOnce(options);
+        const batch = await gatherer.gather(carried);
+        carried = batch.carried;
+        if (batch.idle && scaledUp) return;
+        if (batch.messages.length === 0) continue;
+        busy = true;
+        await deliver(options, batch.messages, { Records: batch.records });
       } catch (error) {
-        if (running)
-          console.error(`[oncely sandbox] polling ${options.source.queue.name} failed: ${String(error)}`);
+        if (!running()) return;
+        console.error(`[oncely sandbox] polling ${source.queue.name} failed: ${String(error)}`);
+        await pause(RETRY_PAUSE_MS, controller.signal);
       }
     }
-  });
+  };
+  const start = (scaledUp: boolean) => {
+    const loop = poll(scaledUp).finally(() => loops.delete(loop));
+    loops.add(loop);
+  };
+  for (let i = 0; i < Math.min(POLLER_SCALING.initial, source.maxConcurrency); i++) start(false);
+  const scaling = setInterval(() => {
+    if (busy && loops.size < source.maxConcurrency) start(true);
+    busy = false;
+  }, 60_000 / POLLER_SCALING.addedPerMinute);
+
   return {
     stop: async () => {
-      running = false;
-      await Promise.all(loops);
+      clearInterval(scaling);
+      controller.abort();
+      while (loops.size > 0) await Promise.all(loops);
     },
   };
 }
 
-async function pollOnce(options: PollerOptions): Promise<void> {
+async function deliver(options: PollerOptions, messages: Message[], event: SQSEvent): Promise<void> {
   const { sqs, source } = options;
-  const { Messages = [] } = await sqs.send(
-    new ReceiveMessageCommand({
-      QueueUrl: source.queue.url,
-      MaxNumberOfMessages: source.batchSize,
-      WaitTimeSeconds: options.waitTimeSeconds ?? 1,
-      AttributeNames: ['All'],
-      MessageAttributeNames: ['All'],
-    }),
-  );
-  if (Messages.length === 0) return;
-  const event: SQSEvent = {
-    Records: Messages.map((message) => toSqsRecord(message, source.queue.arn, options.region)),
-  };
   const outcome = await options.invoke(event);
   // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
   const failed = !outcome.ok
@@ -72,22 +105,12 @@ async function pollOnce(options: PollerOptions): Promise<void> {
     : source.reportBatchItemFailures
       ? failedMessageIds(outcome.result, event)
       : new Set<string>();
-  const done = failed === 'all' ? [] : Messages.filter((message) => !failed.has(String(message.MessageId)));
-  for (let i = 0; i < done.length; i += 10) {
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: source.queue.url,
-        Entries: done.slice(i, i + 10).map((message, index) => ({
-          Id: String(index),
-          ReceiptHandle: message.ReceiptHandle,
-        })),
-      }),
-    );
-  }
+  const done = failed === 'all' ? [] : messages.filter((message) => !failed.has(String(message.MessageId)));
+  await deleteMessages(sqs, source.queue.url, done);
   options.onBatch?.({
-    received: Messages.length,
+    received: messages.length,
     deleted: done.length,
-    retained: Messages.length - done.length,
+    retained: messages.length - done.length,
     functionError: outcome.ok ? undefined : `${outcome.error.errorType}: ${outcome.error.errorMessage}`,
   });
 }

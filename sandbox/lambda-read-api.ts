@@ -117,6 +117,9 @@ function eventSourceMapping(mapping: DeployedMapping, deployment: Deployment) {
     FunctionArn: mapping.functionArn,
     EventSourceArn: mapping.eventSourceArn,
     BatchSize: mapping.batchSize,
+    ...(mapping.maximumBatchingWindowInSeconds !== undefined && {
+      MaximumBatchingWindowInSeconds: mapping.maximumBatchingWindowInSeconds,
+    }),
     FunctionResponseTypes: mapping.functionResponseTypes,
     ...(mapping.startingPosition && { StartingPosition: mapping.startingPosition }),
     ...(mapping.maximumConcurrency && { ScalingConfig: { MaximumConcurrency: mapping.maximumConcurrency } }),
@@ -124,7 +127,7 @@ function eventSourceMapping(mapping: DeployedMapping, deployment: Deployment) {
       FilterCriteria: { Filters: mapping.filterPatterns.map((Pattern) => ({ Pattern })) },
     }),
     ...(mapping.onFailure && { DestinationConfig: { OnFailure: { Destination: mapping.onFailure } } }),
-    State: 'Enabled',
+    State: mapping.enabled ? 'Enabled' : 'Disabled',
     StateTransitionReason: 'USER_INITIATED',
     LastModified: deployment.createdAt.getTime() / 1000,
   };

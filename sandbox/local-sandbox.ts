@@ -261,7 +261,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return runtime.invoke(event, awsRequestId);
     };
 
-    for (const source of provisioned.eventSources) {
+    // A disabled mapping is deployed (the read API lists it) but not polled, as on AWS.
+    for (const source of provisioned.eventSources.filter((candidate) => candidate.enabled)) {
       const poller = startEventSourcePoller({
         sqs,
         source,

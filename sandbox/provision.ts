@@ -17,6 +17,7 @@ import {
   UnresolvableValueError,
 } from './cloudformation.js';
 import type { LocalQueue, LocalTable } from './local-resources.js';
+import { describeQueueSource, type LocalEventSource } from './queue-source.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
 import { describeStreamSource, type LocalStreamSource } from './stream-source.js';
 
@@ -40,15 +41,7 @@ export interface LocalFunction {
   environment: Record<string, string>;
 }
 
-/** An SQS event source mapping, to be run by a local poller with Lambda's rules. */
-export interface LocalEventSource {
-  logicalId: string;
-  queue: LocalQueue;
-  functionName: string;
-  batchSize: number;
-  reportBatchItemFailures: boolean;
-  maxConcurrency: number;
-}
+export type { LocalEventSource } from './queue-source.js';
 
 /**
  * A resource of the template with no local effect — or an output without a local value (type
@@ -161,7 +154,14 @@ export async function provisionTemplate(
   const eventSources: LocalEventSource[] = [];
   const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
-    const source = describeMapping(logicalId, resource, { queues, tables, functions, resolve });
+    const source = describeMapping(logicalId, resource, {
+      queues,
+      tables,
+      functions,
+      resolve,
+      template,
+      stackName: options.stackName,
+    });
     if ('note' in source) notRun.set(logicalId, source.note);
     else if ('queue' in source) eventSources.push(source);
     else streamSources.push(source);
@@ -381,13 +381,15 @@ interface MappingContext {
   tables: LocalTable[];
   functions: LocalFunction[];
   resolve: <T>(value: unknown) => T;
+  template: CloudFormationTemplate;
+  stackName: string;
 }
 
 /** An event source mapping of an SQS queue or a table's stream of the stack, or why it does not run. */
 function describeMapping(
   logicalId: string,
   resource: TemplateResource,
-  { queues, tables, functions, resolve }: MappingContext,
+  { queues, tables, functions, resolve, template, stackName }: MappingContext,
 ): LocalEventSource | LocalStreamSource | { note: string } {
   const properties = resource.Properties ?? {};
   let sourceArn: string;
@@ -409,26 +411,14 @@ function describeMapping(
   const fn = functions.find((candidate) => candidate.name === functionName || candidate.arn === functionName);
   if (!fn) return { note: `its function ${functionName} does not run locally` };
   return 'url' in source
-    ? describeQueueSource(logicalId, properties, source, fn)
+    ? describeQueueSource({
+        stackName,
+        logicalId,
+        resource,
+        queue: source,
+        queueResource: template.Resources[source.logicalId],
+        fn,
+        resolve,
+      })
     : describeStreamSource({ logicalId, resource, table: source, fn, queues, resolve });
-}
-
-function describeQueueSource(
-  logicalId: string,
-  properties: Record<string, unknown>,
-  queue: LocalQueue,
-  fn: LocalFunction,
-): LocalEventSource {
-  const scaling = properties.ScalingConfig as { MaximumConcurrency?: number } | undefined;
-  return {
-    logicalId,
-    queue,
-    functionName: fn.name,
-    batchSize: Number(properties.BatchSize ?? 10),
-    reportBatchItemFailures: ((properties.FunctionResponseTypes as string[]) ?? []).includes(
-      'ReportBatchItemFailures',
-    ),
-    // Lambda's default without a maximum is 1,000 concurrent invocations; 2 is its floor.
-    maxConcurrency: Number(scaling?.MaximumConcurrency ?? 1000),
-  };
 }

@@ -2,6 +2,7 @@ import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
   SendMessageBatchCommand,
+  SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
@@ -10,6 +11,7 @@ import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-so
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import type { LocalEventSource } from '../../sandbox/provision.js';
+import { MAX_BATCH_BYTES } from '../../sandbox/sqs-batch-gatherer.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
@@ -32,8 +34,33 @@ async function fifoSource(maxConcurrency = 2): Promise<LocalEventSource> {
     queue: { logicalId: 'Queue', name, url: String(QueueUrl), arn: String(Attributes?.QueueArn) },
     functionName: 'consumer',
     batchSize: 10,
+    maximumBatchingWindowInSeconds: 0,
     reportBatchItemFailures: true,
     maxConcurrency,
+    maxConcurrencySet: true,
+    filterPatterns: [],
+    enabled: true,
+  };
+}
+
+/** A standard queue read in batches of up to 100 over a 2-second window, by one poller. */
+async function bulkSource(): Promise<LocalEventSource> {
+  const name = uniqueName('bulk');
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return {
+    logicalId: 'Bulk',
+    queue: { logicalId: 'Queue', name, url: String(QueueUrl), arn: String(Attributes?.QueueArn) },
+    functionName: 'consumer',
+    batchSize: 100,
+    maximumBatchingWindowInSeconds: 2,
+    reportBatchItemFailures: false,
+    maxConcurrency: 1,
+    maxConcurrencySet: true,
+    filterPatterns: [],
+    enabled: true,
   };
 }
 
@@ -140,5 +167,27 @@ describe('local event source poller', () => {
       expect(reports[0]).toMatchObject({ received: 2, deleted: 0, retained: 2 });
       await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     }
+  });
+
+  it('invokes early rather than pass 6 MB, the next batch starting with the message that did not fit', async () => {
+    const source = await bulkSource();
+    // 30 bodies of 250,000 bytes: 25 fit in 6 MB with their records' metadata, 26 do not.
+    for (let i = 0; i < 30; i++) {
+      await sqs.send(
+        new SendMessageCommand({ QueueUrl: source.queue.url, MessageBody: `${i}:`.padEnd(250_000, 'x') }),
+      );
+    }
+    const batches: { ids: string[]; bytes: number }[] = [];
+    poll(source, async (event) => {
+      batches.push({
+        ids: event.Records.map((record) => record.body.split(':')[0]),
+        bytes: Buffer.byteLength(JSON.stringify(event)),
+      });
+      return { ok: true, result: undefined };
+    });
+    await expect.poll(() => batches.flatMap((batch) => batch.ids).length, { timeout: 15_000 }).toBe(30);
+    expect(batches.map((batch) => batch.ids.length)).toEqual([25, 5]);
+    expect(new Set(batches.flatMap((batch) => batch.ids)).size).toBe(30);
+    for (const batch of batches) expect(batch.bytes).toBeLessThanOrEqual(MAX_BATCH_BYTES);
   });
 });
