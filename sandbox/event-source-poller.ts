@@ -1,5 +1,6 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
+import { FunctionThrottledError } from './function-concurrency.js';
 import type { InvocationResult } from './lambda-context.js';
 import { pause } from './pause.js';
 import type { LocalEventSource } from './queue-source.js';
@@ -98,7 +99,16 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
 
 async function deliver(options: PollerOptions, messages: Message[], event: SQSEvent): Promise<void> {
   const { sqs, source } = options;
-  const outcome = await options.invoke(event);
+  let outcome: InvocationResult;
+  try {
+    outcome = await options.invoke(event);
+  } catch (error) {
+    if (!(error instanceof FunctionThrottledError)) throw error;
+    // Throttled: the whole batch stays, to come back after the visibility timeout with its receive
+    // count grown, and so to the DLQ past maxReceiveCount, as on AWS.
+    const errorMessage = `${error.message} (${error.reason})`;
+    outcome = { ok: false, error: { errorType: 'TooManyRequestsException', errorMessage } };
+  }
   // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
   const failed = !outcome.ok
     ? 'all'

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import { FunctionThrottledError } from './function-concurrency.js';
 import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 
@@ -46,8 +47,9 @@ type InvocationType = keyof typeof MAX_PAYLOAD_BYTES;
  * `{ errorType, errorMessage, trace }`), `Event` invocations (202, run in the background) and
  * service errors in the AWS JSON shape (an unknown function is a `ResourceNotFoundException`).
  *
- * Not emulated: versions and aliases (only `$LATEST`), log tails, async retries and destinations,
- * and concurrency limits.
+ * A function's reserved concurrency, when its invoker enforces it, throttles with a 429
+ * `TooManyRequestsException`. Not emulated: versions and aliases (only `$LATEST`), log tails, async
+ * retries and destinations.
  */
 export async function startLambdaInvokeEndpoint(
   options: LambdaInvokeEndpointOptions,
@@ -127,9 +129,14 @@ export async function startLambdaInvokeEndpoint(
   };
 
   const server = createServer((request, response) => {
-    invoke(request, response).catch((error: unknown) =>
-      sendServiceError(response, 500, 'ServiceException', `The local endpoint failed: ${String(error)}`),
-    );
+    invoke(request, response).catch((error: unknown) => {
+      if (error instanceof FunctionThrottledError) {
+        return sendServiceError(response, 429, 'TooManyRequestsException', error.message, {
+          Reason: error.reason,
+        });
+      }
+      sendServiceError(response, 500, 'ServiceException', `The local endpoint failed: ${String(error)}`);
+    });
   });
   const port = await listen(server, options.port ?? 0);
 
@@ -175,7 +182,13 @@ function unhandled(error: FunctionError): HandlerOutcome {
 }
 
 /** An AWS JSON error, as Lambda's API sends one: the SDK raises the matching typed exception. */
-function sendServiceError(response: ServerResponse, status: number, type: string, message: string): void {
+function sendServiceError(
+  response: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  fields: Record<string, string> = {},
+): void {
   if (response.headersSent) {
     response.destroy();
     return;
@@ -186,7 +199,7 @@ function sendServiceError(response: ServerResponse, status: number, type: string
       'x-amzn-ErrorType': type,
       'x-amzn-RequestId': randomUUID(),
     })
-    .end(JSON.stringify({ Type: status < 500 ? 'User' : 'Service', Message: message }));
+    .end(JSON.stringify({ Type: status < 500 ? 'User' : 'Service', Message: message, ...fields }));
 }
 
 /** The body as text, or undefined once it exceeds `maxBytes`. */

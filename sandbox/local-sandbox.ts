@@ -15,6 +15,7 @@ import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller.js';
+import { limitConcurrency } from './function-concurrency.js';
 import { type FunctionOutput, type FunctionUsage, LocalFunctionRuntime } from './function-runtime.js';
 import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint.js';
@@ -249,16 +250,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     stops.push(async () => {
       await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
     });
-    Object.assign(functions, Object.fromEntries(runtimes));
+    // Every source invokes through the function's reserved concurrency, as on AWS.
+    const reserved = new Map(provisioned.functions.map((fn) => [fn.name, fn.reservedConcurrency]));
+    const invokers = new Map(
+      [...runtimes].map(([name, runtime]) => [name, limitConcurrency(runtime, reserved.get(name))]),
+    );
+    Object.assign(functions, Object.fromEntries(invokers));
     const invoke = (functionName: string, event: unknown, awsRequestId?: string) => {
-      const runtime =
-        runtimes.get(functionName) ?? [...runtimes.values()].find((r) => r.spec.arn === functionName);
-      if (!runtime) {
+      const name = runtimes.has(functionName)
+        ? functionName
+        : [...runtimes.values()].find((r) => r.spec.arn === functionName)?.spec.name;
+      const invoker = name === undefined ? undefined : invokers.get(name);
+      if (!invoker) {
         throw new UnknownFunctionError(
           `Function not found: ${functionName}. The app has ${[...runtimes.keys()].join(', ')}.`,
         );
       }
-      return runtime.invoke(event, awsRequestId);
+      return invoker.invoke(event, awsRequestId);
     };
 
     // A disabled mapping is deployed (the read API lists it) but not polled, as on AWS.

@@ -38,6 +38,8 @@ export interface LocalFunction {
   role?: string;
   timeoutSeconds: number;
   memoryMiB: number;
+  /** `ReservedConcurrentExecutions`: its invocations at once, from every source; unbounded without. */
+  reservedConcurrency?: number;
   environment: Record<string, string>;
 }
 
@@ -359,6 +361,9 @@ function describeFunction(
     architectures: (properties.Architectures as string[] | undefined) ?? ['x86_64'],
     timeoutSeconds: Number(properties.Timeout ?? 3),
     memoryMiB: Number(properties.MemorySize ?? 128),
+    ...(properties.ReservedConcurrentExecutions !== undefined && {
+      reservedConcurrency: Number(properties.ReservedConcurrentExecutions),
+    }),
     environment: {},
   };
 }

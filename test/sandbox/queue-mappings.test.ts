@@ -1,5 +1,6 @@
 import {
   GetEventSourceMappingCommand,
+  InvokeCommand,
   LambdaClient,
   ListEventSourceMappingsCommand,
 } from '@aws-sdk/client-lambda';
@@ -11,12 +12,13 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchReport } from '../../sandbox/event-source-poller.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 
-// A CDK app whose function reads three queues through SqsEventSource mappings (fixtures/apps/
+// A CDK app whose functions read queues through SqsEventSource mappings (fixtures/apps/
 // queue-mappings), run by the sandbox: a filtered mapping, one gathering batches over 10 in a
-// batching window, and a disabled one.
+// batching window, a disabled one, and one whose function's reserved concurrency is 1.
 
 interface Recorded {
   queueArn: string;
@@ -28,16 +30,22 @@ let sandbox: Sandbox;
 let sqs: SQSClient;
 let lambda: LambdaClient;
 const recorded: Recorded[] = [];
+/** Each output line of a function, `functionName: line`. */
+const lines: string[] = [];
+const batches: { functionName: string; report: BatchReport }[] = [];
 
 beforeAll(async () => {
   sandbox = await startSandbox({
     appDirectory: 'test/sandbox/fixtures/apps/queue-mappings',
-    functionOutput: (line) => {
+    functionOutput: (line, functionName) => {
       if (line.startsWith('RECORDED ')) recorded.push(JSON.parse(line.slice('RECORDED '.length)));
+      lines.push(`${functionName}: ${line}`);
     },
+    onBatch: (functionName, report) => batches.push({ functionName, report }),
   });
   sqs = new SQSClient(localAwsConfig(sandbox.description.endpoints.sqs));
-  lambda = new LambdaClient(localAwsConfig(sandbox.description.endpoints.edge));
+  // One attempt: the SDK would retry a throttle, and the test is about the first answer.
+  lambda = new LambdaClient({ ...localAwsConfig(sandbox.description.endpoints.edge), maxAttempts: 1 });
 }, 120_000);
 
 afterAll(async () => {
@@ -136,5 +144,54 @@ describe('a sandbox whose function reads SQS queues', () => {
     ]);
     const bulk = EventSourceMappings.find((mapping) => mapping.EventSourceArn === queueNamed('Bulk').arn);
     expect(bulk).toMatchObject({ BatchSize: 100, MaximumBatchingWindowInSeconds: 2 });
+  });
+
+  it('throttles invocations past the reserved concurrency, from Invoke and from a mapping, whose batch comes back and so reaches the DLQ', async () => {
+    const single = sandbox.description.outputs.SingleName;
+    const holding = () => lines.filter((line) => line.startsWith(`${single}: `) && line.endsWith('HOLDING'));
+    const held = holding().length;
+    const hold = lambda.send(
+      new InvokeCommand({ FunctionName: single, Payload: Buffer.from(JSON.stringify({ holdMs: 4000 })) }),
+    );
+    await expect.poll(() => holding().length, { timeout: 10_000 }).toBe(held + 1);
+
+    await expect(
+      lambda.send(new InvokeCommand({ FunctionName: single, Payload: Buffer.from('{"holdMs":0}') })),
+    ).rejects.toMatchObject({
+      name: 'TooManyRequestsException',
+      Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded',
+      $metadata: { httpStatusCode: 429 },
+    });
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl('ThrottledUrl'), MessageBody: 'throttled' }));
+    await expect
+      .poll(
+        () => batches.some(({ functionName, report }) => functionName === single && report.functionError),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(true);
+    expect(batches.find(({ functionName }) => functionName === single)?.report).toMatchObject({
+      received: 1,
+      retained: 1,
+      functionError: expect.stringMatching(/^TooManyRequestsException: /),
+    });
+    expect((await hold).FunctionError).toBeUndefined();
+
+    // maxReceiveCount 1: the throttled receive was its one delivery; the next moves it to the DLQ.
+    const dead: string[] = [];
+    await expect
+      .poll(
+        async () => {
+          const { Messages = [] } = await sqs.send(
+            new ReceiveMessageCommand({ QueueUrl: queueUrl('ThrottledDlqUrl'), WaitTimeSeconds: 1 }),
+          );
+          dead.push(...Messages.map((message) => String(message.Body)));
+          return dead;
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual(['throttled']);
+    expect(bodiesFrom('Throttled')).toEqual([]);
   });
 });
