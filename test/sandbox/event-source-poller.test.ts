@@ -190,4 +190,77 @@ describe('local event source poller', () => {
     expect(new Set(batches.flatMap((batch) => batch.ids)).size).toBe(30);
     for (const batch of batches) expect(batch.bytes).toBeLessThanOrEqual(MAX_BATCH_BYTES);
   });
+
+  it('starts 5 pollers, adds more while messages keep coming up to maxConcurrency, and scales back when idle', async () => {
+    const source = {
+      ...(await bulkSource()),
+      batchSize: 1,
+      maximumBatchingWindowInSeconds: 0,
+      maxConcurrency: 8,
+    };
+    // A client that counts the receives in flight: one per poller waiting on the queue.
+    const counting = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+    let receiving = 0;
+    let peakReceiving = 0;
+    let receives = 0;
+    counting.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'ReceiveMessageCommand') return next(args);
+        peakReceiving = Math.max(peakReceiving, ++receiving);
+        try {
+          return await next(args);
+        } finally {
+          receiving--;
+          receives++;
+        }
+      },
+      { step: 'initialize' },
+    );
+    let running = 0;
+    let peakRunning = 0;
+    let delivered = 0;
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    pollers.push(
+      startEventSourcePoller({
+        sqs: counting,
+        source,
+        region: LOCAL_REGION,
+        waitTimeSeconds: 1,
+        invoke: async () => {
+          peakRunning = Math.max(peakRunning, ++running);
+          await released;
+          running--;
+          delivered++;
+          return { ok: true, result: undefined };
+        },
+      }),
+    );
+    // An idle queue: two rounds of long polls, never more than the first 5 pollers.
+    await expect.poll(() => receives, { timeout: 10_000 }).toBeGreaterThanOrEqual(10);
+    expect(peakReceiving).toBe(5);
+
+    for (let i = 0; i < 30; i += 10) {
+      await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: source.queue.url,
+          Entries: Array.from({ length: 10 }, (_, index) => ({
+            Id: String(index),
+            MessageBody: `m${i + index}`,
+          })),
+        }),
+      );
+    }
+    // Messages keep coming and every batch is held: pollers are added, up to maxConcurrency.
+    await expect.poll(() => running, { timeout: 10_000 }).toBe(8);
+    release();
+    await expect.poll(() => delivered, { timeout: 10_000 }).toBe(30);
+    expect(peakRunning).toBe(8);
+    // Idle again: the pollers added end at their first empty receive.
+    await expect.poll(() => receiving, { timeout: 10_000 }).toBe(5);
+    await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+    counting.destroy();
+  });
 });
