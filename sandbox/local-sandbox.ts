@@ -11,6 +11,7 @@ import {
   type PipelineResources,
   resourcesFromOutputs,
 } from '../lib/constructs/pipeline-outputs.js';
+import type { AsyncAttempt } from './async-invocation.js';
 import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
@@ -57,8 +58,18 @@ export interface SandboxOptions {
    * topology, is the one `cdk deploy` deploys. By default each rule's own rate.
    */
   scheduleIntervalMs?: number;
-  /** Called after each invocation of a scheduled function, with the rule's name. */
-  onScheduledRun?: (ruleName: string, functionName: string, result: InvocationResult) => void;
+  /**
+   * The waits before the first and the second retry of a failed asynchronous invocation (a
+   * scheduled run's), e.g. `[100, 100]` in a test. By default Lambda's own: 1 minute, then 2.
+   */
+  asyncRetryDelaysMs?: readonly number[];
+  /** Called after each invocation of a scheduled function (its retries included), with the rule's name. */
+  onScheduledRun?: (
+    ruleName: string,
+    functionName: string,
+    result: InvocationResult,
+    attempt: AsyncAttempt,
+  ) => void;
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
@@ -286,6 +297,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         (streamPoller) => streamPoller.stop(),
       );
     }
+    const asyncInvokeConfigs = new Map(
+      provisioned.functions.map((fn) => [fn.name, fn.asyncInvokeConfig] as const),
+    );
     for (const schedule of provisioned.schedules) {
       const runner = startScheduleRunner({
         schedule,
@@ -293,7 +307,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         region: LOCAL_REGION,
         accountId: LOCAL_ACCOUNT_ID,
         invoke,
-        onRun: (functionName, result) => options.onScheduledRun?.(schedule.name, functionName, result),
+        asyncInvokeConfigOf: (name) => asyncInvokeConfigs.get(name),
+        asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+        onRun: (functionName, result, attempt) =>
+          options.onScheduledRun?.(schedule.name, functionName, result, attempt),
       });
       stops.push(() => runner.stop());
     }

@@ -8,6 +8,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { AsyncInvokeConfig } from './async-invocation.js';
 import {
   type CloudFormationTemplate,
   type ResolveContext,
@@ -16,6 +17,7 @@ import {
   type TemplateResource,
   UnresolvableValueError,
 } from './cloudformation.js';
+import { describeEventInvokeConfigs } from './event-invoke-configs.js';
 import type { LocalQueue, LocalTable } from './local-resources.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
 import { describeStreamSource, type LocalStreamSource } from './stream-source.js';
@@ -38,6 +40,8 @@ export interface LocalFunction {
   timeoutSeconds: number;
   memoryMiB: number;
   environment: Record<string, string>;
+  /** Its `AWS::Lambda::EventInvokeConfig`'s retries and maximum age; Lambda's defaults when absent. */
+  asyncInvokeConfig?: AsyncInvokeConfig;
 }
 
 /** An SQS event source mapping, to be run by a local poller with Lambda's rules. */
@@ -158,6 +162,20 @@ export async function provisionTemplate(
     }
   }
 
+  const invokeConfigs = describeEventInvokeConfigs({
+    configs: ofType('AWS::Lambda::EventInvokeConfig'),
+    functions,
+    resolve,
+  });
+  for (const fn of functions) {
+    const config = invokeConfigs.byFunction.get(fn.name);
+    if (config) fn.asyncInvokeConfig = config;
+  }
+  for (const [logicalId, note] of invokeConfigs.notRun) notRun.set(logicalId, note);
+  for (const logicalId of invokeConfigs.handled) {
+    resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
+  }
+
   const eventSources: LocalEventSource[] = [];
   const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
@@ -191,7 +209,10 @@ export async function provisionTemplate(
   const notEmulated = Object.entries(template.Resources)
     .filter(
       ([logicalId, resource]) =>
-        notRun.has(logicalId) || (!EMULATED.has(resource.Type) && !scheduleRules.handled.has(logicalId)),
+        notRun.has(logicalId) ||
+        (!EMULATED.has(resource.Type) &&
+          !scheduleRules.handled.has(logicalId) &&
+          !invokeConfigs.handled.has(logicalId)),
     )
     .map(([logicalId, resource]): NotEmulatedResource => {
       const note = notRun.get(logicalId);

@@ -6,9 +6,13 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/record.js';
 import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/constructs/bundling.js';
+import type { AsyncAttempt } from '../../sandbox/async-invocation.js';
 import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
+import { LocalFunctionRuntime } from '../../sandbox/function-runtime.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision.js';
+import { startScheduleRunner } from '../../sandbox/schedule-runner.js';
 import { type CloudAssembly, synthesizeApp } from '../../sandbox/synthesize.js';
 import { uniqueName } from '../support/dynamodb.js';
 
@@ -259,6 +263,96 @@ describe('provisioning schedule rules', () => {
       type: 'AWS::Events::Rule',
       note: expect.stringMatching(note),
     });
+  });
+});
+
+describe('provisioning asynchronous-invocation configs (a function’s retryAttempts and maxEventAge)', () => {
+  /** The failing fixture function, scheduled every minute, with CDK's EventInvokeConfig for it. */
+  function template(invokeConfig: Record<string, unknown>): CloudFormationTemplate {
+    return {
+      Resources: {
+        Job: nodeFunction({ FunctionName: 'failing-job', Handler: 'functions.fail' }),
+        JobEventInvokeConfig: {
+          Type: 'AWS::Lambda::EventInvokeConfig',
+          Properties: { FunctionName: { Ref: 'Job' }, Qualifier: '$LATEST', ...invokeConfig },
+        },
+        Every: {
+          Type: 'AWS::Events::Rule',
+          Properties: {
+            ScheduleExpression: 'rate(1 minute)',
+            Targets: [{ Id: 'Target0', Arn: { 'Fn::GetAtt': ['Job', 'Arn'] } }],
+          },
+        },
+        Allow: {
+          Type: 'AWS::Lambda::Permission',
+          Properties: {
+            Action: 'lambda:InvokeFunction',
+            FunctionName: { 'Fn::GetAtt': ['Job', 'Arn'] },
+            Principal: 'events.amazonaws.com',
+            SourceArn: { 'Fn::GetAtt': ['Every', 'Arn'] },
+          },
+        },
+      },
+    };
+  }
+
+  it('runs a scheduled function that fails as many times as its MaximumRetryAttempts says, in a worker', async () => {
+    const { functions, schedules, notEmulated } = await provision(template({ MaximumRetryAttempts: 1 }));
+    expect(notEmulated).toEqual([]);
+    const [fn] = functions;
+    expect(fn.asyncInvokeConfig).toEqual({ maximumRetryAttempts: 1, maximumEventAgeSeconds: 21_600 });
+
+    // What startSandbox wires: the function in a worker, the rule's runner with the function's config.
+    const runtime = new LocalFunctionRuntime({ ...fn, environment: {} });
+    const attempts: { result: InvocationResult; attempt: AsyncAttempt }[] = [];
+    const runner = startScheduleRunner({
+      schedule: schedules[0],
+      intervalMs: 100,
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+      invoke: (_name, event, awsRequestId) => runtime.invoke(event, awsRequestId),
+      asyncInvokeConfigOf: (name) => (name === fn.name ? fn.asyncInvokeConfig : undefined),
+      asyncRetryDelaysMs: [20, 20],
+      onRun: (_name, result, attempt) => attempts.push({ result, attempt }),
+    });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!attempts.some(({ attempt }) => !attempt.retrying) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await runner.stop();
+      await runtime.stop();
+    }
+    const first = attempts.filter(({ attempt }) => attempt.awsRequestId === attempts[0].attempt.awsRequestId);
+    expect(first.map(({ attempt }) => [attempt.number, attempt.retrying])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(first[1].result).toMatchObject({ ok: false, error: { errorType: 'PaymentDeclinedError' } });
+  });
+
+  it('takes Lambda’s defaults for what a config leaves out', async () => {
+    const { functions } = await provision(template({ MaximumEventAgeInSeconds: 60 }));
+    expect(functions[0].asyncInvokeConfig).toEqual({ maximumRetryAttempts: 2, maximumEventAgeSeconds: 60 });
+  });
+
+  it.each([
+    [
+      { DestinationConfig: { OnFailure: { Destination: 'arn:aws:sqs:us-east-1:123456789012:dlq' } } },
+      /its destinations are not emulated/,
+      true,
+    ],
+    [{ Qualifier: 'live' }, /only \$LATEST runs locally/, false],
+  ])('lists a config %o whose effect is not emulated, and says why', async (config, note, applied) => {
+    const { functions, notEmulated } = await provision(template({ MaximumRetryAttempts: 0, ...config }));
+    expect(notEmulated).toContainEqual({
+      stackName: expect.any(String),
+      logicalId: 'JobEventInvokeConfig',
+      type: 'AWS::Lambda::EventInvokeConfig',
+      note: expect.stringMatching(note),
+    });
+    expect(functions[0].asyncInvokeConfig?.maximumRetryAttempts).toBe(applied ? 0 : undefined);
   });
 });
 
