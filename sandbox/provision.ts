@@ -5,7 +5,6 @@ import {
   CreateTableCommand,
   type CreateTableCommandInput,
   type DynamoDBClient,
-  UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { AsyncInvokeConfig } from './async-invocation.js';
@@ -336,13 +335,12 @@ async function createTable(
       ? { StreamEnabled: true, ...(properties.StreamSpecification as object) }
       : undefined,
   };
+  // The table's TimeToLiveSpecification is left off on purpose: DynamoDB Local deletes expired items
+  // within seconds, where AWS deletes them "typically within two days" and they "still show up in
+  // reads, queries, and scans" until then
+  // (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html).
+  // Never deleted, they show locally whether reads filter on the TTL attribute, as they must on AWS.
   const { TableDescription } = await options.dynamodb.send(new CreateTableCommand(input));
-  const ttl = properties.TimeToLiveSpecification as { AttributeName: string; Enabled: boolean } | undefined;
-  if (ttl?.Enabled) {
-    await options.dynamodb.send(
-      new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: ttl }),
-    );
-  }
   const streamArn = TableDescription?.LatestStreamArn;
   return { logicalId, name, arn: String(TableDescription?.TableArn), ...(streamArn && { streamArn }) };
 }

@@ -1,10 +1,23 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/record.js';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  UNRESOLVED_ATTRIBUTE,
+  UPDATED_AT_ATTRIBUTE,
+} from '../../lambdas/idempotency/record.js';
 import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/constructs/bundling.js';
 import type { AsyncAttempt } from '../../sandbox/async-invocation.js';
 import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
@@ -92,7 +105,7 @@ describe('provisioning the synthesized stack into the emulators', () => {
     });
   });
 
-  it('creates the tables with their key schema and the TTL attribute', async () => {
+  it('creates the tables with their key schema', async () => {
     // The ledger and the idempotency table, keyed by id; the orders table, which holds the outbox.
     expect(provisioned.tables).toHaveLength(3);
     for (const table of provisioned.tables) {
@@ -106,14 +119,58 @@ describe('provisioning the synthesized stack into the emulators', () => {
           : [{ AttributeName: 'id', KeyType: 'HASH' }],
       );
     }
+  });
+
+  it('keeps an item past its TTL readable, as AWS may for two days, where DynamoDB Local deletes it in seconds', async () => {
     const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
+    // A table with TTL on in DynamoDB Local shows when its sweep has deleted the expired item.
+    const control = uniqueName('TtlControl');
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: control,
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await dynamodb.send(
+      new UpdateTimeToLiveCommand({
+        TableName: control,
+        TimeToLiveSpecification: { AttributeName: EXPIRES_AT_ATTRIBUTE, Enabled: true },
+      }),
+    );
+    // An unresolved record, in the table's sparse index: DynamoDB Local's sweep skips items outside a
+    // table's global indexes.
+    const expired = {
+      id: { S: uniqueName('expired') },
+      [EXPIRES_AT_ATTRIBUTE]: { N: String(Math.floor(Date.now() / 1000) - 3600) },
+      [UNRESOLVED_ATTRIBUTE]: { S: 'IN_DOUBT' },
+      [UPDATED_AT_ATTRIBUTE]: { N: String(Date.now() - 3_600_000) },
+    };
+    const read = async (table: string) =>
+      (
+        await dynamodb.send(
+          new GetItemCommand({ TableName: table, Key: { id: expired.id }, ConsistentRead: true }),
+        )
+      ).Item;
+    await dynamodb.send(new PutItemCommand({ TableName: String(idempotency?.name), Item: expired }));
+    // Two sweeps of DynamoDB Local's: one that may have been under way when the item was written, then
+    // one wholly after it.
+    const deadline = Date.now() + 30_000;
+    for (let sweep = 0; sweep < 2; sweep++) {
+      await dynamodb.send(new PutItemCommand({ TableName: control, Item: expired }));
+      while ((await read(control)) !== undefined) {
+        if (Date.now() > deadline) throw new Error('DynamoDB Local never deleted the expired control item');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+
+    expect(await read(String(idempotency?.name))).toEqual(expired);
     const { TimeToLiveDescription } = await dynamodb.send(
       new DescribeTimeToLiveCommand({ TableName: String(idempotency?.name) }),
     );
-    expect(TimeToLiveDescription).toMatchObject({
-      AttributeName: EXPIRES_AT_ATTRIBUTE,
-      TimeToLiveStatus: 'ENABLED',
-    });
+    expect(TimeToLiveDescription?.TimeToLiveStatus).toBe('DISABLED');
+    await dynamodb.send(new DeleteTableCommand({ TableName: control }));
   });
 
   it('runs each function from its bundled asset in the cloud assembly', () => {
