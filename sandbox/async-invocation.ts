@@ -26,6 +26,8 @@ export const DEFAULT_ASYNC_INVOKE_CONFIG: AsyncInvokeConfig = {
 export const AWS_ASYNC_RETRY_DELAYS_MS: readonly number[] = [60_000, 120_000];
 
 export interface AsyncInvocationOptions {
+  /** The event's request id, e.g. the one `Invoke` answered with; a new one by default. */
+  awsRequestId?: string;
   /** Runs the function once with the event; every attempt gets the same request id, as on AWS. */
   invoke: (awsRequestId: string) => Promise<InvocationResult>;
   config?: AsyncInvokeConfig;
@@ -67,7 +69,7 @@ export async function invokeAsynchronously(options: AsyncInvocationOptions): Pro
   const config = options.config ?? DEFAULT_ASYNC_INVOKE_CONFIG;
   const delays = options.retryDelaysMs ?? AWS_ASYNC_RETRY_DELAYS_MS;
   const queuedAt = Date.now();
-  const awsRequestId = randomUUID();
+  const awsRequestId = options.awsRequestId ?? randomUUID();
   for (let attempt = 1; ; attempt++) {
     const result = await options.invoke(awsRequestId);
     const delayMs = delays[Math.min(attempt - 1, delays.length - 1)] ?? 0;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import { type AsyncInvokeConfig, invokeAsynchronously } from './async-invocation.js';
 import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 
@@ -12,6 +13,13 @@ export interface LambdaInvokeEndpointOptions {
   region?: string;
   /** The account local ARNs name; the emulators' account unless given. */
   accountId?: string;
+  /** How `Event` invocations are retried; by default with Lambda's defaults and waits. */
+  asyncInvocation?: {
+    /** A function's `AWS::Lambda::EventInvokeConfig`, by function name. */
+    configOf?: (functionName: string) => AsyncInvokeConfig | undefined;
+    /** The waits before the retries (the sandbox's `asyncRetryDelaysMs`). */
+    retryDelaysMs?: readonly number[];
+  };
 }
 
 export interface LambdaInvokeEndpoint {
@@ -19,7 +27,7 @@ export interface LambdaInvokeEndpoint {
   readonly endpoint: string;
   readonly port: number;
   functionArn(name: string): string;
-  /** Stops listening and waits for background (`Event`) invocations. */
+  /** Stops listening, cancels the `Event` invocations' retries not yet started, and waits for those running. */
   stop(): Promise<void>;
 }
 
@@ -46,8 +54,9 @@ type InvocationType = keyof typeof MAX_PAYLOAD_BYTES;
  * `{ errorType, errorMessage, trace }`), `Event` invocations (202, run in the background) and
  * service errors in the AWS JSON shape (an unknown function is a `ResourceNotFoundException`).
  *
- * Not emulated: versions and aliases (only `$LATEST`), log tails, async retries and destinations,
- * and concurrency limits.
+ * `Event` invocations are retried as Lambda retries them ({@link invokeAsynchronously}).
+ *
+ * Not emulated: versions and aliases (only `$LATEST`), log tails, destinations, and concurrency limits.
  */
 export async function startLambdaInvokeEndpoint(
   options: LambdaInvokeEndpointOptions,
@@ -56,6 +65,7 @@ export async function startLambdaInvokeEndpoint(
   const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
   const functionArn = (name: string) => `arn:aws:lambda:${region}:${accountId}:function:${name}`;
   const background = new Set<Promise<unknown>>();
+  const stopping = new AbortController();
 
   const invoke = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', `http://${HOST}`);
@@ -102,12 +112,19 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(204, headers).end();
       return;
     }
-    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
     if (type === 'Event') {
-      const tracked = run.then(
-        ({ payload, functionError }) => {
-          if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
+      const tracked = invokeAsynchronously({
+        awsRequestId,
+        invoke: (id) => target.invoke(event, id, body.length === 0 ? '{}' : body),
+        config: options.asyncInvocation?.configOf?.(name),
+        retryDelaysMs: options.asyncInvocation?.retryDelaysMs,
+        signal: stopping.signal,
+        onAttempt: (result, attempt) => {
+          if (result.ok) return;
+          const then = attempt.retrying ? 'to be retried' : 'given up';
+          console.error(`${name} (Event ${awsRequestId}) failed, ${then}: ${JSON.stringify(result.error)}`);
         },
+      }).catch(
         // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
         (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
       );
@@ -116,6 +133,7 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(202, headers).end();
       return;
     }
+    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
     const { payload, functionError } = await run;
     response
       .writeHead(200, {
@@ -142,6 +160,7 @@ export async function startLambdaInvokeEndpoint(
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       });
+      stopping.abort();
       await Promise.allSettled(background);
     },
   };

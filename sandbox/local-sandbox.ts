@@ -11,7 +11,7 @@ import {
   type PipelineResources,
   resourcesFromOutputs,
 } from '../lib/constructs/pipeline-outputs.js';
-import type { AsyncAttempt } from './async-invocation.js';
+import type { AsyncAttempt, AsyncInvokeConfig } from './async-invocation.js';
 import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
@@ -60,7 +60,8 @@ export interface SandboxOptions {
   scheduleIntervalMs?: number;
   /**
    * The waits before the first and the second retry of a failed asynchronous invocation (a
-   * scheduled run's), e.g. `[100, 100]` in a test. By default Lambda's own: 1 minute, then 2.
+   * scheduled run's, an `Invoke` with `InvocationType: Event`), e.g. `[100, 100]` in a test. By
+   * default Lambda's own: 1 minute, then 2.
    */
   asyncRetryDelaysMs?: readonly number[];
   /** Called after each invocation of a scheduled function (its retries included), with the rule's name. */
@@ -191,7 +192,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const functions: Record<string, LocalInvoker> = {};
     // Likewise CloudFormation and Lambda describe nothing until the stacks are provisioned.
     let deployment: Deployment | undefined;
-    const lambda = await started(startLambdaInvokeEndpoint({ functions }), (endpoint) => endpoint.stop());
+    // Each function's asynchronous-invocation config, filled with the functions.
+    const asyncInvokeConfigs = new Map<string, AsyncInvokeConfig | undefined>();
+    const asyncInvocation = {
+      configOf: (name: string) => asyncInvokeConfigs.get(name),
+      retryDelaysMs: options.asyncRetryDelaysMs,
+    };
+    const lambda = await started(startLambdaInvokeEndpoint({ functions, asyncInvocation }), (endpoint) =>
+      endpoint.stop(),
+    );
     const edge = await started(
       startEdgeEndpoint({
         targets: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
@@ -261,6 +270,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
     });
     Object.assign(functions, Object.fromEntries(runtimes));
+    for (const fn of provisioned.functions) asyncInvokeConfigs.set(fn.name, fn.asyncInvokeConfig);
     const invoke = (functionName: string, event: unknown, awsRequestId?: string) => {
       const runtime =
         runtimes.get(functionName) ?? [...runtimes.values()].find((r) => r.spec.arn === functionName);
@@ -297,9 +307,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         (streamPoller) => streamPoller.stop(),
       );
     }
-    const asyncInvokeConfigs = new Map(
-      provisioned.functions.map((fn) => [fn.name, fn.asyncInvokeConfig] as const),
-    );
     for (const schedule of provisioned.schedules) {
       const runner = startScheduleRunner({
         schedule,
@@ -307,8 +314,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         region: LOCAL_REGION,
         accountId: LOCAL_ACCOUNT_ID,
         invoke,
-        asyncInvokeConfigOf: (name) => asyncInvokeConfigs.get(name),
-        asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+        asyncInvokeConfigOf: asyncInvocation.configOf,
+        asyncRetryDelaysMs: asyncInvocation.retryDelaysMs,
         onRun: (functionName, result, attempt) =>
           options.onScheduledRun?.(schedule.name, functionName, result, attempt),
       });
