@@ -548,6 +548,7 @@ describe('provisioning DynamoDB-stream event sources', () => {
           }),
         ],
         maximumBatchingWindowInSeconds: 1,
+        parallelizationFactor: 1,
         onFailure: relay.queues.find((queue) => queue.logicalId.startsWith('RelayFailures')),
       },
     ]);
@@ -606,6 +607,7 @@ describe('provisioning DynamoDB-stream event sources', () => {
         reportBatchItemFailures: false,
         filterPatterns: [],
         maximumBatchingWindowInSeconds: 0,
+        parallelizationFactor: 1,
       }),
     ]);
     expect(streamSources[0]).not.toHaveProperty('onFailure');
