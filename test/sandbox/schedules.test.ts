@@ -47,12 +47,13 @@ interface Run {
 function run(
   body: (current: Run, runs: Run[]) => Promise<unknown> | unknown = () => 'done',
   config?: AsyncInvokeConfig,
+  timeoutMs = 5_000,
 ) {
   const runs: Run[] = [];
   const job = inProcessFunction({
     name: 'job',
     arn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:function:job`,
-    timeoutMs: 5_000,
+    timeoutMs,
     handler: async (event, context) => {
       const current: Run = {
         event: event as ScheduledEvent,
@@ -139,6 +140,32 @@ describe('schedule runner', () => {
       { awsRequestId: first.awsRequestId, number: 3, retrying: false },
     ]);
     expect(reports[2].result).toMatchObject({ ok: false, error: { errorMessage: 'the job failed' } });
+  });
+
+  it('retries a run that timed out, as Lambda retries any function error', async () => {
+    // The first attempt of each event outlives the 100 ms timeout; its retry returns at once.
+    const { results } = run(
+      async (current, all) => {
+        if (all.filter((r) => r.awsRequestId === current.awsRequestId).length === 1) {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }
+        return 'done';
+      },
+      undefined,
+      100,
+    );
+    await waitFor(() => results.some(({ result }) => result.ok), 'a run that succeeded');
+
+    const [first] = results;
+    const second = results.find(
+      ({ attempt }) => attempt.awsRequestId === first.attempt.awsRequestId && attempt.number === 2,
+    );
+    expect(first.result).toMatchObject({ ok: false, error: { errorType: 'Sandbox.Timedout' } });
+    expect(first.attempt).toMatchObject({ number: 1, retrying: true });
+    expect(second).toEqual({
+      result: { ok: true, result: 'done' },
+      attempt: { awsRequestId: first.attempt.awsRequestId, number: 2, retrying: false },
+    });
   });
 
   it('does not retry a failed run with MaximumRetryAttempts 0', async () => {
