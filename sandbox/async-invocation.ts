@@ -48,16 +48,6 @@ export interface AsyncAttempt {
   retrying: boolean;
 }
 
-/** How an asynchronous invocation ended: with a success, or given up (`reason` says why). */
-export type AsyncInvocationOutcome =
-  | { ok: true; attempts: number }
-  | {
-      ok: false;
-      attempts: number;
-      reason: 'RetriesExhausted' | 'EventAgeExceeded' | 'Stopped';
-      lastResult: InvocationResult;
-    };
-
 /**
  * Runs an event as Lambda runs an asynchronous invocation (an `Invoke` with `InvocationType: Event`,
  * an EventBridge rule's target): once, then after a function error (a timeout included) up to
@@ -65,7 +55,7 @@ export type AsyncInvocationOutcome =
  * than `maximumEventAgeSeconds` by then. What comes of it reaches nobody but `onAttempt`, as on AWS
  * without destinations (which the sandbox does not emulate).
  */
-export async function invokeAsynchronously(options: AsyncInvocationOptions): Promise<AsyncInvocationOutcome> {
+export async function invokeAsynchronously(options: AsyncInvocationOptions): Promise<void> {
   const config = options.config ?? DEFAULT_ASYNC_INVOKE_CONFIG;
   const delays = options.retryDelaysMs ?? AWS_ASYNC_RETRY_DELAYS_MS;
   const queuedAt = Date.now();
@@ -73,20 +63,14 @@ export async function invokeAsynchronously(options: AsyncInvocationOptions): Pro
   for (let attempt = 1; ; attempt++) {
     const result = await options.invoke(awsRequestId);
     const delayMs = delays[Math.min(attempt - 1, delays.length - 1)] ?? 0;
-    const givenUp = result.ok
-      ? undefined
-      : attempt > config.maximumRetryAttempts
-        ? 'RetriesExhausted'
-        : // Lambda discards an event once it is older than the maximum age: it would be by the retry.
-          Date.now() + delayMs - queuedAt > config.maximumEventAgeSeconds * 1000
-          ? 'EventAgeExceeded'
-          : undefined;
-    options.onAttempt?.(result, { awsRequestId, number: attempt, retrying: !result.ok && !givenUp });
-    if (result.ok) return { ok: true, attempts: attempt };
-    if (givenUp) return { ok: false, attempts: attempt, reason: givenUp, lastResult: result };
+    const retrying =
+      !result.ok &&
+      attempt <= config.maximumRetryAttempts &&
+      // Lambda discards an event once it is older than the maximum age: it would be by the retry.
+      Date.now() + delayMs - queuedAt <= config.maximumEventAgeSeconds * 1000;
+    options.onAttempt?.(result, { awsRequestId, number: attempt, retrying });
+    if (!retrying) return;
     await pause(delayMs, options.signal);
-    if (options.signal.aborted) {
-      return { ok: false, attempts: attempt, reason: 'Stopped', lastResult: result };
-    }
+    if (options.signal.aborted) return;
   }
 }

@@ -183,6 +183,20 @@ describe('schedule runner', () => {
       expect(attempt).toMatchObject({ number: 1, retrying: false });
   });
 
+  it('gives a failed run up once its retry would come past the function’s MaximumEventAgeInSeconds', async () => {
+    // A maximum age shorter than the 30 ms wait before the first retry (AWS's least is 60 s).
+    const { results } = run(
+      () => {
+        throw new Error('the job failed');
+      },
+      { maximumRetryAttempts: 2, maximumEventAgeSeconds: 0.01 },
+    );
+    await waitFor(() => results.length >= 2, 'two runs');
+
+    for (const { attempt } of results.slice(0, 2))
+      expect(attempt).toMatchObject({ number: 1, retrying: false });
+  });
+
   it('stops cleanly: waits for the run in progress and starts no other, nor a retry', async () => {
     const { runs, runner } = run(async () => {
       await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL_MS));
