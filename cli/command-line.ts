@@ -3,13 +3,15 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
-               [--schedule-interval SECONDS]
+               [--schedule-interval SECONDS] [--async-retry-delay SECONDS]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
       (AWS_ENDPOINT_URL). --env sets a variable on every function; --context is CDK context for the
       synth; --ready-file receives the endpoints, resource names and stack outputs once ready;
-      --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead.
+      --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead;
+      --async-retry-delay retries a failed scheduled run or Event invocation after that long, not
+      Lambda's 1 and 2 minutes.
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
@@ -52,6 +54,7 @@ export type Command =
         context: Record<string, string>;
         readyFile?: string;
         scheduleIntervalSeconds?: number;
+        asyncRetryDelaySeconds?: number;
       };
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
@@ -86,6 +89,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         context: pairs(values.context ?? [], '--context'),
         readyFile: values['ready-file'],
         scheduleIntervalSeconds: seconds(values['schedule-interval'], '--schedule-interval'),
+        asyncRetryDelaySeconds: seconds(values['async-retry-delay'], '--async-retry-delay'),
       },
     };
   }
@@ -151,6 +155,7 @@ function parse(argv: string[]) {
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
         'schedule-interval': { type: 'string' },
+        'async-retry-delay': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -12,6 +12,8 @@ export interface LocalOptions {
   readyFile?: string;
   /** Runs every schedule rule this often instead of its rate (`--schedule-interval`); each rule's own rate by default. */
   scheduleIntervalSeconds?: number;
+  /** Waits this long before each retry of a failed asynchronous invocation (`--async-retry-delay`); Lambda's 1 and 2 minutes by default. */
+  asyncRetryDelaySeconds?: number;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -48,10 +50,21 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       ...(options.scheduleIntervalSeconds === undefined
         ? {}
         : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),
+      ...(options.asyncRetryDelaySeconds === undefined
+        ? {}
+        : { asyncRetryDelaysMs: [options.asyncRetryDelaySeconds * 1000] }),
       onBatch: (functionName, report) => {
         if (report.functionError) {
           console.log(
             `${functionName}: batch of ${report.received} failed (${report.functionError}); it will come back`,
+          );
+        }
+      },
+      onScheduledRun: (ruleName, functionName, result, attempt) => {
+        if (!result.ok) {
+          const next = attempt.retrying ? 'Lambda will retry it' : 'given up';
+          console.log(
+            `${functionName} (schedule ${ruleName}): run ${attempt.number} failed (${result.error.errorType}: ${result.error.errorMessage}); ${next}`,
           );
         }
       },

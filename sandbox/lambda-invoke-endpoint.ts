@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { FunctionThrottledError } from './function-concurrency.js';
+import { type AsyncInvokeConfig, invokeAsynchronously } from './async-invocation.js';
 import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 
@@ -13,6 +14,13 @@ export interface LambdaInvokeEndpointOptions {
   region?: string;
   /** The account local ARNs name; the emulators' account unless given. */
   accountId?: string;
+  /** How `Event` invocations are retried; by default with Lambda's defaults and waits. */
+  asyncInvocation?: {
+    /** A function's `AWS::Lambda::EventInvokeConfig`, by function name. */
+    configOf?: (functionName: string) => AsyncInvokeConfig | undefined;
+    /** The waits before the retries (the sandbox's `asyncRetryDelaysMs`). */
+    retryDelaysMs?: readonly number[];
+  };
 }
 
 export interface LambdaInvokeEndpoint {
@@ -20,7 +28,7 @@ export interface LambdaInvokeEndpoint {
   readonly endpoint: string;
   readonly port: number;
   functionArn(name: string): string;
-  /** Stops listening and waits for background (`Event`) invocations. */
+  /** Stops listening, cancels the `Event` invocations' retries not yet started, and waits for those running. */
   stop(): Promise<void>;
 }
 
@@ -48,8 +56,10 @@ type InvocationType = keyof typeof MAX_PAYLOAD_BYTES;
  * service errors in the AWS JSON shape (an unknown function is a `ResourceNotFoundException`).
  *
  * A function's reserved concurrency, when its invoker enforces it, throttles with a 429
- * `TooManyRequestsException`. Not emulated: versions and aliases (only `$LATEST`), log tails, async
- * retries and destinations.
+ * `TooManyRequestsException`. `Event` invocations are retried as Lambda retries them
+ * ({@link invokeAsynchronously}).
+ *
+ * Not emulated: versions and aliases (only `$LATEST`), log tails and destinations.
  */
 export async function startLambdaInvokeEndpoint(
   options: LambdaInvokeEndpointOptions,
@@ -58,6 +68,7 @@ export async function startLambdaInvokeEndpoint(
   const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
   const functionArn = (name: string) => `arn:aws:lambda:${region}:${accountId}:function:${name}`;
   const background = new Set<Promise<unknown>>();
+  const stopping = new AbortController();
 
   const invoke = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', `http://${HOST}`);
@@ -104,12 +115,19 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(204, headers).end();
       return;
     }
-    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
     if (type === 'Event') {
-      const tracked = run.then(
-        ({ payload, functionError }) => {
-          if (functionError) console.error(`${name} (Event ${awsRequestId}) failed: ${payload}`);
+      const tracked = invokeAsynchronously({
+        awsRequestId,
+        invoke: (id) => target.invoke(event, id, body.length === 0 ? '{}' : body),
+        config: options.asyncInvocation?.configOf?.(name),
+        retryDelaysMs: options.asyncInvocation?.retryDelaysMs,
+        signal: stopping.signal,
+        onAttempt: (result, attempt) => {
+          if (result.ok) return;
+          const then = attempt.retrying ? 'to be retried' : 'given up';
+          console.error(`${name} (Event ${awsRequestId}) failed, ${then}: ${JSON.stringify(result.error)}`);
         },
+      }).catch(
         // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
         (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
       );
@@ -118,6 +136,7 @@ export async function startLambdaInvokeEndpoint(
       response.writeHead(202, headers).end();
       return;
     }
+    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
     const { payload, functionError } = await run;
     response
       .writeHead(200, {
@@ -149,6 +168,7 @@ export async function startLambdaInvokeEndpoint(
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       });
+      stopping.abort();
       await Promise.allSettled(background);
     },
   };

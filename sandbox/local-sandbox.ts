@@ -11,6 +11,7 @@ import {
   type PipelineResources,
   resourcesFromOutputs,
 } from '../lib/constructs/pipeline-outputs.js';
+import type { AsyncAttempt, AsyncInvokeConfig } from './async-invocation.js';
 import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
@@ -58,8 +59,19 @@ export interface SandboxOptions {
    * topology, is the one `cdk deploy` deploys. By default each rule's own rate.
    */
   scheduleIntervalMs?: number;
-  /** Called after each invocation of a scheduled function, with the rule's name. */
-  onScheduledRun?: (ruleName: string, functionName: string, result: InvocationResult) => void;
+  /**
+   * The waits before the first and the second retry of a failed asynchronous invocation (a
+   * scheduled run's, an `Invoke` with `InvocationType: Event`), e.g. `[100, 100]` in a test. By
+   * default Lambda's own: 1 minute, then 2.
+   */
+  asyncRetryDelaysMs?: readonly number[];
+  /** Called after each invocation of a scheduled function (its retries included), with the rule's name. */
+  onScheduledRun?: (
+    ruleName: string,
+    functionName: string,
+    result: InvocationResult,
+    attempt: AsyncAttempt,
+  ) => void;
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
@@ -181,7 +193,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const functions: Record<string, LocalInvoker> = {};
     // Likewise CloudFormation and Lambda describe nothing until the stacks are provisioned.
     let deployment: Deployment | undefined;
-    const lambda = await started(startLambdaInvokeEndpoint({ functions }), (endpoint) => endpoint.stop());
+    // Each function's asynchronous-invocation config, filled with the functions.
+    const asyncInvokeConfigs = new Map<string, AsyncInvokeConfig | undefined>();
+    const asyncInvocation = {
+      configOf: (name: string) => asyncInvokeConfigs.get(name),
+      retryDelaysMs: options.asyncRetryDelaysMs,
+    };
+    const lambda = await started(startLambdaInvokeEndpoint({ functions, asyncInvocation }), (endpoint) =>
+      endpoint.stop(),
+    );
     const edge = await started(
       startEdgeEndpoint({
         targets: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
@@ -256,6 +276,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       [...runtimes].map(([name, runtime]) => [name, limitConcurrency(runtime, reserved.get(name))]),
     );
     Object.assign(functions, Object.fromEntries(invokers));
+    for (const fn of provisioned.functions) asyncInvokeConfigs.set(fn.name, fn.asyncInvokeConfig);
     const invoke = (functionName: string, event: unknown, awsRequestId?: string) => {
       const name = runtimes.has(functionName)
         ? functionName
@@ -302,7 +323,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         region: LOCAL_REGION,
         accountId: LOCAL_ACCOUNT_ID,
         invoke,
-        onRun: (functionName, result) => options.onScheduledRun?.(schedule.name, functionName, result),
+        asyncInvokeConfigOf: asyncInvocation.configOf,
+        asyncRetryDelaysMs: asyncInvocation.retryDelaysMs,
+        onRun: (functionName, result, attempt) =>
+          options.onScheduledRun?.(schedule.name, functionName, result, attempt),
       });
       stops.push(() => runner.stop());
     }

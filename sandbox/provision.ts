@@ -5,9 +5,9 @@ import {
   CreateTableCommand,
   type CreateTableCommandInput,
   type DynamoDBClient,
-  UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { AsyncInvokeConfig } from './async-invocation.js';
 import {
   type CloudFormationTemplate,
   type ResolveContext,
@@ -16,6 +16,7 @@ import {
   type TemplateResource,
   UnresolvableValueError,
 } from './cloudformation.js';
+import { describeEventInvokeConfigs } from './event-invoke-configs.js';
 import type { LocalQueue, LocalTable } from './local-resources.js';
 import { describeQueueSource, type LocalEventSource } from './queue-source.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
@@ -41,6 +42,8 @@ export interface LocalFunction {
   /** `ReservedConcurrentExecutions`: its invocations at once, from every source; unbounded without. */
   reservedConcurrency?: number;
   environment: Record<string, string>;
+  /** Its `AWS::Lambda::EventInvokeConfig`'s retries and maximum age; Lambda's defaults when absent. */
+  asyncInvokeConfig?: AsyncInvokeConfig;
 }
 
 export type { LocalEventSource } from './queue-source.js';
@@ -153,6 +156,20 @@ export async function provisionTemplate(
     }
   }
 
+  const invokeConfigs = describeEventInvokeConfigs({
+    configs: ofType('AWS::Lambda::EventInvokeConfig'),
+    functions,
+    resolve,
+  });
+  for (const fn of functions) {
+    const config = invokeConfigs.byFunction.get(fn.name);
+    if (config) fn.asyncInvokeConfig = config;
+  }
+  for (const [logicalId, note] of invokeConfigs.notRun) notRun.set(logicalId, note);
+  for (const logicalId of invokeConfigs.handled) {
+    resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
+  }
+
   const eventSources: LocalEventSource[] = [];
   const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
@@ -193,7 +210,10 @@ export async function provisionTemplate(
   const notEmulated = Object.entries(template.Resources)
     .filter(
       ([logicalId, resource]) =>
-        notRun.has(logicalId) || (!EMULATED.has(resource.Type) && !scheduleRules.handled.has(logicalId)),
+        notRun.has(logicalId) ||
+        (!EMULATED.has(resource.Type) &&
+          !scheduleRules.handled.has(logicalId) &&
+          !invokeConfigs.handled.has(logicalId)),
     )
     .map(([logicalId, resource]): NotEmulatedResource => {
       const note = notRun.get(logicalId);
@@ -317,13 +337,12 @@ async function createTable(
       ? { StreamEnabled: true, ...(properties.StreamSpecification as object) }
       : undefined,
   };
+  // The table's TimeToLiveSpecification is left off on purpose: DynamoDB Local deletes expired items
+  // within seconds, where AWS deletes them "typically within two days" and they "still show up in
+  // reads, queries, and scans" until then
+  // (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html).
+  // Never deleted, they show locally whether reads filter on the TTL attribute, as they must on AWS.
   const { TableDescription } = await options.dynamodb.send(new CreateTableCommand(input));
-  const ttl = properties.TimeToLiveSpecification as { AttributeName: string; Enabled: boolean } | undefined;
-  if (ttl?.Enabled) {
-    await options.dynamodb.send(
-      new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: ttl }),
-    );
-  }
   const streamArn = TableDescription?.LatestStreamArn;
   return { logicalId, name, arn: String(TableDescription?.TableArn), ...(streamArn && { streamArn }) };
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { _Record } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -44,24 +44,42 @@ const retryDelayMs = (attempt: number) => Math.min(100 * 2 ** (attempt - 1), 200
 
 /**
  * Runs one shard as Lambda's stream poller does: records in order, those no filter matches dropped,
- * batches of up to `batchSize` once full, the shard finished or the batching window over, one batch
- * at a time. Resolves true once a closed shard is read to its end and delivered, false on stop.
+ * batches of up to `batchSize` once full, the shard finished or the batching window over. With a
+ * ParallelizationFactor of N, the shard's records are split into N lanes by a hash of their item's
+ * key, and up to N batches (one per lane) run at once: each item's records stay in order, in one
+ * lane, while records of different items may be processed out of order, as on AWS. A lane's
+ * failures, retries and bisections hold up only its own records. With 1 (the default), one batch
+ * of the shard at a time. Resolves true once a closed shard is read to its end and delivered,
+ * false on stop (after the invocations in progress).
  */
 export async function pollShard(reader: ShardReader, options: ShardPollerOptions): Promise<boolean> {
   const { source, signal } = options;
   const windowMs = source.maximumBatchingWindowInSeconds * 1000;
-  // Records read and matched, not yet checkpointed: the head of the shard for the function.
-  const pending: PendingRecord[] = [];
-  let windowEnd = 0;
+  const lanes: Lane[] = Array.from({ length: Math.max(1, source.parallelizationFactor) }, () => ({
+    pending: [],
+    windowEnd: 0,
+  }));
+  const due = (lane: Lane) =>
+    lane.pending.length > 0 &&
+    (lane.pending.length >= source.batchSize || reader.finished || Date.now() >= lane.windowEnd);
+  const deliveries = () => lanes.flatMap((lane) => (lane.delivering ? [lane.delivering] : []));
   while (!signal.aborted) {
-    if (
-      pending.length > 0 &&
-      (pending.length >= source.batchSize || reader.finished || Date.now() >= windowEnd)
-    ) {
-      await deliverBatch(pending, reader.shardId, options);
+    for (const lane of lanes.filter((candidate) => !candidate.delivering && due(candidate))) {
+      lane.delivering = deliverBatch(lane.pending, reader.shardId, options)
+        .catch((error: unknown) =>
+          console.error(`[oncely sandbox] ${source.logicalId}'s ${reader.shardId}: ${String(error)}`),
+        )
+        .finally(() => {
+          lane.delivering = undefined;
+        });
+    }
+    const delivering = deliveries();
+    if (reader.finished && delivering.length === 0) return true;
+    // Reads go on while a lane is free: with one lane, not while its batch is out.
+    if (reader.finished || delivering.length === lanes.length) {
+      await Promise.race(delivering);
       continue;
     }
-    if (reader.finished) return true;
     let read: _Record[];
     try {
       read = await reader.read(signal);
@@ -75,18 +93,46 @@ export async function pollShard(reader: ShardReader, options: ShardPollerOptions
       continue;
     }
     const readAt = Date.now() / 1000;
-    const matched = read
-      .map((record) => toDynamoDbRecord(record, source.streamArn, options.region))
-      .filter(options.filter)
-      .map((record) => ({ record, arrivedAt: arrival(record, readAt) }));
-    if (matched.length > 0 && pending.length === 0) windowEnd = Date.now() + windowMs;
-    pending.push(...matched);
+    for (const record of read
+      .map((raw) => toDynamoDbRecord(raw, source.streamArn, options.region))
+      .filter(options.filter)) {
+      const lane = lanes[laneOf(record, lanes.length)];
+      if (lane.pending.length === 0) lane.windowEnd = Date.now() + windowMs;
+      lane.pending.push({ record, arrivedAt: arrival(record, readAt) });
+    }
     if (read.length === 0 && !reader.finished) {
-      const untilDue = pending.length > 0 ? windowEnd - Date.now() : IDLE_READ_INTERVAL_MS;
-      await pause(Math.min(IDLE_READ_INTERVAL_MS, untilDue), signal);
+      const untilDue = lanes
+        .filter((lane) => lane.pending.length > 0 && !lane.delivering)
+        .map((lane) => lane.windowEnd - Date.now());
+      await Promise.race([pause(Math.min(IDLE_READ_INTERVAL_MS, ...untilDue), signal), ...deliveries()]);
     }
   }
+  await Promise.all(deliveries());
   return false;
+}
+
+/** The records of the items a lane holds, not yet checkpointed, and its batch in progress. */
+interface Lane {
+  pending: PendingRecord[];
+  /** When its batching window, opened by its first pending record, is over (epoch ms). */
+  windowEnd: number;
+  delivering?: Promise<void>;
+}
+
+/**
+ * The lane of a record's item: a hash of its key (partition and sort key), so that an item's
+ * records always share one lane.
+ * https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html (concurrent reading of a shard)
+ */
+export function laneOf(record: DynamoDBRecord, lanes: number): number {
+  if (lanes === 1) return 0;
+  const keys = record.dynamodb?.Keys ?? {};
+  const key = JSON.stringify(
+    Object.keys(keys)
+      .sort()
+      .map((name) => [name, keys[name]]),
+  );
+  return createHash('sha256').update(key).digest().readUInt32BE(0) % lanes;
 }
 
 /** A record waiting for the function, with the latest time it can have been written (epoch seconds). */

@@ -23,6 +23,8 @@ export interface LocalStreamSource {
   /** `FilterCriteria.Filters[].Pattern`: JSON texts; a record matching none never reaches the function. */
   filterPatterns: string[];
   maximumBatchingWindowInSeconds: number;
+  /** Batches of one shard processed at once, 1 (the default) to 10: records split by item. */
+  parallelizationFactor: number;
   /** Where a discarded batch's invocation record goes (`DestinationConfig.OnFailure`). */
   onFailure?: LocalQueue;
 }
@@ -93,6 +95,7 @@ export function describeStreamSource(context: StreamSourceContext): LocalStreamS
     ),
     filterPatterns,
     maximumBatchingWindowInSeconds: Number(setting('MaximumBatchingWindowInSeconds', 0)),
+    parallelizationFactor: Number(setting('ParallelizationFactor', 1)),
     ...(onFailure && { onFailure }),
   };
 }

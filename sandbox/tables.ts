@@ -1,6 +1,5 @@
-import { CreateTableCommand, type DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  EXPIRES_AT_ATTRIBUTE,
   ID_ATTRIBUTE,
   UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_INDEX_NAME,
@@ -9,7 +8,9 @@ import {
 
 /**
  * Creates an on-demand table with the idempotency table's schema, as the construct declares it:
- * keyed by a string `id`, TTL on, and the sparse index of unresolved records.
+ * keyed by a string `id`, with the sparse index of unresolved records. Its TTL on `expiresAt` is
+ * left off, as the sandbox leaves it off: DynamoDB Local would delete an expired record within
+ * seconds, where AWS may keep it readable for two days, and the store must treat it as absent itself.
  */
 export async function createIdempotencyTable(client: DynamoDBClient, name: string): Promise<void> {
   await client.send(
@@ -32,12 +33,6 @@ export async function createIdempotencyTable(client: DynamoDBClient, name: strin
         },
       ],
       BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: name,
-      TimeToLiveSpecification: { AttributeName: EXPIRES_AT_ATTRIBUTE, Enabled: true },
     }),
   );
 }

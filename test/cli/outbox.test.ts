@@ -289,6 +289,14 @@ describe('the command line', () => {
     expect(() => parseCommandLine(['local', '--schedule-interval', '0.5'], {})).toThrow(CliUsageError);
   });
 
+  it('parses oncely local --async-retry-delay', () => {
+    expect(parseCommandLine(['local', '--async-retry-delay', '2'], {})).toMatchObject({
+      name: 'local',
+      options: { asyncRetryDelaySeconds: 2 },
+    });
+    expect(() => parseCommandLine(['local', '--async-retry-delay', '0'], {})).toThrow(CliUsageError);
+  });
+
   it('shows ages briefly', () => {
     expect([0, 42, 60, 312, 3_600, 3_840, 86_400, 183_600].map(formatAge)).toEqual([
       '0s',

@@ -8,7 +8,7 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LocalFunctionRuntime } from '../../sandbox/function-runtime.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import {
@@ -250,5 +250,60 @@ describe('Lambda Invoke endpoint lifecycle', () => {
       code: 'ECONNREFUSED',
     });
     afterStop.destroy();
+  });
+});
+
+describe('Lambda Invoke endpoint: retries of a failed Event invocation', () => {
+  /** Each attempt's request id, by function; and what the endpoint says of each failed attempt. */
+  const attempts: Record<string, string[]> = { failing: [], failingOnce: [] };
+  const logged: string[] = [];
+  let own: LambdaInvokeEndpoint;
+  let client: LambdaClient;
+
+  beforeAll(async () => {
+    const failing = (name: string) =>
+      local(name, 1_000, (_event, context) => {
+        attempts[name].push(context.awsRequestId);
+        throw new Error('the job failed');
+      });
+    own = await startLambdaInvokeEndpoint({
+      functions: { failing: failing('failing'), failingOnce: failing('failingOnce') },
+      asyncInvocation: {
+        configOf: (name) =>
+          name === 'failingOnce' ? { maximumRetryAttempts: 0, maximumEventAgeSeconds: 60 } : undefined,
+        retryDelaysMs: [20, 20],
+      },
+    });
+    client = new LambdaClient({ ...localAwsConfig(own.endpoint), maxAttempts: 1 });
+    vi.spyOn(console, 'error').mockImplementation((line: unknown) => logged.push(String(line)));
+  });
+
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    client.destroy();
+    await own.stop();
+  });
+
+  /** Invokes `name` with `Event` and waits until the endpoint gives the event up; its request id. */
+  async function invokeUntilGivenUp(name: string): Promise<string> {
+    const output = await client.send(new InvokeCommand({ FunctionName: name, InvocationType: 'Event' }));
+    expect(output.StatusCode).toBe(202);
+    const requestId = String(output.$metadata.requestId);
+    await expect
+      .poll(() => logged.some((line) => line.includes(requestId) && line.includes('given up')), {
+        timeout: 5_000,
+      })
+      .toBe(true);
+    return requestId;
+  }
+
+  it('retries it twice with the same request id, as Lambda does, then gives it up', async () => {
+    const requestId = await invokeUntilGivenUp('failing');
+    expect(attempts.failing).toEqual([requestId, requestId, requestId]);
+  });
+
+  it('does not retry it when the function’s MaximumRetryAttempts is 0', async () => {
+    const requestId = await invokeUntilGivenUp('failingOnce');
+    expect(attempts.failingOnce).toEqual([requestId]);
   });
 });

@@ -1,14 +1,31 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXPIRES_AT_ATTRIBUTE } from '../../lambdas/idempotency/record.js';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  UNRESOLVED_ATTRIBUTE,
+  UPDATED_AT_ATTRIBUTE,
+} from '../../lambdas/idempotency/record.js';
 import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/constructs/bundling.js';
+import type { AsyncAttempt } from '../../sandbox/async-invocation.js';
 import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
+import { LocalFunctionRuntime } from '../../sandbox/function-runtime.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provision.js';
+import { startScheduleRunner } from '../../sandbox/schedule-runner.js';
 import { type CloudAssembly, synthesizeApp } from '../../sandbox/synthesize.js';
 import { uniqueName } from '../support/dynamodb.js';
 
@@ -88,7 +105,7 @@ describe('provisioning the synthesized stack into the emulators', () => {
     });
   });
 
-  it('creates the tables with their key schema and the TTL attribute', async () => {
+  it('creates the tables with their key schema', async () => {
     // The ledger and the idempotency table, keyed by id; the orders table, which holds the outbox.
     expect(provisioned.tables).toHaveLength(3);
     for (const table of provisioned.tables) {
@@ -102,14 +119,58 @@ describe('provisioning the synthesized stack into the emulators', () => {
           : [{ AttributeName: 'id', KeyType: 'HASH' }],
       );
     }
+  });
+
+  it('keeps an item past its TTL readable, as AWS may for two days, where DynamoDB Local deletes it in seconds', async () => {
     const idempotency = provisioned.tables.find((t) => t.logicalId.includes('Idempotency'));
+    // A table with TTL on in DynamoDB Local shows when its sweep has deleted the expired item.
+    const control = uniqueName('TtlControl');
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: control,
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await dynamodb.send(
+      new UpdateTimeToLiveCommand({
+        TableName: control,
+        TimeToLiveSpecification: { AttributeName: EXPIRES_AT_ATTRIBUTE, Enabled: true },
+      }),
+    );
+    // An unresolved record, in the table's sparse index: DynamoDB Local's sweep skips items outside a
+    // table's global indexes.
+    const expired = {
+      id: { S: uniqueName('expired') },
+      [EXPIRES_AT_ATTRIBUTE]: { N: String(Math.floor(Date.now() / 1000) - 3600) },
+      [UNRESOLVED_ATTRIBUTE]: { S: 'IN_DOUBT' },
+      [UPDATED_AT_ATTRIBUTE]: { N: String(Date.now() - 3_600_000) },
+    };
+    const read = async (table: string) =>
+      (
+        await dynamodb.send(
+          new GetItemCommand({ TableName: table, Key: { id: expired.id }, ConsistentRead: true }),
+        )
+      ).Item;
+    await dynamodb.send(new PutItemCommand({ TableName: String(idempotency?.name), Item: expired }));
+    // Two sweeps of DynamoDB Local's: one that may have been under way when the item was written, then
+    // one wholly after it.
+    const deadline = Date.now() + 30_000;
+    for (let sweep = 0; sweep < 2; sweep++) {
+      await dynamodb.send(new PutItemCommand({ TableName: control, Item: expired }));
+      while ((await read(control)) !== undefined) {
+        if (Date.now() > deadline) throw new Error('DynamoDB Local never deleted the expired control item');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+
+    expect(await read(String(idempotency?.name))).toEqual(expired);
     const { TimeToLiveDescription } = await dynamodb.send(
       new DescribeTimeToLiveCommand({ TableName: String(idempotency?.name) }),
     );
-    expect(TimeToLiveDescription).toMatchObject({
-      AttributeName: EXPIRES_AT_ATTRIBUTE,
-      TimeToLiveStatus: 'ENABLED',
-    });
+    expect(TimeToLiveDescription?.TimeToLiveStatus).toBe('DISABLED');
+    await dynamodb.send(new DeleteTableCommand({ TableName: control }));
   });
 
   it('runs each function from its bundled asset in the cloud assembly', () => {
@@ -262,6 +323,96 @@ describe('provisioning schedule rules', () => {
   });
 });
 
+describe('provisioning asynchronous-invocation configs (a function’s retryAttempts and maxEventAge)', () => {
+  /** The failing fixture function, scheduled every minute, with CDK's EventInvokeConfig for it. */
+  function template(invokeConfig: Record<string, unknown>): CloudFormationTemplate {
+    return {
+      Resources: {
+        Job: nodeFunction({ FunctionName: 'failing-job', Handler: 'functions.fail' }),
+        JobEventInvokeConfig: {
+          Type: 'AWS::Lambda::EventInvokeConfig',
+          Properties: { FunctionName: { Ref: 'Job' }, Qualifier: '$LATEST', ...invokeConfig },
+        },
+        Every: {
+          Type: 'AWS::Events::Rule',
+          Properties: {
+            ScheduleExpression: 'rate(1 minute)',
+            Targets: [{ Id: 'Target0', Arn: { 'Fn::GetAtt': ['Job', 'Arn'] } }],
+          },
+        },
+        Allow: {
+          Type: 'AWS::Lambda::Permission',
+          Properties: {
+            Action: 'lambda:InvokeFunction',
+            FunctionName: { 'Fn::GetAtt': ['Job', 'Arn'] },
+            Principal: 'events.amazonaws.com',
+            SourceArn: { 'Fn::GetAtt': ['Every', 'Arn'] },
+          },
+        },
+      },
+    };
+  }
+
+  it('runs a scheduled function that fails as many times as its MaximumRetryAttempts says, in a worker', async () => {
+    const { functions, schedules, notEmulated } = await provision(template({ MaximumRetryAttempts: 1 }));
+    expect(notEmulated).toEqual([]);
+    const [fn] = functions;
+    expect(fn.asyncInvokeConfig).toEqual({ maximumRetryAttempts: 1, maximumEventAgeSeconds: 21_600 });
+
+    // What startSandbox wires: the function in a worker, the rule's runner with the function's config.
+    const runtime = new LocalFunctionRuntime({ ...fn, environment: {} });
+    const attempts: { result: InvocationResult; attempt: AsyncAttempt }[] = [];
+    const runner = startScheduleRunner({
+      schedule: schedules[0],
+      intervalMs: 100,
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+      invoke: (_name, event, awsRequestId) => runtime.invoke(event, awsRequestId),
+      asyncInvokeConfigOf: (name) => (name === fn.name ? fn.asyncInvokeConfig : undefined),
+      asyncRetryDelaysMs: [20, 20],
+      onRun: (_name, result, attempt) => attempts.push({ result, attempt }),
+    });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!attempts.some(({ attempt }) => !attempt.retrying) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await runner.stop();
+      await runtime.stop();
+    }
+    const first = attempts.filter(({ attempt }) => attempt.awsRequestId === attempts[0].attempt.awsRequestId);
+    expect(first.map(({ attempt }) => [attempt.number, attempt.retrying])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(first[1].result).toMatchObject({ ok: false, error: { errorType: 'PaymentDeclinedError' } });
+  });
+
+  it('takes Lambda’s defaults for what a config leaves out', async () => {
+    const { functions } = await provision(template({ MaximumEventAgeInSeconds: 60 }));
+    expect(functions[0].asyncInvokeConfig).toEqual({ maximumRetryAttempts: 2, maximumEventAgeSeconds: 60 });
+  });
+
+  it.each([
+    [
+      { DestinationConfig: { OnFailure: { Destination: 'arn:aws:sqs:us-east-1:123456789012:dlq' } } },
+      /its destinations are not emulated/,
+      true,
+    ],
+    [{ Qualifier: 'live' }, /only \$LATEST runs locally/, false],
+  ])('lists a config %o whose effect is not emulated, and says why', async (config, note, applied) => {
+    const { functions, notEmulated } = await provision(template({ MaximumRetryAttempts: 0, ...config }));
+    expect(notEmulated).toContainEqual({
+      stackName: expect.any(String),
+      logicalId: 'JobEventInvokeConfig',
+      type: 'AWS::Lambda::EventInvokeConfig',
+      note: expect.stringMatching(note),
+    });
+    expect(functions[0].asyncInvokeConfig?.maximumRetryAttempts).toBe(applied ? 0 : undefined);
+  });
+});
+
 describe('provisioning what does not run locally, and stacks that import from one another', () => {
   it('lists a function it cannot run, and the event source and schedule that would invoke it, with the reason', async () => {
     const { functions, eventSources, notEmulated } = await provision({
@@ -397,6 +548,7 @@ describe('provisioning DynamoDB-stream event sources', () => {
           }),
         ],
         maximumBatchingWindowInSeconds: 1,
+        parallelizationFactor: 1,
         onFailure: relay.queues.find((queue) => queue.logicalId.startsWith('RelayFailures')),
       },
     ]);
@@ -455,6 +607,7 @@ describe('provisioning DynamoDB-stream event sources', () => {
         reportBatchItemFailures: false,
         filterPatterns: [],
         maximumBatchingWindowInSeconds: 0,
+        parallelizationFactor: 1,
       }),
     ]);
     expect(streamSources[0]).not.toHaveProperty('onFailure');

@@ -1,5 +1,6 @@
 import type { ScheduledEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AsyncAttempt, AsyncInvokeConfig } from '../../sandbox/async-invocation.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../sandbox/local-aws-config.js';
@@ -31,38 +32,59 @@ afterEach(async () => {
   await Promise.all(runners.splice(0).map((runner) => runner.stop()));
 });
 
-/** Runs `schedule` every {@link INTERVAL_MS} against an in-process function taking `durationMs`. */
-function run(durationMs = 0) {
-  const runs: { event: ScheduledEvent; startedAt: number; endedAt?: number }[] = [];
+/** One invocation of the scheduled function, as it saw it. */
+interface Run {
+  event: ScheduledEvent;
+  awsRequestId: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+/**
+ * Runs `schedule` every {@link INTERVAL_MS} against an in-process function; `body` is what the
+ * function does with its run (by default, nothing). Retries wait {@link RETRY_DELAYS_MS}.
+ */
+function run(
+  body: (current: Run, runs: Run[]) => Promise<unknown> | unknown = () => 'done',
+  config?: AsyncInvokeConfig,
+  timeoutMs = 5_000,
+) {
+  const runs: Run[] = [];
   const job = inProcessFunction({
     name: 'job',
     arn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:function:job`,
-    timeoutMs: 5_000,
-    handler: async (event) => {
-      const current = {
+    timeoutMs,
+    handler: async (event, context) => {
+      const current: Run = {
         event: event as ScheduledEvent,
+        awsRequestId: context.awsRequestId,
         startedAt: Date.now(),
-        endedAt: undefined as number | undefined,
       };
       runs.push(current);
-      await new Promise((resolve) => setTimeout(resolve, durationMs));
-      current.endedAt = Date.now();
-      return 'done';
+      try {
+        return await body(current, runs);
+      } finally {
+        current.endedAt = Date.now();
+      }
     },
   });
-  const results: InvocationResult[] = [];
+  const results: { result: InvocationResult; attempt: AsyncAttempt }[] = [];
   const startedAt = Date.now();
   const runner = startScheduleRunner({
     schedule,
     intervalMs: INTERVAL_MS,
     region: LOCAL_REGION,
     accountId: LOCAL_ACCOUNT_ID,
-    invoke: (_functionName, event) => job.invoke(event),
-    onRun: (_functionName, result) => results.push(result),
+    invoke: (_functionName, event, awsRequestId) => job.invoke(event, awsRequestId),
+    asyncInvokeConfigOf: () => config,
+    asyncRetryDelaysMs: RETRY_DELAYS_MS,
+    onRun: (_functionName, result, attempt) => results.push({ result, attempt }),
   });
   runners.push(runner);
   return { runs, results, startedAt, runner };
 }
+
+const RETRY_DELAYS_MS = [30, 60];
 
 describe('schedule runner', () => {
   it('first runs one interval after the start, then on every interval, with EventBridge’s event', async () => {
@@ -71,7 +93,10 @@ describe('schedule runner', () => {
 
     expect(runs[0].startedAt - startedAt).toBeGreaterThanOrEqual(INTERVAL_MS - 5);
     expect(runs[2].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(2 * INTERVAL_MS - 10);
-    expect(results[0]).toEqual({ ok: true, result: 'done' });
+    expect(results[0]).toEqual({
+      result: { ok: true, result: 'done' },
+      attempt: { awsRequestId: runs[0].awsRequestId, number: 1, retrying: false },
+    });
     expect(runs[0].event).toEqual({
       version: '0',
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
@@ -86,19 +111,97 @@ describe('schedule runner', () => {
     expect(runs[1].event.id).not.toBe(runs[0].event.id);
   });
 
-  it('never overlaps two runs of a rule: a tick that falls during a run is skipped', async () => {
-    const { runs, results } = run(2.5 * INTERVAL_MS);
-    await waitFor(() => results.length >= 3, 'three runs');
+  it('fires every tick while a previous run is still going, as EventBridge does: runs overlap', async () => {
+    // The first run lasts until the next tick's run has started (or 5 s have passed).
+    const { runs } = run(async (current, all) => {
+      if (all[0] === current) await waitFor(() => all.length >= 2, 'a second run', 5_000).catch(() => {});
+    });
+    await waitFor(() => runs.length >= 2, 'a second run');
 
-    for (let i = 1; i < runs.length; i++) {
-      expect(runs[i].startedAt).toBeGreaterThanOrEqual(Number(runs[i - 1].endedAt));
-    }
-    // Runs stay on the interval's ticks: a 250 ms run is followed by the tick at 300 ms.
-    expect(runs[1].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(3 * INTERVAL_MS - 10);
+    expect(runs[1].startedAt).toBeLessThan(Number(runs[0].endedAt ?? Number.POSITIVE_INFINITY));
+    expect(runs[1].event.id).not.toBe(runs[0].event.id);
   });
 
-  it('stops cleanly: waits for the run in progress and starts no other', async () => {
-    const { runs, runner } = run(2 * INTERVAL_MS);
+  it('retries a failed run twice, with the same event and request id, then gives it up', async () => {
+    const { runs, results } = run(() => {
+      throw new Error('the job failed');
+    });
+    // Until the second event is given up too: by then a fourth attempt of the first would have come.
+    const givenUp = () => results.filter(({ attempt }) => attempt.number === 3).length;
+    await waitFor(() => givenUp() >= 2, 'two events given up');
+
+    const first = runs[0];
+    const attempts = runs.filter((r) => r.awsRequestId === first.awsRequestId);
+    expect(attempts.map((r) => r.event)).toEqual([first.event, first.event, first.event]);
+    const reports = results.filter(({ attempt }) => attempt.awsRequestId === first.awsRequestId);
+    expect(reports.map(({ attempt }) => attempt)).toEqual([
+      { awsRequestId: first.awsRequestId, number: 1, retrying: true },
+      { awsRequestId: first.awsRequestId, number: 2, retrying: true },
+      { awsRequestId: first.awsRequestId, number: 3, retrying: false },
+    ]);
+    expect(reports[2].result).toMatchObject({ ok: false, error: { errorMessage: 'the job failed' } });
+  });
+
+  it('retries a run that timed out, as Lambda retries any function error', async () => {
+    // The first attempt of each event outlives the 100 ms timeout; its retry returns at once.
+    const { results } = run(
+      async (current, all) => {
+        if (all.filter((r) => r.awsRequestId === current.awsRequestId).length === 1) {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }
+        return 'done';
+      },
+      undefined,
+      100,
+    );
+    await waitFor(() => results.some(({ result }) => result.ok), 'a run that succeeded');
+
+    const [first] = results;
+    const second = results.find(
+      ({ attempt }) => attempt.awsRequestId === first.attempt.awsRequestId && attempt.number === 2,
+    );
+    expect(first.result).toMatchObject({ ok: false, error: { errorType: 'Sandbox.Timedout' } });
+    expect(first.attempt).toMatchObject({ number: 1, retrying: true });
+    expect(second).toEqual({
+      result: { ok: true, result: 'done' },
+      attempt: { awsRequestId: first.attempt.awsRequestId, number: 2, retrying: false },
+    });
+  });
+
+  it('does not retry a failed run with MaximumRetryAttempts 0', async () => {
+    const { runs, results } = run(
+      () => {
+        throw new Error('the job failed');
+      },
+      { maximumRetryAttempts: 0, maximumEventAgeSeconds: 21_600 },
+    );
+    await waitFor(() => results.length >= 3, 'three runs');
+
+    // Three ticks, three events, each run once.
+    expect(new Set(runs.slice(0, 3).map((r) => r.awsRequestId)).size).toBe(3);
+    for (const { attempt } of results.slice(0, 3))
+      expect(attempt).toMatchObject({ number: 1, retrying: false });
+  });
+
+  it('gives a failed run up once its retry would come past the function’s MaximumEventAgeInSeconds', async () => {
+    // A maximum age shorter than the 30 ms wait before the first retry (AWS's least is 60 s).
+    const { results } = run(
+      () => {
+        throw new Error('the job failed');
+      },
+      { maximumRetryAttempts: 2, maximumEventAgeSeconds: 0.01 },
+    );
+    await waitFor(() => results.length >= 2, 'two runs');
+
+    for (const { attempt } of results.slice(0, 2))
+      expect(attempt).toMatchObject({ number: 1, retrying: false });
+  });
+
+  it('stops cleanly: waits for the run in progress and starts no other, nor a retry', async () => {
+    const { runs, runner } = run(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL_MS));
+      throw new Error('failed, to be retried');
+    });
     await waitFor(() => runs.length === 1, 'a run to start');
 
     await runner.stop();

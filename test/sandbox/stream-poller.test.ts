@@ -13,6 +13,7 @@ import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import type { LocalQueue } from '../../sandbox/local-resources.js';
 import { type StreamBatchReport, type StreamPoller, startStreamPoller } from '../../sandbox/stream-poller.js';
+import { laneOf } from '../../sandbox/stream-shard-poller.js';
 import type { LocalStreamSource } from '../../sandbox/stream-source.js';
 import { uniqueName } from '../support/dynamodb.js';
 
@@ -59,6 +60,7 @@ async function streamSource(settings: Partial<LocalStreamSource> = {}): Promise<
     reportBatchItemFailures: false,
     filterPatterns: [],
     maximumBatchingWindowInSeconds: 0,
+    parallelizationFactor: 1,
     ...settings,
   };
 }
@@ -425,6 +427,62 @@ describe('the stream poller', () => {
       });
     }
     expect(ids(delivered(invocations.slice(invokedBefore)))).not.toContain('stale');
+  });
+
+  it('with a ParallelizationFactor, runs batches of one shard at once, each item’s records in order', async () => {
+    const source = await streamSource({ batchSize: 2, parallelizationFactor: 4 });
+    const keys = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'];
+    for (let version = 0; version < 3; version++) {
+      for (const id of keys) await put(source, { id, version });
+    }
+    let running = 0;
+    let peak = 0;
+    const concurrent: string[][] = [];
+    const { invocations } = await poll(source, async (event) => {
+      peak = Math.max(peak, ++running);
+      concurrent.push(ids(event.Records).map(String));
+      // Each batch stays out until another one runs beside it (or a bound passes).
+      const deadline = Date.now() + 1_000;
+      while (peak < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      running--;
+      return ok();
+    });
+    await expect.poll(() => delivered(invocations).length, { timeout: 10_000 }).toBe(24);
+
+    expect(peak).toBeGreaterThan(1);
+    const records = delivered(invocations);
+    for (const id of keys) {
+      const versions = records
+        .filter((record) => record.dynamodb?.Keys?.id?.S === id)
+        .map((record) => Number(record.dynamodb?.NewImage?.version?.N));
+      expect(versions).toEqual([0, 1, 2]);
+    }
+    // The shard's total order is not kept across items: records of different items were reordered.
+    const sequenceNumbers = records.map((record) => BigInt(String(record.dynamodb?.SequenceNumber)));
+    expect(sequenceNumbers.some((sequence, i) => i > 0 && sequence < sequenceNumbers[i - 1])).toBe(true);
+  });
+
+  it('with a ParallelizationFactor, a failing item holds up only its own lane', async () => {
+    const source = await streamSource({ batchSize: 1, parallelizationFactor: 10 });
+    await put(source, { id: 'poison' });
+    const others = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    for (const id of others) await put(source, { id });
+    // Retried forever (maximumRetryAttempts -1), as Lambda does until the record expires.
+    const { invocations } = await poll(source, (event) =>
+      ids(event.Records).includes('poison') ? boom : ok(),
+    );
+    const laneOfItem = (id: string) => laneOf({ dynamodb: { Keys: { id: { S: id } } } }, 10);
+    const blocked = others.filter((id) => laneOfItem(id) === laneOfItem('poison'));
+    const attempts = (id: string) => ids(delivered(invocations)).filter((seen) => seen === id).length;
+    // Every item outside poison's lane gets through while poison is retried, again and again.
+    await expect
+      .poll(() => others.filter((id) => attempts(id) > 0), { timeout: 10_000 })
+      .toEqual(others.filter((id) => !blocked.includes(id)));
+    await expect.poll(() => attempts('poison'), { timeout: 10_000 }).toBeGreaterThan(2);
+    // Those in poison's lane wait behind it.
+    for (const id of blocked) expect(attempts(id)).toBe(0);
+    expect(blocked.length).toBeGreaterThan(0);
+    expect(blocked.length).toBeLessThan(others.length);
   });
 
   it('stops promptly, even retrying forever, after the invocation in progress, and invokes nothing after', async () => {
