@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { FunctionThrottledError } from './function-concurrency.js';
 import type { InvocationResult } from './lambda-context.js';
 import { pause } from './pause.js';
 
@@ -24,6 +25,13 @@ export const DEFAULT_ASYNC_INVOKE_CONFIG: AsyncInvokeConfig = {
  * before the second (same page). The sandbox's `asyncRetryDelaysMs` shortens them for tests.
  */
 export const AWS_ASYNC_RETRY_DELAYS_MS: readonly number[] = [60_000, 120_000];
+
+/**
+ * A throttled asynchronous invocation goes back to Lambda's queue and is tried again, up to the
+ * maximum event age and without counting as a retry, after waits growing exponentially from 1 s to
+ * at most 5 minutes (same page).
+ */
+export const AWS_THROTTLE_BACKOFF_MS = { first: 1_000, max: 300_000 } as const;
 
 export interface AsyncInvocationOptions {
   /** The event's request id, e.g. the one `Invoke` answered with; a new one by default. */
@@ -61,7 +69,8 @@ export async function invokeAsynchronously(options: AsyncInvocationOptions): Pro
   const queuedAt = Date.now();
   const awsRequestId = options.awsRequestId ?? randomUUID();
   for (let attempt = 1; ; attempt++) {
-    const result = await options.invoke(awsRequestId);
+    const result = await runUnthrottled(options, awsRequestId, queuedAt, config);
+    if (result === undefined) return;
     const delayMs = delays[Math.min(attempt - 1, delays.length - 1)] ?? 0;
     const retrying =
       !result.ok &&
@@ -72,5 +81,28 @@ export async function invokeAsynchronously(options: AsyncInvocationOptions): Pro
     if (!retrying) return;
     await pause(delayMs, options.signal);
     if (options.signal.aborted) return;
+  }
+}
+
+/**
+ * One attempt, tried again while Lambda throttles it; undefined when the event grew too old
+ * waiting (Lambda discards it) or the sandbox stopped.
+ */
+async function runUnthrottled(
+  options: AsyncInvocationOptions,
+  awsRequestId: string,
+  queuedAt: number,
+  config: AsyncInvokeConfig,
+): Promise<InvocationResult | undefined> {
+  for (let backoffMs: number = AWS_THROTTLE_BACKOFF_MS.first; ; ) {
+    try {
+      return await options.invoke(awsRequestId);
+    } catch (error) {
+      if (!(error instanceof FunctionThrottledError)) throw error;
+    }
+    if (Date.now() + backoffMs - queuedAt > config.maximumEventAgeSeconds * 1000) return undefined;
+    await pause(backoffMs, options.signal);
+    if (options.signal.aborted) return undefined;
+    backoffMs = Math.min(backoffMs * 2, AWS_THROTTLE_BACKOFF_MS.max);
   }
 }
