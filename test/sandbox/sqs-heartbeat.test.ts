@@ -1,0 +1,110 @@
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { startEventSourcePoller } from '../../sandbox/event-source-poller.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
+import type { LocalEventSource } from '../../sandbox/provision.js';
+import { uniqueName } from '../support/dynamodb.js';
+
+// A consumer that extends its messages' visibility while it works (a heartbeat), run by the sandbox's
+// SQS event source mapping on the sandbox's SQS emulator: as on SQS, ChangeMessageVisibility is not a
+// receive, so only real deliveries count against the DLQ's maxReceiveCount.
+
+const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const pollers: { stop: () => Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+});
+afterAll(() => sqs.destroy());
+
+async function fifoQueue(attributes: Record<string, string> = {}) {
+  const name = `${uniqueName('heartbeat')}.fifo`;
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', ...attributes } }),
+  );
+  const url = String(QueueUrl);
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
+  return { logicalId: 'Queue', name, url, arn: String(Attributes?.QueueArn) };
+}
+
+async function messagesIn(url: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbox', () => {
+  it('is redelivered after it crashed mid-batch, counted once per delivery, and not dead-lettered', async () => {
+    const dlq = await fifoQueue();
+    // A 1-second visibility timeout that the handler outlives: only its heartbeats keep the batch hidden.
+    const queue = await fifoQueue({
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    });
+    const source: LocalEventSource = {
+      logicalId: 'Source',
+      queue,
+      functionName: 'consumer',
+      batchSize: 10,
+      reportBatchItemFailures: true,
+      maxConcurrency: 1,
+    };
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queue.url,
+        MessageBody: 'order-1',
+        MessageGroupId: 'orders',
+        MessageDeduplicationId: 'order-1',
+      }),
+    );
+
+    const receiveCounts: string[] = [];
+    const processed: string[] = [];
+    // The handler: the first delivery works for 1.5 s with a heartbeat every 0.5 s, then crashes; the
+    // second succeeds.
+    const handler = async (event: SQSEvent): Promise<InvocationResult> => {
+      const [record] = event.Records;
+      if (!record) return { ok: true, result: {} };
+      receiveCounts.push(record.attributes.ApproximateReceiveCount);
+      if (receiveCounts.length > 1) {
+        processed.push(record.body);
+        return { ok: true, result: { batchItemFailures: [] } };
+      }
+      for (let beat = 0; beat < 3; beat++) {
+        await sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queue.url,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: 2,
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      return { ok: false, error: { errorType: 'Error', errorMessage: 'crashed mid-batch', trace: [] } };
+    };
+    pollers.push(
+      startEventSourcePoller({ sqs, source, region: LOCAL_REGION, invoke: handler, waitTimeSeconds: 1 }),
+    );
+
+    await expect.poll(() => processed, { timeout: 10_000 }).toEqual(['order-1']);
+    expect(receiveCounts).toEqual(['1', '2']);
+    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
+    expect(await messagesIn(dlq.url)).toBe(0);
+  });
+});
