@@ -3,13 +3,14 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
-               [--schedule-interval SECONDS]
+               [--schedule-interval SECONDS] [--one-group-per-receive]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
       (AWS_ENDPOINT_URL). --env sets a variable on every function; --context is CDK context for the
       synth; --ready-file receives the endpoints, resource names and stack outputs once ready;
-      --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead.
+      --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead;
+      --one-group-per-receive makes each FIFO receive return one message group's messages only.
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
@@ -52,6 +53,7 @@ export type Command =
         context: Record<string, string>;
         readyFile?: string;
         scheduleIntervalSeconds?: number;
+        oneGroupPerReceive: boolean;
       };
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
@@ -86,6 +88,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         context: pairs(values.context ?? [], '--context'),
         readyFile: values['ready-file'],
         scheduleIntervalSeconds: seconds(values['schedule-interval'], '--schedule-interval'),
+        oneGroupPerReceive: values['one-group-per-receive'] ?? false,
       },
     };
   }
@@ -151,6 +154,7 @@ function parse(argv: string[]) {
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
         'schedule-interval': { type: 'string' },
+        'one-group-per-receive': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -12,6 +12,8 @@ export interface LocalOptions {
   readyFile?: string;
   /** Runs every schedule rule this often instead of its rate (`--schedule-interval`); each rule's own rate by default. */
   scheduleIntervalSeconds?: number;
+  /** Each FIFO receive returns one message group's messages only (`--one-group-per-receive`); `false` by default. */
+  oneGroupPerReceive?: boolean;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -45,6 +47,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       appDirectory,
       environment: options.environment,
       context: options.context,
+      oneGroupPerReceive: options.oneGroupPerReceive,
       ...(options.scheduleIntervalSeconds === undefined
         ? {}
         : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),
