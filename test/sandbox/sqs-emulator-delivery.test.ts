@@ -11,11 +11,13 @@ import { startEventSourcePoller } from '../../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import type { LocalEventSource } from '../../sandbox/provision.js';
+import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { uniqueName } from '../support/dynamodb.js';
 
-// A consumer that extends its messages' visibility while it works (a heartbeat), run by the sandbox's
-// SQS event source mapping on the sandbox's SQS emulator: as on SQS, ChangeMessageVisibility is not a
-// receive, so only real deliveries count against the DLQ's maxReceiveCount.
+// Consumers run by the sandbox's SQS event source mapping on its SQS emulator: one that extends its
+// messages' visibility while it works (a heartbeat), which on SQS is not a receive, so only real
+// deliveries count against the DLQ's maxReceiveCount; and the batches of the harsher
+// oneGroupPerReceive setting.
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
 const pollers: { stop: () => Promise<void> }[] = [];
@@ -24,13 +26,13 @@ afterEach(async () => {
 });
 afterAll(() => sqs.destroy());
 
-async function fifoQueue(attributes: Record<string, string> = {}) {
-  const name = `${uniqueName('heartbeat')}.fifo`;
-  const { QueueUrl } = await sqs.send(
+async function fifoQueue(attributes: Record<string, string> = {}, client = sqs) {
+  const name = `${uniqueName('delivery')}.fifo`;
+  const { QueueUrl } = await client.send(
     new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', ...attributes } }),
   );
   const url = String(QueueUrl);
-  const { Attributes } = await sqs.send(
+  const { Attributes } = await client.send(
     new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
   );
   return { logicalId: 'Queue', name, url, arn: String(Attributes?.QueueArn) };
@@ -106,5 +108,58 @@ describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbo
     expect(receiveCounts).toEqual(['1', '2']);
     await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
     expect(await messagesIn(dlq.url)).toBe(0);
+  });
+});
+
+describe('the sandbox with oneGroupPerReceive', () => {
+  it('delivers each batch of one message group only, every group in order', async () => {
+    const strict = await startSqsEmulator({ oneGroupPerReceive: true });
+    const client = new SQSClient(localAwsConfig(strict.endpoint));
+    try {
+      const queue = await fifoQueue({}, client);
+      const source: LocalEventSource = {
+        logicalId: 'Source',
+        queue,
+        functionName: 'consumer',
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: 1,
+      };
+      const sent = Array.from({ length: 12 }, (_, i) => ({ group: `g${i % 3}`, body: `g${i % 3}-${i}` }));
+      for (const { group, body } of sent) {
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl: queue.url,
+            MessageBody: body,
+            MessageGroupId: group,
+            MessageDeduplicationId: body,
+          }),
+        );
+      }
+      const batches: string[][] = [];
+      pollers.push(
+        startEventSourcePoller({
+          sqs: client,
+          source,
+          region: LOCAL_REGION,
+          invoke: async (event) => {
+            batches.push(event.Records.map((record) => record.body));
+            return { ok: true, result: { batchItemFailures: [] } };
+          },
+          waitTimeSeconds: 1,
+        }),
+      );
+      await expect.poll(() => batches.flat().length, { timeout: 10_000 }).toBe(12);
+      await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+      expect(batches).toEqual([
+        ['g0-0', 'g0-3', 'g0-6', 'g0-9'],
+        ['g1-1', 'g1-4', 'g1-7', 'g1-10'],
+        ['g2-2', 'g2-5', 'g2-8', 'g2-11'],
+      ]);
+    } finally {
+      await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+      client.destroy();
+      await strict.stop();
+    }
   });
 });
