@@ -73,10 +73,14 @@ const RECEIVE_LOOP_V1 = `Fs = async function (waitSeconds, maxMessages, visibili
   }
 }`;
 
-// The replacements use the bundle's own minified identifiers, all inside the Queue class (Xt):
-// S(obj, field) reads a private field, m(obj, field, value) defines one, h(obj, name, value) a public
-// one, ie(obj, field)._ is a private counter, l(obj, D, fn) gets a private method; E holds the queue's
-// records, ge counts delayed ones, Wt marks a record in flight, ks issues a sequence number.
+// The replacements use the bundle's own minified identifiers. In the Queue class (Xt): S(obj, field)
+// reads a private field, m(obj, field, value) defines one, C(obj, field, value) sets one,
+// h(obj, name, value) defines a public one, ie(obj, field)._ is a private counter, l(obj, D, fn) gets
+// a private method; E holds the queue's records, ge counts delayed ones, Me is the in-flight quota, X
+// the sequence numbers' state, je moves a record to the DLQ, Wt marks a record in flight, ks issues a
+// sequence number, Fs is the receive loop, jt reads a receipt handle and Gs makes one. Around it: T
+// is an SQS error, u an InvalidParameterValue, F an OverLimit, Ge a BatchRequestTooLong; M tests for a
+// plain object, Ce and H validate message attributes, Nt a parameter's type.
 export const SQS_EMULATOR_REPLACEMENTS: readonly BundleReplacement[] = [
   {
     since: 1,
