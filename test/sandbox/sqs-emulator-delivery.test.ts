@@ -2,6 +2,7 @@ import {
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   GetQueueAttributesCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -16,8 +17,8 @@ import { uniqueName } from '../support/dynamodb.js';
 
 // Consumers run by the sandbox's SQS event source mapping on its SQS emulator: one that extends its
 // messages' visibility while it works (a heartbeat), which on SQS is not a receive, so only real
-// deliveries count against the DLQ's maxReceiveCount; and the batches of the harsher
-// oneGroupPerReceive setting.
+// deliveries count against the DLQ's maxReceiveCount; a FIFO backlog past the emulator's former
+// in-flight check; and the batches of the harsher oneGroupPerReceive setting.
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
 const pollers: { stop: () => Promise<void> }[] = [];
@@ -162,4 +163,52 @@ describe('the sandbox with oneGroupPerReceive', () => {
       await strict.stop();
     }
   });
+});
+
+describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
+  it('drains through the mapping: the in-flight quota counts messages in flight, not visible ones', async () => {
+    const queue = await fifoQueue();
+    const total = 25_000;
+    let nextBatch = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (nextBatch < total / 10) {
+          const first = 10 * nextBatch++;
+          await sqs.send(
+            new SendMessageBatchCommand({
+              QueueUrl: queue.url,
+              Entries: Array.from({ length: 10 }, (_, i) => ({
+                Id: String(i),
+                MessageBody: String(first + i),
+                MessageGroupId: `g${(first + i) % 20}`,
+                MessageDeduplicationId: String(first + i),
+              })),
+            }),
+          );
+        }
+      }),
+    );
+    let delivered = 0;
+    pollers.push(
+      startEventSourcePoller({
+        sqs,
+        source: {
+          logicalId: 'Source',
+          queue,
+          functionName: 'consumer',
+          batchSize: 10,
+          reportBatchItemFailures: true,
+          maxConcurrency: 10,
+        },
+        region: LOCAL_REGION,
+        invoke: async (event) => {
+          delivered += event.Records.length;
+          return { ok: true, result: { batchItemFailures: [] } };
+        },
+        waitTimeSeconds: 1,
+      }),
+    );
+    await expect.poll(() => delivered, { timeout: 60_000, interval: 250 }).toBe(total);
+    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
+  }, 90_000);
 });
