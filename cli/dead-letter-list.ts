@@ -55,8 +55,8 @@ const LISTING_WAIT_SECONDS = 1;
  * in-flight ones — so a group with more messages shows only its first ones; `approximateCount`
  * tells the reader.
  *
- * Each listing raises the messages' receive count (and, on the local emulator, so does making them
- * visible again): harmless on a DLQ, which has no redrive policy and so no maxReceiveCount.
+ * Each listing raises the messages' receive count: harmless on a DLQ, which has no redrive policy
+ * and so no maxReceiveCount.
  */
 export async function listDeadLetters(sqs: SQSClient, dlqUrl: string): Promise<DeadLetterListing> {
   const approximateCount = await messagesInQueue(sqs, dlqUrl);

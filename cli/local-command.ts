@@ -14,6 +14,8 @@ export interface LocalOptions {
   scheduleIntervalSeconds?: number;
   /** Waits this long before each retry of a failed asynchronous invocation (`--async-retry-delay`); Lambda's 1 and 2 minutes by default. */
   asyncRetryDelaySeconds?: number;
+  /** Each FIFO receive returns one message group's messages only (`--one-group-per-receive`); `false` by default. */
+  oneGroupPerReceive?: boolean;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -47,6 +49,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       appDirectory,
       environment: options.environment,
       context: options.context,
+      oneGroupPerReceive: options.oneGroupPerReceive,
       ...(options.scheduleIntervalSeconds === undefined
         ? {}
         : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),

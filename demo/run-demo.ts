@@ -94,11 +94,18 @@ export async function runDemo(
     const outbox = outboxFromOutputs(`the sandbox of ${stackName}`, outputs);
     const send = (messages: OutgoingMessage[], requestId?: string) =>
       publish(messages, { functionName: resources.publisherFunctionName, lambda, requestId });
+    // In flight included: a queue is done only once nothing is being processed either.
     const queueDepth = async (QueueUrl: string) => {
       const { Attributes } = await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+        new GetQueueAttributesCommand({
+          QueueUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
       );
-      return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+      return (
+        Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+        Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+      );
     };
     print(
       `Ready in the sandbox (${stackName}); schedules run every ${SCHEDULE_INTERVAL_SECONDS} s; ` +

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
-import { FunctionThrottledError } from './function-concurrency.js';
 import { type AsyncInvokeConfig, invokeAsynchronously } from './async-invocation.js';
+import { FunctionThrottledError } from './function-concurrency.js';
 import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-context.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 

@@ -72,6 +72,12 @@ export interface SandboxOptions {
     result: InvocationResult,
     attempt: AsyncAttempt,
   ) => void;
+  /**
+   * Harsher than SQS, for tests: each FIFO receive returns one message group's messages only, so a
+   * consumer's handling of the groups it skips after a failure runs on every batch. `false` by
+   * default: as SQS, as many of one group as it can, then other groups' (see startSqsEmulator).
+   */
+  oneGroupPerReceive?: boolean;
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
@@ -173,7 +179,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const starting = [
       started(synthesizeApp({ appDirectory, context: options.context }), (assembly) => assembly.remove()),
       started(startDynamoDbLocal(), (dynamodbLocal) => dynamodbLocal.stop()),
-      started(startSqsEmulator(), (sqsEmulator) => sqsEmulator.stop()),
+      started(startSqsEmulator({ oneGroupPerReceive: options.oneGroupPerReceive }), (sqsEmulator) =>
+        sqsEmulator.stop(),
+      ),
     ] as const;
     // Every part has started or failed before any failure is thrown, so that stop() finds them all.
     await Promise.allSettled(starting);

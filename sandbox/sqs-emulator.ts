@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 import { ensureSqsEmulatorPatched } from './sqs-emulator-patch.js';
@@ -20,6 +21,12 @@ export interface SqsEmulator {
 export interface SqsEmulatorOptions {
   /** Port to listen on; a free one by default. */
   port?: number;
+  /**
+   * Harsher than SQS: a FIFO receive returns messages of one message group only (its longest run from
+   * the head), where SQS, after as many of one group as it can, may add other groups' messages. So a
+   * consumer's handling of a group it skips after a failure runs on every batch. `false` by default.
+   */
+  oneGroupPerReceive?: boolean;
 }
 
 /** Raised when the emulator cannot listen, e.g. because the requested port is taken. */
@@ -35,14 +42,12 @@ export class SqsEmulatorStartError extends OncelyError {
  * It is driven through the package's request handler on our own HTTP server rather than its
  * `createSqsServer`, which has no listen error handling: a taken port crashes the process instead
  * of rejecting.
- *
- * Emulator quirk: ReceiveMessage only honours the legacy `AttributeNames` (e.g. `['All']`), not
- * `MessageSystemAttributeNames`; ask for `All` to get MessageGroupId, ApproximateReceiveCount etc.
  */
 export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promise<SqsEmulator> {
-  // Patched before it is first loaded, so that this process runs the patched code.
-  ensureSqsEmulatorPatched();
-  const { createRequestHandler } = await import('local-aws-sqs');
+  // The patched copy of the bundle, beside the package's own (see sqs-emulator-patch.ts).
+  const { createRequestHandler } = createRequire(import.meta.url)(
+    ensureSqsEmulatorPatched(),
+  ) as typeof import('local-aws-sqs');
   const requestedPort = options.port ?? 0;
   const { requestHandler, service } = createRequestHandler({
     port: requestedPort,
@@ -68,6 +73,8 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
   });
   // Queue URLs are built from the service's port: make them name the one actually bound.
   service.PORT = port;
+  // Read by the patched FIFO receive (sqs-emulator-patch.ts).
+  Object.assign(service, { oncelyOneGroupPerReceive: options.oneGroupPerReceive ?? false });
 
   return {
     endpoint: `http://${HOST}:${port}`,

@@ -3,6 +3,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  ChangeMessageVisibilityBatchCommand,
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteMessageCommand,
   DeleteQueueCommand,
@@ -16,13 +18,14 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseCommandLine } from '../cli/command-line.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
+import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
 import {
   ensureSqsEmulatorPatched,
   patchSqsEmulatorBundle,
   SQS_EMULATOR_REPLACEMENTS,
   SqsEmulatorPatchError,
-  sqsEmulatorPackageDirectory,
 } from '../sandbox/sqs-emulator-patch.js';
 
 // Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
@@ -38,14 +41,20 @@ afterAll(async () => {
 
 async function createFifoQueue(
   attributes: Record<string, string> = {},
+  client = sqs,
 ): Promise<{ url: string; arn: string }> {
-  const QueueName = `conformance-${randomUUID().slice(0, 8)}.fifo`;
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName, Attributes: { FifoQueue: 'true', ...attributes } }),
-  );
+  return createQueue({ FifoQueue: 'true', ...attributes }, client);
+}
+
+async function createQueue(
+  attributes: Record<string, string> = {},
+  client = sqs,
+): Promise<{ url: string; arn: string }> {
+  const QueueName = `conformance-${randomUUID().slice(0, 8)}${attributes.FifoQueue ? '.fifo' : ''}`;
+  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName, Attributes: attributes }));
   if (!QueueUrl) throw new Error(`CreateQueue returned no QueueUrl for ${QueueName}`);
-  queueUrls.push(QueueUrl);
-  const { Attributes } = await sqs.send(
+  if (client === sqs) queueUrls.push(QueueUrl);
+  const { Attributes } = await client.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
   );
   if (!Attributes?.QueueArn) throw new Error(`GetQueueAttributes returned no QueueArn for ${QueueName}`);
@@ -57,23 +66,27 @@ function send(
   MessageBody: string,
   MessageGroupId: string,
   MessageDeduplicationId?: string,
+  client = sqs,
 ) {
-  return sqs.send(new SendMessageCommand({ QueueUrl, MessageBody, MessageGroupId, MessageDeduplicationId }));
+  return client.send(
+    new SendMessageCommand({ QueueUrl, MessageBody, MessageGroupId, MessageDeduplicationId }),
+  );
 }
 
 /** One ReceiveMessage; `AttributeNames: ['All']` is the only way the emulator returns system attributes. */
 async function receive(
   QueueUrl: string,
   input: Partial<ReceiveMessageCommandInput> = {},
+  client = sqs,
 ): Promise<Message[]> {
-  const { Messages } = await sqs.send(
+  const { Messages } = await client.send(
     new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, AttributeNames: ['All'], ...input }),
   );
   return Messages ?? [];
 }
 
-function deleteMessage(QueueUrl: string, message: Message) {
-  return sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message.ReceiptHandle }));
+function deleteMessage(QueueUrl: string, message: Message, client = sqs) {
+  return client.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message.ReceiptHandle }));
 }
 
 /** Long-polls (and deletes) until `count` messages arrived or `timeoutMs` passed; returns them in order. */
@@ -105,6 +118,16 @@ async function visibleCount(QueueUrl: string): Promise<number> {
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
   );
   return Number(Attributes?.ApproximateNumberOfMessages);
+}
+
+function changeVisibility(QueueUrl: string, message: Message | undefined, VisibilityTimeout: number) {
+  return sqs.send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl,
+      ReceiptHandle: message?.ReceiptHandle,
+      VisibilityTimeout,
+    }),
+  );
 }
 
 const bodies = (messages: Message[]) => messages.map((message) => message.Body);
@@ -283,21 +306,200 @@ describe.concurrent('SQS emulator (FIFO conformance)', () => {
     expect(bodiesOfGroup(redriven, 'B')).toEqual(['b1']);
     expect(await visibleCount(dlq.url)).toBe(0);
   });
+
+  it('does not count ChangeMessageVisibility, nor its batch, as a receive: a heartbeat keeps a message out of the DLQ', async ({
+    expect,
+  }) => {
+    const dlq = await createFifoQueue();
+    const source = await createFifoQueue({
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    });
+    await send(source.url, 'beating', 'G', 'beating');
+    const [first] = await receive(source.url);
+    expect(first?.Attributes?.ApproximateReceiveCount).toBe('1');
+    for (let beat = 0; beat < 3; beat++) await changeVisibility(source.url, first, 30);
+    const { Failed } = await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: source.url,
+        Entries: [{ Id: 'beat', ReceiptHandle: first?.ReceiptHandle, VisibilityTimeout: 30 }],
+      }),
+    );
+    expect(Failed ?? []).toEqual([]);
+    // Backed off: visible again at once, as a consumer that releases a record makes it.
+    await changeVisibility(source.url, first, 0);
+
+    const [second] = await waitFor('the second delivery', async () => {
+      const messages = await receive(source.url, { WaitTimeSeconds: 1 });
+      return messages.length ? messages : undefined;
+    });
+    expect(second?.Body).toBe('beating');
+    expect(second?.Attributes?.ApproximateReceiveCount).toBe('2');
+    expect(await visibleCount(dlq.url)).toBe(0);
+  });
+
+  it('refuses a visibility timeout past 12 hours from the receive, and a change to a message not in flight', async ({
+    expect,
+  }) => {
+    const fifo = await createFifoQueue();
+    await send(fifo.url, 'long', 'G', 'long');
+    const [message] = await receive(fifo.url);
+    await changeVisibility(fifo.url, message, 43_000);
+    // 43,200 s from now ends after 12 hours from the receive, which was at least a request ago.
+    await expect(changeVisibility(fifo.url, message, 43_200)).rejects.toThrow(
+      /Total VisibilityTimeout for the message is beyond the limit \[43200 seconds\]/,
+    );
+
+    const standard = await createQueue();
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard.url, MessageBody: 'released' }));
+    const [released] = await receive(standard.url);
+    await changeVisibility(standard.url, released, 0);
+    await expect(changeVisibility(standard.url, released, 10)).rejects.toMatchObject({
+      name: 'MessageNotInflight',
+    });
+  });
+
+  it('counts a message’s size in UTF-8 bytes, its attributes’ names, types and values included', async ({
+    expect,
+  }) => {
+    const tooBig = /One or more parameters are invalid\. Reason: Message must be shorter than 1024 bytes\./;
+    const fifo = await createFifoQueue({ MaximumMessageSize: '1024' });
+    // 400 characters, 1,200 bytes.
+    await expect(send(fifo.url, '€'.repeat(400), 'G', 'euros')).rejects.toThrow(tooBig);
+    // 900 bytes of body, 4 + 6 + 120 of attribute: 1,030 bytes.
+    const attributes = { note: { DataType: 'String', StringValue: 'é'.repeat(60) } };
+    await expect(
+      sqs.send(
+        new SendMessageCommand({
+          QueueUrl: fifo.url,
+          MessageBody: '€'.repeat(300),
+          MessageAttributes: attributes,
+          MessageGroupId: 'G',
+          MessageDeduplicationId: 'noted',
+        }),
+      ),
+    ).rejects.toThrow(tooBig);
+    await send(fifo.url, '€'.repeat(300), 'G', 'fits');
+
+    const standard = await createQueue({ MaximumMessageSize: '1024' });
+    const { Successful, Failed } = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: standard.url,
+        Entries: [
+          { Id: 'fits', MessageBody: '€'.repeat(300) },
+          { Id: 'too-big', MessageBody: '€'.repeat(300), MessageAttributes: attributes },
+        ],
+      }),
+    );
+    expect(Successful?.map((entry) => entry.Id)).toEqual(['fits']);
+    expect(Failed).toMatchObject([{ Id: 'too-big', Code: 'InvalidParameterValue', SenderFault: true }]);
+    expect(Failed?.[0]?.Message).toMatch(tooBig);
+  });
+
+  it('returns as many messages of one group as it can, the oldest group first, then other groups', async ({
+    expect,
+  }) => {
+    const { url } = await createFifoQueue();
+    for (const [body, group] of ['A1', 'B1', 'A2', 'B2', 'A3', 'C1'].map((b) => [b, b[0] ?? ''])) {
+      await send(url, body, group, body);
+    }
+    expect(bodies(await receive(url, { MaxNumberOfMessages: 2 }))).toEqual(['A1', 'A2']);
+    expect(bodies(await receive(url))).toEqual(['B1', 'B2', 'C1']);
+  });
+
+  it('with oneGroupPerReceive (harsher than SQS), returns one group’s run per receive', async ({
+    expect,
+  }) => {
+    // What `oncely local --one-group-per-receive` asks of the sandbox's emulator.
+    expect(parseCommandLine(['local', '--one-group-per-receive'], {})).toMatchObject({
+      options: { oneGroupPerReceive: true },
+    });
+    const strict = await startSqsEmulator({ oneGroupPerReceive: true });
+    const client = new SQSClient(localAwsConfig(strict.endpoint));
+    try {
+      const { url } = await createFifoQueue({}, client);
+      for (const body of ['A1', 'B1', 'A2', 'B2', 'A3', 'C1'])
+        await send(url, body, body[0] ?? '', body, client);
+      for (const run of [['A1', 'A2', 'A3'], ['B1', 'B2'], ['C1']]) {
+        const messages = await receive(url, {}, client);
+        expect(bodies(messages)).toEqual(run);
+        for (const message of messages) await deleteMessage(url, message, client);
+      }
+    } finally {
+      client.destroy();
+      await strict.stop();
+    }
+  });
+
+  it('counts in-flight messages in ApproximateNumberOfMessagesNotVisible, not in ApproximateNumberOfMessages', async ({
+    expect,
+  }) => {
+    const { url } = await createFifoQueue();
+    await send(url, 'a1', 'A', 'a1');
+    await send(url, 'b1', 'B', 'b1');
+    await receive(url, { MaxNumberOfMessages: 1 });
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    expect(Attributes).toMatchObject({
+      ApproximateNumberOfMessages: '1',
+      ApproximateNumberOfMessagesNotVisible: '1',
+    });
+  });
+
+  it('returns the system attributes named in MessageSystemAttributeNames', async ({ expect }) => {
+    const { url } = await createFifoQueue();
+    await send(url, 'a1', 'A', 'a1');
+    const [message] = await receive(url, {
+      AttributeNames: undefined,
+      MessageSystemAttributeNames: ['MessageGroupId', 'ApproximateReceiveCount'],
+    });
+    expect(message?.Attributes).toEqual({ MessageGroupId: 'A', ApproximateReceiveCount: '1' });
+  });
+
+  it('issues sequence numbers that increase with every send, within and across groups', async ({
+    expect,
+  }) => {
+    const { url } = await createFifoQueue();
+    const numbers: bigint[] = [];
+    for (let i = 0; i < 12; i++) {
+      const { SequenceNumber } = await send(url, `m${i}`, i % 4 ? 'A' : 'B', `m${i}`);
+      expect(SequenceNumber).toMatch(/^\d{20}$/);
+      numbers.push(BigInt(SequenceNumber ?? 0));
+    }
+    expect(numbers).toEqual([...numbers].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    expect(new Set(numbers).size).toBe(12);
+  });
 });
 
 describe('the emulator patch, applied when the emulator starts (no install script)', () => {
   let directory: string;
-  const installed = () => readFileSync(join(sqsEmulatorPackageDirectory(), 'dist', 'index.js'), 'utf8');
-  /** A bundle without its first line, the marker (whose comment may name an older patcher). */
+  /** The bundle this run's emulator runs. */
+  const running = () => readFileSync(ensureSqsEmulatorPatched(), 'utf8');
+  /** A bundle without its first line, the marker. */
   const body = (bundle: string) => bundle.slice(bundle.indexOf('\n') + 1);
 
-  /** A copy of local-aws-sqs as npm installs it: the run's emulator started patched, so un-patch its bundle. */
-  function pristineCopy(version = '2.0.2'): string {
+  /**
+   * A copy of local-aws-sqs as npm installs it (the run's patched bundle with every replacement undone),
+   * or as Oncely 0.2 left it, with the replacements of patch v1 made in place.
+   */
+  function installedCopy(version = '2.0.2', patchedInPlaceByV1 = false): string {
     const copy = mkdtempSync(join(directory, 'local-aws-sqs-'));
     mkdirSync(join(copy, 'dist'));
     writeFileSync(join(copy, 'package.json'), JSON.stringify({ name: 'local-aws-sqs', version }));
-    let source = body(installed());
-    for (const { find, replace } of SQS_EMULATOR_REPLACEMENTS) source = source.replace(replace, () => find);
+    let source = body(running());
+    for (const { find, replace } of [...SQS_EMULATOR_REPLACEMENTS].reverse()) {
+      source = source.replace(replace, () => find);
+    }
+    if (patchedInPlaceByV1) {
+      for (const { since, find, replace } of SQS_EMULATOR_REPLACEMENTS) {
+        if (since === 1) source = source.replace(find, () => replace);
+      }
+      source = `/* oncely-patch v1 */ // patched by oncely's sandbox (sqs-emulator-patch.ts)\n${source}`;
+    }
     writeFileSync(join(copy, 'dist', 'index.js'), source);
     return copy;
   }
@@ -307,23 +509,31 @@ describe('the emulator patch, applied when the emulator starts (no install scrip
   });
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-  it('patches a pristine local-aws-sqs in place into exactly the bundle this run’s emulator runs', () => {
-    const copy = pristineCopy();
-    const bundle = join(copy, 'dist', 'index.js');
-    expect(readFileSync(bundle, 'utf8').startsWith('/* oncely-patch')).toBe(false);
-    ensureSqsEmulatorPatched(copy);
-    const patched = readFileSync(bundle, 'utf8');
-    expect(patched.startsWith('/* oncely-patch v1 */')).toBe(true);
-    expect(body(patched)).toBe(body(installed()));
-    // No temporary file left beside it.
-    expect(readdirSync(join(copy, 'dist'))).toEqual(['index.js']);
+  it.each([
+    ['as npm installs it', false],
+    ['as Oncely 0.2 patched it in place', true],
+  ])(
+    'writes the bundle this run’s emulator runs beside a local-aws-sqs %s, leaving its own untouched',
+    (_, v1) => {
+      const copy = installedCopy('2.0.2', v1);
+      const own = join(copy, 'dist', 'index.js');
+      const before = readFileSync(own, 'utf8');
+      const patchedPath = ensureSqsEmulatorPatched(copy);
+      expect(patchedPath).toBe(join(copy, 'dist', 'index.oncely-v2.js'));
+      const patched = readFileSync(patchedPath, 'utf8');
+      expect(patched.startsWith('/* oncely-patch v2 */')).toBe(true);
+      expect(patched).toBe(running());
+      expect(readFileSync(own, 'utf8')).toBe(before);
+      // No temporary file left beside it.
+      expect(readdirSync(join(copy, 'dist')).sort()).toEqual(['index.js', 'index.oncely-v2.js']);
 
-    ensureSqsEmulatorPatched(copy);
-    expect(readFileSync(bundle, 'utf8')).toBe(patched);
-  });
+      expect(ensureSqsEmulatorPatched(copy)).toBe(patchedPath);
+      expect(readFileSync(patchedPath, 'utf8')).toBe(patched);
+    },
+  );
 
   it('refuses another version of local-aws-sqs, whose bundle the replacements were not written for', () => {
-    const copy = pristineCopy('2.0.3');
+    const copy = installedCopy('2.0.3');
     expect(() => ensureSqsEmulatorPatched(copy)).toThrow(SqsEmulatorPatchError);
     expect(() => ensureSqsEmulatorPatched(copy)).toThrow(
       /matches local-aws-sqs@2\.0\.2 exactly, but .* holds 2\.0\.3/,

@@ -125,12 +125,18 @@ async function readItem<T = IdempotencyRecord>(tableName: string, id: string): P
   return Item as T | undefined;
 }
 
-/** Messages in a queue, in flight included (the emulator counts those in ApproximateNumberOfMessages). */
+/** Messages in a queue, in flight included. */
 async function queued(queueUrl: string): Promise<number> {
   const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
-  return Number(Attributes?.ApproximateNumberOfMessages);
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
+  );
 }
 
 const WAIT = { timeout: 15_000, interval: 100 };

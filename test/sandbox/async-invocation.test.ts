@@ -14,7 +14,13 @@ function heldFunction() {
       return { ok: true, result: null };
     },
   };
-  return { invoker, ran, releaseAll: () => releases.splice(0).forEach((release) => release()) };
+  return {
+    invoker,
+    ran,
+    releaseAll: () => {
+      for (const release of releases.splice(0)) release();
+    },
+  };
 }
 
 describe('asynchronous invocations under reserved concurrency', () => {

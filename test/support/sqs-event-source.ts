@@ -42,7 +42,7 @@ export async function pollOnce(
       QueueUrl: queue.url,
       MaxNumberOfMessages: options.maxMessages ?? 10,
       WaitTimeSeconds: options.waitTimeSeconds ?? 1,
-      // The emulator honours only the legacy AttributeNames for system attributes.
+      // Every system attribute, as Lambda's event carries them.
       AttributeNames: ['All'],
       MessageAttributeNames: ['All'],
     }),

@@ -1,0 +1,226 @@
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { startEventSourcePoller } from '../../sandbox/event-source-poller.js';
+import type { InvocationResult } from '../../sandbox/lambda-context.js';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
+import type { LocalEventSource } from '../../sandbox/provision.js';
+import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
+import { uniqueName } from '../support/dynamodb.js';
+
+// Consumers run by the sandbox's SQS event source mapping on its SQS emulator: one that extends its
+// messages' visibility while it works (a heartbeat), which on SQS is not a receive, so only real
+// deliveries count against the DLQ's maxReceiveCount; a FIFO backlog past the emulator's former
+// in-flight check; and the batches of the harsher oneGroupPerReceive setting.
+
+const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const pollers: { stop: () => Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+});
+afterAll(() => sqs.destroy());
+
+async function fifoQueue(attributes: Record<string, string> = {}, client = sqs) {
+  const name = `${uniqueName('delivery')}.fifo`;
+  const { QueueUrl } = await client.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', ...attributes } }),
+  );
+  const url = String(QueueUrl);
+  const { Attributes } = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
+  return { logicalId: 'Queue', name, url, arn: String(Attributes?.QueueArn) };
+}
+
+async function messagesIn(url: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbox', () => {
+  it('is redelivered after it crashed mid-batch, counted once per delivery, and not dead-lettered', async () => {
+    const dlq = await fifoQueue();
+    // A 1-second visibility timeout that the handler outlives: only its heartbeats keep the batch hidden.
+    const queue = await fifoQueue({
+      VisibilityTimeout: '1',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    });
+    const source: LocalEventSource = {
+      logicalId: 'Source',
+      queue,
+      functionName: 'consumer',
+      batchSize: 10,
+      reportBatchItemFailures: true,
+      maxConcurrency: 1,
+      maximumBatchingWindowInSeconds: 0,
+      maxConcurrencySet: true,
+      filterPatterns: [],
+      enabled: true,
+    };
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queue.url,
+        MessageBody: 'order-1',
+        MessageGroupId: 'orders',
+        MessageDeduplicationId: 'order-1',
+      }),
+    );
+
+    const receiveCounts: string[] = [];
+    const processed: string[] = [];
+    // The handler: the first delivery works for 1.5 s with a heartbeat every 0.5 s, then crashes; the
+    // second succeeds.
+    const handler = async (event: SQSEvent): Promise<InvocationResult> => {
+      const [record] = event.Records;
+      if (!record) return { ok: true, result: {} };
+      receiveCounts.push(record.attributes.ApproximateReceiveCount);
+      if (receiveCounts.length > 1) {
+        processed.push(record.body);
+        return { ok: true, result: { batchItemFailures: [] } };
+      }
+      for (let beat = 0; beat < 3; beat++) {
+        await sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queue.url,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: 2,
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      return { ok: false, error: { errorType: 'Error', errorMessage: 'crashed mid-batch', trace: [] } };
+    };
+    pollers.push(
+      startEventSourcePoller({ sqs, source, region: LOCAL_REGION, invoke: handler, waitTimeSeconds: 1 }),
+    );
+
+    await expect.poll(() => processed, { timeout: 10_000 }).toEqual(['order-1']);
+    expect(receiveCounts).toEqual(['1', '2']);
+    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
+    expect(await messagesIn(dlq.url)).toBe(0);
+  });
+});
+
+describe('the sandbox with oneGroupPerReceive', () => {
+  it('delivers each batch of one message group only, every group in order', async () => {
+    const strict = await startSqsEmulator({ oneGroupPerReceive: true });
+    const client = new SQSClient(localAwsConfig(strict.endpoint));
+    try {
+      const queue = await fifoQueue({}, client);
+      const source: LocalEventSource = {
+        logicalId: 'Source',
+        queue,
+        functionName: 'consumer',
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: 1,
+        maximumBatchingWindowInSeconds: 0,
+        maxConcurrencySet: true,
+        filterPatterns: [],
+        enabled: true,
+      };
+      const sent = Array.from({ length: 12 }, (_, i) => ({ group: `g${i % 3}`, body: `g${i % 3}-${i}` }));
+      for (const { group, body } of sent) {
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl: queue.url,
+            MessageBody: body,
+            MessageGroupId: group,
+            MessageDeduplicationId: body,
+          }),
+        );
+      }
+      const batches: string[][] = [];
+      pollers.push(
+        startEventSourcePoller({
+          sqs: client,
+          source,
+          region: LOCAL_REGION,
+          invoke: async (event) => {
+            batches.push(event.Records.map((record) => record.body));
+            return { ok: true, result: { batchItemFailures: [] } };
+          },
+          waitTimeSeconds: 1,
+        }),
+      );
+      await expect.poll(() => batches.flat().length, { timeout: 10_000 }).toBe(12);
+      await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+      expect(batches).toEqual([
+        ['g0-0', 'g0-3', 'g0-6', 'g0-9'],
+        ['g1-1', 'g1-4', 'g1-7', 'g1-10'],
+        ['g2-2', 'g2-5', 'g2-8', 'g2-11'],
+      ]);
+    } finally {
+      await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+      client.destroy();
+      await strict.stop();
+    }
+  });
+});
+
+describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
+  it('drains through the mapping: the in-flight quota counts messages in flight, not visible ones', async () => {
+    const queue = await fifoQueue();
+    const total = 25_000;
+    let nextBatch = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (nextBatch < total / 10) {
+          const first = 10 * nextBatch++;
+          await sqs.send(
+            new SendMessageBatchCommand({
+              QueueUrl: queue.url,
+              Entries: Array.from({ length: 10 }, (_, i) => ({
+                Id: String(i),
+                MessageBody: String(first + i),
+                MessageGroupId: `g${(first + i) % 20}`,
+                MessageDeduplicationId: String(first + i),
+              })),
+            }),
+          );
+        }
+      }),
+    );
+    let delivered = 0;
+    pollers.push(
+      startEventSourcePoller({
+        sqs,
+        source: {
+          logicalId: 'Source',
+          queue,
+          functionName: 'consumer',
+          batchSize: 10,
+          reportBatchItemFailures: true,
+          maxConcurrency: 10,
+          maximumBatchingWindowInSeconds: 0,
+          maxConcurrencySet: true,
+          filterPatterns: [],
+          enabled: true,
+        },
+        region: LOCAL_REGION,
+        invoke: async (event) => {
+          delivered += event.Records.length;
+          return { ok: true, result: { batchItemFailures: [] } };
+        },
+        waitTimeSeconds: 1,
+      }),
+    );
+    await expect.poll(() => delivered, { timeout: 60_000, interval: 250 }).toBe(total);
+    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
+  }, 90_000);
+});
