@@ -47,6 +47,11 @@ export interface SandboxOptions {
   environment?: Record<string, string>;
   /** Receives every line the functions write; by default it goes to this process's output. */
   functionOutput?: FunctionOutput;
+  /**
+   * Freezes each function's container between invocations, as Lambda does, so that what a handler
+   * left running does not complete after its answer (function-runtime.ts). True by default.
+   */
+  freezeFunctions?: boolean;
   /** Called after each batch an SQS event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
   /** Called after each invocation with a batch of a DynamoDB-stream event source. */
@@ -243,7 +248,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           queueUrlForFunctions.get(value) ?? value,
         ]);
         const environment = { ...Object.fromEntries(variables), ...awsEnvironment, ...options.environment };
-        return [fn.name, new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput)];
+        const runtime = new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput, {
+          freeze: options.freezeFunctions,
+          projectDirectory: appDirectory,
+        });
+        if (!runtime.node.matches) {
+          console.warn(
+            `oncely local: function ${fn.name} (${fn.runtime}) runs on this machine's Node.js ${runtime.node.version}: no Node.js ${runtime.node.wantedMajor} found (install it with npm install --prefix .oncely/node-${runtime.node.wantedMajor} node-${process.platform}-${process.arch}@${runtime.node.wantedMajor}).`,
+          );
+        }
+        return [fn.name, runtime];
       }),
     );
     stops.push(async () => {
