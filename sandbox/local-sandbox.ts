@@ -105,7 +105,7 @@ export interface Sandbox {
 }
 
 export interface SandboxUsage {
-  /** Each function's workers: CPU, invocations and heap per running worker ({@link FunctionUsage}). */
+  /** Each function's containers: CPU, invocations and heap per running container ({@link FunctionUsage}). */
   functions: Record<string, FunctionUsage>;
   /** DynamoDB Local's JVM, resident; `undefined` without Linux's /proc. */
   dynamodbLocalResidentBytes: number | undefined;
@@ -134,7 +134,7 @@ const ONCELY_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
 /**
  * A CDK app on loopback, as `cdk deploy` would deploy it: synthesised with bundling from its
  * cdk.json, every stack's queues and tables created in the SQS emulator and DynamoDB Local, its
- * functions run from their bundled assets in worker threads, its event sources polled with Lambda's
+ * functions run from their bundled assets in child processes, its event sources polled with Lambda's
  * rules, its schedule rules run on their rate, a Lambda Invoke endpoint serving its functions, and
  * one edge port in front of all three services.
  * Whatever fails during start-up stops what had started.

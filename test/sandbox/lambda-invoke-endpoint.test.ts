@@ -182,7 +182,7 @@ describe('Lambda Invoke endpoint', () => {
 describe('Lambda Invoke endpoint: a crashing function', () => {
   let crashing: LambdaInvokeEndpoint;
   let client: LambdaClient;
-  /** Runs in the sandbox's worker threads, where a function can really crash. */
+  /** Runs in the sandbox's containers (child processes), where a function can really crash. */
   const worker = (name: string, handler: string) =>
     new LocalFunctionRuntime({
       name,
