@@ -71,7 +71,9 @@ export function startContainer(options: ContainerOptions): Container {
         [options.codeDirectory, WORKER, options.node.path],
         node,
       )
-    : node;
+    : deathSignalWorks()
+      ? ['setpriv', '--pdeathsig', 'KILL', '--', ...node]
+      : node;
   const output = options.pipeOutput ? 'pipe' : 'inherit';
   const child = spawn(command as string, args, {
     cwd: options.codeDirectory,
@@ -164,4 +166,18 @@ export function privateTmpWorks(): boolean {
     }
   }
   return privateTmpSupport;
+}
+
+let deathSignalSupport: boolean | undefined;
+
+/**
+ * Whether util-linux's `setpriv --pdeathsig` is here (Linux), asked once: with it a container is
+ * killed with this process even while frozen; without it, a frozen container outlives this process
+ * if it is killed (SIGKILL) rather than stopped: an unfrozen one exits once its IPC channel closes.
+ */
+export function deathSignalWorks(): boolean {
+  deathSignalSupport ??=
+    process.platform === 'linux' &&
+    spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' }).status === 0;
+  return deathSignalSupport;
 }
