@@ -243,7 +243,11 @@ function functionError(thrown) {
 function serialize(result) {
   try {
     return JSON.stringify(result === undefined ? null : result) ?? 'null';
-  } catch (error) {
-    throw new Error(`Unable to stringify response body: ${error.message}`);
+  } catch {
+    // Without the cause: 3.x throws an Error (RAPIDClient.js), 4.x a Runtime.JSONStringifyError
+    // (src/utils/serialize.ts).
+    const error = new Error('Unable to stringify response body');
+    if (!callbacks) error.name = 'Runtime.JSONStringifyError';
+    throw error;
   }
 }

@@ -173,6 +173,28 @@ describe('a function’s handler, answered as its runtime’s interface client d
       { ok: false, error: expect.objectContaining({ errorType: 'Runtime.CallbackHandlerDeprecated' }) },
     ],
     ['returnsPlainValue', 'nodejs24.x', { ok: true, result: 'returned' }],
+    [
+      'unserializable',
+      'nodejs22.x',
+      {
+        ok: false,
+        error: expect.objectContaining({
+          errorType: 'Error',
+          errorMessage: 'Unable to stringify response body',
+        }),
+      },
+    ],
+    [
+      'unserializable',
+      'nodejs24.x',
+      {
+        ok: false,
+        error: expect.objectContaining({
+          errorType: 'Runtime.JSONStringifyError',
+          errorMessage: 'Unable to stringify response body',
+        }),
+      },
+    ],
   ])('answers handler %s on %s as Lambda does', async (handler, runtimeName, expected) => {
     expect(await runtime(`container.${handler}`, { runtime: runtimeName }).invoke({})).toEqual(expected);
   });
