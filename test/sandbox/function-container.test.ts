@@ -96,6 +96,21 @@ describe('a function’s container: its environment, as Lambda’s', () => {
     expect(fn.node.matches).toBe(true);
   });
 
+  it('runs a runtime whose Node.js major is nowhere here on this machine’s, and says so', async () => {
+    const fn = runtime('container.environment', { runtime: 'nodejs18.x' });
+    const hostMajor = Number(process.versions.node.split('.')[0]);
+    expect(fn.node).toEqual({
+      path: process.execPath,
+      version: process.versions.node,
+      wantedMajor: 18,
+      matches: hostMajor === 18,
+    });
+    expect(await fn.invoke({})).toMatchObject({
+      ok: true,
+      result: { nodeMajor: hostMajor, variables: { AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs18.x' } },
+    });
+  });
+
   it('gives each container a temporary directory of its own, and a /tmp of its own where Linux allows', async () => {
     const fn = runtime('container.scratch');
     const run = randomUUID();
@@ -135,6 +150,18 @@ describe('a function’s container: frozen between invocations, as on Lambda', (
     expect(await becomesTrue(() => existsSync(marker), 500)).toBe(false);
     await fn.invoke({ marker: join(scratch, 'second-marker'), afterMs: 60_000 });
     await expect.poll(() => existsSync(marker), { timeout: 5_000 }).toBe(true);
+  });
+
+  it('fails the next invocation, not the sandbox, with the error a frozen timer throws once thawed', async () => {
+    const fn = runtime('container.throwsLater');
+    expect(await fn.invoke({ arm: true })).toEqual({ ok: true, result: 'answered' });
+    // Thawed, the timer fires while this one runs (on Lambda too: it came due while frozen).
+    expect(await fn.invoke({ arm: false, holdMs: 2_000 })).toMatchObject({
+      ok: false,
+      error: { errorType: 'TypeError', errorMessage: 'thrown by a timer of an earlier invocation' },
+    });
+    // And a fresh container after it.
+    expect(await fn.invoke({ arm: false })).toEqual({ ok: true, result: 'answered' });
   });
 
   it('lets it complete when freezing is off (harsher for nothing: what Lambda never does)', async () => {
