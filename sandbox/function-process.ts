@@ -63,7 +63,11 @@ export function startContainer(options: ContainerOptions): Container {
     TZ: ':UTC',
     TMPDIR: isolated ? '/tmp' : privateTmp,
   };
-  const node = [options.node.path, WORKER];
+  const node = [
+    options.node.path,
+    ...disabledFeatures(options.node, options.environment.NODE_OPTIONS ?? ''),
+    WORKER,
+  ];
   const [command, ...args] = isolated
     ? isolatedCommand(
         privateTmp,
@@ -126,6 +130,23 @@ function isolatedCommand(
     '--',
     ...node,
   ];
+}
+
+/**
+ * The flags by which Lambda disables Node's experimental features on the runtime of the binary's
+ * major, unless `NODE_OPTIONS` re-enables them (see "Building Lambda functions with Node.js",
+ * https://docs.aws.amazon.com/lambda/latest/dg/lambda-nodejs.html): `require()` of ES modules on
+ * Node 20 and 22, module-type detection on 22. None on a binary of another major than the runtime's.
+ */
+function disabledFeatures(node: NodeBinary, nodeOptions: string): string[] {
+  if (!node.matches) return [];
+  const flags: Record<number, string[]> = {
+    20: ['require-module'],
+    22: ['require-module', 'detect-module'],
+  };
+  return (flags[node.wantedMajor ?? 0] ?? [])
+    .filter((feature) => !nodeOptions.includes(`--experimental-${feature}`))
+    .map((feature) => `--no-experimental-${feature}`);
 }
 
 let privateTmpSupport: boolean | undefined;

@@ -111,6 +111,24 @@ describe('a function’s container: its environment, as Lambda’s', () => {
     });
   });
 
+  it.runIf([20, 22].includes(Number(process.versions.node.split('.')[0])))(
+    'disables what Lambda disables of Node’s experimental features: require() of an ES module on nodejs20.x',
+    async () => {
+      const runtimeName = `nodejs${process.versions.node.split('.')[0]}.x`;
+      expect(await runtime('container.requiresEsm', { runtime: runtimeName }).invoke({})).toMatchObject({
+        ok: false,
+        error: { errorType: 'Error', errorMessage: expect.stringContaining('require() of ES Module') },
+      });
+      // NODE_OPTIONS re-enables it, as on Lambda.
+      const enabled = runtime('container.requiresEsm', {
+        name: 'fn-requires-esm-enabled',
+        runtime: runtimeName,
+        environment: { NODE_OPTIONS: '--experimental-require-module' },
+      });
+      expect(await enabled.invoke({})).toEqual({ ok: true, result: 42 });
+    },
+  );
+
   it('gives each container a temporary directory of its own, and a /tmp of its own where Linux allows', async () => {
     const fn = runtime('container.scratch');
     const run = randomUUID();
