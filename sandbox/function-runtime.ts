@@ -90,10 +90,13 @@ type ContainerOutcome =
   | { kind: 'exit'; code: number | null }
   | { kind: 'timeout' };
 
-/** Every container of this process still alive: killed if this process exits. */
-const live = new Set<ChildProcess>();
+/** Every container of this process still alive: killed, and its /tmp removed, if this process exits. */
+const live = new Map<ChildProcess, Container>();
 process.on('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
+  for (const [child, container] of live) {
+    child.kill('SIGKILL');
+    container.cleanUp();
+  }
 });
 
 /**
@@ -225,7 +228,7 @@ export class LocalFunctionRuntime implements LocalInvoker {
       pipeOutput: this.#output !== undefined,
     });
     const { child } = container;
-    live.add(child);
+    live.set(child, container);
     this.#all.set(child, container);
     if (this.#output) {
       const output = this.#output;

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { deathSignalWorks, privateTmpWorks } from '../../sandbox/function-process.js';
@@ -284,9 +285,10 @@ describe.runIf(process.platform === 'linux')('a function’s container: it never
 
   it.runIf(deathSignalWorks())('dies with the process that started it, even frozen', async () => {
     // A process of its own that runs a function, prints its container's pid, and waits to be killed.
+    const orphan = `orphan-${randomUUID().slice(0, 8)}`;
     const script = `
       import { LocalFunctionRuntime } from './sandbox/function-runtime.ts';
-      const fn = new LocalFunctionRuntime({ name: 'orphan', arn: 'arn:aws:lambda:us-east-1:123456789012:function:orphan',
+      const fn = new LocalFunctionRuntime({ name: ${JSON.stringify(orphan)}, arn: 'arn:aws:lambda:us-east-1:123456789012:function:orphan',
         codeDirectory: ${JSON.stringify(FUNCTIONS)}, handler: 'container.environment', runtime: 'nodejs24.x',
         timeoutSeconds: 5, environment: {} });
       const outcome = await fn.invoke({});
@@ -305,5 +307,10 @@ describe.runIf(process.platform === 'linux')('a function’s container: it never
     expect(alive(pid)).toBe(true);
     parent.kill('SIGKILL');
     await expect.poll(() => alive(pid), { timeout: 5_000 }).toBe(false);
+    // Killed, its parent could not remove the container's private /tmp.
+    for (const entry of readdirSync(tmpdir())) {
+      if (entry.startsWith(`oncely-fn-${orphan}-`))
+        rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+    }
   });
 });
