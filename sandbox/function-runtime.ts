@@ -1,6 +1,7 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { Worker } from 'node:worker_threads';
+import { type Container, startContainer } from './function-process.js';
 import {
   type FunctionError,
   functionError,
@@ -9,6 +10,7 @@ import {
   lambdaContext,
   timeoutError,
 } from './lambda-context.js';
+import { type NodeBinary, nodeBinaryFor } from './node-binary.js';
 
 export interface LocalFunctionSpec {
   name: string;
@@ -17,84 +19,129 @@ export interface LocalFunctionSpec {
   codeDirectory: string;
   /** Lambda's `Handler`: `[dir/]module.export`, the module a `.js`, `.mjs` or `.cjs` file of `codeDirectory`. */
   handler: string;
+  /**
+   * Lambda's `Runtime`, `nodejs24.x` by default: the Node.js major the function runs on (see
+   * node-binary.ts) and its runtime's handler semantics (function-worker.mjs).
+   */
+  runtime?: string;
   timeoutSeconds: number;
   memoryMiB?: number;
   /** The function's environment, resolved to local resources. */
   environment: Record<string, string>;
 }
 
+export interface LocalFunctionOptions {
+  /**
+   * Freezes each container between invocations (SIGSTOP once it answered, SIGCONT for its next
+   * invocation), as Lambda freezes an execution environment: what the handler left running (an
+   * un-awaited promise, a timer, a write) does not go on after its answer, but resumes with the
+   * next invocation, if any. On by default, as on Lambda.
+   */
+  freeze?: boolean;
+  /** Where the Node.js binary of the function's runtime is looked for; the current directory by default. */
+  projectDirectory?: string;
+}
+
 /** Receives each line a function writes (its logs and EMF metrics); without it they go to this process's output. */
 export type FunctionOutput = (line: string, functionName: string) => void;
 
-const WORKER = new URL('./function-worker.mjs', import.meta.url);
+/**
+ * Lambda's cap on a synchronous invocation's response, in bytes: 6 MB, counted as its error message
+ * says (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+ */
+const MAX_RESPONSE_BYTES = 6_291_556;
 
 /**
- * What a worker posts: its init's outcome, or an invocation's (the result as JSON text, or the
- * error), each with what the worker has used so far.
+ * What a container sends: its init's outcome, an invocation's (the result as JSON text, or the
+ * error), each with what it has used so far, or the error that is ending it.
  */
-interface WorkerMessage {
+interface ContainerMessage {
   ready?: true;
   initError?: FunctionError;
   id?: string;
   payload?: string;
   error?: FunctionError;
-  /** The worker thread's CPU time since it started, in ms; absent without Linux's /proc. */
+  /** An uncaught error or unhandled rejection: the container exits next. */
+  crash?: FunctionError;
+  /** The container's main thread's CPU time since it started, in ms; absent without Linux's /proc. */
   cpuMs?: number;
-  /** Its V8 isolate's heap in use, in bytes. */
+  /** Its V8 heap in use, in bytes. */
   heapUsedBytes?: number;
 }
 
-/** What a function's workers have used, as {@link LocalFunctionRuntime.usage} reports it. */
+/** What a function's containers have used, as {@link LocalFunctionRuntime.usage} reports it. */
 export interface FunctionUsage {
   /**
-   * The CPU time of the function's worker threads in ms (each from its start, its init included, up to
-   * its last answer), those since replaced or stopped included; `undefined` without Linux's /proc.
-   * Only the workers' own threads: not V8's helper threads (its GC's among them), not the main thread.
+   * The CPU time of the main threads of the function's containers in ms (each from its start, its
+   * init included, up to its last answer), those since replaced or stopped included; `undefined`
+   * without Linux's /proc. Only the main threads: not V8's helper threads (its GC's among them).
    */
   cpuMs: number | undefined;
-  /** The invocations its workers answered, with a result or a function error. */
+  /** The invocations its containers answered, with a result or a function error. */
   invocations: number;
-  /** The V8 heap in use of each running worker as of its last answer, in bytes. */
+  /** The V8 heap in use of each running container as of its last answer, in bytes. */
   heapUsedBytes: number[];
 }
 
-/** What a worker did next: answered, failed with an uncaught error, exited, or nothing in time. */
-type WorkerOutcome =
-  | { kind: 'message'; message: WorkerMessage }
-  | { kind: 'error'; error: unknown }
-  | { kind: 'exit'; code: number }
+/** What a container did next: answered, crashed, ended, or nothing in time. */
+type ContainerOutcome =
+  | { kind: 'message'; message: ContainerMessage }
+  | { kind: 'crash'; error: FunctionError }
+  | { kind: 'exit'; code: number | null }
   | { kind: 'timeout' };
 
+/** Every container of this process still alive: killed, and its /tmp removed, if this process exits. */
+const live = new Map<ChildProcess, Container>();
+process.on('exit', () => {
+  for (const [child, container] of live) {
+    child.kill('SIGKILL');
+    container.cleanUp();
+  }
+});
+
 /**
- * Runs one Lambda function locally. Each invocation gets a worker thread of its own, reused once
- * it is free (a warm container): one invocation at a time per worker, as in Lambda, and each
- * function with its own `process.env`. Whatever goes wrong inside the function is answered as
- * Lambda answers it, with a function error. A thrown error (a stack overflow too) and a result
- * that is not JSON leave the container warm; these replace it with a fresh one: a handler module
+ * Runs one Lambda function locally. Each invocation gets a container of its own — a child process
+ * on the Node.js major the function's runtime names (node-binary.ts), started as function-process.ts
+ * says — reused once it is free (a warm container), and frozen in between: one invocation at a time
+ * per container, as in Lambda. Whatever goes wrong inside the function is answered as Lambda
+ * answers it, with a function error. A thrown error (a stack overflow too), a result that is not
+ * JSON or too large leave the container warm; these replace it with a fresh one: a handler module
  * that fails to load (its init error, e.g. `Runtime.ImportModuleError`), an uncaught error or
  * unhandled rejection (`Runtime.UnhandledPromiseRejection`), an exit (`Runtime.ExitError`), and an
  * invocation past its timeout (`Sandbox.Timedout`).
  */
 export class LocalFunctionRuntime implements LocalInvoker {
   readonly #spec: LocalFunctionSpec;
-  readonly #idle: Worker[] = [];
-  readonly #all = new Set<Worker>();
+  readonly #idle: ChildProcess[] = [];
+  readonly #all = new Map<ChildProcess, Container>();
   #stopped = false;
-  /** The CPU time each worker reported last, and its heap; a worker leaves the heap map when it ends. */
-  readonly #cpuMsOf = new WeakMap<Worker, number>();
-  readonly #heapOf = new Map<Worker, number>();
+  /** The CPU time each container reported last, and its heap; a container leaves the heap map when it ends. */
+  readonly #cpuMsOf = new WeakMap<ChildProcess, number>();
+  readonly #heapOf = new Map<ChildProcess, number>();
   #cpuMs: number | undefined = 0;
   #invocations = 0;
-
   readonly #output: FunctionOutput | undefined;
+  readonly #freeze: boolean;
+  readonly #node: NodeBinary;
 
-  constructor(spec: LocalFunctionSpec, output?: FunctionOutput) {
+  constructor(spec: LocalFunctionSpec, output?: FunctionOutput, options: LocalFunctionOptions = {}) {
     this.#spec = spec;
     this.#output = output;
+    this.#freeze = options.freeze ?? true;
+    this.#node = nodeBinaryFor(this.#runtime, options.projectDirectory);
   }
 
   get spec(): LocalFunctionSpec {
     return this.#spec;
+  }
+
+  /** The Node.js binary the function's containers run on, and whether its major is the runtime's. */
+  get node(): NodeBinary {
+    return this.#node;
+  }
+
+  get #runtime(): string {
+    return this.#spec.runtime ?? 'nodejs24.x';
   }
 
   async invoke(
@@ -103,40 +150,49 @@ export class LocalFunctionRuntime implements LocalInvoker {
     eventJson?: string,
   ): Promise<InvocationResult> {
     if (this.#stopped) throw new Error(`function ${this.#spec.name} is stopped`);
-    // The worker gets the event as JSON text and parses it, as Lambda's runtime does: JSON.parse takes
-    // any nesting, where a structured clone (or a re-stringify) stops a few thousand levels down.
+    // The container gets the event as JSON text and parses it, as Lambda's runtime does: JSON.parse
+    // takes any nesting, where a structured clone (or a re-stringify) stops a few thousand levels down.
     const json = eventJson ?? JSON.stringify(event ?? null);
-    const started = this.#idle.pop() ?? (await this.#startWorker(awsRequestId));
-    if (!(started instanceof Worker)) return { ok: false, error: started };
-    const worker = started;
+    const idle = this.#idle.pop();
+    if (idle) idle.kill('SIGCONT');
+    const started = idle ?? (await this.#startContainer(awsRequestId));
+    if (!isChild(started)) return { ok: false, error: started };
+    const child = started;
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
     const deadline = Date.now() + timeoutMs;
     const { name: functionName, arn: functionArn, memoryMiB } = this.#spec;
-    // The context's data crosses to the worker; its methods cannot, and the worker adds them.
+    const logStreamName = this.#all.get(child)?.logStreamName;
+    // The context's data crosses to the container; its methods cannot, and the container adds them.
     const context = Object.fromEntries(
-      Object.entries(lambdaContext({ functionName, functionArn, awsRequestId, deadline, memoryMiB })).filter(
-        ([, value]) => typeof value !== 'function',
-      ),
+      Object.entries(
+        lambdaContext({ functionName, functionArn, awsRequestId, deadline, memoryMiB, logStreamName }),
+      ).filter(([, value]) => typeof value !== 'function'),
     );
-    worker.postMessage({ id: awsRequestId, eventJson: json, deadline, context });
-    const outcome = await nextOutcome(worker, (message) => message.id === awsRequestId, timeoutMs);
+    delete context.callbackWaitsForEmptyEventLoop;
+    child.send({ id: awsRequestId, eventJson: json, deadline, context });
+    const outcome = await nextOutcome(child, (message) => message.id === awsRequestId, timeoutMs);
     if (outcome.kind !== 'message') {
-      await this.#discard(worker);
+      await this.#discard(child);
       const error =
         outcome.kind === 'timeout'
           ? timeoutError(awsRequestId, timeoutMs)
           : crashError(outcome, awsRequestId);
       return { ok: false, error };
     }
-    this.#release(worker);
+    this.#release(child);
     const { payload, error } = outcome.message;
-    return error ? { ok: false, error } : { ok: true, result: JSON.parse(payload ?? 'null') };
+    if (error) return { ok: false, error };
+    if (Buffer.byteLength(payload ?? 'null') > MAX_RESPONSE_BYTES) {
+      const errorMessage = `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).`;
+      return { ok: false, error: { errorType: 'Function.ResponseSizeTooLarge', errorMessage } };
+    }
+    return { ok: true, result: JSON.parse(payload ?? 'null') };
   }
 
   /**
-   * What the function's workers have used so far (`npm run bench` reads it around its rounds: the
-   * difference is the function's own CPU, without the emulators or the poller). A worker's CPU counts
-   * up to its last answer: what a replaced one used after that (a timed-out invocation's) is lost.
+   * What the function's containers have used so far (`npm run bench` reads it around its rounds: the
+   * difference is the function's own CPU, without the emulators or the poller). A container's CPU
+   * counts up to its last answer: what a replaced one used after that (a timed-out invocation's) is lost.
    */
   usage(): FunctionUsage {
     return {
@@ -150,115 +206,136 @@ export class LocalFunctionRuntime implements LocalInvoker {
     this.#stopped = true;
     this.#idle.length = 0;
     this.#heapOf.clear();
-    await Promise.all([...this.#all].map((worker) => worker.terminate()));
-    this.#all.clear();
+    await Promise.all([...this.#all.keys()].map((child) => this.#discard(child)));
   }
 
   /**
-   * Starts a worker and waits for its handler module to load (the function's init phase). A
+   * Starts a container and waits for its handler module to load (the function's init phase). A
    * failed init is the invocation's error, as in Lambda, and the next invocation tries again.
    */
-  async #startWorker(awsRequestId: string): Promise<Worker | FunctionError> {
+  async #startContainer(awsRequestId: string): Promise<ChildProcess | FunctionError> {
     const spec = this.#spec;
-    const worker = new Worker(WORKER, {
-      // What Lambda's runtime sets beside the function's own variables.
-      env: {
-        ...spec.environment,
-        AWS_LAMBDA_FUNCTION_NAME: spec.name,
-        LAMBDA_TASK_ROOT: spec.codeDirectory,
-        _HANDLER: spec.handler,
-      },
-      workerData: { codeDirectory: spec.codeDirectory, handler: spec.handler },
-      stdout: this.#output !== undefined,
-      stderr: this.#output !== undefined,
+    const region = spec.arn.split(':')[3] || 'us-east-1';
+    const container = startContainer({
+      name: spec.name,
+      runtime: this.#runtime,
+      codeDirectory: spec.codeDirectory,
+      handler: spec.handler,
+      memoryMiB: spec.memoryMiB ?? 128,
+      region,
+      environment: spec.environment,
+      node: this.#node,
+      pipeOutput: this.#output !== undefined,
     });
+    const { child } = container;
+    live.set(child, container);
+    this.#all.set(child, container);
     if (this.#output) {
       const output = this.#output;
-      for (const stream of [worker.stdout, worker.stderr]) {
-        createInterface({ input: stream }).on('line', (line) => output(line, spec.name));
+      for (const stream of [child.stdout, child.stderr]) {
+        if (stream) createInterface({ input: stream }).on('line', (line) => output(line, spec.name));
       }
     }
-    this.#all.add(worker);
     // Listened to first, so that an answer's usage is counted before its invocation resolves.
-    worker.on('message', (message: WorkerMessage) => this.#count(worker, message));
-    // Always listened to, so that no error of the worker's can go unhandled in this process: one
-    // outside an invocation (a stray timer's) ends this container, as it would in Lambda.
-    worker.on('error', () => this.#forget(worker));
-    worker.on('exit', () => this.#forget(worker));
+    child.on('message', (message: ContainerMessage) => this.#count(child, message));
+    // A container that ends (a stray timer's error outside an invocation too) is warm no more.
+    child.on('error', () => this.#forget(child));
+    child.on('close', () => {
+      this.#forget(child);
+      live.delete(child);
+      container.cleanUp();
+    });
 
-    const outcome = await nextOutcome(worker, (message) => message.ready === true || !!message.initError);
-    if (outcome.kind === 'message' && outcome.message.ready) return worker;
-    await this.#discard(worker);
+    const outcome = await nextOutcome(child, (message) => message.ready === true || !!message.initError);
+    if (outcome.kind === 'message' && outcome.message.ready) return child;
+    await this.#discard(child);
     if (outcome.kind === 'message' && outcome.message.initError) return outcome.message.initError;
-    return crashError(outcome as Exclude<WorkerOutcome, { kind: 'message' | 'timeout' }>, awsRequestId);
+    return crashError(outcome as Exclude<ContainerOutcome, { kind: 'message' | 'timeout' }>, awsRequestId);
   }
 
-  /** A worker done with its invocation: warm for the next one, unless the runtime stopped meanwhile. */
-  #release(worker: Worker): void {
-    if (this.#stopped || !this.#all.has(worker)) void worker.terminate();
-    else this.#idle.push(worker);
+  /** A container done with its invocation: frozen and warm for the next one, unless the runtime stopped meanwhile. */
+  #release(child: ChildProcess): void {
+    if (this.#stopped || !this.#all.has(child)) {
+      void this.#discard(child);
+      return;
+    }
+    if (this.#freeze) child.kill('SIGSTOP');
+    this.#idle.push(child);
   }
 
-  async #discard(worker: Worker): Promise<void> {
-    this.#forget(worker);
-    await worker.terminate();
+  /** Kills a container (SIGKILL ends a frozen one too) and waits until it is gone. */
+  async #discard(child: ChildProcess): Promise<void> {
+    this.#forget(child);
+    if (child.exitCode === null && child.signalCode === null) {
+      const closed = new Promise((resolve) => child.once('close', resolve));
+      child.kill('SIGKILL');
+      await closed;
+    }
   }
 
-  /** Adds what the worker used since its previous message (from its start, for its first). */
-  #count(worker: Worker, message: WorkerMessage): void {
-    // Every message of function-worker.mjs's carries its heap; anything else is none of its answers.
+  /** Adds what the container used since its previous message (from its start, for its first). */
+  #count(child: ChildProcess, message: ContainerMessage): void {
+    // Every message of function-worker.mjs's but a crash carries its heap.
     if (message.heapUsedBytes === undefined) return;
     if (message.id !== undefined) this.#invocations++;
-    if (this.#all.has(worker)) this.#heapOf.set(worker, message.heapUsedBytes);
-    // One worker without a figure (no /proc) leaves none for the function.
+    if (this.#all.has(child)) this.#heapOf.set(child, message.heapUsedBytes);
+    // One container without a figure (no /proc) leaves none for the function.
     if (message.cpuMs === undefined || this.#cpuMs === undefined) {
       this.#cpuMs = undefined;
       return;
     }
-    this.#cpuMs += message.cpuMs - (this.#cpuMsOf.get(worker) ?? 0);
-    this.#cpuMsOf.set(worker, message.cpuMs);
+    this.#cpuMs += message.cpuMs - (this.#cpuMsOf.get(child) ?? 0);
+    this.#cpuMsOf.set(child, message.cpuMs);
   }
 
-  #forget(worker: Worker): void {
-    this.#heapOf.delete(worker);
-    this.#all.delete(worker);
-    const index = this.#idle.indexOf(worker);
+  #forget(child: ChildProcess): void {
+    this.#heapOf.delete(child);
+    this.#all.delete(child);
+    const index = this.#idle.indexOf(child);
     if (index >= 0) this.#idle.splice(index, 1);
   }
 }
 
-/** Waits for the worker's next accepted message, uncaught error or exit, or for `timeoutMs`. */
+function isChild(value: ChildProcess | FunctionError): value is ChildProcess {
+  return 'pid' in value;
+}
+
+/**
+ * Waits for the container's next accepted message, its crash or its end (`close`: after its last
+ * message, so that a crash is told before the exit it leads to), or for `timeoutMs`.
+ */
 function nextOutcome(
-  worker: Worker,
-  accept: (message: WorkerMessage) => boolean,
+  child: ChildProcess,
+  accept: (message: ContainerMessage) => boolean,
   timeoutMs?: number,
-): Promise<WorkerOutcome> {
+): Promise<ContainerOutcome> {
   return new Promise((resolve) => {
     const timer =
       timeoutMs === undefined ? undefined : setTimeout(() => done({ kind: 'timeout' }), timeoutMs);
-    const onMessage = (message: WorkerMessage) => {
-      if (accept(message)) done({ kind: 'message', message });
+    const onMessage = (message: ContainerMessage) => {
+      if (message.crash) done({ kind: 'crash', error: message.crash });
+      else if (accept(message)) done({ kind: 'message', message });
     };
-    const onError = (error: unknown) => done({ kind: 'error', error });
-    const onExit = (code: number) => done({ kind: 'exit', code });
-    const done = (outcome: WorkerOutcome) => {
+    const onError = (error: unknown) => done({ kind: 'crash', error: functionError(error) });
+    const onClose = (code: number | null) => done({ kind: 'exit', code });
+    const done = (outcome: ContainerOutcome) => {
       clearTimeout(timer);
-      worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+      child.off('message', onMessage).off('error', onError).off('close', onClose);
       resolve(outcome);
     };
-    worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+    child.on('message', onMessage).on('error', onError).on('close', onClose);
   });
 }
 
 /** How Lambda reports a container that failed outside the handler's own promise. */
 function crashError(
-  outcome: Extract<WorkerOutcome, { kind: 'error' | 'exit' }>,
+  outcome: Extract<ContainerOutcome, { kind: 'crash' | 'exit' }>,
   awsRequestId: string,
 ): FunctionError {
-  if (outcome.kind === 'error') return functionError(outcome.error);
+  if (outcome.kind === 'crash') return outcome.error;
   const reason =
     outcome.code === 0
       ? 'Runtime exited without providing a reason'
-      : `Runtime exited with error: exit status ${outcome.code}`;
+      : `Runtime exited with error: ${outcome.code === null ? 'signal' : `exit status ${outcome.code}`}`;
   return { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${awsRequestId} Error: ${reason}` };
 }

@@ -1,51 +1,147 @@
-// One local "container" of a Lambda function: loads the handler from the function's code once (its
-// init), then runs one invocation at a time with a Lambda-like context, answering as Lambda's Node.js
-// runtime does. The code is plain JavaScript, as Lambda runs it (the function's bundled asset), and
-// so is this file: a worker thread loads no TypeScript.
+// One local "container" of a Lambda function, a child process of the sandbox's: loads the handler
+// from the function's code once (its init), then runs one invocation at a time with a Lambda-like
+// context, answering as the Lambda Node.js runtime of the function's `AWS_EXECUTION_ENV` does. The
+// code is plain JavaScript, as Lambda runs it (the function's bundled asset), and so is this file:
+// the child loads no TypeScript, on whichever Node.js major the function's runtime names.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { getHeapStatistics } from 'node:v8';
-import { parentPort, workerData } from 'node:worker_threads';
 import { threadCpuMs } from './thread-cpu.mjs';
 
-const { codeDirectory, handler } = workerData;
+const codeDirectory = process.env.LAMBDA_TASK_ROOT;
+const handler = process.env._HANDLER;
+/**
+ * Lambda's Node.js runtimes come in two families: up to nodejs22.x, the runtime interface client
+ * 3.x (callbacks, `context.succeed/fail/done`, `callbackWaitsForEmptyEventLoop`); from nodejs24.x,
+ * 4.x (an async or plain return only). See aws/aws-lambda-nodejs-runtime-interface-client: 3.x's
+ * src/Runtime.js and src/CallbackContext.js, 4.x's src/runtime/buffered-invoke-processor.ts.
+ */
+const major = Number(/^AWS_Lambda_nodejs(\d+)\.x$/.exec(process.env.AWS_EXECUTION_ENV ?? '')?.[1] ?? 24);
+const callbacks = major < 24;
 
-// As in Lambda, a rejection nobody handles fails the invocation and ends the container: thrown
-// here, it reaches the main thread as the worker's error.
+// The sandbox went away (stopped, or killed): a container never outlives it.
+process.on('disconnect', () => process.exit(0));
+
+/** Sends a message to the sandbox, then runs `then` once it is written. */
+const send = (message, then) => process.send(message, then);
+
+// As in Lambda, an error nobody catches (a stray timer's) or a rejection nobody handles fails the
+// invocation and ends the container: the sandbox gets the error, then the exit (129 and 128, as
+// the runtime interface client exits).
+process.on('uncaughtException', (error) => {
+  send({ crash: functionError(error) }, () => process.exit(129));
+});
 process.on('unhandledRejection', (reason) => {
-  throw Object.assign(new Error(String(reason)), { name: 'Runtime.UnhandledPromiseRejection' });
+  const crash = { errorType: 'Runtime.UnhandledPromiseRejection', errorMessage: String(reason), trace: [] };
+  send({ crash }, () => process.exit(128));
 });
 
-const loaded = await loadHandler();
+const loaded = refuseCallbacks(await loadHandler());
 if (loaded.error) {
-  parentPort.postMessage({ initError: loaded.error, ...usage() });
+  send({ initError: loaded.error, ...usage() });
 } else {
-  parentPort.on('message', async ({ id, eventJson, deadline, context: data }) => {
+  process.on('message', async ({ id, eventJson, deadline, context: data }) => {
     const event = JSON.parse(eventJson);
-    // lambda-context.ts's context: its data as the main thread built it, its methods again here.
-    const context = {
-      ...data,
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-      done: () => undefined,
-      fail: () => undefined,
-      succeed: () => undefined,
-    };
-    let reply;
-    try {
-      reply = { id, payload: serialize(await loaded.handler(event, context)) };
-    } catch (thrown) {
-      reply = { id, error: functionError(thrown) };
-    }
-    parentPort.postMessage({ ...reply, ...usage() });
+    const getRemainingTimeInMillis = () => Math.max(0, deadline - Date.now());
+    const reply = callbacks
+      ? await invokeWithCallbacks(loaded.handler, event, { ...data, getRemainingTimeInMillis })
+      : await invokeAsync(loaded.handler, event, { ...data, getRemainingTimeInMillis });
+    send({ id, ...reply, ...usage() });
   });
-  parentPort.postMessage({ ready: true, ...usage() });
+  send({ ready: true, ...usage() });
 }
 
 /**
- * What this container has used so far, sent with each answer: its thread's CPU time in ms since the
- * thread started (none without Linux's /proc) and its isolate's heap in use, in bytes.
+ * From nodejs24.x, a handler declaring a third (callback) parameter fails the init, async or not:
+ * the runtime interface client 4.x's errorOnDeprecatedCallback, with its message.
+ */
+function refuseCallbacks(loaded) {
+  if (callbacks || loaded.error || loaded.handler.length < 3) return loaded;
+  const errorMessage = `ERROR: AWS Lambda has removed support for callback-based function handlers starting with Node.js 24. You need to modify this function to use a supported handler signature to use Node.js 24 or later. For more information see https://docs.aws.amazon.com/lambda/latest/dg/nodejs-handler.html.`;
+  return { error: { errorType: 'Runtime.CallbackHandlerDeprecated', errorMessage, trace: [] } };
+}
+
+/** Runtime interface client 4.x (nodejs24.x): the handler's return value, awaited, or what it threw. */
+async function invokeAsync(handlerFunction, event, context) {
+  try {
+    return { payload: serialize(await handlerFunction(event, context)) };
+  } catch (thrown) {
+    return { error: functionError(thrown) };
+  }
+}
+
+/**
+ * Runtime interface client 3.x (nodejs22.x and before), as its Runtime.js and CallbackContext.js
+ * do: a promise the handler returns answers once it settles; otherwise the first of `callback`
+ * (after the event loop empties, unless `callbackWaitsForEmptyEventLoop` is false) and
+ * `context.succeed/fail/done` (at once) answers; a handler that never answers gets `null` once the
+ * event loop is empty, or `Runtime.NodeJsExit` if it is an async function. A synchronous return
+ * value is not the answer.
+ */
+function invokeWithCallbacks(handlerFunction, event, data) {
+  return new Promise((resolve) => {
+    // The channel to the sandbox must not count as work, for the event loop to empty.
+    process.channel?.unref();
+    let answered = false;
+    const answer = (reply) => {
+      if (answered) return;
+      answered = true;
+      process.removeListener('beforeExit', beforeExit);
+      process.channel?.ref();
+      resolve(reply);
+    };
+    const complete = (result) => {
+      try {
+        answer({ payload: serialize(result) });
+      } catch (thrown) {
+        answer({ error: functionError(thrown) });
+      }
+    };
+    const fail = (error) => answer({ error: functionError(error) });
+    let onEmptyLoop = () => {
+      if (handlerFunction.constructor?.name === 'AsyncFunction') {
+        const message =
+          'The Lambda runtime client detected an unexpected Node.js exit code. This is most commonly caused by a Promise that was never settled. For more information, see https://nodejs.org/docs/latest/api/process.html#exit-codes';
+        answer({ error: { errorType: 'Runtime.NodeJsExit', errorMessage: message, trace: [] } });
+      } else complete(null);
+    };
+    const beforeExit = () => onEmptyLoop();
+    process.on('beforeExit', beforeExit);
+    let waitForEmptyEventLoop = true;
+    const done = (error, result) => (error !== undefined && error !== null ? fail(error) : complete(result));
+    const context = {
+      ...data,
+      get callbackWaitsForEmptyEventLoop() {
+        return waitForEmptyEventLoop;
+      },
+      set callbackWaitsForEmptyEventLoop(value) {
+        waitForEmptyEventLoop = value;
+      },
+      done,
+      succeed: (result) => done(null, result),
+      fail: (error) => done(error === undefined || error === null ? 'handled' : error, null),
+    };
+    const callback = (error, result) => {
+      if (error !== undefined && error !== null) fail(error);
+      else if (!waitForEmptyEventLoop) complete(result);
+      else onEmptyLoop = () => setImmediate(() => complete(result));
+    };
+    try {
+      const returned = handlerFunction(event, context, callback);
+      if (typeof returned?.then === 'function') {
+        returned.then(context.succeed, context.fail).catch(context.fail);
+      }
+    } catch (thrown) {
+      callback(thrown);
+    }
+  });
+}
+
+/**
+ * What this container has used so far, sent with each answer: its main thread's CPU time in ms
+ * since it started (none without Linux's /proc) and its heap in use, in bytes.
  */
 function usage() {
   const cpuMs = threadCpuMs();
@@ -147,7 +243,11 @@ function functionError(thrown) {
 function serialize(result) {
   try {
     return JSON.stringify(result === undefined ? null : result) ?? 'null';
-  } catch (error) {
-    throw new Error(`Unable to stringify response body: ${error.message}`);
+  } catch {
+    // Without the cause: 3.x throws an Error (RAPIDClient.js), 4.x a Runtime.JSONStringifyError
+    // (src/utils/serialize.ts).
+    const error = new Error('Unable to stringify response body');
+    if (!callbacks) error.name = 'Runtime.JSONStringifyError';
+    throw error;
   }
 }

@@ -17,7 +17,7 @@ export interface InProcessFunctionOptions {
 
 /**
  * Runs a handler in this very process: for tests that build a handler around their own clients
- * (fault injection, counters). Unlike the sandbox's workers it shares this process's environment,
+ * (fault injection, counters). Unlike the sandbox's containers it shares this process's environment,
  * and a handler past its timeout is reported as timed out but keeps running in the background.
  */
 export function inProcessFunction(options: InProcessFunctionOptions): LocalInvoker {

@@ -10,7 +10,7 @@ export interface FunctionError {
 /** What one invocation returned: the handler's result, or its error as Lambda reports it. */
 export type InvocationResult = { ok: true; result: unknown } | { ok: false; error: FunctionError };
 
-/** Something that runs a function locally: in a worker thread (the sandbox) or in this process (tests). */
+/** Something that runs a function locally: in a child process (the sandbox) or in this process (tests). */
 export interface LocalInvoker {
   /** `eventJson`, when given, is the event as the JSON text it arrived in (it may nest too deep to re-serialise). */
   invoke(event: unknown, awsRequestId?: string, eventJson?: string): Promise<InvocationResult>;
@@ -23,6 +23,8 @@ export interface ContextOptions {
   /** Epoch ms at which the invocation times out. */
   deadline: number;
   memoryMiB?: number;
+  /** The container's log stream (a stream per container, as on Lambda); one per request by default. */
+  logStreamName?: string;
 }
 
 /** The context Lambda's Node.js runtime passes a handler; remaining time counts down to the deadline. */
@@ -35,7 +37,7 @@ export function lambdaContext(options: ContextOptions): Context {
     memoryLimitInMB: String(options.memoryMiB ?? 128),
     awsRequestId: options.awsRequestId,
     logGroupName: `/aws/lambda/${options.functionName}`,
-    logStreamName: `local/[$LATEST]${options.awsRequestId.replaceAll('-', '')}`,
+    logStreamName: options.logStreamName ?? `local/[$LATEST]${options.awsRequestId.replaceAll('-', '')}`,
     getRemainingTimeInMillis: () => Math.max(0, options.deadline - Date.now()),
     done: () => undefined,
     fail: () => undefined,

@@ -7,7 +7,7 @@ import type { FunctionError, InvocationResult, LocalInvoker } from './lambda-con
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './local-aws-config.js';
 
 export interface LambdaInvokeEndpointOptions {
-  /** The functions it serves, by name: worker-thread runtimes in the sandbox, in-process ones in tests. */
+  /** The functions it serves, by name: child-process runtimes in the sandbox, in-process ones in tests. */
   functions: Record<string, LocalInvoker>;
   /** Port to listen on (loopback only); 0, the default, takes a free one. */
   port?: number;

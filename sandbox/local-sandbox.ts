@@ -49,6 +49,11 @@ export interface SandboxOptions {
   environment?: Record<string, string>;
   /** Receives every line the functions write; by default it goes to this process's output. */
   functionOutput?: FunctionOutput;
+  /**
+   * Freezes each function's container between invocations, as Lambda does, so that what a handler
+   * left running does not complete after its answer (function-runtime.ts). True by default.
+   */
+  freezeFunctions?: boolean;
   /** Called after each batch an SQS event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
   /** Called after each invocation with a batch of a DynamoDB-stream event source. */
@@ -119,7 +124,7 @@ export interface Sandbox {
 }
 
 export interface SandboxUsage {
-  /** Each function's workers: CPU, invocations and heap per running worker ({@link FunctionUsage}). */
+  /** Each function's containers: CPU, invocations and heap per running container ({@link FunctionUsage}). */
   functions: Record<string, FunctionUsage>;
   /** DynamoDB Local's JVM, resident; `undefined` without Linux's /proc. */
   dynamodbLocalResidentBytes: number | undefined;
@@ -148,7 +153,7 @@ const ONCELY_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
 /**
  * A CDK app on loopback, as `cdk deploy` would deploy it: synthesised with bundling from its
  * cdk.json, every stack's queues and tables created in the SQS emulator and DynamoDB Local, its
- * functions run from their bundled assets in worker threads, its event sources polled with Lambda's
+ * functions run from their bundled assets in child processes, its event sources polled with Lambda's
  * rules, its schedule rules run on their rate, a Lambda Invoke endpoint serving its functions, and
  * one edge port in front of all three services.
  * Whatever fails during start-up stops what had started.
@@ -272,7 +277,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           queueUrlForFunctions.get(value) ?? value,
         ]);
         const environment = { ...Object.fromEntries(variables), ...awsEnvironment, ...options.environment };
-        return [fn.name, new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput)];
+        const runtime = new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput, {
+          freeze: options.freezeFunctions,
+          projectDirectory: appDirectory,
+        });
+        if (!runtime.node.matches) {
+          console.warn(
+            `oncely local: function ${fn.name} (${fn.runtime}) runs on this machine's Node.js ${runtime.node.version}: no Node.js ${runtime.node.wantedMajor} found (install it with npm install --prefix .oncely/node-${runtime.node.wantedMajor} node-${process.platform}-${process.arch}@${runtime.node.wantedMajor}).`,
+          );
+        }
+        return [fn.name, runtime];
       }),
     );
     stops.push(async () => {

@@ -165,13 +165,24 @@ describe('Lambda Invoke endpoint', () => {
     await expect(invoke({ FunctionName: 'echo', body: tooLarge })).rejects.toBeInstanceOf(
       RequestTooLargeException,
     );
+    // An asynchronous invocation's limit is 1 MB (AWS raised it from 256 KB in 2025).
+    const overAsyncLimit = JSON.stringify('x'.repeat(1_048_576));
+    await expect(
+      lambda.send(
+        new InvokeCommand({
+          FunctionName: 'background',
+          InvocationType: 'Event',
+          Payload: new TextEncoder().encode(overAsyncLimit),
+        }),
+      ),
+    ).rejects.toBeInstanceOf(RequestTooLargeException);
   });
 });
 
 describe('Lambda Invoke endpoint: a crashing function', () => {
   let crashing: LambdaInvokeEndpoint;
   let client: LambdaClient;
-  /** Runs in the sandbox's worker threads, where a function can really crash. */
+  /** Runs in the sandbox's containers (child processes), where a function can really crash. */
   const worker = (name: string, handler: string) =>
     new LocalFunctionRuntime({
       name,
@@ -184,11 +195,16 @@ describe('Lambda Invoke endpoint: a crashing function', () => {
   const runtimes: LocalFunctionRuntime[] = [];
 
   beforeAll(async () => {
-    runtimes.push(worker('crashes', 'crashing.crashes'), worker('broken', 'broken.handler'));
+    runtimes.push(
+      worker('crashes', 'crashing.crashes'),
+      worker('broken', 'broken.handler'),
+      worker('large', 'container.large'),
+    );
     crashing = await startLambdaInvokeEndpoint({
       functions: {
         crashes: runtimes[0] as LocalFunctionRuntime,
         broken: runtimes[1] as LocalFunctionRuntime,
+        large: runtimes[2] as LocalFunctionRuntime,
         bigint: local('bigint', 1_000, async () => ({ total: 10n })),
       },
     });
@@ -217,6 +233,13 @@ describe('Lambda Invoke endpoint: a crashing function', () => {
     ['exits', 'crashes', { how: 'exit' }, 'Runtime.ExitError', expect.stringMatching(/exit status 3$/)],
     ['throws from a timer', 'crashes', { how: 'timer' }, 'TypeError', 'thrown from a timer'],
     ['fails to load', 'broken', {}, 'Error', 'the configuration is missing'],
+    [
+      'answers more than 6 MB',
+      'large',
+      { bytes: 7_000_000 },
+      'Function.ResponseSizeTooLarge',
+      'Response payload size exceeded maximum allowed payload size (6291556 bytes).',
+    ],
     [
       'returns what JSON cannot hold',
       'bigint',

@@ -1,6 +1,7 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
+import { installLambdaNode } from '../../sandbox/node-binary.js';
 import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 
 declare module 'vitest' {
@@ -12,6 +13,12 @@ declare module 'vitest' {
 
 /** Starts the emulators once for the whole run; every test file isolates itself with its own tables/queues. */
 export default async function setup(project: TestProject) {
+  // The functions run on Lambda's Node.js major (nodejs24.x): installed once into .oncely/.
+  try {
+    installLambdaNode(24);
+  } catch (error) {
+    console.warn(`${String(error)}: the sandbox's functions run on this machine's Node.js instead`);
+  }
   const dynamodb = await startDynamoDbLocal();
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   const sqs = await startSqsEmulator().catch(async (error) => {
