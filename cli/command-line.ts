@@ -4,6 +4,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
                [--schedule-interval SECONDS] [--async-retry-delay SECONDS] [--one-group-per-receive]
+               [--install-node]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
@@ -12,7 +13,9 @@ export const USAGE = `Usage:
       --schedule-interval runs every schedule (the outbox sweeper, the monitor) that often instead;
       --async-retry-delay retries a failed scheduled run or Event invocation after that long, not
       Lambda's 1 and 2 minutes.
-      --one-group-per-receive makes each FIFO receive return one message group's messages only.
+      --one-group-per-receive makes each FIFO receive return one message group's messages only;
+      --install-node installs the Node.js major a function's runtime names into .oncely/ when missing
+      (once, from the npm registry), rather than running it on this machine's Node.
 
   oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there.
@@ -57,6 +60,7 @@ export type Command =
         scheduleIntervalSeconds?: number;
         asyncRetryDelaySeconds?: number;
         oneGroupPerReceive: boolean;
+        installNode: boolean;
       };
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
@@ -93,6 +97,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         scheduleIntervalSeconds: seconds(values['schedule-interval'], '--schedule-interval'),
         asyncRetryDelaySeconds: seconds(values['async-retry-delay'], '--async-retry-delay'),
         oneGroupPerReceive: values['one-group-per-receive'] ?? false,
+        installNode: values['install-node'] ?? false,
       },
     };
   }
@@ -160,6 +165,7 @@ function parse(argv: string[]) {
         'schedule-interval': { type: 'string' },
         'async-retry-delay': { type: 'string' },
         'one-group-per-receive': { type: 'boolean' },
+        'install-node': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

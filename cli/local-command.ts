@@ -16,6 +16,8 @@ export interface LocalOptions {
   asyncRetryDelaySeconds?: number;
   /** Each FIFO receive returns one message group's messages only (`--one-group-per-receive`); `false` by default. */
   oneGroupPerReceive?: boolean;
+  /** Installs a function's missing Node.js major into `.oncely/` first (`--install-node`); `false` by default. */
+  installNode?: boolean;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -50,6 +52,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       environment: options.environment,
       context: options.context,
       oneGroupPerReceive: options.oneGroupPerReceive,
+      installNode: options.installNode,
       ...(options.scheduleIntervalSeconds === undefined
         ? {}
         : { scheduleIntervalMs: options.scheduleIntervalSeconds * 1000 }),

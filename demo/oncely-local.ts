@@ -73,6 +73,8 @@ export async function startOncelyLocal(options: OncelyLocalOptions): Promise<Onc
       readyFile,
       ...variables,
       ...schedule,
+      // The shop's functions run on the Node.js major of their runtime, as on Lambda: installed once.
+      '--install-node',
     ],
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
   );

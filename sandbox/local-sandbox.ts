@@ -21,6 +21,7 @@ import { type FunctionOutput, type FunctionUsage, LocalFunctionRuntime } from '.
 import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config.js';
+import { forgetNodeBinaries, installLambdaNode, lambdaNodeCache, nodeBinaryFor } from './node-binary.js';
 import { residentBytes } from './process-memory.js';
 import { type ProvisionedStack, provisionTemplate } from './provision.js';
 import { provideRuntimeModules } from './runtime-modules.js';
@@ -54,6 +55,12 @@ export interface SandboxOptions {
    * left running does not complete after its answer (function-runtime.ts). True by default.
    */
   freezeFunctions?: boolean;
+  /**
+   * Installs the Node.js major a function's runtime names from the npm registry into the app's
+   * `.oncely/node-<major>` when neither this machine's Node nor an installed one has it (once; about
+   * 190 MB for Node 24), rather than running the function on this machine's Node. `false` by default.
+   */
+  installNode?: boolean;
   /** Called after each batch an SQS event source delivered. */
   onBatch?: (functionName: string, report: BatchReport) => void;
   /** Called after each invocation with a batch of a DynamoDB-stream event source. */
@@ -270,6 +277,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const queueUrlForFunctions = new Map(
       provisioned.queues.map((queue) => [queue.url, new URL(new URL(queue.url).pathname, routed.sqs).href]),
     );
+    if (options.installNode) installMissingNodes(provisioned.functions, appDirectory);
     const runtimes = new Map(
       provisioned.functions.map((fn) => {
         const variables = Object.entries(fn.environment).map(([name, value]) => [
@@ -283,7 +291,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         });
         if (!runtime.node.matches) {
           console.warn(
-            `oncely local: function ${fn.name} (${fn.runtime}) runs on this machine's Node.js ${runtime.node.version}: no Node.js ${runtime.node.wantedMajor} found (install it with npm install --prefix .oncely/node-${runtime.node.wantedMajor} node-${process.platform}-${process.arch}@${runtime.node.wantedMajor}).`,
+            `oncely local: function ${fn.name} (${fn.runtime}) runs on this machine's Node.js ${runtime.node.version}: no Node.js ${runtime.node.wantedMajor} found (add --install-node to install it once).`,
           );
         }
         return [fn.name, runtime];
@@ -418,4 +426,23 @@ function findPipeline(
     }
   }
   return undefined;
+}
+
+/**
+ * Installs each Node.js major the functions' runtimes name that no Node found here has
+ * (`installNode`), so that every function runs on its runtime's major.
+ */
+function installMissingNodes(functions: readonly { runtime: string }[], appDirectory: string): void {
+  const missing = new Set<number>();
+  for (const fn of functions) {
+    const node = nodeBinaryFor(fn.runtime, appDirectory);
+    if (!node.matches && node.wantedMajor !== undefined) missing.add(node.wantedMajor);
+  }
+  for (const major of missing) {
+    console.log(
+      `oncely local: installing Node.js ${major} into ${lambdaNodeCache(major, appDirectory)} (once)…`,
+    );
+    installLambdaNode(major, appDirectory);
+  }
+  forgetNodeBinaries();
 }

@@ -40,6 +40,11 @@ const MODULE_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
 
 const found = new Map<string, NodeBinary>();
 
+/** Forgets which Node.js each runtime was found on: after {@link installLambdaNode}, it is another. */
+export function forgetNodeBinaries(): void {
+  found.clear();
+}
+
 /**
  * The Node.js binary to run a function of `runtime` (`nodejs24.x`) on, as Lambda runs it on that
  * major: this process's Node if its major matches; else a `node-<platform>-<arch>` package of that

@@ -297,6 +297,14 @@ describe('the command line', () => {
     expect(() => parseCommandLine(['local', '--async-retry-delay', '0'], {})).toThrow(CliUsageError);
   });
 
+  it('parses oncely local --install-node, off unless given', () => {
+    expect(parseCommandLine(['local', '--install-node'], {})).toMatchObject({
+      name: 'local',
+      options: { installNode: true },
+    });
+    expect(parseCommandLine(['local'], {})).toMatchObject({ options: { installNode: false } });
+  });
+
   it('shows ages briefly', () => {
     expect([0, 42, 60, 312, 3_600, 3_840, 86_400, 183_600].map(formatAge)).toEqual([
       '0s',
