@@ -14,6 +14,11 @@ export type FirstAnswer = 'accept' | 'unavailable' | 'hang' | 'send-then-hang';
 export async function startEmailGateway(firstAnswer: (key: string) => FirstAnswer) {
   const attempts = new Map<string, number>();
   const accepted = new Map<string, number>();
+  const firstAcceptedAt = new Map<string, number>();
+  const accept = (key: string) => {
+    accepted.set(key, (accepted.get(key) ?? 0) + 1);
+    if (!firstAcceptedAt.has(key)) firstAcceptedAt.set(key, Date.now());
+  };
   const hanging = new Set<ServerResponse>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     request.resume();
@@ -22,7 +27,7 @@ export async function startEmailGateway(firstAnswer: (key: string) => FirstAnswe
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       const answer = attempt === 1 ? firstAnswer(key) : 'accept';
-      if (answer === 'send-then-hang') accepted.set(key, (accepted.get(key) ?? 0) + 1);
+      if (answer === 'send-then-hang') accept(key);
       if (answer === 'hang' || answer === 'send-then-hang') {
         hanging.add(response);
         return;
@@ -31,7 +36,7 @@ export async function startEmailGateway(firstAnswer: (key: string) => FirstAnswe
         response.writeHead(503).end('try again later');
         return;
       }
-      accepted.set(key, (accepted.get(key) ?? 0) + 1);
+      accept(key);
       response.writeHead(202, { 'Content-Type': 'application/json' }).end('{"queued":true}');
     });
   });
@@ -44,6 +49,8 @@ export async function startEmailGateway(firstAnswer: (key: string) => FirstAnswe
     attempts,
     /** E-mails accepted per key: more than 1 would be a duplicate e-mail. */
     accepted,
+    /** When each key's first e-mail was accepted (epoch ms): when its effect took place. */
+    firstAcceptedAt,
     close: () =>
       new Promise<void>((resolve) => {
         for (const response of hanging) response.destroy();

@@ -10,8 +10,15 @@ export interface SoakState {
   /** DLQ copies per key. */
   deadLetters: Map<string, number>;
   ledger: { stock: Map<string, number>; balances: Map<string, number> };
-  /** The e-mail gateway's accepted sends per Idempotency-Key, and every attempt per key. */
-  gateway: { accepted: Map<string, number>; attempts: Map<string, number> };
+  /**
+   * The e-mail gateway's accepted sends per Idempotency-Key, every attempt per key, and when each
+   * key's first e-mail was accepted.
+   */
+  gateway: {
+    accepted: Map<string, number>;
+    attempts: Map<string, number>;
+    firstAcceptedAt: Map<string, number>;
+  };
 }
 
 export interface SoakVerdict {
@@ -89,18 +96,24 @@ export function checkSoak(options: {
       violations.push(`${id}: receipt sent ${sends} times`);
     if (sends > 1 && namespace === REMINDERS_NAMESPACE) remindersResent++;
   }
-  // Group order: within a group, each COMPLETED record completed no earlier than the one before it.
+  // Group order: within a group, each COMPLETED message took effect no earlier than the one before
+  // it. An e-mail took effect when the gateway first accepted it: an at-least-once record's
+  // COMPLETED write runs while the group's next record does (DESIGN §4), and when it fails the
+  // e-mail is sent again after the group's later effects — a repeat, not a reordering. A ledger
+  // message took effect with its record (one transaction).
   for (const group of options.groups) {
     let previous: { key: string; at: number } | undefined;
     for (const message of group.messages) {
-      const record = records.get(recordId(message));
+      const id = recordId(message);
+      const record = records.get(id);
       if (record?.status !== 'COMPLETED' || record.updatedAt === undefined) continue;
-      if (previous && record.updatedAt < previous.at) {
+      const at = gateway.firstAcceptedAt.get(id) ?? record.updatedAt;
+      if (previous && at < previous.at) {
         violations.push(
-          `${group.groupId}: ${message.key} completed before ${previous.key}, published earlier`,
+          `${group.groupId}: ${message.key} took effect before ${previous.key}, published earlier`,
         );
       }
-      previous = { key: message.key, at: record.updatedAt };
+      previous = { key: message.key, at };
     }
   }
   return {

@@ -8,7 +8,7 @@ export const PLACEHOLDER_NOTIFICATION_URL = 'https://notifications.invalid/send'
 /**
  * Context the shop synthesises with inside `oncely local` (which sets `oncely:sandbox`), unless told
  * otherwise: a `local` stage; a short consumer timeout, so that a failed batch comes back after
- * 6 × 2 s instead of minutes; and 4 concurrent consumer invocations — each a worker thread on a
+ * 6 × 2 s instead of minutes; and 4 concurrent consumer invocations — each a child process on a
  * laptop's few cores, while one invocation already runs 10 message groups at once.
  */
 export const SANDBOX_DEFAULTS: Record<string, unknown> = {
