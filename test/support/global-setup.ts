@@ -13,12 +13,9 @@ declare module 'vitest' {
 
 /** Starts the emulators once for the whole run; every test file isolates itself with its own tables/queues. */
 export default async function setup(project: TestProject) {
-  // The functions run on Lambda's Node.js major (nodejs24.x): installed once into .oncely/.
-  try {
-    installLambdaNode(24);
-  } catch (error) {
-    console.warn(`${String(error)}: the sandbox's functions run on this machine's Node.js instead`);
-  }
+  // The functions run on Lambda's Node.js major (nodejs24.x): installed once into .oncely/, from
+  // the npm registry `npm ci` used. Without it the tests would judge code on another major: fail.
+  installLambdaNode(24);
   const dynamodb = await startDynamoDbLocal();
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   const sqs = await startSqsEmulator().catch(async (error) => {
