@@ -48,7 +48,7 @@ describe('the benchmarks, in miniature', () => {
       rounds: 1,
       groups: 5,
       maxConcurrency: 1,
-      // One message warms the pipelines at once: their workers start in parallel.
+      // One message warms the pipelines at once: their containers start in parallel.
       warmupMessages: 1,
       projectRoot: process.cwd(),
     });
@@ -199,7 +199,7 @@ describe('the benchmarks, in miniature', () => {
       true,
       true,
     ]);
-    // The consumer's own CPU (Linux's /proc), and its workers' heaps.
+    // The consumer's own CPU (Linux's /proc), and its containers' heaps.
     for (const { consumerCpuMsPerMessage, consumerHeapBytes } of throughput) {
       expect(consumerCpuMsPerMessage === undefined || consumerCpuMsPerMessage.median >= 0).toBe(true);
       expect(consumerHeapBytes.length).toBeGreaterThan(0);
