@@ -449,8 +449,8 @@ function throughputSection(
   const pipelineCpu = (row: Throughput) => {
     const cpu = row.cpuMsPerMessage;
     if (!cpu) return '–';
-    const watched = cpu.watched === undefined ? '–' : cpu.watched.toFixed(2);
-    return `${cpu.mainThread.toFixed(2)} / ${cpu.otherThreads.toFixed(2)} / ${watched} ms`;
+    const part = (ms: number | undefined) => (ms === undefined ? '–' : ms.toFixed(2));
+    return `${part(cpu.mainThread)} / ${part(cpu.otherThreads)} / ${part(cpu.functions)} / ${part(cpu.watched)} ms`;
   };
   const records = ({ eventSource }: Throughput) =>
     eventSource.batches > 0 ? (eventSource.messages / eventSource.batches).toFixed(1) : '–';
@@ -466,7 +466,8 @@ function throughputSection(
     '',
     `${messages} StockReceived messages over ${groups} groups per round, ${rounds} round(s) per consumer, the ` +
       'pipelines taking turns: the publisher Lambda and the consumer Lambda, bundled as the stack bundles them, in ' +
-      `worker threads as the sandbox runs them (\`sandbox/function-runtime.ts\`), the consumer fed by the sandbox's ` +
+      'containers as the sandbox runs them (`sandbox/function-runtime.ts`: each a child process on the Node.js ' +
+      `major of its runtime, one invocation at a time, frozen in between), the consumer fed by the sandbox's ` +
       `event source poller (batches of 10, ${maxConcurrency} pollers), timed from the first publish to the last ` +
       'record acknowledged. Every consumer makes one ledger write per message; Oncely in each of its modes: ' +
       'transactional (the example consumer) and lease mode, at-least-once and at-most-once ' +
@@ -474,17 +475,24 @@ function throughputSection(
     '',
     "**The consumer's CPU per message** is what Lambda bills of the consumer's time, reported beside (5b)'s " +
       "judged share of it that is Oncely's own code: the CPU " +
-      "time of the consumer function's own worker threads over the timed rounds, divided by the messages. Each " +
-      "worker reads its thread's from Linux's /proc after every invocation (`LocalFunctionRuntime.usage()`, in " +
-      "clock ticks of 10 ms, which the rounds' totals make small). It leaves out the emulators, the event source " +
-      "poller, the publisher, and V8's helper threads (its concurrent GC's among them), which /proc counts for " +
-      "the process, not the worker. Median (p10–p90) over the rounds; the ratio divides each round's figure by " +
+      "time of the main threads of the consumer function's containers over the timed rounds, divided by the " +
+      "messages. Each container reads its main thread's from Linux's /proc (`/proc/thread-self/schedstat`, in " +
+      'nanoseconds) and sends it with every answer (`LocalFunctionRuntime.usage().cpuMs`). It leaves out the ' +
+      "emulators, the event source poller, the publisher, and the container's other threads (V8's helpers, its " +
+      "concurrent GC's among them), which the pipeline's CPU below counts. Median (p10–p90) over the rounds; " +
+      "the ratio divides each round's figure by " +
       "the consumer without idempotency's in the same round. **Messages per second** end to end are " +
       "information: here they follow DynamoDB Local's CPU as much as the consumer's. Records per invocation: " +
       "how full the poller's batches were, over which an invocation's fixed cost spreads. Heap: V8's heap in " +
-      "use in each of the consumer's workers after the last round. The whole pipeline's CPU per message: this " +
-      "process's main thread (the SQS emulator, the pollers, the function runtime's messaging) / its other " +
-      "threads (every Lambda worker, the publisher's too, and V8's and libuv's helpers) / DynamoDB Local's JVM.",
+      "use in each of the consumer's containers after the last round. **The whole pipeline's CPU per message**, " +
+      "in four parts over the timed rounds: the benchmark's process's main thread (the SQS emulator, the event " +
+      'source pollers, the function runtime passing events and answers to and from the containers) / its other ' +
+      "threads (V8's helpers, its GC's among them, and libuv's thread pool), both read from Linux's /proc in " +
+      "clock ticks / the function containers, the publisher's and the consumer's, each counted as a whole " +
+      "process, every thread of it (V8's helpers included), as `process.cpuUsage()` counts it in the container " +
+      "and sends it with every answer (`LocalFunctionRuntime.processCpuMs()`; the other pipelines' containers " +
+      "are frozen meanwhile) / DynamoDB Local's JVM, its process's from /proc. Their sum is what the pipeline " +
+      'cost this machine per message.',
     '',
     table(
       [
@@ -494,8 +502,8 @@ function throughputSection(
         'messages/s',
         'ratio',
         'records per invocation',
-        'heap per worker',
-        'pipeline CPU per message: main / other threads / DynamoDB Local',
+        'heap per container',
+        'pipeline CPU per message: main thread / other threads / functions / DynamoDB Local',
       ],
       rows.map((row) => [
         PIPELINE_CONSUMERS[row.consumer].label,
@@ -605,7 +613,7 @@ function whereTheTimeGoes(rows: readonly Throughput[], ownCpu: readonly OwnCpu[]
   const [transactional, baseline] = [pipeline('transactional'), pipeline(BASELINE_PIPELINE)];
   if (transactional?.watched === undefined || baseline?.watched === undefined) return ownText;
   const total = (cpu: NonNullable<Throughput['cpuMsPerMessage']>) =>
-    cpu.mainThread + cpu.otherThreads + (cpu.watched ?? 0);
+    cpu.mainThread + cpu.otherThreads + (cpu.functions ?? 0) + (cpu.watched ?? 0);
   return (
     ownText +
     `End to end, the transactional pipeline used ${(total(transactional) - total(baseline)).toFixed(2)} ms more ` +
@@ -889,12 +897,13 @@ function notesSection(results: BenchResults): string {
       'DynamoDB: that weighs on the consumers that run groups at once, not on the one that runs records in turn.',
     "- **(5) reports the consumer's own CPU, not messages per second, and (5b) judges Oncely's part of it.** " +
       'There DynamoDB Local, the SQS emulator ' +
-      `and the Lambda workers share ${results.machine.cpus} CPUs, so messages per second follow how much work ` +
-      "DynamoDB Local does per message, which Lambda does not bill. The consumer's CPU per message is its worker " +
-      "threads' alone. Both are figures of this machine's CPUs: the ratios mean more than the absolute numbers.",
+      `and the function containers share ${results.machine.cpus} CPUs, so messages per second follow how much ` +
+      "work DynamoDB Local does per message, which Lambda does not bill. The consumer's CPU per message is its " +
+      "containers' main threads' alone. Both are figures of this machine's CPUs: the ratios mean more than the " +
+      'absolute numbers.',
     '- **(5) swaps only the consumer.** `startSandbox()` runs the functions the synthesised stack names, so its ' +
-      "consumer cannot be swapped; (5) builds the same pipeline from the sandbox's parts (worker-thread function " +
-      'runtime, event source poller, the publisher Lambda) with one consumer per pipeline.',
+      "consumer cannot be swapped; (5) builds the same pipeline from the sandbox's parts (the function runtime " +
+      'and its containers, the event source poller, the publisher Lambda) with one consumer per pipeline.',
     '- **Powertools versions.** `@aws-lambda-powertools/idempotency` and `batch` are 2.35.0, the newest on the ' +
       'registry, beside logger and metrics 2.36.0. Their second copy of `@aws-lambda-powertools/commons` is ' +
       'bundled once, as a project on a single version would bundle it.',

@@ -53,7 +53,8 @@ export const QUICK: BenchSettings = {
   batchLatency: { groupCounts: GROUP_COUNTS, batches: 5, warmupBatches: 3 },
   roundTrips: { latenciesMs: ROUND_TRIP_LATENCIES_MS, batches: 3, warmupBatches: 1 },
   publisher: { messages: 200, groups: 10, rounds: 1 },
-  // Enough messages that the consumer's CPU, read in 10 ms clock ticks, comes to 0.05 ms per message.
+  // Enough messages that the pipeline's CPU read in 10 ms clock ticks (this process's, DynamoDB
+  // Local's) comes to 0.05 ms per message.
   throughput: { messages: 200, rounds: 2, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
   ownCpu: { messages: 100, warmupMessages: 50, groups: 10 },
   startUp: { runs: 8, warmupRuns: 1 },

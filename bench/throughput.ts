@@ -90,7 +90,7 @@ export interface ThroughputOptions {
   groups: number;
   /** Pollers of the event source, so at most this many consumer invocations at once. */
   maxConcurrency: number;
-  /** Sent and consumed before the clock starts: every worker then has its modules loaded and warm. */
+  /** Sent and consumed before the clock starts: every container then has its modules loaded and warm. */
   warmupMessages: number;
   projectRoot: string;
   /** DynamoDB Local's process, whose CPU time is then counted per pipeline beside this process's. */
@@ -107,14 +107,19 @@ export interface Throughput {
   pairedRatio?: Spread;
   /**
    * The consumer function's own CPU time per message, in ms, one sample per round (Linux only): its
-   * worker threads' (`LocalFunctionRuntime.usage()`), without the emulators, the poller or the publisher.
+   * containers' main threads' (`LocalFunctionRuntime.usage().cpuMs`), without the emulators, the
+   * poller, the publisher, or V8's helper threads in the containers.
    */
   consumerCpuMsPerMessage?: Spread;
   /** Each round's consumer CPU per message over the baseline's in the same round; none for the baseline. */
   consumerCpuRatio?: Spread;
-  /** The V8 heap in use of each of the consumer's workers after the last round, in bytes. */
+  /** The V8 heap in use of each of the consumer's containers after the last round, in bytes. */
   consumerHeapBytes: number[];
-  /** Where the whole pipeline's CPU went, in ms per message over the timed rounds (Linux only): `watched` is DynamoDB Local. */
+  /**
+   * Where the whole pipeline's CPU went, in ms per message over the timed rounds (Linux only): this
+   * process's main thread and other threads, the publisher's and the consumer's containers
+   * (`functions`, whole processes), and DynamoDB Local's JVM (`watched`).
+   */
   cpuMsPerMessage?: CpuTimes;
   /** The event source's SQS calls over the timed rounds. */
   eventSource: EventSourceCalls;
@@ -142,13 +147,15 @@ const DRAIN_TIMEOUT_MS = 120_000;
 
 /**
  * (5) The pipeline as the sandbox runs it: the publisher Lambda and a consumer Lambda bundled as the
- * stack bundles them, run in worker threads (`sandbox/function-runtime.ts`, one invocation per
- * worker as in Lambda), the consumer fed by the sandbox's event source poller with the stack's
+ * stack bundles them, run in containers as the sandbox runs them (`sandbox/function-runtime.ts`:
+ * child processes on the runtime's Node.js major, one invocation at a time per container as in
+ * Lambda, frozen in between), the consumer fed by the sandbox's event source poller with the stack's
  * batch size. A round runs from the first publish to the last record acknowledged. Only the consumer
  * differs between the pipelines, which take turns round after round; at the end each ledger must
- * hold exactly one unit per message. Per round: the consumer function's own CPU time (its worker
- * threads', what Lambda would bill), the messages per second, the whole process's CPU and
- * DynamoDB Local's, and the event source's SQS calls, which (7) bills.
+ * hold exactly one unit per message. Per round: the consumer function's own CPU time (its
+ * containers' main threads', what Lambda would bill), the messages per second, the whole
+ * pipeline's CPU (this process's, the pipeline's function containers', DynamoDB Local's), and the
+ * event source's SQS calls, which (7) bills.
  */
 export async function measureThroughput(
   endpoints: BenchEndpoints,
@@ -174,14 +181,15 @@ export async function measureThroughput(
     >;
     for (let round = 0; round < options.rounds; round++) {
       for (const pipeline of rotate(pipelines, round)) {
+        // The other pipelines' containers are frozen meanwhile: only this one's functions run.
         const before = {
-          cpu: cpuTimes(options.dynamodbPid),
+          cpu: cpuTimes(options.dynamodbPid, pipeline.functionsCpuMs()),
           calls: pipeline.eventSourceCalls(),
           consumer: pipeline.consumerUsage(),
         };
         const seconds = await pipeline.deliver(options.messages);
         const after = {
-          cpu: cpuTimes(options.dynamodbPid),
+          cpu: cpuTimes(options.dynamodbPid, pipeline.functionsCpuMs()),
           calls: pipeline.eventSourceCalls(),
           consumer: pipeline.consumerUsage(),
         };
@@ -283,8 +291,10 @@ interface Pipeline {
   deliver(count: number): Promise<number>;
   /** The poller's SQS calls so far. */
   eventSourceCalls(): EventSourceCalls;
-  /** What the consumer function's workers have used so far. */
+  /** What the consumer function's containers have used so far. */
   consumerUsage(): FunctionUsage;
+  /** The CPU time of the publisher's and the consumer's containers so far, whole processes, in ms. */
+  functionsCpuMs(): number;
   /**
    * Throws if a message was lost, or applied twice by a consumer with idempotency. The one without
    * may apply a redelivered message again (an event source's receive whose answer was lost, on a
@@ -379,13 +389,14 @@ async function startPipeline(
 
   return {
     consumer,
-    // Workers start (Lambda's init phase) and warm up on the first messages, before the clock runs.
+    // Containers start (Lambda's init phase) and warm up on the first messages, before the clock runs.
     warmUp: async () => {
       await deliver(options.warmupMessages);
     },
     deliver,
     eventSourceCalls: () => ({ ...eventSourceCalls }),
     consumerUsage: () => consumerFunction.usage(),
+    functionsCpuMs: () => publisher.processCpuMs() + consumerFunction.processCpuMs(),
     checkLedger: async () => {
       const applied = await sumOfAttribute(dynamodb, ledgerTable, 'available');
       const mayRepeat = consumer === BASELINE_PIPELINE;
@@ -454,20 +465,22 @@ function countEventSourceCalls(sqs: SQSClient): EventSourceCalls {
 
 /** A pipeline's CPU time and SQS calls, added up over its timed rounds. */
 class PipelineUsage {
-  #cpu: CpuTimes | undefined = { mainThread: 0, otherThreads: 0, watched: 0 };
+  #cpu: CpuTimes | undefined = { mainThread: 0, otherThreads: 0, functions: 0, watched: 0 };
   readonly #calls: EventSourceCalls = { batches: 0, emptyReceives: 0, deleteBatches: 0, messages: 0 };
 
   add(cpu: CpuTimes | undefined, before: EventSourceCalls, after: EventSourceCalls): void {
     // One round without figures (no /proc) leaves none for the whole run.
+    const sum = (total: CpuTimes, part: 'functions' | 'watched') => {
+      const [sofar, more] = [total[part], cpu?.[part]];
+      return sofar === undefined || more === undefined ? undefined : sofar + more;
+    };
     this.#cpu =
       this.#cpu && cpu
         ? {
             mainThread: this.#cpu.mainThread + cpu.mainThread,
             otherThreads: this.#cpu.otherThreads + cpu.otherThreads,
-            watched:
-              this.#cpu.watched === undefined || cpu.watched === undefined
-                ? undefined
-                : this.#cpu.watched + cpu.watched,
+            functions: sum(this.#cpu, 'functions'),
+            watched: sum(this.#cpu, 'watched'),
           }
         : undefined;
     for (const key of Object.keys(this.#calls) as (keyof EventSourceCalls)[]) {
@@ -481,6 +494,7 @@ class PipelineUsage {
       cpuMsPerMessage: cpu && {
         mainThread: cpu.mainThread / messages,
         otherThreads: cpu.otherThreads / messages,
+        functions: cpu.functions === undefined ? undefined : cpu.functions / messages,
         watched: cpu.watched === undefined ? undefined : cpu.watched / messages,
       },
       eventSource: { ...this.#calls },

@@ -65,6 +65,8 @@ interface ContainerMessage {
   crash?: FunctionError;
   /** The container's main thread's CPU time since it started, in ms; absent without Linux's /proc. */
   cpuMs?: number;
+  /** The container's whole process's CPU time since it started (all its threads), in ms. */
+  processCpuMs?: number;
   /** Its V8 heap in use, in bytes. */
   heapUsedBytes?: number;
 }
@@ -119,6 +121,8 @@ export class LocalFunctionRuntime implements LocalInvoker {
   readonly #cpuMsOf = new WeakMap<ChildProcess, number>();
   readonly #heapOf = new Map<ChildProcess, number>();
   #cpuMs: number | undefined = 0;
+  readonly #processCpuMsOf = new WeakMap<ChildProcess, number>();
+  #processCpuMs = 0;
   #invocations = 0;
   readonly #output: FunctionOutput | undefined;
   readonly #freeze: boolean;
@@ -202,6 +206,18 @@ export class LocalFunctionRuntime implements LocalInvoker {
     };
   }
 
+  /**
+   * The CPU time of the function's containers as whole processes so far, in ms: every thread of each
+   * (its main thread, V8's helper threads — its concurrent GC's among them — and libuv's), as
+   * `process.cpuUsage()` counts it in the container, from its start (its init included) up to its
+   * latest answer; those since replaced or stopped included. What a container used after an answer
+   * (before it froze) counts with its next one. {@link usage}'s `cpuMs` is the main threads' alone;
+   * this one needs no /proc. `npm run bench` adds it to its own process's CPU for the whole pipeline's.
+   */
+  processCpuMs(): number {
+    return this.#processCpuMs;
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idle.length = 0;
@@ -279,6 +295,10 @@ export class LocalFunctionRuntime implements LocalInvoker {
     if (message.heapUsedBytes === undefined) return;
     if (message.id !== undefined) this.#invocations++;
     if (this.#all.has(child)) this.#heapOf.set(child, message.heapUsedBytes);
+    if (message.processCpuMs !== undefined) {
+      this.#processCpuMs += message.processCpuMs - (this.#processCpuMsOf.get(child) ?? 0);
+      this.#processCpuMsOf.set(child, message.processCpuMs);
+    }
     // One container without a figure (no /proc) leaves none for the function.
     if (message.cpuMs === undefined || this.#cpuMs === undefined) {
       this.#cpuMs = undefined;

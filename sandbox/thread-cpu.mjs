@@ -1,6 +1,6 @@
-// CPU time as Linux's /proc counts it, per thread. Plain JavaScript, so that a function's worker
-// thread (function-worker.mjs) reads its own with the same code the main thread and the benchmarks
-// use (bench/cpu-time.ts).
+// CPU time as Linux's /proc counts it, per thread. Plain JavaScript, so that a function's container
+// (function-worker.mjs, a child process on its runtime's Node.js) reads its main thread's with the
+// same code the benchmarks use (bench/cpu-time.ts).
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 

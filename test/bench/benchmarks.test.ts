@@ -48,7 +48,7 @@ describe('the benchmarks, in miniature', () => {
       rounds: 1,
       groups: 5,
       maxConcurrency: 1,
-      // One message warms the pipelines at once: their workers start in parallel.
+      // One message warms the pipelines at once: their containers start in parallel.
       warmupMessages: 1,
       projectRoot: process.cwd(),
     });
@@ -199,10 +199,14 @@ describe('the benchmarks, in miniature', () => {
       true,
       true,
     ]);
-    // The consumer's own CPU (Linux's /proc), and its workers' heaps.
+    // The consumer's own CPU (Linux's /proc), and its containers' heaps.
     for (const { consumerCpuMsPerMessage, consumerHeapBytes } of throughput) {
       expect(consumerCpuMsPerMessage === undefined || consumerCpuMsPerMessage.median >= 0).toBe(true);
       expect(consumerHeapBytes.length).toBeGreaterThan(0);
+    }
+    // The whole pipeline's CPU counts the function containers, other processes than this one.
+    for (const { cpuMsPerMessage } of throughput) {
+      if (cpuMsPerMessage) expect(cpuMsPerMessage.functions).toBeGreaterThan(0);
     }
     // Every message is received once and deleted in the batch it came in.
     for (const { eventSource } of throughput) {

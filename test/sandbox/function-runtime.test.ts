@@ -162,6 +162,23 @@ describe('local function runtime: what its containers use', () => {
     },
   );
 
+  it('counts each container’s whole process too: its main thread and its other threads', async () => {
+    const fn = runtime('functions.burn');
+    await fn.invoke({ ms: 0 });
+    // Its init at least: a Node.js process does not start in no time.
+    const before = fn.processCpuMs();
+    expect(before).toBeGreaterThan(0);
+    const mainBefore = fn.usage().cpuMs;
+    await fn.invoke({ ms: 200 });
+    const whole = fn.processCpuMs() - before;
+    expect(whole).toBeGreaterThan(100);
+    // The main thread's share is part of it (read a moment earlier in the container: a little slack).
+    const main = fn.usage().cpuMs;
+    if (main !== undefined && mainBefore !== undefined) expect(whole).toBeGreaterThan(main - mainBefore - 5);
+    await fn.stop();
+    expect(fn.processCpuMs()).toBe(before + whole);
+  });
+
   it('reports each running container’s heap, and keeps the CPU of containers that ended', async () => {
     const fn = runtime('functions.hold');
     await Promise.all([fn.invoke({ ms: 100 }), fn.invoke({ ms: 100 })]);
