@@ -69,6 +69,8 @@ interface ContainerMessage {
   processCpuMs?: number;
   /** Its V8 heap in use, in bytes. */
   heapUsedBytes?: number;
+  /** The part of it in V8's old generation, in bytes. */
+  oldHeapUsedBytes?: number;
 }
 
 /** What a function's containers have used, as {@link LocalFunctionRuntime.usage} reports it. */
@@ -83,6 +85,11 @@ export interface FunctionUsage {
   invocations: number;
   /** The V8 heap in use of each running container as of its last answer, in bytes. */
   heapUsedBytes: number[];
+  /**
+   * The part of each one's in V8's old generation, in bytes: what a leak grows, without the young
+   * generation's garbage, whose size swings by tens of MiB between collections on Node 22 and later.
+   */
+  oldHeapUsedBytes: number[];
 }
 
 /** What a container did next: answered, crashed, ended, or nothing in time. */
@@ -119,7 +126,7 @@ export class LocalFunctionRuntime implements LocalInvoker {
   #stopped = false;
   /** The CPU time each container reported last, and its heap; a container leaves the heap map when it ends. */
   readonly #cpuMsOf = new WeakMap<ChildProcess, number>();
-  readonly #heapOf = new Map<ChildProcess, number>();
+  readonly #heapOf = new Map<ChildProcess, { used: number; old: number }>();
   #cpuMs: number | undefined = 0;
   readonly #processCpuMsOf = new WeakMap<ChildProcess, number>();
   #processCpuMs = 0;
@@ -202,7 +209,8 @@ export class LocalFunctionRuntime implements LocalInvoker {
     return {
       cpuMs: this.#cpuMs,
       invocations: this.#invocations,
-      heapUsedBytes: [...this.#heapOf.values()],
+      heapUsedBytes: [...this.#heapOf.values()].map((heap) => heap.used),
+      oldHeapUsedBytes: [...this.#heapOf.values()].map((heap) => heap.old),
     };
   }
 
@@ -294,7 +302,10 @@ export class LocalFunctionRuntime implements LocalInvoker {
     // Every message of function-worker.mjs's but a crash carries its heap.
     if (message.heapUsedBytes === undefined) return;
     if (message.id !== undefined) this.#invocations++;
-    if (this.#all.has(child)) this.#heapOf.set(child, message.heapUsedBytes);
+    if (this.#all.has(child)) {
+      const old = message.oldHeapUsedBytes ?? message.heapUsedBytes;
+      this.#heapOf.set(child, { used: message.heapUsedBytes, old });
+    }
     if (message.processCpuMs !== undefined) {
       this.#processCpuMs += message.processCpuMs - (this.#processCpuMsOf.get(child) ?? 0);
       this.#processCpuMsOf.set(child, message.processCpuMs);

@@ -7,8 +7,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { getHeapStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { threadCpuMs } from './thread-cpu.mjs';
+
+/** V8's young generation: garbage there is collected often, and its size swings with the load. */
+const YOUNG_SPACES = new Set(['new_space', 'new_large_object_space']);
 
 const codeDirectory = process.env.LAMBDA_TASK_ROOT;
 const handler = process.env._HANDLER;
@@ -142,7 +145,8 @@ function invokeWithCallbacks(handlerFunction, event, data) {
 /**
  * What this container has used so far, sent with each answer: its main thread's CPU time in ms
  * since it started (none without Linux's /proc), its whole process's (every thread: V8's and
- * libuv's helpers too) in ms, and its heap in use, in bytes.
+ * libuv's helpers too) in ms, and its heap in use, in bytes: the whole of it, and its old generation
+ * alone (what survived the young generation's collections: where anything kept per message ends up).
  */
 function usage() {
   const cpuMs = threadCpuMs();
@@ -151,6 +155,9 @@ function usage() {
     ...(cpuMs === undefined ? {} : { cpuMs }),
     processCpuMs: (user + system) / 1000,
     heapUsedBytes: getHeapStatistics().used_heap_size,
+    oldHeapUsedBytes: getHeapSpaceStatistics()
+      .filter((space) => !YOUNG_SPACES.has(space.space_name))
+      .reduce((sum, space) => sum + space.space_used_size, 0),
   };
 }
 

@@ -10,7 +10,10 @@ export interface Sample {
   queued: number;
   /** OrderPlaced events waiting in the outbox. */
   outboxPending: number;
-  /** Each function's heap in use: the largest of its running workers', in bytes. */
+  /**
+   * Each function's heap in use in V8's old generation: the largest of its running containers', in
+   * bytes. The young generation's garbage swings by tens of MiB between collections and keeps nothing.
+   */
   functionHeapBytes: Record<string, number>;
   dynamodbLocalResidentBytes: number | undefined;
   hostHeapUsedBytes: number;
@@ -24,8 +27,8 @@ export function sampleOf(
     ...at,
     functionHeapBytes: Object.fromEntries(
       Object.entries(usage.functions)
-        .filter(([, fn]) => fn.heapUsedBytes.length > 0)
-        .map(([name, fn]) => [name, Math.max(...fn.heapUsedBytes)]),
+        .filter(([, fn]) => fn.oldHeapUsedBytes.length > 0)
+        .map(([name, fn]) => [name, Math.max(...fn.oldHeapUsedBytes)]),
     ),
     dynamodbLocalResidentBytes: usage.dynamodbLocalResidentBytes,
     hostHeapUsedBytes: usage.hostHeapUsedBytes,

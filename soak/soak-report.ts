@@ -72,7 +72,8 @@ export function soakMarkdown(result: SoakResult, judgement: SoakJudgement, start
     '## Memory',
     '',
     'Each series’ floor (its lowest sample, what survives garbage collection) over the second quarter of ' +
-      'producing (after warm-up) and over the last quarter. A function’s heap is the largest of its running workers’ as of their last answers ' +
+      'producing (after warm-up) and over the last quarter. A function’s heap is the largest old generation (V8’s heap without its young generation, whose garbage ' +
+      'swings by tens of MiB between collections) of its running containers’ as of their last answers ' +
       '(`LocalFunctionRuntime.usage()`); DynamoDB Local’s is its JVM’s resident memory; the host’s heap holds ' +
       'the SQS emulator, the pollers and the soak’s own bookkeeping.',
     '',

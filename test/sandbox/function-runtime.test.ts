@@ -182,14 +182,20 @@ describe('local function runtime: what its containers use', () => {
   it('reports each running container’s heap, and keeps the CPU of containers that ended', async () => {
     const fn = runtime('functions.hold');
     await Promise.all([fn.invoke({ ms: 100 }), fn.invoke({ ms: 100 })]);
-    const { cpuMs, invocations, heapUsedBytes } = fn.usage();
+    const { cpuMs, invocations, heapUsedBytes, oldHeapUsedBytes } = fn.usage();
     expect(invocations).toBe(2);
     expect(heapUsedBytes).toHaveLength(2);
     for (const bytes of heapUsedBytes) expect(bytes).toBeGreaterThan(100_000);
+    // The old generation is part of the heap, and holds at least the loaded code's objects.
+    expect(oldHeapUsedBytes).toHaveLength(2);
+    oldHeapUsedBytes.forEach((bytes, i) => {
+      expect(bytes).toBeGreaterThan(100_000);
+      expect(bytes).toBeLessThanOrEqual(heapUsedBytes[i] as number);
+    });
     if (withProc) expect(cpuMs).toBeGreaterThan(0);
     else expect(cpuMs).toBeUndefined();
     await fn.stop();
-    expect(fn.usage()).toEqual({ cpuMs, invocations: 2, heapUsedBytes: [] });
+    expect(fn.usage()).toEqual({ cpuMs, invocations: 2, heapUsedBytes: [], oldHeapUsedBytes: [] });
   });
 });
 
