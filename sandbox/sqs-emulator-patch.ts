@@ -271,15 +271,23 @@ if (!this.FifoQueue && S(this, E).filter((f) => !f.visible).length >= S(this, Me
   }
   entry.visible = false;
   if (entry.tm) clearTimeout(entry.tm);
-  entry.tm = setTimeout(() => {
+  const expire = () => {
     const exhausted =
       this.RedrivePolicy &&
       Number(entry.record.attributes.ApproximateReceiveCount) >= this.RedrivePolicy.maxReceiveCount;
     if (exhausted) S(this, je).call(this, entry);
     else entry.visible = true;
-  }, timeoutMs);
-  entry.tm.unref();
+  };
   entry.tmStart = Date.now();
+  // A change to 0 makes the message visible at once, as in SQS: through a timer, a request right
+  // after it could still find the message in flight on a busy machine.
+  if (isVisibilityChange && timeoutMs <= 0) {
+    entry.tm = undefined;
+    expire();
+    return;
+  }
+  entry.tm = setTimeout(expire, timeoutMs);
+  entry.tm.unref();
 }`,
   },
   {

@@ -92,7 +92,8 @@ describe('schedule runner', () => {
     await waitFor(() => results.length >= 3, 'three runs');
 
     expect(runs[0].startedAt - startedAt).toBeGreaterThanOrEqual(INTERVAL_MS - 5);
-    expect(runs[2].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(2 * INTERVAL_MS - 10);
+    // Lower bounds only, from the runner's start: a busy machine can delay a run, never advance a tick.
+    expect(runs[2].startedAt - startedAt).toBeGreaterThanOrEqual(3 * INTERVAL_MS - 5);
     expect(results[0]).toEqual({
       result: { ok: true, result: 'done' },
       attempt: { awsRequestId: runs[0].awsRequestId, number: 1, retrying: false },
@@ -112,13 +113,20 @@ describe('schedule runner', () => {
   });
 
   it('fires every tick while a previous run is still going, as EventBridge does: runs overlap', async () => {
-    // The first run lasts until the next tick's run has started (or 5 s have passed).
+    // The first run lasts until the next tick's run has started (or 5 s have passed): it sees the
+    // second start only if the runner did not wait for it to end.
+    let secondStartedDuringFirst = false;
     const { runs } = run(async (current, all) => {
-      if (all[0] === current) await waitFor(() => all.length >= 2, 'a second run', 5_000).catch(() => {});
+      if (all[0] !== current) return;
+      await waitFor(() => all.length >= 2, 'a second run', 5_000)
+        .then(() => {
+          secondStartedDuringFirst = true;
+        })
+        .catch(() => {});
     });
     await waitFor(() => runs.length >= 2, 'a second run');
 
-    expect(runs[1].startedAt).toBeLessThan(Number(runs[0].endedAt ?? Number.POSITIVE_INFINITY));
+    expect(secondStartedDuringFirst).toBe(true);
     expect(runs[1].event.id).not.toBe(runs[0].event.id);
   });
 
