@@ -169,9 +169,10 @@ describe('local function runtime: what its containers use', () => {
     const before = fn.processCpuMs();
     expect(before).toBeGreaterThan(0);
     const mainBefore = fn.usage().cpuMs;
-    await fn.invoke({ ms: 200 });
+    await fn.invoke({ ms: 400 });
     const whole = fn.processCpuMs() - before;
-    expect(whole).toBeGreaterThan(100);
+    // 400 ms spinning, of which a busy machine may take some (as for the main thread's figure above).
+    expect(whole).toBeGreaterThan(150);
     // The main thread's share is part of it (read a moment earlier in the container: a little slack).
     const main = fn.usage().cpuMs;
     if (main !== undefined && mainBefore !== undefined) expect(whole).toBeGreaterThan(main - mainBefore - 5);
