@@ -121,3 +121,22 @@ function isLeaf(value: unknown): boolean {
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * A mapping's `FilterCriteria` as the patterns' JSON texts, or why the sandbox cannot apply them
+ * (the mapping then does not run, and is listed with the note).
+ */
+export function filterPatternsOf(criteria: {
+  Filters?: { Pattern?: string }[];
+}): { patterns: string[] } | { note: string } {
+  const patterns = (criteria.Filters ?? [])
+    .map((filter) => filter.Pattern)
+    .filter((pattern): pattern is string => pattern !== undefined);
+  try {
+    compileFilters(patterns);
+  } catch (error) {
+    if (!(error instanceof UnsupportedFilterPatternError)) throw error;
+    return { note: error.message };
+  }
+  return { patterns };
+}

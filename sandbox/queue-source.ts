@@ -1,6 +1,6 @@
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import type { TemplateResource } from './cloudformation.js';
-import { compileFilters, UnsupportedFilterPatternError } from './event-filter.js';
+import { filterPatternsOf } from './event-filter.js';
 import type { LocalQueue } from './local-resources.js';
 
 /** An SQS event source mapping, to be run by a local poller with Lambda's rules. */
@@ -99,15 +99,9 @@ export function describeQueueSource(context: QueueSourceContext): LocalEventSour
     );
   }
 
-  const filterPatterns = (setting<{ Filters?: { Pattern?: string }[] }>('FilterCriteria', {}).Filters ?? [])
-    .map((filter) => filter.Pattern)
-    .filter((pattern): pattern is string => pattern !== undefined);
-  try {
-    compileFilters(filterPatterns);
-  } catch (error) {
-    if (!(error instanceof UnsupportedFilterPatternError)) throw error;
-    return { note: error.message };
-  }
+  const filters = filterPatternsOf(setting('FilterCriteria', {}));
+  if ('note' in filters) return filters;
+  const filterPatterns = filters.patterns;
   return {
     logicalId,
     queue,

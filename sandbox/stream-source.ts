@@ -1,5 +1,5 @@
 import { type TemplateResource, UnresolvableValueError } from './cloudformation.js';
-import { compileFilters, UnsupportedFilterPatternError } from './event-filter.js';
+import { filterPatternsOf } from './event-filter.js';
 import type { LocalQueue, LocalTable } from './local-resources.js';
 import type { StartingPosition } from './stream-shard-reader.js';
 
@@ -58,15 +58,9 @@ export function describeStreamSource(context: StreamSourceContext): LocalStreamS
   if (!STARTING_POSITIONS.includes(startingPosition)) {
     return { note: `its starting position ${startingPosition || '(none)'} is not TRIM_HORIZON or LATEST` };
   }
-  const filterPatterns = (setting<{ Filters?: { Pattern?: string }[] }>('FilterCriteria', {}).Filters ?? [])
-    .map((filter) => filter.Pattern)
-    .filter((pattern): pattern is string => pattern !== undefined);
-  try {
-    compileFilters(filterPatterns);
-  } catch (error) {
-    if (!(error instanceof UnsupportedFilterPatternError)) throw error;
-    return { note: error.message };
-  }
+  const filters = filterPatternsOf(setting('FilterCriteria', {}));
+  if ('note' in filters) return filters;
+  const filterPatterns = filters.patterns;
   const destination = (properties.DestinationConfig as { OnFailure?: { Destination?: unknown } } | undefined)
     ?.OnFailure?.Destination;
   let onFailure: LocalQueue | undefined;
