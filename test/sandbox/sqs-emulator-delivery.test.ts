@@ -27,6 +27,22 @@ afterEach(async () => {
 });
 afterAll(() => sqs.destroy());
 
+/** The mapping Lambda would run for `queue`: batches of 10 with partial batch responses. */
+function mappingOf(queue: LocalEventSource['queue'], maxConcurrency: number): LocalEventSource {
+  return {
+    logicalId: 'Source',
+    queue,
+    functionName: 'consumer',
+    batchSize: 10,
+    reportBatchItemFailures: true,
+    maxConcurrency,
+    maximumBatchingWindowInSeconds: 0,
+    maxConcurrencySet: true,
+    filterPatterns: [],
+    enabled: true,
+  };
+}
+
 async function fifoQueue(attributes: Record<string, string> = {}, client = sqs) {
   const name = `${uniqueName('delivery')}.fifo`;
   const { QueueUrl } = await client.send(
@@ -60,18 +76,7 @@ describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbo
       VisibilityTimeout: '1',
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
     });
-    const source: LocalEventSource = {
-      logicalId: 'Source',
-      queue,
-      functionName: 'consumer',
-      batchSize: 10,
-      reportBatchItemFailures: true,
-      maxConcurrency: 1,
-      maximumBatchingWindowInSeconds: 0,
-      maxConcurrencySet: true,
-      filterPatterns: [],
-      enabled: true,
-    };
+    const source = mappingOf(queue, 1);
     await sqs.send(
       new SendMessageCommand({
         QueueUrl: queue.url,
@@ -122,18 +127,7 @@ describe('the sandbox with oneGroupPerReceive', () => {
     const client = new SQSClient(localAwsConfig(strict.endpoint));
     try {
       const queue = await fifoQueue({}, client);
-      const source: LocalEventSource = {
-        logicalId: 'Source',
-        queue,
-        functionName: 'consumer',
-        batchSize: 10,
-        reportBatchItemFailures: true,
-        maxConcurrency: 1,
-        maximumBatchingWindowInSeconds: 0,
-        maxConcurrencySet: true,
-        filterPatterns: [],
-        enabled: true,
-      };
+      const source = mappingOf(queue, 1);
       const sent = Array.from({ length: 12 }, (_, i) => ({ group: `g${i % 3}`, body: `g${i % 3}-${i}` }));
       for (const { group, body } of sent) {
         await client.send(
@@ -200,18 +194,7 @@ describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
     pollers.push(
       startEventSourcePoller({
         sqs,
-        source: {
-          logicalId: 'Source',
-          queue,
-          functionName: 'consumer',
-          batchSize: 10,
-          reportBatchItemFailures: true,
-          maxConcurrency: 10,
-          maximumBatchingWindowInSeconds: 0,
-          maxConcurrencySet: true,
-          filterPatterns: [],
-          enabled: true,
-        },
+        source: mappingOf(queue, 10),
         region: LOCAL_REGION,
         invoke: async (event) => {
           delivered += event.Records.length;
