@@ -12,6 +12,7 @@ import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { openOutboxWorld } from '../chaos/outbox-world.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { Outbox, type OutboxMessage } from '../lambdas/outbox/index.js';
 import { groupPartition, type OutboxLayout } from '../lambdas/outbox/layout.js';
 import { OutboxItems } from '../lambdas/outbox/outbox-items.js';
@@ -22,7 +23,7 @@ import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
 import { countRequests } from '../sandbox/request-counter.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
-import { createFifoQueue, deleteQueues, queueDepth } from './resources.js';
+import { createFifoQueue, deleteQueues } from './resources.js';
 import { spreadOf } from './statistics.js';
 
 const SHAPES = [
@@ -105,7 +106,7 @@ async function relayOnce(layout: OutboxLayout, shape: (typeof SHAPES)[number], l
   });
   const wallMs = performance.now() - started;
 
-  const depth = await queueDepth(direct, queue.url);
+  const depth = await messagesInQueue(direct, queue.url);
   if (response.batchItemFailures.length > 0 || depth !== shape.groups * shape.perGroup) {
     throw new Error(`the relay left messages behind: ${depth} on the queue, ${JSON.stringify(response)}`);
   }

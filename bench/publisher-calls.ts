@@ -1,5 +1,6 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createEnvelope } from '../lambdas/common/envelope.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishMessage } from '../lambdas/publisher/contract.js';
 import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../lambdas/publisher/environment.js';
@@ -7,7 +8,7 @@ import { createPublisherHandler } from '../lambdas/publisher/handler.js';
 import { countRequests } from '../sandbox/request-counter.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { invocationContext } from './invocation.js';
-import { createFifoQueue, deleteQueues, newIdempotencyTable, queueDepth, uniqueName } from './resources.js';
+import { createFifoQueue, deleteQueues, newIdempotencyTable, uniqueName } from './resources.js';
 import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
 import { stockMessages } from './stock-events.js';
@@ -109,7 +110,7 @@ async function send(
     }
     const wallMs = performance.now() - started;
     const calls = sqsCalls.total();
-    const queued = await queueDepth(sqs, queue.url);
+    const queued = await messagesInQueue(sqs, queue.url);
     if (queued !== messages.length) {
       throw new Error(`${sender}: ${queued} of ${messages.length} messages reached the queue`);
     }

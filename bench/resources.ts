@@ -59,20 +59,6 @@ export async function deleteQueues(sqs: SQSClient, queues: readonly LocalQueue[]
   await Promise.all(queues.map(({ url }) => sqs.send(new DeleteQueueCommand({ QueueUrl: url }))));
 }
 
-/** How many messages the queue holds, in flight included. */
-export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
-    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
-  );
-}
-
 /** The sum of one numeric attribute over a table: what the consumers' effects add up to. */
 export async function sumOfAttribute(
   dynamodb: DynamoDBClient,

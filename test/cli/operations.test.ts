@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DeleteMessageCommand,
-  GetQueueAttributesCommand,
   type MessageAttributeValue,
   ReceiveMessageCommand,
   SendMessageCommand,
@@ -34,6 +33,7 @@ import {
 } from '../../cli/operations-errors.js';
 import { describeRedrive, describeResolution } from '../../cli/operations-report.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import type { PublishMessage, PublishResponse } from '../../lambdas/publisher/contract.js';
@@ -123,20 +123,6 @@ async function readItem<T = IdempotencyRecord>(tableName: string, id: string): P
     new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
   );
   return Item as T | undefined;
-}
-
-/** Messages in a queue, in flight included. */
-async function queued(queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes?.ApproximateNumberOfMessages) +
-    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
-  );
 }
 
 const WAIT = { timeout: 15_000, interval: 100 };
@@ -258,7 +244,7 @@ describe('oncely dlq', () => {
     // The effect happened, yet SQS dead-lettered the message anyway (say its deletes kept failing):
     // the same body lands in the DLQ, as SQS would move it there.
     await deadLetter(body(stock), stock.groupId);
-    await expect.poll(() => queued(resources.dlqUrl), WAIT).toBe(2);
+    await expect.poll(() => messagesInQueue(sqs, resources.dlqUrl), WAIT).toBe(2);
 
     const listing = await json<DeadLetterListing>('dlq', 'list');
     expect(listing.messages).toEqual([
@@ -282,7 +268,7 @@ describe('oncely dlq', () => {
     expect(table).toContain('2 messages in the DLQ');
     expect(table).toMatch(/ops-poison +NoSuchType +poison-1 +1 .*UnknownMessageTypeError: /);
     expect(table).toMatch(/ops-stock +StockReceived +stock-1 .*moved by SQS after maxReceiveCount/);
-    expect(await queued(resources.dlqUrl)).toBe(2); // listed, not consumed
+    expect(await messagesInQueue(sqs, resources.dlqUrl)).toBe(2); // listed, not consumed
 
     expect(await oncely('dlq', 'redrive')).toMatch(
       /^Moved 2 messages from the DLQ back to \S+, each group in order\./,
@@ -293,7 +279,7 @@ describe('oncely dlq', () => {
       .toEqual([expect.objectContaining({ key: 'poison-1', originalMessageId: expect.any(String) })]);
     const [again] = (await json<DeadLetterListing>('dlq', 'list')).messages;
     expect(again?.originalMessageId).not.toBe(sentId(published));
-    await expect.poll(() => queued(resources.queueUrl), WAIT).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, resources.queueUrl), WAIT).toBe(0);
     expect(await stockItem()).toMatchObject({ available: 5 });
     await drainDeadLetters();
   });
@@ -320,7 +306,7 @@ describe('oncely dlq', () => {
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.filter((id) => !/old|marked/.test(id)));
     // The skipped ones stay, marked; the non-envelope was redriven and the consumer dead-lettered it again.
     const { dlqUrl } = resources;
-    await expect.poll(() => queued(dlqUrl), WAIT).toBe(3);
+    await expect.poll(() => messagesInQueue(sqs, dlqUrl), WAIT).toBe(3);
     const left = await deadLettersOf('ops-order', 'ops-other');
     expect(left.map((message) => [message.key ?? 'not an envelope', message.error?.name]).sort()).toEqual([
       ['not an envelope', 'InvalidEnvelopeError'],
@@ -335,7 +321,7 @@ describe('oncely dlq', () => {
       timedOut: false,
       stillHidden: 0,
     });
-    await expect.poll(() => queued(dlqUrl), WAIT).toBe(3);
+    await expect.poll(() => messagesInQueue(sqs, dlqUrl), WAIT).toBe(3);
     expect(sentToGateway(...ids)).toHaveLength(3);
     await drainDeadLetters();
   });
@@ -362,7 +348,7 @@ describe('oncely dlq', () => {
     // All three are back to be received at once (none left in flight to block the group).
     expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({ moved: 3, skipped: 0 });
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids); // cut-1's second copy is a duplicate
-    expect(await queued(resources.dlqUrl)).toBe(0);
+    expect(await messagesInQueue(sqs, resources.dlqUrl)).toBe(0);
   });
 
   it('stops at its time bound, and refuses to guess a dedup horizon it cannot compute', async () => {
@@ -375,7 +361,7 @@ describe('oncely dlq', () => {
     await expect(redriveDeadLetters(sqs, { ...resources, idempotencyTtlSeconds: 'soon' })).rejects.toThrow(
       DedupHorizonUnknownError,
     );
-    expect(await queued(resources.dlqUrl)).toBe(1);
+    expect(await messagesInQueue(sqs, resources.dlqUrl)).toBe(1);
     await drainDeadLetters();
   });
 });

@@ -5,13 +5,13 @@ import {
   ListEventSourceMappingsCommand,
 } from '@aws-sdk/client-lambda';
 import {
-  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import type { BatchReport } from '../../sandbox/event-source-poller.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
@@ -62,18 +62,6 @@ const queueNamed = (part: string) => {
 };
 const bodiesFrom = (part: string) =>
   recorded.filter((batch) => batch.queueArn === queueNamed(part).arn).flatMap((batch) => batch.bodies);
-/** Messages on the queue, visible or in flight. */
-const messagesOn = async (url: string) => {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: url,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)
-  );
-};
 
 describe('a sandbox whose function reads SQS queues', () => {
   it('passes only the records a filter matches, JSON bodies parsed and plain ones as strings, and deletes the rest', async () => {
@@ -91,7 +79,7 @@ describe('a sandbox whose function reads SQS queues', () => {
       .poll(() => bodiesFrom('Orders').sort(), { timeout: 20_000 })
       .toEqual([bodies[0], 'ping'].sort());
     // Lambda deletes what no filter matches: nothing comes back after the visibility timeout.
-    await expect.poll(() => messagesOn(url), { timeout: 20_000 }).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, url), { timeout: 20_000 }).toBe(0);
     expect(bodiesFrom('Orders')).toHaveLength(2);
   });
 

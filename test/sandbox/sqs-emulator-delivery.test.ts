@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { startEventSourcePoller } from '../../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
@@ -53,19 +54,6 @@ async function fifoQueue(attributes: Record<string, string> = {}, client = sqs) 
     new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
   );
   return { logicalId: 'Queue', name, url, arn: String(Attributes?.QueueArn) };
-}
-
-async function messagesIn(url: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: url,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes?.ApproximateNumberOfMessages) +
-    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
-  );
 }
 
 describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbox', () => {
@@ -116,8 +104,8 @@ describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbo
 
     await expect.poll(() => processed, { timeout: 10_000 }).toEqual(['order-1']);
     expect(receiveCounts).toEqual(['1', '2']);
-    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
-    expect(await messagesIn(dlq.url)).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 5_000 }).toBe(0);
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(0);
   });
 });
 
@@ -204,6 +192,6 @@ describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
       }),
     );
     await expect.poll(() => delivered, { timeout: 60_000, interval: 250 }).toBe(total);
-    await expect.poll(() => messagesIn(queue.url), { timeout: 5_000 }).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 5_000 }).toBe(0);
   }, 90_000);
 });
