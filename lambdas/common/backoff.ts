@@ -44,3 +44,15 @@ export async function retried<T>(
 
 /** The policy of {@link retried} for record writes: 3 tries, 50 ms then 100 ms apart (with jitter). */
 export const RECORD_WRITE_RETRY: RetryPolicy = { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 1_000 };
+
+/**
+ * The longest {@link retried} can take with `policy` when each try is cut off after `tryMs`: every
+ * try running into its cut-off, every wait at its ceiling. What a caller keeps back for it.
+ */
+export function retriedWorstCaseMs(policy: RetryPolicy, tryMs: number): number {
+  let waits = 0;
+  for (let retry = 1; retry < policy.maxAttempts; retry++) {
+    waits += Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
+  }
+  return policy.maxAttempts * tryMs + waits;
+}

@@ -149,7 +149,9 @@ export class TransactionContentionError extends OncelyError {
 /**
  * What happened to a record's effect could not be written to its record, even after retries. The
  * message must not be acknowledged (DESIGN §3): SQS redelivers it, and that delivery finds the
- * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once).
+ * record's lease and resolves it (IN_DOUBT at-most-once, a re-run at-least-once). Likewise a
+ * request of `idempotentRequest` throws it instead of its response: a repeat after the lease
+ * settles the record.
  */
 export class RecordNotWrittenError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */
@@ -164,8 +166,9 @@ export class RecordNotWrittenError extends OncelyError {
     cause: unknown,
   ) {
     super(
-      `"${id}": the effect's outcome (${outcome}) could not be recorded (${describeError(cause)}). The message ` +
-        'is not acknowledged: SQS redelivers it and that delivery settles the record. Check DynamoDB.',
+      `"${id}": the effect's outcome (${outcome}) could not be recorded (${describeError(cause)}). It is not ` +
+        'acknowledged or answered: a redelivery of the message, or a repeat of the request once its lease ' +
+        'expired, settles the record. Check DynamoDB.',
       { cause },
     );
   }

@@ -1,6 +1,6 @@
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { IdempotencyInDoubtError } from './errors.js';
+import { IdempotencyInDoubtError, RecordNotWrittenError } from './errors.js';
 import { recordId } from './keys.js';
 import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } from './lease.js';
 import { tooLargeError } from './result-json.js';
@@ -28,6 +28,15 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
  * repeat gets `IdempotencyInProgressError`; the same key with another payload
  * `IdempotencyConflictError`. It only ever writes a record this very request acquired, so an
  * error thrown by an earlier middleware (or by its own `before`) never touches someone else's record.
+ *
+ * A response is returned only once its record says `COMPLETED`, so that what a caller is told is
+ * what every repeat is told. If that write still fails after its retries (or every answer to it
+ * was lost), or the lease was lost to another invocation, the request throws
+ * `RecordNotWrittenError` (retryable) instead of the response: the effect has happened, but the
+ * record stays IN_PROGRESS until its lease expires, and a repeat after that runs the handler again
+ * (at-least-once; at-most-once parks it IN_DOUBT) — or, if the write was applied after all, gets
+ * the stored response. A caller that retries must therefore accept a second run after an error,
+ * never after a response.
  *
  * @example
  * ```ts
@@ -67,7 +76,12 @@ export function idempotentRequest<TEvent, TResult>(
       const lease = leases.get(request);
       if (!lease) return;
       leases.delete(request);
-      await idempotency.recordCompletion(lease, request.response);
+      const completion = await idempotency.recordCompletion(lease, request.response);
+      if (completion === 'recorded') return;
+      // A response no repeat would get is not given: the caller retries instead (see above).
+      throw completion === 'lease-lost'
+        ? new RecordNotWrittenError(lease.id, 'COMPLETED', 'the lease was lost to another invocation')
+        : completion;
     },
     onError: async (request) => {
       const lease = leases.get(request);

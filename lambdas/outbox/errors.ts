@@ -82,6 +82,17 @@ export class OutboxTooManyItemsError extends OncelyError {
   readonly retryable = false;
 }
 
+/**
+ * The write's items together are over DynamoDB's 4 MB per transaction (each message's outbox item
+ * and marker, your Puts, the keys of your other writes). Nothing was written.
+ */
+export class OutboxWriteTooLargeError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'OutboxWriteTooLargeError';
+  /** `false`: the same write is as large again; split it. */
+  readonly retryable = false;
+}
+
 function describeFailure(failure: OutboxWriteFailure): string {
   const why = failure.message ? `${failure.code} (${failure.message})` : failure.code;
   if (failure.kind === 'write') return `writes[${failure.index}]: ${why}`;

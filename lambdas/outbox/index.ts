@@ -13,6 +13,7 @@ export {
   OutboxWriteConflictError,
   type OutboxWriteFailure,
   OutboxWriteOutcomeUnknownError,
+  OutboxWriteTooLargeError,
 } from './errors.js';
 export type { OutboxLayout } from './layout.js';
 export { OUTBOX_METRICS } from './metrics.js';

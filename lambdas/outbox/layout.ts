@@ -76,6 +76,9 @@ const ITEM_SORT_KEY = 'oncely-outbox';
  */
 export const OUTBOX_KEY_PREFIXES = [ITEM_PREFIX, GROUP_PREFIX] as const;
 
+/** The longest `lastError` an outbox item keeps, in UTF-16 code units (what `String.slice` counts). */
+export const MAX_LAST_ERROR_LENGTH = 500;
+
 /** How long a SENT item is kept (its TTL attribute `expiresAt`): long enough to look up what was sent. */
 export const SENT_RETENTION_SECONDS = 7 * 24 * 3600;
 

@@ -15,6 +15,7 @@ import {
   OUTBOX_ATTRIBUTES as A,
   groupPartition,
   itemKey,
+  MAX_LAST_ERROR_LENGTH,
   markerKey,
   OUTBOX_PENDING_INDEX,
   type OutboxLayout,
@@ -133,7 +134,7 @@ export class OutboxItems {
           },
           ExpressionAttributeValues: {
             ':owner': owner,
-            ...(lastError ? { ':lastError': lastError.slice(0, 500), ':one': 1 } : {}),
+            ...(lastError ? { ':lastError': lastError.slice(0, MAX_LAST_ERROR_LENGTH), ':one': 1 } : {}),
           },
         }),
       );

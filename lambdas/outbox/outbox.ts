@@ -27,6 +27,7 @@ import {
   orderKey,
   PENDING_PARTITION,
 } from './layout.js';
+import { checkWriteSize, type MessageItems } from './write-size.js';
 import { committedUnder } from './write-token-check.js';
 
 /** One message for the outbox, as the publisher takes it (DESIGN §6): `{ type, groupId, key?, payload }`. */
@@ -40,7 +41,8 @@ export interface OutboxOptions extends Partial<OutboxLayout> {
    */
   client?: DynamoDBClient;
   /**
-   * The queue's maximum message size in bytes; every body must fit.
+   * The queue's maximum message size in bytes; every body must fit. Whatever it is, a message's
+   * outbox item must also fit DynamoDB's 400 KB item (see docs/outbox.md, limits).
    * @default `OUTBOX_MAX_MESSAGE_BYTES`, else 262_144
    */
   maxMessageBytes?: number;
@@ -118,8 +120,9 @@ export class Outbox {
   }
 
   /**
-   * Commits `writes` and `messages` together. Throws OutboxValidationError (bad messages),
-   * OutboxTooManyItemsError, OutboxWriteCanceledError (a condition failed: it names the write or
+   * Commits `writes` and `messages` together. Throws OutboxValidationError (bad messages, or an
+   * item DynamoDB cannot store), OutboxTooManyItemsError, OutboxWriteTooLargeError (over 4 MB in
+   * all), OutboxWriteCanceledError (a condition failed: it names the write or
    * message), OutboxWriteConflictError (retry it), OutboxTokenReusedError; in each case nothing was
    * written. OutboxWriteOutcomeUnknownError: an earlier call with the token may have committed;
    * retry with the same token.
@@ -135,49 +138,28 @@ export class Outbox {
           `${MAX_TRANSACTION_ITEMS} per transaction (each message takes ${ITEMS_PER_MESSAGE}): split the write.`,
       );
     }
+    const token = input.clientRequestToken ?? randomUUID();
+    const itemsAt = (createdAt: number) =>
+      prepared.map((message) => this.#itemsOf(message, input.messages, createdAt, token));
+    // An item's size depends on the order time's digits, not its value: checked before any request.
+    checkWriteSize(writes, itemsAt(now.getTime()));
     const pendingUntil = await newestPendingTime(
       this.#documents,
       this.layout,
       prepared.map((message) => message.groupId),
     );
-    const createdAt = this.#orderTime(now, pendingUntil);
-    const token = input.clientRequestToken ?? randomUUID();
-    const outboxItems = prepared.flatMap((message): TransactionWrite[] => {
-      const order = orderKey(createdAt, message.index, message.key);
-      return [
-        {
-          Put: {
-            TableName: this.layout.tableName,
-            Item: {
-              ...itemKey(this.layout, message.key),
-              [A.key]: message.key,
-              [A.status]: 'PENDING',
-              [A.groupId]: message.groupId,
-              [A.type]: input.messages[message.index]?.type,
-              [A.body]: message.body,
-              [A.createdAt]: createdAt,
-              [A.order]: order,
-              [A.writeToken]: token,
-            },
-            // A key already in the outbox was published (or is being): never a second time.
-            ConditionExpression: 'attribute_not_exists(#pk)',
-            ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
-          },
+    const outboxItems = itemsAt(this.#orderTime(now, pendingUntil)).flatMap(({ item, marker }) => [
+      {
+        Put: {
+          TableName: this.layout.tableName,
+          Item: item,
+          // A key already in the outbox was published (or is being): never a second time.
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
         },
-        {
-          Put: {
-            TableName: this.layout.tableName,
-            Item: {
-              ...markerKey(this.layout, message.groupId, order),
-              [A.pending]: PENDING_PARTITION,
-              [A.order]: order,
-              [A.key]: message.key,
-              [A.groupId]: message.groupId,
-            },
-          },
-        },
-      ];
-    });
+      },
+      { Put: { TableName: this.layout.tableName, Item: marker } },
+    ]);
     try {
       await this.#documents.send(
         new TransactWriteCommand({
@@ -210,6 +192,37 @@ export class Outbox {
       throw canceled(error, writes.length, prepared) ?? error;
     }
     return { keys: prepared.map((message) => message.key) };
+  }
+
+  /** A message's outbox item and pending marker, written at `createdAt` under `token`. */
+  #itemsOf(
+    message: PreparedMessage,
+    messages: readonly OutboxMessage[],
+    createdAt: number,
+    token: string,
+  ): MessageItems {
+    const order = orderKey(createdAt, message.index, message.key);
+    return {
+      index: message.index,
+      item: {
+        ...itemKey(this.layout, message.key),
+        [A.key]: message.key,
+        [A.status]: 'PENDING',
+        [A.groupId]: message.groupId,
+        [A.type]: messages[message.index]?.type,
+        [A.body]: message.body,
+        [A.createdAt]: createdAt,
+        [A.order]: order,
+        [A.writeToken]: token,
+      },
+      marker: {
+        ...markerKey(this.layout, message.groupId, order),
+        [A.pending]: PENDING_PARTITION,
+        [A.order]: order,
+        [A.key]: message.key,
+        [A.groupId]: message.groupId,
+      },
+    };
   }
 
   /**

@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import type { RetryPolicy } from '../common/backoff.js';
+import { RECORD_WRITE_RETRY, type RetryPolicy, retriedWorstCaseMs } from '../common/backoff.js';
 import type { Environment } from '../common/environment.js';
 import {
   type CompletedRecordCache,
@@ -28,14 +28,36 @@ export interface PublisherOptions {
   store: DynamoDBIdempotencyStore;
   /** How failed entries are retried; within the invocation's remaining time in any case. */
   retry?: RetryPolicy;
-  /** Time kept back from the invocation's remaining time to record and return the response. */
+  /**
+   * Time kept back from the invocation's remaining time to record and return the response.
+   * @default 3_500: the completion write's worst case with `PUBLISHER_STORE_CLIENT_CONFIG`, and time to answer
+   */
   reserveMs?: number;
   /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
   cache?: CompletedRecordCache | false;
 }
 
 export const DEFAULT_PUBLISH_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 50, maxDelayMs: 2_000 };
-const DEFAULT_RESERVE_MS = 1_000;
+
+/** How long one request of the publisher's idempotency store may take before it is cut off. */
+const STORE_REQUEST_TIMEOUT_MS = 1_000;
+
+/**
+ * The client of the publisher's idempotency store: each request cut off after
+ * STORE_REQUEST_TIMEOUT_MS and not retried by the SDK (whose waits are its own), since the core
+ * retries its record writes itself (RECORD_WRITE_RETRY): so the completion write has a known worst case.
+ */
+export const PUBLISHER_STORE_CLIENT_CONFIG = {
+  maxAttempts: 1,
+  requestHandler: { requestTimeout: STORE_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
+};
+
+/**
+ * Kept back from the sending to record and return the response: the completion write's worst
+ * case — 3 tries cut off at 1 s, waits of at most 50 and 100 ms between them: 3.15 s — plus
+ * 350 ms to answer. A completion that still fails makes the request fail retryably (issue 30).
+ */
+const DEFAULT_RESERVE_MS = retriedWorstCaseMs(RECORD_WRITE_RETRY, STORE_REQUEST_TIMEOUT_MS) + 350;
 
 /**
  * The publisher (DESIGN §6): validate everything, then send in batches without ever reordering a
@@ -79,7 +101,7 @@ export function publisherFromEnvironment(env: Environment = process.env): Publis
     queueUrl: environment.queueUrl,
     maxMessageBytes: environment.queueMaxMessageBytes,
     store: new DynamoDBIdempotencyStore({
-      client: new DynamoDBClient({}),
+      client: new DynamoDBClient(PUBLISHER_STORE_CLIENT_CONFIG),
       tableName: environment.idempotencyTableName,
       ttlSeconds: environment.idempotencyTtlSeconds,
     }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs } from '../../lambdas/common/backoff.js';
+import { backoffDelayMs, RECORD_WRITE_RETRY, retriedWorstCaseMs } from '../../lambdas/common/backoff.js';
 
 const policy = { maxAttempts: 10, baseDelayMs: 100, maxDelayMs: 1_000 };
 
@@ -17,5 +17,16 @@ describe('backoffDelayMs', () => {
       expect(delay).toBeGreaterThanOrEqual(100);
       expect(delay).toBeLessThanOrEqual(200);
     }
+  });
+});
+
+describe('retriedWorstCaseMs', () => {
+  it('counts every try cut off and every wait at its longest', () => {
+    const waits = [1, 2, 3, 4].map((retry) => backoffDelayMs(retry, { ...policy, maxAttempts: 5 }, () => 1));
+    expect(retriedWorstCaseMs({ ...policy, maxAttempts: 5 }, 250)).toBe(
+      5 * 250 + waits.reduce((a, b) => a + b),
+    );
+    // The publisher's reserve (issue 30): 3 tries cut off at 1 s, 50 and 100 ms apart.
+    expect(retriedWorstCaseMs(RECORD_WRITE_RETRY, 1_000)).toBe(3_150);
   });
 });
