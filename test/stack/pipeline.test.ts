@@ -149,7 +149,6 @@ describe('functions', () => {
         .sort();
     expect(actionsOf('Publisher')).toEqual([
       'dynamodb:DeleteItem',
-      'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'logs:CreateLogStream',
       'logs:PutLogEvents',
