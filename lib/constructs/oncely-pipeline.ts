@@ -232,6 +232,7 @@ export class OncelyPipeline extends Construct {
       queue,
       deadLetterQueue,
       consumer: this.consumer,
+      publisher: this.publisher,
       metricsNamespace: serviceName,
       monitorServiceName: `${serviceName}-monitor`,
       consumerServiceName: `${serviceName}-consumer`,
