@@ -11,8 +11,9 @@ import { lambdaBuildOptions } from '../../lib/constructs/bundling.js';
  * 1. esbuild bundles the entry as the construct does (`lambdaBuildOptions`) and its metafile names
  *    the modules under `lambdas/` the bundle keeps (tree-shaken modules drop out);
  * 2. each module is cut into units (top-level declarations, class members), and from the roots
- *    every unit named by a reachable unit is reachable, by name alone (a call `x.read(` reaches every
- *    unit named `read`: more than the code calls, never less);
+ *    every unit named by a reachable unit is reachable, by name alone: `x.read(` reaches every
+ *    member named `read`, a bare `read` every function or class so named (more than the code
+ *    calls, never less, but for a member only ever destructured in a function's body);
  * 3. each reachable `new XxxCommand(` (or `paginateXxx(`) is an action of {@link ACTIONS}; a
  *    transaction's actions are the item kinds (`Put:`, `Update:` …) its module's reachable units
  *    write; a Query is on an index where its unit, or a unit of its module it calls, names one.
@@ -79,8 +80,16 @@ interface Unit {
   text: string;
 }
 
-/** The requests the code reachable from `roots` (unit names) in `modules` can send. */
-export function sentRequests(modules: readonly string[], roots: readonly string[]): SentRequest[] {
+/**
+ * The requests the code reachable from `roots` (unit names) in `modules` can send. `notCalled`
+ * (`Class.member` or a function's name) are units the roots reach by name but never call, and
+ * are not followed; `met` says which of them the walk came upon, so that a stale one shows.
+ */
+export function sentRequests(
+  modules: readonly string[],
+  roots: readonly string[],
+  notCalled: readonly string[] = [],
+): { requests: SentRequest[]; met: string[] } {
   const units = modules.flatMap((file) => {
     const source = readFileSync(join(ROOT, file), 'utf8');
     const found = unitsOf(file, source);
@@ -95,16 +104,25 @@ export function sentRequests(modules: readonly string[], roots: readonly string[
   const byName = new Map<string, Unit[]>();
   for (const unit of units) byName.set(unit.name, [...(byName.get(unit.name) ?? []), unit]);
   const reached = new Set<Unit>();
+  const met = new Set<Unit>();
   const pending = roots.flatMap((name) => byName.get(name) ?? []);
   if (pending.length === 0) throw new Error(`none of ${roots.join(', ')} is in ${modules.join(', ')}`);
   while (pending.length > 0) {
     const unit = pending.pop() as Unit;
-    if (reached.has(unit)) continue;
+    if (reached.has(unit) || met.has(unit)) continue;
+    if (notCalled.includes(qualified(unit))) {
+      met.add(unit);
+      continue;
+    }
     reached.add(unit);
-    for (const name of new Set(unit.text.match(/#?[A-Za-z_$][\w$]*/g) ?? [])) {
-      pending.push(...(byName.get(name) ?? []));
+    const { bare, members } = referencesOf(unit.text);
+    for (const name of bare) {
+      pending.push(...(byName.get(name) ?? []).filter((other) => other.owner === undefined));
       // A class named reaches its constructor and field initialisers.
       pending.push(...units.filter((other) => other.owner === name && other.name === 'constructor'));
+    }
+    for (const name of members) {
+      pending.push(...(byName.get(name) ?? []).filter((other) => other.owner !== undefined));
     }
   }
   const requests: SentRequest[] = [];
@@ -118,7 +136,7 @@ export function sentRequests(modules: readonly string[], roots: readonly string[
       if (!(command in ACTIONS)) {
         throw new Error(`${unit.file}: ${command} is not in sent-commands.ts's ACTIONS: add its IAM action`);
       }
-      const from = `${unit.file}:${unit.owner ? `${unit.owner}.` : ''}${unit.name}`;
+      const from = `${unit.file}:${qualified(unit)}`;
       const action = ACTIONS[command];
       if (action === undefined) {
         const items = sameFile.flatMap((other) => [
@@ -139,7 +157,30 @@ export function sentRequests(modules: readonly string[], roots: readonly string[
       requests.push({ action, on, from });
     }
   }
-  return requests;
+  return { requests, met: [...met].map(qualified) };
+}
+
+/**
+ * The names a unit's code uses: bare ones (a function, a class, a constant) and members (after a
+ * `.` or as `#private`, and those taken apart by a destructuring `{ a, b }`). A local variable
+ * named like a method (`const read = …`) then reaches no method.
+ */
+function referencesOf(text: string): { bare: Set<string>; members: Set<string> } {
+  const bare = new Set<string>();
+  const members = new Set<string>();
+  for (const [, dot, name] of text.matchAll(/(\.{3}|\.\s*)?(#?[A-Za-z_$][\w$]*)/g)) {
+    // A spread (`...options`) names a value, as a bare name does.
+    if ((dot !== undefined && dot !== '...') || name?.startsWith('#')) members.add(name as string);
+    else bare.add(name as string);
+  }
+  for (const [, pattern] of text.matchAll(/(?:\b(?:const|let|var)\s*|\(\s*)\{([^{}]*)\}/g)) {
+    for (const name of pattern?.match(/[A-Za-z_$][\w$]*/g) ?? []) members.add(name);
+  }
+  return { bare, members };
+}
+
+function qualified(unit: Unit): string {
+  return unit.owner ? `${unit.owner}.${unit.name}` : unit.name;
 }
 
 function escapeName(name: string): string {
