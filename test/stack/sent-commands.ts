@@ -13,7 +13,8 @@ import { lambdaBuildOptions } from '../../lib/constructs/bundling.js';
  * 2. each module is cut into units (top-level declarations, class members), and from the roots
  *    every unit named by a reachable unit is reachable, by name alone: `x.read(` reaches every
  *    member named `read`, a bare `read` every function or class so named (more than the code
- *    calls, never less, but for a member only ever destructured in a function's body);
+ *    calls, never less, but for a member reached only by a computed name (`x['read']`) or a nested
+ *    destructuring);
  * 3. each reachable `new XxxCommand(` (or `paginateXxx(`) is an action of {@link ACTIONS}; a
  *    transaction's actions are the item kinds (`Put:`, `Update:` …) its module's reachable units
  *    write; a Query is on an index where its unit, or a unit of its module it calls, names one.
