@@ -26,6 +26,7 @@ import {
   stringKeysOf,
   warnWithoutTtl,
 } from './outbox-table.js';
+import { assertGrantable } from './passed-function.js';
 import { inSandbox } from './sandbox-context.js';
 
 /** An `OncelyOutbox`: the queue it publishes to, its table, where alarms go, and the `OutboxSettings`. */
@@ -180,9 +181,10 @@ export class OncelyOutbox extends Construct {
    * Lets a producer write messages to the outbox (`dynamodb:PutItem`; `dynamodb:Query` for its
    * groups' newest pending message; `dynamodb:BatchGetItem` for the check of a retried write's
    * token: on the outbox's keys only; its own writes in the same transaction need their own grants), and — for a `lambda.Function` — sets `producerEnvironment`
-   * on it, so that `new Outbox()` needs no options.
+   * on it, so that `new Outbox()` needs no options. A function without a role is refused.
    */
   grantWrite(producer: IGrantable): Grant {
+    assertGrantable(producer, 'grantWrite: the producer');
     const grant = Grant.addToPrincipal({
       grantee: producer,
       actions: ['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'],

@@ -28,6 +28,7 @@ import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { invalidProps } from './invalid-props.js';
 import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
 import { packageEntry } from './package-entries.js';
+import { assertGrantable, passedConsumerProblems } from './passed-function.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
 import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
 import {
@@ -36,6 +37,7 @@ import {
   type ResolvedSettings,
   resolveSettings,
 } from './pipeline-settings.js';
+import { recordStatement } from './record-grants.js';
 
 /** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
 export interface OncelyConsumerEntry
@@ -57,8 +59,10 @@ export interface OncelyConsumerEntry
 export interface OncelyConsumerFunction {
   /**
    * The function. If it is a `lambda.Function` (NodejsFunction included), the construct sets its
-   * environment; otherwise set it yourself (see {@link OncelyPipeline.consumerEnvironment}). Its
-   * timeout must be the pipeline's `consumerTimeout`, which sizes the queue's visibility timeout.
+   * environment; otherwise set it yourself (see {@link OncelyPipeline.consumerEnvironment}). It
+   * needs a role for the grants (import one with `Function.fromFunctionAttributes({ functionArn, role })`),
+   * and a timeout of at most the visibility timeout ÷ 6: set `consumerTimeout` to its timeout. The
+   * synth fails otherwise.
    */
   readonly function: IFunction;
 }
@@ -125,7 +129,12 @@ export class OncelyPipeline extends Construct {
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
     super(scope, id);
     const settings = resolveSettings(props);
-    const problems = pipelineSettingsProblems(settings);
+    const problems = [
+      ...pipelineSettingsProblems(settings),
+      ...('function' in props.consumer
+        ? passedConsumerProblems(props.consumer.function, settings.visibilityTimeout)
+        : []),
+    ];
     if (problems.length > 0) throw invalidProps('OncelyPipeline', this, problems);
     this.settings = settings;
     const serviceName = props.serviceName ?? 'oncely';
@@ -223,6 +232,7 @@ export class OncelyPipeline extends Construct {
       queue,
       deadLetterQueue,
       consumer: this.consumer,
+      publisher: this.publisher,
       metricsNamespace: serviceName,
       monitorServiceName: `${serviceName}-monitor`,
       consumerServiceName: `${serviceName}-consumer`,
@@ -233,18 +243,21 @@ export class OncelyPipeline extends Construct {
     this.#addOutputs(props.outputPrefix ?? '');
   }
 
-  /** Lets another service's role or function publish by invoking the publisher. */
+  /** Lets another service's role or function publish by invoking the publisher; a function without a role is refused. */
   grantPublish(grantee: IGrantable) {
+    assertGrantable(grantee, 'grantPublish: the grantee');
     return this.publisher.grantInvoke(grantee);
   }
 
   /**
    * Lets another function of yours use the idempotency core on the pipeline's table (lease and
-   * transactional mode, request idempotency): the record writes it makes, and — for a
-   * `lambda.Function` — the table's name and TTL in `IDEMPOTENCY_TABLE_NAME` / `IDEMPOTENCY_TTL_SECONDS`.
+   * transactional mode, request idempotency): the requests it makes, on every record but the
+   * publisher's and the consumer's DLQ marks, and — for a `lambda.Function` — the table's name and
+   * TTL in `IDEMPOTENCY_TABLE_NAME` / `IDEMPOTENCY_TTL_SECONDS`. A function without a role is refused.
    */
   grantIdempotency(fn: IFunction): void {
-    allow(fn, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    assertGrantable(fn, 'grantIdempotency: the function');
+    fn.addToRolePolicy(recordStatement('core', this.idempotencyTable.tableArn));
     if (fn instanceof LambdaFunctionResource) {
       for (const name of [
         CONSUMER_ENVIRONMENT.idempotencyTableName,
@@ -304,10 +317,10 @@ export class OncelyPipeline extends Construct {
   /** Each function gets exactly the actions it uses, on exactly its resources. */
   #grantLeastPrivilege(): void {
     allow(this.publisher, ['sqs:SendMessage'], [this.queue.queueArn]);
-    allow(this.publisher, REQUEST_RECORD_ACTIONS, [this.idempotencyTable.tableArn]);
+    this.publisher.addToRolePolicy(recordStatement('publisher', this.idempotencyTable.tableArn));
     // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
-    allow(this.consumer, IDEMPOTENCY_ACTIONS, [this.idempotencyTable.tableArn]);
+    this.consumer.addToRolePolicy(recordStatement('consumer', this.idempotencyTable.tableArn));
     // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
     allow(
       this.unresolvedMonitor,
@@ -316,21 +329,6 @@ export class OncelyPipeline extends Construct {
     );
   }
 }
-
-/**
- * What the idempotency core sends: records are taken with UpdateItem, released with DeleteItem,
- * committed with business writes in TransactWriteItems (authorised per item as a Put), and read
- * (GetItem) only to recover the at-most-once chain: the record before an expired unstarted lease
- * says whether that lease started (DESIGN §4.1).
- */
-const IDEMPOTENCY_ACTIONS = [
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:DeleteItem',
-];
-/** The publisher's request records are at-least-once leases, never taken ahead: it reads none. */
-const REQUEST_RECORD_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 function allow(fn: IFunction, actions: string[], resources: string[]): void {
   fn.addToRolePolicy(new PolicyStatement({ actions, resources }));

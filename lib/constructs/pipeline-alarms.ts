@@ -4,6 +4,7 @@ import {
   ComparisonOperator,
   type CreateAlarmOptions,
   type IAlarmAction,
+  MathExpression,
   Metric,
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
@@ -20,6 +21,7 @@ export interface PipelineAlarmsProps {
   queue: IQueue;
   deadLetterQueue: IQueue;
   consumer: IFunction;
+  publisher: IFunction;
   /** Where the monitor's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
   metricsNamespace: string;
   /** The unresolved-records monitor's `service` dimension (POWERTOOLS_SERVICE_NAME). */
@@ -49,6 +51,10 @@ export class PipelineAlarms extends Construct {
   readonly recordLivesNotExtended: Alarm;
   /** The oldest message has waited longer than `oldestMessageAgeThreshold`. */
   readonly oldestMessageAge: Alarm;
+  /** The publisher failed or was throttled: callers got an error instead of a result per message. */
+  readonly publisherErrors: Alarm;
+  /** A `resolve --as retry` did not finish: the record's message may not be back on the queue. */
+  readonly retryPendingRecords: Alarm;
 
   /** @internal `OncelyPipeline` creates its alarms: see `OncelyPipeline.alarms`. */
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
@@ -57,7 +63,7 @@ export class PipelineAlarms extends Construct {
     const alarm = (
       alarmId: string,
       description: string,
-      metric: Metric,
+      metric: Metric | MathExpression,
       threshold: number,
       options: Partial<CreateAlarmOptions> = {},
     ): Alarm => {
@@ -72,10 +78,10 @@ export class PipelineAlarms extends Construct {
       if (action) created.addAlarmAction(action);
       return created;
     };
-    const monitorMetric = (statistic: string) =>
+    const monitorMetric = (statistic: string, metricName: string = UNRESOLVED_METRICS.inDoubt) =>
       new Metric({
         namespace: props.metricsNamespace,
-        metricName: UNRESOLVED_METRICS.inDoubt,
+        metricName,
         dimensionsMap: { service: props.monitorServiceName },
         statistic,
         period: props.unresolvedCheckInterval,
@@ -130,6 +136,34 @@ export class PipelineAlarms extends Construct {
         metricName: CONSUMER_METRICS.recordLifeNotExtended,
         dimensionsMap: { service: props.consumerServiceName },
         statistic: 'Sum',
+      }),
+      0,
+    );
+    // DESIGN §3: as for IN_DOUBT, the monitor's live count, so it stays raised while any record's
+    // retry is unfinished (its message perhaps never sent), and missing periods change nothing.
+    this.retryPendingRecords = alarm(
+      'RetryPendingRecords',
+      'A `oncely in-doubt resolve --as retry` did not finish: the message may not be back on the queue. ' +
+        'See `oncely in-doubt list`, and run the same command again.',
+      monitorMetric('Maximum', UNRESOLVED_METRICS.retryPending),
+      0,
+      { treatMissingData: TreatMissingData.IGNORE },
+    );
+    // A caller of a failed or throttled invocation gets an error, not a status per message: it does
+    // not know what was sent until it retries. Errors also count the requests the publisher refuses
+    // (invalid, a requestId reused with other messages, one still in progress): a caller's bug or
+    // race, worth a look too. Missing data (no invocations) is zero.
+    this.publisherErrors = alarm(
+      'PublisherErrors',
+      'The publisher failed, refused or was throttled on invocations: see its logs (a refused request ' +
+        'names its error) and its concurrency.',
+      new MathExpression({
+        expression: 'FILL(errors, 0) + FILL(throttles, 0)',
+        usingMetrics: {
+          errors: props.publisher.metricErrors({ statistic: 'Sum' }),
+          throttles: props.publisher.metricThrottles({ statistic: 'Sum' }),
+        },
+        label: 'Publisher errors and throttles',
       }),
       0,
     );

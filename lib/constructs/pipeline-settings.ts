@@ -85,7 +85,8 @@ export interface PipelineSettings {
 export type ResolvedSettings = Required<PipelineSettings>;
 
 const FIFO_MAX_BATCH_SIZE = 10;
-const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** The queue's visibility timeout is at least this many times the consumer's timeout. */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
 /**
  * The longest check interval: the monitor-silent alarm looks back over
  * {@link MONITOR_SILENT_INTERVALS} intervals, and CloudWatch evaluates at most one day.

@@ -335,9 +335,9 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
   const publisher = await functionConfiguration(clients, resources.publisherFunctionName);
   const publisherRole = await roleStatements(clients, String(publisher.Role));
   expect(actionsOn(publisherRole, resources.queueArn)).toEqual(['sqs:SendMessage']);
-  expect(actionsOn(publisherRole, tableArn)).toEqual(
-    ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'].sort(),
-  );
+  // moto enforces no IAM: the template tests check the conditions that confine these to the
+  // publisher's own records (test/stack/grants.test.ts), and that each is a request it sends.
+  expect(actionsOn(publisherRole, tableArn)).toEqual(['dynamodb:DeleteItem', 'dynamodb:UpdateItem'].sort());
   for (const statement of [...consumerRole, ...publisherRole]) {
     expect([statement.Resource].flat()).not.toContain('*');
   }

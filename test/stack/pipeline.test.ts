@@ -149,7 +149,6 @@ describe('functions', () => {
         .sort();
     expect(actionsOf('Publisher')).toEqual([
       'dynamodb:DeleteItem',
-      'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'logs:CreateLogStream',
       'logs:PutLogEvents',
@@ -298,10 +297,10 @@ describe('alarms and outputs', () => {
   const alarms = () =>
     Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
 
-  it('alarm on DLQ depth, in-doubt records, a silent monitor, consumer errors, record lives not extended and the oldest message’s age', () => {
+  it('alarm on DLQ depth, in-doubt and retry-pending records, a silent monitor, consumer and publisher errors, record lives not extended and the oldest message’s age', () => {
     expect(
       alarms()
-        .map((a) => a.MetricName)
+        .map((a) => a.MetricName ?? 'publisher errors + throttles (math)')
         .sort(),
     ).toEqual(
       [
@@ -311,8 +310,49 @@ describe('alarms and outputs', () => {
         CONSUMER_METRICS.recordLifeNotExtended,
         UNRESOLVED_METRICS.inDoubt,
         UNRESOLVED_METRICS.inDoubt,
+        UNRESOLVED_METRICS.retryPending,
+        'publisher errors + throttles (math)',
       ].sort(),
     );
+  });
+
+  it('raise on any publisher error or throttle: Lambda’s Errors and Throttles of the publisher, summed', () => {
+    const publisherAlarm = alarms().find((a) => a.Metrics !== undefined);
+    const publisher = { Name: 'FunctionName', Value: { Ref: logicalId(pipeline.publisher) } };
+    const metric = (name: string) =>
+      expect.objectContaining({
+        MetricStat: expect.objectContaining({
+          Metric: { Namespace: 'AWS/Lambda', MetricName: name, Dimensions: [publisher] },
+          Stat: 'Sum',
+        }),
+        ReturnData: false,
+      });
+    expect(publisherAlarm).toMatchObject({
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    });
+    expect(publisherAlarm?.Metrics).toEqual(
+      expect.arrayContaining([
+        metric('Errors'),
+        metric('Throttles'),
+        expect.objectContaining({ Expression: expect.stringMatching(/FILL\(\w+, ?0\) \+ FILL\(\w+, ?0\)/) }),
+      ]),
+    );
+  });
+
+  it('stay raised while any RETRY_PENDING record exists, as for IN_DOUBT ones', () => {
+    expect(alarms().find((a) => a.MetricName === UNRESOLVED_METRICS.retryPending)).toMatchObject({
+      Namespace: 'oncely',
+      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
+      Statistic: 'Maximum',
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'ignore',
+    });
   });
 
   it('raise on any record life not extended, in the namespace and service the consumer publishes to', () => {
@@ -363,7 +403,7 @@ describe('alarms and outputs', () => {
   it('notify an SNS topic when one is given', () => {
     const { stack: own, topic } = pipelineInOwnStack();
     const alarms = Object.values(Template.fromStack(own).findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms).toHaveLength(6);
+    expect(alarms).toHaveLength(8);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([
         { Ref: own.getLogicalId(topic.node.defaultChild as CfnElement) },
