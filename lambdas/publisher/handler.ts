@@ -51,6 +51,8 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
       retry: options.retry ?? DEFAULT_PUBLISH_RETRY,
       timeLeftMs: () => context.getRemainingTimeInMillis() - reserveMs,
     }),
+    // Stored with the results: a replay then tells its caller which call produced it.
+    ...(command.callId === undefined ? {} : { callId: command.callId }),
   });
 
   const handler = middy<PublishCommand, PublishResponse>(publish)
