@@ -18,7 +18,7 @@ import {
   PublishValidationError,
   publisherErrorFromFunctionError,
 } from '../publisher/errors.js';
-import { PublisherInvocationError, PublisherResponseError } from './errors.js';
+import { PublisherInvocationError, PublisherResponseError, PublisherTimeoutError } from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
 export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';
@@ -67,6 +67,13 @@ export interface PublishOptions {
    */
   maxLeaseWaitMs?: number;
   /**
+   * The most one `Invoke` may take before it is cut off and retried with the same requestId
+   * (`PublisherTimeoutError` once the attempts run out): longer than the publisher's own timeout
+   * (30 s), so that only a stalled call is cut off, never a slow publish. Raise it with that timeout.
+   * @default 40_000
+   */
+  invokeTimeoutMs?: number;
+  /**
    * How many rounds of re-sending the messages left `unknown` (see `publish`); 0 for none.
    * @default 3
    */
@@ -83,6 +90,8 @@ export const DEFAULT_CLIENT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 
 /** Lambda's longest timeout (15 minutes) plus a minute for the lease margin and clocks. */
 export const DEFAULT_MAX_LEASE_WAIT_MS = 16 * 60 * 1000;
 export const DEFAULT_RESEND_UNKNOWN_ROUNDS = 3;
+/** The publisher's 30 s timeout, plus 10 s for a cold start and the network. */
+export const DEFAULT_INVOKE_TIMEOUT_MS = 40_000;
 /** Separates a round's requestId from the caller's: the client refuses it in a caller's requestId. */
 const ROUND_SEPARATOR = '~';
 /** Retry this long after a lease's expiry: the publisher's clock, which set it, may be behind ours. */
@@ -116,7 +125,8 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * enqueued twice within SQS's 5-minute window, and beyond it the consumer recognises the key.
  * Rejects with PublishValidationError (a requestId with a `~` too) or PublishConflictError (never
  * retried), or with the last error once the attempts run out: PublishInProgressError,
- * PublisherInvocationError or the AWS SDK's own.
+ * PublisherInvocationError, PublisherTimeoutError (each Invoke is bounded by `invokeTimeoutMs`) or
+ * the AWS SDK's own.
  *
  * @example
  * ```ts
@@ -138,6 +148,7 @@ export async function publish(
     functionName,
     retry: { ...DEFAULT_CLIENT_RETRY, ...options.retry },
     maxLeaseWaitMs: options.maxLeaseWaitMs ?? DEFAULT_MAX_LEASE_WAIT_MS,
+    invokeTimeoutMs: options.invokeTimeoutMs ?? DEFAULT_INVOKE_TIMEOUT_MS,
   };
   const requestId = options.requestId ?? randomUUID();
   refuseReservedRequestId(requestId);
@@ -179,6 +190,7 @@ interface Invoker {
   functionName: string;
   retry: RetryPolicy;
   maxLeaseWaitMs: number;
+  invokeTimeoutMs: number;
 }
 
 /** One request, retried with the same requestId until it is answered or no retry can help. */
@@ -210,11 +222,16 @@ async function invokeWithRetries(invoker: Invoker, request: PublishRequest): Pro
 }
 
 async function invokeOnce(
-  { lambda, functionName }: Invoker,
+  { lambda, functionName, invokeTimeoutMs }: Invoker,
   payload: Uint8Array,
   messageCount: number,
 ): Promise<PublishResponse> {
-  const output = await lambda.send(new InvokeCommand({ FunctionName: functionName, Payload: payload }));
+  const timeout = AbortSignal.timeout(invokeTimeoutMs);
+  const output = await lambda
+    .send(new InvokeCommand({ FunctionName: functionName, Payload: payload }), { abortSignal: timeout })
+    .catch((error: unknown) => {
+      throw timeout.aborted ? new PublisherTimeoutError(invokeTimeoutMs) : error;
+    });
   const text = output.Payload ? new TextDecoder().decode(output.Payload) : '';
   if (output.FunctionError) throw functionError(text);
   const response = parseJson(text) as Partial<PublishResponse> | undefined;

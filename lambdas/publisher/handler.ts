@@ -30,6 +30,12 @@ export interface PublisherOptions {
   retry?: RetryPolicy;
   /** Time kept back from the invocation's remaining time to record and return the response. */
   reserveMs?: number;
+  /**
+   * The most one SendMessageBatch call may take: a call that stalls is cut off then and retried,
+   * as a failed attempt that may have reached SQS.
+   * @default 5_000
+   */
+  sqsCallTimeoutMs?: number;
   /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
   cache?: CompletedRecordCache | false;
 }
@@ -42,7 +48,7 @@ const DEFAULT_RESERVE_MS = 1_000;
  * message group; with a requestId, the whole request is idempotent.
  */
 export function createPublisherHandler(options: PublisherOptions): PublisherHandler {
-  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl);
+  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl, options.sqsCallTimeoutMs);
   const reserveMs = options.reserveMs ?? DEFAULT_RESERVE_MS;
   const publish = async (command: PublishCommand, context: Context): Promise<PublishResponse> => ({
     results: await sendInGroupOrder(command.prepared, {

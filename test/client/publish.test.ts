@@ -6,12 +6,15 @@ import {
   OncelyConfigurationError,
   PublishConflictError,
   PublisherResponseError,
+  PublisherTimeoutError,
   PublishInProgressError,
   type PublishMessage,
   PublishValidationError,
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import type { PublisherHandler } from '../../lambdas/publisher/handler.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
@@ -507,5 +510,56 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
         messages.filter((message) => message.groupId === group).map(expectedKey),
       );
     }
+  });
+});
+
+describe('publish: a stalled Invoke (issue 30, item 8)', () => {
+  let proxy: FaultProxy;
+  let viaProxy: LambdaClient;
+
+  beforeEach(async () => {
+    // The fault proxy forwards any HTTP request: here Lambda's Invoke, whose first one it holds
+    // unforwarded, as a half-open connection would. `service` only shapes its error answers.
+    proxy = await startFaultProxy({ service: 'sqs', upstream: endpoint.endpoint });
+    proxy.setPlan(targetedFaultPlan({ match: () => true, fault: { kind: 'hang' }, times: 1 }));
+    viaProxy = new LambdaClient({ ...localAwsConfig(proxy.endpoint), maxAttempts: 1 });
+  });
+
+  afterEach(async () => {
+    viaProxy.destroy();
+    await proxy.close();
+  });
+
+  it('is cut off after invokeTimeoutMs and retried with the same requestId; nothing lands twice', async () => {
+    const messages = orders(3, 1);
+
+    const { requestId, results } = await publish(messages, {
+      ...options(),
+      lambda: viaProxy,
+      invokeTimeoutMs: 300,
+    });
+
+    expect(statuses(results)).toEqual(['sent', 'sent', 'sent']);
+    expect(proxy.stats().requests.Unknown).toBe(2); // the stalled Invoke and its retry
+    expect(invocations.map((event) => event.requestId)).toEqual([requestId]);
+    // The stalled Invoke goes on late, as a connection that wakes up: it replays, sends nothing.
+    proxy.releaseHung();
+    await expect.poll(() => invocations.length, { timeout: 5_000 }).toBe(2);
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+  });
+
+  it('gives up with PublisherTimeoutError once every attempt stalls', async () => {
+    proxy.setPlan(() => ({ kind: 'hang' }));
+
+    const error = await publish(orders(1, 1), {
+      ...options(),
+      lambda: viaProxy,
+      invokeTimeoutMs: 100,
+      retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
+    }).catch((thrown: unknown) => thrown);
+
+    expect(error).toBeInstanceOf(PublisherTimeoutError);
+    expect(error).toMatchObject({ retryable: true, timeoutMs: 100 });
+    expect(proxy.stats().requests.Unknown).toBe(2);
   });
 });
