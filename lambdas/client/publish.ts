@@ -245,10 +245,12 @@ async function invokeOnce(
 }
 
 /**
- * Which messages a round sends, in request order. Of each group, only those after its last `sent`
- * one: sent again, an earlier one that is not on the queue would land behind it. Of those, in a
- * round for `unknown` messages, a group's `unknown` and `blocked` ones up to a `failed` one (after
- * which the group must not go on), when one is `unknown`; with `everyUnsent`, all of them.
+ * Which messages a round sends, in request order. Never one that would land behind a later
+ * message of its group that is on the queue (`sent`), or may be (`unknown`) while it certainly is
+ * not: a later `sent` one rules out every earlier one, a later `unknown` one every earlier one not
+ * `unknown` itself. Of the rest: in a round for `unknown` messages, the `unknown` and `blocked`
+ * ones of a group with such an `unknown` one, up to a `failed` one (after which the group must not
+ * go on); with `everyUnsent`, all of them.
  */
 function toResend(
   messages: readonly PublishMessage[],
@@ -256,23 +258,27 @@ function toResend(
   everyUnsent: boolean,
 ): number[] {
   const lastSent = new Map<string, number>();
+  const lastUnknown = new Map<string, number>();
   messages.forEach(({ groupId }, i) => {
-    if (resultAt(results, i).status === 'sent') lastSent.set(groupId, i);
+    const { status } = resultAt(results, i);
+    if (status === 'sent') lastSent.set(groupId, i);
+    if (status === 'unknown') lastUnknown.set(groupId, i);
   });
-  const uncertain = new Set<string>();
   const stopped = new Set<string>();
   const indexes: number[] = [];
   messages.forEach(({ groupId }, i) => {
     const { status } = resultAt(results, i);
-    if (i <= (lastSent.get(groupId) ?? -1) || stopped.has(groupId)) return;
-    if (status === 'failed' && !everyUnsent) {
+    const afterSent = i > (lastSent.get(groupId) ?? -1);
+    const unknownAfterSent = (lastUnknown.get(groupId) ?? -1) > (lastSent.get(groupId) ?? -1);
+    if (status === 'sent' || !afterSent || stopped.has(groupId)) return;
+    if (!everyUnsent && status === 'failed') {
       stopped.add(groupId);
       return;
     }
-    if (status === 'unknown') uncertain.add(groupId);
-    indexes.push(i);
+    if (status !== 'unknown' && i < (lastUnknown.get(groupId) ?? -1)) return;
+    if (everyUnsent || unknownAfterSent) indexes.push(i);
   });
-  return everyUnsent ? indexes : indexes.filter((i) => uncertain.has(messageAt(messages, i).groupId));
+  return indexes;
 }
 
 /**

@@ -464,6 +464,35 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
     expect(invocations).toHaveLength(2);
   });
 
+  it('publishing again never sends a failed message behind a later one of its group that may be on the queue', async () => {
+    // Call 1, every try: SQS fails the first entry, not enqueued, and enqueues the second without
+    // saying so. The first ends failed, the second unknown (on the queue, in fact).
+    let firstCall = true;
+    fixture.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'SendMessageBatchCommand' || !firstCall) return next(args);
+        const input = args.input as SendMessageBatchCommandInput;
+        const [first, ...rest] = input.Entries ?? [];
+        const result = await next({ ...args, input: { ...input, Entries: rest } });
+        const failed = { Id: first?.Id, Code: 'InternalError', SenderFault: false, Message: 'injected' };
+        return { ...result, output: { $metadata: {}, Successful: [], Failed: [failed] } };
+      },
+      { step: 'initialize', name: 'failFirstHideSecond' },
+    );
+    const messages = orders(2, 1);
+    const first = await publish(messages, { ...options(), requestId: 'checkout-10' });
+    expect(statuses(first.results)).toEqual(['failed', 'unknown']);
+
+    firstCall = false;
+    const again = await publish(messages, { ...options(), requestId: 'checkout-10' });
+
+    // Sent again, the first would land behind the second: it stays failed, a gap its result names.
+    expect(statuses(again.results)).toEqual(['failed', 'sent']);
+    expect(invoked().at(-1)).toMatchObject({ messages: 1 });
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 1);
+    expect(keysOfGroup(received, 'customer-0')).toEqual([expectedKey(messages[1] as PublishMessage)]);
+  });
+
   it('publishing again with the same requestId sends what the first call did not, each message once (item 2)', async () => {
     const messages = [
       ...orders(2, 1, 'fine').map((message) => ({ ...message, groupId: 'customer-fine' })),
