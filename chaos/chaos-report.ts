@@ -52,6 +52,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
     `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
     `| steps generated | ${kinds(s.steps)} |`,
+    `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
     `| faults injected | ${kinds(s.faults)} |`,
     `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
     `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,

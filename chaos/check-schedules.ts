@@ -28,6 +28,8 @@ export interface ScheduleCheckReport {
   crashes: number;
   /** How many steps of each kind the schedules generated (a crashing delivery as `deliver+crash`). */
   steps: Record<string, number>;
+  /** Schedules whose publish met round faults (`Schedule.publishRounds`), by what its later rounds met. */
+  publishRounds: Record<string, number>;
   durationMs: number;
   counterexample?: Counterexample;
 }
@@ -44,6 +46,7 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
     unexplainedNeedlessInDoubt: 0,
     crashes: 0,
     steps: {} as Record<string, number>,
+    publishRounds: {} as Record<string, number>,
   };
   const { done, ...check } = await checkGenerated({
     ...options,
@@ -58,6 +61,8 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
         totals.needlessInDoubt += verdict.needlessInDoubt;
         totals.unexplainedNeedlessInDoubt += verdict.unexplainedNeedlessInDoubt;
         totals.crashes += [...run.crashed.values()].reduce((sum, points) => sum + points.size, 0);
+        const rounds = schedule.publishRounds?.later;
+        if (rounds) totals.publishRounds[rounds] = (totals.publishRounds[rounds] ?? 0) + 1;
         for (const step of schedule.steps) {
           const kind = step.kind === 'deliver' && step.crash ? 'deliver+crash' : step.kind;
           totals.steps[kind] = (totals.steps[kind] ?? 0) + 1;

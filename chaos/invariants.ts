@@ -11,7 +11,8 @@ export interface Violation {
     | 'order'
     | 'dead-lettered-twice'
     | 'needless-in-doubt'
-    | 'copy-not-acknowledged';
+    | 'copy-not-acknowledged'
+    | 'unknown-became-certain';
   detail: string;
 }
 
@@ -100,6 +101,7 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
     }
   });
 
+  checkPublication(run, violations);
   checkCopies(run, violations);
   checkOrder(run, violations);
   return { violations, keysChecked, needlessInDoubt, unexplainedNeedlessInDoubt };
@@ -131,6 +133,23 @@ const STARTED_CRASH_MARKS: readonly CrashMark[] = [
   'after-start-mark',
   'in-flight',
 ];
+
+/**
+ * A message a response of the publish called `unknown` may be on the queue: the publish never ends
+ * it `failed` (certainly not on the queue) or `blocked` (issue 30, item 1).
+ */
+function checkPublication(run: ScheduleRun, violations: Violation[]): void {
+  for (const key of run.publication.reportedUnknown) {
+    const status = run.publication.final.get(key);
+    if (status === 'failed' || status === 'blocked') {
+      violations.push({
+        key,
+        rule: 'unknown-became-certain',
+        detail: `a response called it unknown, the publish ended it ${status}`,
+      });
+    }
+  }
+}
 
 /**
  * A copy right behind its original is a duplicate at its turn (DESIGN §4): when its invocation

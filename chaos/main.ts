@@ -76,7 +76,8 @@ console.log(
   `  ${r.schedules.toLocaleString('en')} schedules in ${(r.durationMs / 1000).toFixed(0)} s (seed ${r.seed}): ` +
     `${r.keysChecked.toLocaleString('en')} keys checked, ${r.violations} violations, ` +
     `${r.needlessInDoubt} needless IN_DOUBT (${r.unexplainedNeedlessInDoubt} unexplained by a crash or a failed give-back), ` +
-    `faults ${JSON.stringify(r.faults)}, ${r.crashes} crashes, steps ${JSON.stringify(r.steps)}`,
+    `faults ${JSON.stringify(r.faults)}, ${r.crashes} crashes, steps ${JSON.stringify(r.steps)}, ` +
+    `publish round faults ${JSON.stringify(r.publishRounds)}`,
 );
 if (r.counterexample) console.log(`  COUNTEREXAMPLE: ${JSON.stringify(r.counterexample)}`);
 console.log(

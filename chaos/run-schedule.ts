@@ -15,6 +15,7 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../lambdas/client/publish.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import type { MessageStatus } from '../lambdas/publisher/contract.js';
 import { createPublisherHandler } from '../lambdas/publisher/handler.js';
 import { lambdaContext } from '../sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
@@ -27,6 +28,7 @@ import { ConsumerContainer } from './consumer-container.js';
 import { EffectLedger } from './effect-ledger.js';
 import { type FaultPlan, noFaults } from './faults.js';
 import { observeOutcome, type ScheduleOutcome } from './observe.js';
+import { PublishRoundWatch } from './publish-rounds.js';
 import type { CrashMark, CrashPoint, Schedule, Step } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 import { seededFaultPlan } from './seeded-plan.js';
@@ -76,6 +78,8 @@ export interface ScheduleRun {
    * whether the original and the copy were acknowledged.
    */
   copiesBehind: { key: string; original: boolean; copy: boolean }[];
+  /** The schedule's publish: what its responses and its result said of each key. */
+  publication: PublishRoundWatch;
   ledger: EffectLedger;
   outcome: ScheduleOutcome;
 }
@@ -107,6 +111,7 @@ export async function runSchedule(
     startedNotGivenBack: new Set(),
     recordsNotKept: new Set(),
     copiesBehind: [],
+    publication: new PublishRoundWatch(),
     ledger,
   };
   const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
@@ -132,18 +137,21 @@ export async function runSchedule(
     return container;
   };
   const seeded = scheduleFaultPlan(schedule, id);
-  const plan = options.extraFaults ? combinePlans(options.extraFaults, seeded) : seeded;
+  const rounds = run.publication.plan(schedule.publishRounds, `${id}-g${schedule.publishRounds?.group}`);
+  const plan = combinePlans(...(options.extraFaults ? [options.extraFaults] : []), rounds, seeded);
   world.dynamodbProxy.setPlan(plan);
   world.sqsProxy.setPlan(plan);
   const publisherClients = {
     sqs: sqsClientVia(world.sqsProxy),
     dynamodb: dynamoDbClientVia(world.dynamodbProxy),
   };
-  const publisherName = registerPublisher(world, id, queue.url, publisherClients);
+  const publisherName = registerPublisher(world, id, queue.url, publisherClients, run.publication);
   try {
     const messages = schedule.messages.map((message, index) => chaosMessage(id, index, message));
     const publishedAtMs = Date.now();
-    await publishQuietly(world, publisherName, messages, run.sent);
+    run.publication.active = true;
+    await publishQuietly(world, publisherName, messages, run.sent, run.publication.final);
+    run.publication.active = false;
     let warm = newContainer();
     for (const step of schedule.steps) {
       if (warm.dead) warm = newContainer();
@@ -574,6 +582,7 @@ function registerPublisher(
   id: string,
   queueUrl: string,
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
+  publication: PublishRoundWatch,
 ): string {
   const handler = createPublisherHandler({
     sqs: clients.sqs,
@@ -582,15 +591,19 @@ function registerPublisher(
     store: new DynamoDBIdempotencyStore({ client: clients.dynamodb, tableName: world.idempotencyTable }),
     retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
   });
-  return world.register(`chaos-publisher-${id}`, handler);
+  return world.register(`chaos-publisher-${id}`, publication.wrap(handler));
 }
 
-/** Publishes through the real client; a publish that fails for good leaves its messages unaccepted. */
+/**
+ * Publishes through the real client; a publish that fails for good leaves its messages unaccepted.
+ * `final`, when given, gets each key's status in the result.
+ */
 async function publishQuietly(
   world: ChaosWorld,
   functionName: string,
   messages: ReturnType<typeof chaosMessage>[],
   sent: Set<string>,
+  final?: Map<string, MessageStatus>,
 ): Promise<void> {
   try {
     const { results } = await publish(messages, {
@@ -598,7 +611,10 @@ async function publishQuietly(
       lambda: world.lambda,
       retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
     });
-    for (const result of results) if (result.status === 'sent') sent.add(result.key);
+    for (const result of results) {
+      if (result.status === 'sent') sent.add(result.key);
+      final?.set(result.key, result.status);
+    }
   } catch {
     // Retries ran out under faults: what reached the queue anyway shows up as received.
   }

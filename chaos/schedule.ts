@@ -87,10 +87,22 @@ export interface FaultProfile {
   rates: Partial<Record<SeededFaultKind, number>>;
 }
 
+/**
+ * The schedule's publish as rounds (issue 30, item 1): its first request loses the answers of
+ * every call with a message of `group` (those end `unknown`); the client's re-send rounds then
+ * go through (`ok`) or have SQS fail each call's first entry on every try (`fail-entry`).
+ */
+export interface PublishRounds {
+  group: number;
+  later: 'ok' | 'fail-entry';
+}
+
 export interface Schedule {
   messages: ScheduledMessage[];
   steps: Step[];
   faults: FaultProfile;
+  /** Round faults for the publish; none when absent. */
+  publishRounds?: PublishRounds;
   /**
    * Each consumer container's clock, ahead (+) or behind (−) the schedule's, in ms: the k-th
    * container takes entry k, cycling. Without it, all share one clock.
@@ -152,6 +164,11 @@ function step(messageCount: number): fc.Arbitrary<Step> {
   );
 }
 
+const publishRounds: fc.Arbitrary<PublishRounds> = fc.record({
+  group: fc.integer({ min: 0, max: 2 }),
+  later: fc.constantFrom<PublishRounds['later']>('ok', 'fail-entry'),
+});
+
 /** Schedules of 1–6 messages in up to 3 groups, 1–8 steps, and one of a few fault profiles. */
 export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
   .array(message, { minLength: 1, maxLength: 6 })
@@ -167,5 +184,9 @@ export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
         minLength: 1,
         maxLength: 3,
       }),
+      publishRounds: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: publishRounds },
+      ),
     }),
   );

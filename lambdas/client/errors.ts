@@ -28,3 +28,22 @@ export class PublisherResponseError extends OncelyError {
   /** `false`: the same function answers the same way; check which function is called. */
   readonly retryable = false;
 }
+
+/**
+ * The publisher did not answer an `Invoke` within `invokeTimeoutMs` (a stalled connection, say).
+ * Retried by `publish` with the same requestId, which replays the request or waits for it; thrown
+ * once the attempts run out. The request may have run: publish again with the same requestId.
+ */
+export class PublisherTimeoutError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'PublisherTimeoutError';
+  /** `true`: the requestId makes a repeat a replay, or a wait for the attempt still running. */
+  readonly retryable = true;
+
+  constructor(
+    /** The bound that ran out: `PublishOptions.invokeTimeoutMs`. */
+    readonly timeoutMs: number,
+  ) {
+    super(`The publisher did not answer within ${timeoutMs} ms (invokeTimeoutMs)`);
+  }
+}

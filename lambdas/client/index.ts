@@ -22,7 +22,7 @@ export {
   PublishValidationError,
   type ValidationProblem,
 } from '../publisher/errors.js';
-export { PublisherInvocationError, PublisherResponseError } from './errors.js';
+export { PublisherInvocationError, PublisherResponseError, PublisherTimeoutError } from './errors.js';
 export {
   PUBLISHER_FUNCTION_ENV,
   type PublishOptions,

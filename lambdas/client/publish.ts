@@ -6,9 +6,19 @@ import { EnvironmentReader } from '../common/environment.js';
 import { sha256Hex } from '../common/message-key.js';
 import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
-import type { MessageResult, PublishMessage, PublishResponse } from '../publisher/contract.js';
-import { PublishInProgressError, publisherErrorFromFunctionError } from '../publisher/errors.js';
-import { PublisherInvocationError, PublisherResponseError } from './errors.js';
+import { blockedBy } from '../publisher/blocked-reason.js';
+import type {
+  MessageResult,
+  PublishMessage,
+  PublishRequest,
+  PublishResponse,
+} from '../publisher/contract.js';
+import {
+  PublishInProgressError,
+  PublishValidationError,
+  publisherErrorFromFunctionError,
+} from '../publisher/errors.js';
+import { PublisherInvocationError, PublisherResponseError, PublisherTimeoutError } from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
 export const PUBLISHER_FUNCTION_ENV = 'ONCELY_PUBLISHER_FUNCTION';
@@ -39,7 +49,8 @@ export interface PublishOptions {
   lambda?: LambdaClient;
   /**
    * The request's idempotency key. Give your own (derived from the business operation, say) to make
-   * a publish idempotent across your own retries and restarts too.
+   * a publish idempotent across your own retries and restarts too: a later `publish` with it sends
+   * again what the first did not get `sent` (see `publish`). Without a `~`, which round ids use.
    * @default a new UUID per call
    */
   requestId?: string;
@@ -55,6 +66,13 @@ export interface PublishOptions {
    * @default 960_000 (16 minutes)
    */
   maxLeaseWaitMs?: number;
+  /**
+   * The most one `Invoke` may take before it is cut off and retried with the same requestId
+   * (`PublisherTimeoutError` once the attempts run out): longer than the publisher's own timeout
+   * (30 s), so that only a stalled call is cut off, never a slow publish. Raise it with that timeout.
+   * @default 40_000
+   */
+  invokeTimeoutMs?: number;
   /**
    * How many rounds of re-sending the messages left `unknown` (see `publish`); 0 for none.
    * @default 3
@@ -72,6 +90,10 @@ export const DEFAULT_CLIENT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 
 /** Lambda's longest timeout (15 minutes) plus a minute for the lease margin and clocks. */
 export const DEFAULT_MAX_LEASE_WAIT_MS = 16 * 60 * 1000;
 export const DEFAULT_RESEND_UNKNOWN_ROUNDS = 3;
+/** The publisher's 30 s timeout, plus 10 s for a cold start and the network. */
+export const DEFAULT_INVOKE_TIMEOUT_MS = 40_000;
+/** Separates a round's requestId from the caller's: the client refuses it in a caller's requestId. */
+const ROUND_SEPARATOR = '~';
 /** Retry this long after a lease's expiry: the publisher's clock, which set it, may be behind ours. */
 const LEASE_EXPIRY_MARGIN_MS = 250;
 
@@ -85,16 +107,26 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * Messages whose result is `unknown` (they may or may not be on the queue) are re-sent, with the
  * `blocked` ones of their groups after them, in order and under their same keys: SQS or the
  * consumer drops what was already there. Each round is a new request whose requestId derives from
- * the first (`<requestId>.r1`, …), so retrying a round replays it as well; its results replace
- * those of the messages it re-sent. A round that still fails once its retries run out ends the
- * re-sending, and the messages keep their results.
+ * the first and from this call (`<requestId>~<callId>.r1`, …), so retrying a round replays it as
+ * well, and no other call's round or caller's requestId is the same. A round's `sent` or `unknown`
+ * replaces a message's result; its `failed` or `blocked` does not replace `unknown`, as the message
+ * may be on the queue. A message a later message of its group overtook (its reason says so) is
+ * never re-sent: it would land behind it. A round that still fails once its retries run out ends
+ * the re-sending, and the messages keep their results.
+ *
+ * Called again with the same requestId (after a crash, or to finish what a call left), the first
+ * request replays the earlier call's first response, which says so (its `callId` is the earlier
+ * call's): one round then sends every message not `sent` — `failed`, `blocked` and `unknown` —
+ * before the rounds for `unknown` ones. A retry within one call only replays.
  *
  * Resolves with one result per message, in order: `sent`, `failed` (certainly not on the queue),
- * `blocked`, or — once the rounds run out — `unknown`: publish such a message again later with the
- * same key (and its group's `blocked` ones after it); it is never enqueued twice within SQS's
- * 5-minute window, and beyond it the consumer recognises the key. Rejects with
- * PublishValidationError or PublishConflictError (never retried), or with the last error once the
- * attempts run out: PublishInProgressError, PublisherInvocationError or the AWS SDK's own.
+ * `blocked`, or — once the rounds run out — `unknown`: publish again later with the same requestId
+ * and messages (or the message with its key, and its group's `blocked` ones after it); it is never
+ * enqueued twice within SQS's 5-minute window, and beyond it the consumer recognises the key.
+ * Rejects with PublishValidationError (a requestId with a `~` too) or PublishConflictError (never
+ * retried), or with the last error once the attempts run out: PublishInProgressError,
+ * PublisherInvocationError, PublisherTimeoutError (each Invoke is bounded by `invokeTimeoutMs`) or
+ * the AWS SDK's own.
  *
  * @example
  * ```ts
@@ -116,13 +148,22 @@ export async function publish(
     functionName,
     retry: { ...DEFAULT_CLIENT_RETRY, ...options.retry },
     maxLeaseWaitMs: options.maxLeaseWaitMs ?? DEFAULT_MAX_LEASE_WAIT_MS,
+    invokeTimeoutMs: options.invokeTimeoutMs ?? DEFAULT_INVOKE_TIMEOUT_MS,
   };
   const requestId = options.requestId ?? randomUUID();
-  const { results } = await invokeWithRetries(invoker, requestId, messages);
+  refuseReservedRequestId(requestId);
+  // Names this call in every request it sends: its rounds' ids, and what its responses echo.
+  const callId = randomUUID();
+  const first = await invokeWithRetries(invoker, { requestId, callId, messages });
+  const results = [...first.results];
 
-  const rounds = options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS;
+  // An earlier call's response, replayed: this call is a new decision to publish, so one round
+  // sends every message not sent, before the rounds for `unknown` ones.
+  let everyUnsent = first.callId !== undefined && first.callId !== callId;
+  const rounds = (options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS) + (everyUnsent ? 1 : 0);
   for (let round = 1; round <= rounds; round++) {
-    const indexes = toResend(messages, results);
+    const indexes = toResend(messages, results, everyUnsent);
+    everyUnsent = false;
     if (indexes.length === 0) break;
     // The key from the result: the one the first attempt sent, given or derived.
     const resent = indexes.map((index) => ({
@@ -131,13 +172,15 @@ export async function publish(
     }));
     let response: PublishResponse;
     try {
-      response = await invokeWithRetries(invoker, resendRequestId(requestId, round), resent);
+      response = await invokeWithRetries(invoker, {
+        requestId: roundRequestId(requestId, callId, round),
+        callId,
+        messages: resent,
+      });
     } catch {
       break; // what is known stays as it was: the caller gets the `unknown` results and publishes again
     }
-    indexes.forEach((index, i) => {
-      results[index] = renumbered(resultAt(response.results, i), indexes);
-    });
+    settleRound(messages, results, indexes, response.results);
   }
   return { requestId, results };
 }
@@ -147,15 +190,13 @@ interface Invoker {
   functionName: string;
   retry: RetryPolicy;
   maxLeaseWaitMs: number;
+  invokeTimeoutMs: number;
 }
 
 /** One request, retried with the same requestId until it is answered or no retry can help. */
-async function invokeWithRetries(
-  invoker: Invoker,
-  requestId: string,
-  messages: readonly PublishMessage[],
-): Promise<PublishResponse> {
-  const payload = new TextEncoder().encode(JSON.stringify({ requestId, messages }));
+async function invokeWithRetries(invoker: Invoker, request: PublishRequest): Promise<PublishResponse> {
+  const payload = new TextEncoder().encode(JSON.stringify(request));
+  const messages = request.messages;
   let failures = 0;
   let leaseWaits = 0;
   let waitLeaseUntil: number | undefined;
@@ -181,11 +222,16 @@ async function invokeWithRetries(
 }
 
 async function invokeOnce(
-  { lambda, functionName }: Invoker,
+  { lambda, functionName, invokeTimeoutMs }: Invoker,
   payload: Uint8Array,
   messageCount: number,
 ): Promise<PublishResponse> {
-  const output = await lambda.send(new InvokeCommand({ FunctionName: functionName, Payload: payload }));
+  const timeout = AbortSignal.timeout(invokeTimeoutMs);
+  const output = await lambda
+    .send(new InvokeCommand({ FunctionName: functionName, Payload: payload }), { abortSignal: timeout })
+    .catch((error: unknown) => {
+      throw timeout.aborted ? new PublisherTimeoutError(invokeTimeoutMs) : error;
+    });
   const text = output.Payload ? new TextDecoder().decode(output.Payload) : '';
   if (output.FunctionError) throw functionError(text);
   const response = parseJson(text) as Partial<PublishResponse> | undefined;
@@ -194,32 +240,95 @@ async function invokeOnce(
       `${functionName} answered ${text.slice(0, 200)}, not one result per message: is it the Oncely publisher?`,
     );
   }
-  return { results: response.results };
+  const { callId } = response;
+  return { results: response.results, ...(typeof callId === 'string' ? { callId } : {}) };
 }
 
 /**
- * Which messages a re-send round sends, in request order: in each group with an `unknown` message,
- * its `unknown` and `blocked` ones — up to a `failed` one, after which the group must not go on.
+ * Which messages a round sends, in request order. Never one that would land behind a later
+ * message of its group that is on the queue (`sent`), or may be (`unknown`) while it certainly is
+ * not: a later `sent` one rules out every earlier one, a later `unknown` one every earlier one not
+ * `unknown` itself. Of the rest: in a round for `unknown` messages, the `unknown` and `blocked`
+ * ones of a group with such an `unknown` one, up to a `failed` one (after which the group must not
+ * go on); with `everyUnsent`, all of them.
  */
-function toResend(messages: readonly PublishMessage[], results: readonly MessageResult[]): number[] {
-  const uncertain = new Set(
-    messages.filter((_, i) => resultAt(results, i).status === 'unknown').map((message) => message.groupId),
-  );
+function toResend(
+  messages: readonly PublishMessage[],
+  results: readonly MessageResult[],
+  everyUnsent: boolean,
+): number[] {
+  const lastSent = new Map<string, number>();
+  const lastUnknown = new Map<string, number>();
+  messages.forEach(({ groupId }, i) => {
+    const { status } = resultAt(results, i);
+    if (status === 'sent') lastSent.set(groupId, i);
+    if (status === 'unknown') lastUnknown.set(groupId, i);
+  });
   const stopped = new Set<string>();
   const indexes: number[] = [];
   messages.forEach(({ groupId }, i) => {
     const { status } = resultAt(results, i);
-    if (!uncertain.has(groupId) || stopped.has(groupId)) return;
-    if (status === 'failed') stopped.add(groupId);
-    else if (status === 'unknown' || status === 'blocked') indexes.push(i);
+    const afterSent = i > (lastSent.get(groupId) ?? -1);
+    const unknownAfterSent = (lastUnknown.get(groupId) ?? -1) > (lastSent.get(groupId) ?? -1);
+    if (status === 'sent' || !afterSent || stopped.has(groupId)) return;
+    if (!everyUnsent && status === 'failed') {
+      stopped.add(groupId);
+      return;
+    }
+    if (status !== 'unknown' && i < (lastUnknown.get(groupId) ?? -1)) return;
+    if (everyUnsent || unknownAfterSent) indexes.push(i);
   });
   return indexes;
 }
 
-/** A round's requestId: derived, so that retrying the round replays it; within 128 characters. */
-function resendRequestId(requestId: string, round: number): string {
-  const suffix = `.r${round}`;
+/**
+ * Takes a round's results for the messages it re-sent. A message once `unknown` may be on the
+ * queue: only `sent` or `unknown` replaces its result, never `failed` or `blocked`, and a message
+ * blocked behind it says so.
+ */
+function settleRound(
+  messages: readonly PublishMessage[],
+  results: MessageResult[],
+  indexes: readonly number[],
+  roundResults: readonly MessageResult[],
+): void {
+  /** Group id → the caller's index of the round's first message that stopped the group. */
+  const blockers = new Map<string, number>();
+  indexes.forEach((index, i) => {
+    const earlier = resultAt(results, index);
+    const now = renumbered(resultAt(roundResults, i), indexes);
+    const { groupId } = messageAt(messages, index);
+    if (now.status === 'failed' || now.status === 'unknown') {
+      if (!blockers.has(groupId)) blockers.set(groupId, index);
+    }
+    if (earlier.status === 'unknown' && (now.status === 'failed' || now.status === 'blocked')) return;
+    const blocker = blockers.get(groupId);
+    results[index] =
+      now.status === 'blocked' && blocker !== undefined && resultAt(results, blocker).status === 'unknown'
+        ? { ...now, reason: `not sent: ${blockedBy(blocker, true)}` }
+        : now;
+  });
+}
+
+/**
+ * A round's requestId, within 128 characters: `<requestId>~<callId>.r<n>` (the requestId's SHA-256
+ * when too long). Retrying the round replays it; a later call's rounds carry its own callId; and
+ * no caller's requestId has a `~` (see refuseReservedRequestId).
+ */
+function roundRequestId(requestId: string, callId: string, round: number): string {
+  const suffix = `${ROUND_SEPARATOR}${callId}.r${round}`;
   return `${requestId.length + suffix.length <= 128 ? requestId : sha256Hex(requestId)}${suffix}`;
+}
+
+/** Refuses a caller's requestId with the character of round ids, before anything is sent. */
+function refuseReservedRequestId(requestId: string): void {
+  if (!requestId.includes(ROUND_SEPARATOR)) return;
+  throw new PublishValidationError([
+    {
+      path: 'requestId',
+      message: `requestId must not contain "${ROUND_SEPARATOR}": publish reserves it for the ids of its re-send rounds`,
+    },
+  ]);
 }
 
 /** A round's reasons name messages by their position in the round's request: name them by the caller's. */

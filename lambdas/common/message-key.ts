@@ -8,7 +8,9 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, nested: unknown) => {
     if (nested === null || typeof nested !== 'object' || Array.isArray(nested)) return nested;
-    const sorted: Record<string, unknown> = {};
+    // No prototype: an own `__proto__` key (JSON.parse makes one) is then a plain property, where
+    // assigning it to `{}` would set the prototype instead and drop it from the text.
+    const sorted: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(nested).sort()) sorted[key] = (nested as Record<string, unknown>)[key];
     return sorted;
   });

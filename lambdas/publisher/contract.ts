@@ -21,6 +21,12 @@ export interface PublishMessage {
 export interface PublishRequest {
   /** Makes the whole request idempotent: a repeat returns the first response and sends nothing. */
   requestId?: string;
+  /**
+   * Names the caller's call that sends this request (`oncely/client`: one per `publish`); the
+   * response carries the callId of the request that produced it, so a caller can tell a replay of
+   * an earlier call's response from its own. Not part of the request's hash. Same rule as `requestId`.
+   */
+  callId?: string;
   messages: readonly PublishMessage[];
 }
 
@@ -60,4 +66,9 @@ export type MessageStatus = MessageResult['status'];
 export interface PublishResponse {
   /** One result per message, in request order. */
   results: MessageResult[];
+  /**
+   * The `callId` of the request whose invocation produced this response, when it had one: on a
+   * replay, an earlier request's.
+   */
+  callId?: string;
 }

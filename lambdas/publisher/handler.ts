@@ -33,6 +33,12 @@ export interface PublisherOptions {
    * @default 3_500: the completion write's worst case with `PUBLISHER_STORE_CLIENT_CONFIG`, and time to answer
    */
   reserveMs?: number;
+  /**
+   * The most one SendMessageBatch call may take: a call that stalls is cut off then and retried,
+   * as a failed attempt that may have reached SQS.
+   * @default 5_000
+   */
+  sqsCallTimeoutMs?: number;
   /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
   cache?: CompletedRecordCache | false;
 }
@@ -64,7 +70,7 @@ const DEFAULT_RESERVE_MS = retriedWorstCaseMs(RECORD_WRITE_RETRY, STORE_REQUEST_
  * message group; with a requestId, the whole request is idempotent.
  */
 export function createPublisherHandler(options: PublisherOptions): PublisherHandler {
-  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl);
+  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl, options.sqsCallTimeoutMs);
   const reserveMs = options.reserveMs ?? DEFAULT_RESERVE_MS;
   const publish = async (command: PublishCommand, context: Context): Promise<PublishResponse> => ({
     results: await sendInGroupOrder(command.prepared, {
@@ -73,6 +79,8 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
       retry: options.retry ?? DEFAULT_PUBLISH_RETRY,
       timeLeftMs: () => context.getRemainingTimeInMillis() - reserveMs,
     }),
+    // Stored with the results: a replay then tells its caller which call produced it.
+    ...(command.callId === undefined ? {} : { callId: command.callId }),
   });
 
   const handler = middy<PublishCommand, PublishResponse>(publish)

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
 import { chunkByCountAndBytes, chunkOnePerGroup, MAX_BATCH_ENTRIES } from './batching.js';
+import { blockedBy } from './blocked-reason.js';
 import type { MessageResult } from './contract.js';
 import type { PreparedMessage } from './validation.js';
 
@@ -223,10 +224,7 @@ class ResultLedger {
 
   block(message: PreparedMessage): void {
     const blocker = this.#stoppedBy.get(message.groupId) as number;
-    const blockerStatus = this.results[blocker]?.status;
-    const why =
-      `messages[${blocker}] of the same group ${blockerStatus === 'unknown' ? 'may not have been sent' : 'failed'}, ` +
-      "and sending this one would break the group's order";
+    const why = blockedBy(blocker, this.results[blocker]?.status === 'unknown');
     this.results[message.index] = this.#maybeSent.has(message.index)
       ? {
           key: message.key,

@@ -7,6 +7,9 @@ import { isThrottlingErrorCode, isTransientAwsError } from '../common/transient-
 import type { EntryOutcome, SendBatch } from './ordered-sender.js';
 import { watchArrival } from './request-arrival.js';
 
+/** SendMessageBatch answers in milliseconds; 5 s leaves room for 1 MiB batches and slow moments. */
+export const DEFAULT_SQS_CALL_TIMEOUT_MS = 5_000;
+
 /**
  * SendMessageBatch as a SendBatch: each message's key is its MessageDeduplicationId, so sending
  * an entry again — after a lost answer, say — cannot enqueue it twice within SQS's 5-minute window.
@@ -14,8 +17,15 @@ import { watchArrival } from './request-arrival.js';
  * A failed call may have been applied when the request reached SQS (see watchArrival): its entries
  * are then `maybeSent`. Entries SQS lists in `Failed` are taken as not enqueued: that list is SQS's
  * own account of the entries it refused, and an entry it enqueued is in `Successful`.
+ *
+ * Each call gets at most `callTimeoutMs`: one that stalls (a half-open connection, say) is cut off
+ * then, as one failed attempt that may have reached SQS, and retried within the invocation's time.
  */
-export function sqsBatchSender(sqs: SQSClient, queueUrl: string): SendBatch {
+export function sqsBatchSender(
+  sqs: SQSClient,
+  queueUrl: string,
+  callTimeoutMs = DEFAULT_SQS_CALL_TIMEOUT_MS,
+): SendBatch {
   return async (batch, signal) => {
     const entries = batch.map((message) => ({
       Id: `m${message.index}`,
@@ -29,11 +39,16 @@ export function sqsBatchSender(sqs: SQSClient, queueUrl: string): SendBatch {
     }
     const command = new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries });
     const mayHaveArrived = watchArrival(command);
+    const callTimeout = AbortSignal.timeout(callTimeoutMs);
     let output: SendMessageBatchCommandOutput;
     try {
-      output = await sqs.send(command, { abortSignal: signal });
+      output = await sqs.send(command, { abortSignal: AbortSignal.any([signal, callTimeout]) });
     } catch (error) {
-      const outcome = wholeCallFailure(error, signal, mayHaveArrived());
+      const outcome = signal.aborted
+        ? wholeCallFailure(error, signal, mayHaveArrived())
+        : callTimeout.aborted
+          ? stalledCall(error, callTimeoutMs, mayHaveArrived())
+          : wholeCallFailure(error, signal, mayHaveArrived());
       return entries.map(() => outcome);
     }
     const accepted = new Map(output.Successful?.map((entry) => [entry.Id, entry]));
@@ -59,6 +74,13 @@ export function sqsBatchSender(sqs: SQSClient, queueUrl: string): SendBatch {
       return { sent: false, retryable, maybeSent: false, reason };
     });
   };
+}
+
+/** A call cut off by its own bound: a failed attempt like a timeout, retried; SQS may have it. */
+function stalledCall(error: unknown, callTimeoutMs: number, mayHaveArrived: boolean): EntryOutcome {
+  const description = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const reason = `${description}; no answer within ${callTimeoutMs} ms`;
+  return { sent: false, retryable: true, maybeSent: mayHaveArrived, reason };
 }
 
 function wholeCallFailure(error: unknown, signal: AbortSignal, mayHaveArrived: boolean): EntryOutcome {

@@ -24,9 +24,10 @@ export interface ValidationLimits {
   maxMessageBytes: number;
 }
 
-const REQUEST_FIELDS = ['requestId', 'messages'];
+const REQUEST_FIELDS = ['requestId', 'callId', 'messages'];
 const MESSAGE_FIELDS = ['type', 'groupId', 'key', 'payload'];
 const REQUEST_ID_RULE = sqsIdRule('requestId');
+const CALL_ID_RULE = sqsIdRule('callId');
 
 /** Characters JSON.stringify leaves as they are but SQS refuses in a message body. */
 const CHARACTERS_SQS_REFUSES = /[\uFFFE\uFFFF]/;
@@ -65,7 +66,8 @@ export function validatePublishRequest(input: unknown, limits: ValidationLimits,
   });
 
   if (!valid || problems.length > 0) throw new PublishValidationError(problems);
-  return { requestId: (input as PublishRequest).requestId, messages, prepared };
+  const { requestId, callId } = input as PublishRequest;
+  return { requestId, ...(callId === undefined ? {} : { callId }), messages, prepared };
 }
 
 /** The request's own problems, field by field, then its unknown fields. */
@@ -74,6 +76,8 @@ function requestProblems(input: unknown): ValidationProblem[] {
   const problems: ValidationProblem[] = [];
   const requestId = stringProblem(input, 'requestId', REQUEST_ID_RULE, true);
   if (requestId) problems.push({ path: 'requestId', message: requestId });
+  const callId = stringProblem(input, 'callId', CALL_ID_RULE, true);
+  if (callId) problems.push({ path: 'callId', message: callId });
   const { messages } = input;
   const messagesProblem = !Array.isArray(messages)
     ? wrongType('messages', 'array', messages)

@@ -26,6 +26,9 @@ describe('generated fault schedules', () => {
     expect(report.faults['lose-answer']).toBeGreaterThan(0);
     expect(report.faults.throttle).toBeGreaterThan(0);
     expect(report.crashes).toBeGreaterThan(0);
+    // Publishes whose first request lost answers, and whose re-send rounds failed or went through.
+    expect(report.publishRounds['fail-entry']).toBeGreaterThan(0);
+    expect(report.publishRounds.ok).toBeGreaterThan(0);
   });
 });
 
@@ -44,6 +47,24 @@ const writesInDoubt = (request: ChaosRequest) =>
   request.operation === 'UpdateItem' && JSON.stringify(request.body).includes('"IN_DOUBT"');
 
 describe('regressions: schedules that broke an invariant once', () => {
+  it('a message the first response called unknown is never ended failed by a round that failed it (issue 30, item 1)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'transactional', behaviour: 'ok' },
+        { group: 0, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 1, operation: 'transactional', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'deliver' }],
+      faults: { seed: 0, rates: {} },
+      publishRounds: { group: 0, later: 'fail-entry' },
+    };
+    const run = await runSchedule(world, schedule);
+    // Every message was in the first call that lost its answer; each round then failed m0.
+    expect([...run.publication.reportedUnknown].sort()).toEqual([...run.keys].sort());
+    expect(run.publication.final.get(run.keys[0] as string)).toBe('unknown');
+    expect(checkInvariants(run).violations).toEqual([]);
+  });
+
   it('a batch that fails while an at-most-once effect runs starts no next lease (issue 26, finding 3; found with seed 1869718703, path 46:27:3:4)', async () => {
     const schedule: Schedule = {
       messages: [

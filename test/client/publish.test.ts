@@ -1,17 +1,20 @@
 import { LambdaClient, ResourceNotFoundException } from '@aws-sdk/client-lambda';
-import type { SendMessageBatchCommandInput } from '@aws-sdk/client-sqs';
+import type { SendMessageBatchCommandInput, SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 // The package's own name: what other services import.
 import {
   OncelyConfigurationError,
   PublishConflictError,
   PublisherResponseError,
+  PublisherTimeoutError,
   PublishInProgressError,
   type PublishMessage,
   PublishValidationError,
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import type { PublisherHandler } from '../../lambdas/publisher/handler.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
@@ -24,7 +27,7 @@ import { countRequests } from '../../sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { expectedKey, orders, usePublisherFixture } from '../support/publisher.js';
 import { drainQueue, keysOfGroup } from '../support/sqs.js';
-import { holdSends } from '../support/sqs-faults.js';
+import { holdSends, injectCallFaults, injectEntryFaults } from '../support/sqs-faults.js';
 
 const FUNCTION = 'oncely-publisher';
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
@@ -33,7 +36,7 @@ const fixture = usePublisherFixture();
 let endpoint: LambdaInvokeEndpoint;
 let lambda: LambdaClient;
 /** The events the function received, in order. */
-let invocations: { requestId?: string }[];
+let invocations: { requestId?: string; callId?: string }[];
 /** What the function does around the real publisher; tests replace it to inject trouble. */
 let behaviour: (event: unknown, context: Context, publisher: PublisherHandler) => Promise<unknown>;
 
@@ -48,7 +51,7 @@ beforeEach(async () => {
         arn: localFunctionArn(FUNCTION),
         timeoutMs: 10_000,
         handler: (event, context) => {
-          invocations.push(event as { requestId?: string });
+          invocations.push(event as { requestId?: string; callId?: string });
           return behaviour(event, context, publisher);
         },
       }),
@@ -103,6 +106,40 @@ function loseSendsOfGroup(groupId: string, active: () => boolean = () => true) {
 /** Twelve messages of one group: a batch of 10, and 2 that wait behind it. */
 const lostGroup = () => orders(12, 1, 'lost').map((message) => ({ ...message, groupId: 'customer-lost' }));
 
+const throttled = () => Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+
+/** While `active()`, every SendMessageBatch is throttled before it leaves: nothing reaches SQS. */
+const throttleSends = (active: () => boolean) =>
+  injectCallFaults(fixture.sqs, () =>
+    active() ? { when: 'before-sending', error: throttled() } : undefined,
+  );
+
+/**
+ * While `active()`, SendMessageBatch answers leave out the entries of `groupId`: SQS enqueued them,
+ * the publisher cannot tell, and calls them `unknown`.
+ */
+function hideAnswersOfGroup(groupId: string, active: () => boolean) {
+  fixture.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (context.commandName !== 'SendMessageBatchCommand' || !active()) return result;
+      const { Entries = [] } = args.input as SendMessageBatchCommandInput;
+      const hidden = new Set(Entries.filter((e) => e.MessageGroupId === groupId).map((e) => e.Id));
+      const output = result.output as SendMessageBatchCommandOutput;
+      const Successful = (output.Successful ?? []).filter((entry) => !hidden.has(entry.Id));
+      return { ...result, output: { ...output, Successful } };
+    },
+    { step: 'initialize', name: `hideAnswersOf-${groupId}` },
+  );
+}
+
+/** The invocation events' requestIds, and how many messages each carried. */
+const invoked = () =>
+  invocations.map((event) => ({
+    requestId: event.requestId,
+    messages: (event as { messages?: unknown[] }).messages?.length,
+  }));
+
 describe('publish (oncely/client)', () => {
   it('publishes through Lambda Invoke and answers one result per message, with its requestId', async () => {
     const messages = orders(12, 3);
@@ -110,7 +147,8 @@ describe('publish (oncely/client)', () => {
 
     expect(statuses(results)).toEqual(messages.map(() => 'sent'));
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(invocations).toEqual([{ requestId, messages }]);
+    // The call's own id rides along: the response echoes it, and a replay shows an earlier call's.
+    expect(invocations).toEqual([{ requestId, callId: expect.stringMatching(/^[0-9a-f-]{36}$/), messages }]);
     await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
   });
 
@@ -138,7 +176,7 @@ describe('publish (oncely/client)', () => {
     expect(invocations.map((event) => event.requestId)).toEqual([requestId, requestId]);
     expect(sends.counts.SendMessageBatch).toBe(2); // the first invocation's two batches, and nothing more
     const record = await readItem(fixture.table, `publish#${requestId}`);
-    expect(JSON.parse(record?.result ?? 'null')).toEqual({ results });
+    expect(JSON.parse(record?.result ?? 'null')).toEqual({ results, callId: invocations[0]?.callId });
     expect(statuses(results)).toEqual(messages.map(() => 'sent'));
     await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
   });
@@ -228,11 +266,8 @@ describe('publish (oncely/client)', () => {
 
     expect(statuses(results)).toEqual(messages.map(() => 'sent'));
     expect(results.map((result) => result.key)).toEqual(messages.map(expectedKey));
-    expect(invocations.map((event) => event.requestId)).toEqual([
-      requestId,
-      `${requestId}.r1`,
-      `${requestId}.r1`,
-    ]);
+    const round1 = `${requestId}~${invocations[0]?.callId}.r1`;
+    expect(invocations.map((event) => event.requestId)).toEqual([requestId, round1, round1]);
     // The first invocation's 5 attempts at the batch of 10, then the round's 2 batches; the replay sends nothing.
     expect(sends.counts.SendMessageBatch).toBe(7);
     const first = await readItem(fixture.table, `publish#${requestId}`);
@@ -256,10 +291,11 @@ describe('publish (oncely/client)', () => {
 
     const { requestId, results } = await publish(messages, { ...options(), resendUnknownRounds: 2 });
 
+    const callId = invocations[0]?.callId;
     expect(invocations.map((event) => event.requestId)).toEqual([
       requestId,
-      `${requestId}.r1`,
-      `${requestId}.r2`,
+      `${requestId}~${callId}.r1`,
+      `${requestId}~${callId}.r2`,
     ]);
     expect(statuses(results)).toEqual([
       ...Array(10).fill('sent'),
@@ -342,5 +378,217 @@ describe('publish (oncely/client)', () => {
 
     const { results } = await publish(orders(2, 1));
     expect(statuses(results)).toEqual(['sent', 'sent']);
+  });
+});
+
+describe('publish: what a result may become, and publishing again (issue 30)', () => {
+  it('keeps unknown when a later round fails every attempt: only sent replaces unknown (item 1)', async () => {
+    let firstInvocation = true;
+    loseSendsOfGroup('customer-lost', () => firstInvocation);
+    throttleSends(() => !firstInvocation);
+    behaviour = async (event, context, publisher) => {
+      try {
+        return await publisher(event, context);
+      } finally {
+        firstInvocation = false;
+      }
+    };
+    const messages = lostGroup();
+
+    const { results } = await publish(messages, options());
+
+    expect(statuses(results)).toEqual([...Array(10).fill('unknown'), 'blocked', 'blocked']);
+    // Round 0 answered 10 unknown, 2 blocked; each of the 3 rounds then answered failed and blocked.
+    expect(invocations).toHaveLength(4);
+    expect(results[10]).toMatchObject({
+      reason: expect.stringContaining('messages[0] of the same group may not have been sent'),
+    });
+    await drainQueue(fixture.sqs, fixture.queueUrl, 10); // the unknown ones are on the queue
+  });
+
+  it('never re-sends a message behind a later one of its group that SQS accepted (item 11a)', async () => {
+    // Call 1: SQS answers nothing for either entry (maybe sent). Call 2: it fails the first, not
+    // enqueued, and accepts the second. The first is unknown; sent again, it would land second.
+    let calls = 0;
+    fixture.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'SendMessageBatchCommand') return next(args);
+        const input = args.input as SendMessageBatchCommandInput;
+        const [first, ...rest] = input.Entries ?? [];
+        if (++calls === 1) return { output: { $metadata: {}, Successful: [], Failed: [] }, response: {} };
+        if (calls > 2 || !first) return next(args);
+        const result = await next({ ...args, input: { ...input, Entries: rest } });
+        const output = result.output as SendMessageBatchCommandOutput;
+        const failed = { Id: first.Id, Code: 'InternalError', SenderFault: false, Message: 'injected' };
+        return { ...result, output: { ...output, Failed: [...(output.Failed ?? []), failed] } };
+      },
+      { step: 'initialize', name: 'acceptSecondOnly' },
+    );
+    const messages = orders(2, 1);
+
+    const { results } = await publish(messages, options());
+
+    expect(statuses(results)).toEqual(['unknown', 'sent']);
+    expect(results[0]).toMatchObject({ reason: expect.stringContaining('a later message of its group') });
+    expect(invocations).toHaveLength(1);
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 1);
+    expect(keysOfGroup(received, 'customer-0')).toEqual([expectedKey(messages[1] as PublishMessage)]);
+  });
+
+  it("names its rounds so that no caller's requestId can be one (item 11b)", async () => {
+    // A caller's own request under what used to be the next one's first round id.
+    await publish(orders(2, 1, 'other'), { ...options(), requestId: 'checkout-7.r1' });
+    let firstInvocation = true;
+    loseSendsOfGroup('customer-lost', () => firstInvocation);
+    behaviour = async (event, context, publisher) => {
+      try {
+        return await publisher(event, context);
+      } finally {
+        firstInvocation = false;
+      }
+    };
+    invocations.length = 0;
+    const messages = lostGroup();
+
+    const { results } = await publish(messages, { ...options(), requestId: 'checkout-7' });
+
+    expect(statuses(results)).toEqual(messages.map(() => 'sent'));
+    expect(invocations[1]?.requestId).toMatch(/^checkout-7~[0-9a-f-]{36}\.r1$/);
+    const refused = await publish(orders(1, 1), { ...options(), requestId: 'checkout~8' }).catch(
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(PublishValidationError);
+    expect(refused).toMatchObject({
+      problems: [{ path: 'requestId', message: expect.stringContaining('"~"') }],
+    });
+    expect(invocations).toHaveLength(2);
+  });
+
+  it('publishing again never sends a failed message behind a later one of its group that may be on the queue', async () => {
+    // Call 1, every try: SQS fails the first entry, not enqueued, and enqueues the second without
+    // saying so. The first ends failed, the second unknown (on the queue, in fact).
+    let firstCall = true;
+    fixture.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'SendMessageBatchCommand' || !firstCall) return next(args);
+        const input = args.input as SendMessageBatchCommandInput;
+        const [first, ...rest] = input.Entries ?? [];
+        const result = await next({ ...args, input: { ...input, Entries: rest } });
+        const failed = { Id: first?.Id, Code: 'InternalError', SenderFault: false, Message: 'injected' };
+        return { ...result, output: { $metadata: {}, Successful: [], Failed: [failed] } };
+      },
+      { step: 'initialize', name: 'failFirstHideSecond' },
+    );
+    const messages = orders(2, 1);
+    const first = await publish(messages, { ...options(), requestId: 'checkout-10' });
+    expect(statuses(first.results)).toEqual(['failed', 'unknown']);
+
+    firstCall = false;
+    const again = await publish(messages, { ...options(), requestId: 'checkout-10' });
+
+    // Sent again, the first would land behind the second: it stays failed, a gap its result names.
+    expect(statuses(again.results)).toEqual(['failed', 'sent']);
+    expect(invoked().at(-1)).toMatchObject({ messages: 1 });
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 1);
+    expect(keysOfGroup(received, 'customer-0')).toEqual([expectedKey(messages[1] as PublishMessage)]);
+  });
+
+  it('publishing again with the same requestId sends what the first call did not, each message once (item 2)', async () => {
+    const messages = [
+      ...orders(2, 1, 'fine').map((message) => ({ ...message, groupId: 'customer-fine' })),
+      ...orders(3, 1, 'refused').map((message) => ({ ...message, groupId: 'customer-refused' })),
+      ...orders(2, 1, 'hidden').map((message) => ({ ...message, groupId: 'customer-hidden' })),
+    ];
+    let firstCall = true;
+    // Call 1: SQS throttles every entry of one group (failed, blocked) and enqueues another's
+    // without saying so (unknown, round after round); the first answer is lost on the way back.
+    injectEntryFaults(fixture.sqs, ({ groupId }) =>
+      firstCall && groupId === 'customer-refused'
+        ? { when: 'before-sending', code: 'ThrottlingException', senderFault: true }
+        : undefined,
+    );
+    hideAnswersOfGroup('customer-hidden', () => firstCall);
+    loseFirstAnswer();
+
+    const first = await publish(messages, { ...options(), requestId: 'checkout-9' });
+
+    expect(statuses(first.results)).toEqual([
+      'sent',
+      'sent',
+      'failed',
+      'blocked',
+      'blocked',
+      'unknown',
+      'unknown',
+    ]);
+    // The retry within the call replayed round 0 and re-sent no failed message: its rounds carry the unknown two.
+    expect(invoked().map((invocation) => invocation.messages)).toEqual([7, 7, 2, 2, 2]);
+
+    firstCall = false;
+    invocations.length = 0;
+    const again = await publish(messages, { ...options(), requestId: 'checkout-9' });
+
+    expect(statuses(again.results)).toEqual(messages.map(() => 'sent'));
+    expect(invoked()).toEqual([
+      { requestId: 'checkout-9', messages: 7 },
+      { requestId: expect.stringMatching(/^checkout-9~/), messages: 5 },
+    ]);
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
+    for (const group of ['customer-fine', 'customer-refused', 'customer-hidden']) {
+      expect(keysOfGroup(received, group)).toEqual(
+        messages.filter((message) => message.groupId === group).map(expectedKey),
+      );
+    }
+  });
+});
+
+describe('publish: a stalled Invoke (issue 30, item 8)', () => {
+  let proxy: FaultProxy;
+  let viaProxy: LambdaClient;
+
+  beforeEach(async () => {
+    // The fault proxy forwards any HTTP request: here Lambda's Invoke, whose first one it holds
+    // unforwarded, as a half-open connection would. `service` only shapes its error answers.
+    proxy = await startFaultProxy({ service: 'sqs', upstream: endpoint.endpoint });
+    proxy.setPlan(targetedFaultPlan({ match: () => true, fault: { kind: 'hang' }, times: 1 }));
+    viaProxy = new LambdaClient({ ...localAwsConfig(proxy.endpoint), maxAttempts: 1 });
+  });
+
+  afterEach(async () => {
+    viaProxy.destroy();
+    await proxy.close();
+  });
+
+  it('is cut off after invokeTimeoutMs and retried with the same requestId; nothing lands twice', async () => {
+    const messages = orders(3, 1);
+
+    const { requestId, results } = await publish(messages, {
+      ...options(),
+      lambda: viaProxy,
+      invokeTimeoutMs: 300,
+    });
+
+    expect(statuses(results)).toEqual(['sent', 'sent', 'sent']);
+    expect(proxy.stats().requests.Unknown).toBe(2); // the stalled Invoke and its retry
+    expect(invocations.map((event) => event.requestId)).toEqual([requestId]);
+    // The stalled Invoke goes on late, as a connection that wakes up: it replays, sends nothing.
+    proxy.releaseHung();
+    await expect.poll(() => invocations.length, { timeout: 5_000 }).toBe(2);
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+  });
+
+  it('gives up with PublisherTimeoutError once every attempt stalls', async () => {
+    proxy.setPlan(() => ({ kind: 'hang' }));
+
+    const error = await publish(orders(1, 1), {
+      ...options(),
+      lambda: viaProxy,
+      invokeTimeoutMs: 100,
+      retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
+    }).catch((thrown: unknown) => thrown);
+
+    expect(error).toBeInstanceOf(PublisherTimeoutError);
+    expect(error).toMatchObject({ retryable: true, timeoutMs: 100 });
+    expect(proxy.stats().requests.Unknown).toBe(2);
   });
 });

@@ -233,6 +233,21 @@ describe('publisher: request idempotency', () => {
     await drainQueue(fixture.sqs, fixture.queueUrl, 12); // no more than the first request's
   });
 
+  it("echoes the callId of the request that produced the response: a replay carries the first one's", async () => {
+    const handler = fixture.publisher();
+    const messages = orders(2, 1);
+    const calls = countRequests(fixture.sqs);
+
+    const first = await handler({ requestId: 'checkout-43', callId: 'call-1', messages }, lambdaContext());
+    const repeat = await handler({ requestId: 'checkout-43', callId: 'call-2', messages }, lambdaContext());
+    const without = await handler({ requestId: 'checkout-44', messages }, lambdaContext());
+
+    expect(first.callId).toBe('call-1');
+    expect(repeat).toEqual(first); // the callId is not part of the request's hash: no conflict
+    expect(without).not.toHaveProperty('callId');
+    expect(calls.counts.SendMessageBatch).toBe(2);
+  });
+
   it('refuses the same requestId with different messages as a conflict, sending nothing', async () => {
     const handler = fixture.publisher();
     await handler({ requestId: 'checkout-42', messages: orders(3, 1) }, lambdaContext());

@@ -54,8 +54,13 @@ describe('publisher: validation', () => {
       { messages: [valid], priority: 'high' },
       {
         path: 'request',
-        message: 'the request has unknown field "priority" (its fields: requestId, messages)',
+        message: 'the request has unknown field "priority" (its fields: requestId, callId, messages)',
       },
+    ],
+    [
+      'a callId with a space',
+      { callId: 'call 1', messages: [valid] },
+      { path: 'callId', message: 'callId must be 1–128 printable ASCII characters without spaces' },
     ],
     [
       'a requestId with a space',

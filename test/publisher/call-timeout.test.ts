@@ -1,0 +1,65 @@
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { sqsClientVia } from '../../chaos/sdk-clients.js';
+import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { orders, usePublisherFixture } from '../support/publisher.js';
+import { drainQueue } from '../support/sqs.js';
+
+// Item 8 of issue 30: one SendMessageBatch that never answers must not use the invocation's whole
+// budget. The fault proxy holds the call, unapplied, the way a half-open connection does.
+
+const fixture = usePublisherFixture();
+let proxy: FaultProxy;
+let sqs: SQSClient;
+
+beforeEach(async () => {
+  proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+  sqs = sqsClientVia(proxy, 1);
+});
+
+afterEach(async () => {
+  sqs.destroy();
+  await proxy.close();
+});
+
+const stallBatches = (times?: number) =>
+  proxy.setPlan(
+    targetedFaultPlan({
+      match: (request) => request.operation === 'SendMessageBatch',
+      fault: { kind: 'hang' },
+      ...(times ? { times } : {}),
+    }),
+  );
+
+describe('publisher: a SendMessageBatch that stalls', () => {
+  it('is one failed attempt, cut off after sqsCallTimeoutMs and retried within the budget', async () => {
+    stallBatches(1);
+    const messages = orders(3, 1);
+
+    const { results } = await fixture.publisher({ sqs, sqsCallTimeoutMs: 200 })(
+      { messages },
+      lambdaContext(5_000),
+    );
+
+    expect(results.map((result) => result.status)).toEqual(['sent', 'sent', 'sent']);
+    expect(proxy.stats().requests.SendMessageBatch).toBe(2);
+    await proxy.close(); // drops the stalled call, which never reached the queue
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+  });
+
+  it('stalling on every attempt, ends unknown: each call may have reached SQS', async () => {
+    stallBatches();
+    const messages = orders(2, 1);
+
+    const { results } = await fixture.publisher({ sqs, sqsCallTimeoutMs: 100 })(
+      { messages },
+      lambdaContext(10_000),
+    );
+
+    expect(results.map((result) => result.status)).toEqual(['unknown', 'unknown']);
+    expect(results[0]).toMatchObject({ reason: expect.stringContaining('no answer within 100 ms') });
+    expect(proxy.stats().requests.SendMessageBatch).toBe(5); // FAST_RETRY's attempts, not one call
+  });
+});
