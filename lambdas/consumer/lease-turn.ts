@@ -10,6 +10,7 @@ import type {
   LeaseStart,
 } from '../idempotency/lease.js';
 import type { Lease } from '../idempotency/store.js';
+import { AttemptsExhaustedError } from './errors.js';
 import type { OperationOutcome, OperationRuntime } from './operation-runtime.js';
 import { asStoreFailure } from './store-failure.js';
 
@@ -136,8 +137,14 @@ export class LeaseTurn {
     try {
       result = await this.#parts.effect(lease);
     } catch (error) {
+      // DESIGN §5: its own failed runs, not SQS's receive count (which rises while it waits behind
+      // a failing record), say when it has failed enough; then it goes to the DLQ in its group.
+      const attempts = lease.attempt - lease.attemptsAtDeadLetter;
+      const last = attempts >= runtime.maxAttempts;
       // Throws RecordNotWrittenError when the failure cannot be recorded: then no acknowledgement.
-      if ((await idempotency.recordFailure(lease, error, input.message)) === 'in-doubt') return 'in-doubt';
+      const verdict = await idempotency.recordFailure(lease, error, input.message, last);
+      if (verdict === 'in-doubt') return 'in-doubt';
+      if (verdict === 'failed' && last) throw new AttemptsExhaustedError(attempts, error);
       throw error;
     }
     const next = await successor();

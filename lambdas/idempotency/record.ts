@@ -99,6 +99,11 @@ export interface IdempotencyRecord {
   resultBytes?: number;
   error?: StoredError;
   attempts?: number;
+  /**
+   * On a record the consumer sent to the DLQ for failing `maxAttempts` times: its `attempts` then.
+   * A redriven copy's attempts count from there (DESIGN §5).
+   */
+  attemptsAtDeadLetter?: number;
   updatedAt?: number;
   /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
   message?: KeptMessage;

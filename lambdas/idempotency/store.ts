@@ -41,6 +41,11 @@ export interface Lease {
   readonly recordExpiresAt: number;
   /** 1 for the first run of this key, more after failures or lease takeovers. */
   readonly attempt: number;
+  /**
+   * The record's `attempts` when the consumer last sent its key to the DLQ for failing too often
+   * (0 if never): its attempts since then are `attempt` less this (DESIGN §5).
+   */
+  readonly attemptsAtDeadLetter: number;
 }
 
 export type AcquireResult =
@@ -75,6 +80,8 @@ const IN_PROGRESS = 'IN_PROGRESS';
 const UNSTARTED = 'unstarted';
 /** The attribute naming the record whose completion may let an unstarted lease start (`IdempotencyRecord.after`). */
 const AFTER = 'after';
+/** The record's `attempts` when the consumer last dead-lettered its key (`IdempotencyRecord.attemptsAtDeadLetter`). */
+const ATTEMPTS_AT_DEAD_LETTER = 'attemptsAtDeadLetter';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
@@ -143,7 +150,7 @@ export class DynamoDBIdempotencyStore {
       input.takeOverExpiredLease ? '' : ` AND ${unstartedTakeover}`
     })`;
     const after = input.unstarted ? input.after : undefined;
-    const lease = (attempt: number): AcquireResult => ({
+    const lease = (attempt: number, attemptsAtDeadLetter: number): AcquireResult => ({
       acquired: true,
       lease: {
         id: input.id,
@@ -152,6 +159,7 @@ export class DynamoDBIdempotencyStore {
         expiresAt: leaseExpiresAt,
         recordExpiresAt,
         attempt,
+        attemptsAtDeadLetter,
       },
     });
     try {
@@ -160,9 +168,11 @@ export class DynamoDBIdempotencyStore {
           TableName: this.tableName,
           Key: { id: input.id },
           // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
+          // attemptsAtDeadLetter is set to itself only so that the answer (UPDATED_NEW) carries it.
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
-            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one${
+            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one, ` +
+            `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
             }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${UNRESOLVED_ATTRIBUTE}${
               input.unstarted ? '' : `, ${UNSTARTED}`
@@ -196,7 +206,10 @@ export class DynamoDBIdempotencyStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return lease(Number(output.Attributes?.attempts ?? 1));
+      return lease(
+        Number(output.Attributes?.attempts ?? 1),
+        Number(output.Attributes?.[ATTEMPTS_AT_DEAD_LETTER] ?? 0),
+      );
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) {
         // The SDK gave up, and one of its tries may have been applied: give back a lease that is
@@ -207,7 +220,7 @@ export class DynamoDBIdempotencyStore {
       const existing = existingItem(error);
       if (!existing) throw error;
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
-        return lease(existing.attempts ?? 1);
+        return lease(existing.attempts ?? 1, existing.attemptsAtDeadLetter ?? 0);
       return { acquired: false, existing };
     }
   }
@@ -252,9 +265,17 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
-  /** Records a retryable failure: the next delivery may acquire the record again. @internal */
-  fail(lease: Lease, error: StoredError): Promise<boolean> {
-    return this.#fencedUpdate(lease, 'FAILED', { error });
+  /**
+   * Records a retryable failure: the next delivery may acquire the record again. With
+   * `deadLettered`, the consumer sends this delivery to the DLQ for failing too often: the record
+   * says at which attempt, so that a redriven copy's attempts count afresh (DESIGN §5).
+   * @internal
+   */
+  fail(lease: Lease, error: StoredError, deadLettered = false): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'FAILED', {
+      error,
+      [ATTEMPTS_AT_DEAD_LETTER]: deadLettered ? lease.attempt : undefined,
+    });
   }
 
   /** Records a permanent failure: duplicates get the same error. @internal */
