@@ -14,6 +14,7 @@ import {
   type FifoBatchOptions,
   fifoBatch,
   leaseOperation,
+  readConsumerEnvironment,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
@@ -80,6 +81,15 @@ const deadLettered = (dlq: FifoQueue, expected: number): Promise<Message[]> =>
 const nameOf = (message: Message) => (parseEnvelope(message.Body ?? '').payload as { name: string }).name;
 
 describe.concurrent('a record’s own attempts (maxAttempts)', () => {
+  it('is a positive integer, from the option or MAX_ATTEMPTS', () => {
+    expect(() => fifoBatch({ operations: {}, maxAttempts: 0 })).toThrow(
+      'maxAttempts must be a positive integer, not 0.',
+    );
+    expect(readConsumerEnvironment(['maxAttempts'], { MAX_ATTEMPTS: '7' })).toEqual({ maxAttempts: 7 });
+    expect(readConsumerEnvironment(['maxAttempts'], {})).toEqual({ maxAttempts: undefined });
+    expect(() => readConsumerEnvironment(['maxAttempts'], { MAX_ATTEMPTS: '0' })).toThrow(/MAX_ATTEMPTS/);
+  });
+
   it('dead-letters a head after maxAttempts failed runs of its own, then runs its followers in order, none in the DLQ', async () => {
     const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
     // H always fails; F1, skipped behind it three times, then fails once itself: its first run.
