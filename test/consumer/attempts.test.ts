@@ -20,8 +20,9 @@ import {
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { readItem } from '../support/dynamodb.js';
-import { type FifoQueue, named, publish, receiveMessages } from '../support/sqs.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
+import { type FifoQueue, localSqsClient, named, publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -58,13 +59,22 @@ function recordingOperation(fails: (name: string, run: number) => boolean) {
   return { ran, operation };
 }
 
-function consumer(operations: Record<string, ConsumerOperation>, dlqUrl: string, maxAttempts: number) {
+function consumer(
+  operations: Record<string, ConsumerOperation>,
+  dlqUrl: string,
+  maxAttempts: number,
+  {
+    client = dynamodb,
+    dlqClient = sqs,
+    now,
+  }: { client?: DynamoDBClient; dlqClient?: SQSClient; now?: () => number } = {},
+) {
   const metrics = metricsRecorder();
-  const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table });
+  const store = new DynamoDBIdempotencyStore({ client, tableName: table, now });
   const options: FifoBatchOptions = {
     store,
     operations,
-    deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
+    deadLetterQueue: { client: dlqClient, queueUrl: dlqUrl },
     logger: silentLogger(),
     metrics,
     maxAttempts,
@@ -178,14 +188,79 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     await pollOnce(sqs, queue, handler);
     await pollUntil(sqs, queue, handler, () => ran.length === 2, { acknowledge: false, timeoutMs: 10_000 });
     expect((await deadLettered(dlq, 1)).map(nameOf)).toEqual(['H']);
-    // Its FAILED record is acquirable: the copy still on the queue runs again, and its record ends
-    // COMPLETED; it was sent to the DLQ once (its redrive is then a duplicate).
+    // Back again, it is not run (its record names it), and the mark stops a second send: acknowledged.
     await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
-    expect(ran).toEqual(['H', 'H', 'H', 'H']);
+    expect(ran).toEqual(['H', 'H']);
     expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
     expect(await readItem(table, `${operation.namespace}#${message.key}`)).toMatchObject({
-      status: 'COMPLETED',
+      status: 'FAILED',
+      attempts: 3,
+      attemptsAtDeadLetter: 3,
     });
+  });
+
+  it('sends it again, without running it, when its DLQ send failed', async () => {
+    const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
+    const dlqClient = localSqsClient(1);
+    const outage = failRequests(dlqClient, (operation) => operation === 'SendMessage');
+    const { ran, operation } = recordingOperation(() => true);
+    const { handler, metrics } = consumer({ Named: operation }, dlq.url, 2, { dlqClient });
+    await publish(sqs, queue.url, named('G', 'H'));
+    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 10_000 });
+    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBe(1);
+    outage.stop();
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    dlqClient.destroy();
+    expect(ran).toEqual(['H', 'H']); // not a fresh budget: the same message, not a redriven copy
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
+  });
+
+  it('dead-letters it once when the FAILED write that says so is applied but its answer lost', async () => {
+    const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
+    const client = localDynamoClient();
+    const lost = loseAnswers(
+      client,
+      (operation, input) => operation === 'UpdateItem' && deadLetteringWrite(input),
+    );
+    const { ran, operation } = recordingOperation(() => true);
+    const { handler } = consumer({ Named: operation }, dlq.url, 2, { client });
+    const message = named('G', 'H');
+    await publish(sqs, queue.url, message);
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    client.destroy();
+    expect(lost.lost).toBe(1);
+    expect(ran).toEqual(['H', 'H']);
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
+    expect(await readItem(table, `${operation.namespace}#${message.key}`)).toMatchObject({
+      status: 'FAILED',
+      attempts: 2,
+      attemptsAtDeadLetter: 2,
+    });
+  });
+
+  it('sends nothing to the DLQ when that FAILED write keeps failing: the redelivery takes the lease over and does', async () => {
+    const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
+    const client = localDynamoClient();
+    const outage = failRequests(
+      client,
+      (operation, input) => operation === 'UpdateItem' && deadLetteringWrite(input),
+    );
+    let skewMs = 0;
+    const { ran, operation } = recordingOperation(() => true);
+    const { handler } = consumer({ Named: operation }, dlq.url, 2, {
+      client,
+      now: () => Date.now() + skewMs,
+    });
+    const message = named('G', 'H');
+    await publish(sqs, queue.url, message);
+    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 10_000 });
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(0); // not recorded, not acknowledged, not sent
+    outage.stop();
+    skewMs = 60_000; // past the lease the failed invocation left IN_PROGRESS
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    client.destroy();
+    expect(ran).toEqual(['H', 'H', 'H']); // its takeover's run is its third: dead-lettered at its failure
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
   });
 
   it('counts a transactional record’s failures by its receive count: it writes no record until it commits', async () => {
@@ -206,3 +281,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     expect(dead?.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue).toBe('AttemptsExhaustedError');
   });
 });
+
+/** The fenced FAILED write that also records a dead-lettering (the acquire names the attribute bare). */
+const deadLetteringWrite = (input: Record<string, unknown>) =>
+  JSON.stringify(input).includes('#attemptsAtDeadLetter');
