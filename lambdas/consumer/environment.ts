@@ -16,7 +16,12 @@ export const CONSUMER_ENVIRONMENT = {
   queueUrl: 'QUEUE_URL',
   /** Optional: how many message groups of a batch run at once; 10 when unset. */
   maxConcurrentGroups: 'MAX_CONCURRENT_GROUPS',
+  /** Optional: a record's failed runs before the consumer sends it to the DLQ; 5 when unset. */
+  maxAttempts: 'MAX_ATTEMPTS',
 } as const;
+
+/** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
 
 /** A variable of `CONSUMER_ENVIRONMENT`, by its key: what `readConsumerEnvironment` may be asked to read. */
 export type ConsumerVariable = keyof typeof CONSUMER_ENVIRONMENT;
@@ -33,6 +38,8 @@ export interface ConsumerEnvironment {
   queueUrl?: string;
   /** `MAX_CONCURRENT_GROUPS`: how many message groups of a batch run at once; absent when unset. */
   maxConcurrentGroups?: number;
+  /** `MAX_ATTEMPTS`: a record's failed runs before the consumer sends it to the DLQ; absent when unset. */
+  maxAttempts?: number;
 }
 
 const ALL_VARIABLES = Object.keys(CONSUMER_ENVIRONMENT) as ConsumerVariable[];
@@ -47,7 +54,7 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
   environment: Readonly<Record<string, string | undefined>> = process.env,
 ): Pick<ConsumerEnvironment, V> {
   const read = new EnvironmentReader(environment);
-  const { idempotencyTableName, idempotencyTtlSeconds, dlqUrl, queueUrl, maxConcurrentGroups } =
+  const { idempotencyTableName, idempotencyTtlSeconds, dlqUrl, queueUrl, maxConcurrentGroups, maxAttempts } =
     CONSUMER_ENVIRONMENT;
   const readers: Record<ConsumerVariable, () => unknown> = {
     idempotencyTableName: () => read.required(idempotencyTableName),
@@ -55,13 +62,14 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
     dlqUrl: () => read.url(dlqUrl),
     queueUrl: () => read.url(queueUrl, 'optional'),
     maxConcurrentGroups: () => read.integer(maxConcurrentGroups, { min: 1 }),
+    maxAttempts: () => read.integer(maxAttempts, { min: 1 }),
   };
   const values = Object.fromEntries(variables.map((variable) => [variable, readers[variable]()]));
   read.check(
     "The consumer's environment is incomplete or invalid",
     'The OncelyPipeline construct (oncely/cdk) sets these variables on the consumer it deploys, and ' +
       '`oncely local` in its sandbox; elsewhere, set them, or give fifoBatch the options they stand for ' +
-      '(store, deadLetterQueue, maxConcurrentGroups).',
+      '(store, deadLetterQueue, maxConcurrentGroups, maxAttempts).',
   );
   return values as Pick<ConsumerEnvironment, V>;
 }

@@ -34,6 +34,28 @@ export class UnparsableMessageError extends NonRetryableError {
   }
 }
 
+/**
+ * A record failed `maxAttempts` times in a row with retryable errors (DESIGN §5): the consumer
+ * sends it to the DLQ in its group, so that its group goes on, instead of leaving it to SQS's
+ * `maxReceiveCount`, which would take the records skipped behind it there too. Its message names
+ * the last error; a redriven copy gets `maxAttempts` attempts afresh.
+ */
+export class AttemptsExhaustedError extends NonRetryableError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'AttemptsExhaustedError';
+  constructor(
+    /** The failed runs counted: since the key was last dead-lettered, or its receives (transactional). */
+    readonly attempts: number,
+    cause: unknown,
+  ) {
+    super(
+      `failed ${attempts} times, the last with ${describeError(cause)}. Fix the cause, then redrive the message: ` +
+        'it gets maxAttempts attempts afresh.',
+      { cause },
+    );
+  }
+}
+
 /** The payload does not match its operation's schema. */
 export class InvalidPayloadError extends NonRetryableError {
   /** {@inheritDoc OncelyError.errorName} */

@@ -7,7 +7,7 @@ import { IdempotencyConfigurationError } from '../idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
-import { type ConsumerVariable, readConsumerEnvironment } from './environment.js';
+import { type ConsumerVariable, DEFAULT_MAX_ATTEMPTS, readConsumerEnvironment } from './environment.js';
 import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
@@ -70,6 +70,15 @@ export interface FifoBatchOptions {
    * @default `MAX_CONCURRENT_GROUPS`, else 10 (a whole batch)
    */
   maxConcurrentGroups?: number;
+  /**
+   * A record's failed runs (retryable failures, or invocations that died holding its lease) after
+   * which the consumer sends it to the DLQ, in its group, at its next retryable failure; a redriven
+   * copy counts afresh (DESIGN §5). The record's own runs, not SQS's receive count, which also rises
+   * while it waits behind a failing record of its group. Keep the queue's `maxReceiveCount` at
+   * least this × the batch size, so that SQS moves only records that failed themselves.
+   * @default `MAX_ATTEMPTS`, else 5
+   */
+  maxAttempts?: number;
   /**
    * A record is not started with less than this many milliseconds of the invocation left (DESIGN
    * §5); it and the rest of its group come back. The first record of a batch always starts.
@@ -223,14 +232,11 @@ class FifoBatchConsumer {
   #settings: BatchSettings | undefined;
 
   constructor(options: FifoBatchOptions) {
-    const { maxConcurrentGroups } = options;
-    if (
-      maxConcurrentGroups !== undefined &&
-      !(Number.isInteger(maxConcurrentGroups) && maxConcurrentGroups >= 1)
-    ) {
-      throw new IdempotencyConfigurationError(
-        `maxConcurrentGroups must be a positive integer, not ${maxConcurrentGroups}.`,
-      );
+    for (const name of ['maxConcurrentGroups', 'maxAttempts'] as const) {
+      const value = options[name];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+        throw new IdempotencyConfigurationError(`${name} must be a positive integer, not ${value}.`);
+      }
     }
     if (options.telemetry !== undefined && !TELEMETRY_CHOICES.includes(options.telemetry)) {
       throw new IdempotencyConfigurationError(
@@ -280,11 +286,12 @@ class FifoBatchConsumer {
   /** Reads only the variables the options leave to the environment; a failed read is tried again next batch. */
   #settingsOnce(): BatchSettings {
     if (this.#settings) return this.#settings;
-    const { operations, store, deadLetterQueue, maxConcurrentGroups } = this.#options;
+    const { operations, store, deadLetterQueue, maxConcurrentGroups, maxAttempts } = this.#options;
     const variables: ConsumerVariable[] = [
       ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
       ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
       ...(maxConcurrentGroups === undefined ? (['maxConcurrentGroups'] as const) : []),
+      ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
     ];
     const environment = readConsumerEnvironment(variables);
     const resolvedStore =
@@ -312,6 +319,7 @@ class FifoBatchConsumer {
           ttlSeconds: resolvedStore.ttlSeconds,
           marginSeconds: this.#options.dedupHorizonMarginSeconds,
         },
+        maxAttempts: maxAttempts ?? environment.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       },
     };
     return this.#settings;

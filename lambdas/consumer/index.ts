@@ -27,6 +27,7 @@ export {
   readConsumerEnvironment,
 } from './environment.js';
 export {
+  AttemptsExhaustedError,
   BusinessRuleViolationError,
   IdempotencyStoreUnavailableError,
   InvalidPayloadError,

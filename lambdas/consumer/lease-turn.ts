@@ -10,6 +10,7 @@ import type {
   LeaseStart,
 } from '../idempotency/lease.js';
 import type { Lease } from '../idempotency/store.js';
+import { AttemptsExhaustedError } from './errors.js';
 import type { OperationOutcome, OperationRuntime } from './operation-runtime.js';
 import { asStoreFailure } from './store-failure.js';
 
@@ -21,6 +22,8 @@ export interface LeaseTurnParts {
   namespace: string;
   idempotency: LeaseIdempotency;
   input: LeaseInput;
+  /** The SQS message id of the record's delivery: one the consumer dead-lettered is not run again. */
+  messageId: string;
   runtime: OperationRuntime;
   /** Runs the operation's function under `lease`. */
   effect(lease: Lease): Promise<unknown>;
@@ -131,13 +134,25 @@ export class LeaseTurn {
       await this.#giveBack(lease, 'the batch failed before the effect started');
       throw runtime.signal.reason;
     }
+    if (lease.deadLettered?.messageId === this.#parts.messageId) await this.#deadLetterAgain(lease);
     if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
     let result: unknown;
     try {
       result = await this.#parts.effect(lease);
     } catch (error) {
+      // DESIGN §5: its own failed runs, not SQS's receive count (which rises while it waits behind
+      // a failing record), say when it has failed enough; then it goes to the DLQ in its group.
+      const attempts = lease.attempt - lease.attemptsAtDeadLetter;
+      const last = attempts >= runtime.maxAttempts;
       // Throws RecordNotWrittenError when the failure cannot be recorded: then no acknowledgement.
-      if ((await idempotency.recordFailure(lease, error, input.message)) === 'in-doubt') return 'in-doubt';
+      const verdict = await idempotency.recordFailure(
+        lease,
+        error,
+        input.message,
+        last ? this.#parts.messageId : undefined,
+      );
+      if (verdict === 'in-doubt') return 'in-doubt';
+      if (verdict === 'failed' && last) throw new AttemptsExhaustedError(attempts, error);
       throw error;
     }
     const next = await successor();
@@ -151,6 +166,20 @@ export class LeaseTurn {
     const settling = idempotency.recordCompletion(lease, result).then(executed);
     this.#written = settling;
     return { settling };
+  }
+
+  /**
+   * This very message was sent to the DLQ by an earlier delivery (DESIGN §5) whose acknowledgement
+   * was lost (its delete failed, its invocation died, its send failed): it does not run again. Its
+   * record is written FAILED as that delivery left it (this acquire not counted), and it goes to
+   * the DLQ again — where the mark makes that a no-op if the earlier send arrived.
+   */
+  async #deadLetterAgain(lease: Lease): Promise<never> {
+    const { idempotency, input, messageId, runtime } = this.#parts;
+    const { name = 'Error', message = 'failed' } = lease.deadLettered?.error ?? {};
+    const error = Object.assign(new Error(message), { name });
+    await idempotency.recordFailure(lease, error, input.message, messageId);
+    throw new AttemptsExhaustedError(runtime.maxAttempts, error);
   }
 
   /** Gives back a lease taken ahead whose turn never came: its group stopped, or ran out of time. */

@@ -9,6 +9,8 @@ export interface OperationRuntime {
   lambdaContext: Context;
   /** Aborted when the batch fails as a whole: a lease acquired after that is released unused. */
   signal: AbortSignal;
+  /** A lease-mode record failing its `maxAttempts`-th run since its last dead-lettering goes to the DLQ (DESIGN §5). */
+  maxAttempts: number;
 }
 
 /** How an operation ended for a record that did not fail. */

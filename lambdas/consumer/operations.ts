@@ -155,6 +155,7 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
       namespace,
       idempotency,
       input,
+      messageId: message.messageId,
       runtime,
       effect: async (lease) =>
         run(await validated(message, payload), {

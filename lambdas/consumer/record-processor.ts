@@ -9,6 +9,7 @@ import {
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import type { DeadLetterQueue, DeadLetterSend } from './dead-letter-queue.js';
 import {
+  AttemptsExhaustedError,
   IdempotencyStoreUnavailableError,
   PastDedupHorizonError,
   UnknownMessageTypeError,
@@ -26,6 +27,8 @@ export interface RecordProcessorOptions {
   operations: Readonly<Record<string, ConsumerOperation>>;
   deadLetterQueue: DeadLetterQueue;
   horizon: DedupHorizon;
+  /** Failed runs after which a record goes to the DLQ (DESIGN §5). */
+  maxAttempts: number;
 }
 
 /** What a record's turn runs in: the Lambda invocation, and the batch's abort signal. */
@@ -48,17 +51,21 @@ export async function processRecord(
   options: RecordProcessorOptions,
   turn?: GroupTurn,
 ): Promise<RecordStep> {
+  /** Set for a record whose failed runs its receive count stands for: one that writes no record when it fails. */
+  let receiveCount: number | undefined;
   const failed = (error: unknown) => {
     // Once the batch fails as a whole, SQS redelivers every record: nothing else to decide here.
     if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) throw error;
-    return failure(received, error, telemetry, options.deadLetterQueue);
+    return failure(received, exhausted(error, receiveCount, options), telemetry, options.deadLetterQueue);
   };
   try {
     const { operation, message } = routeRecord(received, options);
+    const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
+    if (!(operation instanceof LeaseOperation)) receiveCount = message.receiveCount;
     const step =
       turn && operation instanceof LeaseOperation
         ? await turn.turn.run(turn.successor)
-        : await operation.execute(message, { store: options.store, telemetry, ...invocation });
+        : await operation.execute(message, runtime);
     if (typeof step !== 'string') {
       const settling = step.settling.then((outcome) => {
         reportSuccess(outcome, telemetry);
@@ -86,7 +93,12 @@ export function leaseTurnOf(
   try {
     const { operation, message } = routeRecord(received, options);
     if (!(operation instanceof LeaseOperation)) return undefined;
-    return operation.turn(message, { store: options.store, telemetry, ...invocation });
+    return operation.turn(message, {
+      store: options.store,
+      telemetry,
+      maxAttempts: options.maxAttempts,
+      ...invocation,
+    });
   } catch {
     return undefined; // its turn meets the same error and sends it to the DLQ
   }
@@ -127,6 +139,22 @@ function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry): v
       );
       return;
   }
+}
+
+/**
+ * A lease-mode record counts its failed runs in its record (`LeaseTurn`). A transactional one
+ * writes no record until it commits, so its receive count stands for them: it may include
+ * deliveries in which it was skipped behind another record, but only a failure of its own, at or
+ * past `maxAttempts` receives, sends it to the DLQ (DESIGN §5).
+ */
+function exhausted(
+  error: unknown,
+  receiveCount: number | undefined,
+  options: RecordProcessorOptions,
+): unknown {
+  if (receiveCount === undefined || receiveCount < options.maxAttempts) return error;
+  if (!isRetryable(error) || error instanceof IdempotencyInProgressError) return error;
+  return new AttemptsExhaustedError(receiveCount, error);
 }
 
 async function failure(
@@ -173,7 +201,12 @@ async function failure(
     return 'succeeded';
   }
   telemetry.count('sentToDlq');
-  telemetry.logger.warn('sent to the DLQ at once: no retry can fix this record', { error });
+  telemetry.logger.warn(
+    error instanceof AttemptsExhaustedError
+      ? 'sent to the DLQ: it failed maxAttempts times, and its group goes on'
+      : 'sent to the DLQ at once: no retry can fix this record',
+    { error },
+  );
   if (sent === 'sent-unmarked') {
     telemetry.count('dlqMarkNotWritten');
     telemetry.logger.warn(

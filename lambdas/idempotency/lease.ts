@@ -394,9 +394,16 @@ export class LeaseIdempotency {
    * Records a failed effect: REJECTED for a permanent error, IN_DOUBT for an unknown outcome in
    * at-most-once mode (keeping `message`), FAILED otherwise (the next delivery runs it again).
    * Throws `RecordNotWrittenError` when the write kept failing: the message must not be acknowledged.
+   * `deadLetteredMessageId`: a FAILED record's SQS message is being sent to the DLQ for failing too
+   * often (`store.fail`).
    * @internal
    */
-  async recordFailure(lease: Lease, error: unknown, message?: KeptMessage): Promise<FailureVerdict> {
+  async recordFailure(
+    lease: Lease,
+    error: unknown,
+    message?: KeptMessage,
+    deadLetteredMessageId?: string,
+  ): Promise<FailureVerdict> {
     const { store, mode } = this.#options;
     const stored = toStoredError(error);
     const verdict: FailureVerdict =
@@ -410,7 +417,7 @@ export class LeaseIdempotency {
         ? store.markInDoubt(lease, stored, message)
         : verdict === 'rejected'
           ? store.reject(lease, stored)
-          : store.fail(lease, stored),
+          : store.fail(lease, stored, deadLetteredMessageId),
     );
     if (written === undefined) {
       this.#observer.failureWriteFailed(lease.id, writeError);

@@ -99,6 +99,16 @@ export interface IdempotencyRecord {
   resultBytes?: number;
   error?: StoredError;
   attempts?: number;
+  /**
+   * On a record the consumer sent to the DLQ for failing `maxAttempts` times: its `attempts` then.
+   * A redriven copy's attempts count from there (DESIGN §5).
+   */
+  attemptsAtDeadLetter?: number;
+  /**
+   * On a FAILED record that the consumer sent to the DLQ: the SQS message it sent. Removed by the
+   * next acquire, which hands it to the consumer: that message, back again, is not run (DESIGN §5).
+   */
+  deadLetteredMessageId?: string;
   updatedAt?: number;
   /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
   message?: KeptMessage;

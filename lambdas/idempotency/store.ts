@@ -41,6 +41,16 @@ export interface Lease {
   readonly recordExpiresAt: number;
   /** 1 for the first run of this key, more after failures or lease takeovers. */
   readonly attempt: number;
+  /**
+   * The record's `attempts` when the consumer last sent its key to the DLQ for failing too often
+   * (0 if never): its attempts since then are `attempt` less this (DESIGN §5).
+   */
+  readonly attemptsAtDeadLetter: number;
+  /**
+   * Set when the record was FAILED by a delivery the consumer sent to the DLQ: that SQS message's
+   * id and its error. The same message back again must not run (DESIGN §5).
+   */
+  readonly deadLettered?: { messageId: string; error?: StoredError };
 }
 
 export type AcquireResult =
@@ -75,6 +85,10 @@ const IN_PROGRESS = 'IN_PROGRESS';
 const UNSTARTED = 'unstarted';
 /** The attribute naming the record whose completion may let an unstarted lease start (`IdempotencyRecord.after`). */
 const AFTER = 'after';
+/** The record's `attempts` when the consumer last dead-lettered its key (`IdempotencyRecord.attemptsAtDeadLetter`). */
+const ATTEMPTS_AT_DEAD_LETTER = 'attemptsAtDeadLetter';
+/** The SQS message the consumer dead-lettered with the FAILED write (`IdempotencyRecord.deadLetteredMessageId`). */
+const DEAD_LETTERED_MESSAGE_ID = 'deadLetteredMessageId';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
@@ -143,7 +157,7 @@ export class DynamoDBIdempotencyStore {
       input.takeOverExpiredLease ? '' : ` AND ${unstartedTakeover}`
     })`;
     const after = input.unstarted ? input.after : undefined;
-    const lease = (attempt: number): AcquireResult => ({
+    const lease = (old: Partial<IdempotencyRecord>, attempt = (old.attempts ?? 0) + 1): AcquireResult => ({
       acquired: true,
       lease: {
         id: input.id,
@@ -152,6 +166,10 @@ export class DynamoDBIdempotencyStore {
         expiresAt: leaseExpiresAt,
         recordExpiresAt,
         attempt,
+        attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
+        deadLettered: old.deadLetteredMessageId
+          ? { messageId: old.deadLetteredMessageId, error: old.error }
+          : undefined,
       },
     });
     try {
@@ -160,11 +178,14 @@ export class DynamoDBIdempotencyStore {
           TableName: this.tableName,
           Key: { id: input.id },
           // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
+          // The answer holds the old values of what this sets or removes (UPDATED_OLD): attempts,
+          // and attemptsAtDeadLetter (set to itself for that), deadLetteredMessageId and the error.
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
-            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one${
+            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one, ` +
+            `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
-            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${UNRESOLVED_ATTRIBUTE}${
+            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}${
               input.unstarted ? '' : `, ${UNSTARTED}`
             }${after ? '' : ', #after'}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
@@ -192,11 +213,11 @@ export class DynamoDBIdempotencyStore {
             ':failed': 'FAILED',
             ...(input.unstarted ? { ':true': true } : {}),
           },
-          ReturnValues: 'UPDATED_NEW',
+          ReturnValues: 'UPDATED_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return lease(Number(output.Attributes?.attempts ?? 1));
+      return lease((output.Attributes ?? {}) as Partial<IdempotencyRecord>);
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) {
         // The SDK gave up, and one of its tries may have been applied: give back a lease that is
@@ -207,7 +228,7 @@ export class DynamoDBIdempotencyStore {
       const existing = existingItem(error);
       if (!existing) throw error;
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
-        return lease(existing.attempts ?? 1);
+        return lease(existing, existing.attempts ?? 1); // its earlier values are gone
       return { acquired: false, existing };
     }
   }
@@ -252,9 +273,19 @@ export class DynamoDBIdempotencyStore {
     }
   }
 
-  /** Records a retryable failure: the next delivery may acquire the record again. @internal */
-  fail(lease: Lease, error: StoredError): Promise<boolean> {
-    return this.#fencedUpdate(lease, 'FAILED', { error });
+  /**
+   * Records a retryable failure: the next delivery may acquire the record again. With
+   * `deadLetteredMessageId`, the consumer sends that SQS message to the DLQ for failing too often:
+   * the record says at which attempt, so that a redriven copy's attempts count afresh, and which
+   * message, so that this one, back again, is not run (DESIGN §5).
+   * @internal
+   */
+  fail(lease: Lease, error: StoredError, deadLetteredMessageId?: string): Promise<boolean> {
+    return this.#fencedUpdate(lease, 'FAILED', {
+      error,
+      [ATTEMPTS_AT_DEAD_LETTER]: deadLetteredMessageId ? lease.attempt : undefined,
+      [DEAD_LETTERED_MESSAGE_ID]: deadLetteredMessageId,
+    });
   }
 
   /** Records a permanent failure: duplicates get the same error. @internal */

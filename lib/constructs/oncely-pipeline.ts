@@ -198,6 +198,7 @@ export class OncelyPipeline extends Construct {
       [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
       [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
       [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
+      [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
       POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
       POWERTOOLS_METRICS_NAMESPACE: serviceName,
     };

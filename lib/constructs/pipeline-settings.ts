@@ -1,12 +1,21 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { DEFAULT_MAX_ATTEMPTS } from '../../lambdas/consumer/environment.js';
 
 /** What a user can tune on the pipeline; every field has a documented default. */
 export interface PipelineSettings {
   /**
-   * Deliveries before SQS moves a message to the DLQ.
-   * @default 5
+   * Deliveries before SQS moves a message to the DLQ: a backstop (DESIGN §5). The consumer sends a
+   * record to the DLQ itself after `maxAttempts` failed runs of its own; a record can wait behind a
+   * batch's worth of such records, so less than `maxAttempts` × `batchSize` is refused.
+   * @default `maxAttempts` × `batchSize` (50)
    */
   readonly maxReceiveCount?: number;
+  /**
+   * A record's own failed runs after which the consumer sends it to the DLQ, in its group
+   * (`FifoBatchOptions.maxAttempts`, set through `MAX_ATTEMPTS`).
+   * @default 5
+   */
+  readonly maxAttempts?: number;
   /**
    * Consumer Lambda timeout.
    * @default Duration.seconds(30)
@@ -101,11 +110,14 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
   const queueRetention = settings.queueRetention ?? Duration.days(4);
   const dlqRetention = settings.dlqRetention ?? Duration.days(14);
   const retentionSeconds = queueRetention.toSeconds() + dlqRetention.toSeconds();
+  const maxAttempts = settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const batchSize = settings.batchSize ?? FIFO_MAX_BATCH_SIZE;
   return {
-    maxReceiveCount: settings.maxReceiveCount ?? 5,
+    maxReceiveCount: settings.maxReceiveCount ?? maxAttempts * batchSize,
+    maxAttempts,
     consumerTimeout,
     consumerMemoryMiB: settings.consumerMemoryMiB ?? 512,
-    batchSize: settings.batchSize ?? FIFO_MAX_BATCH_SIZE,
+    batchSize,
     maxConcurrency: settings.maxConcurrency ?? 10,
     maxConcurrentGroups: settings.maxConcurrentGroups ?? 10,
     visibilityTimeout:
@@ -149,6 +161,16 @@ export function pipelineSettingsProblems(s: ResolvedSettings): string[] {
   }
   if (!Number.isInteger(s.maxReceiveCount) || s.maxReceiveCount < 1 || s.maxReceiveCount > 1000) {
     problems.push(`maxReceiveCount (${s.maxReceiveCount}) must be a whole number from 1 to 1000.`);
+  }
+  if (!Number.isInteger(s.maxAttempts) || s.maxAttempts < 1) {
+    problems.push(`maxAttempts (${s.maxAttempts}) must be a whole number of at least 1.`);
+  } else if (s.maxReceiveCount < s.maxAttempts * s.batchSize) {
+    problems.push(
+      `maxReceiveCount (${s.maxReceiveCount}) must be at least maxAttempts × batchSize (${s.maxAttempts} × ` +
+        `${s.batchSize} = ${s.maxAttempts * s.batchSize}): a record can wait behind ${s.batchSize - 1} records of its ` +
+        `group that each fail ${s.maxAttempts} times before the consumer dead-letters them, and SQS would move it to ` +
+        'the DLQ with them though it never failed. Raise maxReceiveCount, or lower maxAttempts.',
+    );
   }
   if (!Number.isInteger(s.maxConcurrency) || s.maxConcurrency < 2 || s.maxConcurrency > 1000) {
     problems.push(`maxConcurrency (${s.maxConcurrency}) must be a whole number from 2 to 1000.`);

@@ -65,6 +65,7 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
     notificationMode: mode,
     pipeline: {
       maxReceiveCount: number('maxReceiveCount'),
+      maxAttempts: number('maxAttempts'),
       consumerTimeout: duration('consumerTimeoutSeconds', Duration.seconds),
       consumerMemoryMiB: number('consumerMemoryMiB'),
       batchSize: number('batchSize'),

@@ -288,7 +288,7 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
   });
   expect(JSON.parse(String(queue.RedrivePolicy))).toEqual({
     deadLetterTargetArn: resources.dlqArn,
-    maxReceiveCount: 5,
+    maxReceiveCount: 50,
   });
   expect(dlq).toMatchObject({ QueueArn: resources.dlqArn, FifoQueue: 'true', SqsManagedSseEnabled: 'true' });
   expect(Number(queue.VisibilityTimeout)).toBeGreaterThanOrEqual(6 * Number(consumer.Timeout));

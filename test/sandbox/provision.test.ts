@@ -101,7 +101,8 @@ describe('provisioning the synthesized stack into the emulators', () => {
     });
     expect(JSON.parse(String(Attributes?.RedrivePolicy))).toEqual({
       deadLetterTargetArn: dlq.arn,
-      maxReceiveCount: 5,
+      // maxAttempts × batchSize: the backstop behind the consumer's own count (DESIGN §5).
+      maxReceiveCount: 50,
     });
   });
 

@@ -44,13 +44,26 @@ function queues() {
 }
 
 describe('queues', () => {
-  it('is a FIFO queue redriving to a FIFO DLQ after maxReceiveCount', () => {
+  it('is a FIFO queue redriving to a FIFO DLQ after maxReceiveCount: maxAttempts × batchSize by default', () => {
     const { queue, dlq, dlqId } = queues();
     expect(queue.FifoQueue).toBe(true);
     expect(dlq.FifoQueue).toBe(true);
     expect(queue.RedrivePolicy).toEqual({
       deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
-      maxReceiveCount: 5,
+      maxReceiveCount: 50,
+    });
+  });
+
+  it('derives the backstop from maxAttempts and batchSize, and tells the consumer maxAttempts (MAX_ATTEMPTS)', () => {
+    const { template: own } = buildStack({ maxAttempts: 3, batchSize: 4 });
+    own.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: 12 }),
+    });
+    own.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [CONSUMER_ENVIRONMENT.maxAttempts]: '3' }) },
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [CONSUMER_ENVIRONMENT.maxAttempts]: '5' }) },
     });
   });
 
@@ -535,6 +548,15 @@ describe('synth-time checks', () => {
       /at least 6 × consumerTimeout/,
     ],
     [{ batchSize: 11 }, /batchSize \(11\) must be a whole number from 1 to 10/],
+    [{ maxAttempts: 0 }, /maxAttempts \(0\) must be a whole number of at least 1/],
+    [
+      { maxReceiveCount: 5 },
+      /maxReceiveCount \(5\) must be at least maxAttempts × batchSize \(5 × 10 = 50\): a record can wait/,
+    ],
+    [
+      { maxAttempts: 3, batchSize: 5, maxReceiveCount: 14 },
+      /maxReceiveCount \(14\) must be at least maxAttempts × batchSize \(3 × 5 = 15\)/,
+    ],
     [
       { unresolvedCheckInterval: Duration.seconds(30) },
       /unresolvedCheckInterval \(30 seconds\) must be a whole/,
