@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import { TransactionConditionFailedError } from '../idempotency/errors.js';
-import { recordId } from '../idempotency/keys.js';
+import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
 import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
 import {
   TransactionalIdempotency,
@@ -224,7 +224,7 @@ export function transactionalOperation<P = unknown, T = unknown>(
 
 /** The operation's cache, kept for the container's life. Checks the namespace, so a bad one fails at build time. */
 function completedCacheOf(options: OperationOptions<unknown>): CompletedRecordCache | false {
-  recordId(options.namespace, 'probe');
+  assertOperationNamespace(options.namespace);
   return options.cache ?? new CompletedRecordCache();
 }
 

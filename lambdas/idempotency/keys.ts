@@ -15,6 +15,25 @@ export function assertValidKey(key: unknown): asserts key is string {
   }
 }
 
+/**
+ * The publisher's namespace: its request records are `publish#<requestId>`. IAM keeps every other
+ * function off them (DESIGN §3), so no consumer operation may take it (`assertOperationNamespace`).
+ */
+export const PUBLISH_NAMESPACE = 'publish';
+
+/**
+ * Refuses, where a consumer operation is built, a namespace its records cannot have — invalid, or
+ * the publisher's, which IAM would refuse on AWS record by record (and the sandbox would not).
+ */
+export function assertOperationNamespace(namespace: string): void {
+  recordId(namespace, 'probe');
+  if (namespace === PUBLISH_NAMESPACE) {
+    throw new IdempotencyConfigurationError(
+      `The idempotency namespace "${PUBLISH_NAMESPACE}" is reserved for the publisher's request records: name the operation otherwise.`,
+    );
+  }
+}
+
 /** A namespace names one operation (e.g. "ledger"), so two operations never share a key space. */
 export function recordId(namespace: string, key: string): string {
   if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(namespace)) {

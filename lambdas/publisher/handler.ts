@@ -9,9 +9,10 @@ import {
   DynamoDBIdempotencyStore,
   idempotentRequest,
 } from '../idempotency/index.js';
+import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
 import type { PublishResponse } from './contract.js';
 import { readPublisherEnvironment } from './environment.js';
-import { PUBLISH_NAMESPACE, publisherErrors, validation } from './middlewares.js';
+import { publisherErrors, validation } from './middlewares.js';
 import { sendInGroupOrder } from './ordered-sender.js';
 import { sqsBatchSender } from './sqs-batch.js';
 import type { PublishCommand } from './validation.js';

@@ -1,11 +1,9 @@
 import type { MiddlewareObj } from '@middy/core';
 import { IdempotencyConflictError, IdempotencyInProgressError } from '../idempotency/errors.js';
+import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
 import type { PublishResponse } from './contract.js';
 import { PublishConflictError, PublishInProgressError } from './errors.js';
 import { type PublishCommand, type ValidationLimits, validatePublishRequest } from './validation.js';
-
-/** The idempotency namespace of publish requests: records are `publish#<requestId>`. */
-export const PUBLISH_NAMESPACE = 'publish';
 
 /**
  * Validates the raw event and replaces it with the prepared command. It runs first, so an invalid

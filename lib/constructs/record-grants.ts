@@ -1,6 +1,6 @@
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { PUBLISH_NAMESPACE } from '../../lambdas/idempotency/keys.js';
 import { deadLetterMarkId } from '../../lambdas/idempotency/record.js';
-import { PUBLISH_NAMESPACE } from '../../lambdas/publisher/middlewares.js';
 
 /**
  * Who may touch which items of the idempotency table. Its ids (DESIGN §3) are `namespace#key`; the
