@@ -82,3 +82,9 @@ export class SeveralOutboxesError extends OncelyError {
   static override readonly errorName: string = 'SeveralOutboxesError';
   readonly retryable = false;
 }
+
+/** `dlq discard` recorded messages but could not delete them from the DLQ. */
+export class DiscardInterruptedError extends OncelyError {
+  static override readonly errorName: string = 'DiscardInterruptedError';
+  readonly retryable = true;
+}
