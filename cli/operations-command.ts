@@ -16,6 +16,7 @@ import {
 } from './operations-report.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
+import { acquireRedriveLease } from './redrive-lease.js';
 import { connect, connectToOutputs } from './target.js';
 
 /** How much of each body `dlq list`'s table shows. */
@@ -80,13 +81,17 @@ export async function runOperation(
         }
         const timeoutMs = (command.timeoutSeconds ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS) * 1000;
         const { dryRun, groupId, key, limit } = command;
+        // One redrive at a time (a dry run moves nothing, and needs none).
+        const lease = dryRun
+          ? undefined
+          : await acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
         const result = await redriveDeadLetters(pipeline.sqs, resources, {
           timeoutMs,
           dryRun,
           groupId,
           key,
           limit,
-        });
+        }).finally(() => lease?.release());
         report(result, (described) => describeRedrive(described, resources.queueUrl));
         return result.finished ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }

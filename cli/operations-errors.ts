@@ -88,3 +88,9 @@ export class DiscardInterruptedError extends OncelyError {
   static override readonly errorName: string = 'DiscardInterruptedError';
   readonly retryable = true;
 }
+
+/** Another `dlq redrive` holds the DLQ's redrive lease: two at once would redrive each other's returns. */
+export class RedriveInProgressError extends OncelyError {
+  static override readonly errorName: string = 'RedriveInProgressError';
+  readonly retryable = true;
+}
