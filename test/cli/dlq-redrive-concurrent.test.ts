@@ -51,7 +51,9 @@ describe('two dlq redrives at once', () => {
     );
     const lease = await acquireRedriveLease(dynamodb, pipeline.idempotencyTableName, 60_000);
     expect(lost).toBe(true);
-    expect(await readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID)).toMatchObject({ owner: lease.owner });
+    expect(await readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID)).toMatchObject({
+      owner: lease.owner,
+    });
     await lease.release();
 
     // A killed run's lease: past its end, the next run takes it over.

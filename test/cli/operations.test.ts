@@ -351,7 +351,11 @@ describe('oncely dlq', () => {
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids);
     // All three are back to be received at once (none left in flight to block the group); SQS drops the
     // second sends by their deduplication ids, and the consumer would drop them by their keys.
-    expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({ finished: true, moved: 3, skipped: [] });
+    expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({
+      finished: true,
+      moved: 3,
+      skipped: [],
+    });
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids); // cut-1's second copy is a duplicate
     expect(await messagesInQueue(sqs, resources.dlqUrl)).toBe(0);
   });
