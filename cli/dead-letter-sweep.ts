@@ -92,8 +92,10 @@ export async function sweepDeadLetters(
         counts = await depth(sqs, dlqUrl);
         const elsewhere = counts.inFlight - held.size;
         if (counts.visible === 0 && elsewhere <= 0) end = 'seen-through';
-        else if (elsewhere <= 0 && ++emptyReceives >= BLOCKED_AFTER_EMPTY_RECEIVES) {
-          if (retried || held.size === 0) end = 'blocked';
+        // Holding nothing, nothing of the sweep's can block them: SQS's counts lag (up to a minute),
+        // or messages are arriving. It keeps receiving, until the deadline at most.
+        else if (elsewhere <= 0 && held.size > 0 && ++emptyReceives >= BLOCKED_AFTER_EMPTY_RECEIVES) {
+          if (retried) end = 'blocked';
           else {
             // Something arrived behind a held message (a moved one the consumer sent back, say): let
             // everything go once, so that each group comes again from its head with what is behind it.

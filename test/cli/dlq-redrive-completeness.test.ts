@@ -44,6 +44,29 @@ describe('dlq redrive, a receive bringing one group in any order', () => {
     }
   });
 
+  it("keeps receiving while SQS's counts lag behind its deletes, and finishes once they catch up", async () => {
+    const pipeline = await world.pipeline();
+    for (const group of groups(2)) {
+      await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(`k-${group}`, group), group);
+    }
+    const client = world.client();
+    let lagging = 4;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const answer = await next(args);
+        if (context.commandName !== 'GetQueueAttributesCommand' || lagging-- <= 0) return answer;
+        // The deleted messages still counted, as SQS's approximate counts may for up to a minute.
+        const output = answer.output as { Attributes: Record<string, string> };
+        output.Attributes.ApproximateNumberOfMessages = '2';
+        return answer;
+      },
+      { step: 'initialize', name: 'laggingCounts' },
+    );
+    const result = await redriveDeadLetters(client, pipeline, { timeoutMs: 20_000 });
+    expect(lagging).toBeLessThan(0);
+    expect(result).toMatchObject({ finished: true, moved: 2, left: 0, hidden: 0, timedOut: false });
+  });
+
   it('does not call a group hidden by a concurrent `dlq list` done: it says it is hidden, and exits unfinished', async () => {
     const pipeline = await world.pipeline();
     for (const group of groups(3))
