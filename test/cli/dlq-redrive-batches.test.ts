@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sizeOf } from '../../cli/dead-letter-move.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { RedriveInterruptedError } from '../../cli/operations-errors.js';
+import { receiveMessages } from '../support/sqs.js';
 import { type DlqWorld, deadLetter, drain, envelopeBody, PAST, startDlqWorld } from './dlq-fifo.js';
 import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 
@@ -77,6 +79,46 @@ describe('dlq redrive in batches', () => {
     // One batch per receive: 3 for the group (9, 9, 6 past its held messages), 3 for the single ones.
     expect(requests.get('SendMessageBatchCommand')).toBe(6);
     expect(requests.get('DeleteMessageBatchCommand')).toBe(6);
+  });
+
+  it("moves a message at SQS's limits (10 attributes, 256 KiB) with its producer's attributes only; adds none to one it leaves", async () => {
+    const pipeline = await world.pipeline();
+    const text = (value: string) => ({ DataType: 'String', StringValue: value });
+    const producer = Object.fromEntries(
+      Array.from({ length: 6 }, (_, i) => [`attr${i}`, text(`value-${i}`)]),
+    );
+    const dlqAttributes = {
+      ErrorName: text('HandlerError'),
+      ErrorMessage: text('failed'),
+      OriginalMessageId: text('original'),
+      ReceiveCount: { DataType: 'Number', StringValue: '3' },
+    };
+    const attributes = { ...producer, ...dlqAttributes };
+    const attributeBytes = sizeOf('', attributes);
+    // The body fills the rest of 256 KiB: the message is at both limits in the DLQ.
+    const envelope = envelopeBody('full', 'full');
+    const body = `${envelope.slice(0, -1)},"pad":"${'p'.repeat(256 * 1024 - attributeBytes - envelope.length - 9)}"}`;
+    expect(sizeOf(body, attributes)).toBe(256 * 1024);
+    await deadLetter(world.sqs, pipeline.dlqUrl, body, 'full', attributes);
+    // Past the horizon with 10 attributes of its own (SQS moved it: none of the DLQ's). Re-sending it
+    // marked, as a redrive did, took 12 attributes, which SQS refuses: it stopped every redrive there.
+    const tenOwn = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`own${i}`, text(`value-${i}`)]));
+    const pastId = await deadLetter(
+      world.sqs,
+      pipeline.dlqUrl,
+      envelopeBody('old', 'old', PAST),
+      'old',
+      tenOwn,
+    );
+
+    expect(await redriveDeadLetters(world.sqs, pipeline)).toMatchObject({
+      finished: true,
+      moved: 1,
+      skipped: [{ messageId: pastId }],
+    });
+    const [moved] = await receiveMessages(world.sqs, pipeline.queueUrl, 1);
+    expect(moved?.Body).toBe(body);
+    expect(Object.keys(moved?.MessageAttributes ?? {}).sort()).toEqual(Object.keys(producer).sort());
   });
 
   it('a redrive again leaves the past-horizon messages as they are: same ids, not sent anywhere', async () => {
