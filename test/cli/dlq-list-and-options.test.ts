@@ -1,5 +1,6 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CliUsageError, parseCommandLine } from '../../cli/command-line.js';
 import type { DeadLetterListing } from '../../cli/dead-letter-list.js';
 import type { RedriveResult } from '../../cli/dead-letter-redrive.js';
 import { describeDeadLetters } from '../../cli/operations-report.js';
@@ -143,5 +144,57 @@ describe('oncely dlq redrive options', () => {
     expect((await world.oncely(pipeline, ['dlq', 'redrive', '--limit', '10'])).code).toBe(3);
     expect((await world.oncely(pipeline, ['dlq', 'redrive', '--yes'])).code).toBe(0);
     expect(await messagesInQueue(world.sqs, pipeline.queueUrl)).toBe(11);
+  });
+});
+
+describe('the dlq command line', () => {
+  const target = ['--ready-file', 'ready.json'];
+  it('parses the options, each with its default, and refuses what it cannot take', () => {
+    expect(parseCommandLine(['dlq', 'redrive', ...target], {})).toMatchObject({
+      name: 'dlq-redrive',
+      dryRun: false,
+      yes: false,
+      groupId: undefined,
+      key: undefined,
+      limit: undefined,
+      timeoutSeconds: undefined,
+    });
+    expect(
+      parseCommandLine(
+        [
+          'dlq',
+          'redrive',
+          '--dry-run',
+          '--group',
+          'g',
+          '--key',
+          'k',
+          '--limit',
+          '5',
+          '--yes',
+          '--timeout',
+          '9',
+          ...target,
+        ],
+        {},
+      ),
+    ).toMatchObject({ dryRun: true, groupId: 'g', key: 'k', limit: 5, yes: true, timeoutSeconds: 9 });
+    expect(parseCommandLine(['dlq', 'list', '--limit', '7', '--timeout', '3', ...target], {})).toMatchObject({
+      name: 'dlq-list',
+      limit: 7,
+      timeoutSeconds: 3,
+    });
+    expect(parseCommandLine(['dlq', 'discard', 'm1', 'm2', '--reason', 'why', ...target], {})).toMatchObject({
+      name: 'dlq-discard',
+      messageIds: ['m1', 'm2'],
+      reason: 'why',
+    });
+    expect(() => parseCommandLine(['dlq', 'discard', 'm1', ...target], {})).toThrow(
+      new CliUsageError('dlq discard needs --reason TEXT: it is kept with each message.'),
+    );
+    expect(() => parseCommandLine(['dlq', 'discard', '--reason', 'r', ...target], {})).toThrow(CliUsageError);
+    expect(() => parseCommandLine(['dlq', 'list', '--limit', '0', ...target], {})).toThrow(
+      '--limit takes a whole number of messages above 0, got "0".',
+    );
   });
 });
