@@ -3,7 +3,8 @@
 /**
  * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq`,
  * `oncely in-doubt` and `oncely outbox` operate a running pipeline, local or deployed. Exit codes:
- * 0 done, 1 failed, 2 the command line is wrong.
+ * 0 done, 1 failed, 2 the command line is wrong; the operations commands' others in
+ * cli/exit-codes.ts (docs/operations.md, "Exit codes").
  */
 
 import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line.js';

@@ -17,11 +17,22 @@ export const USAGE = `Usage:
       --install-node installs the Node.js major a function's runtime names into .oncely/ when missing
       (once, from the npm registry), rather than running it on this machine's Node.
 
-  oncely dlq list      [--ready-file PATH | --stack NAME] [--json]
-      Show the messages in the DLQ (without consuming them) and why they are there.
-  oncely dlq redrive   [--ready-file PATH | --stack NAME] [--timeout SECONDS] [--json]
+  oncely dlq list      [--limit N] [--timeout SECONDS] [--ready-file PATH | --stack NAME] [--json]
+      Show the messages in the DLQ (without consuming them) and why they are there: at most --limit
+      (default 500), bodies cut to 60 characters in the table, whole in --json. Waits at most
+      --timeout seconds (default 60) for messages in flight elsewhere. Exit code 3 when the listing
+      is partial (a long group, the limit, messages in flight elsewhere).
+  oncely dlq redrive   [--dry-run] [--group ID] [--key KEY] [--limit N] [--yes] [--timeout SECONDS]
+                       [--ready-file PATH | --stack NAME] [--json]
       Move the DLQ's messages back to the queue, each group in order; leave those past the dedup
-      horizon in the DLQ. Stops after --timeout seconds (default 300); run it again for the rest.
+      horizon in place. --dry-run moves nothing and counts; --group, --key: only that group's
+      messages, that key's message; --limit moves at most N. Asks before moving more than 10 unless
+      --yes (without a terminal it refuses: exit code 4). Stops after --timeout seconds (default 300).
+      Exit code 0 when the DLQ holds nothing it should move, 3 when messages are left (the output
+      says which and why): run it again.
+  oncely dlq discard   MESSAGE_ID... --reason TEXT [--ready-file PATH | --stack NAME] [--json]
+      Delete these messages from the DLQ for good, each recorded first in the idempotency table
+      (oncely/discarded#MESSAGE_ID, with its body and the reason). Exit code 3 if one was not found.
   oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
       Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
       RETRY_PENDING (a \`resolve --as retry\` that did not finish).
@@ -63,8 +74,21 @@ export type Command =
         installNode: boolean;
       };
     }
-  | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
-  | { name: 'dlq-redrive'; target: Target; json: boolean; timeoutSeconds?: number }
+  | { name: 'in-doubt-list'; target: Target; json: boolean }
+  | { name: 'dlq-list'; target: Target; json: boolean; limit?: number; timeoutSeconds?: number }
+  | {
+      name: 'dlq-redrive';
+      target: Target;
+      json: boolean;
+      timeoutSeconds?: number;
+      dryRun: boolean;
+      groupId?: string;
+      key?: string;
+      limit?: number;
+      /** Move more than a few without asking. */
+      yes: boolean;
+    }
+  | { name: 'dlq-discard'; target: Target; json: boolean; messageIds: string[]; reason: string }
   | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' }
   | {
       name: 'outbox-list';
@@ -105,11 +129,34 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
   const json = values.json ?? false;
   if (group === 'dlq' && action === 'list') {
     expectNoMore(rest);
-    return { name: 'dlq-list', target, json };
+    return {
+      name: 'dlq-list',
+      target,
+      json,
+      limit: howMany(values.limit),
+      timeoutSeconds: seconds(values.timeout, '--timeout'),
+    };
   }
   if (group === 'dlq' && action === 'redrive') {
     expectNoMore(rest);
-    return { name: 'dlq-redrive', target, json, timeoutSeconds: seconds(values.timeout, '--timeout') };
+    return {
+      name: 'dlq-redrive',
+      target,
+      json,
+      timeoutSeconds: seconds(values.timeout, '--timeout'),
+      dryRun: values['dry-run'] ?? false,
+      groupId: values.group,
+      key: values.key,
+      limit: howMany(values.limit),
+      yes: values.yes ?? false,
+    };
+  }
+  if (group === 'dlq' && action === 'discard') {
+    if (rest.length === 0)
+      throw new CliUsageError('dlq discard needs the ids of the messages, as `dlq list` shows them.');
+    if (!values.reason)
+      throw new CliUsageError('dlq discard needs --reason TEXT: it is kept with each message.');
+    return { name: 'dlq-discard', target, json, messageIds: rest, reason: values.reason };
   }
   if (group === 'in-doubt' && action === 'list') {
     expectNoMore(rest);
@@ -159,6 +206,12 @@ function parse(argv: string[]) {
         stack: { type: 'string' },
         as: { type: 'string' },
         timeout: { type: 'string' },
+        limit: { type: 'string' },
+        group: { type: 'string' },
+        key: { type: 'string' },
+        reason: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        yes: { type: 'boolean' },
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
@@ -183,6 +236,15 @@ function pairs(items: string[], flag: string): Record<string, string> {
       return [item.slice(0, at), item.slice(at + 1)];
     }),
   );
+}
+
+function howMany(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number <= 0) {
+    throw new CliUsageError(`--limit takes a whole number of messages above 0, got "${value}".`);
+  }
+  return number;
 }
 
 function seconds(value: string | undefined, flag: string): number | undefined {

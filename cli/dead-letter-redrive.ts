@@ -1,11 +1,4 @@
-import {
-  DeleteMessageCommand,
-  type Message,
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import type { Message, MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import {
   type DedupHorizon,
   isPastDedupHorizon,
@@ -14,38 +7,65 @@ import {
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
-import { makeVisible } from './dead-letter-list.js';
-import { DedupHorizonUnknownError, RedriveInterruptedError } from './operations-errors.js';
+import { moveInOrder } from './dead-letter-move.js';
+import { groupOf, type SweepEnd, sweepDeadLetters } from './dead-letter-sweep.js';
+import { DedupHorizonUnknownError } from './operations-errors.js';
 
 export interface RedriveOptions {
   /** Bound on the whole redrive; what it did not reach stays in the DLQ for the next run. */
   timeoutMs?: number;
+  /** Move nothing: count what a redrive would move and skip. */
+  dryRun?: boolean;
+  /** Only this message group's messages. */
+  groupId?: string;
+  /** Only the message with this envelope key. */
+  key?: string;
+  /** Move at most this many. */
+  limit?: number;
+}
+
+/** A message left in the DLQ because it is past the dedup horizon. */
+export interface SkippedDeadLetter {
+  messageId: string;
+  groupId: string;
+  key?: string;
 }
 
 export interface RedriveResult {
-  /** Sent back to the queue. */
+  /** The DLQ holds nothing this run should have moved: every message was moved, or is accounted for below. */
+  finished: boolean;
+  /** Nothing was moved: `moved` counts what would have been. */
+  dryRun: boolean;
+  /** Sent back to the queue (and deleted from the DLQ). */
   moved: number;
-  /** Past the dedup horizon: left in the DLQ. */
-  skipped: number;
+  /** Past the dedup horizon: left in place in the DLQ, to discard (`oncely dlq discard`). */
+  skipped: SkippedDeadLetter[];
+  /** Moved by this run, failed again and back in the DLQ: left for the next run. */
+  returned: number;
+  /** Not of `--group`/`--key`, or beyond `--limit`: left in the DLQ. */
+  notSelected: number;
+  /** Visible in the DLQ at the end and never reached (behind messages held back, or cut off by the time bound). */
+  left: number;
+  /** In flight elsewhere at the end (another operator's `dlq list` or redrive): not reached. */
+  hidden: number;
   /** The time bound ended the redrive before the DLQ was seen through. */
   timedOut: boolean;
-  /** Messages left in the DLQ that could not be made visible again: they reappear within a minute. */
+  /** Messages this run held that could not be made visible again: they reappear within a minute. */
   stillHidden: number;
 }
 
-const DEFAULT_REDRIVE_TIMEOUT_MS = 5 * 60_000;
+export const DEFAULT_REDRIVE_TIMEOUT_SECONDS = 300;
 /** Long enough for one received batch to be sent on and deleted, so no message comes round twice. */
 const REDRIVE_VISIBILITY_TIMEOUT_SECONDS = 60;
-/** A receive waits this long for more before the DLQ counts as seen through. */
-const REDRIVE_WAIT_SECONDS = 1;
 
 /**
- * Moves the DLQ's messages back to the queue, each group in order: every message is sent to the
- * queue in its group, then deleted from the DLQ, in the order the DLQ hands them out. A message past
- * the dedup horizon (DESIGN §2; or already dead-lettered as `PastDedupHorizon`) is never sent: it
- * would run as a new message. It stays in the DLQ, as a copy marked `PastDedupHorizon` behind the
- * rest of its group; the original is deleted, since a FIFO group with a message in flight hands out
- * nothing more. Messages that are not Oncely envelopes are moved as they are. A moved message that
+ * Moves the DLQ's messages back to the queue, each group in order: each receive's messages are sent
+ * to the queue in one batch (in the order the DLQ handed them out), then deleted from the DLQ. It
+ * ends when SQS's counts show that it saw every message (see dead-letter-sweep.ts), or says what it
+ * did not reach. A message past the dedup horizon (DESIGN §2; or already dead-lettered as
+ * `PastDedupHorizon`) is never sent, since it would run as a new message, and never re-sent to the
+ * DLQ, since that would reset its retention: it stays where it is, and the rest of its group moves
+ * on past it. Messages that are not Oncely envelopes are moved as they are. A moved message that
  * fails again and comes back during the run stays for the next run.
  *
  * A crash between a send and its delete leaves the message in both places: harmless, the consumer
@@ -58,86 +78,76 @@ export async function redriveDeadLetters(
   options: RedriveOptions = {},
 ): Promise<RedriveResult> {
   const horizon = horizonOf(resources.idempotencyTtlSeconds);
-  const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_REDRIVE_TIMEOUT_MS);
-  const counts = { moved: 0, skipped: 0 };
+  const dryRun = options.dryRun ?? false;
+  let moved = 0;
   /**
-   * Ids of what this run sent: skipped copies, and moved messages (which the consumer may send
-   * straight back). Seeing only those means the DLQ is seen through; redriving them again would loop.
+   * What this run left in the DLQ, by message id: a message let go so that its group's later ones
+   * come (dead-letter-sweep.ts) is received again, and counts once.
    */
-  const ours = new Set<string>();
-  /** Received and not deleted: made visible again at the end. */
-  const held = new Map<string, Message>();
-  let timedOut = true;
+  const left = new Map<string, SkippedDeadLetter | 'returned' | 'not-selected'>();
+  /** Queue message ids of what this run sent: a copy the consumer sends back names one as its original. */
+  const sent = new Set<string>();
+  const room = () => (options.limit ?? Number.POSITIVE_INFINITY) - moved;
+  const sweep = await sweepDeadLetters(sqs, resources.dlqUrl, {
+    deadline: Date.now() + (options.timeoutMs ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS * 1000),
+    visibilitySeconds: REDRIVE_VISIBILITY_TIMEOUT_SECONDS,
+    done: () => room() <= 0,
+    handle: async (messages) => {
+      const movable: Message[] = [];
+      for (const message of messages) {
+        const id = String(message.MessageId);
+        const original = message.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue;
+        if (original !== undefined && sent.has(original)) left.set(id, 'returned');
+        else if (!isSelected(message, options) || movable.length >= room()) left.set(id, 'not-selected');
+        else if (isPast(message, horizon, Date.now())) left.set(id, skippedOf(message));
+        else movable.push(message);
+      }
+      if (dryRun) {
+        moved += movable.length;
+        return new Set();
+      }
+      const batch = await moveInOrder(sqs, resources, movable, moved, withoutDlqAttributes);
+      for (const id of batch.sentIds) sent.add(id);
+      moved += batch.deleted.size;
+      return batch.deleted;
+    },
+  });
+  const reasons = [...left.values()];
+  return {
+    finished: finishedBy(sweep.end) && sweep.left === 0 && sweep.hidden === 0,
+    dryRun,
+    moved,
+    skipped: reasons.filter((reason) => typeof reason === 'object'),
+    returned: reasons.filter((reason) => reason === 'returned').length,
+    notSelected: reasons.filter((reason) => reason === 'not-selected').length,
+    left: sweep.left,
+    hidden: sweep.hidden,
+    timedOut: sweep.end === 'timed-out',
+    stillHidden: sweep.stillHidden,
+  };
+}
+
+function finishedBy(end: SweepEnd): boolean {
+  return end === 'seen-through' || end === 'stopped';
+}
+
+function isSelected(message: Message, options: RedriveOptions): boolean {
+  if (options.groupId !== undefined && groupOf(message) !== options.groupId) return false;
+  return options.key === undefined || keyOf(message) === options.key;
+}
+
+function keyOf(message: Message): string | undefined {
   try {
-    while (Date.now() < deadline) {
-      const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: resources.dlqUrl,
-          MaxNumberOfMessages: 10,
-          VisibilityTimeout: REDRIVE_VISIBILITY_TIMEOUT_SECONDS,
-          WaitTimeSeconds: REDRIVE_WAIT_SECONDS,
-          AttributeNames: ['All'],
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      for (const message of Messages) held.set(String(message.MessageId), message);
-      const fresh = Messages.filter((message) => !isOurs(message, ours));
-      if (fresh.length === 0) {
-        timedOut = false;
-        break;
-      }
-      for (const message of fresh) {
-        await redriveOne(sqs, resources, message, isPast(message, horizon, Date.now()), ours, counts);
-        held.delete(String(message.MessageId));
-      }
-    }
+    return parseReceivedEnvelope(message.Body ?? '').key;
   } catch (error) {
-    await release(sqs, resources.dlqUrl, held);
+    if (error instanceof InvalidEnvelopeError) return undefined;
     throw error;
   }
-  return { ...counts, timedOut, stillHidden: await release(sqs, resources.dlqUrl, held) };
 }
 
-/** Sends one message on (to the queue, or back to the DLQ when skipped), then deletes it. */
-async function redriveOne(
-  sqs: SQSClient,
-  resources: Pick<PipelineResources, 'dlqUrl' | 'queueUrl'>,
-  message: Message,
-  past: boolean,
-  ours: Set<string>,
-  counts: { moved: number; skipped: number },
-): Promise<void> {
-  const id = String(message.MessageId);
-  try {
-    const { MessageId } = await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: past ? resources.dlqUrl : resources.queueUrl,
-        MessageBody: message.Body,
-        MessageGroupId: message.Attributes?.MessageGroupId,
-        MessageDeduplicationId: `${past ? 'skipped' : 'redriven'}-${id}`,
-        MessageAttributes: past ? markedPast(message) : withoutDlqAttributes(message),
-      }),
-    );
-    ours.add(String(MessageId));
-    await sqs.send(
-      new DeleteMessageCommand({ QueueUrl: resources.dlqUrl, ReceiptHandle: message.ReceiptHandle }),
-    );
-  } catch (cause) {
-    throw new RedriveInterruptedError(
-      `The redrive stopped after moving ${counts.moved} and skipping ${counts.skipped} messages: ` +
-        `${past ? 'keeping' : 'moving'} message ${id} (group ${message.Attributes?.MessageGroupId}) failed ` +
-        `(${String(cause)}). What was not moved is still in the DLQ: run \`oncely dlq redrive\` again (a message ` +
-        'moved twice is recognised by its key).',
-      { cause },
-    );
-  }
-  counts[past ? 'skipped' : 'moved']++;
-}
-
-/** Sent by this run: a skipped copy, or a moved message back in the DLQ (the consumer names its queue id). */
-function isOurs(message: Message, ours: Set<string>): boolean {
-  const original = message.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue;
-  return ours.has(String(message.MessageId)) || (original !== undefined && ours.has(original));
+function skippedOf(message: Message): SkippedDeadLetter {
+  const key = keyOf(message);
+  return { messageId: String(message.MessageId), groupId: groupOf(message), ...(key ? { key } : {}) };
 }
 
 function isPast(message: Message, horizon: DedupHorizon, nowMs: number): boolean {
@@ -150,42 +160,20 @@ function isPast(message: Message, horizon: DedupHorizon, nowMs: number): boolean
   }
 }
 
-/** The DLQ's reasons would mislead on the queue; a producer's own attributes go along. */
-function withoutDlqAttributes(message: Message): Record<string, MessageAttributeValue> {
-  const ours = new Set<string>(Object.values(DLQ_ATTRIBUTES));
-  return sendable(
-    Object.fromEntries(Object.entries(message.MessageAttributes ?? {}).filter(([name]) => !ours.has(name))),
-  );
-}
-
-function markedPast(message: Message): Record<string, MessageAttributeValue> {
-  return {
-    ...sendable(message.MessageAttributes ?? {}),
-    [DLQ_ATTRIBUTES.errorName]: { DataType: 'String', StringValue: PAST_DEDUP_HORIZON },
-    [DLQ_ATTRIBUTES.errorMessage]: {
-      DataType: 'String',
-      StringValue:
-        'published before the dedup horizon: it can no longer be told apart from a new message, so it is not ' +
-        'redriven. To run it anyway, publish it again under a new key.',
-    },
-  };
-}
-
 /**
- * Makes what this run holds visible again: what it sent and received back, and on a failure what it had not
- * got to. Returns how many could not be (they reappear after the visibility timeout anyway).
+ * The DLQ's reasons would mislead on the queue; a producer's own attributes go along. So a redriven
+ * message carries no attribute it did not have on the queue, and is never larger than it was there.
  */
-async function release(sqs: SQSClient, dlqUrl: string, held: Map<string, Message>): Promise<number> {
-  return makeVisible(sqs, dlqUrl, [...held.values()]).catch(() => held.size);
-}
-
-/** Received attributes as SendMessage takes them (a receive may add empty list fields SQS refuses). */
-function sendable(attributes: Record<string, MessageAttributeValue>): Record<string, MessageAttributeValue> {
+function withoutDlqAttributes(message: Message): Record<string, MessageAttributeValue> {
+  const dlq = new Set<string>(Object.values(DLQ_ATTRIBUTES));
   return Object.fromEntries(
-    Object.entries(attributes).map(([name, { DataType, StringValue, BinaryValue }]) => [
-      name,
-      { DataType, StringValue, BinaryValue },
-    ]),
+    Object.entries(message.MessageAttributes ?? {})
+      .filter(([name]) => !dlq.has(name))
+      // As SendMessage takes them: a receive may add empty list fields SQS refuses.
+      .map(([name, { DataType, StringValue, BinaryValue }]) => [
+        name,
+        { DataType, StringValue, BinaryValue },
+      ]),
   );
 }
 

@@ -1,10 +1,14 @@
 import type { OperationsCommand } from './command-line.js';
+import { type Confirm, confirmRedrive } from './dead-letter-confirm.js';
+import { discardDeadLetters } from './dead-letter-discard.js';
 import { listDeadLetters } from './dead-letter-list.js';
-import { redriveDeadLetters } from './dead-letter-redrive.js';
+import { DEFAULT_REDRIVE_TIMEOUT_SECONDS, redriveDeadLetters } from './dead-letter-redrive.js';
+import { EXIT_CODES } from './exit-codes.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
 import {
   describeDeadLetters,
+  describeDiscard,
   describeOutbox,
   describeRedrive,
   describeResolution,
@@ -12,11 +16,20 @@ import {
 } from './operations-report.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
+import { acquireRedriveLease } from './redrive-lease.js';
 import { connect, connectToOutputs } from './target.js';
+
+/** How much of each body `dlq list`'s table shows. */
+const TABLE_BODY_CHARACTERS = 60;
 
 export interface OperationsOptions {
   /** Where the result goes; standard output by default. */
   print?: (text: string) => void;
+  /**
+   * Asks the operator a yes/no question (`dlq redrive` before moving more than a few messages);
+   * by default on the terminal, and none without one (then the command refuses).
+   */
+  confirm?: Confirm;
 }
 
 /**
@@ -47,15 +60,45 @@ export async function runOperation(
   const { resources } = pipeline;
   try {
     switch (command.name) {
-      case 'dlq-list':
-        report(await listDeadLetters(pipeline.sqs, resources.dlqUrl), describeDeadLetters);
-        return 0;
-      case 'dlq-redrive': {
+      case 'dlq-list': {
+        // The table shows a glimpse of each body; --json the whole body, up to the limit.
+        const bodyCharacters = command.json ? undefined : TABLE_BODY_CHARACTERS;
         const timeoutMs = command.timeoutSeconds === undefined ? undefined : command.timeoutSeconds * 1000;
-        report(await redriveDeadLetters(pipeline.sqs, resources, { timeoutMs }), (result) =>
-          describeRedrive(result, resources.queueUrl),
-        );
-        return 0;
+        const { limit } = command;
+        const listing = await listDeadLetters(pipeline.sqs, resources.dlqUrl, {
+          limit,
+          bodyCharacters,
+          timeoutMs,
+        });
+        report(listing, describeDeadLetters);
+        return listing.end === 'complete' ? EXIT_CODES.done : EXIT_CODES.unfinished;
+      }
+      case 'dlq-redrive': {
+        const refusal = await confirmRedrive(pipeline.sqs, resources, command, options.confirm);
+        if (refusal) {
+          print(command.json ? JSON.stringify({ refused: refusal }, null, 2) : refusal);
+          return EXIT_CODES.notConfirmed;
+        }
+        const timeoutMs = (command.timeoutSeconds ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS) * 1000;
+        const { dryRun, groupId, key, limit } = command;
+        // One redrive at a time (a dry run moves nothing, and needs none).
+        const lease = dryRun
+          ? undefined
+          : await acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
+        const result = await redriveDeadLetters(pipeline.sqs, resources, {
+          timeoutMs,
+          dryRun,
+          groupId,
+          key,
+          limit,
+        }).finally(() => lease?.release());
+        report(result, (described) => describeRedrive(described, resources.queueUrl));
+        return result.finished ? EXIT_CODES.done : EXIT_CODES.unfinished;
+      }
+      case 'dlq-discard': {
+        const result = await discardDeadLetters(pipeline, resources, command.messageIds, command.reason);
+        report(result, (described) => describeDiscard(described, resources.idempotencyTableName));
+        return result.notFound.length === 0 ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }
       case 'in-doubt-list':
         report(await listUnresolved(pipeline), (records) =>

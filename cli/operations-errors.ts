@@ -82,3 +82,15 @@ export class SeveralOutboxesError extends OncelyError {
   static override readonly errorName: string = 'SeveralOutboxesError';
   readonly retryable = false;
 }
+
+/** `dlq discard` recorded messages but could not delete them from the DLQ. */
+export class DiscardInterruptedError extends OncelyError {
+  static override readonly errorName: string = 'DiscardInterruptedError';
+  readonly retryable = true;
+}
+
+/** Another `dlq redrive` holds the DLQ's redrive lease: two at once would redrive each other's returns. */
+export class RedriveInProgressError extends OncelyError {
+  static override readonly errorName: string = 'RedriveInProgressError';
+  readonly retryable = true;
+}

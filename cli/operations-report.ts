@@ -1,5 +1,6 @@
 /** What the operations commands print, for people; `--json` prints the results themselves instead. */
 
+import type { DiscardResult } from './dead-letter-discard.js';
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
 import type { RedriveResult } from './dead-letter-redrive.js';
 import type { Resolution, UnresolvedRecord } from './in-doubt-records.js';
@@ -8,29 +9,43 @@ import { formatTable } from './text-table.js';
 
 export function describeDeadLetters(listing: DeadLetterListing): string {
   const { messages, dlqUrl } = listing;
-  if (messages.length === 0) return `The DLQ is empty (${dlqUrl}).`;
+  if (messages.length === 0 && listing.end === 'complete') return `The DLQ is empty (${dlqUrl}).`;
   const table = formatTable(
-    ['SENT', 'GROUP', 'TYPE', 'KEY', 'RECEIVES', 'MESSAGE ID', 'ORIGINAL ID', 'ERROR'],
+    ['SENT', 'GROUP', 'TYPE', 'KEY', 'RECEIVES', 'MESSAGE ID', 'ORIGINAL ID', 'ERROR', 'BODY'],
     messages.map((message) => [
       message.sentAt ?? '-',
       message.groupId ?? '-',
       message.type ?? '(not an envelope)',
       message.key ?? '-',
-      String(message.receiveCount ?? message.approximateReceiveCount ?? '-'),
+      // The consumer's count at dead-lettering: SQS's own counts this command's receives too.
+      String(message.receiveCount ?? '-'),
       message.messageId,
       message.originalMessageId ?? '-',
       message.error
         ? `${message.error.name}: ${message.error.message ?? ''}`
         : 'moved by SQS after maxReceiveCount deliveries (see the consumer logs)',
+      message.body.replace(/\s+/g, ' '),
     ]),
   );
   const notes = [];
-  if (listing.approximateCount > messages.length) {
+  if (listing.end === 'limit') {
     notes.push(
-      `SQS counts about ${listing.approximateCount} messages: a FIFO queue hands out each group from its ` +
-        'head only, so later messages of a long group show once the earlier ones are redriven.',
+      `The listing stopped at its limit (--limit); ${count(listing.left, 'more message')} not listed.`,
     );
   }
+  if (listing.end === 'blocked' && listing.left > 0) {
+    notes.push(
+      `${count(listing.left, 'more message')} not listed: a FIFO queue hands out each group from its head only, ` +
+        'so later messages of a long group show once the earlier ones are redriven.',
+    );
+  }
+  if (listing.hidden > 0) {
+    notes.push(
+      `${count(listing.hidden, 'message')} in flight elsewhere (a redrive, another listing) not listed.`,
+    );
+  }
+  if (listing.end === 'timed-out') notes.push('The listing ran out of time before it saw every message.');
+  if (listing.end !== 'complete') notes.push('A partial listing (exit code 3).');
   if (listing.stillHidden > 0) {
     notes.push(
       `${listing.stillHidden} listed messages could not be made visible again; they reappear within ` +
@@ -42,25 +57,69 @@ export function describeDeadLetters(listing: DeadLetterListing): string {
 
 export function describeRedrive(result: RedriveResult, queueUrl: string): string {
   const lines = [
-    `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}, each group in order. The consumer ` +
-      'runs them again; those that had completed are recognised by their key and not run twice.',
+    result.dryRun
+      ? `Dry run: would move ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}; moved nothing.`
+      : `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}, each group in order. The consumer ` +
+        'runs them again; those that had completed are recognised by their key and not run twice.',
   ];
-  if (result.skipped > 0) {
+  if (result.skipped.length > 0) {
     lines.push(
-      `Skipped ${count(result.skipped, 'message')} past the dedup horizon: they can no longer be told apart from ` +
-        'new messages; see DESIGN §2. They stay in the DLQ (ErrorName PastDedupHorizon); to run one anyway, ' +
-        'publish it again under a new key.',
+      `Left ${count(result.skipped.length, 'message')} past the dedup horizon in the DLQ: they can no longer be told ` +
+        'apart from new messages; see DESIGN §2. To run one anyway, publish it again under a new key; then ' +
+        '`oncely dlq discard MESSAGE_ID…` deletes it for good, keeping a record:',
+      ...result.skipped.map(
+        (skipped) =>
+          `  ${skipped.messageId} (group ${skipped.groupId}${skipped.key ? `, key ${skipped.key}` : ''})`,
+      ),
     );
   }
-  if (result.timedOut) {
+  if (result.returned > 0) {
     lines.push(
-      'The time bound ended the redrive first: the rest is still in the DLQ; run `oncely dlq redrive` again.',
+      `${count(result.returned, 'moved message')} failed again and came back during the run: left for the next redrive.`,
     );
+  }
+  if (result.notSelected > 0) {
+    lines.push(`Left ${count(result.notSelected, 'message')} not selected (--group, --key, --limit).`);
+  }
+  if (result.hidden > 0) {
+    lines.push(
+      `${count(result.hidden, 'message')} in flight elsewhere (another operator's \`dlq list\` or redrive) ` +
+        'were not reached: run `oncely dlq redrive` again once it has finished.',
+    );
+  }
+  if (result.left > 0) {
+    const them = result.left === 1 ? 'it waits' : 'they wait';
+    lines.push(
+      `${count(result.left, 'message')} in the DLQ not reached${result.timedOut ? ' before the time bound' : ''}: ` +
+        `${them} behind messages left above (discard those past the horizon), or run \`oncely dlq redrive\` again.`,
+    );
+  } else if (result.timedOut) {
+    lines.push('The time bound ended the redrive first: run `oncely dlq redrive` again for the rest.');
   }
   if (result.stillHidden > 0) {
     lines.push(
       `${count(result.stillHidden, 'message')} left in the DLQ could not be made visible again; they reappear ` +
         'within a minute.',
+    );
+  }
+  lines.push(
+    result.finished
+      ? 'Finished: the DLQ holds nothing this redrive should move.'
+      : 'Not finished: messages it should move are still in the DLQ (exit code 3).',
+  );
+  return lines.join('\n');
+}
+
+export function describeDiscard(result: DiscardResult, tableName: string): string {
+  const lines = result.discarded.map(
+    (message) =>
+      `Discarded ${message.messageId} (group ${message.groupId}${message.key ? `, key ${message.key}` : ''}): ` +
+      `deleted from the DLQ, recorded as ${message.recordId} in ${tableName}.`,
+  );
+  if (result.notFound.length > 0) {
+    lines.push(
+      `Not found in the DLQ: ${result.notFound.join(', ')}. Already discarded or redriven (look for its ` +
+        'oncely/discarded# record), or behind 10 other messages of its group (exit code 3).',
     );
   }
   return lines.join('\n');

@@ -301,26 +301,30 @@ describe('oncely dlq', () => {
     const text = await oncely('dlq', 'redrive');
     expect(text).toMatch(/^Moved 4 messages from the DLQ back to /);
     expect(text).toContain(
-      'Skipped 2 messages past the dedup horizon: they can no longer be told apart from new messages; see DESIGN §2.',
+      'Left 2 messages past the dedup horizon in the DLQ: they can no longer be told apart from new messages; see DESIGN §2.',
     );
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.filter((id) => !/old|marked/.test(id)));
-    // The skipped ones stay, marked; the non-envelope was redriven and the consumer dead-lettered it again.
+    // The skipped ones stay where they were; the non-envelope was redriven and the consumer dead-lettered it again.
     const { dlqUrl } = resources;
     await expect.poll(() => messagesInQueue(sqs, dlqUrl), WAIT).toBe(3);
     const left = await deadLettersOf('ops-order', 'ops-other');
     expect(left.map((message) => [message.key ?? 'not an envelope', message.error?.name]).sort()).toEqual([
       ['not an envelope', 'InvalidEnvelopeError'],
       ['redrive-marked', PAST_DEDUP_HORIZON],
-      ['redrive-old', PAST_DEDUP_HORIZON],
+      ['redrive-old', undefined], // left as it was: neither marked nor re-sent
     ]);
 
-    // Again: the skipped copies are seen once more and stay; only the non-envelope moves (and comes back).
-    expect(await json<RedriveResult>('dlq', 'redrive')).toEqual({
+    // Again: the skipped messages are seen once more and stay; only the non-envelope moves (and comes back).
+    const again = await json<RedriveResult>('dlq', 'redrive');
+    expect(again).toMatchObject({
+      finished: true,
       moved: 1,
-      skipped: 2,
+      left: 0,
+      hidden: 0,
       timedOut: false,
       stillHidden: 0,
     });
+    expect(again.skipped.map((skipped) => skipped.key).sort()).toEqual(['redrive-marked', 'redrive-old']);
     await expect.poll(() => messagesInQueue(sqs, dlqUrl), WAIT).toBe(3);
     expect(sentToGateway(...ids)).toHaveLength(3);
     await drainDeadLetters();
@@ -331,22 +335,27 @@ describe('oncely dlq', () => {
     const ids = ['cut-1', 'cut-2', 'cut-3'].map((key) => `${NOTIFICATIONS_NAMESPACE}#${key}`);
     for (const key of ['cut-1', 'cut-2', 'cut-3'])
       await deadLetter(body(notification(key, 'ops-cut')), 'ops-cut');
-    // The first message reaches the queue, but its delete from the DLQ fails: as a crash between the two.
+    // The batch reaches the queue, but its delete from the DLQ fails: as a crash between the two.
     const client = new SQSClient(localAwsConfig(endpoints.sqs));
-    beforeRequests(
-      client,
-      once((input) => input.QueueUrl === resources.dlqUrl && 'ReceiptHandle' in input),
-      fail,
-    );
+    const isDelete = (input: RequestInput) =>
+      input.QueueUrl === resources.dlqUrl &&
+      Array.isArray(input.Entries) &&
+      !('VisibilityTimeout' in (input.Entries[0] ?? {}));
+    beforeRequests(client, once(isDelete), fail);
     const error = await redriveDeadLetters(client, resources).catch((thrown: unknown) => thrown);
     client.destroy();
     expect(error).toBeInstanceOf(RedriveInterruptedError);
     expect((error as Error).message).toMatch(
-      /^The redrive stopped after moving 0 and skipping 0 messages: moving message \S+ \(group ops-cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ: run `oncely dlq redrive` again/,
+      /^The redrive stopped after moving 0 messages: deleting message \S+ \(group ops-cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ, each group in order: run `oncely dlq redrive` again/,
     );
-    await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids.slice(0, 1));
-    // All three are back to be received at once (none left in flight to block the group).
-    expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({ moved: 3, skipped: 0 });
+    await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids);
+    // All three are back to be received at once (none left in flight to block the group); SQS drops the
+    // second sends by their deduplication ids, and the consumer would drop them by their keys.
+    expect(await json<RedriveResult>('dlq', 'redrive')).toMatchObject({
+      finished: true,
+      moved: 3,
+      skipped: [],
+    });
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids); // cut-1's second copy is a duplicate
     expect(await messagesInQueue(sqs, resources.dlqUrl)).toBe(0);
   });
@@ -354,9 +363,16 @@ describe('oncely dlq', () => {
   it('stops at its time bound, and refuses to guess a dedup horizon it cannot compute', async () => {
     await deadLetter(body(notification('bound-1', 'ops-bound')), 'ops-bound');
     const bounded = await redriveDeadLetters(sqs, resources, { timeoutMs: 0 });
-    expect(bounded).toEqual({ moved: 0, skipped: 0, timedOut: true, stillHidden: 0 });
+    expect(bounded).toMatchObject({
+      finished: false,
+      moved: 0,
+      skipped: [],
+      left: 1,
+      timedOut: true,
+      stillHidden: 0,
+    });
     expect(describeRedrive(bounded, 'the-queue')).toContain(
-      'The time bound ended the redrive first: the rest is still in the DLQ; run `oncely dlq redrive` again.',
+      '1 message in the DLQ not reached before the time bound: it waits behind messages left above',
     );
     await expect(redriveDeadLetters(sqs, { ...resources, idempotencyTtlSeconds: 'soon' })).rejects.toThrow(
       DedupHorizonUnknownError,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { MiddlewareStack } from '@smithy/types';
 
 // biome-ignore lint/suspicious/noExplicitAny: any SDK v3 client, whatever its input/output types
-type SdkClient = { middlewareStack: MiddlewareStack<any, any> };
+export type SdkClient = { middlewareStack: MiddlewareStack<any, any> };
 
 /** A request's input as the command was given it (document client inputs included). */
 export type RequestInput = Record<string, unknown>;

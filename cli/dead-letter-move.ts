@@ -1,0 +1,164 @@
+import {
+  DeleteMessageBatchCommand,
+  type Message,
+  type MessageAttributeValue,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { groupOf } from './dead-letter-sweep.js';
+import { RedriveInterruptedError } from './operations-errors.js';
+
+/** SQS's limit on a batch's messages together (bodies and attributes). */
+const BATCH_BYTES = 256 * 1024;
+
+export interface MovedBatch {
+  /** DLQ message ids of the messages moved: sent to the queue, then deleted from the DLQ. */
+  deleted: ReadonlySet<string>;
+  /** The queue message ids they were sent as. */
+  sentIds: string[];
+}
+
+/**
+ * Sends `messages` (at most 10, in the order the DLQ handed them out) to the queue with
+ * SendMessageBatch, which keeps a FIFO group's order within a batch, then deletes them from the DLQ
+ * with DeleteMessageBatch. A batch over SQS's size limit goes as several, one after the other.
+ *
+ * A message is deleted only once it is on the queue, and only if every earlier message of its group
+ * is too: so a failure leaves each group's rest in the DLQ, in order. A message sent whose delete
+ * failed, or whose send was applied but its answer lost, is in both queues: the consumer drops the
+ * second copy by its key, and SQS drops a re-send within 5 minutes (the deduplication id names the
+ * DLQ message). Any failure then stops the redrive with RedriveInterruptedError.
+ */
+export async function moveInOrder(
+  sqs: SQSClient,
+  queues: { queueUrl: string; dlqUrl: string },
+  messages: Message[],
+  movedSoFar: number,
+  attributesOf: (message: Message) => Record<string, MessageAttributeValue>,
+): Promise<MovedBatch> {
+  const sent = new Map<string, string>();
+  let failure: { message: Message; cause: unknown } | undefined;
+  for (const part of bySize(messages, attributesOf)) {
+    try {
+      const { Successful = [], Failed = [] } = await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queues.queueUrl,
+          Entries: part.map(({ entry }) => entry),
+        }),
+      );
+      for (const { Id, MessageId } of Successful)
+        sent.set(String(part[Number(Id)]?.message.MessageId), String(MessageId));
+      const [first] = Failed.map(({ Id, Code, Message: reason }) => ({
+        message: part[Number(Id)]?.message as Message,
+        cause: new Error(`${Code}: ${reason}`),
+      })).sort((a, b) => messages.indexOf(a.message) - messages.indexOf(b.message));
+      failure = first;
+    } catch (cause) {
+      failure = { message: part[0]?.message as Message, cause };
+    }
+    if (failure) break;
+  }
+  const deletable = inOrderPrefix(messages, sent);
+  const deleteFailure = await deleteAll(sqs, queues.dlqUrl, deletable);
+  const deleted = new Set(deletable.map((message) => String(message.MessageId)));
+  const stop = failure
+    ? { ...failure, step: 'sending' }
+    : deleteFailure
+      ? { ...deleteFailure, step: 'deleting' }
+      : undefined;
+  if (stop) {
+    const moved = movedSoFar + (failure ? deleted.size : 0);
+    throw new RedriveInterruptedError(
+      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (group ` +
+        `${groupOf(stop.message)}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
+        'in order: run `oncely dlq redrive` again (a message moved twice is recognised by its key).',
+      { cause: stop.cause },
+    );
+  }
+  return { deleted, sentIds: [...sent.values()] };
+}
+
+/** The sent messages no unsent message of their group comes before. */
+function inOrderPrefix(messages: Message[], sent: Map<string, string>): Message[] {
+  const broken = new Set<string>();
+  return messages.filter((message) => {
+    const group = groupOf(message);
+    if (!sent.has(String(message.MessageId))) broken.add(group);
+    return !broken.has(group);
+  });
+}
+
+/** Deletes from the DLQ; the first message whose delete failed, if any. */
+async function deleteAll(
+  sqs: SQSClient,
+  dlqUrl: string,
+  messages: Message[],
+): Promise<{ message: Message; cause: unknown } | undefined> {
+  if (messages.length === 0) return undefined;
+  try {
+    const { Failed = [] } = await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: messages.map((message, index) => ({
+          Id: String(index),
+          ReceiptHandle: message.ReceiptHandle,
+        })),
+      }),
+    );
+    const [first] = Failed;
+    return (
+      first && {
+        message: messages[Number(first.Id)] as Message,
+        cause: new Error(`${first.Code}: ${first.Message}`),
+      }
+    );
+  } catch (cause) {
+    return { message: messages[0] as Message, cause };
+  }
+}
+
+/** The messages as batch entries, in order, cut into batches within SQS's size limit. */
+function bySize(
+  messages: Message[],
+  attributesOf: (message: Message) => Record<string, MessageAttributeValue>,
+): { message: Message; entry: SendMessageBatchRequestEntry }[][] {
+  const batches: { message: Message; entry: SendMessageBatchRequestEntry }[][] = [];
+  let current: { message: Message; entry: SendMessageBatchRequestEntry }[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const attributes = attributesOf(message);
+    const size = sizeOf(message.Body ?? '', attributes);
+    if (current.length > 0 && bytes + size > BATCH_BYTES) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push({
+      message,
+      entry: {
+        Id: String(current.length),
+        MessageBody: message.Body,
+        MessageGroupId: groupOf(message),
+        MessageDeduplicationId: `redriven-${message.MessageId}`,
+        MessageAttributes: attributes,
+      },
+    });
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+/** A message's size as SQS counts it: the body, and each attribute's name, type and value. */
+export function sizeOf(body: string, attributes: Record<string, MessageAttributeValue>): number {
+  let bytes = Buffer.byteLength(body);
+  for (const [name, value] of Object.entries(attributes)) {
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '');
+    bytes +=
+      value.StringValue !== undefined
+        ? Buffer.byteLength(value.StringValue)
+        : (value.BinaryValue?.length ?? 0);
+  }
+  return bytes;
+}

@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sizeOf } from '../../cli/dead-letter-move.js';
+import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
+import { RedriveInterruptedError } from '../../cli/operations-errors.js';
+import { receiveMessages } from '../support/sqs.js';
+import { type DlqWorld, deadLetter, drain, envelopeBody, PAST, startDlqWorld } from './dlq-fifo.js';
+import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
+
+// Items 9a and 5 of issue 31: a redrive sends and deletes in batches, keeping each group's order and
+// losing nothing to a failure; it leaves a message past the dedup horizon where it is (not re-sent,
+// which would reset its retention), and the rest of its group moves on past it.
+
+let world: DlqWorld;
+beforeAll(async () => {
+  world = await startDlqWorld();
+});
+afterAll(() => world?.stop());
+
+/** Counts `client`'s requests by the command's name. */
+function countRequests(client: ReturnType<DlqWorld['client']>): Map<string, number> {
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = String(context.commandName);
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countRequests' },
+  );
+  return counts;
+}
+
+const keys = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
+
+describe('dlq redrive in batches', () => {
+  it('moves a 25-message group in order with batch requests, past two past-horizon messages it leaves in place', async () => {
+    const pipeline = await world.pipeline();
+    const ids = new Map<string, string>();
+    for (const key of keys('long', 25)) {
+      const past = key === 'long-00' || key === 'long-12';
+      ids.set(
+        key,
+        await deadLetter(
+          world.sqs,
+          pipeline.dlqUrl,
+          envelopeBody(key, 'long', past ? PAST : undefined),
+          'long',
+        ),
+      );
+    }
+    for (const key of keys('short', 3))
+      await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(key, key), key);
+    const client = world.client();
+    const requests = countRequests(client);
+
+    const result = await redriveDeadLetters(client, pipeline);
+
+    const moved = await drain(world.sqs, pipeline.queueUrl);
+    expect(moved.filter((m) => m.groupId === 'long').map((m) => m.key)).toEqual(
+      keys('long', 25).filter((key) => key !== 'long-00' && key !== 'long-12'),
+    );
+    expect(moved).toHaveLength(26);
+    // Left in place: the very messages, not copies (a copy would reset their 14-day retention).
+    const left = await drain(world.sqs, pipeline.dlqUrl);
+    expect(left.map((m) => [m.key, m.messageId])).toEqual([
+      ['long-00', ids.get('long-00')],
+      ['long-12', ids.get('long-12')],
+    ]);
+    expect(result).toMatchObject({ finished: true, moved: 26, returned: 0, left: 0, hidden: 0 });
+    expect(result.skipped).toEqual([
+      { messageId: ids.get('long-00'), groupId: 'long', key: 'long-00' },
+      { messageId: ids.get('long-12'), groupId: 'long', key: 'long-12' },
+    ]);
+    expect([requests.get('SendMessageCommand'), requests.get('DeleteMessageCommand')]).toEqual([
+      undefined,
+      undefined,
+    ]);
+    // One batch per receive: 3 for the group (9, 9, 6 past its held messages), 3 for the single ones.
+    expect(requests.get('SendMessageBatchCommand')).toBe(6);
+    expect(requests.get('DeleteMessageBatchCommand')).toBe(6);
+  });
+
+  it("moves a message at SQS's limits (10 attributes, 256 KiB) with its producer's attributes only; adds none to one it leaves", async () => {
+    const pipeline = await world.pipeline();
+    const text = (value: string) => ({ DataType: 'String', StringValue: value });
+    const producer = Object.fromEntries(
+      Array.from({ length: 6 }, (_, i) => [`attr${i}`, text(`value-${i}`)]),
+    );
+    const dlqAttributes = {
+      ErrorName: text('HandlerError'),
+      ErrorMessage: text('failed'),
+      OriginalMessageId: text('original'),
+      ReceiveCount: { DataType: 'Number', StringValue: '3' },
+    };
+    const attributes = { ...producer, ...dlqAttributes };
+    const attributeBytes = sizeOf('', attributes);
+    // The body fills the rest of 256 KiB: the message is at both limits in the DLQ.
+    const envelope = envelopeBody('full', 'full');
+    const body = `${envelope.slice(0, -1)},"pad":"${'p'.repeat(256 * 1024 - attributeBytes - envelope.length - 9)}"}`;
+    expect(sizeOf(body, attributes)).toBe(256 * 1024);
+    await deadLetter(world.sqs, pipeline.dlqUrl, body, 'full', attributes);
+    // Past the horizon with 10 attributes of its own (SQS moved it: none of the DLQ's). Re-sending it
+    // marked, as a redrive did, took 12 attributes, which SQS refuses: it stopped every redrive there.
+    const tenOwn = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`own${i}`, text(`value-${i}`)]));
+    const pastId = await deadLetter(
+      world.sqs,
+      pipeline.dlqUrl,
+      envelopeBody('old', 'old', PAST),
+      'old',
+      tenOwn,
+    );
+
+    expect(await redriveDeadLetters(world.sqs, pipeline)).toMatchObject({
+      finished: true,
+      moved: 1,
+      skipped: [{ messageId: pastId }],
+    });
+    const [moved] = await receiveMessages(world.sqs, pipeline.queueUrl, 1);
+    expect(moved?.Body).toBe(body);
+    expect(Object.keys(moved?.MessageAttributes ?? {}).sort()).toEqual(Object.keys(producer).sort());
+  });
+
+  it('a redrive again leaves the past-horizon messages as they are: same ids, not sent anywhere', async () => {
+    const pipeline = await world.pipeline();
+    const id = await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('old', 'old', PAST), 'old');
+    for (const run of [1, 2]) {
+      const result = await redriveDeadLetters(world.sqs, pipeline);
+      expect({ run, result }).toMatchObject({
+        run,
+        result: { finished: true, moved: 0, skipped: [{ messageId: id }] },
+      });
+    }
+    expect((await drain(world.sqs, pipeline.dlqUrl)).map((m) => m.messageId)).toEqual([id]);
+    expect(await drain(world.sqs, pipeline.queueUrl)).toEqual([]);
+  });
+
+  it('a send batch that fails moves nothing of it; a delete batch that fails leaves copies SQS drops; a second run finishes', async () => {
+    const pipeline = await world.pipeline();
+    for (const key of keys('cut', 4))
+      await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(key, 'cut'), 'cut');
+    const isSendBatch = (input: RequestInput) => input.QueueUrl === pipeline.queueUrl && 'Entries' in input;
+    const isDeleteBatch = (input: RequestInput) =>
+      input.QueueUrl === pipeline.dlqUrl &&
+      Array.isArray(input.Entries) &&
+      !('VisibilityTimeout' in (input.Entries[0] ?? {}));
+
+    const sendFails = world.client();
+    beforeRequests(sendFails, once(isSendBatch), fail);
+    await expect(redriveDeadLetters(sendFails, pipeline)).rejects.toThrow(
+      /^The redrive stopped after moving 0 messages: sending message \S+ \(group cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ, each group in order/,
+    );
+    expect(await drain(world.sqs, pipeline.queueUrl)).toEqual([]);
+
+    // Sent, then the delete fails (as a crash between the two): the messages are in both queues.
+    const deleteFails = world.client();
+    beforeRequests(deleteFails, once(isDeleteBatch), fail);
+    const error = await redriveDeadLetters(deleteFails, pipeline).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(RedriveInterruptedError);
+    expect((error as Error).message).toMatch(/: deleting message \S+ \(group cut\) failed/);
+
+    expect(await redriveDeadLetters(world.sqs, pipeline)).toMatchObject({ finished: true, moved: 4 });
+    // The second run's sends carry the same deduplication ids: SQS kept one copy of each, in order.
+    expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('cut', 4));
+    expect(await drain(world.sqs, pipeline.dlqUrl)).toEqual([]);
+  });
+});
