@@ -18,6 +18,7 @@ import {
 } from '../lambdas/idempotency/record.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 import {
+  DedupHorizonUnknownError,
   MessageNotKeptError,
   RecordNotInDoubtError,
   ResolutionConflictError,
@@ -37,6 +38,12 @@ export interface UnresolvedRecord {
   attempts?: number;
   /** The group its kept message goes back to; absent when the record kept no message (no retry then). */
   groupId?: string;
+  /**
+   * ISO time the record (and its kept message) expires. Absent for a record parked by this version:
+   * it does not expire while unresolved. One parked by an older version has one until the monitor's
+   * next run removes it; past it, the record is gone.
+   */
+  expiresAt?: string;
 }
 
 export type Resolution =
@@ -51,7 +58,7 @@ export type Resolution =
 export interface InDoubtTarget {
   dynamodb: DynamoDBClient;
   sqs: SQSClient;
-  resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl'>;
+  resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl' | 'idempotencyTtlSeconds'>;
 }
 
 /**
@@ -70,9 +77,10 @@ export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedR
         TableName: target.resources.idempotencyTableName,
         IndexName: UNRESOLVED_INDEX_NAME,
         KeyConditionExpression: '#unresolved = :reason',
-        // TTL deletion is lazy: an expired record is gone for the consumer, so for us too.
-        FilterExpression: 'expiresAt > :nowSec',
-        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, #message.groupId',
+        // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
+        // record (parked by an older version) is gone for the consumer, so for us too.
+        FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
+        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt, #message.groupId',
         ExpressionAttributeNames: {
           '#unresolved': UNRESOLVED_ATTRIBUTE,
           '#error': 'error',
@@ -91,12 +99,14 @@ export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedR
     since: item.updatedAt ? new Date(item.updatedAt).toISOString() : undefined,
     attempts: item.attempts,
     groupId: item.message?.groupId,
+    ...(item.expiresAt === undefined ? {} : { expiresAt: new Date(item.expiresAt * 1000).toISOString() }),
   }));
 }
 
 /**
  * `--as completed`: the effect happened. The record becomes COMPLETED, so the message never runs
- * again (a redriven or re-sent copy counts as a duplicate). Works on an IN_DOUBT record and on one
+ * again (a redriven or re-sent copy counts as a duplicate), and lives a full TTL from now, as a
+ * record completed now would. Works on an IN_DOUBT record and on one
  * pending a retry; the write is conditioned on the state it was read in, so a concurrent resolution
  * or the consumer running a re-sent message is reported, never overwritten.
  */
@@ -104,6 +114,7 @@ export async function resolveAsCompleted(target: InDoubtTarget, id: string): Pro
   const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
+  const expiresAt = resolvedExpiresAt(target, nowMs);
   const { Item } = await documents.send(
     new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
   );
@@ -114,7 +125,8 @@ export async function resolveAsCompleted(target: InDoubtTarget, id: string): Pro
         TableName: tableName,
         Key: { id },
         UpdateExpression:
-          'SET #status = :completed, updatedAt = :nowMs REMOVE #unresolved, #message, leaseToken, leaseExpiresAt',
+          'SET #status = :completed, updatedAt = :nowMs, expiresAt = :expiresAt ' +
+          'REMOVE #unresolved, #message, leaseToken, leaseExpiresAt',
         ConditionExpression:
           '#status = :readStatus AND ' +
           (record.unresolved ? '#unresolved = :readUnresolved' : 'attribute_not_exists(#unresolved)') +
@@ -127,6 +139,7 @@ export async function resolveAsCompleted(target: InDoubtTarget, id: string): Pro
         ExpressionAttributeValues: {
           ':completed': 'COMPLETED',
           ':nowMs': nowMs,
+          ':expiresAt': expiresAt,
           ':readStatus': record.status,
           ...(record.unresolved ? { ':readUnresolved': record.unresolved } : {}),
           ...(record.updatedAt === undefined ? {} : { ':readUpdatedAt': record.updatedAt }),
@@ -164,6 +177,22 @@ export function resolvable(
     );
   }
   throw new RecordNotInDoubtError(`${id} is ${state}, not IN_DOUBT: there is nothing to resolve.`);
+}
+
+/**
+ * The `expiresAt` (epoch seconds) a record gets once resolved: a full TTL from now. Every copy of its
+ * message was published before now, so the record outlives each copy's dedup horizon (DESIGN §2).
+ */
+export function resolvedExpiresAt(target: InDoubtTarget, nowMs: number): number {
+  const ttlSeconds = Number(target.resources.idempotencyTtlSeconds);
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0) {
+    throw new DedupHorizonUnknownError(
+      `The pipeline's idempotency TTL output is "${target.resources.idempotencyTtlSeconds}", not a number of ` +
+        'seconds, so a resolved record cannot be given its lifetime back. Redeploy the stack (or restart ' +
+        '`oncely local`) from this version. Nothing was changed.',
+    );
+  }
+  return Math.floor(nowMs / 1000) + ttlSeconds;
 }
 
 /** Why a record IN_DOUBT cannot be retried from here. */

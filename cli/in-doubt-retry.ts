@@ -13,15 +13,17 @@ import {
   messageNotKept,
   type Resolution,
   resolvable,
+  resolvedExpiresAt,
 } from './in-doubt-records.js';
 import { ResendFailedError } from './operations-errors.js';
 
 /**
  * `--as retry`: the effect did not happen; run it again (DESIGN §3). Nothing is deleted before the
  * message is safely back on the queue:
- *  (a) the IN_DOUBT record becomes FAILED, keeping its message, marked RETRY_PENDING (so it stays listed);
+ *  (a) the IN_DOUBT record becomes FAILED, keeping its message, marked RETRY_PENDING (so it stays listed),
+ *      with no expiry (as an IN_DOUBT record of this version has none already);
  *  (b) the kept message is sent to the queue, in its group;
- *  (c) the RETRY_PENDING mark and the message are removed.
+ *  (c) the RETRY_PENDING mark and the message are removed, and the record gets a full TTL again.
  * A FAILED record is acquirable with the same payload, so the consumer runs the re-sent message.
  * A run that failed or was killed after (a) left a RETRY_PENDING record: running again skips (a).
  * Two retries at once may both send: harmless, the consumer runs the second copy as a duplicate.
@@ -30,6 +32,7 @@ export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise
   const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
+  const expiresAt = resolvedExpiresAt(target, nowMs);
   const message = await markRetryPending(documents, tableName, id, nowMs);
   let messageId: string;
   try {
@@ -51,7 +54,7 @@ export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise
       { cause: error },
     );
   }
-  const notCleared = await clearRetryPending(documents, tableName, id);
+  const notCleared = await clearRetryPending(documents, tableName, id, expiresAt);
   return { id, as: 'retry', groupId: message.groupId, messageId, ...(notCleared ? { notCleared } : {}) };
 }
 
@@ -68,8 +71,12 @@ async function markRetryPending(
       new UpdateCommand({
         TableName: tableName,
         Key: { id },
-        UpdateExpression: 'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs',
-        ConditionExpression: '#status = :inDoubt AND expiresAt > :nowSec AND attribute_exists(#message)',
+        // An older version's IN_DOUBT record still has an expiry: unresolved, it must not expire.
+        UpdateExpression:
+          'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs REMOVE expiresAt',
+        ConditionExpression:
+          '#status = :inDoubt AND (attribute_not_exists(expiresAt) OR expiresAt > :nowSec) AND ' +
+          'attribute_exists(#message)',
         ExpressionAttributeNames: {
           '#status': 'status',
           '#unresolved': UNRESOLVED_ATTRIBUTE,
@@ -106,20 +113,25 @@ async function clearRetryPending(
   documents: DynamoDBDocumentClient,
   tableName: string,
   id: string,
+  expiresAt: number,
 ): Promise<string | undefined> {
   try {
     await documents.send(
       new UpdateCommand({
         TableName: tableName,
         Key: { id },
-        UpdateExpression: 'REMOVE #unresolved, #message',
+        UpdateExpression: 'SET expiresAt = :expiresAt REMOVE #unresolved, #message',
         ConditionExpression: '#status = :failed AND #unresolved = :retryPending',
         ExpressionAttributeNames: {
           '#status': 'status',
           '#unresolved': UNRESOLVED_ATTRIBUTE,
           '#message': 'message',
         },
-        ExpressionAttributeValues: { ':failed': 'FAILED', ':retryPending': 'RETRY_PENDING' },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':retryPending': 'RETRY_PENDING',
+          ':expiresAt': expiresAt,
+        },
       }),
     );
     return undefined;

@@ -73,7 +73,7 @@ const RETRY_PENDING_NOTE =
 export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
   if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
   const table = formatTable(
-    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON'],
+    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON', 'EXPIRES'],
     records.map((record) => [
       record.id,
       record.status,
@@ -85,12 +85,20 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
         : record.reason
           ? `${record.reason.name}: ${record.reason.message}`
           : '-',
+      record.expiresAt ?? 'never',
     ]),
   );
   const inDoubt = records.filter((record) => record.status === 'IN_DOUBT').length;
+  const expiring = records.filter((record) => record.expiresAt !== undefined).length;
   return [
     `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
     table,
+    ...(expiring > 0
+      ? [
+          `${count(expiring, 'record')} parked by an older version still expire, with the message they keep, at ` +
+            "EXPIRES: the monitor's next run removes that expiry. Resolve them before, or check that the monitor runs.",
+        ]
+      : []),
     'Find out whether each effect happened, then: `oncely in-doubt resolve ID --as completed` if it did, ' +
       '`--as retry` to run it again.',
   ].join('\n');

@@ -71,8 +71,12 @@ export interface IdempotencyRecord {
   id: string;
   status: RecordStatus;
   payloadHash: string;
-  /** Epoch seconds; past it the record counts as absent even before TTL deletes it. */
-  expiresAt: number;
+  /**
+   * Epoch seconds; past it the record counts as absent even before TTL deletes it. Absent while the
+   * record is unresolved (IN_DOUBT or RETRY_PENDING): it keeps a message acknowledged long ago, so it
+   * must not expire before an operator resolves it, which gives it a full TTL again.
+   */
+  expiresAt?: number;
   leaseToken?: string;
   /** Epoch milliseconds. */
   leaseExpiresAt?: number;
@@ -107,5 +111,5 @@ export interface IdempotencyRecord {
 }
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
-  return record.expiresAt * 1000 <= nowMs;
+  return record.expiresAt !== undefined && record.expiresAt * 1000 <= nowMs;
 }

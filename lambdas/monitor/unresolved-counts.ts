@@ -15,7 +15,9 @@ export interface UnresolvedCounts {
 /**
  * Counts the live records of each unresolved reason through the sparse index: a query per
  * reason, paginated (a page stops at 1 MB, a few IN_DOUBT records with their kept messages), never
- * a scan. A record past `expiresAt` counts as absent, as everywhere else, even before TTL deletes it.
+ * a scan. A record without `expiresAt` counts: unresolved records do not expire (DESIGN §3). One
+ * past its `expiresAt` (parked by an older version) counts as absent, as everywhere else, even
+ * before TTL deletes it.
  */
 export async function countUnresolved(
   client: DynamoDBClient,
@@ -41,7 +43,7 @@ async function countReason(
       IndexName: UNRESOLVED_INDEX_NAME,
       Select: 'COUNT',
       KeyConditionExpression: '#reason = :reason',
-      FilterExpression: '#expiresAt > :now',
+      FilterExpression: 'attribute_not_exists(#expiresAt) OR #expiresAt > :now',
       ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
       ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
     },

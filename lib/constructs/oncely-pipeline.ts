@@ -321,12 +321,14 @@ export class OncelyPipeline extends Construct {
     // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
     this.consumer.addToRolePolicy(recordStatement('consumer', this.idempotencyTable.tableArn));
-    // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
+    // The monitor counts unresolved records on the sparse index and never reads the table itself;
+    // it only removes the expiry an older version gave them.
     allow(
       this.unresolvedMonitor,
       ['dynamodb:Query'],
       [`${this.idempotencyTable.tableArn}/index/${UNRESOLVED_INDEX_NAME}`],
     );
+    this.unresolvedMonitor.addToRolePolicy(recordStatement('monitor', this.idempotencyTable.tableArn));
   }
 }
 

@@ -154,7 +154,12 @@ describe('functions', () => {
       'logs:PutLogEvents',
       'sqs:SendMessage',
     ]);
-    expect(actionsOf('Monitor')).toEqual(['dynamodb:Query', 'logs:CreateLogStream', 'logs:PutLogEvents']);
+    expect(actionsOf('Monitor')).toEqual([
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+    ]);
     expect(actionsOf('Consumer')).toEqual(
       [
         'dynamodb:DeleteItem',
@@ -199,7 +204,7 @@ describe('functions', () => {
     expect(sent.map((name) => actionOf[name]).filter((action) => !granted.includes(action))).toEqual([]);
   });
 
-  it('let the monitor query only the unresolved index, never the table', () => {
+  it('let the monitor query only the unresolved index, and update (never read) operation records', () => {
     const monitorStatements = Object.entries(template.findResources('AWS::IAM::Policy'))
       .filter(([id]) => id.includes('Monitor'))
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
@@ -216,6 +221,14 @@ describe('functions', () => {
               `/index/${UNRESOLVED_INDEX_NAME}`,
             ],
           ],
+        },
+      }),
+      expect.objectContaining({
+        Action: 'dynamodb:UpdateItem',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] },
+        Condition: {
+          'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': ['publish#*', 'oncely/dead-lettered#*'] },
         },
       }),
     ]);

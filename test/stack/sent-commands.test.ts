@@ -147,7 +147,10 @@ describe('each function is granted exactly what its code sends', () => {
     expect(sent.relay).toEqual(
       expect.arrayContaining(['dynamodb:UpdateItem on outbox table', 'dynamodb:DeleteItem on outbox table']),
     );
-    expect(sent.monitor).toEqual(['dynamodb:Query on idempotency index']);
+    expect(sent.monitor).toEqual([
+      'dynamodb:Query on idempotency index',
+      'dynamodb:UpdateItem on idempotency table',
+    ]);
   });
 });
 
