@@ -25,10 +25,11 @@ export const USAGE = `Usage:
   oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
       Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
       RETRY_PENDING (a \`resolve --as retry\` that did not finish).
-  oncely in-doubt resolve ID --as completed|retry [--ready-file PATH | --stack NAME] [--json]
+  oncely in-doubt resolve ID --as completed|retry [--republish] [--ready-file PATH | --stack NAME] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
       --as retry: it did not happen, send the message again so that the consumer runs it (run it
-      again to finish a retry listed as RETRY_PENDING).
+      again to finish a retry listed as RETRY_PENDING). A message published past the dedup horizon
+      is refused; --republish sends it stamped now, under the same key (default: as it was kept).
   oncely outbox list   [--stuck | --older-than SECONDS] [--output-prefix PREFIX]
                        [--ready-file PATH | --stack NAME] [--json]
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
@@ -65,7 +66,15 @@ export type Command =
     }
   | { name: 'dlq-list' | 'in-doubt-list'; target: Target; json: boolean }
   | { name: 'dlq-redrive'; target: Target; json: boolean; timeoutSeconds?: number }
-  | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' }
+  | {
+      name: 'in-doubt-resolve';
+      target: Target;
+      json: boolean;
+      id: string;
+      as: 'completed' | 'retry';
+      /** With `--as retry`: send the message stamped with a fresh `publishedAt`. */
+      republish: boolean;
+    }
   | {
       name: 'outbox-list';
       target: Target;
@@ -125,7 +134,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         'in-doubt resolve needs --as completed (it happened) or --as retry (run it again).',
       );
     }
-    return { name: 'in-doubt-resolve', target, json, id, as: values.as };
+    const republish = values.republish ?? false;
+    if (republish && values.as !== 'retry') throw new CliUsageError('--republish goes with --as retry only.');
+    return { name: 'in-doubt-resolve', target, json, id, as: values.as, republish };
   }
   if (group === 'outbox' && action === 'list') {
     expectNoMore(rest);
@@ -158,6 +169,7 @@ function parse(argv: string[]) {
         'app-dir': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
+        republish: { type: 'boolean' },
         timeout: { type: 'string' },
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },

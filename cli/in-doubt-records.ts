@@ -52,7 +52,15 @@ export type Resolution =
    * The message is back on the queue as `messageId`. `notCleared` says why the record could not be
    * taken off the list afterwards (it leaves the list once the consumer runs the message).
    */
-  | { id: string; as: 'retry'; groupId: string; messageId: string; notCleared?: string };
+  | {
+      id: string;
+      as: 'retry';
+      groupId: string;
+      messageId: string;
+      notCleared?: string;
+      /** `--republish`: the message was sent stamped with a fresh `publishedAt`. */
+      republished?: true;
+    };
 
 /** What in-doubt operations need: the idempotency table, and the queue a retry goes to. */
 export interface InDoubtTarget {
@@ -184,6 +192,11 @@ export function resolvable(
  * message was published before now, so the record outlives each copy's dedup horizon (DESIGN §2).
  */
 export function resolvedExpiresAt(target: InDoubtTarget, nowMs: number): number {
+  return Math.floor(nowMs / 1000) + ttlSecondsOf(target);
+}
+
+/** The records' lifetime, from the pipeline's `IdempotencyTtlSeconds` output. */
+export function ttlSecondsOf(target: InDoubtTarget): number {
   const ttlSeconds = Number(target.resources.idempotencyTtlSeconds);
   if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0) {
     throw new DedupHorizonUnknownError(
@@ -192,7 +205,7 @@ export function resolvedExpiresAt(target: InDoubtTarget, nowMs: number): number 
         '`oncely local`) from this version. Nothing was changed.',
     );
   }
-  return Math.floor(nowMs / 1000) + ttlSeconds;
+  return ttlSeconds;
 }
 
 /** Why a record IN_DOUBT cannot be retried from here. */

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   type IdempotencyRecord,
   type KeptMessage,
   UNRESOLVED_ATTRIBUTE,
 } from '../lambdas/idempotency/record.js';
+import { refusePastHorizon, restamped } from './in-doubt-horizon.js';
 import {
   type InDoubtTarget,
   itemOf,
@@ -14,6 +15,7 @@ import {
   type Resolution,
   resolvable,
   resolvedExpiresAt,
+  ttlSecondsOf,
 } from './in-doubt-records.js';
 import { ResendFailedError } from './operations-errors.js';
 
@@ -28,18 +30,36 @@ import { ResendFailedError } from './operations-errors.js';
  * A run that failed or was killed after (a) left a RETRY_PENDING record: running again skips (a).
  * Two retries at once may both send: harmless, the consumer runs the second copy as a duplicate.
  */
-export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise<Resolution> {
+export interface RetryOptions {
+  /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
+  republish?: boolean;
+}
+
+export async function resolveAsRetry(
+  target: InDoubtTarget,
+  id: string,
+  options: RetryOptions = {},
+): Promise<Resolution> {
   const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
   const expiresAt = resolvedExpiresAt(target, nowMs);
+  // Read before any write, so that a retry the consumer would never run is refused unchanged. The
+  // kept message never changes while the record is unresolved.
+  const { Item } = await documents.send(
+    new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
+  );
+  const read = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
+  if (!read.message) throw messageNotKept(id);
+  if (!options.republish) refusePastHorizon(id, read.message.body, ttlSecondsOf(target), nowMs);
   const message = await markRetryPending(documents, tableName, id, nowMs);
+  const body = options.republish ? restamped(message.body, nowMs) : message.body;
   let messageId: string;
   try {
     const { MessageId } = await target.sqs.send(
       new SendMessageCommand({
         QueueUrl: target.resources.queueUrl,
-        MessageBody: message.body,
+        MessageBody: body,
         MessageGroupId: message.groupId,
         // Fresh, as the message's own ids may still be in SQS's 5-minute deduplication window; one per
         // run, so that the SDK's retries of this send (an answer lost) leave one copy on the queue.
@@ -55,7 +75,14 @@ export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise
     );
   }
   const notCleared = await clearRetryPending(documents, tableName, id, expiresAt);
-  return { id, as: 'retry', groupId: message.groupId, messageId, ...(notCleared ? { notCleared } : {}) };
+  return {
+    id,
+    as: 'retry',
+    groupId: message.groupId,
+    messageId,
+    ...(notCleared ? { notCleared } : {}),
+    ...(options.republish ? { republished: true as const } : {}),
+  };
 }
 
 /** Step (a); returns the kept message. A record already RETRY_PENDING is left as it is. */

@@ -63,10 +63,11 @@ export async function runOperation(
         );
         return 0;
       case 'in-doubt-resolve': {
-        const resolve = command.as === 'completed' ? resolveAsCompleted : resolveAsRetry;
-        report(await resolve(pipeline, command.id), (resolution) =>
-          describeResolution(resolution, resources.queueUrl),
-        );
+        const resolve =
+          command.as === 'completed'
+            ? resolveAsCompleted(pipeline, command.id)
+            : resolveAsRetry(pipeline, command.id, { republish: command.republish });
+        report(await resolve, (resolution) => describeResolution(resolution, resources.queueUrl));
         return 0;
       }
     }

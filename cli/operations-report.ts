@@ -106,8 +106,9 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
 
 export function describeResolution(resolution: Resolution, queueUrl: string): string {
   if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
+  const stamped = resolution.republished ? ', stamped now' : '';
   const sent =
-    `${resolution.id}: its message is back on ${queueUrl} (group ${resolution.groupId}, message id ` +
+    `${resolution.id}: its message is back on ${queueUrl}${stamped} (group ${resolution.groupId}, message id ` +
     `${resolution.messageId}); the record is FAILED, so the consumer runs it again.`;
   if (!resolution.notCleared) return sent;
   return (

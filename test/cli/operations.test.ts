@@ -610,6 +610,7 @@ describe('the operations command line', () => {
       json: true,
       id: 'notifications#k',
       as: 'retry',
+      republish: false,
     });
     expect(() => parseCommandLine(['in-doubt', 'resolve', 'k', '--as', 'maybe', '--stack', 's'], {})).toThrow(
       CliUsageError,
