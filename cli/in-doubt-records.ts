@@ -57,6 +57,13 @@ export type Resolution =
       as: 'retry';
       groupId: string;
       messageId: string;
+      /**
+       * The record's state once the message was sent: FAILED (the consumer runs the message),
+       * RETRY_PENDING (`notCleared`), or what someone else made it meanwhile: IN_PROGRESS or a later
+       * state (the consumer got to it), COMPLETED (it ran, or was resolved `--as completed`: the copy
+       * sent is a duplicate, never run).
+       */
+      status: string;
       notCleared?: string;
       /** `--republish`: the message was sent stamped with a fresh `publishedAt`. */
       republished?: true;
@@ -184,7 +191,12 @@ export function resolvable(
       `No idempotency record ${id}.${hint} \`oncely in-doubt list\` shows the records in doubt.`,
     );
   }
-  throw new RecordNotInDoubtError(`${id} is ${state}, not IN_DOUBT: there is nothing to resolve.`);
+  const hint =
+    state === 'FAILED'
+      ? ' Its message may be on the queue (a `--as retry` sent it): the consumer runs it, or ran it and it ' +
+        'failed retryably, to run again on its next delivery.'
+      : '';
+  throw new RecordNotInDoubtError(`${id} is ${state}, not IN_DOUBT: there is nothing to resolve.${hint}`);
 }
 
 /**
@@ -225,7 +237,7 @@ export function itemOf(error: ConditionalCheckFailedException): IdempotencyRecor
 }
 
 /** A record's state as an operator sees it: its status, RETRY_PENDING for a FAILED one pending a retry. */
-function stateOf(record: IdempotencyRecord | undefined, nowMs: number): string {
+export function stateOf(record: IdempotencyRecord | undefined, nowMs: number): string {
   if (!record || isExpired(record, nowMs)) return 'gone';
   return record.status === 'FAILED' && record.unresolved === 'RETRY_PENDING'
     ? 'RETRY_PENDING'

@@ -15,9 +15,10 @@ import {
   type Resolution,
   resolvable,
   resolvedExpiresAt,
+  stateOf,
   ttlSecondsOf,
 } from './in-doubt-records.js';
-import { ResendFailedError } from './operations-errors.js';
+import { ResendFailedError, ResolutionConflictError } from './operations-errors.js';
 
 /**
  * `--as retry`: the effect did not happen; run it again (DESIGN §3). Nothing is deleted before the
@@ -29,6 +30,8 @@ import { ResendFailedError } from './operations-errors.js';
  * A FAILED record is acquirable with the same payload, so the consumer runs the re-sent message.
  * A run that failed or was killed after (a) left a RETRY_PENDING record: running again skips (a).
  * Two retries at once may both send: harmless, the consumer runs the second copy as a duplicate.
+ * Every write is conditioned on the state it expects; the resolution says the record's state as
+ * (c) found it, so a record another operator made COMPLETED meanwhile is reported so.
  */
 export interface RetryOptions {
   /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
@@ -74,12 +77,13 @@ export async function resolveAsRetry(
       { cause: error },
     );
   }
-  const notCleared = await clearRetryPending(documents, tableName, id, expiresAt);
+  const { status, notCleared } = await clearRetryPending(documents, tableName, id, expiresAt, nowMs);
   return {
     id,
     as: 'retry',
     groupId: message.groupId,
     messageId,
+    status,
     ...(notCleared ? { notCleared } : {}),
     ...(options.republish ? { republished: true as const } : {}),
   };
@@ -123,25 +127,37 @@ async function markRetryPending(
     record = Attributes as IdempotencyRecord;
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished, the rest is explained.
-    record = resolvable(itemOf(error), id, nowMs);
+    // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished; anything else changed
+    // since this command read it (IN_DOUBT, or RETRY_PENDING): someone else got there first.
+    const now = itemOf(error);
+    if (stateOf(now, nowMs) !== 'RETRY_PENDING') {
+      throw new ResolutionConflictError(
+        `${id} changed while this command resolved it: it is now ${stateOf(now, nowMs)} (another ` +
+          '`oncely in-doubt resolve`, or the consumer, got there first). Nothing was sent; ' +
+          '`oncely in-doubt list` shows whether it still needs resolving.',
+        { cause: error },
+      );
+    }
+    record = resolvable(now, id, nowMs);
   }
   if (!record.message) throw messageNotKept(id);
   return record.message;
 }
 
 /**
- * Step (c): takes the record off the list once its message is on the queue. If the consumer already
- * acquired the record (which replaces it), the condition fails: that is the goal reached. Any other
- * failure is returned, not thrown: the message was sent, and the record leaves the list when the
- * consumer runs it.
+ * Step (c): takes the record off the list once its message is on the queue, and returns its state.
+ * If the condition fails, someone else changed it after (a): the consumer acquired it (the goal
+ * reached), another retry cleared it (FAILED), or an operator resolved it `--as completed`; the
+ * state it found says which. Any other failure is returned, not thrown: the message was sent, and
+ * the record leaves the list when the consumer runs it.
  */
 async function clearRetryPending(
   documents: DynamoDBDocumentClient,
   tableName: string,
   id: string,
   expiresAt: number,
-): Promise<string | undefined> {
+  nowMs: number,
+): Promise<{ status: string; notCleared?: string }> {
   try {
     await documents.send(
       new UpdateCommand({
@@ -159,11 +175,12 @@ async function clearRetryPending(
           ':retryPending': 'RETRY_PENDING',
           ':expiresAt': expiresAt,
         },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return undefined;
+    return { status: 'FAILED' };
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return undefined;
-    return String(error);
+    if (error instanceof ConditionalCheckFailedException) return { status: stateOf(itemOf(error), nowMs) };
+    return { status: 'RETRY_PENDING', notCleared: String(error) };
   }
 }

@@ -66,6 +66,24 @@ export function describeRedrive(result: RedriveResult, queueUrl: string): string
   return lines.join('\n');
 }
 
+/** What the record's state after a retry's send means for the message sent. */
+function recordAfterRetry(status: string): string {
+  switch (status) {
+    case 'FAILED':
+    case 'RETRY_PENDING':
+      return 'the record is FAILED, so the consumer runs it again.';
+    case 'COMPLETED':
+      return (
+        'the record is now COMPLETED (the consumer ran it, or it was resolved --as completed meanwhile): the ' +
+        'consumer takes this copy for a duplicate and does not run it.'
+      );
+    case 'IN_PROGRESS':
+      return 'the consumer is running it already.';
+    default:
+      return `the record is now ${status}, changed meanwhile: \`oncely in-doubt list\` and \`oncely dlq list\` show where it is.`;
+  }
+}
+
 /** What an operator does about a retry that did not finish. */
 const RETRY_PENDING_NOTE =
   'retry pending: message not confirmed back on the queue; run resolve --as retry again';
@@ -107,9 +125,10 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
 export function describeResolution(resolution: Resolution, queueUrl: string): string {
   if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
   const stamped = resolution.republished ? ', stamped now' : '';
-  const sent =
+  const back =
     `${resolution.id}: its message is back on ${queueUrl}${stamped} (group ${resolution.groupId}, message id ` +
-    `${resolution.messageId}); the record is FAILED, so the consumer runs it again.`;
+    `${resolution.messageId}); `;
+  const sent = back + recordAfterRetry(resolution.status);
   if (!resolution.notCleared) return sent;
   return (
     `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
