@@ -25,11 +25,14 @@ export const USAGE = `Usage:
   oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
       Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
       RETRY_PENDING (a \`resolve --as retry\` that did not finish).
-  oncely in-doubt resolve ID --as completed|retry [--republish] [--ready-file PATH | --stack NAME] [--json]
+  oncely in-doubt resolve ID --as completed|retry [--republish] [--yes]
+                       [--ready-file PATH | --stack NAME] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
       --as retry: it did not happen, send the message again so that the consumer runs it (run it
       again to finish a retry listed as RETRY_PENDING). A message published past the dedup horizon
       is refused; --republish sends it stamped now, under the same key (default: as it was kept).
+      Shows the record and asks before acting; --yes acts without asking (default: ask, and
+      without a terminal to ask on, do nothing and exit 3).
   oncely outbox list   [--stuck | --older-than SECONDS] [--output-prefix PREFIX]
                        [--ready-file PATH | --stack NAME] [--json]
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
@@ -74,6 +77,8 @@ export type Command =
       as: 'completed' | 'retry';
       /** With `--as retry`: send the message stamped with a fresh `publishedAt`. */
       republish: boolean;
+      /** Act without showing the record and asking first. */
+      yes: boolean;
     }
   | {
       name: 'outbox-list';
@@ -136,7 +141,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
     }
     const republish = values.republish ?? false;
     if (republish && values.as !== 'retry') throw new CliUsageError('--republish goes with --as retry only.');
-    return { name: 'in-doubt-resolve', target, json, id, as: values.as, republish };
+    return { name: 'in-doubt-resolve', target, json, id, as: values.as, republish, yes: values.yes ?? false };
   }
   if (group === 'outbox' && action === 'list') {
     expectNoMore(rest);
@@ -170,6 +175,7 @@ function parse(argv: string[]) {
         stack: { type: 'string' },
         as: { type: 'string' },
         republish: { type: 'boolean' },
+        yes: { type: 'boolean' },
         timeout: { type: 'string' },
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },

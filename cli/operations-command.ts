@@ -3,6 +3,7 @@ import { listDeadLetters } from './dead-letter-list.js';
 import { redriveDeadLetters } from './dead-letter-redrive.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
+import { describeRecordToResolve, readRecordToResolve } from './in-doubt-show.js';
 import {
   describeDeadLetters,
   describeOutbox,
@@ -13,10 +14,13 @@ import {
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import { connect, connectToOutputs } from './target.js';
+import { EXIT_NOT_CONFIRMED, processTerminal, type Terminal } from './terminal.js';
 
 export interface OperationsOptions {
   /** Where the result goes; standard output by default. */
   print?: (text: string) => void;
+  /** Where a command shows what it is about to do and asks first; the process's terminal by default. */
+  terminal?: Terminal;
 }
 
 /**
@@ -63,6 +67,22 @@ export async function runOperation(
         );
         return 0;
       case 'in-doubt-resolve': {
+        if (!command.yes) {
+          const terminal = options.terminal ?? processTerminal;
+          terminal.show(describeRecordToResolve(await readRecordToResolve(pipeline, command.id)));
+          const meaning =
+            command.as === 'completed' ? 'it happened: never run it' : 'it did not happen: run it again';
+          const answer = await terminal.ask(`Resolve ${command.id} --as ${command.as} (${meaning})? [y/N] `);
+          if (answer !== true) {
+            terminal.show(
+              answer === false
+                ? 'Not resolved: nothing changed.'
+                : 'Not resolved: this command asks before it acts and there is no terminal to ask on. Check the ' +
+                    'record above, then run it again with --yes.',
+            );
+            return EXIT_NOT_CONFIRMED;
+          }
+        }
         const resolve =
           command.as === 'completed'
             ? resolveAsCompleted(pipeline, command.id)

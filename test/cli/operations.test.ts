@@ -96,7 +96,9 @@ afterAll(async () => {
 
 /** Runs `oncely ARGS --ready-file …` in-process, as the command does; returns what it printed. */
 async function oncely(...args: string[]): Promise<string> {
-  const command = parseCommandLine([...args, '--ready-file', readyFile], {}) as OperationsCommand;
+  // `resolve` shows the record and asks first, unless --yes (test/cli/in-doubt-confirm.test.ts).
+  const yes = args[1] === 'resolve' ? ['--yes'] : [];
+  const command = parseCommandLine([...args, ...yes, '--ready-file', readyFile], {}) as OperationsCommand;
   const printed: string[] = [];
   const code = await runOperation(command, { print: (text) => printed.push(text) });
   expect(code).toBe(0);
@@ -611,6 +613,7 @@ describe('the operations command line', () => {
       id: 'notifications#k',
       as: 'retry',
       republish: false,
+      yes: false,
     });
     expect(() => parseCommandLine(['in-doubt', 'resolve', 'k', '--as', 'maybe', '--stack', 's'], {})).toThrow(
       CliUsageError,
