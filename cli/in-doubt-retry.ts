@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import {
   type IdempotencyRecord,
   type KeptMessage,
@@ -148,8 +149,9 @@ async function markRetryPending(
  * Step (c): takes the record off the list once its message is on the queue, and returns its state.
  * If the condition fails, someone else changed it after (a): the consumer acquired it (the goal
  * reached), another retry cleared it (FAILED), or an operator resolved it `--as completed`; the
- * state it found says which. Any other failure is returned, not thrown: the message was sent, and
- * the record leaves the list when the consumer runs it.
+ * state it found says which. Any other failure is tried again (3 tries in all, as the core's record
+ * writes), then returned, not thrown: the message was sent, and the record leaves the list when the
+ * consumer runs it. A try applied with its answer lost finds the mark gone: FAILED, done.
  */
 async function clearRetryPending(
   documents: DynamoDBDocumentClient,
@@ -158,6 +160,21 @@ async function clearRetryPending(
   expiresAt: number,
   nowMs: number,
 ): Promise<{ status: string; notCleared?: string }> {
+  const cleared = await retried(RECORD_WRITE_RETRY, () =>
+    clearOnce(documents, tableName, id, expiresAt, nowMs),
+  );
+  if (cleared.value) return cleared.value;
+  return { status: 'RETRY_PENDING', notCleared: String(cleared.error) };
+}
+
+/** One try of step (c): the record's state after it, or the error of a write that was not applied. */
+async function clearOnce(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  id: string,
+  expiresAt: number,
+  nowMs: number,
+): Promise<{ status: string }> {
   try {
     await documents.send(
       new UpdateCommand({
@@ -181,6 +198,6 @@ async function clearRetryPending(
     return { status: 'FAILED' };
   } catch (error) {
     if (error instanceof ConditionalCheckFailedException) return { status: stateOf(itemOf(error), nowMs) };
-    return { status: 'RETRY_PENDING', notCleared: String(error) };
+    throw error;
   }
 }

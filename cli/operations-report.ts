@@ -84,9 +84,15 @@ function recordAfterRetry(status: string): string {
   }
 }
 
-/** What an operator does about a retry that did not finish. */
-const RETRY_PENDING_NOTE =
-  'retry pending: message not confirmed back on the queue; run resolve --as retry again';
+/** What is left of a retry that did not finish, and the command that does it. */
+const retryPendingNote = (id: string) => `send unconfirmed: oncely in-doubt resolve ${id} --as retry`;
+
+/** Below the list when a retry did not finish: which steps are done, and when only the last is left. */
+const RETRY_PENDING_EXPLAINED =
+  'A RETRY_PENDING record is one whose --as retry did not finish: step 1 of 3 (mark) is done, step 2 (send the ' +
+  'message) is not confirmed. The command shown does steps 2 and 3. If that run said its message is back on the ' +
+  'queue, only step 3 (taking the record off the list) is left, and the record leaves the list by itself once ' +
+  'the consumer runs the message; running the command anyway sends a copy the consumer takes for a duplicate.';
 
 export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
   if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
@@ -99,7 +105,7 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
       String(record.attempts ?? '-'),
       record.groupId ?? '(no message kept)',
       record.status === 'RETRY_PENDING'
-        ? RETRY_PENDING_NOTE
+        ? retryPendingNote(record.id)
         : record.reason
           ? `${record.reason.name}: ${record.reason.message}`
           : '-',
@@ -111,6 +117,7 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
   return [
     `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
     table,
+    ...(records.length > inDoubt ? [RETRY_PENDING_EXPLAINED] : []),
     ...(expiring > 0
       ? [
           `${count(expiring, 'record')} parked by an older version still expire, with the message they keep, at ` +
@@ -131,8 +138,10 @@ export function describeResolution(resolution: Resolution, queueUrl: string): st
   const sent = back + recordAfterRetry(resolution.status);
   if (!resolution.notCleared) return sent;
   return (
-    `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
-    'until the consumer runs the message. There is no need to resolve it again.'
+    `${sent} Only the last step is left: taking the record off the list, which failed (${resolution.notCleared}). ` +
+    'It shows as RETRY_PENDING until the consumer runs the message, then leaves the list by itself: there is no ' +
+    `need to resolve it again (\`oncely in-doubt resolve ${resolution.id} --as retry\` would finish it now, sending ` +
+    'a copy the consumer takes for a duplicate).'
   );
 }
 
