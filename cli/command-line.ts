@@ -41,6 +41,8 @@ export const USAGE = `Usage:
 
   These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
+  --output-prefix PREFIX picks the pipeline whose outputs carry that prefix (its outputPrefix)
+  when the target has several; default: the one without a prefix.
   --json prints the result as JSON.`;
 
 /** The command line is wrong; the message says how. */
@@ -49,8 +51,13 @@ export class CliUsageError extends OncelyError {
   readonly retryable = false;
 }
 
-/** Where an operations command finds the pipeline. */
-export type Target = { kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string };
+/**
+ * Where an operations command finds the pipeline; `outputPrefix` picks one of several by its
+ * outputs' prefix (the construct's `outputPrefix`): the unprefixed one by default.
+ */
+export type Target = ({ kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string }) & {
+  outputPrefix?: string;
+};
 
 export type Command =
   | { name: 'help' }
@@ -212,13 +219,17 @@ function seconds(value: string | undefined, flag: string): number | undefined {
   return number;
 }
 
-function targetOf(values: { 'ready-file'?: string; stack?: string }, env: NodeJS.ProcessEnv): Target {
+function targetOf(
+  values: { 'ready-file'?: string; stack?: string; 'output-prefix'?: string },
+  env: NodeJS.ProcessEnv,
+): Target {
   if (values['ready-file'] && values.stack)
     throw new CliUsageError('Give --ready-file or --stack, not both.');
+  const prefix = values['output-prefix'] === undefined ? {} : { outputPrefix: values['output-prefix'] };
   const readyFile = values['ready-file'] ?? (values.stack ? undefined : env.ONCELY_READY_FILE);
-  if (readyFile) return { kind: 'sandbox', readyFile };
+  if (readyFile) return { kind: 'sandbox', readyFile, ...prefix };
   const stackName = values.stack ?? env.ONCELY_STACK_NAME;
-  if (stackName) return { kind: 'stack', stackName };
+  if (stackName) return { kind: 'stack', stackName, ...prefix };
   throw new CliUsageError(
     'Which pipeline? Give --ready-file PATH (a running `oncely local`) or --stack NAME (a deployed stack).',
   );
