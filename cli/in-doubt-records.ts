@@ -12,11 +12,12 @@ import {
   isExpired,
   MAX_KEPT_MESSAGE_BYTES,
   UNRESOLVED_ATTRIBUTE,
-  UNRESOLVED_INDEX_NAME,
   UNRESOLVED_REASONS,
   type UnresolvedReason,
 } from '../lambdas/idempotency/record.js';
+import { onUnresolvedIndex } from '../lambdas/idempotency/unresolved-index.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
+import { keptGroups } from './in-doubt-groups.js';
 import {
   DedupHorizonUnknownError,
   MessageNotKeptError,
@@ -78,44 +79,57 @@ export interface InDoubtTarget {
 
 /**
  * The records an operator must resolve, oldest first: those IN_DOUBT and those whose retry did not
- * finish. Queries the sparse index of unresolved records (never the whole table), page by page,
- * leaving out the kept message bodies, which may be large.
+ * finish. Queries the sparse index of unresolved records (never the whole table), page by page; it
+ * projects no kept message, so the groups of the records listed are read from the table after.
  */
 export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedRecord[]> {
   const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const nowMs = Date.now();
   const items: Partial<IdempotencyRecord>[] = [];
   for (const reason of UNRESOLVED_REASONS) {
-    const pages = paginateQuery(
-      { client: documents },
-      {
-        TableName: target.resources.idempotencyTableName,
-        IndexName: UNRESOLVED_INDEX_NAME,
-        KeyConditionExpression: '#unresolved = :reason',
-        // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
-        // record (parked by an older version) is gone for the consumer, so for us too.
-        FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
-        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt, #message.groupId',
-        ExpressionAttributeNames: {
-          '#unresolved': UNRESOLVED_ATTRIBUTE,
-          '#error': 'error',
-          '#message': 'message',
-        },
-        ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
-      },
-    );
-    for await (const page of pages) items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
+    items.push(...(await onUnresolvedIndex((indexName) => unresolvedOn(target, indexName, reason, nowMs))));
   }
   items.sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
+  const groups = await keptGroups(
+    documents,
+    target.resources.idempotencyTableName,
+    items.map((item) => String(item.id)),
+  );
   return items.map((item) => ({
     id: String(item.id),
     status: item.unresolved as UnresolvedReason,
     reason: item.error,
     since: item.updatedAt ? new Date(item.updatedAt).toISOString() : undefined,
     attempts: item.attempts,
-    groupId: item.message?.groupId,
+    groupId: groups.get(String(item.id)),
     ...(item.expiresAt === undefined ? {} : { expiresAt: new Date(item.expiresAt * 1000).toISOString() }),
   }));
+}
+
+/** The live records of `reason` on the index `indexName`, with what the index projects. */
+async function unresolvedOn(
+  target: InDoubtTarget,
+  indexName: string,
+  reason: UnresolvedReason,
+  nowMs: number,
+): Promise<Partial<IdempotencyRecord>[]> {
+  const items: Partial<IdempotencyRecord>[] = [];
+  const pages = paginateQuery(
+    { client: DynamoDBDocumentClient.from(target.dynamodb) },
+    {
+      TableName: target.resources.idempotencyTableName,
+      IndexName: indexName,
+      KeyConditionExpression: '#unresolved = :reason',
+      // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
+      // record (parked by an older version) is gone for the consumer, so for us too.
+      FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
+      ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt',
+      ExpressionAttributeNames: { '#unresolved': UNRESOLVED_ATTRIBUTE, '#error': 'error' },
+      ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
+    },
+  );
+  for await (const page of pages) items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
+  return items;
 }
 
 /**

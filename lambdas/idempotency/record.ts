@@ -32,9 +32,20 @@ export const MAX_KEPT_MESSAGE_BYTES = 300 * 1024;
 /**
  * A sparse global secondary index of the records an operator must look at (DESIGN §3): only
  * records carrying {@link UNRESOLVED_ATTRIBUTE} are in it, so listing them never scans the table.
- * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: all attributes.
+ * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: the keys and
+ * {@link UNRESOLVED_INDEX_ATTRIBUTES}, never the kept message, so counting them reads little.
  */
-export const UNRESOLVED_INDEX_NAME = 'unresolved';
+export const UNRESOLVED_INDEX_NAME = 'unresolved-summary';
+
+/** What the unresolved index projects besides the keys: what the monitor and `oncely in-doubt list` read. */
+export const UNRESOLVED_INDEX_ATTRIBUTES: readonly string[] = ['expiresAt', 'attempts', 'error'];
+
+/**
+ * The unresolved index of earlier versions, projecting all attributes (the kept messages too).
+ * CloudFormation creates or deletes one index per table update, so this version adds the new one
+ * and keeps this; readers fall back on it while the new one is backfilling. The next removes it.
+ */
+export const LEGACY_UNRESOLVED_INDEX_NAME = 'unresolved';
 
 /** Present only on records that need an operator; its value says why ({@link UnresolvedReason}). */
 export const UNRESOLVED_ATTRIBUTE = 'unresolved';

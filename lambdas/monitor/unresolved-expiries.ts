@@ -5,12 +5,8 @@ import {
   paginateQuery,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import {
-  EXPIRES_AT_ATTRIBUTE,
-  UNRESOLVED_ATTRIBUTE,
-  UNRESOLVED_INDEX_NAME,
-  UNRESOLVED_REASONS,
-} from '../idempotency/record.js';
+import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_ATTRIBUTE, UNRESOLVED_REASONS } from '../idempotency/record.js';
+import { onUnresolvedIndex } from '../idempotency/unresolved-index.js';
 
 /**
  * Removes the expiry of every live unresolved record that still has one: records parked by a
@@ -26,25 +22,39 @@ export async function removeUnresolvedExpiries(
 ): Promise<number> {
   let kept = 0;
   for (const reason of UNRESOLVED_REASONS) {
-    const pages = paginateQuery(
-      { client },
-      {
-        TableName: tableName,
-        IndexName: UNRESOLVED_INDEX_NAME,
-        KeyConditionExpression: '#reason = :reason',
-        FilterExpression: 'attribute_exists(#expiresAt) AND #expiresAt > :now',
-        ProjectionExpression: 'id',
-        ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
-        ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
-      },
+    const ids = await onUnresolvedIndex((indexName) =>
+      expiringIds(client, tableName, indexName, reason, nowSeconds),
     );
-    for await (const page of pages) {
-      for (const item of page.Items ?? []) {
-        if (item.id && (await removeExpiry(client, tableName, item.id, reason, nowSeconds))) kept++;
-      }
-    }
+    for (const id of ids) if (await removeExpiry(client, tableName, id, reason, nowSeconds)) kept++;
   }
   return kept;
+}
+
+/** The ids of the live records of `reason` that still have an expiry. */
+async function expiringIds(
+  client: DynamoDBClient,
+  tableName: string,
+  indexName: string,
+  reason: string,
+  nowSeconds: number,
+): Promise<AttributeValue[]> {
+  const ids: AttributeValue[] = [];
+  const pages = paginateQuery(
+    { client },
+    {
+      TableName: tableName,
+      IndexName: indexName,
+      KeyConditionExpression: '#reason = :reason',
+      FilterExpression: 'attribute_exists(#expiresAt) AND #expiresAt > :now',
+      ProjectionExpression: 'id',
+      ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
+      ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
+    },
+  );
+  for await (const page of pages) {
+    for (const item of page.Items ?? []) if (item.id) ids.push(item.id);
+  }
+  return ids;
 }
 
 async function removeExpiry(
