@@ -21,6 +21,11 @@ import {
 } from './in-doubt-records.js';
 import { ResendFailedError, ResolutionConflictError } from './operations-errors.js';
 
+export interface RetryOptions {
+  /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
+  republish?: boolean;
+}
+
 /**
  * `--as retry`: the effect did not happen; run it again (DESIGN §3). Nothing is deleted before the
  * message is safely back on the queue:
@@ -34,11 +39,6 @@ import { ResendFailedError, ResolutionConflictError } from './operations-errors.
  * Every write is conditioned on the state it expects; the resolution says the record's state as
  * (c) found it, so a record another operator made COMPLETED meanwhile is reported so.
  */
-export interface RetryOptions {
-  /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
-  republish?: boolean;
-}
-
 export async function resolveAsRetry(
   target: InDoubtTarget,
   id: string,
@@ -74,7 +74,8 @@ export async function resolveAsRetry(
   } catch (error) {
     throw new ResendFailedError(
       `Could not send the message of ${id} back to the queue (${String(error)}). Nothing is lost: the record ` +
-        `is RETRY_PENDING and keeps its message. Run \`oncely in-doubt resolve ${id} --as retry\` again.`,
+        `is RETRY_PENDING and keeps its message. Run \`oncely in-doubt resolve ${id} --as retry` +
+        `${options.republish ? ' --republish' : ''}\` again.`,
       { cause: error },
     );
   }
