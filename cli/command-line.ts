@@ -36,10 +36,14 @@ export const USAGE = `Usage:
   oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
       Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
       RETRY_PENDING (a \`resolve --as retry\` that did not finish).
-  oncely in-doubt resolve ID --as completed|retry [--ready-file PATH | --stack NAME] [--json]
+  oncely in-doubt resolve ID --as completed|retry [--republish] [--yes]
+                       [--ready-file PATH | --stack NAME] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
       --as retry: it did not happen, send the message again so that the consumer runs it (run it
-      again to finish a retry listed as RETRY_PENDING).
+      again to finish a retry listed as RETRY_PENDING). A message published past the dedup horizon
+      is refused; --republish sends it stamped now, under the same key (default: as it was kept).
+      Shows the record and asks before acting; --yes acts without asking (default: ask, and
+      without a terminal to ask on, do nothing and exit 4).
   oncely outbox list   [--stuck | --older-than SECONDS] [--output-prefix PREFIX]
                        [--ready-file PATH | --stack NAME] [--json]
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
@@ -48,6 +52,8 @@ export const USAGE = `Usage:
 
   These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
+  --output-prefix PREFIX picks the pipeline whose outputs carry that prefix (its outputPrefix)
+  when the target has several; default: the one without a prefix.
   --json prints the result as JSON.`;
 
 /** The command line is wrong; the message says how. */
@@ -56,8 +62,13 @@ export class CliUsageError extends OncelyError {
   readonly retryable = false;
 }
 
-/** Where an operations command finds the pipeline. */
-export type Target = { kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string };
+/**
+ * Where an operations command finds the pipeline; `outputPrefix` picks one of several by its
+ * outputs' prefix (the construct's `outputPrefix`): the unprefixed one by default.
+ */
+export type Target = ({ kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string }) & {
+  outputPrefix?: string;
+};
 
 export type Command =
   | { name: 'help' }
@@ -89,7 +100,17 @@ export type Command =
       yes: boolean;
     }
   | { name: 'dlq-discard'; target: Target; json: boolean; messageIds: string[]; reason: string }
-  | { name: 'in-doubt-resolve'; target: Target; json: boolean; id: string; as: 'completed' | 'retry' }
+  | {
+      name: 'in-doubt-resolve';
+      target: Target;
+      json: boolean;
+      id: string;
+      as: 'completed' | 'retry';
+      /** With `--as retry`: send the message stamped with a fresh `publishedAt`. */
+      republish: boolean;
+      /** Act without showing the record and asking first. */
+      yes: boolean;
+    }
   | {
       name: 'outbox-list';
       target: Target;
@@ -172,7 +193,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         'in-doubt resolve needs --as completed (it happened) or --as retry (run it again).',
       );
     }
-    return { name: 'in-doubt-resolve', target, json, id, as: values.as };
+    const republish = values.republish ?? false;
+    if (republish && values.as !== 'retry') throw new CliUsageError('--republish goes with --as retry only.');
+    return { name: 'in-doubt-resolve', target, json, id, as: values.as, republish, yes: values.yes ?? false };
   }
   if (group === 'outbox' && action === 'list') {
     expectNoMore(rest);
@@ -205,13 +228,14 @@ function parse(argv: string[]) {
         'app-dir': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
+        republish: { type: 'boolean' },
+        yes: { type: 'boolean' },
         timeout: { type: 'string' },
         limit: { type: 'string' },
         group: { type: 'string' },
         key: { type: 'string' },
         reason: { type: 'string' },
         'dry-run': { type: 'boolean' },
-        yes: { type: 'boolean' },
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
@@ -256,13 +280,17 @@ function seconds(value: string | undefined, flag: string): number | undefined {
   return number;
 }
 
-function targetOf(values: { 'ready-file'?: string; stack?: string }, env: NodeJS.ProcessEnv): Target {
+function targetOf(
+  values: { 'ready-file'?: string; stack?: string; 'output-prefix'?: string },
+  env: NodeJS.ProcessEnv,
+): Target {
   if (values['ready-file'] && values.stack)
     throw new CliUsageError('Give --ready-file or --stack, not both.');
+  const prefix = values['output-prefix'] === undefined ? {} : { outputPrefix: values['output-prefix'] };
   const readyFile = values['ready-file'] ?? (values.stack ? undefined : env.ONCELY_READY_FILE);
-  if (readyFile) return { kind: 'sandbox', readyFile };
+  if (readyFile) return { kind: 'sandbox', readyFile, ...prefix };
   const stackName = values.stack ?? env.ONCELY_STACK_NAME;
-  if (stackName) return { kind: 'stack', stackName };
+  if (stackName) return { kind: 'stack', stackName, ...prefix };
   throw new CliUsageError(
     'Which pipeline? Give --ready-file PATH (a running `oncely local`) or --stack NAME (a deployed stack).',
   );

@@ -1,42 +1,69 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import {
   type IdempotencyRecord,
   type KeptMessage,
   UNRESOLVED_ATTRIBUTE,
 } from '../lambdas/idempotency/record.js';
+import { refusePastHorizon, restamped } from './in-doubt-horizon.js';
 import {
   type InDoubtTarget,
   itemOf,
   messageNotKept,
   type Resolution,
   resolvable,
+  resolvedExpiresAt,
+  stateOf,
+  ttlSecondsOf,
 } from './in-doubt-records.js';
-import { ResendFailedError } from './operations-errors.js';
+import { ResendFailedError, ResolutionConflictError } from './operations-errors.js';
+
+export interface RetryOptions {
+  /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
+  republish?: boolean;
+}
 
 /**
  * `--as retry`: the effect did not happen; run it again (DESIGN §3). Nothing is deleted before the
  * message is safely back on the queue:
- *  (a) the IN_DOUBT record becomes FAILED, keeping its message, marked RETRY_PENDING (so it stays listed);
+ *  (a) the IN_DOUBT record becomes FAILED, keeping its message, marked RETRY_PENDING (so it stays listed),
+ *      with no expiry (as an IN_DOUBT record of this version has none already);
  *  (b) the kept message is sent to the queue, in its group;
- *  (c) the RETRY_PENDING mark and the message are removed.
+ *  (c) the RETRY_PENDING mark and the message are removed, and the record gets a full TTL again.
  * A FAILED record is acquirable with the same payload, so the consumer runs the re-sent message.
  * A run that failed or was killed after (a) left a RETRY_PENDING record: running again skips (a).
  * Two retries at once may both send: harmless, the consumer runs the second copy as a duplicate.
+ * Every write is conditioned on the state it expects; the resolution says the record's state as
+ * (c) found it, so a record another operator made COMPLETED meanwhile is reported so.
  */
-export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise<Resolution> {
+export async function resolveAsRetry(
+  target: InDoubtTarget,
+  id: string,
+  options: RetryOptions = {},
+): Promise<Resolution> {
   const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
+  const expiresAt = resolvedExpiresAt(target, nowMs);
+  // Read before any write, so that a retry the consumer would never run is refused unchanged. The
+  // kept message never changes while the record is unresolved.
+  const { Item } = await documents.send(
+    new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
+  );
+  const read = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
+  if (!read.message) throw messageNotKept(id);
+  if (!options.republish) refusePastHorizon(id, read.message.body, ttlSecondsOf(target), nowMs);
   const message = await markRetryPending(documents, tableName, id, nowMs);
+  const body = options.republish ? restamped(message.body, nowMs) : message.body;
   let messageId: string;
   try {
     const { MessageId } = await target.sqs.send(
       new SendMessageCommand({
         QueueUrl: target.resources.queueUrl,
-        MessageBody: message.body,
+        MessageBody: body,
         MessageGroupId: message.groupId,
         // Fresh, as the message's own ids may still be in SQS's 5-minute deduplication window; one per
         // run, so that the SDK's retries of this send (an answer lost) leave one copy on the queue.
@@ -47,12 +74,21 @@ export async function resolveAsRetry(target: InDoubtTarget, id: string): Promise
   } catch (error) {
     throw new ResendFailedError(
       `Could not send the message of ${id} back to the queue (${String(error)}). Nothing is lost: the record ` +
-        `is RETRY_PENDING and keeps its message. Run \`oncely in-doubt resolve ${id} --as retry\` again.`,
+        `is RETRY_PENDING and keeps its message. Run \`oncely in-doubt resolve ${id} --as retry` +
+        `${options.republish ? ' --republish' : ''}\` again.`,
       { cause: error },
     );
   }
-  const notCleared = await clearRetryPending(documents, tableName, id);
-  return { id, as: 'retry', groupId: message.groupId, messageId, ...(notCleared ? { notCleared } : {}) };
+  const { status, notCleared } = await clearRetryPending(documents, tableName, id, expiresAt, nowMs);
+  return {
+    id,
+    as: 'retry',
+    groupId: message.groupId,
+    messageId,
+    status,
+    ...(notCleared ? { notCleared } : {}),
+    ...(options.republish ? { republished: true as const } : {}),
+  };
 }
 
 /** Step (a); returns the kept message. A record already RETRY_PENDING is left as it is. */
@@ -68,8 +104,12 @@ async function markRetryPending(
       new UpdateCommand({
         TableName: tableName,
         Key: { id },
-        UpdateExpression: 'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs',
-        ConditionExpression: '#status = :inDoubt AND expiresAt > :nowSec AND attribute_exists(#message)',
+        // An older version's IN_DOUBT record still has an expiry: unresolved, it must not expire.
+        UpdateExpression:
+          'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs REMOVE expiresAt',
+        ConditionExpression:
+          '#status = :inDoubt AND (attribute_not_exists(expiresAt) OR expiresAt > :nowSec) AND ' +
+          'attribute_exists(#message)',
         ExpressionAttributeNames: {
           '#status': 'status',
           '#unresolved': UNRESOLVED_ATTRIBUTE,
@@ -89,42 +129,76 @@ async function markRetryPending(
     record = Attributes as IdempotencyRecord;
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished, the rest is explained.
-    record = resolvable(itemOf(error), id, nowMs);
+    // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished; anything else changed
+    // since this command read it (IN_DOUBT, or RETRY_PENDING): someone else got there first.
+    const now = itemOf(error);
+    if (stateOf(now, nowMs) !== 'RETRY_PENDING') {
+      throw new ResolutionConflictError(
+        `${id} changed while this command resolved it: it is now ${stateOf(now, nowMs)} (another ` +
+          '`oncely in-doubt resolve`, or the consumer, got there first). Nothing was sent; ' +
+          '`oncely in-doubt list` shows whether it still needs resolving.',
+        { cause: error },
+      );
+    }
+    record = resolvable(now, id, nowMs);
   }
   if (!record.message) throw messageNotKept(id);
   return record.message;
 }
 
 /**
- * Step (c): takes the record off the list once its message is on the queue. If the consumer already
- * acquired the record (which replaces it), the condition fails: that is the goal reached. Any other
- * failure is returned, not thrown: the message was sent, and the record leaves the list when the
- * consumer runs it.
+ * Step (c): takes the record off the list once its message is on the queue, and returns its state.
+ * If the condition fails, someone else changed it after (a): the consumer acquired it (the goal
+ * reached), another retry cleared it (FAILED), or an operator resolved it `--as completed`; the
+ * state it found says which. Any other failure is tried again (3 tries in all, as the core's record
+ * writes), then returned, not thrown: the message was sent, and the record leaves the list when the
+ * consumer runs it. A try applied with its answer lost finds the mark gone: FAILED, done.
  */
 async function clearRetryPending(
   documents: DynamoDBDocumentClient,
   tableName: string,
   id: string,
-): Promise<string | undefined> {
+  expiresAt: number,
+  nowMs: number,
+): Promise<{ status: string; notCleared?: string }> {
+  const cleared = await retried(RECORD_WRITE_RETRY, () =>
+    clearOnce(documents, tableName, id, expiresAt, nowMs),
+  );
+  if (cleared.value) return cleared.value;
+  return { status: 'RETRY_PENDING', notCleared: String(cleared.error) };
+}
+
+/** One try of step (c): the record's state after it, or the error of a write that was not applied. */
+async function clearOnce(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  id: string,
+  expiresAt: number,
+  nowMs: number,
+): Promise<{ status: string }> {
   try {
     await documents.send(
       new UpdateCommand({
         TableName: tableName,
         Key: { id },
-        UpdateExpression: 'REMOVE #unresolved, #message',
+        UpdateExpression: 'SET expiresAt = :expiresAt REMOVE #unresolved, #message',
         ConditionExpression: '#status = :failed AND #unresolved = :retryPending',
         ExpressionAttributeNames: {
           '#status': 'status',
           '#unresolved': UNRESOLVED_ATTRIBUTE,
           '#message': 'message',
         },
-        ExpressionAttributeValues: { ':failed': 'FAILED', ':retryPending': 'RETRY_PENDING' },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':retryPending': 'RETRY_PENDING',
+          ':expiresAt': expiresAt,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return undefined;
+    return { status: 'FAILED' };
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return undefined;
-    return String(error);
+    if (error instanceof ConditionalCheckFailedException) return { status: stateOf(itemOf(error), nowMs) };
+    throw error;
   }
 }

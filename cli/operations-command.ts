@@ -1,11 +1,12 @@
 import type { OperationsCommand } from './command-line.js';
-import { type Confirm, confirmRedrive } from './dead-letter-confirm.js';
+import { confirmRedrive } from './dead-letter-confirm.js';
 import { discardDeadLetters } from './dead-letter-discard.js';
 import { listDeadLetters } from './dead-letter-list.js';
 import { DEFAULT_REDRIVE_TIMEOUT_SECONDS, redriveDeadLetters } from './dead-letter-redrive.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
+import { describeRecordToResolve, readRecordToResolve } from './in-doubt-show.js';
 import {
   describeDeadLetters,
   describeDiscard,
@@ -18,6 +19,7 @@ import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import { acquireRedriveLease } from './redrive-lease.js';
 import { connect, connectToOutputs } from './target.js';
+import { processTerminal, type Terminal } from './terminal.js';
 
 /** How much of each body `dlq list`'s table shows. */
 const TABLE_BODY_CHARACTERS = 60;
@@ -26,10 +28,10 @@ export interface OperationsOptions {
   /** Where the result goes; standard output by default. */
   print?: (text: string) => void;
   /**
-   * Asks the operator a yes/no question (`dlq redrive` before moving more than a few messages);
-   * by default on the terminal, and none without one (then the command refuses).
+   * Where a command shows what it is about to do and asks first (`dlq redrive` before moving more
+   * than a few messages, `in-doubt resolve` always); the process's terminal by default.
    */
-  confirm?: Confirm;
+  terminal?: Terminal;
 }
 
 /**
@@ -42,6 +44,7 @@ export async function runOperation(
   options: OperationsOptions = {},
 ): Promise<number> {
   const print = options.print ?? ((text: string) => console.log(text));
+  const terminal = options.terminal ?? processTerminal;
   const report = <T>(result: T, describe: (result: T) => string) =>
     print(command.json ? JSON.stringify(result, null, 2) : describe(result));
   if (command.name === 'outbox-list') {
@@ -51,7 +54,7 @@ export async function runOperation(
       const outbox = findOutbox(target, command.outputPrefix);
       const olderThanSeconds = command.stuck ? outbox.stuckAfterSeconds : command.olderThanSeconds;
       report(await listPendingOutbox(target.dynamodb, outbox, { olderThanSeconds }), describeOutbox);
-      return 0;
+      return EXIT_CODES.done;
     } finally {
       target.close();
     }
@@ -74,7 +77,7 @@ export async function runOperation(
         return listing.end === 'complete' ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }
       case 'dlq-redrive': {
-        const refusal = await confirmRedrive(pipeline.sqs, resources, command, options.confirm);
+        const refusal = await confirmRedrive(pipeline.sqs, resources, command, terminal);
         if (refusal) {
           print(command.json ? JSON.stringify({ refused: refusal }, null, 2) : refusal);
           return EXIT_CODES.notConfirmed;
@@ -104,13 +107,29 @@ export async function runOperation(
         report(await listUnresolved(pipeline), (records) =>
           describeUnresolved(records, resources.idempotencyTableName),
         );
-        return 0;
+        return EXIT_CODES.done;
       case 'in-doubt-resolve': {
-        const resolve = command.as === 'completed' ? resolveAsCompleted : resolveAsRetry;
-        report(await resolve(pipeline, command.id), (resolution) =>
-          describeResolution(resolution, resources.queueUrl),
-        );
-        return 0;
+        if (!command.yes) {
+          terminal.show(describeRecordToResolve(await readRecordToResolve(pipeline, command.id)));
+          const meaning =
+            command.as === 'completed' ? 'it happened: never run it' : 'it did not happen: run it again';
+          const answer = await terminal.ask(`Resolve ${command.id} --as ${command.as} (${meaning})? [y/N] `);
+          if (answer !== true) {
+            terminal.show(
+              answer === false
+                ? 'Not resolved: nothing changed.'
+                : 'Not resolved: this command asks before it acts and there is no terminal to ask on. Check the ' +
+                    'record above, then run it again with --yes.',
+            );
+            return EXIT_CODES.notConfirmed;
+          }
+        }
+        const resolve =
+          command.as === 'completed'
+            ? resolveAsCompleted(pipeline, command.id)
+            : resolveAsRetry(pipeline, command.id, { republish: command.republish });
+        report(await resolve, (resolution) => describeResolution(resolution, resources.queueUrl));
+        return EXIT_CODES.done;
       }
     }
   } finally {

@@ -59,6 +59,12 @@ export class ResendFailedError extends OncelyError {
   readonly retryable = true;
 }
 
+/** `--as retry` would send a message past the dedup horizon: the consumer would dead-letter it unrun. */
+export class RetryPastHorizonError extends OncelyError {
+  static override readonly errorName: string = 'RetryPastHorizonError';
+  readonly retryable = false;
+}
+
 /** The pipeline's idempotency TTL is not a number of seconds, so the dedup horizon is unknown. */
 export class DedupHorizonUnknownError extends OncelyError {
   static override readonly errorName: string = 'DedupHorizonUnknownError';

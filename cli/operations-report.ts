@@ -125,14 +125,38 @@ export function describeDiscard(result: DiscardResult, tableName: string): strin
   return lines.join('\n');
 }
 
-/** What an operator does about a retry that did not finish. */
-const RETRY_PENDING_NOTE =
-  'retry pending: message not confirmed back on the queue; run resolve --as retry again';
+/** What the record's state after a retry's send means for the message sent. */
+function recordAfterRetry(status: string): string {
+  switch (status) {
+    case 'FAILED':
+    case 'RETRY_PENDING':
+      return 'the record is FAILED, so the consumer runs it again.';
+    case 'COMPLETED':
+      return (
+        'the record is now COMPLETED (the consumer ran it, or it was resolved --as completed meanwhile): the ' +
+        'consumer takes this copy for a duplicate and does not run it.'
+      );
+    case 'IN_PROGRESS':
+      return 'the consumer is running it already.';
+    default:
+      return `the record is now ${status}, changed meanwhile: \`oncely in-doubt list\` and \`oncely dlq list\` show where it is.`;
+  }
+}
+
+/** What is left of a retry that did not finish, and the command that does it. */
+const retryPendingNote = (id: string) => `send unconfirmed: oncely in-doubt resolve ${id} --as retry`;
+
+/** Below the list when a retry did not finish: which steps are done, and when only the last is left. */
+const RETRY_PENDING_EXPLAINED =
+  'A RETRY_PENDING record is one whose --as retry did not finish: step 1 of 3 (mark) is done, step 2 (send the ' +
+  'message) is not confirmed. The command shown does steps 2 and 3. If that run said its message is back on the ' +
+  'queue, only step 3 (taking the record off the list) is left, and the record leaves the list by itself once ' +
+  'the consumer runs the message; running the command anyway sends a copy the consumer takes for a duplicate.';
 
 export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
   if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
   const table = formatTable(
-    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON'],
+    ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON', 'EXPIRES'],
     records.map((record) => [
       record.id,
       record.status,
@@ -140,16 +164,25 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
       String(record.attempts ?? '-'),
       record.groupId ?? '(no message kept)',
       record.status === 'RETRY_PENDING'
-        ? RETRY_PENDING_NOTE
+        ? retryPendingNote(record.id)
         : record.reason
           ? `${record.reason.name}: ${record.reason.message}`
           : '-',
+      record.expiresAt ?? 'never',
     ]),
   );
   const inDoubt = records.filter((record) => record.status === 'IN_DOUBT').length;
+  const expiring = records.filter((record) => record.expiresAt !== undefined).length;
   return [
     `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
     table,
+    ...(records.length > inDoubt ? [RETRY_PENDING_EXPLAINED] : []),
+    ...(expiring > 0
+      ? [
+          `${count(expiring, 'record')} parked by an older version still expire, with the message they keep, at ` +
+            "EXPIRES: the monitor's next run removes that expiry. Resolve them before, or check that the monitor runs.",
+        ]
+      : []),
     'Find out whether each effect happened, then: `oncely in-doubt resolve ID --as completed` if it did, ' +
       '`--as retry` to run it again.',
   ].join('\n');
@@ -157,13 +190,17 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
 
 export function describeResolution(resolution: Resolution, queueUrl: string): string {
   if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
-  const sent =
-    `${resolution.id}: its message is back on ${queueUrl} (group ${resolution.groupId}, message id ` +
-    `${resolution.messageId}); the record is FAILED, so the consumer runs it again.`;
+  const stamped = resolution.republished ? ', stamped now' : '';
+  const back =
+    `${resolution.id}: its message is back on ${queueUrl}${stamped} (group ${resolution.groupId}, message id ` +
+    `${resolution.messageId}); `;
+  const sent = back + recordAfterRetry(resolution.status);
   if (!resolution.notCleared) return sent;
   return (
-    `${sent} The record could not be taken off the list (${resolution.notCleared}): it shows as RETRY_PENDING ` +
-    'until the consumer runs the message. There is no need to resolve it again.'
+    `${sent} Only the last step is left: taking the record off the list, which failed (${resolution.notCleared}). ` +
+    'It shows as RETRY_PENDING until the consumer runs the message, then leaves the list by itself: there is no ' +
+    `need to resolve it again (\`oncely in-doubt resolve ${resolution.id} --as retry\` would finish it now, sending ` +
+    'a copy the consumer takes for a duplicate).'
   );
 }
 

@@ -2,7 +2,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
 import { createCloudFormationClient, describeStackOutputs } from '../lib/constructs/deployed-pipeline.js';
-import { type PipelineResources, resourcesFromOutputs } from '../lib/constructs/pipeline-outputs.js';
+import {
+  MissingStackOutputsError,
+  PIPELINE_OUTPUTS,
+  type PipelineResources,
+  resourcesFromOutputs,
+} from '../lib/constructs/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
 import {
@@ -35,14 +40,41 @@ export interface PipelineConnection extends TargetConnection {
  * `PipelineUnreachableError` saying what to do.
  */
 export async function connect(target: Target): Promise<PipelineConnection> {
-  if (target.kind === 'sandbox') {
+  if (target.kind === 'sandbox' && target.outputPrefix === undefined) {
     const file = await readReadyFile(target.readyFile, 'resources');
     return { ...connectToSandbox(target.readyFile, file), resources: file.resources };
   }
-  const outputs = await readStackOutputs(target.stackName);
-  const outputList = Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue }));
-  const resources = resourcesFromOutputs(target.stackName, outputList);
-  return { ...connectToStack(target.stackName, outputs), resources };
+  // A pipeline picked by its prefix: found among every output, of the sandbox's stacks or the stack's.
+  const connection = await connectToOutputs(target);
+  try {
+    return { ...connection, resources: pipelineOf(connection, target.outputPrefix ?? '') };
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
+}
+
+/** The resources of the pipeline whose outputs carry `prefix`; missing, the error names the prefixes there are. */
+function pipelineOf(connection: TargetConnection, prefix: string): PipelineResources {
+  const outputList = Object.entries(connection.outputs).map(([OutputKey, OutputValue]) => ({
+    OutputKey,
+    OutputValue,
+  }));
+  try {
+    return resourcesFromOutputs(connection.name, outputList, prefix);
+  } catch (error) {
+    if (!(error instanceof MissingStackOutputsError)) throw error;
+    const marker = PIPELINE_OUTPUTS.idempotencyTableName;
+    const prefixes = Object.keys(connection.outputs)
+      .filter((key) => key.endsWith(marker))
+      .map((key) => key.slice(0, -marker.length))
+      .map((each) => (each === '' ? "'' (no prefix)" : each));
+    if (prefixes.length === 0) throw error;
+    throw new MissingStackOutputsError(
+      `${error.message} Its pipelines' output prefixes: ${prefixes.join(', ')}. Pick one with --output-prefix PREFIX.`,
+      { cause: error },
+    );
+  }
 }
 
 /** Connects to a sandbox or a deployed stack as {@link connect} does, needing no pipeline in it: only its outputs. */

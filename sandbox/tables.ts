@@ -2,6 +2,7 @@ import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamod
 import {
   ID_ATTRIBUTE,
   UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_ATTRIBUTES,
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
 } from '../lambdas/idempotency/record.js';
@@ -29,7 +30,7 @@ export async function createIdempotencyTable(client: DynamoDBClient, name: strin
             { AttributeName: UNRESOLVED_ATTRIBUTE, KeyType: 'HASH' },
             { AttributeName: UPDATED_AT_ATTRIBUTE, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...UNRESOLVED_INDEX_ATTRIBUTES] },
         },
       ],
       BillingMode: 'PAY_PER_REQUEST',

@@ -443,7 +443,9 @@ export class LeaseIdempotency {
     return Math.max(leaseMs ?? 0, context.getRemainingTimeInMillis() + leaseMarginMs);
   }
 
-  #remember(id: string, hash: string, result: string | undefined, expiresAtSec: number): void {
+  /** A COMPLETED record always has an expiry; one without (only unresolved records) is never cached. */
+  #remember(id: string, hash: string, result: string | undefined, expiresAtSec: number | undefined): void {
+    if (expiresAtSec === undefined) return;
     this.#cache?.set(id, { payloadHash: hash, result, expiresAtMs: expiresAtSec * 1000 });
   }
 }

@@ -32,9 +32,20 @@ export const MAX_KEPT_MESSAGE_BYTES = 300 * 1024;
 /**
  * A sparse global secondary index of the records an operator must look at (DESIGN §3): only
  * records carrying {@link UNRESOLVED_ATTRIBUTE} are in it, so listing them never scans the table.
- * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: all attributes.
+ * Partition key: that attribute; sort key: `updatedAt` (epoch ms). Projection: the keys and
+ * {@link UNRESOLVED_INDEX_ATTRIBUTES}, never the kept message, so counting them reads little.
  */
-export const UNRESOLVED_INDEX_NAME = 'unresolved';
+export const UNRESOLVED_INDEX_NAME = 'unresolved-summary';
+
+/** What the unresolved index projects besides the keys: what the monitor and `oncely in-doubt list` read. */
+export const UNRESOLVED_INDEX_ATTRIBUTES: readonly string[] = ['expiresAt', 'attempts', 'error'];
+
+/**
+ * The unresolved index of earlier versions, projecting all attributes (the kept messages too).
+ * CloudFormation creates or deletes one index per table update, so this version adds the new one
+ * and keeps this; readers fall back on it while the new one is backfilling. The next removes it.
+ */
+export const LEGACY_UNRESOLVED_INDEX_NAME = 'unresolved';
 
 /** Present only on records that need an operator; its value says why ({@link UnresolvedReason}). */
 export const UNRESOLVED_ATTRIBUTE = 'unresolved';
@@ -71,8 +82,12 @@ export interface IdempotencyRecord {
   id: string;
   status: RecordStatus;
   payloadHash: string;
-  /** Epoch seconds; past it the record counts as absent even before TTL deletes it. */
-  expiresAt: number;
+  /**
+   * Epoch seconds; past it the record counts as absent even before TTL deletes it. Absent while the
+   * record is unresolved (IN_DOUBT or RETRY_PENDING): it keeps a message acknowledged long ago, so it
+   * must not expire before an operator resolves it, which gives it a full TTL again.
+   */
+  expiresAt?: number;
   leaseToken?: string;
   /** Epoch milliseconds. */
   leaseExpiresAt?: number;
@@ -117,5 +132,5 @@ export interface IdempotencyRecord {
 }
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
-  return record.expiresAt * 1000 <= nowMs;
+  return record.expiresAt !== undefined && record.expiresAt * 1000 <= nowMs;
 }

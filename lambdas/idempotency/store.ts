@@ -296,16 +296,17 @@ export class DynamoDBIdempotencyStore {
   /**
    * Records that the effect may or may not have happened; only an operator moves it on. The
    * record keeps `message` (if it fits), so that the operator can run it again; it enters the
-   * unresolved index and lives a full TTL from now, so it stays visible until resolved.
+   * unresolved index and loses its `expiresAt`, so that TTL never deletes it (and the message it
+   * keeps) before an operator resolves it; resolving gives it a full TTL again.
    * @internal
    */
   markInDoubt(lease: Lease, error: StoredError, message?: KeptMessage): Promise<boolean> {
-    return this.#fencedUpdate(lease, 'IN_DOUBT', {
-      error,
-      message: keepable(message),
-      [UNRESOLVED_ATTRIBUTE]: 'IN_DOUBT',
-      [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(this.now()),
-    });
+    return this.#fencedUpdate(
+      lease,
+      'IN_DOUBT',
+      { error, message: keepable(message), [UNRESOLVED_ATTRIBUTE]: 'IN_DOUBT' },
+      [EXPIRES_AT_ATTRIBUTE],
+    );
   }
 
   /**
@@ -328,8 +329,9 @@ export class DynamoDBIdempotencyStore {
           Key: { id: record.id },
           UpdateExpression:
             `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
-            `expiresAt = :expiresAt, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
-            `REMOVE leaseExpiresAt, ${UNSTARTED}, #after`,
+            `attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            // Unresolved, it must not expire (see markInDoubt).
+            `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
           ExpressionAttributeNames: {
             ...STATUS_NAMES,
@@ -343,7 +345,6 @@ export class DynamoDBIdempotencyStore {
             ':token': record.leaseToken,
             ':error': reason,
             ':nowMs': now,
-            ':expiresAt': this.#recordExpiresAt(now),
             ':one': 1,
             ...(kept ? { ':message': kept } : {}),
           },
@@ -522,11 +523,16 @@ export class DynamoDBIdempotencyStore {
    * write it. A condition failing because our own earlier try (applied, its answer lost, retried by
    * the SDK) already wrote this very status is a success; the token stays on the record for that.
    */
-  async #fencedUpdate(lease: Lease, status: string, fields: Record<string, unknown>): Promise<boolean> {
+  async #fencedUpdate(
+    lease: Lease,
+    status: string,
+    fields: Record<string, unknown>,
+    remove: readonly string[] = [],
+  ): Promise<boolean> {
     try {
       await this.#documents.send(
         new UpdateCommand({
-          ...this.#fencedUpdateInput(lease, status, fields),
+          ...this.#fencedUpdateInput(lease, status, fields, remove),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
@@ -565,7 +571,12 @@ export class DynamoDBIdempotencyStore {
   }
 
   /** The UpdateItem of {@link #fencedUpdate}: sets `status` and the fields given, fenced on the lease. */
-  #fencedUpdateInput(lease: Lease, status: string, fields: Record<string, unknown>) {
+  #fencedUpdateInput(
+    lease: Lease,
+    status: string,
+    fields: Record<string, unknown>,
+    remove: readonly string[] = [],
+  ) {
     const present = Object.entries(fields).filter(([, value]) => value !== undefined);
     const names: Record<string, string> = { ...STATUS_NAMES };
     const values: Record<string, unknown> = {
@@ -584,7 +595,7 @@ export class DynamoDBIdempotencyStore {
       TableName: this.tableName,
       Key: { id: lease.id },
       // The outcome is the record's now: the marks of a lease taken ahead say nothing more.
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseExpiresAt, ${UNSTARTED}, #after`,
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${[...remove, 'leaseExpiresAt', UNSTARTED, '#after'].join(', ')}`,
       ConditionExpression: FENCED,
       ExpressionAttributeNames: { ...names, '#after': AFTER },
       ExpressionAttributeValues: values,

@@ -112,11 +112,14 @@ export class TransactionalIdempotency {
     if (verdict.kind !== 'completed') throw new IdempotencyInProgressError(id, store.now());
     // Only a lease-mode record sharing the namespace can hold a result too large to replay.
     if (verdict.resultBytes !== undefined) throw tooLargeError(id, verdict);
-    this.#cache?.set(id, {
-      payloadHash: hash,
-      result: verdict.result,
-      expiresAtMs: outcome.existing.expiresAt * 1000,
-    });
+    // A COMPLETED record always has an expiry; one without (only unresolved records) is never cached.
+    if (outcome.existing.expiresAt !== undefined) {
+      this.#cache?.set(id, {
+        payloadHash: hash,
+        result: verdict.result,
+        expiresAtMs: outcome.existing.expiresAt * 1000,
+      });
+    }
     return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
   }
 

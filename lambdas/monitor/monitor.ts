@@ -2,6 +2,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { UNRESOLVED_METRICS } from './metrics.js';
 import { countUnresolved, type UnresolvedCounts } from './unresolved-counts.js';
+import { removeUnresolvedExpiries } from './unresolved-expiries.js';
 
 export interface MonitorDependencies {
   dynamodb: DynamoDBClient;
@@ -13,7 +14,10 @@ export interface MonitorDependencies {
 /**
  * The unresolved-records monitor (DESIGN §3): on each scheduled run it counts the live IN_DOUBT and
  * RETRY_PENDING records and publishes both counts, zeros included, so an alarm on them stays raised
- * while any record exists and a missing data point means the monitor did not run.
+ * while any record exists and a missing data point means the monitor did not run. Then it removes
+ * the expiry of any such record parked by an older version, which gave them one: unresolved, a
+ * record must not expire with the message it keeps. The counts go out first, so that a failure
+ * there never silences the alarms.
  */
 export function createMonitorHandler({
   dynamodb,
@@ -25,6 +29,7 @@ export function createMonitorHandler({
     metrics.addMetric(UNRESOLVED_METRICS.inDoubt, MetricUnit.Count, counts.inDoubt);
     metrics.addMetric(UNRESOLVED_METRICS.retryPending, MetricUnit.Count, counts.retryPending);
     metrics.publishStoredMetrics();
+    await removeUnresolvedExpiries(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000));
     return counts;
   };
 }

@@ -2,10 +2,10 @@ import { type DynamoDBClient, paginateQuery } from '@aws-sdk/client-dynamodb';
 import {
   EXPIRES_AT_ATTRIBUTE,
   UNRESOLVED_ATTRIBUTE,
-  UNRESOLVED_INDEX_NAME,
   UNRESOLVED_REASONS,
   type UnresolvedReason,
 } from '../idempotency/record.js';
+import { onUnresolvedIndex } from '../idempotency/unresolved-index.js';
 
 export interface UnresolvedCounts {
   inDoubt: number;
@@ -14,8 +14,10 @@ export interface UnresolvedCounts {
 
 /**
  * Counts the live records of each unresolved reason through the sparse index: a query per
- * reason, paginated (a page stops at 1 MB, a few IN_DOUBT records with their kept messages), never
- * a scan. A record past `expiresAt` counts as absent, as everywhere else, even before TTL deletes it.
+ * reason, paginated (a page stops at 1 MB: some 3,000 records, the index projecting no message),
+ * never a scan. A record without `expiresAt` counts: unresolved records do not expire (DESIGN §3). One
+ * past its `expiresAt` (parked by an older version) counts as absent, as everywhere else, even
+ * before TTL deletes it.
  */
 export async function countUnresolved(
   client: DynamoDBClient,
@@ -34,14 +36,24 @@ async function countReason(
   reason: UnresolvedReason,
   nowSeconds: number,
 ): Promise<number> {
+  return onUnresolvedIndex((indexName) => countOn(client, tableName, indexName, reason, nowSeconds));
+}
+
+async function countOn(
+  client: DynamoDBClient,
+  tableName: string,
+  indexName: string,
+  reason: UnresolvedReason,
+  nowSeconds: number,
+): Promise<number> {
   const pages = paginateQuery(
     { client },
     {
       TableName: tableName,
-      IndexName: UNRESOLVED_INDEX_NAME,
+      IndexName: indexName,
       Select: 'COUNT',
       KeyConditionExpression: '#reason = :reason',
-      FilterExpression: '#expiresAt > :now',
+      FilterExpression: 'attribute_not_exists(#expiresAt) OR #expiresAt > :now',
       ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
       ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
     },

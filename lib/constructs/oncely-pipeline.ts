@@ -19,7 +19,9 @@ import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import {
   EXPIRES_AT_ATTRIBUTE,
   ID_ATTRIBUTE,
+  LEGACY_UNRESOLVED_INDEX_NAME,
   UNRESOLVED_ATTRIBUTE,
+  UNRESOLVED_INDEX_ATTRIBUTES,
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
 } from '../../lambdas/idempotency/record.js';
@@ -173,8 +175,19 @@ export class OncelyPipeline extends Construct {
     });
     this.idempotencyTable = idempotencyTable;
     // Sparse: only records an operator must resolve carry the key, so listing them never scans.
+    // It projects what the monitor and `in-doubt list` read, not the kept messages, which counting
+    // would otherwise read too (docs/capacity.md).
     idempotencyTable.addGlobalSecondaryIndex({
       indexName: UNRESOLVED_INDEX_NAME,
+      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
+      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
+      projectionType: ProjectionType.INCLUDE,
+      nonKeyAttributes: [...UNRESOLVED_INDEX_ATTRIBUTES],
+    });
+    // The earlier versions' index, projecting everything: CloudFormation creates or deletes one
+    // index per table update, so it goes in the next version; readers fall back on it meanwhile.
+    idempotencyTable.addGlobalSecondaryIndex({
+      indexName: LEGACY_UNRESOLVED_INDEX_NAME,
       partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
       sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
       projectionType: ProjectionType.ALL,
@@ -322,12 +335,16 @@ export class OncelyPipeline extends Construct {
     // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
     this.consumer.addToRolePolicy(recordStatement('consumer', this.idempotencyTable.tableArn));
-    // Only the sparse index: the monitor counts unresolved records and never reads the table itself.
+    // The monitor counts unresolved records on the sparse index and never reads the table itself;
+    // it only removes the expiry an older version gave them.
     allow(
       this.unresolvedMonitor,
       ['dynamodb:Query'],
-      [`${this.idempotencyTable.tableArn}/index/${UNRESOLVED_INDEX_NAME}`],
+      [UNRESOLVED_INDEX_NAME, LEGACY_UNRESOLVED_INDEX_NAME].map(
+        (index) => `${this.idempotencyTable.tableArn}/index/${index}`,
+      ),
     );
+    this.unresolvedMonitor.addToRolePolicy(recordStatement('monitor', this.idempotencyTable.tableArn));
   }
 }
 

@@ -25,7 +25,7 @@ const IDEMPOTENCY_ACTIONS = [
   'dynamodb:DeleteItem',
 ];
 
-export type RecordGrantee = 'publisher' | 'consumer' | 'core';
+export type RecordGrantee = 'publisher' | 'consumer' | 'core' | 'monitor';
 
 const RECORD_GRANTS: Record<RecordGrantee, { actions: string[]; conditions: Record<string, unknown> }> = {
   // Request records are at-least-once leases, never taken ahead, so the publisher reads none, and
@@ -44,6 +44,14 @@ const RECORD_GRANTS: Record<RecordGrantee, { actions: string[]; conditions: Reco
   // consumer's DLQ marks (a mark it wrote would make the consumer skip that message's DLQ send).
   core: {
     actions: IDEMPOTENCY_ACTIONS,
+    conditions: {
+      'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': [PUBLISHER_RECORDS, DEAD_LETTER_MARKS] },
+    },
+  },
+  // The unresolved-records monitor removes the expiry of records an older version parked with one
+  // (DESIGN §3): an UpdateItem on operation records, the only ones ever unresolved.
+  monitor: {
+    actions: ['dynamodb:UpdateItem'],
     conditions: {
       'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': [PUBLISHER_RECORDS, DEAD_LETTER_MARKS] },
     },

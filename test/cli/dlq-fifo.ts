@@ -14,8 +14,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { inject } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
-import type { Confirm } from '../../cli/dead-letter-confirm.js';
 import { runOperation } from '../../cli/operations-command.js';
+import type { Terminal } from '../../cli/terminal.js';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
@@ -43,7 +43,11 @@ export interface DlqWorld {
   /** A fresh queue, DLQ and idempotency table (in the run's DynamoDB Local), and a ready file naming them. */
   pipeline(): Promise<DlqPipeline>;
   /** Runs `oncely ARGS --ready-file` in-process: its exit code and what it printed. */
-  oncely(pipeline: DlqPipeline, args: string[], confirm?: Confirm): Promise<{ code: number; text: string }>;
+  oncely(
+    pipeline: DlqPipeline,
+    args: string[],
+    ask?: Terminal['ask'],
+  ): Promise<{ code: number; text: string }>;
   client(): SQSClient;
   stop(): Promise<void>;
 }
@@ -92,13 +96,15 @@ export async function startDlqWorld(): Promise<DlqWorld> {
       writeFileSync(readyFile, JSON.stringify({ region: LOCAL_REGION, endpoints, resources, outputs: {} }));
       return { ...resources, readyFile };
     },
-    oncely: async (pipeline, args, confirm) => {
+    oncely: async (pipeline, args, ask) => {
       const command = parseCommandLine(
         [...args, '--ready-file', pipeline.readyFile],
         {},
       ) as OperationsCommand;
       const printed: string[] = [];
-      const code = await runOperation(command, { print: (text) => printed.push(text), confirm });
+      // Without `ask`, the process's terminal, which under the tests is none.
+      const terminal = ask ? { show: () => undefined, ask } : undefined;
+      const code = await runOperation(command, { print: (text) => printed.push(text), terminal });
       return { code, text: printed.join('\n') };
     },
     stop: async () => {

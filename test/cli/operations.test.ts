@@ -96,7 +96,9 @@ afterAll(async () => {
 
 /** Runs `oncely ARGS --ready-file …` in-process, as the command does; returns what it printed. */
 async function oncely(...args: string[]): Promise<string> {
-  const command = parseCommandLine([...args, '--ready-file', readyFile], {}) as OperationsCommand;
+  // `resolve` shows the record and asks first, unless --yes (test/cli/in-doubt-confirm.test.ts).
+  const yes = args[1] === 'resolve' ? ['--yes'] : [];
+  const command = parseCommandLine([...args, ...yes, '--ready-file', readyFile], {}) as OperationsCommand;
   const printed: string[] = [];
   const code = await runOperation(command, { print: (text) => printed.push(text) });
   expect(code).toBe(0);
@@ -180,7 +182,7 @@ async function drainDeadLetters(): Promise<void> {
 
 /**
  * Writes a notification's record as the idempotency core parks it IN_DOUBT (DESIGN §3): its error,
- * its message kept, in the unresolved index, a full TTL to live. `fields` override any of that.
+ * its message kept, in the unresolved index, no expiry while unresolved. `fields` override any of that.
  */
 async function park(key: string, groupId: string, fields: Partial<IdempotencyRecord> = {}): Promise<string> {
   const message = notification(key, groupId);
@@ -196,7 +198,6 @@ async function park(key: string, groupId: string, fields: Partial<IdempotencyRec
         // What the consumer's operations hash: so that its acquire takes the record over.
         payloadHash: payloadHash({ type: message.type, payload: message.payload }),
         updatedAt: nowMs,
-        expiresAt: Math.floor(nowMs / 1000) + Number(resources.idempotencyTtlSeconds),
         attempts: 1,
         error: { name: 'OutcomeUnknownError', message: 'POST /send failed after the request was sent' },
         message: { body: body(message), groupId },
@@ -417,8 +418,8 @@ describe('oncely in-doubt', () => {
     );
     expect(table).toMatch(
       new RegExp(
-        `${pending} +RETRY_PENDING +\\S+Z +1 +ops-mail-c +retry pending: message not confirmed back on the queue; ` +
-          'run resolve --as retry again',
+        `${pending} +RETRY_PENDING +\\S+Z +1 +ops-mail-c +send unconfirmed: oncely in-doubt resolve ${pending} ` +
+          '--as retry',
       ),
     );
     expect(table).toMatch(new RegExp(`${bare} +IN_DOUBT .*\\(no message kept\\)`));
@@ -494,12 +495,12 @@ describe('oncely in-doubt', () => {
   it('reports a retry whose record could not be cleared; the consumer takes the record over', async () => {
     const id = await park('ops-uncleared', 'ops-mail-g');
     const target = inDoubtTarget();
-    beforeRequests(target.dynamodb, updating('REMOVE'), fail);
+    beforeRequests(target.dynamodb, updating('SET expiresAt = :expiresAt REMOVE'), fail);
     try {
       const resolution = await resolveAsRetry(target, id);
       expect(resolution).toMatchObject({ notCleared: 'Error: injected: the connection dropped' });
       expect(describeResolution(resolution, 'the-queue')).toMatch(
-        /could not be taken off the list \(Error: injected: .*\): it shows as RETRY_PENDING until the consumer runs the message\. There is no need to resolve it again\.$/,
+        /Only the last step is left: taking the record off the list, which failed \(Error: injected: .*\)\. It shows as RETRY_PENDING until the consumer runs the message, then leaves the list by itself: there is no need to resolve it again/,
       );
     } finally {
       target.close();
@@ -626,6 +627,8 @@ describe('the operations command line', () => {
       json: true,
       id: 'notifications#k',
       as: 'retry',
+      republish: false,
+      yes: false,
     });
     expect(() => parseCommandLine(['in-doubt', 'resolve', 'k', '--as', 'maybe', '--stack', 's'], {})).toThrow(
       CliUsageError,

@@ -264,7 +264,8 @@ describe('the command line', () => {
       }),
     ).toEqual({
       name: 'outbox-list',
-      target: { kind: 'sandbox', readyFile: '/tmp/ready.json' },
+      // The prefix picks the pipeline of any command's target too (test/cli/in-doubt-prefix.test.ts).
+      target: { kind: 'sandbox', readyFile: '/tmp/ready.json', outputPrefix: 'Orders' },
       json: true,
       stuck: false,
       olderThanSeconds: 90,

@@ -7,7 +7,7 @@ import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
-import { UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
+import { LEGACY_UNRESOLVED_INDEX_NAME, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
 import { OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
 import { describeDeployedPipeline } from '../../lib/constructs/deployed-pipeline.js';
 import { outboxFromOutputs } from '../../lib/constructs/outbox-outputs.js';
@@ -300,7 +300,9 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
   const records = await table(clients, resources.idempotencyTableName);
   expect(records.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
   expect(records.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
-  expect(records.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toEqual([UNRESOLVED_INDEX_NAME]);
+  expect(records.GlobalSecondaryIndexes?.map((index) => index.IndexName).sort()).toEqual(
+    [UNRESOLVED_INDEX_NAME, LEGACY_UNRESOLVED_INDEX_NAME].sort(),
+  );
   checkIgnoredTableProperties(stack, resources.idempotencyTableName);
 
   const [mapping, ...others] = await eventSourceMappings(clients, resources.consumerFunctionName);

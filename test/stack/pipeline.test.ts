@@ -12,7 +12,11 @@ import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
-import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
+import {
+  EXPIRES_AT_ATTRIBUTE,
+  LEGACY_UNRESOLVED_INDEX_NAME,
+  UNRESOLVED_INDEX_NAME,
+} from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
@@ -167,7 +171,12 @@ describe('functions', () => {
       'logs:PutLogEvents',
       'sqs:SendMessage',
     ]);
-    expect(actionsOf('Monitor')).toEqual(['dynamodb:Query', 'logs:CreateLogStream', 'logs:PutLogEvents']);
+    expect(actionsOf('Monitor')).toEqual([
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+    ]);
     expect(actionsOf('Consumer')).toEqual(
       [
         'dynamodb:DeleteItem',
@@ -212,7 +221,7 @@ describe('functions', () => {
     expect(sent.map((name) => actionOf[name]).filter((action) => !granted.includes(action))).toEqual([]);
   });
 
-  it('let the monitor query only the unresolved index, never the table', () => {
+  it('let the monitor query only the unresolved index, and update (never read) operation records', () => {
     const monitorStatements = Object.entries(template.findResources('AWS::IAM::Policy'))
       .filter(([id]) => id.includes('Monitor'))
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
@@ -221,14 +230,20 @@ describe('functions', () => {
       expect.objectContaining({
         Action: 'dynamodb:Query',
         Effect: 'Allow',
-        Resource: {
+        // The unresolved index, and the earlier versions' one it falls back on while the new one backfills.
+        Resource: [UNRESOLVED_INDEX_NAME, LEGACY_UNRESOLVED_INDEX_NAME].map((index) => ({
           'Fn::Join': [
             '',
-            [
-              { 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] },
-              `/index/${UNRESOLVED_INDEX_NAME}`,
-            ],
+            [{ 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] }, `/index/${index}`],
           ],
+        })),
+      }),
+      expect.objectContaining({
+        Action: 'dynamodb:UpdateItem',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [logicalId(pipeline.idempotencyTable), 'Arn'] },
+        Condition: {
+          'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': ['publish#*', 'oncely/dead-lettered#*'] },
         },
       }),
     ]);

@@ -33,6 +33,7 @@ const ACTIONS: Record<string, string | undefined> = {
   GetCommand: 'dynamodb:GetItem',
   PutCommand: 'dynamodb:PutItem',
   UpdateCommand: 'dynamodb:UpdateItem',
+  UpdateItemCommand: 'dynamodb:UpdateItem',
   DeleteCommand: 'dynamodb:DeleteItem',
   QueryCommand: 'dynamodb:Query',
   BatchGetCommand: 'dynamodb:BatchGetItem',
