@@ -192,18 +192,6 @@ export async function drain(sqs: SQSClient, queueUrl: string): Promise<Drained[]
   }
 }
 
-/** A small seeded generator (mulberry32), so that a failing order can be run again. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /**
  * Around each receive of `client` on `queueUrl`, another operator (a `dlq list`) holds the oldest 0–3
  * groups, chosen by `random`, and lets them go after: so the receive returns some group, not always
