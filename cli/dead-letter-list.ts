@@ -50,7 +50,7 @@ export interface ListOptions {
   timeoutMs?: number;
 }
 
-/** What `dlq list` shows by default: enough to see what went wrong, few enough to hold in memory at SQS's 256 KiB per body (500 × 256 KiB = 125 MiB at worst). */
+/** What `dlq list` shows by default: enough to see what went wrong, few enough to hold in memory: 125 MiB at worst at the pipeline's default 256 KiB per body, 500 MiB at SQS's 1 MiB. */
 export const DEFAULT_LIST_LIMIT = 500;
 /** As long as another listing may hold its messages; within it, no listed message comes round twice. */
 const DEFAULT_LIST_TIMEOUT_MS = 60_000;

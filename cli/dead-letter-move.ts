@@ -9,8 +9,8 @@ import {
 import { groupOf } from './dead-letter-sweep.js';
 import { RedriveInterruptedError } from './operations-errors.js';
 
-/** SQS's limit on a batch's messages together (bodies and attributes). */
-const BATCH_BYTES = 256 * 1024;
+/** SQS's limit on a batch's messages together, bodies and attributes: 1 MiB, as one message (docs/capacity.md). */
+const BATCH_BYTES = 1024 * 1024;
 
 export interface MovedBatch {
   /** DLQ message ids of the messages moved: sent to the queue, then deleted from the DLQ. */

@@ -81,6 +81,41 @@ describe('dlq redrive in batches', () => {
     expect(requests.get('DeleteMessageBatchCommand')).toBe(6);
   });
 
+  it("splits a receive's messages into SendMessageBatches of at most SQS's 1 MiB together, in order", async () => {
+    const pipeline = await world.pipeline();
+    // Ten messages of 200 KiB: one receive, 2 MB, more than one batch may carry and more than one
+    // message per batch fits.
+    for (const key of keys('big', 10)) {
+      const envelope = envelopeBody(key, 'big');
+      await deadLetter(
+        world.sqs,
+        pipeline.dlqUrl,
+        `${envelope.slice(0, -1)},"pad":"${'p'.repeat(200 * 1024)}"}`,
+        'big',
+      );
+    }
+    const client = world.client();
+    const batches: number[][] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'SendMessageBatchCommand') {
+          const { Entries = [] } = args.input as { Entries?: { MessageBody?: string }[] };
+          batches.push(Entries.map((entry) => Buffer.byteLength(entry.MessageBody ?? '')));
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordBatches' },
+    );
+
+    const result = await redriveDeadLetters(client, pipeline);
+
+    expect(result).toMatchObject({ finished: true, moved: 10 });
+    expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('big', 10));
+    expect(batches.flat()).toHaveLength(10);
+    for (const batch of batches) expect(batch.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1024 * 1024);
+    expect(Math.max(...batches.map((batch) => batch.length))).toBeGreaterThan(1);
+  });
+
   it("moves a message at SQS's limits (10 attributes, 256 KiB) with its producer's attributes only; adds none to one it leaves", async () => {
     const pipeline = await world.pipeline();
     const text = (value: string) => ({ DataType: 'String', StringValue: value });
