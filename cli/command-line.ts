@@ -119,8 +119,6 @@ export type Command =
       stuck: boolean;
       /** Only messages pending longer than this. */
       olderThanSeconds?: number;
-      /** Which outbox, by its outputs' prefix; the only one there is by default. */
-      outputPrefix?: string;
     };
 
 /** A command that operates a running pipeline. */
@@ -210,7 +208,6 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       json,
       stuck,
       olderThanSeconds,
-      outputPrefix: values['output-prefix'],
     };
   }
   throw new CliUsageError(`Unknown command: oncely ${positionals.join(' ')}`);

@@ -51,7 +51,7 @@ export async function runOperation(
     // An outbox needs no pipeline in its stack: it may publish to another stack's queue.
     const target = await connectToOutputs(command.target);
     try {
-      const outbox = findOutbox(target, command.outputPrefix);
+      const outbox = findOutbox(target, command.target.outputPrefix);
       const olderThanSeconds = command.stuck ? outbox.stuckAfterSeconds : command.olderThanSeconds;
       report(await listPendingOutbox(target.dynamodb, outbox, { olderThanSeconds }), describeOutbox);
       return EXIT_CODES.done;

@@ -269,7 +269,6 @@ describe('the command line', () => {
       json: true,
       stuck: false,
       olderThanSeconds: 90,
-      outputPrefix: 'Orders',
     });
     expect(parseCommandLine(['outbox', 'list', '--stuck', '--stack', 's'], {})).toMatchObject({
       stuck: true,
