@@ -126,3 +126,25 @@ export class PastDedupHorizonError extends NonRetryableError {
     );
   }
 }
+
+/**
+ * `standardBatch` got a record from a FIFO queue: it runs records in no order, which would break
+ * the queue's message groups. This fails the whole batch.
+ */
+export class FifoQueueRecordError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'FifoQueueRecordError';
+  /** `false`: the consumer is attached to the wrong queue; use `fifoBatch` for a FIFO queue. */
+  readonly retryable = false;
+  constructor(
+    /** The SQS message ID of the record from a FIFO queue. */
+    readonly messageId: string,
+    /** The queue's ARN, as the record names it. */
+    readonly eventSourceArn: string,
+  ) {
+    super(
+      `message ${messageId} comes from the FIFO queue ${eventSourceArn}: standardBatch runs records in no order and ` +
+        'would break its message groups. Use fifoBatch for a FIFO queue.',
+    );
+  }
+}

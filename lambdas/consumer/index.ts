@@ -1,4 +1,4 @@
-// `oncely/consumer`: the FIFO batch consumer and its per-record operations (README "Writing a consumer").
+// `oncely/consumer`: the FIFO and standard batch consumers and their per-record operations (README "Writing a consumer").
 // What a consumer's code names from the core (the store, the errors it throws, the modes' options)
 // is exported here too, the same classes as `oncely/idempotency`'s, so one import is enough.
 export { OncelyConfigurationError } from '../common/configuration-error.js';
@@ -29,6 +29,7 @@ export {
 export {
   AttemptsExhaustedError,
   BusinessRuleViolationError,
+  FifoQueueRecordError,
   IdempotencyStoreUnavailableError,
   InvalidPayloadError,
   MissingMessageGroupError,
@@ -58,4 +59,5 @@ export {
   type TransactionalOperationOptions,
   transactionalOperation,
 } from './operations.js';
+export { processStandardBatch, type StandardBatchOptions, standardBatch } from './standard-batch.js';
 export { CONSUMER_METRICS, type ConsumerLogger, type LogFields, type MetricsSink } from './telemetry.js';

@@ -47,6 +47,11 @@ export const CONSUMER_METRICS = {
   pastDedupHorizon: 'RecordsPastDedupHorizon',
   /** A fenced write found another owner: this invocation's lease had been taken over. */
   leaseLost: 'LeasesLost',
+  /**
+   * Standard queues: a failed record's visibility could not be changed to its retry delay (DESIGN
+   * §5.1); it still fails, and comes back after the queue's visibility timeout instead.
+   */
+  visibilityChangeFailed: 'VisibilityChangesFailed',
 } as const;
 
 export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
@@ -99,7 +104,11 @@ export class RecordTelemetry implements IdempotencyObserver {
     return new RecordTelemetry(recordLogger(base.logger, { ...fields }), base.metrics);
   }
 
+  /** What was counted for this record: the standard consumer reads from it why a record failed (DESIGN §5.1). */
+  readonly counted = new Set<ConsumerMetric>();
+
   count(metric: ConsumerMetric): void {
+    this.counted.add(metric);
     this.metrics.addMetric(CONSUMER_METRICS[metric], COUNT, 1);
   }
 

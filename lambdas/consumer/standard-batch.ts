@@ -1,0 +1,260 @@
+import type { MiddlewareObj } from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { IdempotencyConfigurationError } from '../idempotency/errors.js';
+import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
+import { DeadlineGuard } from './deadline.js';
+import { FifoQueueRecordError } from './errors.js';
+import type { FifoBatchOptions } from './fifo-batch.js';
+import { planGroups } from './group-plan.js';
+import { type RecordStep, runGroups } from './group-runner.js';
+import { logFieldsOf, parseEnvelopeRecord, type ReceivedRecord, receiveRecord } from './message.js';
+import { processRecord, type RecordProcessorOptions, routeRecord } from './record-processor.js';
+import {
+  DEFAULT_RETRY_DELAYS,
+  MAX_VISIBILITY_SECONDS,
+  type RetryDelays,
+  retryDelaySeconds,
+  soonDelaySeconds,
+} from './retry-delay.js';
+import { keepRecordsOfReturningCopies } from './returning-copies.js';
+import { RecordTelemetry } from './telemetry.js';
+import { type DelayedReturn, delayReturns } from './visibility-changes.js';
+
+/**
+ * How a standard (or fair) queue's consumer processes its batches (DESIGN §5.1): `FifoBatchOptions`
+ * but its groups, and how many records run at once and how soon failed ones come back. Only
+ * `operations` is required where the environment (`CONSUMER_ENVIRONMENT`) is set.
+ */
+export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurrentGroups'> {
+  /**
+   * How many records of a batch run at once. Copies of one key in a batch run one after another:
+   * the first runs, the others answer from its record.
+   * @default `MAX_CONCURRENT_RECORDS`, else 10
+   */
+  maxConcurrentRecords?: number;
+  /**
+   * A record that fails retryably comes back after a delay whose ceiling is this many seconds after
+   * its first delivery, doubling with each further one, up to `retryMaxDelaySeconds`; the delay is
+   * between half the ceiling and all of it (jitter). Set with `ChangeMessageVisibility` on the queue
+   * `deadLetterQueue.sourceQueueUrl` (`QUEUE_URL`): without it, failed records come back after the
+   * queue's visibility timeout.
+   * @default 5
+   */
+  retryBaseDelaySeconds?: number;
+  /**
+   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours).
+   * @default 300
+   */
+  retryMaxDelaySeconds?: number;
+  /**
+   * A record whose key another invocation is processing (or one not started for lack of time) comes
+   * back within this many seconds (half of it to all of it, jittered) instead of the visibility
+   * timeout, and then answers from the key's record.
+   * @default 2
+   */
+  inProgressRetrySeconds?: number;
+}
+
+export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
+
+/**
+ * Middy middleware that processes a standard or fair SQS queue's batch with per-record idempotency
+ * (DESIGN §5.1): records run at once, up to `maxConcurrentRecords`, in no order; copies of one key
+ * in the batch take effect once; failed records come back after a jittered, capped backoff, and
+ * records whose key is in flight elsewhere within seconds. It answers with the partial batch
+ * response (the event source mapping needs `ReportBatchItemFailures`). Use it last, as `fifoBatch`.
+ *
+ * @example
+ * ```ts
+ * import middy from '@middy/core';
+ * import { leaseOperation, standardBatch } from 'oncely/consumer';
+ *
+ * const welcome = leaseOperation({ namespace: 'welcome', mode: 'at-least-once', run: ({ payload }) => sendMail(payload) });
+ * export const handler = middy().use(standardBatch({ operations: { UserSignedUp: welcome } }));
+ * ```
+ */
+export function standardBatch(
+  options: StandardBatchOptions,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  consumerFor(options); // checks the options given now; the environment is read on the first batch
+  return {
+    name: 'oncely-standard-batch',
+    after: async (request) => {
+      request.response = await processStandardBatch(request.event, request.context, options);
+    },
+  };
+}
+
+/**
+ * What `standardBatch` does, for a handler without Middy. Pass the same options object on every
+ * invocation: the consumer's clients and learnt deadline are kept for the container's life by it.
+ *
+ * @example
+ * ```ts
+ * const options: StandardBatchOptions = { operations: { UserSignedUp: welcome } };
+ * export const handler = (event: SQSEvent, context: Context) => processStandardBatch(event, context, options);
+ * ```
+ */
+export function processStandardBatch(
+  event: SQSEvent,
+  lambdaContext: Context,
+  options: StandardBatchOptions,
+): Promise<SQSBatchResponse> {
+  return consumerFor(options).process(event, lambdaContext);
+}
+
+const consumers = new WeakMap<StandardBatchOptions, StandardBatchConsumer>();
+
+function consumerFor(options: StandardBatchOptions): StandardBatchConsumer {
+  let consumer = consumers.get(options);
+  if (!consumer) {
+    consumer = new StandardBatchConsumer(options);
+    consumers.set(options, consumer);
+  }
+  return consumer;
+}
+
+interface BatchRecord {
+  received: ReceivedRecord;
+  telemetry: RecordTelemetry;
+}
+
+/** One standard consumer for the container's life. */
+class StandardBatchConsumer {
+  readonly #options: StandardBatchOptions;
+  readonly #setup: ConsumerSetup<'maxConcurrentRecords'>;
+  readonly #deadline: DeadlineGuard;
+  readonly #delays: RetryDelays;
+
+  constructor(options: StandardBatchOptions) {
+    const { maxConcurrentRecords, retryBaseDelaySeconds, retryMaxDelaySeconds, inProgressRetrySeconds } =
+      options;
+    this.#setup = new ConsumerSetup(
+      options,
+      maxConcurrentRecords === undefined ? ['maxConcurrentRecords'] : [],
+      {
+        maxConcurrentRecords,
+        retryBaseDelaySeconds,
+        retryMaxDelaySeconds,
+        inProgressRetrySeconds,
+      },
+    );
+    this.#delays = {
+      baseSeconds: retryBaseDelaySeconds ?? DEFAULT_RETRY_DELAYS.baseSeconds,
+      maxSeconds: retryMaxDelaySeconds ?? DEFAULT_RETRY_DELAYS.maxSeconds,
+      soonSeconds: inProgressRetrySeconds ?? DEFAULT_RETRY_DELAYS.soonSeconds,
+    };
+    for (const [name, value] of Object.entries(this.#delays)) {
+      if (value > MAX_VISIBILITY_SECONDS) {
+        throw new IdempotencyConfigurationError(
+          `${name} must be at most ${MAX_VISIBILITY_SECONDS} (SQS's longest visibility timeout), not ${value}.`,
+        );
+      }
+    }
+    this.#options = options;
+    this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
+  }
+
+  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    return this.#setup.process(event, lambdaContext, (telemetry) =>
+      this.#processBatch(telemetry, event, lambdaContext),
+    );
+  }
+
+  async #processBatch(
+    telemetry: Telemetry,
+    event: SQSEvent,
+    lambdaContext: Context,
+  ): Promise<SQSBatchResponse> {
+    const fifo = event.Records.find((record) => record.eventSourceARN?.endsWith('.fifo'));
+    if (fifo) throw new FifoQueueRecordError(fifo.messageId, fifo.eventSourceARN);
+    const { processor, environment } = this.#setup.settings();
+    const maxConcurrentRecords =
+      this.#options.maxConcurrentRecords ??
+      environment.maxConcurrentRecords ??
+      DEFAULT_MAX_CONCURRENT_RECORDS;
+    const parse = this.#options.parse ?? parseEnvelopeRecord;
+    const records = event.Records.map((sqsRecord): BatchRecord => {
+      const received = receiveRecord(sqsRecord, parse, 'standard');
+      const fields = { ...logFieldsOf(received), queueType: 'standard' as const };
+      return { received, telemetry: RecordTelemetry.forRecord(telemetry, fields) };
+    });
+    const deadline = this.#deadline;
+    const budgetMs = lambdaContext.getRemainingTimeInMillis();
+    let anyStarted = false;
+    // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
+    // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
+    const report = await runGroups(
+      planGroups(records, ({ received }) => chainKeyOf(received, processor)),
+      maxConcurrentRecords,
+      (_chain, signal) => ({
+        process: async ({ received, telemetry }): Promise<RecordStep> => {
+          if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+          anyStarted = true;
+          const started = Date.now();
+          try {
+            return await processRecord(received, telemetry, { lambdaContext, signal }, processor);
+          } finally {
+            deadline.recordFinished(Date.now() - started);
+          }
+        },
+      }),
+    );
+    for (const { telemetry } of report.skipped) {
+      telemetry.count('skipped');
+      telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
+    }
+    for (const { telemetry } of report.deferred) {
+      telemetry.count('deferredAtDeadline');
+      telemetry.logger.info(
+        'not started: too little of the invocation is left to finish it; SQS redelivers it',
+        {
+          remainingMs: lambdaContext.getRemainingTimeInMillis(),
+          reserveMs: deadline.reserveMs(budgetMs),
+        },
+      );
+    }
+    const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
+    await Promise.all([
+      keepRecordsOfReturningCopies(unacknowledged, processor),
+      this.#delayReturns(unacknowledged, processor),
+    ]);
+    const failed = new Set(unacknowledged);
+    return {
+      batchItemFailures: records
+        .filter((record) => failed.has(record))
+        .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
+    };
+  }
+
+  /**
+   * DESIGN §5.1: a record whose key is held elsewhere, or that was not started, comes back soon;
+   * one that failed (or whose earlier copy did) after its backoff.
+   */
+  async #delayReturns(records: readonly BatchRecord[], processor: RecordProcessorOptions): Promise<void> {
+    const queue = processor.deadLetterQueue.sourceQueue;
+    if (!queue || records.length === 0) return;
+    const returns = records.map(({ received: { record }, telemetry }): DelayedReturn => {
+      const soon =
+        telemetry.counted.has('inProgressElsewhere') || telemetry.counted.has('deferredAtDeadline');
+      const receiveCount = Number(record.attributes.ApproximateReceiveCount);
+      return {
+        messageId: record.messageId,
+        receiptHandle: record.receiptHandle,
+        seconds: soon ? soonDelaySeconds(this.#delays) : retryDelaySeconds(receiveCount, this.#delays),
+        telemetry,
+      };
+    });
+    await delayReturns(queue, returns);
+  }
+}
+
+/** The record's id (`namespace#key`), which its copies share; its message id for one that will not run. */
+function chainKeyOf(received: ReceivedRecord, processor: RecordProcessorOptions): string {
+  try {
+    const { operation, message } = routeRecord(received, processor);
+    return `record:${operation.recordIdOf(message)}`;
+  } catch {
+    return `message:${received.record.messageId}`;
+  }
+}
