@@ -7,6 +7,7 @@ import { DeadlineGuard } from './deadline.js';
 import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
+import type { ConsumerHooks } from './hooks.js';
 import {
   logFieldsOf,
   type MessageParser,
@@ -95,6 +96,12 @@ export interface FifoBatchOptions {
    * @default `parseEnvelopeRecord`: an Oncely envelope (DESIGN §2)
    */
   parse?: MessageParser;
+  /**
+   * Your functions for a record's claim, duplicate, completion and IN_DOUBT, for logs or metrics;
+   * not awaited, and what they throw is logged (DESIGN §5.1).
+   * @default none
+   */
+  hooks?: ConsumerHooks;
 }
 
 /** Whether a consumer makes Powertools' `Logger` and `Metrics` for those you do not pass: `FifoBatchOptions.telemetry`. */
@@ -214,7 +221,8 @@ class FifoBatchConsumer {
     const deadline = this.#deadline;
     const records = event.Records.map((sqsRecord): BatchRecord => {
       const received = receiveRecord(sqsRecord, this.#parse);
-      return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received)) };
+      const hooks = { hooks: this.#options.hooks, message: received.message };
+      return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received), hooks) };
     });
     let anyStarted = false;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();

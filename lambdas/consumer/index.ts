@@ -43,6 +43,7 @@ export {
   fifoBatch,
   processFifoBatch,
 } from './fifo-batch.js';
+export type { ConsumerHooks, InDoubtHookEvent, RecordHookEvent } from './hooks.js';
 export {
   type ConsumerMessage,
   type MessageParser,

@@ -66,14 +66,15 @@ export async function processRecord(
       turn && operation instanceof LeaseOperation
         ? await turn.turn.run(turn.successor)
         : await operation.execute(message, runtime);
+    const id = operation.recordIdOf(message);
     if (typeof step !== 'string') {
       const settling = step.settling.then((outcome) => {
-        reportSuccess(outcome, telemetry);
+        reportSuccess(outcome, telemetry, id);
         return 'succeeded' as const;
       }, failed);
       return { settling };
     }
-    reportSuccess(step, telemetry);
+    reportSuccess(step, telemetry, id);
     return 'succeeded';
   } catch (error) {
     return failed(error);
@@ -122,14 +123,16 @@ export function routeRecord(
   return { operation: options.operations[message.type] as ConsumerOperation, message };
 }
 
-function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry): void {
+function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry, id: string): void {
   switch (outcome) {
     case 'executed':
       telemetry.count('processed');
+      telemetry.hook('onComplete', id);
       telemetry.logger.info('processed');
       return;
     case 'duplicate':
       telemetry.count('duplicate');
+      telemetry.hook('onDuplicate', id);
       telemetry.logger.info('duplicate of a completed record: acknowledged without running');
       return;
     case 'in-doubt':

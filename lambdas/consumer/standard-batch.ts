@@ -177,7 +177,8 @@ class StandardBatchConsumer {
     const records = event.Records.map((sqsRecord): BatchRecord => {
       const received = receiveRecord(sqsRecord, parse, 'standard');
       const fields = { ...logFieldsOf(received), queueType: 'standard' as const };
-      return { received, telemetry: RecordTelemetry.forRecord(telemetry, fields) };
+      const hooks = { hooks: this.#options.hooks, message: received.message };
+      return { received, telemetry: RecordTelemetry.forRecord(telemetry, fields, hooks) };
     });
     const deadline = this.#deadline;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();

@@ -10,11 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import {
   CONSUMER_METRICS,
+  type ConsumerHooks,
   type ConsumerOperation,
   DLQ_ATTRIBUTES,
   FifoQueueRecordError,
+  type InDoubtHookEvent,
   leaseOperation,
+  OutcomeUnknownError,
+  processFifoBatch,
   processStandardBatch,
+  type RecordHookEvent,
   type StandardBatchOptions,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
@@ -28,8 +33,11 @@ import {
   createStandardQueueWithDlq,
   type FifoQueue,
   localSqsClient,
+  named,
+  publish,
   receiveMessages,
 } from '../support/sqs.js';
+import { pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // Issue 32, item 1 (DESIGN §5.1): `standardBatch` on a standard queue of the SQS emulator and
@@ -444,6 +452,90 @@ describe('standardBatch', () => {
     expect(copy?.Attributes?.MessageGroupId).toBe('tenant-a');
     expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
     expect(counting.effects).toEqual([]);
+  });
+
+  it('calls the hooks once each, with the message and its idempotency key; a throwing hook fails nothing', async () => {
+    const pair = await standardPair();
+    const calls: { hook: string; key: string; messageId: string; reason?: string }[] = [];
+    const note =
+      (hook: string) =>
+      ({
+        idempotencyKey,
+        message,
+        reason,
+      }: InDoubtHookEvent | (RecordHookEvent & { reason?: undefined })) => {
+        calls.push({ hook, key: idempotencyKey, messageId: message.messageId, reason: reason?.name });
+        if (hook === 'onComplete') throw new Error('a hook that throws');
+      };
+    const hooks: ConsumerHooks = {
+      onClaim: note('onClaim'),
+      onDuplicate: note('onDuplicate'),
+      onComplete: note('onComplete'),
+      onInDoubt: note('onInDoubt'),
+    };
+    const counting = countingOperation();
+    const payment = leaseOperation({
+      namespace: `standard-pay-${randomUUID().slice(0, 8)}`,
+      mode: 'at-most-once',
+      run: () => {
+        throw new OutcomeUnknownError('the payment API did not answer');
+      },
+    });
+    const { consumerOptions, metrics } = options(
+      { Named: counting.operation, Pay: payment },
+      pair,
+      world.sqs,
+      {
+        hooks,
+      },
+    );
+    const key = `hooked-${randomUUID()}`;
+    await send(pair.queue, key, 'once');
+    await send(pair.queue, key, 'once');
+    await send(pair.queue, `pay-${randomUUID()}`, 'pay', 'Pay');
+    const event = await receiveEvent(pair.queue, 3);
+    const named = event.Records.filter((record) => JSON.parse(record.body).type === 'Named');
+    const pay = event.Records.find((record) => JSON.parse(record.body).type === 'Pay');
+
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+    const namedKey = `${counting.operation.namespace}#${key}`;
+    const payKey = `${payment.namespace}#${JSON.parse(pay?.body ?? '{}').key}`;
+    const sorted = [...calls].sort((a, b) => `${a.hook}${a.key}`.localeCompare(`${b.hook}${b.key}`));
+    expect(sorted).toEqual([
+      { hook: 'onClaim', key: namedKey, messageId: named[0]?.messageId, reason: undefined },
+      { hook: 'onClaim', key: payKey, messageId: pay?.messageId, reason: undefined },
+      { hook: 'onComplete', key: namedKey, messageId: named[0]?.messageId, reason: undefined },
+      { hook: 'onDuplicate', key: namedKey, messageId: named[1]?.messageId, reason: undefined },
+      { hook: 'onInDoubt', key: payKey, messageId: pay?.messageId, reason: 'OutcomeUnknownError' },
+    ]);
+  });
+
+  it('fifoBatch calls the same hooks', async () => {
+    const { queue, dlq } = await world.queuePair();
+    const calls: string[] = [];
+    const counting = countingOperation();
+    const handler = (event: SQSEvent) =>
+      processFifoBatch(event, lambdaContext(), {
+        operations: { Named: counting.operation },
+        store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+        deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
+        logger: silentLogger(),
+        metrics: metricsRecorder(),
+        hooks: {
+          onClaim: ({ message }) =>
+            calls.push(`claim ${message.payload && (message.payload as { name: string }).name}`),
+          onComplete: ({ idempotencyKey }) => calls.push(`complete ${idempotencyKey}`),
+        },
+      });
+    const message = named('g', 'fifo-hooked');
+    await publish(world.sqs, queue.url, message);
+
+    await pollUntil(world.sqs, queue, handler, () => counting.effects.length === 1);
+
+    expect(calls).toEqual(['claim fifo-hooked', `complete ${counting.operation.namespace}#${message.key}`]);
   });
 
   it('refuses a batch from a FIFO queue, whose groups it would run out of order', async () => {
