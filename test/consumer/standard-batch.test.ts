@@ -27,6 +27,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
+import { readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import {
@@ -415,6 +416,8 @@ describe('standardBatch', () => {
       consumerOptions,
     );
     await until(() => counting.inFlight === 3);
+    // A round trip to DynamoDB: a fourth record's lease, were it being taken, would be answered by then.
+    await readItem(table, 'no-such-record');
     for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(counting.inFlight).toBe(3); // the others wait for a slot
     open();
