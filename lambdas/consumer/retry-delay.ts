@@ -30,9 +30,20 @@ export function retryDelaySeconds(
   return jittered(Math.max(1, receiveCount), delays.baseSeconds, delays.maxSeconds, random);
 }
 
-/** The visibility of a record that should come back soon: up to `soonSeconds`, jittered, at least 1. */
-export function soonDelaySeconds(delays: RetryDelays, random: () => number = Math.random): number {
-  return jittered(1, delays.soonSeconds, delays.soonSeconds, random);
+/**
+ * The visibility of a record that should come back soon (its key in flight elsewhere, or not
+ * started): up to `soonSeconds` on its first delivery, jittered. It too doubles with each further
+ * delivery, up to `maxSeconds`: a key held for minutes (a slow effect, or a lease whose invocation
+ * died and must expire first) would otherwise bring its copy back every second or two, and SQS's
+ * `maxReceiveCount` would dead-letter it; doubling, a copy returns 10 to 13 times (by the jitter)
+ * while an original holds its key for 15 minutes, with the defaults.
+ */
+export function soonDelaySeconds(
+  receiveCount: number,
+  delays: RetryDelays,
+  random: () => number = Math.random,
+): number {
+  return jittered(Math.max(1, receiveCount), delays.soonSeconds, delays.maxSeconds, random);
 }
 
 function jittered(retry: number, baseSeconds: number, maxSeconds: number, random: () => number): number {

@@ -48,8 +48,10 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
   retryMaxDelaySeconds?: number;
   /**
    * A record whose key another invocation is processing (or one not started for lack of time) comes
-   * back within this many seconds (half of it to all of it, jittered) instead of the visibility
-   * timeout, and then answers from the key's record.
+   * back within this many seconds on its first delivery (half of it to all of it, jittered) instead
+   * of the visibility timeout, and then answers from the key's record. Doubles with each further
+   * delivery, up to `retryMaxDelaySeconds`, so that a key held for long does not use up the queue's
+   * `maxReceiveCount`.
    * @default 2
    */
   inProgressRetrySeconds?: number;
@@ -245,7 +247,9 @@ class StandardBatchConsumer {
       return {
         messageId: record.messageId,
         receiptHandle: record.receiptHandle,
-        seconds: soon ? soonDelaySeconds(this.#delays) : retryDelaySeconds(receiveCount, this.#delays),
+        seconds: soon
+          ? soonDelaySeconds(receiveCount, this.#delays)
+          : retryDelaySeconds(receiveCount, this.#delays),
         telemetry,
       };
     });

@@ -44,9 +44,21 @@ describe('retryDelaySeconds', () => {
 });
 
 describe('soonDelaySeconds', () => {
-  it('is between half of soonSeconds and all of it, at least 1', () => {
-    expect(soonDelaySeconds(delays, lowest)).toBe(1);
-    expect(soonDelaySeconds(delays, highest)).toBe(2);
-    expect(soonDelaySeconds({ ...delays, soonSeconds: 10 }, lowest)).toBe(5);
+  it('is between half of soonSeconds and all of it on a first delivery, at least 1', () => {
+    expect(soonDelaySeconds(1, delays, lowest)).toBe(1);
+    expect(soonDelaySeconds(1, delays, highest)).toBe(2);
+    expect(soonDelaySeconds(1, { ...delays, soonSeconds: 10 }, lowest)).toBe(5);
+  });
+
+  it('doubles with each further delivery, capped: a key held 15 minutes brings its copy back 10 to 13 times', () => {
+    expect([1, 2, 3, 4].map((receive) => soonDelaySeconds(receive, delays, highest))).toEqual([2, 4, 8, 16]);
+    expect(soonDelaySeconds(30, delays, highest)).toBe(60);
+    const returnsIn15Minutes = (random: () => number) => {
+      let returns = 0;
+      for (let waited = 0; waited < 900; returns++)
+        waited += soonDelaySeconds(returns + 1, DEFAULT_RETRY_DELAYS, random);
+      return returns;
+    };
+    expect([returnsIn15Minutes(highest), returnsIn15Minutes(lowest)]).toEqual([10, 13]);
   });
 });
