@@ -541,6 +541,54 @@ describe('standardBatch', () => {
     expect(calls).toEqual(['claim fifo-hooked', `complete ${counting.operation.namespace}#${message.key}`]);
   });
 
+  it('a send to the standard DLQ that fails leaves the poison record failed, back after its backoff', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    const failing = failRequests(recording.client, (operation) => operation === 'SendMessage');
+    const { consumerOptions, metrics } = options(
+      { Named: countingOperation().operation },
+      pair,
+      recording.client,
+      {
+        retryBaseDelaySeconds: 100,
+      },
+    );
+    await send(pair.queue, `poison-${randomUUID()}`, 'poison', 'NoSuchType');
+    const event = await receiveEvent(pair.queue, 1);
+
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions);
+
+    expect(failedIds(response)).toEqual([event.Records[0]?.messageId]);
+    expect(failing.failures).toBeGreaterThan(0);
+    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBe(1);
+    const [seconds = 0] = recording.seconds();
+    expect(seconds >= 50 && seconds <= 100).toBe(true);
+  });
+
+  it('a send to the standard DLQ whose answer is lost leaves two copies there: no deduplication id drops the retry', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    const lost = loseAnswers(recording.client, (operation) => operation === 'SendMessage');
+    const { consumerOptions, metrics } = options(
+      { Named: countingOperation().operation },
+      pair,
+      recording.client,
+    );
+    await send(pair.queue, `poison-${randomUUID()}`, 'poison', 'NoSuchType');
+    const event = await receiveEvent(pair.queue, 1);
+
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(lost.lost).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    const copies = await receiveMessages(world.sqs, pair.dlq.url, 2);
+    expect(
+      copies.map((copy) => copy.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue),
+    ).toEqual([event.Records[0]?.messageId, event.Records[0]?.messageId]);
+    expect(copies.map((copy) => copy.Body)).toEqual([event.Records[0]?.body, event.Records[0]?.body]);
+  });
+
   it('refuses a batch from a FIFO queue, whose groups it would run out of order', async () => {
     const pair = await standardPair();
     const { consumerOptions } = options({ Named: countingOperation().operation }, pair, world.sqs);
