@@ -1,12 +1,13 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { IdempotencyConfigurationError } from '../idempotency/errors.js';
+import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
 import { FifoQueueRecordError } from './errors.js';
 import type { FifoBatchOptions } from './fifo-batch.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
+import { waitForKey } from './in-flight-wait.js';
 import { logFieldsOf, parseEnvelopeRecord, type ReceivedRecord, receiveRecord } from './message.js';
 import { processRecord, type RecordProcessorOptions, routeRecord } from './record-processor.js';
 import {
@@ -55,6 +56,14 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
    * @default 2
    */
   inProgressRetrySeconds?: number;
+  /**
+   * How long a record whose key another invocation is processing waits for it (reading the key's
+   * record, 100 ms apart at first, doubling to 1 s), then answers from its record, instead of
+   * coming back after `inProgressRetrySeconds`. Never past the invocation's deadline less the
+   * reserve a record needs. 0: it does not wait.
+   * @default 0
+   */
+  inFlightWaitMs?: number;
 }
 
 export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
@@ -153,6 +162,12 @@ class StandardBatchConsumer {
         );
       }
     }
+    const { inFlightWaitMs } = options;
+    if (inFlightWaitMs !== undefined && !(Number.isInteger(inFlightWaitMs) && inFlightWaitMs >= 0)) {
+      throw new IdempotencyConfigurationError(
+        `inFlightWaitMs must be a whole number of milliseconds, not ${inFlightWaitMs}.`,
+      );
+    }
     this.#options = options;
     this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
   }
@@ -179,6 +194,7 @@ class StandardBatchConsumer {
       environment.maxConcurrentRecords ??
       DEFAULT_MAX_CONCURRENT_RECORDS;
     const parse = this.#options.parse ?? parseEnvelopeRecord;
+    const inFlightWaitMs = this.#options.inFlightWaitMs ?? 0;
     const records = event.Records.map((sqsRecord): BatchRecord => {
       const received = receiveRecord(sqsRecord, parse, 'standard');
       const fields = { ...logFieldsOf(received), queueType: 'standard' as const };
@@ -199,7 +215,23 @@ class StandardBatchConsumer {
           anyStarted = true;
           const started = Date.now();
           try {
-            return await processRecord(received, telemetry, { lambdaContext, signal }, processor);
+            const waitForHeldKey =
+              inFlightWaitMs > 0
+                ? (held: IdempotencyInProgressError) =>
+                    waitForKey(held, {
+                      store: processor.store,
+                      maxWaitMs: inFlightWaitMs,
+                      lambdaContext,
+                      reserveMs: deadline.reserveMs(budgetMs),
+                      signal,
+                    })
+                : undefined;
+            return await processRecord(
+              received,
+              telemetry,
+              { lambdaContext, signal, waitForKey: waitForHeldKey },
+              processor,
+            );
           } finally {
             deadline.recordFinished(Date.now() - started);
           }

@@ -27,7 +27,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { readItem } from '../support/dynamodb.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import {
@@ -299,6 +299,124 @@ describe('standardBatch', () => {
     expect(settled.batchItemFailures).toEqual([]);
     expect(second.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
     expect(counting.effects).toEqual(['once']);
+  });
+
+  describe('with inFlightWaitMs, a copy whose key is in flight elsewhere', () => {
+    /** Two consumers of one key at once: the first held in its effect until `open`, the second's reads counted. */
+    async function heldKey(inFlightWaitMs: number, failReads = false) {
+      const pair = await standardPair(30);
+      const recording = recordingSqs();
+      let open: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const counting = countingOperation(() => false, gate);
+      const first = options({ Named: counting.operation }, pair, recording.client);
+      const dynamodb = localDynamoClient();
+      let reads = 0;
+      dynamodb.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'GetItemCommand') reads++;
+          return next(args);
+        },
+        { step: 'initialize', name: 'countReads' },
+      );
+      const failing = failReads ? failRequests(dynamodb, (operation) => operation === 'GetItem') : undefined;
+      const second = options({ Named: counting.operation }, pair, recording.client, {
+        store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table }),
+        inFlightWaitMs,
+      });
+      const key = `waited-${randomUUID()}`;
+      await send(pair.queue, key, 'once');
+      await send(pair.queue, key, 'once');
+      const [one, two] = (await receiveEvent(pair.queue, 2)).Records as [
+        SQSEvent['Records'][0],
+        SQSEvent['Records'][0],
+      ];
+      const running = processStandardBatch({ Records: [one] }, lambdaContext(), first.consumerOptions);
+      await until(() => counting.inFlight === 1);
+      return {
+        recording,
+        counting,
+        second,
+        two,
+        running,
+        open,
+        failing,
+        get reads() {
+          return reads;
+        },
+        done: async () => {
+          open();
+          expect((await running).batchItemFailures).toEqual([]);
+          dynamodb.destroy();
+        },
+      };
+    }
+
+    it('waits for it, then answers from its record: acknowledged, no visibility change, one effect', async () => {
+      const held = await heldKey(20_000);
+      const answer = processStandardBatch(
+        { Records: [held.two] },
+        lambdaContext(),
+        held.second.consumerOptions,
+      );
+      await until(() => held.reads >= 2, 10_000); // it is waiting, reading the record
+      held.open();
+
+      expect((await answer).batchItemFailures).toEqual([]);
+      expect(held.second.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+      expect(held.second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBeUndefined();
+      expect(held.recording.changes).toEqual([]);
+      await held.done();
+      expect(held.counting.effects).toEqual(['once']);
+    });
+
+    it('stops at its bound: the copy fails and comes back soon', async () => {
+      const held = await heldKey(300);
+
+      const answer = await processStandardBatch(
+        { Records: [held.two] },
+        lambdaContext(),
+        held.second.consumerOptions,
+      );
+
+      expect(answer.batchItemFailures).toEqual([{ itemIdentifier: held.two.messageId }]);
+      expect(held.reads).toBeGreaterThanOrEqual(1);
+      expect(held.second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+      const [seconds = 0] = held.recording.seconds();
+      expect(seconds >= 1 && seconds <= 2).toBe(true);
+      await held.done();
+    });
+
+    it('stops at a read that fails: the copy fails and comes back soon', async () => {
+      const held = await heldKey(60_000, true);
+
+      const answer = await processStandardBatch(
+        { Records: [held.two] },
+        lambdaContext(),
+        held.second.consumerOptions,
+      );
+
+      expect(answer.batchItemFailures).toEqual([{ itemIdentifier: held.two.messageId }]);
+      expect(held.failing?.failures).toBe(1);
+      expect(held.second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+      await held.done();
+    });
+
+    it("does not wait past the invocation's deadline less the reserve", async () => {
+      const held = await heldKey(60_000);
+
+      // 1.5 s left and a 1 s reserve: at most half a second of waiting, whatever inFlightWaitMs says.
+      const answer = await processStandardBatch({ Records: [held.two] }, lambdaContext(1_500), {
+        ...held.second.consumerOptions,
+        recordTimeReserveMs: 1_000,
+      });
+
+      expect(answer.batchItemFailures).toEqual([{ itemIdentifier: held.two.messageId }]);
+      expect(held.second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+      await held.done();
+    });
   });
 
   it('gives a failing record a growing, capped, jittered visibility; the others of its batch succeed', async () => {
