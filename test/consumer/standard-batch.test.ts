@@ -232,6 +232,31 @@ describe('standardBatch', () => {
     expect(recording.seconds()).toHaveLength(2);
   });
 
+  it('takes a batch of 100 records, 40 of them copies, with one effect per key and at most the bound at once', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    const counting = countingOperation();
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
+      maxConcurrentRecords: 10,
+    });
+    const keys = Array.from({ length: 60 }, (_, index) => ({
+      key: `many-${index}-${randomUUID()}`,
+      name: `k${index}`,
+    }));
+    const copies = [...keys, ...keys.slice(0, 40)];
+    await Promise.all(copies.map(({ key, name }) => send(pair.queue, key, name)));
+    // A batching window's worth: Lambda hands a standard queue's consumer up to 10,000 records.
+    const event = await receiveEvent(pair.queue, 100, 20_000);
+
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(counting.effects.sort()).toEqual(keys.map(({ name }) => name).sort());
+    expect(counting.maxInFlight).toBeLessThanOrEqual(10);
+    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(60);
+    expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(40);
+  });
+
   it('runs copies of one key in a batch once in transactional mode too', async () => {
     const pair = await standardPair();
     const recording = recordingSqs();
