@@ -16,11 +16,13 @@ import {
   FifoQueueRecordError,
   type InDoubtHookEvent,
   leaseOperation,
+  MissingMessageGroupError,
   OutcomeUnknownError,
   processFifoBatch,
   processStandardBatch,
   type RecordHookEvent,
   type StandardBatchOptions,
+  standardBatch,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
@@ -730,6 +732,50 @@ describe('standardBatch', () => {
       copies.map((copy) => copy.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue),
     ).toEqual([event.Records[0]?.messageId, event.Records[0]?.messageId]);
     expect(copies.map((copy) => copy.Body)).toEqual([event.Records[0]?.body, event.Records[0]?.body]);
+  });
+
+  it("without the source queue's URL sets no visibility: a failed record comes back after the visibility timeout", async () => {
+    const pair = await standardPair(1);
+    const recording = recordingSqs();
+    const counting = countingOperation((name) => name === 'bad');
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client);
+    consumerOptions.deadLetterQueue = { client: recording.client, queueUrl: pair.dlq.url };
+    await send(pair.queue, `bad-${randomUUID()}`, 'bad');
+    const event = await receiveEvent(pair.queue, 1);
+
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions);
+
+    expect(failedIds(response)).toEqual([event.Records[0]?.messageId]);
+    expect(recording.changes).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBeUndefined();
+    expect((await receiveEvent(pair.queue, 1)).Records[0]?.messageId).toBe(event.Records[0]?.messageId);
+  });
+
+  it('checks its options when it is made', () => {
+    const operations = { Named: countingOperation().operation };
+    expect(() => standardBatch({ operations, maxConcurrentRecords: 0 })).toThrow(
+      /maxConcurrentRecords must be a positive integer/,
+    );
+    expect(() => standardBatch({ operations, retryBaseDelaySeconds: 1.5 })).toThrow(/retryBaseDelaySeconds/);
+    expect(() => standardBatch({ operations, retryMaxDelaySeconds: 43_201 })).toThrow(/at most 43200/);
+    expect(() => standardBatch({ operations, inFlightWaitMs: -1 })).toThrow(/inFlightWaitMs/);
+    expect(() =>
+      standardBatch({ operations, inFlightWaitMs: 0, retryMaxDelaySeconds: 43_200 }),
+    ).not.toThrow();
+  });
+
+  it('is what a standard queue needs: fifoBatch fails the batch of a record without a group', async () => {
+    const pair = await standardPair();
+    const { consumerOptions } = options({ Named: countingOperation().operation }, pair, world.sqs);
+    await send(pair.queue, `nogroup-${randomUUID()}`, 'x');
+    const event = await receiveEvent(pair.queue, 1);
+
+    await expect(processFifoBatch(event, lambdaContext(), consumerOptions)).rejects.toBeInstanceOf(
+      MissingMessageGroupError,
+    );
+    expect((await processStandardBatch(event, lambdaContext(), consumerOptions)).batchItemFailures).toEqual(
+      [],
+    );
   });
 
   it('refuses a batch from a FIFO queue, whose groups it would run out of order', async () => {
