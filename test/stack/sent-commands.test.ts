@@ -51,8 +51,16 @@ const CODE: Record<string, CodeUnderTest> = {
   },
   consumer: {
     entry: 'lambdas/consumer/index.ts',
-    roots: ['fifoBatch', 'processFifoBatch', 'leaseOperation', 'transactionalOperation'],
-    // It sends poison records to the DLQ and deletes them from the queue it reads.
+    roots: [
+      'fifoBatch',
+      'processFifoBatch',
+      'standardBatch',
+      'processStandardBatch',
+      'leaseOperation',
+      'transactionalOperation',
+    ],
+    // It sends poison records to the DLQ and deletes them from the queue it reads; standardBatch
+    // sets its failed records' visibility there (DESIGN §5.1).
     where: (request) =>
       request.action === 'sqs:SendMessage'
         ? 'dlq'
@@ -61,7 +69,6 @@ const CODE: Record<string, CodeUnderTest> = {
           : idempotency(request),
     besideTheCode: [
       'sqs:ReceiveMessage on queue',
-      'sqs:ChangeMessageVisibility on queue',
       'sqs:GetQueueAttributes on queue',
       'sqs:GetQueueUrl on queue',
     ],
