@@ -2,6 +2,7 @@ import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
+import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
@@ -144,15 +145,11 @@ export class DeadLetterQueue {
    * A FIFO DLQ's group and deduplication id. A standard DLQ (DESIGN §5.1) refuses a deduplication
    * id, and takes a group only as a fair queue's tenant key: the record's, when it has one.
    */
-  #grouping(
-    record: SQSRecord,
-    groupId: string,
-  ): { MessageGroupId?: string; MessageDeduplicationId?: string } {
-    if (!this.options.queueUrl.endsWith('.fifo')) return groupId ? { MessageGroupId: groupId } : {};
+  #grouping(record: SQSRecord, groupId: string): MessageGrouping {
     // Per message: the SDK's retries of this send, and a redelivery of the same message (a batch
     // that failed after it was sent here), dedupe. A redrive sends a new message, with a new id, so
     // that one can come back here again.
-    return { MessageGroupId: groupId, MessageDeduplicationId: sha256Hex(record.messageId) };
+    return groupingFor(this.options.queueUrl, groupId, sha256Hex(record.messageId));
   }
 
   /**

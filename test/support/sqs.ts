@@ -153,6 +153,8 @@ export interface ReceivedMessage {
   envelope: MessageEnvelope;
   messageId: string;
   deduplicationId?: string;
+  /** Its MessageGroupId: on a standard queue, what makes it a fair queue's (DESIGN §5.1). */
+  groupId?: string;
 }
 
 /**
@@ -208,6 +210,7 @@ function toReceived(message: Message): ReceivedMessage {
     envelope: parseEnvelope(message.Body ?? ''),
     messageId: message.MessageId ?? '',
     deduplicationId: message.Attributes?.MessageDeduplicationId,
+    groupId: message.Attributes?.MessageGroupId,
   };
 }
 
