@@ -1,5 +1,6 @@
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { isFifoQueueUrl } from '../../lambdas/common/queue-type.js';
 import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
 import type { SenderOptions } from '../../lambdas/outbox/relay.js';
@@ -55,6 +56,8 @@ export function senderOptions(
     items: new OutboxItems({ client: dynamodb, layout, now: options.now }),
     sendBatch: sqsBatchSender(sqs, queueUrl),
     maxBatchBytes: 262_144,
+    // As senderFromEnvironment decides it.
+    ordered: isFifoQueueUrl(queueUrl),
     retry: FAST_RETRY,
     claimMs: () => options.claimMs ?? 30_000,
   };
