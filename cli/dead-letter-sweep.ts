@@ -164,7 +164,8 @@ function heldOf(message: Message): Held {
 }
 
 export function groupOf(message: Message): string {
-  return String(message.Attributes?.MessageGroupId);
+  // A plain standard queue's message has none (DESIGN §5.1): `''`, as the consumer says it.
+  return message.Attributes?.MessageGroupId ?? '';
 }
 
 async function depth(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number }> {
