@@ -7,7 +7,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { groupingFor, isFifoQueueUrl } from '../lambdas/common/queue-type.js';
-import { groupOf } from './dead-letter-sweep.js';
+import { describeGroup, groupOf } from './dead-letter-sweep.js';
 import { RedriveInterruptedError } from './operations-errors.js';
 
 /** SQS's limit on a batch's messages together, bodies and attributes: 1 MiB, as one message (docs/capacity.md). */
@@ -77,8 +77,8 @@ export async function moveInOrder(
   if (stop) {
     const moved = movedSoFar + (failure ? deleted.size : 0);
     throw new RedriveInterruptedError(
-      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (group ` +
-        `${groupOf(stop.message)}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
+      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (` +
+        `${describeGroup(groupOf(stop.message))}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
         'in order: run `oncely dlq redrive` again (a message moved twice is recognised by its key).',
       { cause: stop.cause },
     );

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { resolveAsRetry } from '../../cli/in-doubt-retry.js';
 import { RedriveInterruptedError, ResendFailedError } from '../../cli/operations-errors.js';
+import { describeRedrive, describeResolution } from '../../cli/operations-report.js';
 import { readItem } from '../support/dynamodb.js';
 import { loseAnswers } from '../support/sdk-middleware.js';
 import {
@@ -70,6 +71,7 @@ describe('oncely dlq redrive to a standard queue', () => {
     const result = await redriveDeadLetters(sqs, pipeline);
 
     expect(result).toMatchObject({ finished: true, moved: 12, skipped: [{ groupId: '', key: 'past' }] });
+    expect(describeRedrive(result, pipeline.queueUrl)).toContain('(no group, key past)');
     const moved = await drainQueue(sqs, pipeline.queueUrl, 12); // and not one more
     expect(moved.map((message) => message.deduplicationId)).toEqual(moved.map(() => undefined));
     const groups = new Map(moved.map((message) => [message.envelope.key, message.groupId]));
@@ -139,6 +141,9 @@ describe('oncely in-doubt resolve --as retry to a standard queue', () => {
       const resolution = await resolveAsRetry(target, id);
 
       expect(resolution).toMatchObject({ as: 'retry', groupId, status: 'FAILED' });
+      expect(describeResolution(resolution, 'queue')).toContain(
+        groupId ? `(group ${groupId}, ` : '(no group, ',
+      );
       const [sent] = await drainQueue(sqs, target.resources.queueUrl, 1); // and not one more
       expect(sent).toMatchObject({
         messageId: (resolution as { messageId: string }).messageId,
