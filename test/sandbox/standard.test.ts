@@ -47,11 +47,15 @@ async function runs(): Promise<Record<string, number>> {
   return Object.fromEntries(Items.map((item) => [item.id as string, Number(item.runs)]));
 }
 
-/** The keys of the function's output lines starting with `word`, one per line. */
-const keysIn = (word: string) =>
-  output.flatMap((line) => line.match(new RegExp(`: ${word} (\\S+)$`))?.[1] ?? []);
+/** The keys of the function's output lines starting with `word`, one per line, and what follows. */
+const linesOf = (word: string) =>
+  output.flatMap((line) => {
+    const [, key, rest] = line.match(new RegExp(`: ${word} (\\S+)(?: (\\S+))?$`)) ?? [];
+    return key === undefined ? [] : [{ key, rest }];
+  });
+const keysIn = (word: string) => linesOf(word).map(({ key }) => key);
 
-describe('a standard pipeline in the sandbox, its messages delivered twice at once and again later', () => {
+describe('a standard (and fair) pipeline in the sandbox, its messages delivered twice at once and again later', () => {
   it('is what `oncely local --duplicate-deliveries` asks of the sandbox', () => {
     expect(parseCommandLine(['local'], {})).toMatchObject({ options: { duplicateDeliveries: false } });
     expect(parseCommandLine(['local', '--duplicate-deliveries'], {})).toMatchObject({
@@ -75,6 +79,8 @@ describe('a standard pipeline in the sandbox, its messages delivered twice at on
             MessageBody: JSON.stringify(
               createEnvelope({ type: 'Count', groupId: 'signups', key: name, payload: { name } }),
             ),
+            // Half of them as to a fair queue: a tenant's group, which orders nothing.
+            ...(index % 2 === 0 ? { MessageGroupId: `tenant-${index % 4}` } : {}),
           })),
         }),
       );
@@ -86,6 +92,10 @@ describe('a standard pipeline in the sandbox, its messages delivered twice at on
     await expect.poll(() => messagesInQueue(sqs, queueUrl), { timeout: 60_000, interval: 500 }).toBe(0);
     expect(await runs()).toEqual(Object.fromEntries(names.map((name) => [name, 1])));
     expect(keysIn('COMPLETED').sort()).toEqual([...names].sort());
+    // The fair queue's tenants reached the consumer as groups; the others had none.
+    expect(new Set(linesOf('COMPLETED').map(({ rest }) => rest))).toEqual(
+      new Set(['-', 'tenant-0', 'tenant-2']),
+    );
     // Every message came three times at least; each key's later copies found it COMPLETED.
     expect(batches.reduce((sum, batch) => sum + batch.received, 0)).toBeGreaterThanOrEqual(2 * sent.length);
     expect(new Set(keysIn('DUPLICATE'))).toEqual(new Set(names));
