@@ -25,6 +25,9 @@ export const CONSUMER_ENVIRONMENT = {
 /** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 
+/** `maxConcurrentRecords` when neither the option nor `MAX_CONCURRENT_RECORDS` sets it (DESIGN §5.1). */
+export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
+
 /** A variable of `CONSUMER_ENVIRONMENT`, by its key: what `readConsumerEnvironment` may be asked to read. */
 export type ConsumerVariable = keyof typeof CONSUMER_ENVIRONMENT;
 

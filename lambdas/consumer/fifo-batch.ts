@@ -4,6 +4,7 @@ import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import type { DeadLetterQueueOptions } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
+import { StandardQueueRecordError } from './errors.js';
 import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
@@ -218,6 +219,11 @@ class FifoBatchConsumer {
     event: SQSEvent,
     lambdaContext: Context,
   ): Promise<SQSBatchResponse> {
+    // A fair queue's records have groups too: only the queue's ARN tells them apart (DESIGN §5.1).
+    const standard = event.Records.find(
+      ({ eventSourceARN }) => eventSourceARN && !eventSourceARN.endsWith('.fifo'),
+    );
+    if (standard) throw new StandardQueueRecordError(standard.messageId, standard.eventSourceARN);
     const deadline = this.#deadline;
     const records = event.Records.map((sqsRecord): BatchRecord => {
       const received = receiveRecord(sqsRecord, this.#parse);

@@ -34,6 +34,7 @@ export {
   InvalidPayloadError,
   MissingMessageGroupError,
   PastDedupHorizonError,
+  StandardQueueRecordError,
   UnknownMessageTypeError,
   UnparsableMessageError,
 } from './errors.js';

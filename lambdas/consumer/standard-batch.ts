@@ -3,6 +3,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
+import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
 import { FifoQueueRecordError } from './errors.js';
 import type { FifoBatchOptions } from './fifo-batch.js';
 import { planGroups } from './group-plan.js';
@@ -65,8 +66,6 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
    */
   inFlightWaitMs?: number;
 }
-
-export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
 
 /**
  * Middy middleware that processes a standard or fair SQS queue's batch with per-record idempotency

@@ -16,12 +16,12 @@ import {
   FifoQueueRecordError,
   type InDoubtHookEvent,
   leaseOperation,
-  MissingMessageGroupError,
   OutcomeUnknownError,
   processFifoBatch,
   processStandardBatch,
   type RecordHookEvent,
   type StandardBatchOptions,
+  StandardQueueRecordError,
   standardBatch,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
@@ -764,14 +764,14 @@ describe('standardBatch', () => {
     ).not.toThrow();
   });
 
-  it('is what a standard queue needs: fifoBatch fails the batch of a record without a group', async () => {
+  it('is what a standard queue needs: fifoBatch fails the batch of a record from one (StandardQueueRecordError)', async () => {
     const pair = await standardPair();
     const { consumerOptions } = options({ Named: countingOperation().operation }, pair, world.sqs);
     await send(pair.queue, `nogroup-${randomUUID()}`, 'x');
     const event = await receiveEvent(pair.queue, 1);
 
     await expect(processFifoBatch(event, lambdaContext(), consumerOptions)).rejects.toBeInstanceOf(
-      MissingMessageGroupError,
+      StandardQueueRecordError,
     );
     expect((await processStandardBatch(event, lambdaContext(), consumerOptions)).batchItemFailures).toEqual(
       [],
@@ -793,5 +793,19 @@ describe('standardBatch', () => {
     await expect(processStandardBatch(fromFifo, lambdaContext(), consumerOptions)).rejects.toBeInstanceOf(
       FifoQueueRecordError,
     );
+  });
+
+  it('is the only middleware that takes a fair queue: fifoBatch refuses its records, groups and all', async () => {
+    const pair = await standardPair();
+    const counting = countingOperation();
+    const { consumerOptions } = options({ Named: counting.operation }, pair, world.sqs);
+    await send(pair.queue, `fair-${randomUUID()}`, 'x', 'Named', 'tenant-a');
+    const event = await receiveEvent(pair.queue, 1);
+    expect(event.Records[0]?.attributes.MessageGroupId).toBe('tenant-a');
+
+    const refused = processFifoBatch(event, lambdaContext(), consumerOptions);
+    await expect(refused).rejects.toBeInstanceOf(StandardQueueRecordError);
+    await expect(refused).rejects.toThrow(/comes from the standard queue .*: fifoBatch .* Use standardBatch/);
+    expect(counting.effects).toEqual([]);
   });
 });
