@@ -85,6 +85,26 @@ describe('the sandbox’s managed mode (Lambda Managed Instances)', () => {
     expect(hang.usage().heapUsedBytes).toHaveLength(2);
   });
 
+  it('fails every invocation a container runs when it crashes, and starts a fresh one for the next', async () => {
+    const fn = runtime('managed.crashTogether');
+    const [crashing, beside] = await Promise.all([
+      fn.invoke({ together: 2, crash: true }),
+      fn.invoke({ together: 2, hang: true }),
+    ]);
+    expect(crashing).toMatchObject({ ok: false, error: { errorType: 'Error', errorMessage: 'stray timer' } });
+    expect(beside).toMatchObject({ ok: false, error: { errorType: 'Error', errorMessage: 'stray timer' } });
+    expect(fn.usage().heapUsedBytes).toHaveLength(0);
+    const next = await fn.invoke({ together: 1 });
+    expect(next).toMatchObject({ ok: true, result: { pid: expect.any(Number) } });
+    expect(fn.usage().heapUsedBytes).toHaveLength(1);
+  });
+
+  it('runs invocations at once in one container on nodejs22.x too', async () => {
+    const fn = runtime('managed.rendezvous', { runtime: 'nodejs22.x' });
+    const answers = await Promise.all([1, 2].map(() => resultOf(fn.invoke({ together: 2 }))));
+    expect(answers[0]?.pid).toBe(answers[1]?.pid);
+  });
+
   it('keeps one invocation at a time per container without the setting', async () => {
     const fn = runtime('managed.pid', { perExecutionEnvironmentMaxConcurrency: undefined });
     const pids = await Promise.all([fn.invoke({}), fn.invoke({})]);
