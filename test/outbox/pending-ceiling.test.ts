@@ -1,0 +1,112 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type BudgetProxy, startBudgetProxy } from '../../chaos/budget-proxy.js';
+import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { drainGroup } from '../../lambdas/outbox/drain-group.js';
+import { Outbox, OutboxWriteCanceledError } from '../../lambdas/outbox/index.js';
+import { OUTBOX_PENDING_INDEX, type OutboxLayout, PENDING_PARTITION } from '../../lambdas/outbox/layout.js';
+import { localDynamoClient } from '../support/dynamodb.js';
+import { createOutboxTable, senderOptions } from '../support/outbox.js';
+import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
+
+/**
+ * The outbox's ceiling (docs/capacity.md, issue 33), shown on DynamoDB Local behind the budget
+ * proxy: every pending marker carries the index key `PENDING`, one partition-key value of the index,
+ * so whatever the number of groups, the index's write budget caps the outbox. AWS's is 1,000 units a
+ * second; here 10, on a clock the test moves by hand.
+ */
+const BUDGET = 10;
+
+let direct: DynamoDBClient;
+let sqs: SQSClient;
+const queues: FifoQueue[] = [];
+let layout: OutboxLayout;
+let queue: FifoQueue;
+let proxy: BudgetProxy;
+let client: DynamoDBClient;
+let clock = 5_000_000;
+
+beforeAll(() => {
+  direct = localDynamoClient();
+  sqs = localSqsClient(1);
+});
+beforeEach(async () => {
+  layout = await createOutboxTable(direct, 'ceiling');
+  queue = await createFifoQueue(sqs);
+  queues.push(queue);
+  proxy = await startBudgetProxy({
+    upstream: inject('dynamodbEndpoint'),
+    unitsPerSecond: BUDGET,
+    now: () => clock,
+  });
+  // One attempt: each throttle shows, instead of the SDK's backoff waiting out a second that never passes.
+  client = dynamoDbClientVia(proxy, 1);
+});
+afterEach(async () => {
+  client.destroy();
+  await proxy.close();
+});
+afterAll(async () => {
+  await deleteQueues(sqs, queues);
+  sqs.destroy();
+  direct.destroy();
+});
+
+let written = 0;
+/** One single-message write to each group, one after another: the keys committed, and the errors of the others. */
+async function writeOnePerGroup(outbox: Outbox, groups: readonly string[]) {
+  const committed: string[] = [];
+  const refused: unknown[] = [];
+  for (const groupId of groups) {
+    const message = { type: 'OrderPlaced', groupId, key: `${groupId}-${++written}`, payload: {} };
+    await outbox.write({ messages: [message] }).then(
+      ({ keys }) => committed.push(...keys),
+      (error: unknown) => refused.push(error),
+    );
+  }
+  return { committed, refused };
+}
+
+const groupsOf = (count: number, prefix = 'g') =>
+  Array.from({ length: count }, (_, i) => `${prefix}${i}-${Math.random().toString(36).slice(2, 8)}`);
+
+describe("the outbox's pending index today: one key, one budget", () => {
+  it('commits at most the budget of markers a second, however many groups write', async () => {
+    const outbox = new Outbox({ client, ...layout });
+
+    const { committed, refused } = await writeOnePerGroup(outbox, groupsOf(15));
+
+    // 15 groups, 15 partitions of the table, 1 index key: 10 markers a second.
+    expect(committed).toHaveLength(BUDGET);
+    expect(refused).toHaveLength(5);
+    expect(proxy.unitsOn(layout.tableName, PENDING_PARTITION, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
+    // Today DynamoDB's throttling cancellation reaches the producer as a canceled write, not a retryable
+    // one: the transaction's reason is ThrottlingError, which Outbox.write reads as a failed condition.
+    expect(refused[0]).toBeInstanceOf(OutboxWriteCanceledError);
+    expect((refused[0] as OutboxWriteCanceledError).failures).toMatchObject([
+      { kind: 'message', code: 'ThrottlingError' },
+    ]);
+  });
+
+  it("the relay's SENT marks spend the same budget: two index writes per message, so half the budget in messages", async () => {
+    const outbox = new Outbox({ client, ...layout });
+    const groups = groupsOf(BUDGET, 'r');
+    expect((await writeOnePerGroup(outbox, groups)).committed).toHaveLength(BUDGET);
+    clock += 1_000;
+
+    // The next second: the relay drains the 10 groups, deleting 10 markers (10 index writes)...
+    const options = senderOptions(client, sqs, layout, queue.url);
+    const reports = await Promise.all(
+      groups.map((groupId) =>
+        drainGroup(groupId, { ...options, owner: 'relay:1', sentBy: 'relay', timeLeftMs: () => 60_000 }),
+      ),
+    );
+    expect(reports.flatMap((report) => report.sent)).toHaveLength(BUDGET);
+    expect(await drainQueue(sqs, queue.url, BUDGET)).toHaveLength(BUDGET);
+    // ...and a producer writing in that second finds the index key spent.
+    const { committed } = await writeOnePerGroup(outbox, groupsOf(3, 'late'));
+    expect(committed).toHaveLength(0);
+    expect(proxy.unitsOn(layout.tableName, PENDING_PARTITION, OUTBOX_PENDING_INDEX)).toBe(2 * BUDGET);
+  });
+});
