@@ -62,7 +62,8 @@ export function createOutboxRelay(
         FilterCriteria.filter({
           eventName: FilterRule.isEqual('INSERT'),
           dynamodb: {
-            NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: FilterRule.isEqual(PENDING_PARTITION) } },
+            // `PENDING`, or a shard of it, `PENDING#<s>` (DESIGN §9.1).
+            NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: FilterRule.beginsWith(PENDING_PARTITION) } },
           },
         }),
       ],

@@ -5,7 +5,12 @@ import { type BudgetProxy, startBudgetProxy } from '../../chaos/budget-proxy.js'
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, OutboxWriteCanceledError } from '../../lambdas/outbox/index.js';
-import { OUTBOX_PENDING_INDEX, type OutboxLayout, PENDING_PARTITION } from '../../lambdas/outbox/layout.js';
+import {
+  OUTBOX_PENDING_INDEX,
+  type OutboxLayout,
+  PENDING_PARTITION,
+  pendingShardOf,
+} from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable, senderOptions } from '../support/outbox.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
@@ -71,16 +76,16 @@ async function writeOnePerGroup(outbox: Outbox, groups: readonly string[]) {
 const groupsOf = (count: number, prefix = 'g') =>
   Array.from({ length: count }, (_, i) => `${prefix}${i}-${Math.random().toString(36).slice(2, 8)}`);
 
-describe("the outbox's pending index today: one key, one budget", () => {
+describe('the pending index on one shard: one key, one budget (the outbox before issue 33)', () => {
   it('commits at most the budget of markers a second, however many groups write', async () => {
-    const outbox = new Outbox({ client, ...layout });
+    const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
 
     const { committed, refused } = await writeOnePerGroup(outbox, groupsOf(15));
 
     // 15 groups, 15 partitions of the table, 1 index key: 10 markers a second.
     expect(committed).toHaveLength(BUDGET);
     expect(refused).toHaveLength(5);
-    expect(proxy.unitsOn(layout.tableName, PENDING_PARTITION, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
+    expect(proxy.unitsOn(layout.tableName, `${PENDING_PARTITION}#0`, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
     // Today DynamoDB's throttling cancellation reaches the producer as a canceled write, not a retryable
     // one: the transaction's reason is ThrottlingError, which Outbox.write reads as a failed condition.
     expect(refused[0]).toBeInstanceOf(OutboxWriteCanceledError);
@@ -90,7 +95,7 @@ describe("the outbox's pending index today: one key, one budget", () => {
   });
 
   it("the relay's SENT marks spend the same budget: two index writes per message, so half the budget in messages", async () => {
-    const outbox = new Outbox({ client, ...layout });
+    const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
     const groups = groupsOf(BUDGET, 'r');
     expect((await writeOnePerGroup(outbox, groups)).committed).toHaveLength(BUDGET);
     clock += 1_000;
@@ -107,6 +112,34 @@ describe("the outbox's pending index today: one key, one budget", () => {
     // ...and a producer writing in that second finds the index key spent.
     const { committed } = await writeOnePerGroup(outbox, groupsOf(3, 'late'));
     expect(committed).toHaveLength(0);
-    expect(proxy.unitsOn(layout.tableName, PENDING_PARTITION, OUTBOX_PENDING_INDEX)).toBe(2 * BUDGET);
+    expect(proxy.unitsOn(layout.tableName, `${PENDING_PARTITION}#0`, OUTBOX_PENDING_INDEX)).toBe(2 * BUDGET);
   });
+});
+
+describe('the pending index on n shards: n budgets', () => {
+  it.each([4, 8])(
+    "%i shards carry each its budget: the producers are throttled only past their shard's",
+    async (shards) => {
+      const outbox = new Outbox({ client, ...layout, pendingShards: shards });
+      // Named, not random, groups (each test has its own table): how they spread over the shards is fixed.
+      const groups = Array.from({ length: 20 * shards }, (_, i) => `spread-${shards}-${i}`);
+      const perShard = new Map<string, number>();
+      for (const groupId of groups) {
+        const shard = pendingShardOf(groupId, shards);
+        perShard.set(shard, (perShard.get(shard) ?? 0) + 1);
+      }
+      // Each shard has more groups writing than its budget takes (a property of these names).
+      expect([...perShard.values()].every((count) => count > BUDGET)).toBe(true);
+      expect(perShard.size).toBe(shards);
+
+      const { committed, refused } = await writeOnePerGroup(outbox, groups);
+
+      // Every shard took its full budget: n × the budget, throttled past it.
+      expect(committed).toHaveLength(shards * BUDGET);
+      expect(refused).toHaveLength(groups.length - shards * BUDGET);
+      for (const shard of perShard.keys()) {
+        expect(proxy.unitsOn(layout.tableName, shard, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
+      }
+    },
+  );
 });
