@@ -25,6 +25,7 @@ import {
   type PendingMessage,
   SENT_RETENTION_SECONDS,
 } from './layout.js';
+import { retryThrottled } from './throttling.js';
 
 /** An outbox item as the relay and sweeper read it. */
 export interface OutboxItem {
@@ -174,46 +175,51 @@ export class OutboxItems {
   async #markRun(run: readonly SentItem[], owner: string, sentBy: string): Promise<number | undefined> {
     const now = this.now();
     try {
-      await this.#documents.send(
-        new TransactWriteCommand({
-          ClientRequestToken: randomUUID(),
-          TransactItems: run.flatMap(({ item, messageId }) => [
-            {
-              Update: {
-                TableName: this.layout.tableName,
-                Key: itemKey(this.layout, item.key),
-                UpdateExpression:
-                  'SET #status = :sent, #messageId = :messageId, #sentAt = :now, #sentBy = :sentBy, ' +
-                  '#expiresAt = :expiresAt REMOVE #owner, #claimExpiresAt ADD #attempts :one',
-                ConditionExpression: '#status = :pending AND #owner = :owner',
-                ExpressionAttributeNames: {
-                  ...NAMES,
-                  '#messageId': A.messageId,
-                  '#sentAt': A.sentAt,
-                  '#sentBy': A.sentBy,
-                  '#expiresAt': A.expiresAt,
-                  '#attempts': A.attempts,
-                },
-                ExpressionAttributeValues: {
-                  ':sent': 'SENT',
-                  ':pending': 'PENDING',
-                  ':owner': owner,
-                  ':messageId': messageId,
-                  ':sentBy': sentBy,
-                  ':now': now,
-                  ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
-                  ':one': 1,
+      // Sent again while DynamoDB cancels it for throttling (the index's shard is busy), each time
+      // under a token of its own: a canceled transaction wrote nothing, and the marks are fenced on
+      // the claims anyway. The SDK's own retries of one send keep its token.
+      await retryThrottled(() =>
+        this.#documents.send(
+          new TransactWriteCommand({
+            ClientRequestToken: randomUUID(),
+            TransactItems: run.flatMap(({ item, messageId }) => [
+              {
+                Update: {
+                  TableName: this.layout.tableName,
+                  Key: itemKey(this.layout, item.key),
+                  UpdateExpression:
+                    'SET #status = :sent, #messageId = :messageId, #sentAt = :now, #sentBy = :sentBy, ' +
+                    '#expiresAt = :expiresAt REMOVE #owner, #claimExpiresAt ADD #attempts :one',
+                  ConditionExpression: '#status = :pending AND #owner = :owner',
+                  ExpressionAttributeNames: {
+                    ...NAMES,
+                    '#messageId': A.messageId,
+                    '#sentAt': A.sentAt,
+                    '#sentBy': A.sentBy,
+                    '#expiresAt': A.expiresAt,
+                    '#attempts': A.attempts,
+                  },
+                  ExpressionAttributeValues: {
+                    ':sent': 'SENT',
+                    ':pending': 'PENDING',
+                    ':owner': owner,
+                    ':messageId': messageId,
+                    ':sentBy': sentBy,
+                    ':now': now,
+                    ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
+                    ':one': 1,
+                  },
                 },
               },
-            },
-            {
-              Delete: {
-                TableName: this.layout.tableName,
-                Key: markerKey(this.layout, item.groupId, item.order),
+              {
+                Delete: {
+                  TableName: this.layout.tableName,
+                  Key: markerKey(this.layout, item.groupId, item.order),
+                },
               },
-            },
-          ]),
-        }),
+            ]),
+          }),
+        ),
       );
       return undefined;
     } catch (error) {

@@ -18,6 +18,7 @@ import {
   OutboxWriteCanceledError,
   OutboxWriteConflictError,
   type OutboxWriteFailure,
+  OutboxWriteThrottledError,
 } from './errors.js';
 import { newestPendingTime } from './group-tail.js';
 import {
@@ -29,6 +30,7 @@ import {
   orderKey,
   pendingShardOf,
 } from './layout.js';
+import { canceledForThrottling, retryThrottled } from './throttling.js';
 import { checkWriteSize, type MessageItems } from './write-size.js';
 import { committedUnder } from './write-token-check.js';
 
@@ -178,15 +180,22 @@ export class Outbox {
       },
       { Put: { TableName: this.layout.tableName, Item: marker } },
     ]);
+    const transaction = new TransactWriteCommand({
+      TransactItems: [...writes, ...outboxItems],
+      ClientRequestToken: token,
+    });
     try {
-      await this.#documents.send(
-        new TransactWriteCommand({
-          TransactItems: [...writes, ...outboxItems],
-          ClientRequestToken: token,
-        }),
-      );
+      // A partition over its capacity cancels the transaction (ThrottlingError): sent again, same token.
+      await retryThrottled(() => this.#documents.send(transaction));
     } catch (error) {
       const keys = prepared.map((message) => message.key);
+      if (canceledForThrottling(error)) {
+        throw new OutboxWriteThrottledError(
+          'DynamoDB throttled the transaction (a partition of the table or of the pending index is over its ' +
+            'capacity), on every try for a few seconds; nothing was written: try again later.',
+          { cause: error },
+        );
+      }
       if (error instanceof IdempotentParameterMismatchException) {
         // Each call stamps its bodies anew, so a retry never matches its first call exactly: if that
         // call committed (its answer lost), every message of it is in the outbox under this token.

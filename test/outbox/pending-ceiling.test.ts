@@ -1,10 +1,10 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type BudgetProxy, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
-import { Outbox, OutboxWriteCanceledError } from '../../lambdas/outbox/index.js';
+import { Outbox, OutboxWriteThrottledError } from '../../lambdas/outbox/index.js';
 import {
   OUTBOX_PENDING_INDEX,
   type OutboxLayout,
@@ -30,6 +30,8 @@ let layout: OutboxLayout;
 let queue: FifoQueue;
 let proxy: BudgetProxy;
 let client: DynamoDBClient;
+/** Whether `proxy` and `client` are this test's, to close. */
+let running = false;
 let clock = 5_000_000;
 
 beforeAll(() => {
@@ -40,18 +42,32 @@ beforeEach(async () => {
   layout = await createOutboxTable(direct, 'ceiling');
   queue = await createFifoQueue(sqs);
   queues.push(queue);
+  // Throttled transactions answered with an exception, not DynamoDB's cancellation: the outbox retries
+  // a cancellation for a few seconds of real time, and these tests count what fits in a second that
+  // the test moves by hand. The cancellation has its own tests below.
+  await startProxy('exception');
+});
+
+/** The budget proxy, on the test's clock, and a client through it. */
+async function startProxy(transactions: 'canceled' | 'exception', now = () => clock) {
+  if (running) await stopProxy();
   proxy = await startBudgetProxy({
     upstream: inject('dynamodbEndpoint'),
     unitsPerSecond: BUDGET,
-    now: () => clock,
+    now,
+    transactions,
   });
   // One attempt: each throttle shows, instead of the SDK's backoff waiting out a second that never passes.
   client = dynamoDbClientVia(proxy, 1);
-});
-afterEach(async () => {
+  running = true;
+}
+
+async function stopProxy() {
+  running = false;
   client.destroy();
   await proxy.close();
-});
+}
+afterEach(stopProxy);
 afterAll(async () => {
   await deleteQueues(sqs, queues);
   sqs.destroy();
@@ -86,12 +102,7 @@ describe('the pending index on one shard: one key, one budget (the outbox before
     expect(committed).toHaveLength(BUDGET);
     expect(refused).toHaveLength(5);
     expect(proxy.unitsOn(layout.tableName, `${PENDING_PARTITION}#0`, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
-    // Today DynamoDB's throttling cancellation reaches the producer as a canceled write, not a retryable
-    // one: the transaction's reason is ThrottlingError, which Outbox.write reads as a failed condition.
-    expect(refused[0]).toBeInstanceOf(OutboxWriteCanceledError);
-    expect((refused[0] as OutboxWriteCanceledError).failures).toMatchObject([
-      { kind: 'message', code: 'ThrottlingError' },
-    ]);
+    expect(refused[0]).toBeInstanceOf(ProvisionedThroughputExceededException);
   });
 
   it("the relay's SENT marks spend the same budget: two index writes per message, so half the budget in messages", async () => {
@@ -142,4 +153,56 @@ describe('the pending index on n shards: n budgets', () => {
       }
     },
   );
+});
+
+describe('a write throttled as DynamoDB throttles a transaction: canceled, ThrottlingError', () => {
+  it('is sent again for a few seconds, then refused with a retryable OutboxWriteThrottledError, nothing written', async () => {
+    await startProxy('canceled');
+    const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
+    expect((await writeOnePerGroup(outbox, groupsOf(BUDGET))).committed).toHaveLength(BUDGET);
+
+    // The test's clock stands still: the shard stays full through every retry.
+    const started = Date.now();
+    const { committed, refused } = await writeOnePerGroup(outbox, groupsOf(1, 'full'));
+
+    expect(committed).toHaveLength(0);
+    expect(refused[0]).toBeInstanceOf(OutboxWriteThrottledError);
+    expect(refused[0]).toMatchObject({ retryable: true, cause: { name: 'TransactionCanceledException' } });
+    expect(proxy.stats().throttled).toBe(6);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(750); // 6 tries, 5 waits of at least 50, 100, 200, 400 ms…
+    expect(proxy.unitsOn(layout.tableName, `${PENDING_PARTITION}#0`, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
+  });
+
+  it('commits once the second has passed: a burst is absorbed, not refused (real clock)', async () => {
+    await startProxy('canceled', Date.now);
+    const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
+    const groups = groupsOf(BUDGET + 3, 'burst');
+
+    const { committed, refused } = await writeOnePerGroup(outbox, groups);
+
+    expect(refused).toEqual([]);
+    expect(committed).toHaveLength(groups.length);
+    expect(proxy.stats().throttled).toBeGreaterThan(0);
+  });
+
+  it("the relay's SENT marks are sent again too: a busy shard delays them, and they are written once", async () => {
+    await startProxy('canceled', Date.now);
+    const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
+    const groups = groupsOf(BUDGET, 'marks');
+    expect((await writeOnePerGroup(outbox, groups)).committed).toHaveLength(BUDGET);
+
+    // Within the same real second the shard is full: the 10 marker deletes must wait for room.
+    const options = senderOptions(client, sqs, layout, queue.url);
+    const reports = await Promise.all(
+      groups.map((groupId) =>
+        drainGroup(groupId, { ...options, owner: 'relay:2', sentBy: 'relay', timeLeftMs: () => 60_000 }),
+      ),
+    );
+
+    expect(reports.flatMap((report) => report.markErrors)).toEqual([]);
+    expect(reports.flatMap((report) => report.sentUnmarked)).toEqual([]);
+    expect(reports.flatMap((report) => report.sent)).toHaveLength(BUDGET);
+    expect(await drainQueue(sqs, queue.url, BUDGET)).toHaveLength(BUDGET);
+    expect(proxy.stats().throttled).toBeGreaterThan(0);
+  });
 });
