@@ -75,9 +75,9 @@ export class OutboxItems {
   readonly layout: OutboxLayout;
   readonly now: () => number;
   readonly #documents: DynamoDBDocumentClient;
-  readonly #listingPage: number;
+  readonly #listingPage: number | undefined;
 
-  /** `listingPage`: markers per page of a shard's turn in the sweeper's listing (1,000; less in tests). */
+  /** `listingPage`: markers per page of a shard's turn in the sweeper's listing (DynamoDB's 1 MB page; less in tests). */
   constructor(options: {
     client: DynamoDBClient;
     layout: OutboxLayout;
@@ -86,7 +86,7 @@ export class OutboxItems {
   }) {
     this.layout = options.layout;
     this.now = options.now ?? Date.now;
-    this.#listingPage = options.listingPage ?? LISTING_PAGE;
+    this.#listingPage = options.listingPage;
     this.#documents = DynamoDBDocumentClient.from(options.client, {
       marshallOptions: { removeUndefinedValues: true },
     });
@@ -280,6 +280,8 @@ export class OutboxItems {
           new QueryCommand({
             ...this.#pendingQuery(cursor.shard, beforeMs, { '#group': A.groupId }),
             ProjectionExpression: '#group, #order',
+            // A round reads a page of every shard at once: a shard's long backlog takes a page per
+            // round like any other, so no page limit is needed for fairness (DynamoDB's is 1 MB).
             Limit: this.#listingPage,
             ExclusiveStartKey: cursor.startKey,
           }),
@@ -335,8 +337,6 @@ type StartKey = Record<string, unknown> | undefined;
 
 /** How many shards of the index a reader queries at once. */
 const SHARDS_AT_ONCE = 10;
-/** Markers per page of a shard's listing: one shard's turn. */
-const LISTING_PAGE = 1_000;
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
