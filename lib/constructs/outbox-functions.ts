@@ -54,6 +54,7 @@ export function createOutboxRelay(
       startingPosition: StartingPosition.TRIM_HORIZON,
       batchSize: settings.relayBatchSize,
       retryAttempts: settings.relayRetryAttempts,
+      parallelizationFactor: settings.relayParallelization,
       reportBatchItemFailures: true,
       onFailure: new SqsDlq(failureQueue),
       // Only a new pending marker says there is something to send; every other write to the

@@ -179,11 +179,17 @@ describe('the relay', () => {
     });
   });
 
-  it('follows relayBatchSize and relayRetryAttempts', () => {
-    const { template: tuned } = buildOutboxStack({ relayBatchSize: 500, relayRetryAttempts: 2 });
+  it('follows relayBatchSize, relayRetryAttempts and relayParallelization (1 by default)', () => {
+    expect(mapping()).toMatchObject({ ParallelizationFactor: 1 });
+    const { template: tuned } = buildOutboxStack({
+      relayBatchSize: 500,
+      relayRetryAttempts: 2,
+      relayParallelization: 4,
+    });
     tuned.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 500,
       MaximumRetryAttempts: 2,
+      ParallelizationFactor: 4,
     });
   });
 });
@@ -626,6 +632,7 @@ describe('configuration errors, at synth', () => {
     ],
     [{ relayBatchSize: 0 }, /relayBatchSize \(0\) must be a whole number from 1 to 10000/],
     [{ relayRetryAttempts: -1 }, /relayRetryAttempts \(-1\) must be a whole number from 0 to 10000: bounded/],
+    [{ relayParallelization: 11 }, /relayParallelization \(11\) must be a whole number from 1 to 10/],
     [{ pendingShards: 33 }, /pendingShards \(33\) must be a whole number from 1 to 32/],
     [{ pendingShards: 0 }, /pendingShards \(0\) must be a whole number from 1 to 32/],
   ])('refuses %o with a clear message', (settings, message) => {
