@@ -49,7 +49,7 @@ export async function openOutboxWorld(emulators: Emulators): Promise<OutboxWorld
 }
 
 /** A table shaped as the OncelyOutbox construct declares its own: string pk/sk, the sparse pending index. */
-async function createOutboxTable(client: DynamoDBClient, layout: OutboxLayout): Promise<void> {
+export async function createOutboxTable(client: DynamoDBClient, layout: OutboxLayout): Promise<void> {
   await client.send(
     new CreateTableCommand({
       TableName: layout.tableName,
