@@ -1,225 +1,115 @@
 /**
- * The outbox's pending index under a per-key write budget, 1 shard to n (issue 33 item 3): producers
- * write single-message transactions as fast as the outbox lets them, over groups spread evenly over
- * the shards, while a sweeper drains them; all through `chaos/budget-proxy.ts` in front of DynamoDB
- * Local, which holds every partition-key value (of the table and of the index) to `unitsPerSecond`
- * write units over a sliding second, as AWS holds a partition to 1,000. Each message writes its
- * shard twice (its marker's put and delete), so a shard carries `unitsPerSecond / 2` messages a
- * second and n shards n times it. After the timed window the writers stop, the sweeper drains what
- * is left, and the queue is read: every committed message must be there once, each group in order.
+ * The outbox's pending index under a per-key write budget, 1 shard to n, as a fleet runs it (issue 33
+ * items 3, 4): producers through `Outbox`, the relay on the table's stream, the sweeper on its
+ * schedule, all through `chaos/budget-proxy.ts` in front of DynamoDB Local, which holds every
+ * partition-key value (of the table and of the pending index) to `unitsPerSecond` write units over a
+ * sliding second, as AWS holds a partition to 1,000. A message writes its shard twice (its marker's
+ * put by the producer, its delete by the relay's SENT mark), so a shard carries `unitsPerSecond ÷ 2`
+ * messages a second and n shards n times it. Per shard count, two passes: producers as fast as the
+ * outbox lets them (the rate, against the ceiling), then paced at 75 % of the ceiling (throttling
+ * and the relay's lag below it); then one re-sharding run, 5 → 20 → 10 shards under load.
  *
- * `npx tsx bench/outbox-shards.ts [--shards 1,2,5,10,20] [--units 20] [--seconds 15]` prints a
- * Markdown table. Not part of `npm run bench` yet: a run to 20 shards needs the machine to itself.
+ * `npm run bench:outbox` (or `npx tsx bench/outbox-shards.ts [--shards 1,2,5,10,20] [--units 10]
+ * [--seconds 15] [--no-write]`) writes bench/OUTBOX-SHARDS.md and bench/outbox-shards.svg, and exits 1
+ * when a criterion fails. It needs the machine to itself.
  */
 
-import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { startBudgetProxy } from '../chaos/budget-proxy.js';
-import { createOutboxTable } from '../chaos/outbox-world.js';
-import { Outbox, OutboxWriteThrottledError } from '../lambdas/outbox/index.js';
-import {
-  OUTBOX_PENDING_INDEX,
-  type OutboxLayout,
-  PENDING_PARTITION,
-  pendingShardOf,
-} from '../lambdas/outbox/layout.js';
-import { OutboxItems } from '../lambdas/outbox/outbox-items.js';
-import { OUTBOX_SEND_RETRY } from '../lambdas/outbox/sender-environment.js';
-import { sweep } from '../lambdas/outbox/sweeper.js';
-import { sqsBatchSender } from '../lambdas/publisher/sqs-batch.js';
-import { localAwsConfig } from '../sandbox/local-aws-config.js';
-import { type BenchEndpoints, sqsClient } from './clients.js';
-import { createFifoQueue, deleteQueues } from './resources.js';
+import { type ResolvedOutboxSettings, resolveOutboxSettings } from '../lib/constructs/outbox-settings.js';
+import type { BenchEndpoints } from './clients.js';
+import { describeMachine } from './machine.js';
+import { type FleetRun, runFleet } from './outbox-fleet.js';
+import { evenGroups } from './outbox-fleet-producers.js';
+import { failedCriteria, shardsChartSvg, shardsReport } from './outbox-shards-report.js';
+
+/** The paced pass's rate: below the ceiling by a margin, so that the budget is never the limit. */
+export const PACED_SHARE = 0.75;
+/** The re-sharding run: the shard counts a rolling deploy goes through. */
+const RESHARD_STEPS = [5, 20, 10] as const;
 
 export interface ShardScalingOptions {
   endpoints: BenchEndpoints;
-  shardCounts: readonly number[];
   /** Each partition-key value's write budget, a second. */
   unitsPerSecond: number;
-  /** How long the producers write, per shard count. */
+  /** How long the producers write, per pass; the first `warmSeconds` are left out of the rate. */
   seconds: number;
+  warmSeconds: number;
   /** Groups per shard, each written by its own loop: enough that the shard, not a group, is the limit. */
-  groupsPerShard?: number;
-  /** An unmeasured run of 1 shard first, this long: DynamoDB Local's JVM and the code warm up. */
-  warmUpSeconds?: number;
+  groupsPerShard: number;
+  /**
+   * The closed pass's bound on a group's messages waiting for a send: enough in flight over a
+   * shard's groups to keep it full through the relay's lag, few enough that a SENT mark stays small.
+   */
+  unsentPerGroup: number;
+  /** How often the sweeper runs: shorter than the construct's minute, so that it looks often. */
+  sweepIntervalMs: number;
+  settings: ResolvedOutboxSettings;
 }
 
-export interface ShardRun {
+export interface ShardRow {
   shards: number;
-  /**
-   * Messages committed in the timed window (a marker put each), and marked SENT in it (a marker
-   * delete each: the index's writes in the window less the puts; markers under 1 KB, 1 unit each).
-   */
-  committed: number;
-  sent: number;
-  /**
-   * Messages a second through the outbox: its index writes in the window, halved (a message is a put
-   * and a delete). Counting both, not commits alone: a relay that falls behind leaves the deletes
-   * for later, and commits alone would then run up to the whole budget for a while.
-   */
-  perSecond: number;
-  /** What the shards' budget allows: unitsPerSecond ÷ 2 × shards. */
-  ceiling: number;
-  /** Writes the proxy refused (each tried again by the outbox or the writer). */
-  throttled: number;
-  /** Committed messages the queue never got; groups whose messages came out of order. */
-  lost: number;
-  outOfOrderGroups: number;
+  closed: FleetRun;
+  paced?: FleetRun;
 }
 
-export async function runShardScaling(options: ShardScalingOptions): Promise<ShardRun[]> {
-  if (options.warmUpSeconds) await runShards(1, { ...options, seconds: options.warmUpSeconds });
-  const runs: ShardRun[] = [];
-  for (const shards of options.shardCounts) runs.push(await runShards(shards, options));
-  return runs;
+/** The construct's settings as `oncely local` resolves them (sweepAfter 10 s, not AWS's 60 s: stricter). */
+export function fleetSettings(relayParallelization?: number): ResolvedOutboxSettings {
+  return resolveOutboxSettings({ relayParallelization }, { sandbox: true });
 }
 
-async function runShards(shards: number, options: ShardScalingOptions): Promise<ShardRun> {
-  const direct = new DynamoDBClient(localAwsConfig(options.endpoints.dynamodb));
-  const sqs = sqsClient(options.endpoints);
-  const layout: OutboxLayout = {
-    tableName: `shards-${shards}-${randomUUID().slice(0, 8)}`,
-    partitionKey: 'pk',
-    sortKey: 'sk',
-  };
-  await createOutboxTable(direct, layout);
-  const queue = await createFifoQueue(sqs, {});
-  const proxy = await startBudgetProxy({
-    upstream: options.endpoints.dynamodb,
-    unitsPerSecond: options.unitsPerSecond,
+/** One fleet run at `shards` shards: producers as fast as the outbox lets them, or paced at `share` of the ceiling. */
+export function runShards(shards: number, options: ShardScalingOptions, share?: number): Promise<FleetRun> {
+  const ceiling = (options.unitsPerSecond / 2) * shards;
+  return runFleet({
+    ...options,
+    groups: evenGroups(`g${shards}${share ? 'p' : 'c'}`, shards, options.groupsPerShard),
+    load: share
+      ? { kind: 'paced', ratePerSecond: ceiling * share }
+      : { kind: 'closed', unsentPerGroup: options.unsentPerGroup },
+    shardsOf: () => shards,
+    shards,
   });
-  const client = new DynamoDBClient({ ...localAwsConfig(proxy.endpoint), maxAttempts: 10 });
-  try {
-    const groups = evenGroups(shards, options.groupsPerShard ?? 8);
-    const committedBy = new Map<string, string[]>(groups.map((groupId) => [groupId, []]));
-    const outbox = new Outbox({ client, ...layout, pendingShards: shards });
-    const deadline = Date.now() + options.seconds * 1000;
-    let committed = 0;
-    const writers = groups.map(async (groupId) => {
-      for (let n = 0; Date.now() < deadline; ) {
-        const key = `${groupId}-${n}`;
-        try {
-          await outbox.write({ messages: [{ type: 'Scaled', groupId, key, payload: { n } }] });
-          committedBy.get(groupId)?.push(key);
-          if (Date.now() <= deadline) committed++;
-          n++;
-        } catch (error) {
-          if (!(error instanceof OutboxWriteThrottledError)) throw error; // nothing written: the same again
-        }
-      }
-    });
-    const items = new OutboxItems({ client, layout });
-    const sender = {
-      items,
-      sendBatch: sqsBatchSender(sqs, queue.url),
-      maxBatchBytes: 262_144,
-      retry: OUTBOX_SEND_RETRY,
-      claimMs: () => 30_000,
-    };
-    const sweepOnce = () =>
-      sweep({ ...sender, sweepAfterMs: 0, stuckAfterMs: 60_000, timeLeftMs: () => 30_000 });
-    let writing = true;
-    const all = Promise.all(writers).finally(() => {
-      writing = false;
-    });
-    // The index's writes in the window, read off the proxy at the deadline: markers put and deleted.
-    let indexUnits = 0;
-    const atDeadline = setTimeout(
-      () => {
-        indexUnits = proxy
-          .stats()
-          .keys.filter((key) => key.table === layout.tableName && key.index === OUTBOX_PENDING_INDEX)
-          .reduce((sum, key) => sum + key.units, 0);
-      },
-      Math.max(0, deadline - Date.now()),
-    );
-    while (writing) await sweepOnce();
-    clearTimeout(atDeadline);
-    await all;
-    for (let round = 0; round < 20 && (await items.countPendingBefore(Date.now() + 60_000)) > 0; round++) {
-      await sweepOnce();
-    }
-    const received = await receiveAll(sqs, queue.url);
-    const expected = [...committedBy.values()].flat();
-    const got = new Set(received.map((message) => message.key));
-    const outOfOrderGroups = groups.filter((groupId) => {
-      const order = received.filter((message) => message.groupId === groupId).map((message) => message.key);
-      const unique = order.filter((key, i) => order.indexOf(key) === i);
-      return JSON.stringify(unique) !== JSON.stringify(committedBy.get(groupId));
-    }).length;
-    return {
-      shards,
-      committed,
-      sent: indexUnits - committed,
-      perSecond: indexUnits / 2 / options.seconds,
-      ceiling: (shards * options.unitsPerSecond) / 2,
-      throttled: proxy.stats().throttled,
-      lost: expected.filter((key) => !got.has(key)).length,
-      outOfOrderGroups,
-    };
-  } finally {
-    client.destroy();
-    await proxy.close();
-    await deleteQueues(sqs, [queue]);
-    sqs.destroy();
-    direct.destroy();
-  }
 }
 
-/** `perShard` group ids in each of `shards` shards: an even spread, so that every shard is as busy. */
-function evenGroups(shards: number, perShard: number): string[] {
-  const counts = new Map<string, number>();
-  const groups: string[] = [];
-  for (let i = 0; groups.length < shards * perShard; i++) {
-    const groupId = `g${shards}-${i}`;
-    const shard = pendingShardOf(groupId, shards);
-    if ((counts.get(shard) ?? 0) >= perShard) continue;
-    counts.set(shard, (counts.get(shard) ?? 0) + 1);
-    groups.push(groupId);
-  }
-  return groups;
+/**
+ * 5 → 20 → 10 shards while the producers write, paced at 75 % of the smallest count's ceiling (the
+ * budget is never the limit, so a throttle or a sweep would be the change's doing). Each change is
+ * a rolling deploy: the even producers take it a fifth of the run before the odd ones.
+ */
+export function runResharding(options: ShardScalingOptions): Promise<FleetRun> {
+  const [first, ...changes] = RESHARD_STEPS;
+  const stepMs = (options.seconds * 1000) / (2 * changes.length + 1);
+  const shardsOf = (index: number, elapsedMs: number) => {
+    // Phases: all at the first count, then per change a half-switched phase and a switched one.
+    const phase = Math.floor(elapsedMs / stepMs);
+    const switched = Math.floor((phase + (index % 2 === 0 ? 1 : 0)) / 2);
+    return switched === 0 ? first : (changes[Math.min(switched, changes.length) - 1] as number);
+  };
+  const most = Math.max(...RESHARD_STEPS);
+  return runFleet({
+    ...options,
+    // Spread evenly over the most shards is spread evenly over each count that divides it.
+    groups: evenGroups('reshard', most, Math.ceil((options.groupsPerShard * first) / most)),
+    load: { kind: 'paced', ratePerSecond: (options.unitsPerSecond / 2) * first * PACED_SHARE },
+    shardsOf,
+    shards: first,
+  });
 }
 
-/** Receives and deletes until the queue is empty: a FIFO queue hands out a group's next once its head is gone. */
-async function receiveAll(sqs: SQSClient, queueUrl: string): Promise<{ key: string; groupId: string }[]> {
-  const received: { key: string; groupId: string }[] = [];
-  for (let empty = 0; empty < 2; ) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-    );
-    if (Messages.length === 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    for (const message of Messages) {
-      const envelope = JSON.parse(String(message.Body)) as { key: string; groupId: string };
-      received.push({ key: envelope.key, groupId: envelope.groupId });
-    }
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: Messages.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle })),
-      }),
-    );
+export async function runShardScaling(
+  shardCounts: readonly number[],
+  options: ShardScalingOptions,
+  passes: { paced: boolean },
+): Promise<ShardRow[]> {
+  const rows: ShardRow[] = [];
+  for (const shards of shardCounts) {
+    const closed = await runShards(shards, options);
+    const paced = passes.paced ? await runShards(shards, options, PACED_SHARE) : undefined;
+    rows.push({ shards, closed, ...(paced && { paced }) });
+    console.error(`[outbox-shards] ${shards} shards: ${JSON.stringify({ closed, paced })}`);
   }
-  return received;
-}
-
-export function shardTable(runs: readonly ShardRun[]): string {
-  const [one] = runs;
-  const perShard = one ? one.perSecond / one.shards : 0;
-  return [
-    '| shards | msg/s (index writes ÷ 2) | ceiling | × one shard | linear within | committed | sent | throttled writes | lost | groups out of order |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...runs.map((run) => {
-      const times = perShard > 0 ? run.perSecond / perShard : 0;
-      const deviation = run.shards > 0 ? Math.abs(times / run.shards - 1) : 0;
-      return `| ${run.shards} | ${run.perSecond.toFixed(1)} | ${run.ceiling} | ${times.toFixed(2)} | ${(deviation * 100).toFixed(0)} % | ${run.committed} | ${run.sent} | ${run.throttled} | ${run.lost} | ${run.outOfOrderGroups} |`;
-    }),
-  ].join('\n');
+  return rows;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -227,25 +117,44 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: {
       shards: { type: 'string', default: '1,2,5,10,20' },
-      units: { type: 'string', default: '20' },
+      units: { type: 'string', default: '10' },
       seconds: { type: 'string', default: '15' },
+      'groups-per-shard': { type: 'string', default: '10' },
+      'unsent-per-group': { type: 'string', default: '1' },
+      'sweep-interval': { type: 'string', default: '5' },
+      parallelization: { type: 'string', default: '10' },
+      'no-write': { type: 'boolean', default: false },
     },
   });
   const { startDynamoDbLocal } = await import('../sandbox/dynamodb-local.js');
   const { startSqsEmulator } = await import('../sandbox/sqs-emulator.js');
   const [dynamodb, sqsEmulator] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+  const startedAt = new Date();
   try {
-    const runs = await runShardScaling({
+    const options: ShardScalingOptions = {
       endpoints: { dynamodb: dynamodb.endpoint, sqs: sqsEmulator.endpoint },
-      shardCounts: String(values.shards).split(',').map(Number),
       unitsPerSecond: Number(values.units),
       seconds: Number(values.seconds),
-      warmUpSeconds: 5,
+      warmSeconds: 3,
+      groupsPerShard: Number(values['groups-per-shard']),
+      unsentPerGroup: Number(values['unsent-per-group']),
+      sweepIntervalMs: Number(values['sweep-interval']) * 1000,
+      settings: fleetSettings(Number(values.parallelization)),
+    };
+    // DynamoDB Local's JVM and the code warm up first, unmeasured.
+    await runShards(1, { ...options, seconds: 5 });
+    const rows = await runShardScaling(String(values.shards).split(',').map(Number), options, {
+      paced: true,
     });
-    console.log(shardTable(runs));
-    console.log(
-      `\n${PENDING_PARTITION}#s shards, ${values.units} write units a second per key value, ${values.seconds} s each.`,
-    );
+    const reshard = await runResharding(options);
+    const result = { startedAt, machine: describeMachine(), options, rows, pacedShare: PACED_SHARE, reshard };
+    const report = shardsReport(result);
+    console.log(report);
+    if (!values['no-write']) {
+      writeFileSync(new URL('./OUTBOX-SHARDS.md', import.meta.url), report);
+      writeFileSync(new URL('./outbox-shards.svg', import.meta.url), shardsChartSvg(rows));
+    }
+    if (failedCriteria(result).length > 0) process.exitCode = 1;
   } finally {
     await Promise.all([dynamodb.stop(), sqsEmulator.stop()]);
   }
