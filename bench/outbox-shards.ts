@@ -119,7 +119,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       shards: { type: 'string', default: '1,2,5,10,20' },
       units: { type: 'string', default: '10' },
       seconds: { type: 'string', default: '15' },
-      'groups-per-shard': { type: 'string', default: '10' },
+      'groups-per-shard': { type: 'string', default: '5' },
       'unsent-per-group': { type: 'string', default: '1' },
       'sweep-interval': { type: 'string', default: '5' },
       parallelization: { type: 'string', default: '10' },

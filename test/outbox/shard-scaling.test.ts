@@ -18,7 +18,7 @@ describe('the outbox as a fleet runs it, under a per-key write budget, 1 and 2 s
         unitsPerSecond: 10,
         seconds: 5,
         warmSeconds: 1,
-        groupsPerShard: 10,
+        groupsPerShard: 5,
         unsentPerGroup: 1,
         sweepIntervalMs: 1_000,
         settings: fleetSettings(10),
