@@ -14,6 +14,8 @@ export interface ShardScalingResult {
   /** The paced passes' rate, a share of the ceiling. */
   pacedShare: number;
   reshard: FleetRun;
+  /** The paced pass at the most shards with the construct's default relayParallelization. */
+  defaultRelay: { parallelization: number; run: FleetRun };
 }
 
 /** n shards' rate as a multiple of one shard's, and how far that is from n. */
@@ -29,11 +31,16 @@ const allRuns = (result: ShardScalingResult): FleetRun[] => [
   result.reshard,
 ];
 
+const mostShards = (rows: readonly ShardRow[]) => Math.max(...rows.map((row) => row.shards));
+
 /** Each criterion with whether it held and the figures behind it. */
 export function criteria(result: ShardScalingResult): { name: string; ok: boolean; detail: string }[] {
   const runs = allRuns(result);
+  // The relay at the construct's default ParallelizationFactor may lag at the fleet rate, and the
+  // sweeper then rightly sends: that run counts for loss and order, not for the sweeper's silence.
+  const everyRun = [...runs, result.defaultRelay.run];
   const worst = Math.max(...result.rows.map((row) => scaling(result.rows, row).deviation));
-  const most = Math.max(...result.rows.map((row) => row.shards));
+  const most = mostShards(result.rows);
   const sum = (pick: (run: FleetRun) => number, of = runs) => of.reduce((total, run) => total + pick(run), 0);
   return [
     {
@@ -41,16 +48,20 @@ export function criteria(result: ShardScalingResult): { name: string; ok: boolea
       ok: worst <= LINEAR_TOLERANCE,
       detail: `worst deviation ${(worst * 100).toFixed(1)} %`,
     },
-    { name: '0 lost', ok: sum((run) => run.lost) === 0, detail: `${sum((run) => run.lost)} lost, every run` },
+    {
+      name: '0 lost',
+      ok: sum((run) => run.lost, everyRun) === 0,
+      detail: `${sum((run) => run.lost, everyRun)} lost, every run`,
+    },
     {
       name: 'every group in order',
-      ok: sum((run) => run.outOfOrderGroups) === 0,
-      detail: `${sum((run) => run.outOfOrderGroups)} groups out of order, every run`,
+      ok: sum((run) => run.outOfOrderGroups, everyRun) === 0,
+      detail: `${sum((run) => run.outOfOrderGroups, everyRun)} groups out of order, every run`,
     },
     {
       name: 'the sweeper sent nothing',
       ok: sum((run) => run.swept) === 0,
-      detail: `${sum((run) => run.swept)} messages swept, every run`,
+      detail: `${sum((run) => run.swept)} messages swept, every run but the default ParallelizationFactor's`,
     },
   ];
 }
@@ -69,7 +80,7 @@ export function shardsReport(result: ShardScalingResult): string {
   const failed = failedCriteria(result);
   const settings = options.settings;
   return [
-    '# The outbox past one hot key: 1 → 20 shards of the pending index, as a fleet runs it',
+    `# The outbox past one hot key: 1 → ${mostShards(rows)} shards of the pending index, as a fleet runs it`,
     '',
     `\`npm run bench:outbox\` on ${result.startedAt.toISOString().slice(0, 10)}: ${machine.cpus} CPUs (${machine.cpuModel}), ` +
       `${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.java}; load average ${machine.loadAverage.toFixed(1)} at the end.`,
@@ -116,10 +127,28 @@ export function shardsReport(result: ShardScalingResult): string {
     '| --- | --- | --- | --- | --- | --- | --- |',
     `| ${(reshard.ceiling * result.pacedShare).toFixed(1)} | ${reshard.throttled} | ${lag(reshard)} | ${reshard.swept} | ${reshard.lost} | ${reshard.outOfOrderGroups} | ${reshard.committed} |`,
     '',
+    `## The relay's ParallelizationFactor at ${mostShards(rows)} shards, paced`,
+    '',
+    '| relayParallelization | msg/s through | relay lag p50 / p99 (s) | swept by the sweeper | lost | groups out of order |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...[
+      {
+        parallelization: settings.relayParallelization,
+        run: rows.find((row) => row.shards === mostShards(rows))?.paced,
+      },
+      result.defaultRelay,
+    ].flatMap(({ parallelization, run }) =>
+      run
+        ? [
+            `| ${parallelization} | ${run.perSecond.toFixed(1)} | ${lag(run)} | ${run.swept} | ${run.lost} | ${run.outOfOrderGroups} |`,
+          ]
+        : [],
+    ),
+    '',
     '## What it ran',
     '',
     `- A fresh outbox table (with its NEW_IMAGE stream) and FIFO queue per run, on DynamoDB Local and the SQS emulator. Every DynamoDB write of the producers, the relay and the sweeper goes through \`chaos/budget-proxy.ts\`, which holds each partition-key value of the table and of the pending index to **${options.unitsPerSecond} write units over a sliding second** — AWS's 1,000 a partition scaled down 1:${1000 / options.unitsPerSecond}, so that 20 shards' ceiling (${(options.unitsPerSecond / 2) * 20} msg/s) is within this machine; a shard of the model carries ${options.unitsPerSecond / 2} msg/s where AWS's carries about 500.`,
-    `- Producers: ${options.groupsPerShard} message groups per shard, spread evenly, each its own loop of one-message \`Outbox.write\`s (\`pendingShards\` = the run's n). "As fast as the outbox lets them" (closed loop): a loop writes again once its last write committed and fewer than ${options.unsentPerGroup} of its group's messages wait for a send. Without that bound the producers take every unit a full shard frees and the relay's SENT marks (a transaction of up to 10 marker deletes: a whole second's budget in this model) never get in — at 1 shard nothing was sent until the producers stopped. A transaction canceled for throttling is sent again by the outbox, a write that stays throttled by the producer. Paced: all loops share a pacer at ${result.pacedShare * 100} % of the ceiling, whatever is sent (open loop).`,
+    `- Producers: ${options.groupsPerShard} message groups per shard, spread evenly, each its own loop of one-message \`Outbox.write\`s (\`pendingShards\` = the run's n). "As fast as the outbox lets them" (closed loop): a loop writes again once its last write committed, while fewer than ${options.unsentPerGroup} of its group's messages wait for a send (with 1: once the last was sent). Without that bound the producers take every unit a full shard frees and the relay's SENT marks (a transaction of up to 10 marker deletes: a whole second's budget in this model) never get in — at 1 shard nothing was sent until the producers stopped. A transaction canceled for throttling is sent again by the outbox, a write that stays throttled by the producer. Paced: all loops share a pacer at ${result.pacedShare * 100} % of the ceiling, whatever is sent (open loop).`,
     `- The relay: the sandbox's stream poller (\`startStreamPoller\`) on the table's real DynamoDB Local stream, with the construct's mapping — its filter (\`INSERT\` of a \`PENDING\`-prefixed marker), batch size ${settings.relayBatchSize}, no batching window, ${settings.relayRetryAttempts} retries, ParallelizationFactor ${settings.relayParallelization} (\`relayParallelization\`; the construct's default is 1), TRIM_HORIZON — each invocation \`relayBatch\` in this process with a 60 s Lambda clock. Its lag is from the producer's write resolving to the relay's report of the message sent.`,
     `- The sweeper: \`sweep\` every ${options.sweepIntervalMs / 1000} s (the construct's interval is a minute: shorter, to look harder), with \`oncely local\`'s sweepAfter ${settings.sweepAfter.toSeconds()} s and stuckAfter ${settings.stuckAfter.toSeconds()} s (AWS's defaults are 60 s and 5 min: stricter). Any message it sends first counts as swept.`,
     `- Each run: producers write ${options.seconds} s; msg/s through is the messages first sent in the last ${options.seconds - options.warmSeconds} s of it (the first ${options.warmSeconds} s warm up). Then the producers stop, the relay drains until nothing is pending, and the queue is read whole: every committed message must be on it, each group's in commit order. One unmeasured 1-shard run warms DynamoDB Local's JVM first.`,

@@ -147,7 +147,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       paced: true,
     });
     const reshard = await runResharding(options);
-    const result = { startedAt, machine: describeMachine(), options, rows, pacedShare: PACED_SHARE, reshard };
+    // The paced pass at the most shards again, with the construct's default ParallelizationFactor.
+    const most = Math.max(...rows.map((row) => row.shards));
+    const defaultRelay = {
+      parallelization: fleetSettings().relayParallelization,
+      run: await runShards(most, { ...options, settings: fleetSettings() }, PACED_SHARE),
+    };
+    const machine = describeMachine();
+    const result = { startedAt, machine, options, rows, pacedShare: PACED_SHARE, reshard, defaultRelay };
     const report = shardsReport(result);
     console.log(report);
     if (!values['no-write']) {
