@@ -9,8 +9,8 @@
  * outbox lets them (the rate, against the ceiling), then paced at 75 % of the ceiling (throttling
  * and the relay's lag below it); then one re-sharding run, 5 → 20 → 10 shards under load.
  *
- * `npm run bench:outbox` (or `npx tsx bench/outbox-shards.ts [--shards 1,2,5,10,20] [--units 10]
- * [--seconds 15] [--no-write]`) writes bench/OUTBOX-SHARDS.md and bench/outbox-shards.svg, and exits 1
+ * `npm run bench:outbox` (or `npx tsx bench/outbox-shards.ts [--shards 1,2,5,10,20] [--units 4]
+ * [--seconds 25] [--no-write]`) writes bench/OUTBOX-SHARDS.md and bench/outbox-shards.svg, and exits 1
  * when a criterion fails. It needs the machine to itself.
  */
 
@@ -117,8 +117,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: {
       shards: { type: 'string', default: '1,2,5,10,20' },
-      units: { type: 'string', default: '10' },
-      seconds: { type: 'string', default: '15' },
+      units: { type: 'string', default: '4' },
+      seconds: { type: 'string', default: '25' },
       'groups-per-shard': { type: 'string', default: '5' },
       'unsent-per-group': { type: 'string', default: '1' },
       'sweep-interval': { type: 'string', default: '5' },
