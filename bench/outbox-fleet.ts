@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { startBudgetProxy } from '../chaos/budget-proxy.js';
 import { createOutboxTable } from '../chaos/outbox-world.js';
@@ -161,6 +161,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
     senderClient.destroy();
     await proxy.close();
     await deleteQueues(sqs, [queue]);
+    // DynamoDB Local keeps every table's stream: the next runs should not share it with this one's.
+    await direct.send(new DeleteTableCommand({ TableName: layout.tableName }));
     sqs.destroy();
     direct.destroy();
   }
