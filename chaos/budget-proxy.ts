@@ -240,8 +240,9 @@ interface PlannedWrite {
 }
 
 /**
- * Each item a write request writes, with its image before (read now) and after the write, in the
- * request's order; undefined for a transaction's `ConditionCheck`, which writes nothing.
+ * Each item a write request writes, with its image before (read now, every item of the request in
+ * one BatchGetItem) and after the write, in the request's order; undefined for a transaction's
+ * `ConditionCheck`, which writes nothing.
  */
 async function itemWrites(
   operation: string,
@@ -249,23 +250,32 @@ async function itemWrites(
   schemaOf: (table: string) => Promise<TableSchema>,
   reader: DynamoDBClient,
 ): Promise<(ItemWrite | undefined)[]> {
-  const planned = plan(operation, request);
-  const transactional = operation === 'TransactWriteItems';
-  return Promise.all(
-    planned.map(async (write): Promise<ItemWrite | undefined> => {
+  const planned = await Promise.all(
+    plan(operation, request).map(async (write) => {
       if (write.kind === 'check') return undefined;
       const schema = await schemaOf(write.table);
-      const key = write.key ?? keyOf(schema, write.item ?? {});
-      const before = await readImage(reader, write.table, key);
-      const after =
-        write.kind === 'put'
-          ? write.item
-          : write.kind === 'update'
-            ? updatedImage(before, key, write.request)
-            : undefined;
-      return { schema, before, after, transactional };
+      return { write, schema, key: write.key ?? keyOf(schema, write.item ?? {}) };
     }),
   );
+  const images = await readImages(
+    reader,
+    planned.flatMap((entry) =>
+      entry ? [{ table: entry.write.table, key: entry.key, schema: entry.schema }] : [],
+    ),
+  );
+  const transactional = operation === 'TransactWriteItems';
+  return planned.map((entry): ItemWrite | undefined => {
+    if (!entry) return undefined;
+    const { write, schema, key } = entry;
+    const before = images.get(imageId(write.table, key));
+    const after =
+      write.kind === 'put'
+        ? write.item
+        : write.kind === 'update'
+          ? updatedImage(before, key, write.request)
+          : undefined;
+    return { schema, before, after, transactional };
+  });
 }
 
 function plan(operation: string, request: JsonObject): PlannedWrite[] {
@@ -298,17 +308,50 @@ function plan(operation: string, request: JsonObject): PlannedWrite[] {
   );
 }
 
-async function readImage(reader: DynamoDBClient, table: string, key: Item): Promise<Item | undefined> {
-  const { Responses } = await reader.send(
-    new BatchGetItemCommand({
-      RequestItems: {
-        [table]: { Keys: [key as unknown as Record<string, SdkAttributeValue>], ConsistentRead: true },
-      },
-    }),
-  );
-  // The SDK's parsed attribute values, turned back into the protocol's JSON form.
-  const item = Responses?.[table]?.[0];
-  return item ? (JSON.parse(JSON.stringify(item, wireValue)) as Item) : undefined;
+/**
+ * The items at `keys` as they are now, strongly consistent, by `imageId`: one BatchGetItem for a
+ * request's items (a transaction has at most 100; DynamoDB Local hands back no unprocessed keys,
+ * and any it did would be read again).
+ */
+async function readImages(
+  reader: DynamoDBClient,
+  keys: readonly { table: string; key: Item; schema: TableSchema }[],
+): Promise<Map<string, Item>> {
+  const images = new Map<string, Item>();
+  const schemas = new Map(keys.map(({ table, schema }) => [table, schema]));
+  let requested: Record<string, { Keys: Record<string, SdkAttributeValue>[]; ConsistentRead: true }> = {};
+  const seen = new Set<string>();
+  for (const { table, key } of keys) {
+    if (seen.has(imageId(table, key))) continue;
+    seen.add(imageId(table, key));
+    requested[table] ??= { Keys: [], ConsistentRead: true };
+    requested[table].Keys.push(key as unknown as Record<string, SdkAttributeValue>);
+  }
+  while (Object.keys(requested).length > 0) {
+    const { Responses = {}, UnprocessedKeys = {} } = await reader.send(
+      new BatchGetItemCommand({ RequestItems: requested }),
+    );
+    for (const [table, items] of Object.entries(Responses)) {
+      const schema = schemas.get(table);
+      for (const found of items) {
+        // The SDK's parsed attribute values, turned back into the protocol's JSON form.
+        const item = JSON.parse(JSON.stringify(found, wireValue)) as Item;
+        if (schema) images.set(imageId(table, keyOf(schema, item)), item);
+      }
+    }
+    requested = UnprocessedKeys as typeof requested;
+  }
+  return images;
+}
+
+/** One item's identity: its table and its key, attributes in a fixed order. */
+function imageId(table: string, key: Item): string {
+  return JSON.stringify([
+    table,
+    ...Object.keys(key)
+      .sort()
+      .map((name) => [name, key[name]]),
+  ]);
 }
 
 /** The SDK parses B (and BS's elements) as bytes; the wire form is base64. */
