@@ -86,11 +86,14 @@ const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteIte
  * An HTTP proxy in front of DynamoDB Local that enforces a write budget per partition-key value,
  * of each table and of each of its global secondary indexes, over a sliding second — the limit
  * DynamoDB Local does not have: a partition takes at most 1,000 write units a second, and a key
- * value lives in one partition. A write that would take any key value it touches past
+ * value lives in one partition. A write touching a key value that has already taken
  * `unitsPerSecond` in the last second is refused whole, nothing forwarded and nothing counted, with
- * the throttling error DynamoDB sends (see `BudgetProxyOptions`); the rest go on as they came. The
- * units are counted as DynamoDB bills them (write-units.ts), from each item's image before the write,
- * which the proxy reads first (strongly consistent), and the table's schema (DescribeTable, once).
+ * the throttling error DynamoDB sends (see `BudgetProxyOptions`); the rest go on as they came, whole,
+ * though the last may take the second past the budget by its own units (so that a large request is
+ * not starved by small ones that always fit what is left; over the long run a key still takes its
+ * budget a second). The units are counted as DynamoDB bills them (write-units.ts), from each item's
+ * image before the write, which the proxy reads first (strongly consistent), and the table's schema
+ * (DescribeTable, once).
  *
  * A sliding second, not a token bucket: DynamoDB's burst capacity and its split for heat are left
  * out, so the budget is a hard ceiling, the worst case the outbox must live with.
@@ -146,10 +149,11 @@ export async function startBudgetProxy(options: BudgetProxyOptions): Promise<Bud
       entry.total += units.units;
       perKey.set(id, entry);
     }
-    for (const [id, { units, total }] of perKey) {
-      const before = used(id, at);
-      // An empty second admits any one request: an item of more units than the budget still goes, alone.
-      if (before > 0 && before + total > options.unitsPerSecond) return units;
+    for (const [id, { units }] of perKey) {
+      // A key with room left admits the request whole, though it may take the second past the budget
+      // (then nothing more until it is back under): a request of more units than is left, such as a
+      // SENT mark of 10 markers, is not starved by single-unit writes that always fit.
+      if (used(id, at) >= options.unitsPerSecond) return units;
     }
     for (const [id, { units, total }] of perKey) {
       windows.get(id)?.push({ at, units: total }) ?? windows.set(id, [{ at, units: total }]);

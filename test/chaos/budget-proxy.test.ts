@@ -217,6 +217,29 @@ describe('budget proxy in front of DynamoDB Local, with the real SDK', () => {
     expect(await fill(client, key, 10)).toBe(6);
   });
 
+  it('a key with room left admits a request of more units than remain, then nothing until it is back under', async () => {
+    const target = await start();
+    const client = via(target);
+    const key = `large-${randomUUID()}`;
+    const transaction = (items: number) =>
+      client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: Array.from({ length: items }, () => ({
+            Put: { TableName: layout.tableName, Item: plainItem(key) as never },
+          })),
+        }),
+      );
+
+    // One-unit writes leave 1 unit of the second: a 12-unit transaction (6 items) still goes — a
+    // relay's SENT mark is not starved by producers' writes that always fit what is left.
+    expect(await fill(client, key, BUDGET - 1)).toBe(BUDGET - 1);
+    await transaction(6);
+    expect(target.unitsOn(layout.tableName, key)).toBe(BUDGET - 1 + 12);
+    expect(await fill(client, key, 3)).toBe(0);
+    clock += 1_000;
+    expect(await fill(client, key, 3)).toBe(3);
+  });
+
   it('answers ProvisionedThroughputExceededException as DynamoDB does: the SDK parses its reasons and retries it as throttling', async () => {
     const target = await start();
     const key = `retry-${randomUUID()}`;
