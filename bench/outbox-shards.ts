@@ -45,6 +45,12 @@ export interface ShardScalingOptions {
   /** How often the sweeper runs: shorter than the construct's minute, so that it looks often. */
   sweepIntervalMs: number;
   settings: ResolvedOutboxSettings;
+  /**
+   * Starts a DynamoDB Local of its own for each pass, warmed up first, in place of
+   * `endpoints.dynamodb`: one JVM through every pass slows down pass after pass (its tables, streams
+   * and heap), and a later pass would measure that, not its shards. Without it, passes share one.
+   */
+  freshDynamoDb?: () => Promise<{ endpoint: string; stop(): Promise<void> }>;
 }
 
 export interface ShardRow {
@@ -60,6 +66,34 @@ export function fleetSettings(relayParallelization?: number): ResolvedOutboxSett
 
 /** One fleet run at `shards` shards: producers as fast as the outbox lets them, or paced at `share` of the ceiling. */
 export function runShards(shards: number, options: ShardScalingOptions, share?: number): Promise<FleetRun> {
+  return onItsOwnDynamoDb(options, (on) => runShardsOn(shards, on, share));
+}
+
+/** Runs `run` on a DynamoDB Local of its own, warmed up, when the options ask for one (`freshDynamoDb`). */
+async function onItsOwnDynamoDb(
+  options: ShardScalingOptions,
+  run: (options: ShardScalingOptions) => Promise<FleetRun>,
+): Promise<FleetRun> {
+  if (!options.freshDynamoDb) return run(options);
+  const dynamodb = await options.freshDynamoDb();
+  try {
+    const on = {
+      ...options,
+      endpoints: { ...options.endpoints, dynamodb: dynamodb.endpoint },
+      freshDynamoDb: undefined,
+    };
+    // Unmeasured: the new JVM and its first tables warm up.
+    await runShardsOn(1, { ...on, seconds: WARM_UP_SECONDS });
+    return await run(on);
+  } finally {
+    await dynamodb.stop();
+  }
+}
+
+/** The unmeasured run that warms a new DynamoDB Local up. */
+const WARM_UP_SECONDS = 5;
+
+function runShardsOn(shards: number, options: ShardScalingOptions, share?: number): Promise<FleetRun> {
   const ceiling = (options.unitsPerSecond / 2) * shards;
   return runFleet({
     ...options,
@@ -78,6 +112,10 @@ export function runShards(shards: number, options: ShardScalingOptions, share?: 
  * a rolling deploy: the even producers take it a fifth of the run before the odd ones.
  */
 export function runResharding(options: ShardScalingOptions): Promise<FleetRun> {
+  return onItsOwnDynamoDb(options, reshardOn);
+}
+
+function reshardOn(options: ShardScalingOptions): Promise<FleetRun> {
   const [first, ...changes] = RESHARD_STEPS;
   const stepMs = (options.seconds * 1000) / (2 * changes.length + 1);
   const shardsOf = (index: number, elapsedMs: number) => {
@@ -128,11 +166,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   });
   const { startDynamoDbLocal } = await import('../sandbox/dynamodb-local.js');
   const { startSqsEmulator } = await import('../sandbox/sqs-emulator.js');
-  const [dynamodb, sqsEmulator] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+  const sqsEmulator = await startSqsEmulator();
   const startedAt = new Date();
   try {
     const options: ShardScalingOptions = {
-      endpoints: { dynamodb: dynamodb.endpoint, sqs: sqsEmulator.endpoint },
+      // Each pass starts a DynamoDB Local of its own (freshDynamoDb), so none is shared.
+      endpoints: { dynamodb: 'http://unused.invalid', sqs: sqsEmulator.endpoint },
       unitsPerSecond: Number(values.units),
       seconds: Number(values.seconds),
       warmSeconds: 3,
@@ -140,9 +179,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       unsentPerGroup: Number(values['unsent-per-group']),
       sweepIntervalMs: Number(values['sweep-interval']) * 1000,
       settings: fleetSettings(Number(values.parallelization)),
+      freshDynamoDb: async () => {
+        const local = await startDynamoDbLocal();
+        return { endpoint: local.endpoint, stop: () => local.stop() };
+      },
     };
-    // DynamoDB Local's JVM and the code warm up first, unmeasured.
-    await runShards(1, { ...options, seconds: 5 });
     const rows = await runShardScaling(String(values.shards).split(',').map(Number), options, {
       paced: true,
     });
@@ -163,6 +204,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
     if (failedCriteria(result).length > 0) process.exitCode = 1;
   } finally {
-    await Promise.all([dynamodb.stop(), sqsEmulator.stop()]);
+    await sqsEmulator.stop();
   }
 }
