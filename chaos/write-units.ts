@@ -1,3 +1,4 @@
+import { numberBytes } from '../lambdas/outbox/item-size.js';
 import type { JsonObject } from './faults.js';
 
 /**
@@ -188,14 +189,6 @@ function valueBytes(value: AttributeValue): number {
     default:
       return Buffer.byteLength(JSON.stringify(content));
   }
-}
-
-function numberBytes(text: string): number {
-  const digits = text
-    .replace(/e.*$/i, '')
-    .replace(/[^0-9]/g, '')
-    .replace(/^0+/, '');
-  return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
 }
 
 /** A key attribute's value as text (S, N, or B in base64); undefined when absent. */
