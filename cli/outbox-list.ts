@@ -8,6 +8,7 @@ import {
   OUTBOX_PENDING_INDEX,
   orderBefore,
   PENDING_SHARD_VALUES,
+  PENDING_SHARDS_AT_ONCE,
 } from '../lambdas/outbox/layout.js';
 import type { OutboxResources } from '../lib/constructs/outbox-outputs.js';
 
@@ -108,14 +109,11 @@ async function pendingMarkers(
   { olderThanSeconds, limit, nowMs }: { olderThanSeconds?: number; limit: number; nowMs: number },
 ): Promise<Marker[]> {
   const found: Marker[] = [];
-  await forEachAtOnce(PENDING_SHARD_VALUES, SHARDS_AT_ONCE, async (shard) => {
+  await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
     found.push(...(await shardMarkers(documents, tableName, shard, { olderThanSeconds, limit, nowMs })));
   });
   return found.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0)).slice(0, limit + 1);
 }
-
-/** How many shards the listing queries at once. */
-const SHARDS_AT_ONCE = 10;
 
 /** The oldest `limit + 1` markers of one shard. */
 async function shardMarkers(

@@ -86,6 +86,9 @@ export const PENDING_SHARD_VALUES: readonly string[] = [
   ...Array.from({ length: MAX_PENDING_SHARDS }, (_, shard) => `${PENDING_PARTITION}#${shard}`),
 ];
 
+/** How many values of the pending index's key a reader queries at once (the sweeper, `oncely outbox list`). */
+export const PENDING_SHARDS_AT_ONCE = 10;
+
 /**
  * The pending index's partition-key value of a marker of `groupId` among `shards` shards: the
  * first 4 bytes of the group id's SHA-256, big-endian, mod `shards`. A group's markers share one.

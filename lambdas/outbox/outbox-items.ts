@@ -22,6 +22,7 @@ import {
   type OutboxLayout,
   orderBefore,
   PENDING_SHARD_VALUES,
+  PENDING_SHARDS_AT_ONCE,
   type PendingMessage,
   SENT_RETENTION_SECONDS,
 } from './layout.js';
@@ -249,7 +250,7 @@ export class OutboxItems {
   /** The oldest message pending since before `beforeMs`, from the sparse index: the oldest of every shard's first. */
   async oldestPendingBefore(beforeMs: number): Promise<PendingMessage | undefined> {
     const firsts: PendingMessage[] = [];
-    await forEachAtOnce(PENDING_SHARD_VALUES, SHARDS_AT_ONCE, async (shard) => {
+    await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
       const { Items = [] } = await this.#documents.send(
         new QueryCommand({ ...this.#pendingQuery(shard, beforeMs), Limit: 1 }),
       );
@@ -275,7 +276,7 @@ export class OutboxItems {
       done: false,
     }));
     do {
-      await forEachAtOnce(shards, SHARDS_AT_ONCE, async (cursor) => {
+      await forEachAtOnce(shards, PENDING_SHARDS_AT_ONCE, async (cursor) => {
         const page = await this.#documents.send(
           new QueryCommand({
             ...this.#pendingQuery(cursor.shard, beforeMs, { '#group': A.groupId }),
@@ -305,7 +306,7 @@ export class OutboxItems {
   /** How many messages written before `beforeMs` are still pending (from the sparse index, every shard). */
   async countPendingBefore(beforeMs: number): Promise<number> {
     let count = 0;
-    await forEachAtOnce(PENDING_SHARD_VALUES, SHARDS_AT_ONCE, async (shard) => {
+    await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
       let startKey: StartKey;
       do {
         const page = await this.#documents.send(
@@ -334,9 +335,6 @@ export class OutboxItems {
 }
 
 type StartKey = Record<string, unknown> | undefined;
-
-/** How many shards of the index a reader queries at once. */
-const SHARDS_AT_ONCE = 10;
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
