@@ -77,7 +77,7 @@ export function latencyChartSvg(results: readonly BatchLatency[], latencyMs: num
 }
 
 /** About four round steps (1, 2, 2.5 or 5 × 10ⁿ) from 0 to at least `max`. */
-function axisTicks(max: number): number[] {
+export function axisTicks(max: number): number[] {
   const rough = Math.max(max, 1) / 4;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
   const step = ([1, 2, 2.5, 5, 10].find((candidate) => candidate * magnitude >= rough) ?? 10) * magnitude;

@@ -154,13 +154,15 @@ function checkPublication(run: ScheduleRun, violations: Violation[]): void {
 /**
  * A copy right behind its original is a duplicate at its turn (DESIGN §4): when its invocation
  * acknowledged the original, it acknowledges the copy too, not fail it as held elsewhere and bring
- * its group back a visibility timeout later. A poison message's copy is left out: it goes to the
- * DLQ again, a send that faults may fail.
+ * its group back a visibility timeout later. A copy that goes to the DLQ as its original did (a
+ * poison message, one past the dedup horizon) is left out: its own send to the DLQ may fault.
  */
 function checkCopies(run: ScheduleRun, violations: Violation[]): void {
   for (const { key, original, copy } of run.copiesBehind) {
     const message = run.schedule.messages[run.keys.indexOf(key)];
-    if (original && !copy && message?.behaviour !== 'poison') {
+    const deadLettered =
+      message?.behaviour === 'poison' || (run.outcome.deadLetters.get(key)?.length ?? 0) > 0;
+    if (original && !copy && !deadLettered) {
       violations.push({
         key,
         rule: 'copy-not-acknowledged',

@@ -48,9 +48,16 @@ export async function openOutboxWorld(emulators: Emulators): Promise<OutboxWorld
   };
 }
 
-/** A table shaped as the OncelyOutbox construct declares its own: string pk/sk, the sparse pending index. */
-async function createOutboxTable(client: DynamoDBClient, layout: OutboxLayout): Promise<void> {
-  await client.send(
+/**
+ * A table shaped as the OncelyOutbox construct declares its own: string pk/sk, the sparse pending
+ * index, and with `stream` its NEW_IMAGE stream (for a relay run from DynamoDB Local's stream).
+ */
+export async function createOutboxTable(
+  client: DynamoDBClient,
+  layout: OutboxLayout,
+  options: { stream?: boolean } = {},
+): Promise<{ tableArn: string; streamArn?: string }> {
+  const { TableDescription } = await client.send(
     new CreateTableCommand({
       TableName: layout.tableName,
       AttributeDefinitions: [
@@ -74,6 +81,8 @@ async function createOutboxTable(client: DynamoDBClient, layout: OutboxLayout): 
         },
       ],
       BillingMode: 'PAY_PER_REQUEST',
+      ...(options.stream && { StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' } }),
     }),
   );
+  return { tableArn: String(TableDescription?.TableArn), streamArn: TableDescription?.LatestStreamArn };
 }

@@ -7,7 +7,8 @@ import {
   itemKey,
   OUTBOX_PENDING_INDEX,
   orderBefore,
-  PENDING_PARTITION,
+  PENDING_SHARD_VALUES,
+  PENDING_SHARDS_AT_ONCE,
 } from '../lambdas/outbox/layout.js';
 import type { OutboxResources } from '../lib/constructs/outbox-outputs.js';
 
@@ -97,10 +98,28 @@ interface Marker {
   order: string;
 }
 
-/** Up to one more marker than is listed, so that the listing knows when there are more. */
+/**
+ * Up to one more marker than is listed, so that the listing knows when there are more: the oldest
+ * `limit + 1` of every shard of the index (DESIGN §9.1), merged by order. The outbox's oldest are
+ * among each shard's oldest, so no shard needs reading further.
+ */
 async function pendingMarkers(
   documents: DynamoDBDocumentClient,
   tableName: string,
+  { olderThanSeconds, limit, nowMs }: { olderThanSeconds?: number; limit: number; nowMs: number },
+): Promise<Marker[]> {
+  const found: Marker[] = [];
+  await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
+    found.push(...(await shardMarkers(documents, tableName, shard, { olderThanSeconds, limit, nowMs })));
+  });
+  return found.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0)).slice(0, limit + 1);
+}
+
+/** The oldest `limit + 1` markers of one shard. */
+async function shardMarkers(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  shard: string,
   { olderThanSeconds, limit, nowMs }: { olderThanSeconds?: number; limit: number; nowMs: number },
 ): Promise<Marker[]> {
   const found: Marker[] = [];
@@ -117,7 +136,7 @@ async function pendingMarkers(
           ...(olderThanSeconds === undefined ? {} : { '#order': A.order }),
         },
         ExpressionAttributeValues: {
-          ':pending': PENDING_PARTITION,
+          ':pending': shard,
           ...(olderThanSeconds === undefined
             ? {}
             : { ':before': orderBefore(nowMs - olderThanSeconds * 1000) }),

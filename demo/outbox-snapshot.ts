@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { OutboxResources } from 'oncely/cdk';
-import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX } from 'oncely/internal';
+import { OUTBOX_ATTRIBUTES as A, OUTBOX_PENDING_INDEX, PENDING_SHARD_VALUES } from 'oncely/internal';
 import { orderKey, orderPlacedKey } from '../lambdas/shop/orders/place-order.js';
 
 /** The outbox items' partition keys: `oncely-outbox#<message key>` (docs/outbox.md, "Where it keeps its items"). */
@@ -73,19 +73,21 @@ export async function readOutbox(dynamodb: DynamoDBClient, outbox: OutboxResourc
  */
 export async function countPending(dynamodb: DynamoDBClient, outbox: OutboxResources): Promise<number> {
   let count = 0;
-  const pages = paginateQuery(
-    { client: dynamodb },
-    {
-      TableName: outbox.tableName,
-      IndexName: OUTBOX_PENDING_INDEX,
-      KeyConditionExpression: '#pending = :pending',
-      ExpressionAttributeNames: { '#pending': A.pending },
-      // The index's one partition: every pending marker is in it.
-      ExpressionAttributeValues: { ':pending': { S: 'PENDING' } },
-      Select: 'COUNT',
-    },
-  );
-  for await (const page of pages) count += page.Count ?? 0;
+  // Every value of the index's key a marker may carry: `PENDING` and its shards (DESIGN §9.1).
+  for (const shard of PENDING_SHARD_VALUES) {
+    const pages = paginateQuery(
+      { client: dynamodb },
+      {
+        TableName: outbox.tableName,
+        IndexName: OUTBOX_PENDING_INDEX,
+        KeyConditionExpression: '#pending = :pending',
+        ExpressionAttributeNames: { '#pending': A.pending },
+        ExpressionAttributeValues: { ':pending': { S: shard } },
+        Select: 'COUNT',
+      },
+    );
+    for await (const page of pages) count += page.Count ?? 0;
+  }
   return count;
 }
 

@@ -1,5 +1,11 @@
 import { type Environment, EnvironmentReader } from '../common/environment.js';
-import { DEFAULT_PARTITION_KEY, DEFAULT_SORT_KEY, type OutboxLayout } from './layout.js';
+import {
+  DEFAULT_PARTITION_KEY,
+  DEFAULT_PENDING_SHARDS,
+  DEFAULT_SORT_KEY,
+  MAX_PENDING_SHARDS,
+  type OutboxLayout,
+} from './layout.js';
 
 /**
  * The environment variables of the outbox's functions and of producers using `oncely/outbox`. The
@@ -16,6 +22,8 @@ export const OUTBOX_ENVIRONMENT = {
   queueUrl: 'OUTBOX_QUEUE_URL',
   /** Optional: the queue's maximum message size in bytes; every message must fit. 262,144 when unset. */
   maxMessageBytes: 'OUTBOX_MAX_MESSAGE_BYTES',
+  /** Producers, optional: how many shards of the pending index their markers spread over (1–32); 8 when unset. */
+  pendingShards: 'OUTBOX_PENDING_SHARDS',
   /** Sweeper: how old a pending message must be before the sweeper sends it, in seconds; 60 when unset. */
   sweepAfterSeconds: 'OUTBOX_SWEEP_AFTER_SECONDS',
   /** Sweeper: how old a pending message is when it counts as stuck, in seconds; 300 when unset. */
@@ -30,6 +38,7 @@ export const DEFAULT_STUCK_AFTER_SECONDS = 300;
 export interface ProducerSettings {
   layout: OutboxLayout;
   maxMessageBytes: number;
+  pendingShards: number;
 }
 
 /**
@@ -37,20 +46,30 @@ export interface ProducerSettings {
  * environment. The OncelyConfigurationError names every variable to fix.
  */
 export function producerSettings(
-  options: Partial<OutboxLayout> & { maxMessageBytes?: number },
+  options: Partial<OutboxLayout> & { maxMessageBytes?: number; pendingShards?: number },
   environment: Environment = process.env,
 ): ProducerSettings {
   const read = new EnvironmentReader(environment);
   const settings = {
     layout: layoutOf(read, options),
     maxMessageBytes: options.maxMessageBytes ?? maxMessageBytesOf(read),
+    pendingShards: options.pendingShards ?? pendingShardsOf(read),
   };
   read.check(
     "The outbox's environment is incomplete or invalid",
     'OncelyOutbox.grantWrite sets these variables on your function; elsewhere, set them, or give new Outbox() ' +
-      'the options they stand for (tableName, partitionKey, sortKey, maxMessageBytes).',
+      'the options they stand for (tableName, partitionKey, sortKey, maxMessageBytes, pendingShards).',
   );
   return settings;
+}
+
+/** How many shards of the pending index a producer's markers spread over (DESIGN §9.1). */
+export function pendingShardsOf(read: EnvironmentReader): number {
+  return read.integer(
+    OUTBOX_ENVIRONMENT.pendingShards,
+    { min: 1, max: MAX_PENDING_SHARDS },
+    DEFAULT_PENDING_SHARDS,
+  );
 }
 
 /** The table and its key attributes: from `options`, else read from the environment. */

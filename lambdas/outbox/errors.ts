@@ -54,6 +54,18 @@ export class OutboxWriteConflictError extends OncelyError {
   readonly retryable = true;
 }
 
+/**
+ * DynamoDB throttled the write's transaction (a partition of the table or of its pending index over
+ * its capacity), again after the outbox's retries over a few seconds. Nothing was written: try the
+ * same write again later, or spread the load (more `pendingShards`, DESIGN §9.1).
+ */
+export class OutboxWriteThrottledError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'OutboxWriteThrottledError';
+  /** `true`: a partition's capacity is counted per second; the same write commits once it has room. */
+  readonly retryable = true;
+}
+
 /** The write's `clientRequestToken` was used for a different write in the last 10 minutes. Nothing was written. */
 export class OutboxTokenReusedError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */

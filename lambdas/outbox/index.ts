@@ -13,6 +13,7 @@ export {
   OutboxWriteConflictError,
   type OutboxWriteFailure,
   OutboxWriteOutcomeUnknownError,
+  OutboxWriteThrottledError,
   OutboxWriteTooLargeError,
 } from './errors.js';
 export type { OutboxLayout } from './layout.js';

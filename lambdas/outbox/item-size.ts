@@ -40,7 +40,7 @@ function valueBytes(value: unknown): number {
 }
 
 /** A number's significant digits (leading zeros dropped), halved and rounded up, plus one. */
-function numberBytes(text: string): number {
+export function numberBytes(text: string): number {
   const digits = text
     .replace(/e.*$/i, '')
     .replace(/[^0-9]/g, '')

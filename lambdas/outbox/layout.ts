@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Where the outbox keeps its items (DESIGN §9), in its own table or in the producer's: a key space
  * of its own, marked by prefixes, on any table whose partition and sort keys are strings.
@@ -63,8 +65,45 @@ export const OUTBOX_ATTRIBUTES = {
 
 /** The sparse index of pending markers, oldest first: what the sweeper and `oncely outbox list` query. */
 export const OUTBOX_PENDING_INDEX = 'oncely-outbox-pending';
-/** The one value of the pending index's partition key. */
+/**
+ * The pending index's partition-key value of markers written before it was sharded (DESIGN §9.1):
+ * still read, never written. Every value of the index's key starts with it (the relay's filter).
+ */
 export const PENDING_PARTITION = 'PENDING';
+
+/**
+ * The most shards a producer spreads markers over, and the fixed space every reader reads
+ * (DESIGN §9.1): `PENDING` and `PENDING#0` … `PENDING#31`, whatever `pendingShards` producers use, so
+ * that changing it on a live table needs no migration. It may grow in a later version, never shrink.
+ */
+export const MAX_PENDING_SHARDS = 32;
+/** Producers' default `pendingShards`: about 4,000 messages a second (DESIGN §9.1). */
+export const DEFAULT_PENDING_SHARDS = 8;
+
+/** Every value of the pending index's partition key a marker may carry: what readers query. */
+export const PENDING_SHARD_VALUES: readonly string[] = [
+  PENDING_PARTITION,
+  ...Array.from({ length: MAX_PENDING_SHARDS }, (_, shard) => `${PENDING_PARTITION}#${shard}`),
+];
+
+/** How many values of the pending index's key a reader queries at once (the sweeper, `oncely outbox list`). */
+export const PENDING_SHARDS_AT_ONCE = 10;
+
+/**
+ * The pending index's partition-key value of a marker of `groupId` among `shards` shards: the
+ * first 4 bytes of the group id's SHA-256, big-endian, mod `shards`. A group's markers share one.
+ */
+export function pendingShardOf(groupId: string, shards: number): string {
+  const hash = createHash('sha256').update(groupId, 'utf8').digest().readUInt32BE(0);
+  return `${PENDING_PARTITION}#${hash % shards}`;
+}
+
+/** Whether a value of `outboxPending` is one a pending marker carries (sharded or not). */
+export function isPendingValue(value: unknown): boolean {
+  return (
+    value === PENDING_PARTITION || (typeof value === 'string' && value.startsWith(`${PENDING_PARTITION}#`))
+  );
+}
 
 const ITEM_PREFIX = 'oncely-outbox#';
 const GROUP_PREFIX = 'oncely-outbox-group#';

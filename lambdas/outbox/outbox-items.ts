@@ -11,6 +11,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { forEachAtOnce } from './at-once.js';
 import {
   OUTBOX_ATTRIBUTES as A,
   groupPartition,
@@ -20,10 +21,12 @@ import {
   OUTBOX_PENDING_INDEX,
   type OutboxLayout,
   orderBefore,
-  PENDING_PARTITION,
+  PENDING_SHARD_VALUES,
+  PENDING_SHARDS_AT_ONCE,
   type PendingMessage,
   SENT_RETENTION_SECONDS,
 } from './layout.js';
+import { retryThrottled } from './throttling.js';
 
 /** An outbox item as the relay and sweeper read it. */
 export interface OutboxItem {
@@ -73,10 +76,18 @@ export class OutboxItems {
   readonly layout: OutboxLayout;
   readonly now: () => number;
   readonly #documents: DynamoDBDocumentClient;
+  readonly #listingPage: number | undefined;
 
-  constructor(options: { client: DynamoDBClient; layout: OutboxLayout; now?: () => number }) {
+  /** `listingPage`: markers per page of a shard's turn in the sweeper's listing (DynamoDB's 1 MB page; less in tests). */
+  constructor(options: {
+    client: DynamoDBClient;
+    layout: OutboxLayout;
+    now?: () => number;
+    listingPage?: number;
+  }) {
     this.layout = options.layout;
     this.now = options.now ?? Date.now;
+    this.#listingPage = options.listingPage;
     this.#documents = DynamoDBDocumentClient.from(options.client, {
       marshallOptions: { removeUndefinedValues: true },
     });
@@ -165,46 +176,51 @@ export class OutboxItems {
   async #markRun(run: readonly SentItem[], owner: string, sentBy: string): Promise<number | undefined> {
     const now = this.now();
     try {
-      await this.#documents.send(
-        new TransactWriteCommand({
-          ClientRequestToken: randomUUID(),
-          TransactItems: run.flatMap(({ item, messageId }) => [
-            {
-              Update: {
-                TableName: this.layout.tableName,
-                Key: itemKey(this.layout, item.key),
-                UpdateExpression:
-                  'SET #status = :sent, #messageId = :messageId, #sentAt = :now, #sentBy = :sentBy, ' +
-                  '#expiresAt = :expiresAt REMOVE #owner, #claimExpiresAt ADD #attempts :one',
-                ConditionExpression: '#status = :pending AND #owner = :owner',
-                ExpressionAttributeNames: {
-                  ...NAMES,
-                  '#messageId': A.messageId,
-                  '#sentAt': A.sentAt,
-                  '#sentBy': A.sentBy,
-                  '#expiresAt': A.expiresAt,
-                  '#attempts': A.attempts,
-                },
-                ExpressionAttributeValues: {
-                  ':sent': 'SENT',
-                  ':pending': 'PENDING',
-                  ':owner': owner,
-                  ':messageId': messageId,
-                  ':sentBy': sentBy,
-                  ':now': now,
-                  ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
-                  ':one': 1,
+      // Sent again while DynamoDB cancels it for throttling (the index's shard is busy), each time
+      // under a token of its own: a canceled transaction wrote nothing, and the marks are fenced on
+      // the claims anyway. The SDK's own retries of one send keep its token.
+      await retryThrottled(() =>
+        this.#documents.send(
+          new TransactWriteCommand({
+            ClientRequestToken: randomUUID(),
+            TransactItems: run.flatMap(({ item, messageId }) => [
+              {
+                Update: {
+                  TableName: this.layout.tableName,
+                  Key: itemKey(this.layout, item.key),
+                  UpdateExpression:
+                    'SET #status = :sent, #messageId = :messageId, #sentAt = :now, #sentBy = :sentBy, ' +
+                    '#expiresAt = :expiresAt REMOVE #owner, #claimExpiresAt ADD #attempts :one',
+                  ConditionExpression: '#status = :pending AND #owner = :owner',
+                  ExpressionAttributeNames: {
+                    ...NAMES,
+                    '#messageId': A.messageId,
+                    '#sentAt': A.sentAt,
+                    '#sentBy': A.sentBy,
+                    '#expiresAt': A.expiresAt,
+                    '#attempts': A.attempts,
+                  },
+                  ExpressionAttributeValues: {
+                    ':sent': 'SENT',
+                    ':pending': 'PENDING',
+                    ':owner': owner,
+                    ':messageId': messageId,
+                    ':sentBy': sentBy,
+                    ':now': now,
+                    ':expiresAt': Math.floor(now / 1000) + SENT_RETENTION_SECONDS,
+                    ':one': 1,
+                  },
                 },
               },
-            },
-            {
-              Delete: {
-                TableName: this.layout.tableName,
-                Key: markerKey(this.layout, item.groupId, item.order),
+              {
+                Delete: {
+                  TableName: this.layout.tableName,
+                  Key: markerKey(this.layout, item.groupId, item.order),
+                },
               },
-            },
-          ]),
-        }),
+            ]),
+          }),
+        ),
       );
       return undefined;
     } catch (error) {
@@ -231,62 +247,101 @@ export class OutboxItems {
     return Items.map(toPending);
   }
 
-  /** The oldest message pending since before `beforeMs`, from the sparse index of markers. */
+  /** The oldest message pending since before `beforeMs`, from the sparse index: the oldest of every shard's first. */
   async oldestPendingBefore(beforeMs: number): Promise<PendingMessage | undefined> {
-    const { Items = [] } = await this.#documents.send(
-      new QueryCommand({ ...this.#pendingQuery(beforeMs), Limit: 1 }),
-    );
-    return Items.map(toPending)[0];
+    const firsts: PendingMessage[] = [];
+    await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
+      const { Items = [] } = await this.#documents.send(
+        new QueryCommand({ ...this.#pendingQuery(shard, beforeMs), Limit: 1 }),
+      );
+      firsts.push(...Items.map(toPending));
+    });
+    return firsts.sort(byOrder)[0];
   }
 
   /**
    * Each group with a message pending since before `beforeMs`, once, in the order of its oldest such
-   * message: the index is paged through to its end below the bound, while `keepListing()` allows,
-   * reading only the group ids. A query cannot skip a group's further markers, so a group with
-   * many never hides the groups behind it, as a bound on the markers read would.
+   * message: every shard of the index is paged through to its end below the bound, while
+   * `keepListing()` allows, reading only the group ids and orders. The shards take turns, a page
+   * each (DESIGN §9.1): a shard with a long backlog does not hold up the groups of the others. A
+   * query cannot skip a group's further markers, so a group with many never hides the groups behind
+   * it in its shard, as a bound on the markers read would.
    */
   async pendingGroupsBefore(beforeMs: number, keepListing: () => boolean): Promise<PendingGroups> {
-    const groupIds = new Set<string>();
+    const oldest = new Map<string, string>();
     let markers = 0;
-    let startKey: Record<string, unknown> | undefined;
+    let shards = PENDING_SHARD_VALUES.map((shard) => ({
+      shard,
+      startKey: undefined as StartKey,
+      done: false,
+    }));
     do {
-      const page = await this.#documents.send(
-        new QueryCommand({
-          ...this.#pendingQuery(beforeMs, { '#group': A.groupId }),
-          ProjectionExpression: '#group',
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) groupIds.add(String(item[A.groupId]));
-      markers += page.Count ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && keepListing());
-    return { groupIds: [...groupIds], markers };
+      await forEachAtOnce(shards, PENDING_SHARDS_AT_ONCE, async (cursor) => {
+        const page = await this.#documents.send(
+          new QueryCommand({
+            ...this.#pendingQuery(cursor.shard, beforeMs, { '#group': A.groupId }),
+            ProjectionExpression: '#group, #order',
+            // A round reads a page of every shard at once: a shard's long backlog takes a page per
+            // round like any other, so no page limit is needed for fairness (DynamoDB's is 1 MB).
+            Limit: this.#listingPage,
+            ExclusiveStartKey: cursor.startKey,
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          const groupId = String(item[A.groupId]);
+          const order = String(item[A.order]);
+          const known = oldest.get(groupId);
+          if (known === undefined || order < known) oldest.set(groupId, order);
+        }
+        markers += page.Count ?? 0;
+        cursor.startKey = page.LastEvaluatedKey;
+        cursor.done = !page.LastEvaluatedKey;
+      });
+      shards = shards.filter((cursor) => !cursor.done);
+    } while (shards.length > 0 && keepListing());
+    const groupIds = [...oldest.entries()].sort(([, a], [, b]) => compare(a, b)).map(([groupId]) => groupId);
+    return { groupIds, markers };
   }
 
-  /** How many messages written before `beforeMs` are still pending (from the sparse index). */
+  /** How many messages written before `beforeMs` are still pending (from the sparse index, every shard). */
   async countPendingBefore(beforeMs: number): Promise<number> {
     let count = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.#documents.send(
-        new QueryCommand({ ...this.#pendingQuery(beforeMs), Select: 'COUNT', ExclusiveStartKey: startKey }),
-      );
-      count += page.Count ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
+      let startKey: StartKey;
+      do {
+        const page = await this.#documents.send(
+          new QueryCommand({
+            ...this.#pendingQuery(shard, beforeMs),
+            Select: 'COUNT',
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        count += page.Count ?? 0;
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+    });
     return count;
   }
 
-  #pendingQuery(beforeMs: number, names: Record<string, string> = {}) {
+  #pendingQuery(shard: string, beforeMs: number, names: Record<string, string> = {}) {
     return {
       TableName: this.layout.tableName,
       IndexName: OUTBOX_PENDING_INDEX,
       KeyConditionExpression: '#pending = :pending AND #order < :before',
       ExpressionAttributeNames: { '#pending': A.pending, '#order': A.order, ...names },
-      ExpressionAttributeValues: { ':pending': PENDING_PARTITION, ':before': orderBefore(beforeMs) },
+      ExpressionAttributeValues: { ':pending': shard, ':before': orderBefore(beforeMs) },
     };
   }
+}
+
+type StartKey = Record<string, unknown> | undefined;
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function byOrder(a: PendingMessage, b: PendingMessage): number {
+  return compare(a.order, b.order);
 }
 
 function toPending(item: Record<string, unknown>): PendingMessage {

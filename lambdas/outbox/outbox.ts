@@ -5,6 +5,7 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { OncelyConfigurationError } from '../common/configuration-error.js';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -17,16 +18,19 @@ import {
   OutboxWriteCanceledError,
   OutboxWriteConflictError,
   type OutboxWriteFailure,
+  OutboxWriteThrottledError,
 } from './errors.js';
 import { newestPendingTime } from './group-tail.js';
 import {
   OUTBOX_ATTRIBUTES as A,
   itemKey,
+  MAX_PENDING_SHARDS,
   markerKey,
   type OutboxLayout,
   orderKey,
-  PENDING_PARTITION,
+  pendingShardOf,
 } from './layout.js';
+import { canceledForThrottling, retryThrottled } from './throttling.js';
 import { checkWriteSize, type MessageItems } from './write-size.js';
 import { committedUnder } from './write-token-check.js';
 
@@ -46,6 +50,13 @@ export interface OutboxOptions extends Partial<OutboxLayout> {
    * @default `OUTBOX_MAX_MESSAGE_BYTES`, else 262_144
    */
   maxMessageBytes?: number;
+  /**
+   * How many shards of the pending index the markers spread over (1–32), each about 500 messages a
+   * second (DESIGN §9.1). A group's markers share one shard. Changing it on a live outbox is safe:
+   * the relay and the sweeper read every shard whatever it is.
+   * @default `OUTBOX_PENDING_SHARDS`, else 8
+   */
+  pendingShards?: number;
   /**
    * The clock; it stamps `publishedAt` and each message's order.
    * @default `() => new Date()`
@@ -105,6 +116,7 @@ export class Outbox {
   readonly layout: OutboxLayout;
   readonly #documents: DynamoDBDocumentClient;
   readonly #maxMessageBytes: number;
+  readonly #pendingShards: number;
   readonly #now: () => Date;
   /** The last write's order time: successive writes of this instance never share one. */
   #lastCreatedAt = 0;
@@ -116,6 +128,14 @@ export class Outbox {
       marshallOptions: { removeUndefinedValues: true },
     });
     this.#maxMessageBytes = settings.maxMessageBytes;
+    this.#pendingShards = settings.pendingShards;
+    const shards = this.#pendingShards;
+    if (!Number.isInteger(shards) || shards < 1 || shards > MAX_PENDING_SHARDS) {
+      throw new OncelyConfigurationError(
+        ['pendingShards'],
+        `new Outbox(): pendingShards must be a whole number from 1 to ${MAX_PENDING_SHARDS}, not ${shards}.`,
+      );
+    }
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -160,15 +180,22 @@ export class Outbox {
       },
       { Put: { TableName: this.layout.tableName, Item: marker } },
     ]);
+    const transaction = new TransactWriteCommand({
+      TransactItems: [...writes, ...outboxItems],
+      ClientRequestToken: token,
+    });
     try {
-      await this.#documents.send(
-        new TransactWriteCommand({
-          TransactItems: [...writes, ...outboxItems],
-          ClientRequestToken: token,
-        }),
-      );
+      // A partition over its capacity cancels the transaction (ThrottlingError): sent again, same token.
+      await retryThrottled(() => this.#documents.send(transaction));
     } catch (error) {
       const keys = prepared.map((message) => message.key);
+      if (canceledForThrottling(error)) {
+        throw new OutboxWriteThrottledError(
+          'DynamoDB throttled the transaction (a partition of the table or of the pending index is over its ' +
+            'capacity), on every try for a few seconds; nothing was written: try again later.',
+          { cause: error },
+        );
+      }
       if (error instanceof IdempotentParameterMismatchException) {
         // Each call stamps its bodies anew, so a retry never matches its first call exactly: if that
         // call committed (its answer lost), every message of it is in the outbox under this token.
@@ -217,7 +244,7 @@ export class Outbox {
       },
       marker: {
         ...markerKey(this.layout, message.groupId, order),
-        [A.pending]: PENDING_PARTITION,
+        [A.pending]: pendingShardOf(message.groupId, this.#pendingShards),
         [A.order]: order,
         [A.key]: message.key,
         [A.groupId]: message.groupId,

@@ -4,7 +4,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { forEachAtOnce } from './at-once.js';
 import { type DrainOptions, type DrainReport, drainGroup } from './drain-group.js';
-import { OUTBOX_ATTRIBUTES as A, PENDING_PARTITION } from './layout.js';
+import { OUTBOX_ATTRIBUTES as A, isPendingValue } from './layout.js';
 
 /** What draining needs, bar the owner and the clock of one invocation. */
 export type SenderOptions = Omit<DrainOptions, 'owner' | 'timeLeftMs' | 'sentBy'>;
@@ -64,7 +64,5 @@ function pendingMarkerGroup(record: DynamoDBRecord): string | undefined {
   const image = record.dynamodb?.NewImage;
   if (record.eventName !== 'INSERT' || !image) return undefined;
   const item = unmarshall(image as Record<string, AttributeValue>);
-  return item[A.pending] === PENDING_PARTITION && typeof item[A.groupId] === 'string'
-    ? item[A.groupId]
-    : undefined;
+  return isPendingValue(item[A.pending]) && typeof item[A.groupId] === 'string' ? item[A.groupId] : undefined;
 }

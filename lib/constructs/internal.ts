@@ -4,4 +4,8 @@
  * and the API report (docs/api/) leaves it out. Build on `oncely/outbox` and `oncely outbox list`.
  */
 
-export { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
+export {
+  OUTBOX_ATTRIBUTES,
+  OUTBOX_PENDING_INDEX,
+  PENDING_SHARD_VALUES,
+} from '../../lambdas/outbox/layout.js';

@@ -148,12 +148,16 @@ export class OncelyOutbox extends Construct {
       ...(maxMessageBytes === undefined
         ? {}
         : { [OUTBOX_ENVIRONMENT.maxMessageBytes]: String(maxMessageBytes) }),
+      [OUTBOX_ENVIRONMENT.pendingShards]: String(settings.pendingShards),
     };
+    // The relay and the sweeper read every shard: the producers' count is theirs alone.
+    const { [OUTBOX_ENVIRONMENT.pendingShards]: _producersOnly, ...sharedEnvironment } =
+      this.producerEnvironment;
     const functionProps = {
       table,
       settings,
       environment: {
-        ...this.producerEnvironment,
+        ...sharedEnvironment,
         [OUTBOX_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
         POWERTOOLS_METRICS_NAMESPACE: serviceName,
       },

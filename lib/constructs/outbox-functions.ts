@@ -24,6 +24,19 @@ export interface OutboxFunctionProps {
 }
 
 /**
+ * The relay's event filter. Only a new pending marker says there is something to send; every other
+ * write to the table (SENT marks, claims, your own items) never invokes the relay. Exported for the
+ * fleet bench, which runs the relay's mapping locally as the construct declares it.
+ */
+export const RELAY_FILTER = FilterCriteria.filter({
+  eventName: FilterRule.isEqual('INSERT'),
+  dynamodb: {
+    // `PENDING`, or a shard of it, `PENDING#<s>` (DESIGN §9.1).
+    NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: FilterRule.beginsWith(PENDING_PARTITION) } },
+  },
+});
+
+/**
  * The relay, invoked by the table's stream with new pending markers only, and the queue that keeps
  * the description of each batch Lambda gave up on (its messages stay pending, for the sweeper).
  */
@@ -54,18 +67,10 @@ export function createOutboxRelay(
       startingPosition: StartingPosition.TRIM_HORIZON,
       batchSize: settings.relayBatchSize,
       retryAttempts: settings.relayRetryAttempts,
+      parallelizationFactor: settings.relayParallelization,
       reportBatchItemFailures: true,
       onFailure: new SqsDlq(failureQueue),
-      // Only a new pending marker says there is something to send; every other write to the
-      // table (SENT marks, claims, your own items) never invokes the relay.
-      filters: [
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('INSERT'),
-          dynamodb: {
-            NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: FilterRule.isEqual(PENDING_PARTITION) } },
-          },
-        }),
-      ],
+      filters: [RELAY_FILTER],
     }),
   );
   Validations.of(relay.role as IRole).acknowledge({

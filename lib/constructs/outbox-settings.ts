@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { DEFAULT_PENDING_SHARDS, MAX_PENDING_SHARDS } from '../../lambdas/outbox/layout.js';
 
 /** What a user can tune on the outbox: its rate and age bounds; every field has a documented default. */
 export interface OutboxSettings {
@@ -31,6 +32,21 @@ export interface OutboxSettings {
    * @default 10
    */
   readonly relayRetryAttempts?: number;
+  /**
+   * Relay batches of one stream shard processed at once (1–10, the event source's
+   * ParallelizationFactor): more when one shard's batches lag at a high rate. Safe for order: a
+   * group's messages are sent from its own partition under claims, whatever batch names it.
+   * @default 1
+   */
+  readonly relayParallelization?: number;
+  /**
+   * How many shards of the pending index the producers' markers spread over (1–32), each about 500
+   * messages a second: the producers' `OUTBOX_PENDING_SHARDS`, set by `grantWrite`. The relay and
+   * the sweeper read every shard whatever it is, so changing it on a live outbox loses and reorders
+   * nothing (DESIGN §9.1).
+   * @default 8
+   */
+  readonly pendingShards?: number;
   /**
    * The outbox table (when the construct creates it), the failure queue and the log groups on stack
    * deletion.
@@ -73,6 +89,8 @@ export function resolveOutboxSettings(
     stuckAfter: settings.stuckAfter ?? (defaults.sandbox ? Duration.seconds(30) : Duration.minutes(5)),
     relayBatchSize: settings.relayBatchSize ?? 100,
     relayRetryAttempts: settings.relayRetryAttempts ?? 10,
+    relayParallelization: settings.relayParallelization ?? 1,
+    pendingShards: settings.pendingShards ?? DEFAULT_PENDING_SHARDS,
     removalPolicy: settings.removalPolicy ?? defaults.removalPolicy ?? RemovalPolicy.RETAIN,
     deletionProtection: settings.deletionProtection ?? defaults.deletionProtection ?? false,
   };
@@ -114,6 +132,22 @@ export function outboxSettingsProblems(s: ResolvedOutboxSettings): string[] {
     problems.push(
       `relayRetryAttempts (${s.relayRetryAttempts}) must be a whole number from 0 to 10000: bounded, so a ` +
         'failing batch does not hold up its stream shard for a day (the sweeper sends what it leaves).',
+    );
+  }
+  if (
+    !Number.isInteger(s.relayParallelization) ||
+    s.relayParallelization < 1 ||
+    s.relayParallelization > 10
+  ) {
+    problems.push(
+      `relayParallelization (${s.relayParallelization}) must be a whole number from 1 to 10: Lambda's ` +
+        'ParallelizationFactor for a stream shard.',
+    );
+  }
+  if (!Number.isInteger(s.pendingShards) || s.pendingShards < 1 || s.pendingShards > MAX_PENDING_SHARDS) {
+    problems.push(
+      `pendingShards (${s.pendingShards}) must be a whole number from 1 to ${MAX_PENDING_SHARDS}: the shards ` +
+        'of the pending index the relay and the sweeper read.',
     );
   }
   return problems;

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
-import type { ChaosRequest } from '../../chaos/faults.js';
+import type { ChaosRequest, FaultPlan } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule, type ScheduleRun } from '../../chaos/run-schedule.js';
 import type { CrashPoint, Schedule } from '../../chaos/schedule.js';
+import { CHAOS_MAX_ATTEMPTS } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
 
@@ -183,6 +184,34 @@ describe('regressions: schedules that broke an invariant once', () => {
     expect(run.outcome.transactionalOrder.get(`${run.id}-g0`)).toEqual([key]);
     // The copy was published before the jump, so it is past the horizon: to the DLQ, with its reason.
     expect(run.outcome.deadLetters.get(key as string)).toEqual([PAST_DEDUP_HORIZON]);
+  });
+
+  it('a copy behind its original, both past the horizon, may fail when its DLQ send fails (seed 260645437, path 371:52:16:18:22:29:7:21:2:18)', async () => {
+    const schedule: Schedule = {
+      messages: [{ group: 0, operation: 'transactional', behaviour: 'ok' }],
+      steps: [{ kind: 'clock-jump', past: 'ttl' }, { kind: 'deliver-copy' }, { kind: 'deliver' }],
+      faults: { seed: 2, rates: {} },
+    };
+    // Every try of the copy's send to the DLQ (the second deduplication id seen there) in its first
+    // delivery fails before it is applied: the original goes to the DLQ, the copy fails and comes
+    // back. Its 3 sends (attributes dropped in turn) × CHAOS_MAX_ATTEMPTS tries, then it gets through.
+    const toTheDlq = (request: ChaosRequest) =>
+      request.operation === 'SendMessage' && String(request.body.QueueUrl).includes('-dlq');
+    const dedupIds: string[] = [];
+    let failed = 0;
+    const extraFaults: FaultPlan = (request) => {
+      if (!toTheDlq(request)) return undefined;
+      const dedupId = String(request.body.MessageDeduplicationId);
+      if (!dedupIds.includes(dedupId)) dedupIds.push(dedupId);
+      if (dedupId !== dedupIds[1] || failed >= 3 * CHAOS_MAX_ATTEMPTS) return undefined;
+      failed++;
+      return { kind: 'fail-before' };
+    };
+    const run = await runSchedule(world, schedule, { extraFaults });
+    const [key] = run.keys as [string];
+    expect(run.copiesBehind).toEqual([{ key, original: true, copy: false }]);
+    expect(run.outcome.deadLetters.get(key)?.[0]).toBe(PAST_DEDUP_HORIZON);
+    expect(checkInvariants(run).violations).toEqual([]);
   });
 });
 

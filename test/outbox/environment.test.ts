@@ -6,6 +6,7 @@ import {
   DEFAULT_SWEEP_AFTER_SECONDS,
   producerSettings,
 } from '../../lambdas/outbox/environment.js';
+import { DEFAULT_PENDING_SHARDS } from '../../lambdas/outbox/layout.js';
 import {
   senderFromEnvironment,
   sweepBoundsFromEnvironment,
@@ -28,30 +29,43 @@ describe("a producer's outbox settings", () => {
     expect(producerSettings({}, table)).toEqual({
       layout: { tableName: 'outbox', partitionKey: 'pk', sortKey: 'sk' },
       maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
+      pendingShards: DEFAULT_PENDING_SHARDS,
     });
     const environment = {
       ...table,
       OUTBOX_PARTITION_KEY: 'PK',
       OUTBOX_SORT_KEY: '',
       OUTBOX_MAX_MESSAGE_BYTES: '1048576',
+      OUTBOX_PENDING_SHARDS: '20',
     };
     expect(producerSettings({}, environment)).toEqual({
       layout: { tableName: 'outbox', partitionKey: 'PK', sortKey: 'sk' },
       maxMessageBytes: 1_048_576,
+      pendingShards: 20,
     });
     expect(
-      producerSettings({ tableName: 'mine', maxMessageBytes: 2_048 }, { OUTBOX_MAX_MESSAGE_BYTES: 'x' }),
-    ).toEqual({ layout: { tableName: 'mine', partitionKey: 'pk', sortKey: 'sk' }, maxMessageBytes: 2_048 });
+      producerSettings(
+        { tableName: 'mine', maxMessageBytes: 2_048, pendingShards: 1 },
+        { OUTBOX_MAX_MESSAGE_BYTES: 'x', OUTBOX_PENDING_SHARDS: 'x' },
+      ),
+    ).toEqual({
+      layout: { tableName: 'mine', partitionKey: 'pk', sortKey: 'sk' },
+      maxMessageBytes: 2_048,
+      pendingShards: 1,
+    });
   });
 
   it('names every variable to fix, and what to do, at once', () => {
-    const error = thrown(() => producerSettings({}, { OUTBOX_MAX_MESSAGE_BYTES: '512' }));
-    expect(error.sources).toEqual(['OUTBOX_TABLE_NAME', 'OUTBOX_MAX_MESSAGE_BYTES']);
+    const error = thrown(() =>
+      producerSettings({}, { OUTBOX_MAX_MESSAGE_BYTES: '512', OUTBOX_PENDING_SHARDS: '33' }),
+    );
+    expect(error.sources).toEqual(['OUTBOX_TABLE_NAME', 'OUTBOX_MAX_MESSAGE_BYTES', 'OUTBOX_PENDING_SHARDS']);
     expect(error.message).toBe(
       "The outbox's environment is incomplete or invalid: OUTBOX_TABLE_NAME is not set; " +
-        'OUTBOX_MAX_MESSAGE_BYTES must be a whole number of at least 1024, not "512". OncelyOutbox.grantWrite ' +
+        'OUTBOX_MAX_MESSAGE_BYTES must be a whole number of at least 1024, not "512"; ' +
+        'OUTBOX_PENDING_SHARDS must be a whole number from 1 to 32, not "33". OncelyOutbox.grantWrite ' +
         'sets these variables on your function; elsewhere, set them, or give new Outbox() the options they ' +
-        'stand for (tableName, partitionKey, sortKey, maxMessageBytes).',
+        'stand for (tableName, partitionKey, sortKey, maxMessageBytes, pendingShards).',
     );
     expect(error).toMatchObject({ name: 'OncelyConfigurationError', retryable: false });
   });

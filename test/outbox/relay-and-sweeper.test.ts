@@ -8,7 +8,12 @@ import type { FaultPlan } from '../../chaos/faults.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, type OutboxMessage } from '../../lambdas/outbox/index.js';
-import { groupPartition, itemKey, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import {
+  groupPartition,
+  itemKey,
+  type OutboxLayout,
+  PENDING_SHARD_VALUES,
+} from '../../lambdas/outbox/layout.js';
 import { type OutboxItem, OutboxItems, toItem } from '../../lambdas/outbox/outbox-items.js';
 import { relayBatch } from '../../lambdas/outbox/relay.js';
 import { sweep } from '../../lambdas/outbox/sweeper.js';
@@ -431,7 +436,7 @@ describe('the sweeper', () => {
     refusing.destroy();
   });
 
-  it('makes two queries when nothing is pending: the listing and the oldest age', async () => {
+  it('makes two queries of each shard when nothing is pending: the listing and the oldest age', async () => {
     const empty = await createOutboxTable(dynamodb, 'empty');
     const client = localDynamoClient();
     const requests: string[] = [];
@@ -449,8 +454,9 @@ describe('the sweeper', () => {
       timeLeftMs: forever,
     });
     expect(report).toMatchObject({ found: 0, stuck: 0, oldestPendingAgeSeconds: 0 });
-    // The listing, then the oldest age for the metrics; nothing found, so nothing can be stuck.
-    expect(requests).toEqual(['QueryCommand', 'QueryCommand']);
+    // The listing, then the oldest age for the metrics, each of every shard (DESIGN §9.1: 33 values);
+    // nothing found, so nothing can be stuck.
+    expect(requests).toEqual(Array.from({ length: 2 * PENDING_SHARD_VALUES.length }, () => 'QueryCommand'));
     client.destroy();
   });
 });

@@ -124,7 +124,12 @@ describe('schedule runner', () => {
         })
         .catch(() => {});
     });
-    await waitFor(() => runs.length >= 2, 'a second run');
+    // Until the first run has seen the second start, or ended without: both polls run every 20 ms,
+    // so waiting only for the second run could look before the first run's poll does.
+    await waitFor(
+      () => secondStartedDuringFirst || runs[0]?.endedAt !== undefined,
+      'the first run to decide',
+    );
 
     expect(secondStartedDuringFirst).toBe(true);
     expect(runs[1].event.id).not.toBe(runs[0].event.id);

@@ -149,7 +149,11 @@ describe('the relay', () => {
       JSON.parse(filter.Pattern),
     );
     expect(patterns).toEqual([
-      { eventName: ['INSERT'], dynamodb: { NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: ['PENDING'] } } } },
+      // `PENDING` or any of its shards, `PENDING#<s>` (DESIGN §9.1).
+      {
+        eventName: ['INSERT'],
+        dynamodb: { NewImage: { [OUTBOX_ATTRIBUTES.pending]: { S: [{ prefix: 'PENDING' }] } } },
+      },
     ]);
   });
 
@@ -175,11 +179,17 @@ describe('the relay', () => {
     });
   });
 
-  it('follows relayBatchSize and relayRetryAttempts', () => {
-    const { template: tuned } = buildOutboxStack({ relayBatchSize: 500, relayRetryAttempts: 2 });
+  it('follows relayBatchSize, relayRetryAttempts and relayParallelization (1 by default)', () => {
+    expect(mapping()).toMatchObject({ ParallelizationFactor: 1 });
+    const { template: tuned } = buildOutboxStack({
+      relayBatchSize: 500,
+      relayRetryAttempts: 2,
+      relayParallelization: 4,
+    });
     tuned.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 500,
       MaximumRetryAttempts: 2,
+      ParallelizationFactor: 4,
     });
   });
 });
@@ -228,9 +238,12 @@ describe('functions', () => {
       Object.keys(environmentOf(template, id))
         .filter((name) => !name.startsWith('POWERTOOLS_') && name !== 'NODE_OPTIONS')
         .sort();
-    const { sweepAfterSeconds, stuckAfterSeconds, ...relayVariables } = OUTBOX_ENVIRONMENT;
+    // pendingShards is the producers' alone: the relay and the sweeper read every shard (DESIGN §9.1).
+    const { sweepAfterSeconds, stuckAfterSeconds, pendingShards, ...relayVariables } = OUTBOX_ENVIRONMENT;
     expect(names('Relay')).toEqual(Object.values(relayVariables).sort());
-    expect(names('Sweeper')).toEqual(Object.values(OUTBOX_ENVIRONMENT).sort());
+    expect(names('Sweeper')).toEqual(
+      Object.values({ ...relayVariables, sweepAfterSeconds, stuckAfterSeconds }).sort(),
+    );
     expect(environmentOf(template, 'Sweeper')).toMatchObject({
       [OUTBOX_ENVIRONMENT.tableName]: { Ref: logicalId(outbox.table) },
       [OUTBOX_ENVIRONMENT.partitionKey]: 'pk',
@@ -378,8 +391,18 @@ describe('grants', () => {
         OUTBOX_ENVIRONMENT.partitionKey,
         OUTBOX_ENVIRONMENT.sortKey,
         OUTBOX_ENVIRONMENT.maxMessageBytes,
+        OUTBOX_ENVIRONMENT.pendingShards,
       ].sort(),
     );
+    expect(built.outbox.producerEnvironment[OUTBOX_ENVIRONMENT.pendingShards]).toBe('8');
+  });
+
+  it("sets the producers' pendingShards, and only theirs: the relay and the sweeper read every shard", () => {
+    const built = buildOutboxStack({ pendingShards: 20 });
+    expect(built.outbox.settings.pendingShards).toBe(20);
+    expect(built.outbox.producerEnvironment).toMatchObject({ [OUTBOX_ENVIRONMENT.pendingShards]: '20' });
+    expect(environmentOf(built.template, 'Relay')).not.toHaveProperty(OUTBOX_ENVIRONMENT.pendingShards);
+    expect(environmentOf(built.template, 'Sweeper')).not.toHaveProperty(OUTBOX_ENVIRONMENT.pendingShards);
   });
 
   it('let any principal put outbox items through grantWrite', () => {
@@ -609,6 +632,9 @@ describe('configuration errors, at synth', () => {
     ],
     [{ relayBatchSize: 0 }, /relayBatchSize \(0\) must be a whole number from 1 to 10000/],
     [{ relayRetryAttempts: -1 }, /relayRetryAttempts \(-1\) must be a whole number from 0 to 10000: bounded/],
+    [{ relayParallelization: 11 }, /relayParallelization \(11\) must be a whole number from 1 to 10/],
+    [{ pendingShards: 33 }, /pendingShards \(33\) must be a whole number from 1 to 32/],
+    [{ pendingShards: 0 }, /pendingShards \(0\) must be a whole number from 1 to 32/],
   ])('refuses %o with a clear message', (settings, message) => {
     refused(() => settings, message);
   });
