@@ -3,6 +3,7 @@ import { BatchGetItemCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, ResourceNotFoundException } from '@aws-sdk/client-lambda';
 import {
   GetQueueAttributesCommand,
+  ReceiveMessageCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
@@ -123,6 +124,21 @@ async function depth(queueUrl: string): Promise<number> {
   );
 }
 
+/** The groups of the DLQ's copies of a message key, left visible: a look, not a take. */
+async function dlqGroupsOf(key: string): Promise<(string | undefined)[]> {
+  const { Messages = [] } = await target.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: target.resources.dlqUrl,
+      MaxNumberOfMessages: 10,
+      VisibilityTimeout: 0,
+      MessageSystemAttributeNames: ['MessageGroupId'],
+    }),
+  );
+  return Messages.filter((message) => JSON.parse(message.Body ?? '{}').key === key).map(
+    (message) => message.Attributes?.MessageGroupId,
+  );
+}
+
 describe('Oncely end to end', () => {
   it('publishes, consumes and applies an effect exactly once', async () => {
     const sku = `sku-${run}-once`;
@@ -187,6 +203,8 @@ describe('Oncely end to end', () => {
       await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBeGreaterThan(dlqBefore);
     }
     expect(await balance(customer)).toBeUndefined();
+    // In the DLQ in its group: on FIFO its customer's, on a fair queue its tenant's, the same id.
+    await expect.poll(() => dlqGroupsOf(purchase.placed.key), WAIT).toContain(customer);
 
     await send([stockReceived(sku, 3)]);
     await expect.poll(() => stock(sku), WAIT).toBe(3);
