@@ -48,6 +48,7 @@ export class ShopStack extends Stack {
         environment: {
           [SHOP_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
           [SHOP_ENVIRONMENT.notificationUrl]: settings.notificationUrl,
+          [SHOP_ENVIRONMENT.queueType]: settings.pipeline.queueType ?? 'fifo',
           ...(settings.notificationMode
             ? { [SHOP_ENVIRONMENT.notificationMode]: settings.notificationMode }
             : {}),
