@@ -31,13 +31,23 @@ export interface E2eTarget {
   stop(): Promise<void>;
 }
 
+/**
+ * The queue type the suite is run for, which chooses its cases: `ONCELY_QUEUE_TYPE` (`fifo` by
+ * default, or `standard`). On the sandbox it also chooses the stack to start; a stack target must
+ * be of that type (`startTarget` checks), since the cases are chosen before the target is reached.
+ */
+export function declaredQueueType(env: NodeJS.ProcessEnv = process.env): 'fifo' | 'standard' {
+  const queueType = declaredQueueType(env);
+  return queueType;
+}
+
 const queueTypeOf = (resources: PipelineResources) =>
   isFifoQueueUrl(resources.queueUrl) ? ('fifo' as const) : ('standard' as const);
 
 /**
  * The target comes from the environment: `ONCELY_TARGET=stack` with `ONCELY_STACK_NAME` runs the
  * suite against a deployed stack (AWS with the usual credentials, or LocalStack with
- * `AWS_ENDPOINT_URL`), of either queue type; otherwise against a fresh local sandbox of the shop's
+ * `AWS_ENDPOINT_URL`), of the queue type `ONCELY_QUEUE_TYPE` declares; otherwise against a fresh local sandbox of the shop's
  * app: its FIFO stack, or with `ONCELY_QUEUE_TYPE=standard` its standard one (context
  * `queueType=standard`), every batch delivered twice at once and again later, as SQS may.
  */
@@ -48,6 +58,12 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     const cloudformation = new CloudFormationClient({});
     try {
       const resources = await describeDeployedPipeline(stackName, cloudformation);
+      const declared = declaredQueueType(env);
+      if (queueTypeOf(resources) !== declared) {
+        throw new Error(
+          `Stack ${stackName}'s queue is ${queueTypeOf(resources)}, not ${declared}: set ONCELY_QUEUE_TYPE=${queueTypeOf(resources)}.`,
+        );
+      }
       const outputs = await stackOutputs(cloudformation, stackName);
       const { ledgerTableName, orders } = shopOutputs(outputs, `Stack ${stackName}`);
       const clients = {
@@ -71,10 +87,7 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   if (env.ONCELY_TARGET && env.ONCELY_TARGET !== 'sandbox') {
     throw new Error(`ONCELY_TARGET must be sandbox (the default) or stack, not ${env.ONCELY_TARGET}.`);
   }
-  const queueType = env.ONCELY_QUEUE_TYPE ?? 'fifo';
-  if (queueType !== 'fifo' && queueType !== 'standard') {
-    throw new Error(`ONCELY_QUEUE_TYPE must be fifo (the default) or standard, not ${queueType}.`);
-  }
+  const queueType = declaredQueueType(env);
   let receivedRecords = 0;
   const sandbox = await startSandbox({
     appDirectory: SHOP_APP,
