@@ -48,5 +48,6 @@ export function soonDelaySeconds(
 
 function jittered(retry: number, baseSeconds: number, maxSeconds: number, random: () => number): number {
   const policy = { maxAttempts: Number.POSITIVE_INFINITY, baseDelayMs: baseSeconds, maxDelayMs: maxSeconds };
-  return Math.max(1, Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(backoffDelayMs(retry, policy, random))));
+  // Rounded, not up: up, every draw of a first `soonSeconds` (1–2 s) was 2, and copies failed together came back together.
+  return Math.max(1, Math.min(MAX_VISIBILITY_SECONDS, Math.round(backoffDelayMs(retry, policy, random))));
 }

@@ -50,6 +50,13 @@ describe('soonDelaySeconds', () => {
     expect(soonDelaySeconds(1, { ...delays, soonSeconds: 10 }, lowest)).toBe(5);
   });
 
+  it('spreads copies that fail together over the whole range, not all at its top', () => {
+    // Rounded up, every draw in [1, 2) came back as 2 s: the copies returned together.
+    const draws = [0.1, 0.3, 0.6, 0.9].map((r) => soonDelaySeconds(1, DEFAULT_RETRY_DELAYS, () => r));
+    expect(draws).toEqual([1, 1, 2, 2]);
+    expect([0.1, 0.9].map((r) => retryDelaySeconds(1, DEFAULT_RETRY_DELAYS, () => r))).toEqual([3, 5]);
+  });
+
   it('doubles with each further delivery, capped: a key held 15 minutes brings its copy back 10 to 13 times', () => {
     expect([1, 2, 3, 4].map((receive) => soonDelaySeconds(receive, delays, highest))).toEqual([2, 4, 8, 16]);
     expect(soonDelaySeconds(30, delays, highest)).toBe(60);
