@@ -109,14 +109,15 @@ export async function measureBilledUsage(
   }
 }
 
-interface Meter {
+/** The DynamoDB requests of one client, and the write and read units DynamoDB reported for them. */
+export interface Meter {
   requests: ReturnType<typeof countRequests>;
   writeUnits: ReturnType<typeof sumWriteUnits>;
   readUnits: ReturnType<typeof sumWriteUnits>;
   reset(): void;
 }
 
-function meter(client: DynamoDBClient): Meter {
+export function meter(client: DynamoDBClient): Meter {
   const [requests, writeUnits, readUnits] = [
     countRequests(client),
     sumWriteUnits(client),
