@@ -1,9 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
-import { type BatchHandler, stockTables, timeEvent } from './batch-latency.js';
+import { type BatchHandler, clientsFor, stockTables, timeEvent } from './batch-latency.js';
 import { type Meter, meter } from './billed-usage.js';
-import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
+import { type BenchEndpoints, sqsClient } from './clients.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
 import { createStandardConsumerHandler } from './consumers/standard-consumer.js';
 import { type CostPerMillion, costPerMillionMessages, type UsagePerMessage } from './cost.js';
@@ -67,9 +67,7 @@ export async function measureStandardBatches(
 ): Promise<StandardBatchRow[]> {
   const consumers = Object.keys(STANDARD_CONSUMERS) as StandardConsumer[];
   const sqs = sqsClient(endpoints);
-  const clients = Object.fromEntries(
-    consumers.map((consumer) => [consumer, dynamoDbClient(endpoints, options.latencyMs)]),
-  ) as Record<StandardConsumer, DynamoDBClient>;
+  const clients = clientsFor(endpoints, consumers, options.latencyMs);
   const dlq = await createStandardQueue(sqs, {});
   try {
     const handlers = await standardHandlers(clients, sqs, dlq.url);
