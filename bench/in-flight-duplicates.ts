@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -7,7 +8,7 @@ import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
 import { startEventSourcePoller } from '../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
-import { type BatchHandler, stockTables } from './batch-latency.js';
+import { type BatchHandler, type StockTables, stockTables } from './batch-latency.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer.js';
 import { type ShopEvent, shopEventEffect } from './consumers/shop-events.js';
@@ -158,8 +159,8 @@ async function timeSubject(
 
 function subjectHandler(
   subject: InFlightSubject,
-  setup: Awaited<ReturnType<typeof stockTables>> & {
-    dynamodb: ReturnType<typeof dynamoDbClient>;
+  setup: StockTables & {
+    dynamodb: DynamoDBClient;
     sqs: SQSClient;
     dlqUrl: string;
     queueUrl: string;

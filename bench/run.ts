@@ -3,8 +3,8 @@
  * and a naive pipeline, all in one run on DynamoDB Local and the SQS emulator, then writes
  * bench/RESULTS.md and the latency chart and prints the tables (a quick run writes them to
  * .oncely/bench-quick/ instead, so that it never replaces the committed full results; `--only
- * standard` runs section 8 alone and prints it, writing nothing). Figures are printed, never asserted: test/bench
- * checks that it runs.
+ * standard` runs section 8 alone and prints it, writing nothing). Figures are printed, never
+ * asserted: test/bench checks that it runs.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';

@@ -26,7 +26,7 @@ export type StandardConsumer = keyof typeof STANDARD_CONSUMERS;
 /** A standard queue's ARN as the event source mapping sets it on records: no `.fifo`. */
 export const STANDARD_QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench';
 
-export interface StandardBatchOptions {
+export interface StandardBatchesOptions {
   /** Records per batch: 10 is the event source's default, 100 one with a batching window. */
   recordCounts: readonly number[];
   /** Timed batches per consumer and record count, after untimed ones. */
@@ -63,7 +63,7 @@ export interface StandardBatchRow {
  */
 export async function measureStandardBatches(
   endpoints: BenchEndpoints,
-  options: StandardBatchOptions,
+  options: StandardBatchesOptions,
 ): Promise<StandardBatchRow[]> {
   const consumers = Object.keys(STANDARD_CONSUMERS) as StandardConsumer[];
   const sqs = sqsClient(endpoints);
@@ -94,7 +94,7 @@ async function timeRecordCount(
   handlers: Record<StandardConsumer, BatchHandler>,
   meters: Map<StandardConsumer, Meter>,
   records: number,
-  options: StandardBatchOptions,
+  options: StandardBatchesOptions,
 ): Promise<StandardBatchRow[]> {
   const consumers = [...meters.keys()];
   const samples = new Map(consumers.map((consumer) => [consumer, [] as number[]]));
