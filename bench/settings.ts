@@ -84,7 +84,7 @@ export const QUICK: BenchSettings = {
   // A 3 s visibility timeout, not the construct's 180 s, so that Powertools' copy is back in seconds.
   standard: {
     recordCounts: STANDARD_RECORD_COUNTS,
-    batches: 3,
+    batches: 2,
     warmupBatches: 1,
     inFlight: {
       pairs: 3,
