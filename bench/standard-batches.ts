@@ -120,14 +120,9 @@ async function timeRecordCount(
   const timedRecords = options.batches * records;
   const { consumerMemoryMiB } = resolveSettings({ queueType: 'standard' });
   return consumers.map((consumer): StandardBatchRow => {
-    const { requests, writeUnits, readUnits } = meters.get(consumer) as Meter;
+    const row = (meters.get(consumer) as Meter).perRecord(timedRecords);
     const latency = spreadOf(samples.get(consumer) ?? []);
     const cpu = cpuMs.get(consumer);
-    const row = {
-      dynamodbRequestsPerRecord: requests.total() / timedRecords,
-      writeUnitsPerRecord: writeUnits.total() / timedRecords,
-      readUnitsPerRecord: readUnits.total() / timedRecords,
-    };
     return {
       consumer,
       records,
