@@ -37,7 +37,10 @@ export interface E2eTarget {
  * be of that type (`startTarget` checks), since the cases are chosen before the target is reached.
  */
 export function declaredQueueType(env: NodeJS.ProcessEnv = process.env): 'fifo' | 'standard' {
-  const queueType = declaredQueueType(env);
+  const queueType = env.ONCELY_QUEUE_TYPE ?? 'fifo';
+  if (queueType !== 'fifo' && queueType !== 'standard') {
+    throw new Error(`ONCELY_QUEUE_TYPE must be fifo (the default) or standard, not ${queueType}.`);
+  }
   return queueType;
 }
 
