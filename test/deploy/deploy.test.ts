@@ -269,15 +269,23 @@ describe('cfn-lint over every synthesised template', () => {
   it('finds no error, and only warnings explained in cfn-lint-explained.ts', {
     timeout: 120_000,
   }, async () => {
-    // The shop's stages as deployed above, its production stage, and the user's app.
+    // The shop's stages as deployed above, its production stage, its standard-queue stack, and the user's app.
     await cdk(ROOT, env, ['synth', '-c', 'stage=prod', '--quiet', '--output', join(outputs, 'Shop-prod')]);
-    const templates = ['Shop-dev', 'Shop-prod', ADOPTER].flatMap((app) =>
+    await cdk(ROOT, env, [
+      'synth',
+      '-c',
+      'queueType=standard',
+      '--quiet',
+      '--output',
+      join(outputs, 'Shop-standard'),
+    ]);
+    const templates = ['Shop-dev', 'Shop-prod', 'Shop-standard', ADOPTER].flatMap((app) =>
       readdirSync(join(outputs, app))
         .filter((name) => name.endsWith('.template.json'))
         .map((name) => join(outputs, app, name)),
     );
     // The user's app synthesises both its stacks: the standard pipeline's template is linted too.
-    expect(templates).toHaveLength(4);
+    expect(templates).toHaveLength(5);
     const findings = await cfnLint(templates);
     const show = (finding: CfnLintFinding) => `${finding.Rule.Id} ${finding.Filename}: ${finding.Message}`;
     expect(findings.filter((finding) => finding.Level === 'Error').map(show)).toEqual([]);
