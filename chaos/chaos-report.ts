@@ -10,6 +10,8 @@ export interface ChaosRun {
   schedules: ScheduleCheckReport;
   pipeline: PipelineChaosReport;
   outbox?: OutboxCheckReport;
+  /** The standard-queue schedules (issue 32). */
+  standard?: ScheduleCheckReport;
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
@@ -17,16 +19,15 @@ export function chaosPassed(run: {
   schedules: ScheduleCheckReport;
   pipeline?: PipelineChaosReport;
   outbox?: OutboxCheckReport;
+  standard?: ScheduleCheckReport;
 }): boolean {
-  const { schedules, pipeline, outbox } = run;
+  const { schedules, pipeline, outbox, standard } = run;
   const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
   const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
+  const schedulesPassed = (report: ScheduleCheckReport) =>
+    report.violations === 0 && report.unexplainedNeedlessInDoubt === 0 && !report.counterexample;
   return (
-    schedules.violations === 0 &&
-    schedules.unexplainedNeedlessInDoubt === 0 &&
-    !schedules.counterexample &&
-    pipelinePassed &&
-    outboxPassed
+    schedulesPassed(schedules) && (!standard || schedulesPassed(standard)) && pipelinePassed && outboxPassed
   );
 }
 
@@ -77,6 +78,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| time | ${seconds(p.durationMs)} |`,
   ];
   if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
+  if (run.standard) lines.push('', ...standardMarkdown(run.standard));
   if (s.counterexample) {
     lines.push(
       '',
@@ -94,13 +96,18 @@ export function chaosMarkdown(run: ChaosRun): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The outbox schedules' section of bench/CHAOS.md. */
-function outboxMarkdown(o: OutboxCheckReport): string[] {
-  const counts = (figures: Record<string, number>) =>
+/** Figures by kind, the nonzero ones: `kind n, kind n`, or `none`. */
+function counts(figures: Record<string, number>): string {
+  return (
     Object.entries(figures)
       .filter(([, n]) => n > 0)
       .map(([kind, n]) => `${kind} ${n.toLocaleString('en')}`)
-      .join(', ') || 'none';
+      .join(', ') || 'none'
+  );
+}
+
+/** The outbox schedules' section of bench/CHAOS.md. */
+function outboxMarkdown(o: OutboxCheckReport): string[] {
   const lines = [
     '## Outbox schedules',
     '',
@@ -126,6 +133,43 @@ function outboxMarkdown(o: OutboxCheckReport): string[] {
       '',
       '```json',
       JSON.stringify(o.counterexample, null, 2),
+      '```',
+    );
+  }
+  return lines;
+}
+
+/** The standard-queue schedules' section of bench/CHAOS.md (issue 32). */
+function standardMarkdown(s: ScheduleCheckReport): string[] {
+  const lines = [
+    '## Standard-queue schedules',
+    '',
+    '`standardBatch` on a standard queue (DLQ after `maxAttempts` + 15 receives): transactional and both lease modes,',
+    'half of the schedules with `inFlightWaitMs`; no order is checked.',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
+    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
+    `| steps generated | ${counts(s.steps)} |`,
+    `| faults injected (DynamoDB and SQS, \`ChangeMessageVisibility\` and the DLQ send included) | ${counts(s.faults)} |`,
+    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
+    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
+    `| copies delivered while another copy was being processed | ${counts(s.duplicatesDelivered)} |`,
+    `| copies delivered while their key was held elsewhere | ${s.heldCopies.waited.toLocaleString('en')} waited and were acknowledged, ${s.heldCopies.cameBack.toLocaleString('en')} were given back |`,
+    `| records given back to come back soon (key in progress elsewhere) | ${s.inProgressElsewhere.toLocaleString('en')} |`,
+    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
+    `| violations (lost, effect twice, …) | ${s.violations} |`,
+    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all explained by a crash or a failed give-back: ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
+    `| time | ${(s.durationMs / 1000).toFixed(0)} s |`,
+  ];
+  if (s.counterexample) {
+    lines.push(
+      '',
+      `Counterexample — replay: \`npm run chaos -- --seed ${s.counterexample.seed} --standard-path ${s.counterexample.path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline\``,
+      '',
+      '```json',
+      JSON.stringify(s.counterexample, null, 2),
       '```',
     );
   }

@@ -80,7 +80,17 @@ export type Step =
   /** The DLQ's messages are moved back to the queue. */
   | { kind: 'redrive' }
   /** The clock jumps past every lease, or past the records' TTL. */
-  | { kind: 'clock-jump'; past: 'lease' | 'ttl' };
+  | { kind: 'clock-jump'; past: 'lease' | 'ttl' }
+  /**
+   * A standard queue's redelivery while the original is in flight: one invocation stops at `hold`
+   * on its batch's first record that gets there (its lease taken, or its effect applied and not yet
+   * recorded); SQS delivers a copy of that message to another container, whose invocation finds the
+   * key held; the first goes on once the second's claim of the key has been answered.
+   */
+  | { kind: 'deliver-while-held'; hold: HoldPoint };
+
+/** Where the first invocation of a `deliver-while-held` step stops, its key held. */
+export type HoldPoint = 'after-acquire' | 'before-record';
 
 export interface FaultProfile {
   seed: number;
@@ -108,6 +118,10 @@ export interface Schedule {
    * container takes entry k, cycling. Without it, all share one clock.
    */
   clockSkewsMs?: number[];
+  /** A standard (fair) queue consumed by `standardBatch`; FIFO and `fifoBatch` when absent. */
+  queueType?: 'standard';
+  /** The standard consumer's `inFlightWaitMs` (0: a copy whose key is held comes back soon). */
+  inFlightWaitMs?: number;
 }
 
 /**
@@ -123,7 +137,7 @@ const FAULT_RATES: readonly FaultProfile['rates'][] = [
   { 'lose-answer': 0.25 },
 ];
 
-const message: fc.Arbitrary<ScheduledMessage> = fc.record({
+export const scheduledMessage: fc.Arbitrary<ScheduledMessage> = fc.record({
   group: fc.integer({ min: 0, max: 2 }),
   operation: fc.constantFrom<OperationKind>('transactional', 'at-most-once', 'at-least-once'),
   behaviour: fc.oneof(
@@ -169,21 +183,27 @@ const publishRounds: fc.Arbitrary<PublishRounds> = fc.record({
   later: fc.constantFrom<PublishRounds['later']>('ok', 'fail-entry'),
 });
 
+/** A seed and one of a few fault profiles. */
+export const faultProfile: fc.Arbitrary<FaultProfile> = fc.record({
+  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  rates: fc.constantFrom(...FAULT_RATES),
+});
+
+/** Up to three consumer clocks, each off by at most `CONSUMER_CLOCK_SKEW_MS`. */
+export const clockSkews: fc.Arbitrary<number[]> = fc.array(
+  fc.integer({ min: -CONSUMER_CLOCK_SKEW_MS, max: CONSUMER_CLOCK_SKEW_MS }),
+  { minLength: 1, maxLength: 3 },
+);
+
 /** Schedules of 1–6 messages in up to 3 groups, 1–8 steps, and one of a few fault profiles. */
 export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
-  .array(message, { minLength: 1, maxLength: 6 })
+  .array(scheduledMessage, { minLength: 1, maxLength: 6 })
   .chain((messages) =>
     fc.record({
       messages: fc.constant(messages),
       steps: fc.array(step(messages.length), { minLength: 1, maxLength: 8 }),
-      faults: fc.record({
-        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-        rates: fc.constantFrom(...FAULT_RATES),
-      }),
-      clockSkewsMs: fc.array(fc.integer({ min: -CONSUMER_CLOCK_SKEW_MS, max: CONSUMER_CLOCK_SKEW_MS }), {
-        minLength: 1,
-        maxLength: 3,
-      }),
+      faults: faultProfile,
+      clockSkewsMs: clockSkews,
       publishRounds: fc.oneof(
         { weight: 3, arbitrary: fc.constant(undefined) },
         { weight: 1, arbitrary: publishRounds },
