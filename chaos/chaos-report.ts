@@ -48,19 +48,11 @@ export function chaosMarkdown(run: ChaosRun): string {
     '',
     '## Generated schedules',
     '',
-    '| figure | value |',
-    '|---|---|',
-    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
-    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
-    `| steps generated | ${kinds(s.steps)} |`,
-    `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
-    `| faults injected | ${kinds(s.faults)} |`,
-    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
-    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
-    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
-    `| violations | ${s.violations} |`,
-    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect, or a give-back failing after it (DESIGN §3, §4.1): ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
-    `| time | ${seconds(s.durationMs)} |`,
+    ...scheduleRows(s, {
+      afterSteps: [
+        `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
+      ],
+    }),
     '',
     '## The whole pipeline in the sandbox',
     '',
@@ -96,6 +88,32 @@ export function chaosMarkdown(run: ChaosRun): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The table of a family of generated consumer schedules (FIFO's, the standard queue's), with the
+ * family's own rows after the steps and after the crashes.
+ */
+function scheduleRows(
+  s: ScheduleCheckReport,
+  own: { afterSteps?: string[]; afterCrashes?: string[] },
+): string[] {
+  return [
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
+    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
+    `| steps generated | ${counts(s.steps)} |`,
+    ...(own.afterSteps ?? []),
+    `| faults injected | ${counts(s.faults)} |`,
+    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
+    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
+    ...(own.afterCrashes ?? []),
+    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
+    `| violations | ${s.violations} |`,
+    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect, or a give-back failing after it (DESIGN §3, §4.1): ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
+    `| time | ${(s.durationMs / 1000).toFixed(0)} s |`,
+  ];
+}
+
 /** Figures by kind, the nonzero ones: `kind n, kind n`, or `none`. */
 function counts(figures: Record<string, number>): string {
   return (
@@ -127,14 +145,9 @@ function outboxMarkdown(o: OutboxCheckReport): string[] {
     `| time | ${(o.durationMs / 1000).toFixed(0)} s |`,
   ];
   if (o.counterexample) {
-    lines.push(
-      '',
-      `Counterexample — replay: \`npm run chaos -- --seed ${o.counterexample.seed} --outbox-path ${o.counterexample.path} --workers 1 --schedules 0 --outbox-schedules 1 --no-pipeline\``,
-      '',
-      '```json',
-      JSON.stringify(o.counterexample, null, 2),
-      '```',
-    );
+    const { seed, path } = o.counterexample;
+    const replay = `--seed ${seed} --outbox-path ${path} --workers 1 --schedules 0 --outbox-schedules 1 --no-pipeline`;
+    lines.push('', ...counterexampleLines(replay, o.counterexample));
   }
   return lines;
 }
@@ -145,33 +158,31 @@ function standardMarkdown(s: ScheduleCheckReport): string[] {
     '## Standard-queue schedules',
     '',
     '`standardBatch` on a standard queue (DLQ after `maxAttempts` + 15 receives): transactional and both lease modes,',
-    'half of the schedules with `inFlightWaitMs`; no order is checked.',
+    'half of the schedules with `inFlightWaitMs`; faults reach `ChangeMessageVisibility` and the DLQ send too; no order is checked.',
     '',
-    '| figure | value |',
-    '|---|---|',
-    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
-    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
-    `| steps generated | ${counts(s.steps)} |`,
-    `| faults injected (DynamoDB and SQS, \`ChangeMessageVisibility\` and the DLQ send included) | ${counts(s.faults)} |`,
-    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
-    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
-    `| copies delivered while another copy was being processed | ${counts(s.duplicatesDelivered)} |`,
-    `| copies delivered while their key was held elsewhere | ${s.heldCopies.waited.toLocaleString('en')} waited and were acknowledged, ${s.heldCopies.cameBack.toLocaleString('en')} were given back |`,
-    `| records given back to come back soon (key in progress elsewhere) | ${s.inProgressElsewhere.toLocaleString('en')} |`,
-    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
-    `| violations (lost, effect twice, …) | ${s.violations} |`,
-    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all explained by a crash or a failed give-back: ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
-    `| time | ${(s.durationMs / 1000).toFixed(0)} s |`,
+    ...scheduleRows(s, {
+      afterCrashes: [
+        `| copies delivered while another copy was being processed | ${counts(s.duplicatesDelivered)} |`,
+        `| copies delivered while their key was held elsewhere | ${s.heldCopies.waited.toLocaleString('en')} waited and were acknowledged, ${s.heldCopies.cameBack.toLocaleString('en')} were given back |`,
+        `| records given back to come back soon (key in progress elsewhere) | ${s.inProgressElsewhere.toLocaleString('en')} |`,
+      ],
+    }),
   ];
   if (s.counterexample) {
-    lines.push(
-      '',
-      `Counterexample — replay: \`npm run chaos -- --seed ${s.counterexample.seed} --standard-path ${s.counterexample.path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline\``,
-      '',
-      '```json',
-      JSON.stringify(s.counterexample, null, 2),
-      '```',
-    );
+    const { seed, path } = s.counterexample;
+    const replay = `--seed ${seed} --standard-path ${path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline`;
+    lines.push('', ...counterexampleLines(replay, s.counterexample));
   }
   return lines;
+}
+
+/** A counterexample of a schedules family: the command that replays it (`npm run chaos -- <replay>`), and it. */
+function counterexampleLines(replay: string, counterexample: unknown): string[] {
+  return [
+    `Counterexample — replay: \`npm run chaos -- ${replay}\``,
+    '',
+    '```json',
+    JSON.stringify(counterexample, null, 2),
+    '```',
+  ];
 }

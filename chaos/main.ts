@@ -48,17 +48,19 @@ try {
     `Fault schedules: ${schedules.toLocaleString('en')} generated workloads, ${values.workers} at a time …`,
   );
   let last = 0;
+  /** Prints how many `what` are done, every 10 s at most. */
+  const progress = (what: string) => (done: number) => {
+    if (Date.now() - last < 10_000) return;
+    last = Date.now();
+    console.log(`  … ${done.toLocaleString('en')} ${what}`);
+  };
   schedulesReport = await checkSchedules({
     emulators: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint },
     schedules,
     seed,
     path: values.path,
     workers: Number(values.workers),
-    onProgress: (done) => {
-      if (Date.now() - last < 10_000) return;
-      last = Date.now();
-      console.log(`  … ${done.toLocaleString('en')} schedules`);
-    },
+    onProgress: progress('schedules'),
   });
   console.log(`Outbox schedules: ${outboxSchedules.toLocaleString('en')}, ${values.workers} at a time …`);
   outbox = await checkOutboxSchedules({
@@ -67,11 +69,7 @@ try {
     seed,
     path: values['outbox-path'],
     workers: Number(values.workers),
-    onProgress: (done) => {
-      if (Date.now() - last < 10_000) return;
-      last = Date.now();
-      console.log(`  … ${done.toLocaleString('en')} outbox schedules`);
-    },
+    onProgress: progress('outbox schedules'),
   });
   console.log(
     `Standard-queue schedules: ${standardSchedules.toLocaleString('en')}, ${values.workers} at a time …`,
@@ -83,11 +81,7 @@ try {
     seed,
     path: values['standard-path'],
     workers: Number(values.workers),
-    onProgress: (done) => {
-      if (Date.now() - last < 10_000) return;
-      last = Date.now();
-      console.log(`  … ${done.toLocaleString('en')} standard-queue schedules`);
-    },
+    onProgress: progress('standard-queue schedules'),
   });
 } finally {
   await sqs.stop();
