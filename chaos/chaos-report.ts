@@ -94,7 +94,7 @@ export function chaosMarkdown(run: ChaosRun): string {
  */
 function scheduleRows(
   s: ScheduleCheckReport,
-  own: { afterSteps?: string[]; afterCrashes?: string[] },
+  own: { afterSteps?: string[]; afterFaults?: string[]; afterCrashes?: string[] },
 ): string[] {
   return [
     '| figure | value |',
@@ -104,6 +104,7 @@ function scheduleRows(
     `| steps generated | ${counts(s.steps)} |`,
     ...(own.afterSteps ?? []),
     `| faults injected | ${counts(s.faults)} |`,
+    ...(own.afterFaults ?? []),
     `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
     `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
     ...(own.afterCrashes ?? []),
@@ -158,9 +159,12 @@ function standardMarkdown(s: ScheduleCheckReport): string[] {
     '## Standard-queue schedules',
     '',
     '`standardBatch` on a standard queue (DLQ after `maxAttempts` + 15 receives): transactional and both lease modes,',
-    'half of the schedules with `inFlightWaitMs`; faults reach `ChangeMessageVisibility` and the DLQ send too; no order is checked.',
+    'half of the schedules with `inFlightWaitMs`; no order is checked.',
     '',
     ...scheduleRows(s, {
+      afterFaults: [
+        `| of which on \`ChangeMessageVisibilityBatch\` and DLQ sends | ${counts(s.consumerSqsFaults)} |`,
+      ],
       afterCrashes: [
         `| copies delivered while another copy was being processed | ${counts(s.duplicatesDelivered)} |`,
         `| copies delivered while their key was held elsewhere | ${s.heldCopies.waited.toLocaleString('en')} waited and were acknowledged, ${s.heldCopies.cameBack.toLocaleString('en')} were given back |`,

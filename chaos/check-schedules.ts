@@ -39,6 +39,8 @@ export interface ScheduleCheckReport {
   duplicatesDelivered: Record<string, number>;
   /** Copies of `deliver-while-held` steps that waited for the held key, or were given back. */
   heldCopies: { waited: number; cameBack: number };
+  /** Faults on the consumers' `ChangeMessageVisibilityBatch` and DLQ sends, by request and kind. */
+  consumerSqsFaults: Record<string, number>;
   /** Records the consumers gave back because their key was in progress elsewhere (to come back soon). */
   inProgressElsewhere: number;
   counterexample?: Counterexample;
@@ -60,6 +62,7 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
     duplicatesDelivered: {} as Record<string, number>,
     heldCopies: { waited: 0, cameBack: 0 },
     inProgressElsewhere: 0,
+    consumerSqsFaults: {} as Record<string, number>,
   };
   const { done, ...check } = await checkGenerated({
     ...options,
@@ -79,6 +82,8 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
         for (const [how, n] of Object.entries(run.duplicatesDelivered)) {
           if (n > 0) totals.duplicatesDelivered[how] = (totals.duplicatesDelivered[how] ?? 0) + n;
         }
+        for (const [what, n] of Object.entries(run.consumerSqsFaults))
+          totals.consumerSqsFaults[what] = (totals.consumerSqsFaults[what] ?? 0) + n;
         totals.heldCopies.waited += run.heldCopies.waited;
         totals.heldCopies.cameBack += run.heldCopies.cameBack;
         totals.inProgressElsewhere += run.metrics.get(CONSUMER_METRICS.inProgressElsewhere) ?? 0;

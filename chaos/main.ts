@@ -108,7 +108,7 @@ console.log(
   `  ${standard.schedules.toLocaleString('en')} standard-queue schedules in ${(standard.durationMs / 1000).toFixed(0)} s ` +
     `(seed ${standard.seed}): ${standard.keysChecked.toLocaleString('en')} keys checked, ${standard.violations} violations, ` +
     `${standard.needlessInDoubt} needless IN_DOUBT (${standard.unexplainedNeedlessInDoubt} unexplained), ` +
-    `faults ${JSON.stringify(standard.faults)}, ${standard.crashes} crashes, steps ${JSON.stringify(standard.steps)}, ` +
+    `faults ${JSON.stringify(standard.faults)} (consumer's SQS requests ${JSON.stringify(standard.consumerSqsFaults)}), ${standard.crashes} crashes, steps ${JSON.stringify(standard.steps)}, ` +
     `duplicates delivered ${JSON.stringify(standard.duplicatesDelivered)}, copies of a held key ${JSON.stringify(standard.heldCopies)}, ` +
     `${standard.inProgressElsewhere} records given back as in progress elsewhere`,
 );

@@ -96,6 +96,8 @@ export interface ScheduleRun {
   metrics: Map<string, number>;
   /** Message ids whose send to the DLQ was applied and its answer lost: the SDK may send it again. */
   deadLetterAnswersLost: Set<string>;
+  /** Faults on the consumer's `ChangeMessageVisibilityBatch` and DLQ sends, by request and kind (`DLQ send lose-answer`). */
+  consumerSqsFaults: Record<string, number>;
   /** Message ids delivered to two invocations at once (`deliver-twice`). */
   deliveredConcurrently: Set<string>;
   ledger: EffectLedger;
@@ -136,6 +138,7 @@ export async function runSchedule(
     metrics: new Map(),
     deadLetterAnswersLost: new Set(),
     deliveredConcurrently: new Set(),
+    consumerSqsFaults: {},
     ledger,
   };
   const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
@@ -165,10 +168,10 @@ export async function runSchedule(
   };
   const seeded = scheduleFaultPlan(schedule, id);
   const rounds = run.publication.plan(schedule.publishRounds, `${id}-g${schedule.publishRounds?.group}`);
-  const plan = watchDeadLetterSends(
+  const plan = watchConsumerSqsFaults(
     combinePlans(...(options.extraFaults ? [options.extraFaults] : []), rounds, seeded),
     dlq.url,
-    run.deadLetterAnswersLost,
+    run,
   );
   world.dynamodbProxy.setPlan(plan);
   world.sqsProxy.setPlan(plan);
@@ -656,24 +659,28 @@ function chaosMessage(id: string, index: number, message: Schedule['messages'][n
 }
 
 /**
- * `plan`, noting in `answersLost` the original message id of each send to the DLQ whose answer it
- * loses: on a standard DLQ, which does not deduplicate, the SDK's retry of it is a second copy.
+ * `plan`, counting the faults it gives the consumer's own SQS requests (`consumerSqsFaults`), and
+ * noting the original message id of each send to the DLQ whose answer it loses: on a standard
+ * DLQ, which does not deduplicate, the SDK's retry of it is a second copy.
  */
-function watchDeadLetterSends(plan: FaultPlan, dlqUrl: string, answersLost: Set<string>): FaultPlan {
+function watchConsumerSqsFaults(
+  plan: FaultPlan,
+  dlqUrl: string,
+  run: Pick<ScheduleRun, 'deadLetterAnswersLost' | 'consumerSqsFaults'>,
+): FaultPlan {
   return (request) => {
     const fault = plan(request);
     const { QueueUrl, MessageAttributes } = request.body as {
       QueueUrl?: string;
       MessageAttributes?: { OriginalMessageId?: { StringValue?: string } };
     };
+    const deadLetter = request.operation === 'SendMessage' && QueueUrl === dlqUrl;
     const original = MessageAttributes?.OriginalMessageId?.StringValue;
-    if (
-      fault?.kind === 'lose-answer' &&
-      request.operation === 'SendMessage' &&
-      QueueUrl === dlqUrl &&
-      original
-    )
-      answersLost.add(original);
+    if (fault?.kind === 'lose-answer' && deadLetter && original) run.deadLetterAnswersLost.add(original);
+    if (fault && (deadLetter || request.operation === 'ChangeMessageVisibilityBatch')) {
+      const what = `${deadLetter ? 'DLQ send' : request.operation} ${fault.kind}`;
+      run.consumerSqsFaults[what] = (run.consumerSqsFaults[what] ?? 0) + 1;
+    }
     return fault;
   };
 }

@@ -7,6 +7,7 @@ import {
 } from '../../chaos/chaos-operations.js';
 import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
+import type { FaultPlan } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule } from '../../chaos/run-schedule.js';
 import type { Schedule } from '../../chaos/schedule.js';
@@ -72,6 +73,43 @@ describe('a copy delivered while its original holds the key', () => {
     expect(run.ledger.applied.get(run.keys[0] as string)).toBe(1);
     expect(checkInvariants(run).violations).toEqual([]);
   });
+});
+
+describe("the consumer's own SQS requests", () => {
+  /** Every `ChangeMessageVisibilityBatch` and every send to the DLQ meets `kind`, during the steps. */
+  const everyReturnAndDeadLetter =
+    (kind: 'lose-answer' | 'fail-before'): FaultPlan =>
+    ({ operation, body }) =>
+      operation === 'ChangeMessageVisibilityBatch' ||
+      (operation === 'SendMessage' && String(body.QueueUrl).includes('-dlq'))
+        ? { kind }
+        : undefined;
+
+  it.each(['lose-answer', 'fail-before'] as const)(
+    'every backoff and DLQ send meeting %s loses nothing and repeats no effect',
+    async (kind) => {
+      const schedule: Schedule = {
+        messages: [
+          { group: 0, operation: 'transactional', behaviour: 'poison' },
+          { group: 0, operation: 'at-least-once', behaviour: 'poison' },
+          { group: 1, operation: 'at-most-once', behaviour: 'fail-once' },
+          { group: 1, operation: 'transactional', behaviour: 'fail-once' },
+        ],
+        steps: [{ kind: 'deliver' }, { kind: 'expire-visibility' }, { kind: 'deliver' }],
+        faults: { seed: 0, rates: {} },
+        queueType: 'standard',
+      };
+      const run = await runSchedule(world, schedule, { extraFaults: everyReturnAndDeadLetter(kind) });
+      expect(run.consumerSqsFaults[`ChangeMessageVisibilityBatch ${kind}`]).toBeGreaterThan(0);
+      expect(run.consumerSqsFaults[`DLQ send ${kind}`]).toBeGreaterThan(0);
+      expect(checkInvariants(run).violations).toEqual([]);
+      // The poison records reached the DLQ once the faults were over; the others took effect once.
+      expect(run.outcome.deadLetters.get(run.keys[0] as string)?.length).toBeGreaterThan(0);
+      expect(run.outcome.deadLetters.get(run.keys[1] as string)?.length).toBeGreaterThan(0);
+      expect(run.ledger.applied.get(run.keys[2] as string)).toBe(1);
+      expect(run.outcome.records.get(run.keys[3] as string)?.status).toBe('COMPLETED');
+    },
+  );
 });
 
 describe('the checker', () => {
