@@ -5,6 +5,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type ConsumerOperation, fifoBatch, standardBatch } from '../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import { deadLetterMarkId } from '../lambdas/idempotency/record.js';
 import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { type ChaosEffects, chaosOperations } from './chaos-operations.js';
 import type { EffectLedger } from './effect-ledger.js';
@@ -55,6 +56,8 @@ export interface ContainerOptions {
    * dead-lettered and redriven after the record expired, runs again.
    */
   recordsNotKept: Set<string>;
+  /** Message ids whose DLQ mark (written after the send) failed on every try. */
+  deadLetterMarksNotWritten?: Set<string>;
   /** `standardBatch` with its `inFlightWaitMs` on a standard queue; `fifoBatch` when absent. */
   standard?: { inFlightWaitMs: number };
   /** Metric name → how often the consumers counted it. */
@@ -204,6 +207,7 @@ export class ConsumerContainer {
     startsSent,
     startedNotGivenBack,
     recordsNotKept,
+    deadLetterMarksNotWritten,
   }: ContainerOptions): void {
     /** Keys whose lease may have been started by a write this container sent (see `startedNotGivenBack`). */
     const mayHaveStarted = new Set<string>();
@@ -259,6 +263,9 @@ export class ConsumerContainer {
             startedNotGivenBack.add(keyOf(first as string));
           if (kind === 'keep' && !(error instanceof ConditionalCheckFailedException))
             recordsNotKept.add(keyOf(first as string));
+          const written = (args.input as MarshalledInput).Item?.id?.S;
+          if (written?.startsWith(DEAD_LETTER_MARK))
+            deadLetterMarksNotWritten?.add(written.slice(DEAD_LETTER_MARK.length));
           throw error;
         }
         answered(false);
@@ -287,8 +294,12 @@ export class ConsumerContainer {
   }
 }
 
+/** The id of a DLQ mark, before its message id. */
+const DEAD_LETTER_MARK = deadLetterMarkId('');
+
 interface MarshalledInput {
   Key?: { id?: { S?: string } };
+  Item?: { id?: { S?: string } };
   UpdateExpression?: string;
   ExpressionAttributeValues?: Record<string, { S?: string; M?: { id?: { S?: string } } }>;
   TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];

@@ -98,6 +98,8 @@ export interface ScheduleRun {
   deadLetterAnswersLost: Set<string>;
   /** Faults on the consumer's `ChangeMessageVisibilityBatch` and DLQ sends, by request and kind (`DLQ send lose-answer`). */
   consumerSqsFaults: Record<string, number>;
+  /** Message ids whose DLQ mark failed on every try (`ContainerOptions.deadLetterMarksNotWritten`). */
+  deadLetterMarksNotWritten: Set<string>;
   /** Message ids delivered to two invocations at once (`deliver-twice`). */
   deliveredConcurrently: Set<string>;
   ledger: EffectLedger;
@@ -138,6 +140,7 @@ export async function runSchedule(
     metrics: new Map(),
     deadLetterAnswersLost: new Set(),
     deliveredConcurrently: new Set(),
+    deadLetterMarksNotWritten: new Set(),
     consumerSqsFaults: {},
     ledger,
   };
@@ -159,6 +162,7 @@ export async function runSchedule(
       startsSent: run.startsSent,
       startedNotGivenBack: run.startedNotGivenBack,
       recordsNotKept: run.recordsNotKept,
+      deadLetterMarksNotWritten: run.deadLetterMarksNotWritten,
       metrics: run.metrics,
       operations: options.operations,
       ...(standard ? { standard: { inFlightWaitMs: schedule.inFlightWaitMs ?? 0 } } : {}),

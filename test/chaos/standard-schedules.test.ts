@@ -112,6 +112,31 @@ describe("the consumer's own SQS requests", () => {
   );
 });
 
+describe('regressions: standard schedules that broke an invariant once', () => {
+  it('a poison record whose invocation died between its DLQ send and the mark is sent again when it comes back: the stated residue (seed 101, path 91:25:9:2:2:15:10:10)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 2, operation: 'transactional', behaviour: 'ok' },
+        { group: 2, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 2, operation: 'at-most-once', behaviour: 'poison' },
+        { group: 1, operation: 'transactional', behaviour: 'ok' },
+        { group: 2, operation: 'at-least-once', behaviour: 'ok' },
+      ],
+      steps: [
+        { kind: 'deliver', crash: 'inside-effect' },
+        { kind: 'deliver', crash: 'before-acquire' },
+      ],
+      faults: { seed: 467093859, rates: { 'lose-answer': 0.25 } },
+      clockSkewsMs: [0],
+      queueType: 'standard',
+      inFlightWaitMs: STANDARD_IN_FLIGHT_WAIT_MS,
+    };
+    const run = await runSchedule(world, schedule);
+    expect(checkInvariants(run).violations).toEqual([]);
+    expect(run.outcome.deadLetters.get(run.keys[2] as string)?.length).toBeGreaterThan(0);
+  });
+});
+
 describe('the checker', () => {
   /** The schedules' operations, but an at-least-once one that claims nothing: each copy takes effect. */
   const withoutIdempotency = (effects: ChaosEffects): Record<string, ConsumerOperation> => {
