@@ -172,12 +172,14 @@ function standardMarkdown(s: ScheduleCheckReport): string[] {
       ],
     }),
   ];
-  if (s.counterexample) {
-    const { seed, path } = s.counterexample;
-    const replay = `--seed ${seed} --standard-path ${path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline`;
-    lines.push('', ...counterexampleLines(replay, s.counterexample));
-  }
+  if (s.counterexample)
+    lines.push('', ...counterexampleLines(standardReplay(s.counterexample), s.counterexample));
   return lines;
+}
+
+/** The arguments of `npm run chaos --` that replay a standard-queue counterexample alone. */
+export function standardReplay({ seed, path }: { seed: number; path?: string }): string {
+  return `--seed ${seed} --standard-path ${path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline`;
 }
 
 /** A counterexample of a schedules family: the command that replays it (`npm run chaos -- <replay>`), and it. */

@@ -12,7 +12,7 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
-import { chaosMarkdown, chaosPassed } from './chaos-report.js';
+import { chaosMarkdown, chaosPassed, standardReplay } from './chaos-report.js';
 import { checkOutboxSchedules, type OutboxCheckReport } from './check-outbox-schedules.js';
 import { checkSchedules, type ScheduleCheckReport } from './check-schedules.js';
 import { type PipelineChaosReport, runPipelineChaos } from './pipeline-run.js';
@@ -112,8 +112,10 @@ console.log(
     `duplicates delivered ${JSON.stringify(standard.duplicatesDelivered)}, copies of a held key ${JSON.stringify(standard.heldCopies)}, ` +
     `${standard.inProgressElsewhere} records given back as in progress elsewhere`,
 );
-if (standard.counterexample)
+if (standard.counterexample) {
   console.log(`  STANDARD COUNTEREXAMPLE: ${JSON.stringify(standard.counterexample)}`);
+  console.log(`  replay: npm run chaos -- ${standardReplay(standard.counterexample)}`);
+}
 
 let pipeline: PipelineChaosReport | undefined;
 if (!values['no-pipeline']) {
