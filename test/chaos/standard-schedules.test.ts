@@ -10,7 +10,7 @@ import { checkSchedules } from '../../chaos/check-schedules.js';
 import type { FaultPlan } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule } from '../../chaos/run-schedule.js';
-import type { Schedule } from '../../chaos/schedule.js';
+import type { Behaviour, OperationKind, Schedule, ScheduledMessage } from '../../chaos/schedule.js';
 import { STANDARD_IN_FLIGHT_WAIT_MS, standardScheduleArbitrary } from '../../chaos/standard-schedule.js';
 import type { ConsumerOperation } from '../../lambdas/consumer/index.js';
 
@@ -46,6 +46,10 @@ beforeAll(async () => {
 });
 
 afterAll(() => world.close());
+
+/** A schedule's messages, each as `[group, operation, behaviour]`. */
+const messagesOf = (...messages: [number, OperationKind, Behaviour][]): ScheduledMessage[] =>
+  messages.map(([group, operation, behaviour]) => ({ group, operation, behaviour }));
 
 /** One at-least-once message; a copy of it is delivered while its first delivery holds its key. */
 const whileHeld = (inFlightWaitMs: number): Schedule => ({
@@ -89,12 +93,12 @@ describe("the consumer's own SQS requests", () => {
     'every backoff and DLQ send meeting %s loses nothing and repeats no effect',
     async (kind) => {
       const schedule: Schedule = {
-        messages: [
-          { group: 0, operation: 'transactional', behaviour: 'poison' },
-          { group: 0, operation: 'at-least-once', behaviour: 'poison' },
-          { group: 1, operation: 'at-most-once', behaviour: 'fail-once' },
-          { group: 1, operation: 'transactional', behaviour: 'fail-once' },
-        ],
+        messages: messagesOf(
+          [0, 'transactional', 'poison'],
+          [0, 'at-least-once', 'poison'],
+          [1, 'at-most-once', 'fail-once'],
+          [1, 'transactional', 'fail-once'],
+        ),
         steps: [{ kind: 'deliver' }, { kind: 'expire-visibility' }, { kind: 'deliver' }],
         faults: { seed: 0, rates: {} },
         queueType: 'standard',
@@ -115,13 +119,13 @@ describe("the consumer's own SQS requests", () => {
 describe('regressions: standard schedules that broke an invariant once', () => {
   it('a poison record whose invocation died between its DLQ send and the mark is sent again when it comes back: the stated residue (seed 101, path 91:25:9:2:2:15:10:10)', async () => {
     const schedule: Schedule = {
-      messages: [
-        { group: 2, operation: 'transactional', behaviour: 'ok' },
-        { group: 2, operation: 'at-most-once', behaviour: 'ok' },
-        { group: 2, operation: 'at-most-once', behaviour: 'poison' },
-        { group: 1, operation: 'transactional', behaviour: 'ok' },
-        { group: 2, operation: 'at-least-once', behaviour: 'ok' },
-      ],
+      messages: messagesOf(
+        [2, 'transactional', 'ok'],
+        [2, 'at-most-once', 'ok'],
+        [2, 'at-most-once', 'poison'],
+        [1, 'transactional', 'ok'],
+        [2, 'at-least-once', 'ok'],
+      ),
       steps: [
         { kind: 'deliver', crash: 'inside-effect' },
         { kind: 'deliver', crash: 'before-acquire' },
