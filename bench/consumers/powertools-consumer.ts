@@ -61,13 +61,13 @@ export function createPowertoolsConsumerHandler(options: PowertoolsConsumerOptio
     },
     { persistenceStore, config },
   );
-  const process = options.queueType === 'standard' ? standardProcessor() : fifoProcessor();
+  const processBatch = options.queueType === 'standard' ? standardProcessor() : fifoProcessor();
 
   return async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     logger.addContext(context);
     config.registerLambdaContext(context);
     try {
-      return await process(event, processRecord, context);
+      return await processBatch(event, processRecord, context);
     } finally {
       metrics.publishStoredMetrics();
     }
