@@ -246,11 +246,7 @@ function latencyTable<C extends string>(
         ...consumers.map((consumer) => {
           const measured = find(consumer, groups);
           if (!measured || !baseline) return '–';
-          const faster =
-            consumer === 'powertools'
-              ? ''
-              : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
-          return `${spreadText(measured.latency, 'ms')}${faster}`;
+          return `${spreadText(measured.latency, 'ms')}${againstPowertools(consumer === 'powertools', measured.latency.median, baseline.latency.median)}`;
         }),
       ];
     }),
@@ -902,7 +898,7 @@ export function standardQueuesSection(results: StandardQueueResults, settings: B
       'with its default `processInParallel: true`: every record of the batch at once (`Promise.all`, unbounded). ' +
       "That default is the fair comparison: it is what Powertools' users get, and its fastest setting " +
       '(`processInParallel: false` runs the records one after another). Median and p10–p90 in ms; the ratio is ' +
-      'how many times faster than Powertools.',
+      'how many times faster (or slower) than Powertools.',
     '',
     latencyTable(consumers, STANDARD_CONSUMERS, recordCounts, find, 'records'),
     '',
@@ -979,6 +975,14 @@ function money(dollars: number): string {
 
 function signedMoney(dollars: number): string {
   return `${dollars < 0 ? '−' : '+'}${money(Math.abs(dollars))}`;
+}
+
+/** How many times faster than Powertools, or slower: never "0.8× faster". */
+function againstPowertools(isPowertools: boolean, median: number, baselineMedian: number): string {
+  if (isPowertools) return '';
+  return median <= baselineMedian
+    ? `, ${ratio(baselineMedian, median)} faster`
+    : `, ${ratio(median, baselineMedian)} slower`;
 }
 
 function ratioSpread(spread: Spread): string {
