@@ -1,6 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import type { DeadLetterQueueOptions } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
@@ -9,17 +10,11 @@ import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
 import type { ConsumerHooks } from './hooks.js';
-import {
-  logFieldsOf,
-  type MessageParser,
-  parseEnvelopeRecord,
-  type ReceivedRecord,
-  receiveRecord,
-} from './message.js';
+import { type MessageParser, parseEnvelopeRecord } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import { leaseTurnOf, processRecord, type RecordProcessorOptions } from './record-processor.js';
 import { keepRecordsOfReturningCopies } from './returning-copies.js';
-import { type ConsumerLogger, type MetricsSink, RecordTelemetry } from './telemetry.js';
+import type { ConsumerLogger, MetricsSink } from './telemetry.js';
 
 /**
  * How a FIFO consumer processes its batches. Only `operations` is required in a function the
@@ -128,13 +123,8 @@ export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
 export function fifoBatch(
   options: FifoBatchOptions,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  consumerFor(options); // checks the options given now; the environment is read on the first batch
-  return {
-    name: 'oncely-fifo-batch',
-    after: async (request) => {
-      request.response = await processFifoBatch(request.event, request.context, options);
-    },
-  };
+  // Made now, so that the options are checked now; the environment is read on the first batch.
+  return batchMiddleware('oncely-fifo-batch', consumerFor(options));
 }
 
 /**
@@ -157,22 +147,7 @@ export function processFifoBatch(
   return consumerFor(options).process(event, lambdaContext);
 }
 
-const consumers = new WeakMap<FifoBatchOptions, FifoBatchConsumer>();
-
-function consumerFor(options: FifoBatchOptions): FifoBatchConsumer {
-  let consumer = consumers.get(options);
-  if (!consumer) {
-    consumer = new FifoBatchConsumer(options);
-    consumers.set(options, consumer);
-  }
-  return consumer;
-}
-
-/** One record of a batch, with its own logs and metrics. */
-interface BatchRecord {
-  received: ReceivedRecord;
-  telemetry: RecordTelemetry;
-}
+const consumerFor = consumersByOptions((options: FifoBatchOptions) => new FifoBatchConsumer(options));
 
 interface BatchSettings {
   processor: RecordProcessorOptions;
@@ -225,11 +200,7 @@ class FifoBatchConsumer {
     );
     if (standard) throw new StandardQueueRecordError(standard.messageId, standard.eventSourceARN);
     const deadline = this.#deadline;
-    const records = event.Records.map((sqsRecord): BatchRecord => {
-      const received = receiveRecord(sqsRecord, this.#parse);
-      const hooks = { hooks: this.#options.hooks, message: received.message };
-      return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received), hooks) };
-    });
+    const records = receiveBatch(event, 'fifo', this.#parse, telemetry, this.#options.hooks);
     let anyStarted = false;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
     const report = await runGroups(

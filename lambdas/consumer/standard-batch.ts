@@ -1,6 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
+import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
 import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
@@ -9,7 +10,7 @@ import type { FifoBatchOptions } from './fifo-batch.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
 import { waitForKey } from './in-flight-wait.js';
-import { logFieldsOf, parseEnvelopeRecord, type ReceivedRecord, receiveRecord } from './message.js';
+import { parseEnvelopeRecord, type ReceivedRecord } from './message.js';
 import { processRecord, type RecordProcessorOptions, routeRecord } from './record-processor.js';
 import {
   DEFAULT_RETRY_DELAYS,
@@ -19,7 +20,6 @@ import {
   soonDelaySeconds,
 } from './retry-delay.js';
 import { keepRecordsOfReturningCopies } from './returning-copies.js';
-import { RecordTelemetry } from './telemetry.js';
 import { type DelayedReturn, delayReturns } from './visibility-changes.js';
 
 /**
@@ -86,13 +86,8 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
 export function standardBatch(
   options: StandardBatchOptions,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  consumerFor(options); // checks the options given now; the environment is read on the first batch
-  return {
-    name: 'oncely-standard-batch',
-    after: async (request) => {
-      request.response = await processStandardBatch(request.event, request.context, options);
-    },
-  };
+  // Made now, so that the options are checked now; the environment is read on the first batch.
+  return batchMiddleware('oncely-standard-batch', consumerFor(options));
 }
 
 /**
@@ -113,21 +108,7 @@ export function processStandardBatch(
   return consumerFor(options).process(event, lambdaContext);
 }
 
-const consumers = new WeakMap<StandardBatchOptions, StandardBatchConsumer>();
-
-function consumerFor(options: StandardBatchOptions): StandardBatchConsumer {
-  let consumer = consumers.get(options);
-  if (!consumer) {
-    consumer = new StandardBatchConsumer(options);
-    consumers.set(options, consumer);
-  }
-  return consumer;
-}
-
-interface BatchRecord {
-  received: ReceivedRecord;
-  telemetry: RecordTelemetry;
-}
+const consumerFor = consumersByOptions((options: StandardBatchOptions) => new StandardBatchConsumer(options));
 
 /** One standard consumer for the container's life. */
 class StandardBatchConsumer {
@@ -194,12 +175,7 @@ class StandardBatchConsumer {
       DEFAULT_MAX_CONCURRENT_RECORDS;
     const parse = this.#options.parse ?? parseEnvelopeRecord;
     const inFlightWaitMs = this.#options.inFlightWaitMs ?? 0;
-    const records = event.Records.map((sqsRecord): BatchRecord => {
-      const received = receiveRecord(sqsRecord, parse, 'standard');
-      const fields = { ...logFieldsOf(received), queueType: 'standard' as const };
-      const hooks = { hooks: this.#options.hooks, message: received.message };
-      return { received, telemetry: RecordTelemetry.forRecord(telemetry, fields, hooks) };
-    });
+    const records = receiveBatch(event, 'standard', parse, telemetry, this.#options.hooks);
     const deadline = this.#deadline;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
     let anyStarted = false;

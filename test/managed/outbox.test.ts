@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
-import { groupPartition, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import type { SweepReport } from '../../lambdas/outbox/sweeper.js';
 import { localDynamoClient } from '../support/dynamodb.js';
-import { createOutboxTable } from '../support/outbox.js';
+import { createOutboxTable, markerInserts } from '../support/outbox.js';
 import { createFifoQueue, deleteQueues, type FifoQueue, localSqsClient } from '../support/sqs.js';
 import {
   bundleHandler,
@@ -84,26 +83,6 @@ async function write(outbox: Outbox, groupId: string, count: number): Promise<st
 }
 
 /** The stream event the relay gets for a group's pending markers (its event source's filter passes only those). */
-async function markerInserts(layout: OutboxLayout, groupIds: string[]): Promise<DynamoDBStreamEvent> {
-  const images = [];
-  for (const groupId of groupIds) {
-    const { Items = [] } = await dynamodb.send(
-      new QueryCommand({
-        TableName: layout.tableName,
-        KeyConditionExpression: 'pk = :group',
-        ExpressionAttributeValues: { ':group': { S: groupPartition(groupId) } },
-        ConsistentRead: true,
-      }),
-    );
-    images.push(...Items);
-  }
-  return {
-    Records: images.map((image, i) => ({
-      eventName: 'INSERT',
-      dynamodb: { NewImage: image as never, SequenceNumber: String(1000 + i) },
-    })),
-  };
-}
 
 /** Hangs the first SendMessageBatch naming `groupId`; counts every one that names it. */
 function holdFirstSendOf(groupId: string): { sends: () => number } {
@@ -134,12 +113,12 @@ describe('the outbox relay, two invocations at once in one environment (Lambda M
     const sendsOfHeld = holdFirstSendOf(held);
 
     const a = resultOf<DynamoDBBatchResponse>(
-      fn.runtime.invoke(await markerInserts(layout, [held]), 'relay-a'),
+      fn.runtime.invoke(await markerInserts(dynamodb, layout, [held]), 'relay-a'),
     );
     await proxy.waitForHung(1, 10_000);
     // B is told of both groups: the held one is A's claim, not B's to send.
     const b = await resultOf<DynamoDBBatchResponse>(
-      fn.runtime.invoke(await markerInserts(layout, [held, free]), 'relay-b'),
+      fn.runtime.invoke(await markerInserts(dynamodb, layout, [held, free]), 'relay-b'),
     );
     proxy.releaseHung();
 

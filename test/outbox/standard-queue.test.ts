@@ -1,16 +1,13 @@
-import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
-import { groupPartition, itemKey, type OutboxLayout } from '../../lambdas/outbox/layout.js';
-import { type OutboxItem, toItem } from '../../lambdas/outbox/outbox-items.js';
+import type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { relayBatch } from '../../lambdas/outbox/relay.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { localDynamoClient } from '../support/dynamodb.js';
-import { createOutboxTable, senderOptions } from '../support/outbox.js';
+import { createOutboxTable, markerInserts, outboxItemOf, senderOptions } from '../support/outbox.js';
 import { failRequests } from '../support/sdk-middleware.js';
 import {
   createStandardQueue,
@@ -55,29 +52,8 @@ async function writeMessages(groupId: string, count: number): Promise<string[]> 
   return keys;
 }
 
-async function markerInserts(groupId: string): Promise<DynamoDBStreamEvent> {
-  const { Items = [] } = await dynamodb.send(
-    new QueryCommand({
-      TableName: layout.tableName,
-      KeyConditionExpression: 'pk = :group',
-      ExpressionAttributeValues: { ':group': { S: groupPartition(groupId) } },
-      ConsistentRead: true,
-    }),
-  );
-  return {
-    Records: Items.map((image, i) => ({
-      eventName: 'INSERT',
-      dynamodb: { NewImage: image as never, SequenceNumber: String(1000 + i) },
-    })),
-  };
-}
-
-async function itemOf(key: string): Promise<OutboxItem> {
-  const { Item } = await DynamoDBDocumentClient.from(dynamodb).send(
-    new GetCommand({ TableName: layout.tableName, Key: itemKey(layout, key), ConsistentRead: true }),
-  );
-  return toItem(Item as Record<string, unknown>);
-}
+const markerInsertsOf = (groupId: string) => markerInserts(dynamodb, layout, [groupId]);
+const itemOf = (key: string) => outboxItemOf(dynamodb, layout, key);
 
 const drainOptions = (client: SQSClient, documents = dynamodb) => ({
   ...senderOptions(documents, client, layout, queue.url),
@@ -91,7 +67,7 @@ describe('the outbox to a standard queue', () => {
     const keys = await writeMessages('std-a', 10);
     const calls = countRequests(sqs);
 
-    const response = await relayBatch(await markerInserts('std-a'), {
+    const response = await relayBatch(await markerInsertsOf('std-a'), {
       ...senderOptions(dynamodb, sqs, layout, queue.url),
       timeLeftMs: forever,
     });
