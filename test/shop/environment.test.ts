@@ -44,16 +44,14 @@ describe('the shop consumer’s environment', () => {
       notificationUrl: 'http://127.0.0.1:8025/send',
       notificationTimeoutMs: DEFAULT_NOTIFICATION_TIMEOUT_MS,
       notificationMode: 'at-most-once',
-      queueType: 'fifo',
     });
     expect(
       readShopConfig({
         ...complete,
         NOTIFICATION_TIMEOUT_MS: '800',
         NOTIFICATION_MODE: 'at-least-once',
-        QUEUE_TYPE: 'standard',
       }),
-    ).toMatchObject({ notificationTimeoutMs: 800, notificationMode: 'at-least-once', queueType: 'standard' });
+    ).toMatchObject({ notificationTimeoutMs: 800, notificationMode: 'at-least-once' });
   });
 
   it('names every missing or invalid variable at once', () => {

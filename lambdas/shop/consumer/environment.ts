@@ -14,15 +14,12 @@ export const SHOP_ENVIRONMENT = {
   notificationTimeoutMs: 'NOTIFICATION_TIMEOUT_MS',
   /** Optional: `at-most-once` (default: a crashed send is parked IN_DOUBT) or `at-least-once` (it is re-sent). */
   notificationMode: 'NOTIFICATION_MODE',
-  /** Optional: `fifo` (the default: `fifoBatch`) or `standard` (`standardBatch`), the pipeline's queue type. */
-  queueType: 'QUEUE_TYPE',
 } as const;
 
 export const DEFAULT_NOTIFICATION_TIMEOUT_MS = 5_000;
 
 const required = (name: string) => z.string(`${name} is not set`).check(z.minLength(1, `${name} is empty`));
-const { ledgerTableName, notificationUrl, notificationTimeoutMs, notificationMode, queueType } =
-  SHOP_ENVIRONMENT;
+const { ledgerTableName, notificationUrl, notificationTimeoutMs, notificationMode } = SHOP_ENVIRONMENT;
 const environmentSchema = z.object({
   [ledgerTableName]: required(ledgerTableName),
   [notificationUrl]: z.pipe(
@@ -40,7 +37,6 @@ const environmentSchema = z.object({
   [notificationMode]: z.optional(
     z.enum(['at-most-once', 'at-least-once'], `${notificationMode} must be at-most-once or at-least-once`),
   ),
-  [queueType]: z.optional(z.enum(['fifo', 'standard'], `${queueType} must be fifo or standard`)),
 });
 
 export interface ShopConfig {
@@ -48,8 +44,6 @@ export interface ShopConfig {
   notificationUrl: string;
   notificationTimeoutMs: number;
   notificationMode: IdempotencyMode;
-  /** Which middleware reads the queue: `fifoBatch` (`fifo`, the default) or `standardBatch`. */
-  queueType?: 'fifo' | 'standard';
 }
 
 /** Reads and checks the shop consumer's environment; the error names every missing or invalid variable. */
@@ -69,6 +63,5 @@ export function readShopConfig(environment: NodeJS.ProcessEnv = process.env): Sh
     notificationUrl: env[notificationUrl],
     notificationTimeoutMs: env[notificationTimeoutMs] ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
     notificationMode: env[notificationMode] ?? 'at-most-once',
-    queueType: env[queueType] ?? 'fifo',
   };
 }
