@@ -147,7 +147,10 @@ export function processFifoBatch(
   return consumerFor(options).process(event, lambdaContext);
 }
 
-const consumerFor = consumersByOptions((options: FifoBatchOptions) => new FifoBatchConsumer(options));
+// Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
+const consumerFor = /* @__PURE__ */ consumersByOptions(
+  (options: FifoBatchOptions) => new FifoBatchConsumer(options),
+);
 
 interface BatchSettings {
   processor: RecordProcessorOptions;

@@ -108,7 +108,10 @@ export function processStandardBatch(
   return consumerFor(options).process(event, lambdaContext);
 }
 
-const consumerFor = consumersByOptions((options: StandardBatchOptions) => new StandardBatchConsumer(options));
+// Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
+const consumerFor = /* @__PURE__ */ consumersByOptions(
+  (options: StandardBatchOptions) => new StandardBatchConsumer(options),
+);
 
 /** One standard consumer for the container's life. */
 class StandardBatchConsumer {
