@@ -164,7 +164,7 @@ export async function withNotificationConsumers<T>(
 }
 
 /** One DynamoDB client per consumer, each request held `latencyMs`: their requests are counted apart. */
-function clientsFor<C extends string>(
+export function clientsFor<C extends string>(
   endpoints: BenchEndpoints,
   consumers: readonly C[],
   latencyMs: number | (() => number),

@@ -89,13 +89,10 @@ export async function measureBilledUsage(
       }
       const records = options.batches * BATCH_SIZE;
       for (const mode of modes) {
-        const { requests, writeUnits, readUnits } = meters[mode];
         rows.push({
           mode,
           groups,
-          dynamodbRequestsPerRecord: requests.total() / records,
-          writeUnitsPerRecord: writeUnits.total() / records,
-          readUnitsPerRecord: readUnits.total() / records,
+          ...meters[mode].perRecord(records),
           batchMs: spreadOf(times.get(mode) ?? []),
           bodyBytes,
         });
@@ -109,14 +106,19 @@ export async function measureBilledUsage(
   }
 }
 
-interface Meter {
+/** The DynamoDB requests of one client, and the write and read units DynamoDB reported for them. */
+export interface Meter {
   requests: ReturnType<typeof countRequests>;
   writeUnits: ReturnType<typeof sumWriteUnits>;
   readUnits: ReturnType<typeof sumWriteUnits>;
+  /** The requests and units so far, divided among `records` records. */
+  perRecord(
+    records: number,
+  ): Pick<BilledUsage, 'dynamodbRequestsPerRecord' | 'writeUnitsPerRecord' | 'readUnitsPerRecord'>;
   reset(): void;
 }
 
-function meter(client: DynamoDBClient): Meter {
+export function meter(client: DynamoDBClient): Meter {
   const [requests, writeUnits, readUnits] = [
     countRequests(client),
     sumWriteUnits(client),
@@ -126,6 +128,11 @@ function meter(client: DynamoDBClient): Meter {
     requests,
     writeUnits,
     readUnits,
+    perRecord: (records) => ({
+      dynamodbRequestsPerRecord: requests.total() / records,
+      writeUnitsPerRecord: writeUnits.total() / records,
+      readUnitsPerRecord: readUnits.total() / records,
+    }),
     reset: () => {
       for (const counter of [requests, writeUnits, readUnits]) counter.reset();
     },

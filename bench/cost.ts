@@ -22,6 +22,8 @@ export const PRICES = {
   dynamodbPerMillionReadUnits: 0.125,
   /** SQS FIFO: every 64 KB chunk of a request's payload is billed as one request. */
   sqsFifoPerMillionRequests: 0.5,
+  /** SQS standard (and fair) queues, billed by the same 64 KB chunks. */
+  sqsStandardPerMillionRequests: 0.4,
   sqsChunkBytes: 64 * 1024,
 } as const;
 
@@ -37,6 +39,8 @@ export interface UsagePerMessage {
   /** Lambda bills each invocation's duration rounded up to the millisecond. */
   lambdaBilledMsPerInvocation: number;
   lambdaMemoryMiB: number;
+  /** The queue the SQS requests go to, which sets their price. FIFO when unset. */
+  queueType?: 'fifo' | 'standard';
 }
 
 /** Dollars per million messages, by what is billed. */
@@ -54,7 +58,11 @@ export function costPerMillionMessages(usage: UsagePerMessage, prices: Prices = 
   // Units per message times a million messages, at a price per million units: units per message × price.
   const dynamodbWrites = usage.dynamodbWriteUnits * prices.dynamodbPerMillionWriteUnits;
   const dynamodbReads = usage.dynamodbReadUnits * prices.dynamodbPerMillionReadUnits;
-  const sqs = usage.sqsRequests * prices.sqsFifoPerMillionRequests;
+  const sqs =
+    usage.sqsRequests *
+    (usage.queueType === 'standard'
+      ? prices.sqsStandardPerMillionRequests
+      : prices.sqsFifoPerMillionRequests);
   const lambdaRequests = usage.lambdaInvocations * prices.lambdaPerMillionRequests;
   const gbSecondsPerInvocation =
     (Math.ceil(usage.lambdaBilledMsPerInvocation) / 1000) * (usage.lambdaMemoryMiB / 1024);

@@ -17,11 +17,10 @@ export function invocationContext(): Context {
 
 /**
  * Powertools Logger and Metrics as the consumers use them, printing nothing: the benchmark's output is
- * its report. Metrics print unless POWERTOOLS_METRICS_DISABLED is set when they are made (run.ts sets it).
+ * its report. Metrics print unless POWERTOOLS_METRICS_DISABLED is set when they are made (run.ts sets it);
+ * their warnings (a batch that stored no metric) go to the silent logger.
  */
 export function silentTelemetry(): { logger: Logger; metrics: Metrics } {
-  return {
-    logger: new Logger({ serviceName: 'bench', logLevel: 'SILENT' }),
-    metrics: new Metrics({ namespace: 'OncelyBench', serviceName: 'bench' }),
-  };
+  const logger = new Logger({ serviceName: 'bench', logLevel: 'SILENT' });
+  return { logger, metrics: new Metrics({ namespace: 'OncelyBench', serviceName: 'bench', logger }) };
 }

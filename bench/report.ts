@@ -9,6 +9,7 @@ import {
 import { COST_MODES, type CostMode } from './billed-usage.js';
 import { BASELINE_BUNDLE, BUNDLE_FORMATS, BUNDLES, type BundleSize, DEFAULT_FORMAT } from './bundle-size.js';
 import type { CostReport, ModeCost } from './cost.js';
+import { IN_FLIGHT_SUBJECTS, type InFlightRow } from './in-flight-duplicates.js';
 import type { Machine } from './machine.js';
 import type { OwnCpu } from './own-cpu.js';
 import { type PublisherCost, SENDERS } from './publisher-calls.js';
@@ -21,6 +22,7 @@ import {
 } from './requests-per-message.js';
 import { DESIGN_ROUND_TRIPS, type RoundTrips, SLOPE_RESAMPLES } from './round-trips.js';
 import type { BenchSettings } from './settings.js';
+import { STANDARD_CONSUMERS, type StandardBatchRow, type StandardConsumer } from './standard-batches.js';
 import { type ImportTimes, OWN_LAYERS, type StartUp, type StartUpResults } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
 import type { TargetVerdict } from './targets.js';
@@ -58,7 +60,15 @@ export interface BenchResults {
   startUp: StartUpResults;
   /** (7), when it was measured. */
   cost?: CostReport;
+  /** (8), when it was measured. */
+  standard?: StandardQueueResults;
   targets: TargetVerdict[];
+}
+
+/** (8): standard queues' batches, and their duplicates that arrive while the original is in flight. */
+export interface StandardQueueResults {
+  batches: StandardBatchRow[];
+  inFlight: InFlightRow[];
 }
 
 /** bench/RESULTS.md: every figure of the run with its ratio to the baseline measured beside it. */
@@ -91,6 +101,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
     ...(results.ownCpu ? [ownCpuSection(results.ownCpu, results.settings)] : []),
     startUpSection(results.startUp, results.settings),
     ...(results.cost ? [costSection(results.cost, results.settings)] : []),
+    ...(results.standard ? [standardQueuesSection(results.standard, results.settings)] : []),
     notesSection(results),
   ].join('\n');
 }
@@ -215,15 +226,19 @@ function latencySection(rows: readonly BatchLatency[], settings: BenchSettings, 
   ].join('\n');
 }
 
-/** Latency per group count (rows) and consumer (columns), each against Powertools' in its row. */
+/**
+ * Latency per group count (rows) and consumer (columns), each against Powertools' in its row; per
+ * record count (`rowLabel` records) on standard queues.
+ */
 function latencyTable<C extends string>(
   consumers: readonly C[],
   labels: Record<C, string>,
   groupCounts: readonly number[],
   find: (consumer: C, groups: number) => { latency: Spread } | undefined,
+  rowLabel = 'groups',
 ): string {
   return table(
-    ['groups', ...consumers.map((consumer) => labels[consumer])],
+    [rowLabel, ...consumers.map((consumer) => labels[consumer])],
     groupCounts.map((groups) => {
       const baseline = find('powertools' as C, groups);
       return [
@@ -231,11 +246,7 @@ function latencyTable<C extends string>(
         ...consumers.map((consumer) => {
           const measured = find(consumer, groups);
           if (!measured || !baseline) return '–';
-          const faster =
-            consumer === 'powertools'
-              ? ''
-              : `, ${ratio(baseline.latency.median, measured.latency.median)} faster`;
-          return `${spreadText(measured.latency, 'ms')}${faster}`;
+          return `${spreadText(measured.latency, 'ms')}${againstPowertools(consumer === 'powertools', measured.latency.median, baseline.latency.median)}`;
         }),
       ];
     }),
@@ -868,12 +879,110 @@ function costComparison(rows: readonly ModeCost[]): string[] {
   ];
 }
 
+/** (8), "Standard queues": the section `npm run bench -- --only standard` prints alone. */
+export function standardQueuesSection(results: StandardQueueResults, settings: BenchSettings): string {
+  const consumers = Object.keys(STANDARD_CONSUMERS) as StandardConsumer[];
+  const { recordCounts, batches, warmupBatches, inFlight } = settings.standard;
+  const find = (consumer: StandardConsumer, records: number) =>
+    results.batches.find((row) => row.consumer === consumer && row.records === records);
+  const visibility = results.inFlight[0]?.visibilityTimeoutSeconds;
+  return [
+    '## 8. Standard queues',
+    '',
+    `Batches of ${recordCounts.join(' and ')} StockReceived first deliveries (one ledger write each, one SKU per ` +
+      "record), each consumer invoked directly with the event a standard queue's event source delivers, " +
+      `${settings.latencyMs} ms added to every DynamoDB request. ${batches} timed batches per cell after ` +
+      `${warmupBatches} untimed ones; the consumers take turns batch after batch. Oncely: \`standardBatch\` with its ` +
+      'defaults (10 records at once). Powertools 2.35: its documented standard-queue pattern, ' +
+      '`processPartialResponse` with `BatchProcessor(EventType.SQS)` and `makeIdempotent` on the record handler, ' +
+      'with its default `processInParallel: true`: every record of the batch at once (`Promise.all`, unbounded). ' +
+      "That default is the fair comparison: it is what Powertools' users get, and its fastest setting " +
+      '(`processInParallel: false` runs the records one after another). Median and p10–p90 in ms; the ratio is ' +
+      'how many times faster (or slower) than Powertools.',
+    '',
+    latencyTable(consumers, STANDARD_CONSUMERS, recordCounts, find, 'records'),
+    '',
+    'Per record, over the timed batches: the DynamoDB requests and the units DynamoDB Local reported; the CPU ' +
+      'of this process while the consumer ran (the consumers run in it, one batch at a time; DynamoDB Local is ' +
+      "a process of its own); and a million records' cost at the prices of (7), SQS standard " +
+      'at $0.40 per million requests (the same calls for every consumer: a `SendMessageBatch` per 10, a receive ' +
+      "and a `DeleteMessageBatch` per batch), Lambda billed for the batch's median at the construct's memory.",
+    '',
+    table(
+      [
+        '',
+        'records',
+        'DynamoDB requests',
+        'WRU',
+        'RRU',
+        'CPU ms',
+        'CPU vs Powertools',
+        'cost per million',
+        'vs Powertools',
+      ],
+      recordCounts.flatMap((records) =>
+        consumers.map((consumer) => {
+          const row = find(consumer, records);
+          const baseline = find('powertools', records);
+          if (!row || !baseline)
+            return [STANDARD_CONSUMERS[consumer], String(records), '–', '–', '–', '–', '–', '–', '–'];
+          const cpu = row.cpuMsPerRecord;
+          return [
+            STANDARD_CONSUMERS[consumer],
+            String(records),
+            row.dynamodbRequestsPerRecord.toFixed(2),
+            row.writeUnitsPerRecord.toFixed(1),
+            row.readUnitsPerRecord.toFixed(1),
+            cpu === undefined ? 'n/a' : cpu.toFixed(3),
+            cpu === undefined || baseline.cpuMsPerRecord === undefined
+              ? 'n/a'
+              : ratio(cpu, baseline.cpuMsPerRecord),
+            money(row.cost.total),
+            consumer === 'powertools' ? 'baseline' : ratio(row.cost.total, baseline.cost.total),
+          ];
+        }),
+      ),
+    ),
+    '',
+    '### A duplicate that arrives while its original is in flight',
+    '',
+    `${inFlight.pairs} originals sent to a standard queue at once, each consumer on its own queue, polled by the ` +
+      "sandbox's event source poller (Lambda's rules) into the consumer in this process. Each original's effect, " +
+      'once its claim is written, sends its copy (the same envelope, as SQS delivers a message twice) and is held ' +
+      `${inFlight.holdMs} ms before its write; the copy reaches a second invocation meanwhile. Timed from the ` +
+      "copy's first delivery to the end of the invocation that acknowledged it (the poller deletes it then). The " +
+      `queue's visibility timeout: ${visibility} s, ${
+        inFlight.visibilityTimeoutSeconds === undefined
+          ? "the construct's default for a standard pipeline (6 × the 30 s consumer timeout)"
+          : "set short for this quick run (the construct's default is 180 s)"
+      }. Oncely with \`inFlightWaitMs: ${inFlight.inFlightWaitMs}\` waits in the copy's invocation.`,
+    '',
+    table(
+      ['', 'settles in', 'deliveries of a copy, at most'],
+      results.inFlight.map((row) => [
+        IN_FLIGHT_SUBJECTS[row.subject],
+        spreadText(row.settle, 'ms'),
+        String(row.maxDeliveries),
+      ]),
+    ),
+    '',
+  ].join('\n');
+}
+
 function money(dollars: number): string {
   return `$${dollars.toFixed(dollars >= 1 ? 2 : 3)}`;
 }
 
 function signedMoney(dollars: number): string {
   return `${dollars < 0 ? '−' : '+'}${money(Math.abs(dollars))}`;
+}
+
+/** How many times faster than Powertools, or slower: never "0.8× faster". */
+function againstPowertools(isPowertools: boolean, median: number, baselineMedian: number): string {
+  if (isPowertools) return '';
+  return median <= baselineMedian
+    ? `, ${ratio(baselineMedian, median)} faster`
+    : `, ${ratio(median, baselineMedian)} slower`;
 }
 
 function ratioSpread(spread: Spread): string {

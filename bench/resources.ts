@@ -39,14 +39,20 @@ export async function createQueueWithDlq(sqs: SQSClient): Promise<{ queue: Local
   return { queue, dlq };
 }
 
-export async function createFifoQueue(
+export function createFifoQueue(sqs: SQSClient, attributes: Record<string, string>): Promise<LocalQueue> {
+  return createQueue(sqs, `${uniqueName('bench')}.fifo`, { FifoQueue: 'true', ...attributes });
+}
+
+export function createStandardQueue(sqs: SQSClient, attributes: Record<string, string>): Promise<LocalQueue> {
+  return createQueue(sqs, uniqueName('bench'), attributes);
+}
+
+async function createQueue(
   sqs: SQSClient,
+  name: string,
   attributes: Record<string, string>,
 ): Promise<LocalQueue> {
-  const name = `${uniqueName('bench')}.fifo`;
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', ...attributes } }),
-  );
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
   if (!QueueUrl) throw new Error(`CreateQueue returned no QueueUrl for ${name}`);
   const { Attributes } = await sqs.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),

@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- --quick]`: measures Oncely against AWS Lambda Powertools and a naive pipeline,
- * all in one run on DynamoDB Local and the SQS emulator, then writes bench/RESULTS.md and the latency
- * chart and prints the tables (a quick run writes them to .oncely/bench-quick/ instead, so that it
- * never replaces the committed full results). Figures are printed, never asserted: test/bench
- * checks that it runs.
+ * `npm run bench [-- --quick] [-- --only standard]`: measures Oncely against AWS Lambda Powertools
+ * and a naive pipeline, all in one run on DynamoDB Local and the SQS emulator, then writes
+ * bench/RESULTS.md and the latency chart and prints the tables (a quick run writes them to
+ * .oncely/bench-quick/ instead, so that it never replaces the committed full results; `--only
+ * standard` runs section 8 alone and prints it, writing nothing). Figures are printed, never
+ * asserted: test/bench checks that it runs.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
@@ -28,14 +29,21 @@ import {
 } from './bundle-size.js';
 import type { BenchEndpoints } from './clients.js';
 import { costReport } from './cost.js';
+import { measureInFlightDuplicates } from './in-flight-duplicates.js';
 import { latencyChartSvg } from './latency-chart.js';
 import { currentLoad, describeMachine } from './machine.js';
 import { measureOwnCpu } from './own-cpu.js';
 import { measurePublisher } from './publisher-calls.js';
-import { type BenchResults, resultsMarkdown } from './report.js';
+import {
+  type BenchResults,
+  resultsMarkdown,
+  type StandardQueueResults,
+  standardQueuesSection,
+} from './report.js';
 import { measureRequestsPerMessage } from './requests-per-message.js';
 import { measureRoundTrips } from './round-trips.js';
 import { FULL, QUICK } from './settings.js';
+import { measureStandardBatches } from './standard-batches.js';
 import { measureStartUp } from './start-up.js';
 import { judgeTargets } from './targets.js';
 import { measureThroughput } from './throughput.js';
@@ -48,7 +56,12 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const PROJECT_ROOT = join(BENCH_DIR, '..');
 const CHART_FILE = 'batch-latency.svg';
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
+});
+if (values.only !== undefined && values.only !== 'standard') {
+  throw new Error(`--only takes "standard" (section 8, standard queues), not ${JSON.stringify(values.only)}`);
+}
 const settings = values.quick ? QUICK : FULL;
 const command = values.quick ? 'npm run bench -- --quick' : 'npm run bench';
 const OUTPUT_DIR = values.quick ? join(PROJECT_ROOT, '.oncely', 'bench-quick') : BENCH_DIR;
@@ -68,99 +81,126 @@ try {
     return result;
   };
 
-  const requests = await step('1. DynamoDB requests per message', () => measureRequestsPerMessage(endpoints));
-  const latency = await step('2. FIFO batch latency', () =>
-    measureBatchLatency(endpoints, {
-      ...settings.batchLatency,
-      latencyMs: settings.latencyMs,
-      onProgress: progress,
-    }),
-  );
-  const notificationLatency = await step('2b. FIFO batch latency, an effect without DynamoDB requests', () =>
-    measureNotificationLatency(endpoints, {
-      ...settings.batchLatency,
-      groupCounts: NOTIFICATION_GROUP_COUNTS,
-      latencyMs: settings.latencyMs,
-      onProgress: progress,
-    }),
-  );
-  // The same 1-group batches with no latency added: what their requests cost this machine's CPUs.
-  const notificationNoLatency = await step('2c. The same, 1 group, no latency added', () =>
-    measureNotificationLatency(endpoints, { ...settings.batchLatency, groupCounts: [1], latencyMs: 0 }),
-  );
-  const roundTrips = await step('2d. Sequential round trips of the same batch: the latency slope', () =>
-    measureRoundTrips(endpoints, { ...settings.roundTrips, onProgress: progress }),
-  );
-  const publisher = await step('3. Publisher', () =>
-    measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
-  );
-  // Every Lambda in every format (6) compares; (4) reports the default's and the SDK-less bytes.
-  const built = await step('4. Bundle size', async () => {
-    const all = [];
-    for (const format of Object.keys(BUNDLE_FORMATS) as BundleFormat[]) {
-      all.push(...(await buildBundles(PROJECT_ROOT, format)));
-    }
-    return all;
-  });
-  const bundles = bundleSizes(built.filter((bundle) => bundle.format === DEFAULT_FORMAT));
-  const bundlesWithoutSdk = bundleSizes(built.filter((bundle) => bundle.format === WITHOUT_SDK_FORMAT));
-  const throughput = await step("5. Throughput: the consumer's CPU per message, and end to end", () =>
-    measureThroughput(endpoints, {
-      ...settings.throughput,
-      projectRoot: PROJECT_ROOT,
-      dynamodbPid: dynamodb.pid,
-      onProgress: progress,
-    }),
-  );
-  const ownCpu = await step("5b. Oncely's own CPU per message: each mode profiled", () =>
-    measureOwnCpu(endpoints, { ...settings.ownCpu, projectRoot: PROJECT_ROOT }),
-  );
-  // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
-  const startUp = await step('6. Module start-up', () =>
-    measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
-  );
-  const usage = await step('7. What a million messages cost', () =>
-    measureBilledUsage(endpoints, { ...settings.cost, latencyMs: settings.latencyMs }),
-  );
-  const cost = costReport({
-    usage,
-    publisher,
-    eventSources: throughput.map((row) => row.eventSource),
-    lambdaMemoryMiB: resolveSettings().consumerMemoryMiB,
+  const standardQueues = async (): Promise<StandardQueueResults> => ({
+    batches: await step(
+      `8. Standard queues: batches of ${settings.standard.recordCounts.join(' and ')} records`,
+      () =>
+        measureStandardBatches(endpoints, {
+          ...settings.standard,
+          latencyMs: settings.latencyMs,
+          onProgress: progress,
+        }),
+    ),
+    inFlight: await step(
+      '8b. Standard queues: a duplicate that arrives while its original is in flight',
+      () => measureInFlightDuplicates(endpoints, settings.standard.inFlight),
+    ),
   });
 
-  const figures = {
-    requests,
-    latency,
-    notificationLatency,
-    notificationNoLatency,
-    roundTrips,
-    publisher,
-    bundles,
-    bundlesWithoutSdk,
-    throughput,
-    ownCpu,
-    startUp,
-    cost,
-  };
-  const results: BenchResults = {
-    settings,
-    command,
-    startedAt,
-    seconds: (Date.now() - startedAt.getTime()) / 1000,
-    machine,
-    loadAverageAtEnd: currentLoad(),
-    ...figures,
-    targets: judgeTargets(figures),
-  };
-  const markdown = resultsMarkdown(results, CHART_FILE);
-  await mkdir(OUTPUT_DIR, { recursive: true });
-  await writeFile(join(OUTPUT_DIR, 'RESULTS.md'), markdown);
-  await writeFile(join(OUTPUT_DIR, CHART_FILE), latencyChartSvg(latency, settings.latencyMs));
-  console.log(markdown);
-  console.log(
-    `Written: ${relative(PROJECT_ROOT, join(OUTPUT_DIR, 'RESULTS.md'))} and ${CHART_FILE} beside it`,
-  );
+  if (values.only === 'standard') {
+    // One section alone is printed, never written: RESULTS.md comes from whole runs.
+    console.log(standardQueuesSection(await standardQueues(), settings));
+  } else {
+    const requests = await step('1. DynamoDB requests per message', () =>
+      measureRequestsPerMessage(endpoints),
+    );
+    const latency = await step('2. FIFO batch latency', () =>
+      measureBatchLatency(endpoints, {
+        ...settings.batchLatency,
+        latencyMs: settings.latencyMs,
+        onProgress: progress,
+      }),
+    );
+    const notificationLatency = await step(
+      '2b. FIFO batch latency, an effect without DynamoDB requests',
+      () =>
+        measureNotificationLatency(endpoints, {
+          ...settings.batchLatency,
+          groupCounts: NOTIFICATION_GROUP_COUNTS,
+          latencyMs: settings.latencyMs,
+          onProgress: progress,
+        }),
+    );
+    // The same 1-group batches with no latency added: what their requests cost this machine's CPUs.
+    const notificationNoLatency = await step('2c. The same, 1 group, no latency added', () =>
+      measureNotificationLatency(endpoints, { ...settings.batchLatency, groupCounts: [1], latencyMs: 0 }),
+    );
+    const roundTrips = await step('2d. Sequential round trips of the same batch: the latency slope', () =>
+      measureRoundTrips(endpoints, { ...settings.roundTrips, onProgress: progress }),
+    );
+    const publisher = await step('3. Publisher', () =>
+      measurePublisher(endpoints, { ...settings.publisher, latencyMs: settings.latencyMs }),
+    );
+    // Every Lambda in every format (6) compares; (4) reports the default's and the SDK-less bytes.
+    const built = await step('4. Bundle size', async () => {
+      const all = [];
+      for (const format of Object.keys(BUNDLE_FORMATS) as BundleFormat[]) {
+        all.push(...(await buildBundles(PROJECT_ROOT, format)));
+      }
+      return all;
+    });
+    const bundles = bundleSizes(built.filter((bundle) => bundle.format === DEFAULT_FORMAT));
+    const bundlesWithoutSdk = bundleSizes(built.filter((bundle) => bundle.format === WITHOUT_SDK_FORMAT));
+    const throughput = await step("5. Throughput: the consumer's CPU per message, and end to end", () =>
+      measureThroughput(endpoints, {
+        ...settings.throughput,
+        projectRoot: PROJECT_ROOT,
+        dynamodbPid: dynamodb.pid,
+        onProgress: progress,
+      }),
+    );
+    const ownCpu = await step("5b. Oncely's own CPU per message: each mode profiled", () =>
+      measureOwnCpu(endpoints, { ...settings.ownCpu, projectRoot: PROJECT_ROOT }),
+    );
+    // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
+    const startUp = await step('6. Module start-up', () =>
+      measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
+    );
+    const usage = await step('7. What a million messages cost', () =>
+      measureBilledUsage(endpoints, { ...settings.cost, latencyMs: settings.latencyMs }),
+    );
+    const cost = costReport({
+      usage,
+      publisher,
+      eventSources: throughput.map((row) => row.eventSource),
+      lambdaMemoryMiB: resolveSettings().consumerMemoryMiB,
+    });
+    const standard = await standardQueues();
+
+    const figures = {
+      requests,
+      latency,
+      notificationLatency,
+      notificationNoLatency,
+      roundTrips,
+      publisher,
+      bundles,
+      bundlesWithoutSdk,
+      throughput,
+      ownCpu,
+      startUp,
+      cost,
+      standard,
+    };
+    const results: BenchResults = {
+      settings,
+      command,
+      startedAt,
+      seconds: (Date.now() - startedAt.getTime()) / 1000,
+      machine,
+      loadAverageAtEnd: currentLoad(),
+      ...figures,
+      targets: judgeTargets(figures),
+    };
+    const markdown = resultsMarkdown(results, CHART_FILE);
+    await mkdir(OUTPUT_DIR, { recursive: true });
+    await writeFile(join(OUTPUT_DIR, 'RESULTS.md'), markdown);
+    await writeFile(join(OUTPUT_DIR, CHART_FILE), latencyChartSvg(latency, settings.latencyMs));
+    console.log(markdown);
+    console.log(
+      `Written: ${relative(PROJECT_ROOT, join(OUTPUT_DIR, 'RESULTS.md'))} and ${CHART_FILE} beside it`,
+    );
+  }
 } finally {
   await sqs.stop();
   await dynamodb.stop();

@@ -1,3 +1,5 @@
+import type { InFlightOptions } from './in-flight-duplicates.js';
+
 /** How much of everything a run measures. */
 export interface BenchSettings {
   mode: 'full' | 'quick';
@@ -23,12 +25,23 @@ export interface BenchSettings {
   startUp: { runs: number; warmupRuns: number };
   /** (7): batches of first deliveries per way of consuming, whose units and durations are billed. */
   cost: { groupCounts: number[]; batches: number; warmupBatches: number };
+  /** (8): standard queues' batches of each size, and the in-flight duplicates (in-flight-duplicates.ts). */
+  standard: {
+    recordCounts: number[];
+    batches: number;
+    warmupBatches: number;
+    inFlight: InFlightOptions;
+  };
 }
 
 const GROUP_COUNTS = [1, 2, 5, 10];
 const LATENCY_MS = 5;
 /** (2)'s slope: points around an AWS round trip within a region, far enough apart for a steady slope. */
 const ROUND_TRIP_LATENCIES_MS = [2, 5, 10];
+const STANDARD_RECORD_COUNTS = [10, 100];
+/** (8): the original's effect takes this long, and the waiting consumer may wait this long for it. */
+const IN_FLIGHT_HOLD_MS = 1_000;
+const IN_FLIGHT_WAIT_MS = 5_000;
 
 export const FULL: BenchSettings = {
   mode: 'full',
@@ -44,6 +57,15 @@ export const FULL: BenchSettings = {
   startUp: { runs: 30, warmupRuns: 2 },
   // The extremes of (2): one group, whose records run in turn, and ten, which run at once.
   cost: { groupCounts: [1, 10], batches: 30, warmupBatches: 5 },
+  // The event source's default batch and one of 100 (a batching window): about 2 minutes on 2 shared
+  // CPUs. Powertools' copy waits for the construct's visibility timeout of a standard pipeline
+  // (6 × 30 s), the three consumers' pairs all at once: about 3 minutes.
+  standard: {
+    recordCounts: STANDARD_RECORD_COUNTS,
+    batches: 30,
+    warmupBatches: 5,
+    inFlight: { pairs: 10, holdMs: IN_FLIGHT_HOLD_MS, inFlightWaitMs: IN_FLIGHT_WAIT_MS },
+  },
 };
 
 /** A small version that finishes in well under a minute: indicative figures, the same code paths. */
@@ -59,4 +81,16 @@ export const QUICK: BenchSettings = {
   ownCpu: { messages: 100, warmupMessages: 50, groups: 10 },
   startUp: { runs: 8, warmupRuns: 1 },
   cost: { groupCounts: [1, 10], batches: 3, warmupBatches: 1 },
+  // A 3 s visibility timeout, not the construct's 180 s, so that Powertools' copy is back in seconds.
+  standard: {
+    recordCounts: STANDARD_RECORD_COUNTS,
+    batches: 2,
+    warmupBatches: 1,
+    inFlight: {
+      pairs: 3,
+      holdMs: IN_FLIGHT_HOLD_MS,
+      inFlightWaitMs: IN_FLIGHT_WAIT_MS,
+      visibilityTimeoutSeconds: 3,
+    },
+  },
 };

@@ -56,3 +56,21 @@ export function fifoEvent(messages: readonly PublishMessage[], queueArn: string)
     }),
   };
 }
+
+/**
+ * The event a standard queue's event source mapping would deliver for these messages: `fifoEvent`'s
+ * records without the FIFO attributes (sequence number, group, deduplication id).
+ */
+export function standardEvent(messages: readonly PublishMessage[], queueArn: string): SQSEvent {
+  return {
+    Records: fifoEvent(messages, queueArn).Records.map(
+      ({
+        attributes: { SequenceNumber, MessageGroupId, MessageDeduplicationId, ...attributes },
+        ...record
+      }) => ({
+        ...record,
+        attributes,
+      }),
+    ),
+  };
+}

@@ -9,11 +9,15 @@ import {
   DEFAULT_FORMAT,
 } from './bundle-size.js';
 import type { CostReport } from './cost.js';
+import { IN_FLIGHT_SUBJECTS } from './in-flight-duplicates.js';
 import { type OwnCpu, PROFILED_MODES, type ProfiledMode } from './own-cpu.js';
 import type { PublisherCost } from './publisher-calls.js';
+import type { StandardQueueResults } from './report.js';
 import type { DeliveryScenario, IdempotencySubject, RequestsPerMessage } from './requests-per-message.js';
 import { DESIGN_ROUND_TRIPS, type RoundTrips } from './round-trips.js';
+import { STANDARD_CONSUMERS, type StandardConsumer } from './standard-batches.js';
 import { OWN_LAYERS, type OwnLayer, type StartUp, type StartUpResults } from './start-up.js';
+import { ratio } from './statistics.js';
 import {
   BASELINE_PIPELINE,
   PIPELINE_CONSUMERS,
@@ -45,6 +49,8 @@ export function judgeTargets(figures: {
   throughput?: readonly Throughput[];
   ownCpu?: readonly OwnCpu[];
   cost?: CostReport;
+  /** (8), when it was measured. */
+  standard?: StandardQueueResults;
 }): TargetVerdict[] {
   return [
     ...requestsTargets(figures.requests, figures.ownCpu),
@@ -56,6 +62,7 @@ export function judgeTargets(figures: {
     ...(figures.ownCpu ? [ownCpuTarget(figures.ownCpu, figures.throughput)] : []),
     ...(figures.throughput ? [endToEndFigures(figures.throughput)] : []),
     ...(figures.cost ? [costFigures(figures.cost)] : []),
+    ...(figures.standard ? standardTargets(figures.standard) : []),
   ];
 }
 
@@ -441,6 +448,89 @@ function costFigures(report: CostReport): TargetVerdict {
       .map((mode) => `${COST_MODES[mode].short} $${total(mode).toFixed(2)}`)
       .join(', ')} (${groups} groups per batch; see 7)`,
   };
+}
+
+/** Oncely's standard-queue consumers and the design's minimum of DynamoDB requests per first delivery, as on FIFO. */
+const STANDARD_MINIMUM: Record<Exclude<StandardConsumer, 'powertools'>, number> = {
+  transactional: 1,
+  leaseAtLeastOnce: 3,
+  leaseAtMostOnce: 3,
+};
+
+/**
+ * Issue 32: the standard-queue rows of (8). Only the request count has a number to meet (the
+ * design's minimum, as on FIFO); the rest is reported against Powertools.
+ */
+export function standardTargets({ batches, inFlight }: StandardQueueResults): TargetVerdict[] {
+  const recordCounts = [...new Set(batches.map((row) => row.records))];
+  const oncely = Object.keys(STANDARD_MINIMUM) as (keyof typeof STANDARD_MINIMUM)[];
+  const over = batches.filter(
+    (row) =>
+      row.consumer !== 'powertools' && !(row.dynamodbRequestsPerRecord <= STANDARD_MINIMUM[row.consumer]),
+  );
+  const perCount = (describe: (records: number) => string) =>
+    recordCounts.map((records) => `${records} records: ${describe(records)}`).join('; ');
+  const find = (consumer: StandardConsumer, records: number) =>
+    batches.find((row) => row.consumer === consumer && row.records === records);
+  const against = (records: number, figure: (consumer: StandardConsumer) => string) =>
+    (Object.keys(STANDARD_CONSUMERS) as StandardConsumer[])
+      .map((consumer) => `${consumer} ${figure(consumer)}`)
+      .join(', ') + (find('powertools', records) ? '' : ' (no Powertools row)');
+  return [
+    {
+      target:
+        "Standard queues: DynamoDB requests per first delivery at the design's minimum, as on FIFO: 1 in " +
+        'transactional mode, 3 in lease mode',
+      measured: `${perCount((records) =>
+        against(records, (consumer) =>
+          (find(consumer, records)?.dynamodbRequestsPerRecord ?? Number.NaN).toFixed(2),
+        ),
+      )} (see 8)`,
+      met:
+        over.length === 0 &&
+        oncely.every((consumer) => recordCounts.every((records) => find(consumer, records))),
+      shortfall:
+        over.length === 0
+          ? undefined
+          : over
+              .map(
+                (row) =>
+                  `${row.consumer} at ${row.records} records sends more than ${STANDARD_MINIMUM[row.consumer as keyof typeof STANDARD_MINIMUM]}`,
+              )
+              .join('; '),
+    },
+    {
+      target:
+        "Standard queues: batch latency against Powertools' BatchProcessor with makeIdempotent (median)",
+      measured: `${perCount((records) => {
+        const baseline = find('powertools', records)?.latency.median ?? Number.NaN;
+        return against(records, (consumer) => {
+          const median = find(consumer, records)?.latency.median ?? Number.NaN;
+          return consumer === 'powertools'
+            ? `${median.toFixed(0)} ms`
+            : `${median.toFixed(0)} ms (${ratio(baseline, median)} faster)`;
+        });
+      })} (see 8)`,
+    },
+    {
+      target: 'Standard queues: consumer CPU per record and cost per million records, against Powertools',
+      measured: `${perCount((records) =>
+        against(records, (consumer) => {
+          const row = find(consumer, records);
+          return `${row?.cpuMsPerRecord?.toFixed(3) ?? 'n/a'} ms, $${row?.cost.total.toFixed(2)}`;
+        }),
+      )} (see 8)`,
+    },
+    {
+      target: 'Standard queues: a duplicate that arrives while its original is in flight settles in (median)',
+      measured: `${inFlight
+        .map(
+          (row) =>
+            `${IN_FLIGHT_SUBJECTS[row.subject].split(':')[0]} ${(row.settle.median / 1000).toFixed(1)} s`,
+        )
+        .join(', ')} (visibility timeout ${inFlight[0]?.visibilityTimeoutSeconds} s; see 8)`,
+    },
+  ];
 }
 
 function kib(bytes: number): string {

@@ -10,6 +10,8 @@ export interface ChaosRun {
   schedules: ScheduleCheckReport;
   pipeline: PipelineChaosReport;
   outbox?: OutboxCheckReport;
+  /** The standard-queue schedules (issue 32). */
+  standard?: ScheduleCheckReport;
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
@@ -17,16 +19,15 @@ export function chaosPassed(run: {
   schedules: ScheduleCheckReport;
   pipeline?: PipelineChaosReport;
   outbox?: OutboxCheckReport;
+  standard?: ScheduleCheckReport;
 }): boolean {
-  const { schedules, pipeline, outbox } = run;
+  const { schedules, pipeline, outbox, standard } = run;
   const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
   const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
+  const schedulesPassed = (report: ScheduleCheckReport) =>
+    report.violations === 0 && report.unexplainedNeedlessInDoubt === 0 && !report.counterexample;
   return (
-    schedules.violations === 0 &&
-    schedules.unexplainedNeedlessInDoubt === 0 &&
-    !schedules.counterexample &&
-    pipelinePassed &&
-    outboxPassed
+    schedulesPassed(schedules) && (!standard || schedulesPassed(standard)) && pipelinePassed && outboxPassed
   );
 }
 
@@ -47,19 +48,11 @@ export function chaosMarkdown(run: ChaosRun): string {
     '',
     '## Generated schedules',
     '',
-    '| figure | value |',
-    '|---|---|',
-    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
-    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
-    `| steps generated | ${kinds(s.steps)} |`,
-    `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
-    `| faults injected | ${kinds(s.faults)} |`,
-    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
-    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
-    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
-    `| violations | ${s.violations} |`,
-    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect, or a give-back failing after it (DESIGN §3, §4.1): ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
-    `| time | ${seconds(s.durationMs)} |`,
+    ...scheduleRows(s, {
+      afterSteps: [
+        `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
+      ],
+    }),
     '',
     '## The whole pipeline in the sandbox',
     '',
@@ -77,6 +70,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     `| time | ${seconds(p.durationMs)} |`,
   ];
   if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
+  if (run.standard) lines.push('', ...standardMarkdown(run.standard));
   if (s.counterexample) {
     lines.push(
       '',
@@ -94,13 +88,45 @@ export function chaosMarkdown(run: ChaosRun): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The outbox schedules' section of bench/CHAOS.md. */
-function outboxMarkdown(o: OutboxCheckReport): string[] {
-  const counts = (figures: Record<string, number>) =>
+/**
+ * The table of a family of generated consumer schedules (FIFO's, the standard queue's), with the
+ * family's own rows after the steps and after the crashes.
+ */
+function scheduleRows(
+  s: ScheduleCheckReport,
+  own: { afterSteps?: string[]; afterFaults?: string[]; afterCrashes?: string[] },
+): string[] {
+  return [
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${s.schedules.toLocaleString('en')} (fast-check seed ${s.seed}) |`,
+    `| requests through the fault proxies | ${s.requests.toLocaleString('en')} |`,
+    `| steps generated | ${counts(s.steps)} |`,
+    ...(own.afterSteps ?? []),
+    `| faults injected | ${counts(s.faults)} |`,
+    ...(own.afterFaults ?? []),
+    `| clocks | each consumer container's own, up to ${CONSUMER_CLOCK_SKEW_MS} ms ahead or behind |`,
+    `| invocations crashed at a named step | ${s.crashes.toLocaleString('en')} |`,
+    ...(own.afterCrashes ?? []),
+    `| keys checked (accepted messages) | ${s.keysChecked.toLocaleString('en')} |`,
+    `| violations | ${s.violations} |`,
+    `| needless IN_DOUBT (effect never started) | ${s.needlessInDoubt}, all after a crash between acquire and effect, or a give-back failing after it (DESIGN §3, §4.1): ${s.unexplainedNeedlessInDoubt === 0 ? 'yes' : `no, ${s.unexplainedNeedlessInDoubt} unexplained`} |`,
+    `| time | ${(s.durationMs / 1000).toFixed(0)} s |`,
+  ];
+}
+
+/** Figures by kind, the nonzero ones: `kind n, kind n`, or `none`. */
+function counts(figures: Record<string, number>): string {
+  return (
     Object.entries(figures)
       .filter(([, n]) => n > 0)
       .map(([kind, n]) => `${kind} ${n.toLocaleString('en')}`)
-      .join(', ') || 'none';
+      .join(', ') || 'none'
+  );
+}
+
+/** The outbox schedules' section of bench/CHAOS.md. */
+function outboxMarkdown(o: OutboxCheckReport): string[] {
   const lines = [
     '## Outbox schedules',
     '',
@@ -120,14 +146,49 @@ function outboxMarkdown(o: OutboxCheckReport): string[] {
     `| time | ${(o.durationMs / 1000).toFixed(0)} s |`,
   ];
   if (o.counterexample) {
-    lines.push(
-      '',
-      `Counterexample — replay: \`npm run chaos -- --seed ${o.counterexample.seed} --outbox-path ${o.counterexample.path} --workers 1 --schedules 0 --outbox-schedules 1 --no-pipeline\``,
-      '',
-      '```json',
-      JSON.stringify(o.counterexample, null, 2),
-      '```',
-    );
+    const { seed, path } = o.counterexample;
+    const replay = `--seed ${seed} --outbox-path ${path} --workers 1 --schedules 0 --outbox-schedules 1 --no-pipeline`;
+    lines.push('', ...counterexampleLines(replay, o.counterexample));
   }
   return lines;
+}
+
+/** The standard-queue schedules' section of bench/CHAOS.md (issue 32). */
+function standardMarkdown(s: ScheduleCheckReport): string[] {
+  const lines = [
+    '## Standard-queue schedules',
+    '',
+    '`standardBatch` on a standard queue (DLQ after `maxAttempts` + 15 receives): transactional and both lease modes,',
+    'half of the schedules with `inFlightWaitMs`; no order is checked.',
+    '',
+    ...scheduleRows(s, {
+      afterFaults: [
+        `| of which on \`ChangeMessageVisibilityBatch\` and DLQ sends | ${counts(s.consumerSqsFaults)} |`,
+      ],
+      afterCrashes: [
+        `| copies delivered while another copy was being processed | ${counts(s.duplicatesDelivered)} |`,
+        `| copies delivered while their key was held elsewhere | ${s.heldCopies.waited.toLocaleString('en')} waited and were acknowledged, ${s.heldCopies.cameBack.toLocaleString('en')} were given back |`,
+        `| records given back to come back soon (key in progress elsewhere) | ${s.inProgressElsewhere.toLocaleString('en')} |`,
+      ],
+    }),
+  ];
+  if (s.counterexample)
+    lines.push('', ...counterexampleLines(standardReplay(s.counterexample), s.counterexample));
+  return lines;
+}
+
+/** The arguments of `npm run chaos --` that replay a standard-queue counterexample alone. */
+export function standardReplay({ seed, path }: { seed: number; path?: string }): string {
+  return `--seed ${seed} --standard-path ${path} --workers 1 --schedules 0 --outbox-schedules 0 --standard-schedules 1 --no-pipeline`;
+}
+
+/** A counterexample of a schedules family: the command that replays it (`npm run chaos -- <replay>`), and it. */
+function counterexampleLines(replay: string, counterexample: unknown): string[] {
+  return [
+    `Counterexample — replay: \`npm run chaos -- ${replay}\``,
+    '',
+    '```json',
+    JSON.stringify(counterexample, null, 2),
+    '```',
+  ];
 }

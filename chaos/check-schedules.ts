@@ -1,3 +1,5 @@
+import type fc from 'fast-check';
+import { CONSUMER_METRICS } from '../lambdas/consumer/telemetry.js';
 import { type Emulators, openChaosWorld } from './chaos-world.js';
 import type { FaultKind } from './faults.js';
 import {
@@ -11,6 +13,8 @@ import { type Schedule, scheduleArbitrary } from './schedule.js';
 
 export interface ScheduleCheckOptions extends GeneratedCheckOptions {
   emulators: Emulators;
+  /** The schedules to generate: FIFO ones (`scheduleArbitrary`) by default, or `standardScheduleArbitrary`. */
+  arbitrary?: fc.Arbitrary<Schedule>;
 }
 
 /** A schedule that broke an invariant, shrunk by fast-check, and how to run it again. */
@@ -31,6 +35,14 @@ export interface ScheduleCheckReport {
   /** Schedules whose publish met round faults (`Schedule.publishRounds`), by what its later rounds met. */
   publishRounds: Record<string, number>;
   durationMs: number;
+  /** Copies delivered while another copy was being processed, by how (`ScheduleRun.duplicatesDelivered`). */
+  duplicatesDelivered: Record<string, number>;
+  /** Copies of `deliver-while-held` steps that waited for the held key, or were given back. */
+  heldCopies: { waited: number; cameBack: number };
+  /** Faults on the consumers' `ChangeMessageVisibilityBatch` and DLQ sends, by request and kind. */
+  consumerSqsFaults: Record<string, number>;
+  /** Records the consumers gave back because their key was in progress elsewhere (to come back soon). */
+  inProgressElsewhere: number;
   counterexample?: Counterexample;
 }
 
@@ -47,11 +59,15 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
     crashes: 0,
     steps: {} as Record<string, number>,
     publishRounds: {} as Record<string, number>,
+    duplicatesDelivered: {} as Record<string, number>,
+    heldCopies: { waited: 0, cameBack: 0 },
+    inProgressElsewhere: 0,
+    consumerSqsFaults: {} as Record<string, number>,
   };
   const { done, ...check } = await checkGenerated({
     ...options,
     openWorld: () => openChaosWorld(options.emulators),
-    arbitrary: scheduleArbitrary,
+    arbitrary: options.arbitrary ?? scheduleArbitrary,
     run: async (world, schedule: Schedule, tally) => {
       const run = await runSchedule(world, schedule);
       const verdict = checkInvariants(run);
@@ -63,6 +79,14 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
         totals.crashes += [...run.crashed.values()].reduce((sum, points) => sum + points.size, 0);
         const rounds = schedule.publishRounds?.later;
         if (rounds) totals.publishRounds[rounds] = (totals.publishRounds[rounds] ?? 0) + 1;
+        for (const [how, n] of Object.entries(run.duplicatesDelivered)) {
+          if (n > 0) totals.duplicatesDelivered[how] = (totals.duplicatesDelivered[how] ?? 0) + n;
+        }
+        for (const [what, n] of Object.entries(run.consumerSqsFaults))
+          totals.consumerSqsFaults[what] = (totals.consumerSqsFaults[what] ?? 0) + n;
+        totals.heldCopies.waited += run.heldCopies.waited;
+        totals.heldCopies.cameBack += run.heldCopies.cameBack;
+        totals.inProgressElsewhere += run.metrics.get(CONSUMER_METRICS.inProgressElsewhere) ?? 0;
         for (const step of schedule.steps) {
           const kind = step.kind === 'deliver' && step.crash ? 'deliver+crash' : step.kind;
           totals.steps[kind] = (totals.steps[kind] ?? 0) + 1;

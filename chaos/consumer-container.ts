@@ -3,12 +3,13 @@ import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/c
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fifoBatch } from '../lambdas/consumer/index.js';
+import { type ConsumerOperation, fifoBatch, standardBatch } from '../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
+import { deadLetterMarkId } from '../lambdas/idempotency/record.js';
 import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
-import { chaosOperations } from './chaos-operations.js';
+import { type ChaosEffects, chaosOperations } from './chaos-operations.js';
 import type { EffectLedger } from './effect-ledger.js';
-import type { CrashPoint } from './schedule.js';
+import type { CrashPoint, HoldPoint } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 
 /**
@@ -55,7 +56,18 @@ export interface ContainerOptions {
    * dead-lettered and redriven after the record expired, runs again.
    */
   recordsNotKept: Set<string>;
+  /** Message ids whose DLQ mark (written after the send) failed on every try. */
+  deadLetterMarksNotWritten?: Set<string>;
+  /** `standardBatch` with its `inFlightWaitMs` on a standard queue; `fifoBatch` when absent. */
+  standard?: { inFlightWaitMs: number };
+  /** Metric name → how often the consumers counted it. */
+  metrics?: Map<string, number>;
+  /** The operations; the schedules' own (`chaosOperations`) by default. A test plants a broken one. */
+  operations?: (effects: ChaosEffects) => Record<string, ConsumerOperation>;
 }
+
+/** A request of the consumer's to DynamoDB, once answered (or failed): its kind, the record ids it touches. */
+export type AnsweredRequest = { kind: RequestKind; ids: string[]; failed: boolean };
 
 const never = () => new Promise<never>(() => undefined);
 
@@ -74,6 +86,9 @@ export class ConsumerContainer {
   #crash: PlannedCrash | undefined;
   #abort: PlannedAbort | undefined;
   #markDead!: () => void;
+  #hold: { point: HoldPoint; key?: string; reached: (key: string) => void; go: Promise<void> } | undefined;
+  #letGo: () => void = () => undefined;
+  readonly #answered = new Set<(request: AnsweredRequest) => void>();
 
   constructor(options: ContainerOptions) {
     this.died = new Promise((resolve) => (this.#markDead = resolve));
@@ -86,7 +101,7 @@ export class ConsumerContainer {
       ttlSeconds: options.ttlSeconds,
       now: options.now,
     });
-    const operations = chaosOperations({
+    const operations = (options.operations ?? chaosOperations)({
       ledger: options.ledger,
       effectsTable: options.effectsTable,
       alive: () => (this.#dead ? never() : Promise.resolve()),
@@ -99,15 +114,57 @@ export class ConsumerContainer {
       recordIdOf: (message) => `chaos-abort#${message.key}`,
       execute: (message, { signal }) => (this.#abort ?? new PlannedAbort(false)).execute(message.key, signal),
     };
+    const consumer = {
+      store,
+      operations,
+      deadLetterQueue: { client: this.#sqs, queueUrl: options.dlqUrl, sourceQueueUrl: options.queueUrl },
+      logger: new Logger({ serviceName: 'chaos', logLevel: 'SILENT' }),
+      metrics: {
+        addMetric: (name: string) => {
+          options.metrics?.set(name, (options.metrics.get(name) ?? 0) + 1);
+        },
+      },
+    };
     this.handler = middy<SQSEvent, SQSBatchResponse>().use(
-      fifoBatch({
-        store,
-        operations,
-        deadLetterQueue: { client: this.#sqs, queueUrl: options.dlqUrl, sourceQueueUrl: options.queueUrl },
-        logger: new Logger({ serviceName: 'chaos', logLevel: 'SILENT' }),
-        metrics: { addMetric: () => undefined },
-      }),
+      options.standard ? standardBatch({ ...consumer, ...options.standard }) : fifoBatch(consumer),
     );
+  }
+
+  /**
+   * Plans a hold for the next invocation: the first record to reach `point` stops there, its key
+   * held, until `release`. Resolves with that record's key when it stops.
+   */
+  planHold(point: HoldPoint): Promise<string> {
+    return new Promise((reached) => {
+      const go = new Promise<void>((resolve) => (this.#letGo = resolve));
+      this.#hold = { point, reached, go };
+    });
+  }
+
+  /** Lets a held invocation go on; ends the hold plan. */
+  release(): void {
+    this.#hold = undefined;
+    this.#letGo();
+  }
+
+  /** Calls `listener` with each DynamoDB request of this container's once it is answered or failed; returns its removal. */
+  onAnswered(listener: (request: AnsweredRequest) => void): () => void {
+    this.#answered.add(listener);
+    return () => this.#answered.delete(listener);
+  }
+
+  /** Stops at the planned hold if `request` is at its point: once, for the first record that gets there. */
+  async #holdAt(point: HoldPoint, request: ReturnType<typeof classify>): Promise<void> {
+    const hold = this.#hold;
+    const kinds: readonly RequestKind[] =
+      point === 'after-acquire' ? ['acquire', 'transaction'] : ['completion', 'record', 'transaction'];
+    const [id] = request?.ids ?? [];
+    if (hold?.point !== point || hold.key !== undefined || !request || !id || !kinds.includes(request.kind))
+      return;
+    if (id.startsWith('chaos-abort#')) return;
+    hold.key = keyOf(id);
+    hold.reached(hold.key);
+    await hold.go;
   }
 
   /** Plans a crash for the next invocation. */
@@ -150,6 +207,7 @@ export class ConsumerContainer {
     startsSent,
     startedNotGivenBack,
     recordsNotKept,
+    deadLetterMarksNotWritten,
   }: ContainerOptions): void {
     /** Keys whose lease may have been started by a write this container sent (see `startedNotGivenBack`). */
     const mayHaveStarted = new Set<string>();
@@ -185,10 +243,15 @@ export class ConsumerContainer {
         if (started && !(kind === 'completion-and-start' && this.#abort?.aborted))
           mayHaveStarted.add(keyOf(started));
         let result: Awaited<ReturnType<typeof next>>;
+        const answered = (failed: boolean) => {
+          if (request) for (const listener of this.#answered) listener({ ...request, failed });
+        };
+        await this.#holdAt('before-record', request);
         try {
           if (this.#abort?.refuses(first)) throw throttled();
           result = await next(args);
         } catch (error) {
+          answered(true);
           // A completion refused by its fence found its lease taken over: that excuses no repeat,
           // since a lease outlives its running invocation unless clocks drift apart beyond its margin.
           if (
@@ -200,8 +263,13 @@ export class ConsumerContainer {
             startedNotGivenBack.add(keyOf(first as string));
           if (kind === 'keep' && !(error instanceof ConditionalCheckFailedException))
             recordsNotKept.add(keyOf(first as string));
+          const written = (args.input as MarshalledInput).Item?.id?.S;
+          if (written?.startsWith(DEAD_LETTER_MARK))
+            deadLetterMarksNotWritten?.add(written.slice(DEAD_LETTER_MARK.length));
           throw error;
         }
+        answered(false);
+        await this.#holdAt('after-acquire', request);
         if (kind === 'release') startedNotGivenBack.delete(keyOf(first as string));
         if (kind === 'keep') recordsNotKept.delete(keyOf(first as string));
         if (this.#dead) return never();
@@ -226,8 +294,12 @@ export class ConsumerContainer {
   }
 }
 
+/** The id of a DLQ mark, before its message id. */
+const DEAD_LETTER_MARK = deadLetterMarkId('');
+
 interface MarshalledInput {
   Key?: { id?: { S?: string } };
+  Item?: { id?: { S?: string } };
   UpdateExpression?: string;
   ExpressionAttributeValues?: Record<string, { S?: string; M?: { id?: { S?: string } } }>;
   TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];

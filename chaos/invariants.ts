@@ -34,7 +34,8 @@ export interface ScheduleVerdict {
 /**
  * DESIGN §11's invariants, per key: every accepted message ends COMPLETED, IN_DOUBT or in the DLQ;
  * its effect happened once (transactional, at-most-once: never twice; at-least-once: twice only
- * after a crash inside or after the effect, or an unknown outcome); effects apply in group order;
+ * after a crash inside or after the effect, or an unknown outcome); effects apply in group order
+ * (FIFO queues only);
  * a message the consumer dead-lettered is in the DLQ once. Also counts needless IN_DOUBTs.
  */
 export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
@@ -79,7 +80,8 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
         (run.recordsNotKept.has(key) && run.resent.has(key));
       if (!mayRepeat) add('effect-twice', `${message.operation} effect applied ${applied} times`);
     }
-    if (deadLetters.length > 1 && !run.resent.has(key)) {
+    if (run.schedule.queueType === 'standard') checkStandardDeadLetters(run, key, add);
+    else if (deadLetters.length > 1 && !run.resent.has(key)) {
       add('dead-lettered-twice', `${deadLetters.length} copies in the DLQ: ${deadLetters.join(', ')}`);
     }
     if (
@@ -103,8 +105,43 @@ export function checkInvariants(run: ScheduleRun): ScheduleVerdict {
 
   checkPublication(run, violations);
   checkCopies(run, violations);
-  checkOrder(run, violations);
+  // A standard queue promises no order (DESIGN §5.1).
+  if (run.schedule.queueType !== 'standard') checkOrder(run, violations);
   return { violations, keysChecked, needlessInDoubt, unexplainedNeedlessInDoubt };
+}
+
+/**
+ * On a standard queue one key may be several messages (a publish retried after a lost answer, a
+ * copy SQS delivers again), each dead-lettered in its turn (DESIGN §5.1). What must hold is per
+ * message: the consumer sends it to the DLQ once, or again only when its send's answer was lost
+ * (a standard DLQ does not deduplicate the retry), two invocations received it at once (each
+ * reads no mark before the other's send: the mark is written after it), or the message came back
+ * without its mark: the mark's write failed on every try, or an invocation died with the key in
+ * its batch (between the send and the mark, DESIGN §5's residue, which a standard DLQ does not
+ * narrow to 5 minutes).
+ */
+function checkStandardDeadLetters(
+  run: ScheduleRun,
+  key: string,
+  add: (rule: Violation['rule'], detail: string) => void,
+): void {
+  const copies = new Map<string, number>();
+  for (const origin of run.outcome.deadLetterOrigins.get(key) ?? []) {
+    // A message SQS moved after its last receive carries no origin; SQS moves a message once.
+    if (origin !== undefined) copies.set(origin, (copies.get(origin) ?? 0) + 1);
+  }
+  for (const [origin, n] of copies) {
+    const explained =
+      run.deadLetterAnswersLost.has(origin) ||
+      run.deliveredConcurrently.has(origin) ||
+      run.deadLetterMarksNotWritten.has(origin) ||
+      run.crashed.has(key);
+    if (n > 1 && !explained)
+      add(
+        'dead-lettered-twice',
+        `message ${origin}: ${n} copies in the DLQ, though no send of it lost its answer, it was not delivered twice at once, its mark was written and no invocation died with it`,
+      );
+  }
 }
 
 /**

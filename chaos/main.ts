@@ -1,9 +1,10 @@
 /**
- * `npm run chaos [-- --schedules N --outbox-schedules N --seed S --workers W --path P --outbox-path P
- * --quick --no-pipeline]`: runs the generated fault schedules (10,000 by default), the outbox's
- * (2,000) and the whole pipeline under faults in the sandbox, prints the figures and writes them to
- * bench/CHAOS.md (`--quick`: 300 and 100 schedules, a smaller pipeline, written to
- * .oncely/chaos-quick/). Exit code 1 if any invariant broke.
+ * `npm run chaos [-- --schedules N --outbox-schedules N --standard-schedules N --seed S --workers W
+ * --path P --outbox-path P --standard-path P --quick --no-pipeline]`: runs the generated fault
+ * schedules (10,000 by default), the outbox's (2,000), the standard queue's (5,000) and the whole
+ * pipeline under faults in the sandbox, prints the figures and writes them to bench/CHAOS.md
+ * (`--quick`: 300, 100 and 300 schedules, a smaller pipeline, written to .oncely/chaos-quick/).
+ * Exit code 1 if any invariant broke.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -11,10 +12,11 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
-import { chaosMarkdown, chaosPassed } from './chaos-report.js';
+import { chaosMarkdown, chaosPassed, standardReplay } from './chaos-report.js';
 import { checkOutboxSchedules, type OutboxCheckReport } from './check-outbox-schedules.js';
-import { checkSchedules } from './check-schedules.js';
+import { checkSchedules, type ScheduleCheckReport } from './check-schedules.js';
 import { type PipelineChaosReport, runPipelineChaos } from './pipeline-run.js';
+import { standardScheduleArbitrary } from './standard-schedule.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { values } = parseArgs({
@@ -24,6 +26,8 @@ const { values } = parseArgs({
     path: { type: 'string' },
     'outbox-schedules': { type: 'string' },
     'outbox-path': { type: 'string' },
+    'standard-schedules': { type: 'string' },
+    'standard-path': { type: 'string' },
     workers: { type: 'string', default: '4' },
     quick: { type: 'boolean', default: false },
     'no-pipeline': { type: 'boolean', default: false },
@@ -31,28 +35,32 @@ const { values } = parseArgs({
 });
 const schedules = Number(values.schedules ?? (values.quick ? 300 : 10_000));
 const outboxSchedules = Number(values['outbox-schedules'] ?? (values.quick ? 100 : 2_000));
+const standardSchedules = Number(values['standard-schedules'] ?? (values.quick ? 300 : 5_000));
 const seed = values.seed === undefined ? undefined : Number(values.seed);
 const output = values.quick ? '.oncely/chaos-quick/CHAOS.md' : 'bench/CHAOS.md';
 
 const [dynamodb, sqs] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
 let schedulesReport: Awaited<ReturnType<typeof checkSchedules>>;
 let outbox: OutboxCheckReport;
+let standard: ScheduleCheckReport;
 try {
   console.log(
     `Fault schedules: ${schedules.toLocaleString('en')} generated workloads, ${values.workers} at a time …`,
   );
   let last = 0;
+  /** Prints how many `what` are done, every 10 s at most. */
+  const progress = (what: string) => (done: number) => {
+    if (Date.now() - last < 10_000) return;
+    last = Date.now();
+    console.log(`  … ${done.toLocaleString('en')} ${what}`);
+  };
   schedulesReport = await checkSchedules({
     emulators: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint },
     schedules,
     seed,
     path: values.path,
     workers: Number(values.workers),
-    onProgress: (done) => {
-      if (Date.now() - last < 10_000) return;
-      last = Date.now();
-      console.log(`  … ${done.toLocaleString('en')} schedules`);
-    },
+    onProgress: progress('schedules'),
   });
   console.log(`Outbox schedules: ${outboxSchedules.toLocaleString('en')}, ${values.workers} at a time …`);
   outbox = await checkOutboxSchedules({
@@ -61,11 +69,19 @@ try {
     seed,
     path: values['outbox-path'],
     workers: Number(values.workers),
-    onProgress: (done) => {
-      if (Date.now() - last < 10_000) return;
-      last = Date.now();
-      console.log(`  … ${done.toLocaleString('en')} outbox schedules`);
-    },
+    onProgress: progress('outbox schedules'),
+  });
+  console.log(
+    `Standard-queue schedules: ${standardSchedules.toLocaleString('en')}, ${values.workers} at a time …`,
+  );
+  standard = await checkSchedules({
+    emulators: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint },
+    arbitrary: standardScheduleArbitrary,
+    schedules: standardSchedules,
+    seed,
+    path: values['standard-path'],
+    workers: Number(values.workers),
+    onProgress: progress('standard-queue schedules'),
   });
 } finally {
   await sqs.stop();
@@ -88,6 +104,18 @@ console.log(
     `steps ${JSON.stringify(outbox.steps)}`,
 );
 if (outbox.counterexample) console.log(`  OUTBOX COUNTEREXAMPLE: ${JSON.stringify(outbox.counterexample)}`);
+console.log(
+  `  ${standard.schedules.toLocaleString('en')} standard-queue schedules in ${(standard.durationMs / 1000).toFixed(0)} s ` +
+    `(seed ${standard.seed}): ${standard.keysChecked.toLocaleString('en')} keys checked, ${standard.violations} violations, ` +
+    `${standard.needlessInDoubt} needless IN_DOUBT (${standard.unexplainedNeedlessInDoubt} unexplained), ` +
+    `faults ${JSON.stringify(standard.faults)} (consumer's SQS requests ${JSON.stringify(standard.consumerSqsFaults)}), ${standard.crashes} crashes, steps ${JSON.stringify(standard.steps)}, ` +
+    `duplicates delivered ${JSON.stringify(standard.duplicatesDelivered)}, copies of a held key ${JSON.stringify(standard.heldCopies)}, ` +
+    `${standard.inProgressElsewhere} records given back as in progress elsewhere`,
+);
+if (standard.counterexample) {
+  console.log(`  STANDARD COUNTEREXAMPLE: ${JSON.stringify(standard.counterexample)}`);
+  console.log(`  replay: npm run chaos -- ${standardReplay(standard.counterexample)}`);
+}
 
 let pipeline: PipelineChaosReport | undefined;
 if (!values['no-pipeline']) {
@@ -106,13 +134,23 @@ if (!values['no-pipeline']) {
   for (const violation of pipeline.violations) console.log(`  VIOLATION: ${violation}`);
 }
 
-if (pipeline && values.path === undefined && values['outbox-path'] === undefined) {
+const replaying = [values.path, values['outbox-path'], values['standard-path']].some(
+  (path) => path !== undefined,
+);
+if (pipeline && !replaying) {
   const machine = `${cpus().length} cores, Node ${process.versions.node}`;
-  const run = { date: new Date().toISOString().slice(0, 10), machine, schedules: r, pipeline, outbox };
+  const run = {
+    date: new Date().toISOString().slice(0, 10),
+    machine,
+    schedules: r,
+    pipeline,
+    outbox,
+    standard,
+  };
   mkdirSync(dirname(output), { recursive: true });
   writeFileSync(output, chaosMarkdown(run));
   console.log(`\nWritten to ${output}.`);
 }
-const passed = chaosPassed({ schedules: r, pipeline, outbox });
+const passed = chaosPassed({ schedules: r, pipeline, outbox, standard });
 console.log(passed ? '0 violations.' : 'Invariants broken: see above.');
 process.exitCode = passed ? 0 : 1;

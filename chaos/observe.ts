@@ -10,6 +10,11 @@ export interface ScheduleOutcome {
   records: Map<string, IdempotencyRecord>;
   /** Key → how many copies of it the DLQ holds, with the reasons. */
   deadLetters: Map<string, string[]>;
+  /**
+   * Key → the message ids its DLQ copies were sent for (`OriginalMessageId`; none for one SQS moved):
+   * one id twice is a DLQ send retried after its answer was lost, on a standard DLQ (DESIGN §5.1).
+   */
+  deadLetterOrigins: Map<string, (string | undefined)[]>;
   /** Group → keys in the order their transactional effects were applied (a key twice: applied twice). */
   transactionalOrder: Map<string, string[]>;
 }
@@ -50,12 +55,16 @@ export async function observeOutcome(
   for (const item of (Responses?.[world.effectsTable] ?? []) as { id: string; applied?: string[] }[]) {
     transactionalOrder.set(item.id, item.applied ?? []);
   }
-  return { records, deadLetters: await readDeadLetters(world, dlqUrl), transactionalOrder };
+  return { records, ...(await readDeadLetters(world, dlqUrl)), transactionalOrder };
 }
 
 /** Every DLQ message, received and deleted: a FIFO queue hides a group's rest while its head is in flight. */
-async function readDeadLetters(world: ChaosWorld, dlqUrl: string): Promise<Map<string, string[]>> {
+async function readDeadLetters(
+  world: ChaosWorld,
+  dlqUrl: string,
+): Promise<Pick<ScheduleOutcome, 'deadLetters' | 'deadLetterOrigins'>> {
   const deadLetters = new Map<string, string[]>();
+  const deadLetterOrigins = new Map<string, (string | undefined)[]>();
   for (;;) {
     const { Messages = [] } = await world.sqs.send(
       new ReceiveMessageCommand({
@@ -64,7 +73,7 @@ async function readDeadLetters(world: ChaosWorld, dlqUrl: string): Promise<Map<s
         MessageAttributeNames: ['All'],
       }),
     );
-    if (Messages.length === 0) return deadLetters;
+    if (Messages.length === 0) return { deadLetters, deadLetterOrigins };
     for (const message of Messages) {
       let key = '(not an envelope)';
       try {
@@ -73,6 +82,9 @@ async function readDeadLetters(world: ChaosWorld, dlqUrl: string): Promise<Map<s
       const reasons = deadLetters.get(key) ?? [];
       reasons.push(message.MessageAttributes?.ErrorName?.StringValue ?? '(moved by SQS)');
       deadLetters.set(key, reasons);
+      const origins = deadLetterOrigins.get(key) ?? [];
+      origins.push(message.MessageAttributes?.OriginalMessageId?.StringValue);
+      deadLetterOrigins.set(key, origins);
     }
     await world.sqs.send(
       new DeleteMessageBatchCommand({

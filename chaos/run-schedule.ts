@@ -14,6 +14,8 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { publish } from '../lambdas/client/publish.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
+import { groupingFor } from '../lambdas/common/queue-type.js';
+import { DEFAULT_MAX_ATTEMPTS } from '../lambdas/consumer/environment.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
 import type { MessageStatus } from '../lambdas/publisher/contract.js';
 import { createPublisherHandler } from '../lambdas/publisher/handler.js';
@@ -24,12 +26,12 @@ import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { CHAOS_NAMESPACES, CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
 import type { ChaosWorld } from './chaos-world.js';
 import { combinePlans } from './combine-plans.js';
-import { ConsumerContainer } from './consumer-container.js';
+import { ConsumerContainer, type ContainerOptions } from './consumer-container.js';
 import { EffectLedger } from './effect-ledger.js';
 import { type FaultPlan, noFaults } from './faults.js';
 import { observeOutcome, type ScheduleOutcome } from './observe.js';
 import { PublishRoundWatch } from './publish-rounds.js';
-import type { CrashMark, CrashPoint, Schedule, Step } from './schedule.js';
+import type { CrashMark, CrashPoint, HoldPoint, Schedule, Step } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 import { seededFaultPlan } from './seeded-plan.js';
 import { createTestClock, skewedNow, type TestClock } from './test-clock.js';
@@ -40,8 +42,10 @@ export const CHAOS_TTL_SECONDS = 24 * 60 * 60;
 const CONSUMER_TIMEOUT_MS = 30_000;
 /** More than every lease: a jump "past the lease". */
 const PAST_LEASE_MS = CONSUMER_TIMEOUT_MS + 5_000;
-/** Deliveries before SQS moves a message to the DLQ; high, so that faults rarely exhaust it. */
+/** Deliveries before SQS moves a FIFO message to the DLQ; high, so that faults rarely exhaust it. */
 const MAX_RECEIVE_COUNT = 10;
+/** A standard queue's: the construct's default, `maxAttempts` + 15 (DESIGN §5.1). */
+const STANDARD_MAX_RECEIVE_COUNT = DEFAULT_MAX_ATTEMPTS + 15;
 /** Deliveries of the drain at most, after the steps: each expires leases and visibility first. */
 const MAX_DRAIN_ROUNDS = 40;
 
@@ -80,6 +84,24 @@ export interface ScheduleRun {
   copiesBehind: { key: string; original: boolean; copy: boolean }[];
   /** The schedule's publish: what its responses and its result said of each key. */
   publication: PublishRoundWatch;
+  /**
+   * Copies of a message delivered while another copy was being processed: to two invocations at
+   * once (`deliver-twice`), right behind it in one batch (`deliver-copy`), to a second container
+   * while the first held its key (`deliver-while-held`).
+   */
+  duplicatesDelivered: Record<'two-invocations' | 'in-one-batch' | 'while-held', number>;
+  /** The copies of `deliver-while-held` steps: acknowledged after waiting for the held key, or given back. */
+  heldCopies: { waited: number; cameBack: number };
+  /** Metric name → how often the consumers counted it. */
+  metrics: Map<string, number>;
+  /** Message ids whose send to the DLQ was applied and its answer lost: the SDK may send it again. */
+  deadLetterAnswersLost: Set<string>;
+  /** Faults on the consumer's `ChangeMessageVisibilityBatch` and DLQ sends, by request and kind (`DLQ send lose-answer`). */
+  consumerSqsFaults: Record<string, number>;
+  /** Message ids whose DLQ mark failed on every try (`ContainerOptions.deadLetterMarksNotWritten`). */
+  deadLetterMarksNotWritten: Set<string>;
+  /** Message ids delivered to two invocations at once (`deliver-twice`). */
+  deliveredConcurrently: Set<string>;
   ledger: EffectLedger;
   outcome: ScheduleOutcome;
 }
@@ -92,11 +114,12 @@ export interface ScheduleRun {
 export async function runSchedule(
   world: ChaosWorld,
   schedule: Schedule,
-  options: { extraFaults?: FaultPlan } = {},
+  options: { extraFaults?: FaultPlan; operations?: ContainerOptions['operations'] } = {},
 ): Promise<ScheduleRun> {
   const id = `s${randomUUID().slice(0, 8)}`;
   const clock = createTestClock();
-  const [queue, dlq] = await createQueues(world.sqs, id);
+  const standard = schedule.queueType === 'standard';
+  const [queue, dlq] = await createQueues(world.sqs, id, standard);
   const ledger = new EffectLedger();
   const run: Omit<ScheduleRun, 'outcome'> = {
     id,
@@ -112,6 +135,13 @@ export async function runSchedule(
     recordsNotKept: new Set(),
     copiesBehind: [],
     publication: new PublishRoundWatch(),
+    duplicatesDelivered: { 'two-invocations': 0, 'in-one-batch': 0, 'while-held': 0 },
+    heldCopies: { waited: 0, cameBack: 0 },
+    metrics: new Map(),
+    deadLetterAnswersLost: new Set(),
+    deliveredConcurrently: new Set(),
+    deadLetterMarksNotWritten: new Set(),
+    consumerSqsFaults: {},
     ledger,
   };
   const inFlight = new Map<string, string>(); // messageId → receipt handle, until deleted
@@ -132,13 +162,21 @@ export async function runSchedule(
       startsSent: run.startsSent,
       startedNotGivenBack: run.startedNotGivenBack,
       recordsNotKept: run.recordsNotKept,
+      deadLetterMarksNotWritten: run.deadLetterMarksNotWritten,
+      metrics: run.metrics,
+      operations: options.operations,
+      ...(standard ? { standard: { inFlightWaitMs: schedule.inFlightWaitMs ?? 0 } } : {}),
     });
     containers.push(container);
     return container;
   };
   const seeded = scheduleFaultPlan(schedule, id);
   const rounds = run.publication.plan(schedule.publishRounds, `${id}-g${schedule.publishRounds?.group}`);
-  const plan = combinePlans(...(options.extraFaults ? [options.extraFaults] : []), rounds, seeded);
+  const plan = watchConsumerSqsFaults(
+    combinePlans(...(options.extraFaults ? [options.extraFaults] : []), rounds, seeded),
+    dlq.url,
+    run,
+  );
   world.dynamodbProxy.setPlan(plan);
   world.sqsProxy.setPlan(plan);
   const publisherClients = {
@@ -221,24 +259,16 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
       await expireVisibility(world.sqs, queue.url, inFlight);
       return;
     case 'republish':
+      // Nothing deduplicates a re-publish on a standard queue: it is a copy, as a resend is.
+      if (run.schedule.queueType === 'standard') run.resent.add(context.messages[step.index]?.key ?? '');
       await publishQuietly(world, context.publisherName, [context.messages[step.index] as never], run.sent);
       return;
-    case 'resend-after-window': {
-      const message = context.messages[step.index];
-      if (!message) return;
-      run.resent.add(message.key);
-      // The same envelope as published — a copy of the message, not a new publish of it.
-      const body = JSON.stringify({ ...message, publishedAt: new Date(context.publishedAtMs).toISOString() });
-      await world.sqs.send(
-        new SendMessageCommand({
-          QueueUrl: queue.url,
-          MessageBody: body,
-          MessageGroupId: message.groupId,
-          MessageDeduplicationId: randomUUID(),
-        }),
-      );
+    case 'resend-after-window':
+      await sendCopy(context, context.messages[step.index]);
       return;
-    }
+    case 'deliver-while-held':
+      await deliverWhileHeld(context, step.hold);
+      return;
     case 'late-republication':
       await republishLate(context, step.index);
       return;
@@ -249,6 +279,62 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
       clock.advance(step.past === 'lease' ? PAST_LEASE_MS : (CHAOS_TTL_SECONDS + 3_600) * 1000);
       return;
   }
+}
+
+/**
+ * Message `message` arrives again (after SQS's window on a FIFO queue; any time on a standard one):
+ * the same envelope as published — a copy of the message, not a new publish of it.
+ */
+async function sendCopy(context: StepContext, message: StepContext['messages'][number] | undefined) {
+  const { world, queue, run } = context;
+  if (!message) return;
+  run.resent.add(message.key);
+  const body = JSON.stringify({ ...message, publishedAt: new Date(context.publishedAtMs).toISOString() });
+  await world.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: queue.url,
+      MessageBody: body,
+      ...groupingFor(queue.url, message.groupId, randomUUID()),
+    }),
+  );
+}
+
+/**
+ * A standard queue's redelivery while the original is in flight: the warm container's invocation
+ * stops at `point` on the first record that gets there; SQS delivers a copy of that message to a
+ * new container; the first goes on once the copy's claim of the key has been answered (or the
+ * copy's invocation ended without one), so that a copy that waits for the key sees it settle.
+ */
+async function deliverWhileHeld(context: StepContext, point: HoldPoint): Promise<void> {
+  const { run } = context;
+  const holder = context.container;
+  const original = deliver(context, [holder]);
+  const key = await Promise.race([holder.planHold(point), original.then(() => undefined)]);
+  if (key === undefined) {
+    holder.release(); // nothing got there: an empty queue, or every record failed before it
+    return;
+  }
+  await sendCopy(
+    context,
+    context.messages.find((message) => message.key === key),
+  );
+  const copyHolder = context.newContainer();
+  let foundHeld = false;
+  const stopWatching = copyHolder.onAnswered(({ kind, ids, failed }) => {
+    if (!ids.some((id) => id.endsWith(`#${key}`)) || (kind !== 'acquire' && kind !== 'transaction')) return;
+    foundHeld ||= failed;
+    holder.release();
+  });
+  const copy = await deliver(context, [copyHolder]).finally(() => {
+    stopWatching();
+    holder.release();
+  });
+  await original;
+  const delivered = copy.answered.find((record) => keyOfBody(record) === key);
+  if (!delivered) return;
+  run.duplicatesDelivered['while-held']++;
+  if (copy.givenBack.includes(delivered)) run.heldCopies.cameBack++;
+  else if (foundHeld) run.heldCopies.waited++;
 }
 
 /** Half the records' TTL: a re-publication this late has a horizon past its key's first record. */
@@ -291,8 +377,7 @@ async function republishLate(context: StepContext, index: number): Promise<void>
       new SendMessageCommand({
         QueueUrl: queue.url,
         MessageBody: JSON.stringify({ ...envelope, publishedAt: new Date(clock.now()).toISOString() }),
-        MessageGroupId: envelope.groupId,
-        MessageDeduplicationId: randomUUID(),
+        ...groupingFor(queue.url, envelope.groupId, randomUUID()),
       }),
     );
     copyId = MessageId;
@@ -324,8 +409,7 @@ async function deadLetterGivenBack(
       new SendMessageCommand({
         QueueUrl: dlq.url,
         MessageBody: record.body,
-        MessageGroupId: record.attributes.MessageGroupId,
-        MessageDeduplicationId: randomUUID(),
+        ...groupingFor(dlq.url, record.attributes.MessageGroupId ?? '', randomUUID()),
       }),
     );
     await world.sqs.send(
@@ -368,6 +452,10 @@ async function deliver(
   );
   if (Messages.length === 0) return { answered: [], givenBack: [] };
   const records = Messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION));
+  if (containers.length > 1) {
+    run.duplicatesDelivered['two-invocations'] += records.length;
+    for (const record of records) run.deliveredConcurrently.add(record.messageId);
+  }
   for (const record of records) {
     inFlight.set(record.messageId, record.receiptHandle);
     const key = keyOfBody(record);
@@ -378,6 +466,7 @@ async function deliver(
   const copied = copy && keyOfBody(first);
   if (copy && copied) {
     run.resent.add(copied); // a second copy of it may be dead-lettered too
+    run.duplicatesDelivered['in-one-batch']++;
     records.splice(1, 0, copy);
   }
   const atMostOnce = records.some((record) => record.body.includes(`"${CHAOS_TYPES['at-most-once']}"`));
@@ -516,8 +605,7 @@ async function redrive(sqs: SQSClient, dlqUrl: string, queueUrl: string, resent:
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: message.Body,
-          MessageGroupId: message.Attributes?.MessageGroupId,
-          MessageDeduplicationId: randomUUID(),
+          ...groupingFor(queueUrl, message.Attributes?.MessageGroupId ?? '', randomUUID()),
         }),
       );
       await sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: message.ReceiptHandle }));
@@ -542,10 +630,14 @@ async function drain(
   throw new Error(`the queue of ${context.run.id} did not drain in ${MAX_DRAIN_ROUNDS} deliveries`);
 }
 
-async function createQueues(sqs: SQSClient, id: string): Promise<[Queue, Queue]> {
+async function createQueues(sqs: SQSClient, id: string, standard: boolean): Promise<[Queue, Queue]> {
   const create = async (name: string, attributes: Record<string, string>): Promise<Queue> => {
     const { QueueUrl } = await sqs.send(
-      new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } }),
+      new CreateQueueCommand(
+        standard
+          ? { QueueName: name, Attributes: attributes }
+          : { QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } },
+      ),
     );
     const { Attributes } = await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
@@ -555,7 +647,10 @@ async function createQueues(sqs: SQSClient, id: string): Promise<[Queue, Queue]>
   const dlq = await create(`${id}-dlq`, {});
   const queue = await create(id, {
     VisibilityTimeout: '60',
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: MAX_RECEIVE_COUNT }),
+    RedrivePolicy: JSON.stringify({
+      deadLetterTargetArn: dlq.arn,
+      maxReceiveCount: standard ? STANDARD_MAX_RECEIVE_COUNT : MAX_RECEIVE_COUNT,
+    }),
   });
   return [queue, dlq];
 }
@@ -565,6 +660,33 @@ function chaosMessage(id: string, index: number, message: Schedule['messages'][n
   const groupId = `${id}-g${message.group}`;
   const payload: ChaosPayload = { key, group: groupId, behaviour: message.behaviour };
   return { type: CHAOS_TYPES[message.operation], groupId, key, payload };
+}
+
+/**
+ * `plan`, counting the faults it gives the consumer's own SQS requests (`consumerSqsFaults`), and
+ * noting the original message id of each send to the DLQ whose answer it loses: on a standard
+ * DLQ, which does not deduplicate, the SDK's retry of it is a second copy.
+ */
+function watchConsumerSqsFaults(
+  plan: FaultPlan,
+  dlqUrl: string,
+  run: Pick<ScheduleRun, 'deadLetterAnswersLost' | 'consumerSqsFaults'>,
+): FaultPlan {
+  return (request) => {
+    const fault = plan(request);
+    const { QueueUrl, MessageAttributes } = request.body as {
+      QueueUrl?: string;
+      MessageAttributes?: { OriginalMessageId?: { StringValue?: string } };
+    };
+    const deadLetter = request.operation === 'SendMessage' && QueueUrl === dlqUrl;
+    const original = MessageAttributes?.OriginalMessageId?.StringValue;
+    if (fault?.kind === 'lose-answer' && deadLetter && original) run.deadLetterAnswersLost.add(original);
+    if (fault && (deadLetter || request.operation === 'ChangeMessageVisibilityBatch')) {
+      const what = `${deadLetter ? 'DLQ send' : request.operation} ${fault.kind}`;
+      run.consumerSqsFaults[what] = (run.consumerSqsFaults[what] ?? 0) + 1;
+    }
+    return fault;
+  };
 }
 
 /**

@@ -80,7 +80,17 @@ export type Step =
   /** The DLQ's messages are moved back to the queue. */
   | { kind: 'redrive' }
   /** The clock jumps past every lease, or past the records' TTL. */
-  | { kind: 'clock-jump'; past: 'lease' | 'ttl' };
+  | { kind: 'clock-jump'; past: 'lease' | 'ttl' }
+  /**
+   * A standard queue's redelivery while the original is in flight: one invocation stops at `hold`
+   * on its batch's first record that gets there (its lease taken, or its effect applied and not yet
+   * recorded); SQS delivers a copy of that message to another container, whose invocation finds the
+   * key held; the first goes on once the second's claim of the key has been answered.
+   */
+  | { kind: 'deliver-while-held'; hold: HoldPoint };
+
+/** Where the first invocation of a `deliver-while-held` step stops, its key held. */
+export type HoldPoint = 'after-acquire' | 'before-record';
 
 export interface FaultProfile {
   seed: number;
@@ -108,6 +118,10 @@ export interface Schedule {
    * container takes entry k, cycling. Without it, all share one clock.
    */
   clockSkewsMs?: number[];
+  /** A standard (fair) queue consumed by `standardBatch`; FIFO and `fifoBatch` when absent. */
+  queueType?: 'standard';
+  /** The standard consumer's `inFlightWaitMs` (0: a copy whose key is held comes back soon). */
+  inFlightWaitMs?: number;
 }
 
 /**
@@ -123,7 +137,7 @@ const FAULT_RATES: readonly FaultProfile['rates'][] = [
   { 'lose-answer': 0.25 },
 ];
 
-const message: fc.Arbitrary<ScheduledMessage> = fc.record({
+const scheduledMessage: fc.Arbitrary<ScheduledMessage> = fc.record({
   group: fc.integer({ min: 0, max: 2 }),
   operation: fc.constantFrom<OperationKind>('transactional', 'at-most-once', 'at-least-once'),
   behaviour: fc.oneof(
@@ -132,35 +146,43 @@ const message: fc.Arbitrary<ScheduledMessage> = fc.record({
   ),
 });
 
+/** The steps both queue types' schedules draw from, each with `messageCount` messages to name. */
+export function stepArbitraries(messageCount: number, crashPoints: readonly CrashPoint[]) {
+  const index = fc.integer({ min: 0, max: messageCount - 1 });
+  return {
+    deliver: fc.record({ kind: fc.constant('deliver' as const) }),
+    crash: fc.record({ kind: fc.constant('deliver' as const), crash: fc.constantFrom(...crashPoints) }),
+    twice: fc.record({ kind: fc.constant('deliver-twice' as const) }),
+    copy: fc.record({ kind: fc.constant('deliver-copy' as const) }),
+    expire: fc.record({ kind: fc.constant('expire-visibility' as const) }),
+    republish: fc.record({ kind: fc.constant('republish' as const), index }),
+    resend: fc.record({ kind: fc.constant('resend-after-window' as const), index }),
+    redrive: fc.record({ kind: fc.constant('redrive' as const) }),
+    clockJump: fc.record({
+      kind: fc.constant('clock-jump' as const),
+      past: fc.oneof(
+        { weight: 4, arbitrary: fc.constant('lease' as const) },
+        { weight: 1, arbitrary: fc.constant('ttl' as const) },
+      ),
+    }),
+  } satisfies Record<string, fc.Arbitrary<Step>>;
+}
+
 function step(messageCount: number): fc.Arbitrary<Step> {
+  const steps = stepArbitraries(messageCount, CRASH_POINTS);
   const index = fc.integer({ min: 0, max: messageCount - 1 });
   return fc.oneof(
-    { weight: 6, arbitrary: fc.record({ kind: fc.constant('deliver' as const) }) },
-    {
-      weight: 3,
-      arbitrary: fc.record({
-        kind: fc.constant('deliver' as const),
-        crash: fc.constantFrom(...CRASH_POINTS),
-      }),
-    },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-twice' as const) }) },
+    { weight: 6, arbitrary: steps.deliver },
+    { weight: 3, arbitrary: steps.crash },
+    { weight: 1, arbitrary: steps.twice },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-abort' as const) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deliver-copy' as const) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire-visibility' as const) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('republish' as const), index }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('resend-after-window' as const), index }) },
+    { weight: 1, arbitrary: steps.copy },
+    { weight: 2, arbitrary: steps.expire },
+    { weight: 1, arbitrary: steps.republish },
+    { weight: 1, arbitrary: steps.resend },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('late-republication' as const), index }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('redrive' as const) }) },
-    {
-      weight: 2,
-      arbitrary: fc.record({
-        kind: fc.constant('clock-jump' as const),
-        past: fc.oneof(
-          { weight: 4, arbitrary: fc.constant('lease' as const) },
-          { weight: 1, arbitrary: fc.constant('ttl' as const) },
-        ),
-      }),
-    },
+    { weight: 1, arbitrary: steps.redrive },
+    { weight: 2, arbitrary: steps.clockJump },
   );
 }
 
@@ -169,24 +191,36 @@ const publishRounds: fc.Arbitrary<PublishRounds> = fc.record({
   later: fc.constantFrom<PublishRounds['later']>('ok', 'fail-entry'),
 });
 
-/** Schedules of 1–6 messages in up to 3 groups, 1–8 steps, and one of a few fault profiles. */
-export const scheduleArbitrary: fc.Arbitrary<Schedule> = fc
-  .array(message, { minLength: 1, maxLength: 6 })
-  .chain((messages) =>
-    fc.record({
-      messages: fc.constant(messages),
-      steps: fc.array(step(messages.length), { minLength: 1, maxLength: 8 }),
-      faults: fc.record({
-        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-        rates: fc.constantFrom(...FAULT_RATES),
-      }),
-      clockSkewsMs: fc.array(fc.integer({ min: -CONSUMER_CLOCK_SKEW_MS, max: CONSUMER_CLOCK_SKEW_MS }), {
-        minLength: 1,
-        maxLength: 3,
-      }),
-      publishRounds: fc.oneof(
-        { weight: 3, arbitrary: fc.constant(undefined) },
-        { weight: 1, arbitrary: publishRounds },
-      ),
-    }),
+/**
+ * Schedules of 1–6 messages in up to 3 groups, 1–8 steps drawn by `stepOf` (given the number of
+ * messages), one of a few fault profiles, the consumers' clocks, and `rest`, the queue type's own.
+ */
+export function schedulesOf<R extends Partial<Schedule>>(
+  stepOf: (messageCount: number) => fc.Arbitrary<Step>,
+  rest: { [K in keyof R]: fc.Arbitrary<R[K]> },
+): fc.Arbitrary<Schedule & R> {
+  return fc.array(scheduledMessage, { minLength: 1, maxLength: 6 }).chain(
+    (messages) =>
+      fc.record({
+        messages: fc.constant(messages),
+        steps: fc.array(stepOf(messages.length), { minLength: 1, maxLength: 8 }),
+        faults: fc.record({
+          seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+          rates: fc.constantFrom(...FAULT_RATES),
+        }),
+        clockSkewsMs: fc.array(fc.integer({ min: -CONSUMER_CLOCK_SKEW_MS, max: CONSUMER_CLOCK_SKEW_MS }), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        ...rest,
+      }) as fc.Arbitrary<Schedule & R>,
   );
+}
+
+/** The FIFO schedules, some with round faults for the publish. */
+export const scheduleArbitrary: fc.Arbitrary<Schedule> = schedulesOf(step, {
+  publishRounds: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: publishRounds },
+  ),
+});

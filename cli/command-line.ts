@@ -4,7 +4,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
                [--schedule-interval SECONDS] [--async-retry-delay SECONDS] [--one-group-per-receive]
-               [--install-node]
+               [--duplicate-deliveries] [--install-node]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
@@ -14,6 +14,8 @@ export const USAGE = `Usage:
       --async-retry-delay retries a failed scheduled run or Event invocation after that long, not
       Lambda's 1 and 2 minutes.
       --one-group-per-receive makes each FIFO receive return one message group's messages only;
+      --duplicate-deliveries gives each batch of a standard queue to two invocations at once, then
+      once more, as SQS's at-least-once delivery may;
       --install-node installs the Node.js major a function's runtime names into .oncely/ when missing
       (once, from the npm registry), rather than running it on this machine's Node.
 
@@ -82,6 +84,7 @@ export type Command =
         scheduleIntervalSeconds?: number;
         asyncRetryDelaySeconds?: number;
         oneGroupPerReceive: boolean;
+        duplicateDeliveries: boolean;
         installNode: boolean;
       };
     }
@@ -140,6 +143,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         scheduleIntervalSeconds: seconds(values['schedule-interval'], '--schedule-interval'),
         asyncRetryDelaySeconds: seconds(values['async-retry-delay'], '--async-retry-delay'),
         oneGroupPerReceive: values['one-group-per-receive'] ?? false,
+        duplicateDeliveries: values['duplicate-deliveries'] ?? false,
         installNode: values['install-node'] ?? false,
       },
     };
@@ -239,6 +243,7 @@ function parse(argv: string[]) {
         'schedule-interval': { type: 'string' },
         'async-retry-delay': { type: 'string' },
         'one-group-per-receive': { type: 'boolean' },
+        'duplicate-deliveries': { type: 'boolean' },
         'install-node': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },

@@ -6,7 +6,8 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { groupOf } from './dead-letter-sweep.js';
+import { groupingFor, isFifoQueueUrl } from '../lambdas/common/queue-type.js';
+import { describeGroup, groupOf } from './dead-letter-sweep.js';
 import { RedriveInterruptedError } from './operations-errors.js';
 
 /** SQS's limit on a batch's messages together, bodies and attributes: 1 MiB, as one message (docs/capacity.md). */
@@ -29,6 +30,10 @@ export interface MovedBatch {
  * failed, or whose send was applied but its answer lost, is in both queues: the consumer drops the
  * second copy by its key, and SQS drops a re-send within 5 minutes (the deduplication id names the
  * DLQ message). Any failure then stops the redrive with RedriveInterruptedError.
+ *
+ * To a standard queue (DESIGN §5.1) a message goes without a deduplication id, which SQS refuses
+ * there, and with its group only when it has one (a fair queue's tenant key); with no order to
+ * keep, every message sent is deleted. A re-send is then a second copy, for the consumer to drop.
  */
 export async function moveInOrder(
   sqs: SQSClient,
@@ -39,7 +44,7 @@ export async function moveInOrder(
 ): Promise<MovedBatch> {
   const sent = new Map<string, string>();
   let failure: { message: Message; cause: unknown } | undefined;
-  for (const part of bySize(messages, attributesOf)) {
+  for (const part of bySize(messages, queues.queueUrl, attributesOf)) {
     try {
       const { Successful = [], Failed = [] } = await sqs.send(
         new SendMessageBatchCommand({
@@ -59,7 +64,9 @@ export async function moveInOrder(
     }
     if (failure) break;
   }
-  const deletable = inOrderPrefix(messages, sent);
+  const deletable = isFifoQueueUrl(queues.queueUrl)
+    ? inOrderPrefix(messages, sent)
+    : messages.filter((message) => sent.has(String(message.MessageId)));
   const deleteFailure = await deleteAll(sqs, queues.dlqUrl, deletable);
   const deleted = new Set(deletable.map((message) => String(message.MessageId)));
   const stop = failure
@@ -70,8 +77,8 @@ export async function moveInOrder(
   if (stop) {
     const moved = movedSoFar + (failure ? deleted.size : 0);
     throw new RedriveInterruptedError(
-      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (group ` +
-        `${groupOf(stop.message)}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
+      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (` +
+        `${describeGroup(groupOf(stop.message))}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
         'in order: run `oncely dlq redrive` again (a message moved twice is recognised by its key).',
       { cause: stop.cause },
     );
@@ -121,6 +128,7 @@ async function deleteAll(
 /** The messages as batch entries, in order, cut into batches within SQS's size limit. */
 function bySize(
   messages: Message[],
+  queueUrl: string,
   attributesOf: (message: Message) => Record<string, MessageAttributeValue>,
 ): { message: Message; entry: SendMessageBatchRequestEntry }[][] {
   const batches: { message: Message; entry: SendMessageBatchRequestEntry }[][] = [];
@@ -139,8 +147,7 @@ function bySize(
       entry: {
         Id: String(current.length),
         MessageBody: message.Body,
-        MessageGroupId: groupOf(message),
-        MessageDeduplicationId: `redriven-${message.MessageId}`,
+        ...groupingFor(queueUrl, groupOf(message), `redriven-${message.MessageId}`),
         MessageAttributes: attributes,
       },
     });

@@ -163,8 +163,14 @@ function heldOf(message: Message): Held {
   return { groupId: groupOf(message), receiptHandle: String(message.ReceiptHandle) };
 }
 
+/** A group for people: a plain standard queue's messages have none (`''`). */
+export function describeGroup(groupId: string): string {
+  return groupId === '' ? 'no group' : `group ${groupId}`;
+}
+
 export function groupOf(message: Message): string {
-  return String(message.Attributes?.MessageGroupId);
+  // A plain standard queue's message has none (DESIGN §5.1): `''`, as the consumer says it.
+  return message.Attributes?.MessageGroupId ?? '';
 }
 
 async function depth(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number }> {

@@ -3,6 +3,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
+import { groupingFor } from '../lambdas/common/queue-type.js';
 import {
   type IdempotencyRecord,
   type KeptMessage,
@@ -64,10 +65,11 @@ export async function resolveAsRetry(
       new SendMessageCommand({
         QueueUrl: target.resources.queueUrl,
         MessageBody: body,
-        MessageGroupId: message.groupId,
-        // Fresh, as the message's own ids may still be in SQS's 5-minute deduplication window; one per
-        // run, so that the SDK's retries of this send (an answer lost) leave one copy on the queue.
-        MessageDeduplicationId: randomUUID(),
+        // FIFO: the deduplication id fresh, as the message's own ids may still be in SQS's 5-minute
+        // window; one per run, so that the SDK's retries of this send (an answer lost) leave one copy
+        // on the queue. A standard queue takes none (a retried send is a second copy, a duplicate to
+        // the consumer), and a group only when the kept message has one (DESIGN §5.1).
+        ...groupingFor(target.resources.queueUrl, message.groupId, randomUUID()),
       }),
     );
     messageId = String(MessageId);

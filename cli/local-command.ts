@@ -16,6 +16,8 @@ export interface LocalOptions {
   asyncRetryDelaySeconds?: number;
   /** Each FIFO receive returns one message group's messages only (`--one-group-per-receive`); `false` by default. */
   oneGroupPerReceive?: boolean;
+  /** Each batch of a standard queue goes to two invocations at once, then once more (`--duplicate-deliveries`); `false` by default. */
+  duplicateDeliveries?: boolean;
   /** Installs a function's missing Node.js major into `.oncely/` first (`--install-node`); `false` by default. */
   installNode?: boolean;
 }
@@ -52,6 +54,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       environment: options.environment,
       context: options.context,
       oneGroupPerReceive: options.oneGroupPerReceive,
+      duplicateDeliveries: options.duplicateDeliveries,
       installNode: options.installNode,
       ...(options.scheduleIntervalSeconds === undefined
         ? {}

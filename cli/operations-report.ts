@@ -3,6 +3,7 @@
 import type { DiscardResult } from './dead-letter-discard.js';
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
 import type { RedriveResult } from './dead-letter-redrive.js';
+import { describeGroup } from './dead-letter-sweep.js';
 import type { Resolution, UnresolvedRecord } from './in-doubt-records.js';
 import type { OutboxListing } from './outbox-list.js';
 import { formatTable } from './text-table.js';
@@ -69,7 +70,7 @@ export function describeRedrive(result: RedriveResult, queueUrl: string): string
         '`oncely dlq discard MESSAGE_ID…` deletes it for good, keeping a record:',
       ...result.skipped.map(
         (skipped) =>
-          `  ${skipped.messageId} (group ${skipped.groupId}${skipped.key ? `, key ${skipped.key}` : ''})`,
+          `  ${skipped.messageId} (${describeGroup(skipped.groupId)}${skipped.key ? `, key ${skipped.key}` : ''})`,
       ),
     );
   }
@@ -113,7 +114,7 @@ export function describeRedrive(result: RedriveResult, queueUrl: string): string
 export function describeDiscard(result: DiscardResult, tableName: string): string {
   const lines = result.discarded.map(
     (message) =>
-      `Discarded ${message.messageId} (group ${message.groupId}${message.key ? `, key ${message.key}` : ''}): ` +
+      `Discarded ${message.messageId} (${describeGroup(message.groupId)}${message.key ? `, key ${message.key}` : ''}): ` +
       `deleted from the DLQ, recorded as ${message.recordId} in ${tableName}.`,
   );
   if (result.notFound.length > 0) {
@@ -192,7 +193,7 @@ export function describeResolution(resolution: Resolution, queueUrl: string): st
   if (resolution.as === 'completed') return `${resolution.id} is now COMPLETED: it is never run again.`;
   const stamped = resolution.republished ? ', stamped now' : '';
   const back =
-    `${resolution.id}: its message is back on ${queueUrl}${stamped} (group ${resolution.groupId}, message id ` +
+    `${resolution.id}: its message is back on ${queueUrl}${stamped} (${describeGroup(resolution.groupId)}, message id ` +
     `${resolution.messageId}); `;
   const sent = back + recordAfterRetry(resolution.status);
   if (!resolution.notCleared) return sent;

@@ -24,6 +24,12 @@ export interface PollerOptions {
   onBatch?: (report: BatchReport) => void;
   /** Long-poll wait per receive; short, so that stop() is quick. */
   waitTimeSeconds?: number;
+  /**
+   * Delivers a standard queue's batches as SQS's at-least-once delivery may, for tests and demos:
+   * each to two invocations at once, then once more after both answered (a copy of a message
+   * already done). Nothing changes for a FIFO queue, whose deduplication SQS keeps. `false` by default.
+   */
+  duplicateDeliveries?: boolean;
 }
 
 /**
@@ -59,6 +65,7 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
   const loops = new Set<Promise<void>>();
   // Whether a receive found messages since the last scaling step: Lambda adds pollers only then.
   let busy = false;
+  const duplicating = options.duplicateDeliveries === true && !source.queue.url.endsWith('.fifo');
 
   /** One poller; a scaled-up one ends at its first idle receive, as Lambda scales back. */
   const poll = async (scaledUp: boolean) => {
@@ -70,7 +77,11 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
         if (batch.idle && scaledUp) return;
         if (batch.messages.length === 0) continue;
         busy = true;
-        await deliver(options, batch.messages, { Records: batch.records });
+        const event = { Records: batch.records };
+        await deliver(options, batch.messages, event, duplicating ? 2 : 1);
+        // The late copy: its messages are gone by then, so its deletes change nothing and its
+        // visibility changes are refused, as a late duplicate's on SQS once its original was deleted.
+        if (duplicating) await deliver(options, batch.messages, event, 1);
       } catch (error) {
         if (!running()) return;
         console.error(`[oncely sandbox] polling ${source.queue.name} failed: ${String(error)}`);
@@ -97,30 +108,48 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
   };
 }
 
-async function deliver(options: PollerOptions, messages: Message[], event: SQSEvent): Promise<void> {
+/**
+ * Invokes the function with the batch, `copies` times at once, and deletes each message some
+ * invocation succeeded with: one delete removes it, whoever else still holds it.
+ */
+async function deliver(
+  options: PollerOptions,
+  messages: Message[],
+  event: SQSEvent,
+  copies: number,
+): Promise<void> {
   const { sqs, source } = options;
-  let outcome: InvocationResult;
+  const outcomes = await Promise.all(Array.from({ length: copies }, () => invokeOnce(options, event)));
+  // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
+  const failedIn = outcomes.map((outcome) =>
+    !outcome.ok
+      ? 'all'
+      : source.reportBatchItemFailures
+        ? failedMessageIds(outcome.result, event)
+        : new Set<string>(),
+  );
+  const done = messages.filter((message) =>
+    failedIn.some((failed) => failed !== 'all' && !failed.has(String(message.MessageId))),
+  );
+  await deleteMessages(sqs, source.queue.url, done);
+  const failure = outcomes.find((outcome) => !outcome.ok);
+  options.onBatch?.({
+    received: messages.length,
+    deleted: done.length,
+    retained: messages.length - done.length,
+    functionError:
+      failure && !failure.ok ? `${failure.error.errorType}: ${failure.error.errorMessage}` : undefined,
+  });
+}
+
+async function invokeOnce(options: PollerOptions, event: SQSEvent): Promise<InvocationResult> {
   try {
-    outcome = await options.invoke(event);
+    return await options.invoke(event);
   } catch (error) {
     if (!(error instanceof FunctionThrottledError)) throw error;
     // Throttled: the whole batch stays, to come back after the visibility timeout with its receive
     // count grown, and so to the DLQ past maxReceiveCount, as on AWS.
     const errorMessage = `${error.message} (${error.reason})`;
-    outcome = { ok: false, error: { errorType: 'TooManyRequestsException', errorMessage } };
+    return { ok: false, error: { errorType: 'TooManyRequestsException', errorMessage } };
   }
-  // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
-  const failed = !outcome.ok
-    ? 'all'
-    : source.reportBatchItemFailures
-      ? failedMessageIds(outcome.result, event)
-      : new Set<string>();
-  const done = failed === 'all' ? [] : messages.filter((message) => !failed.has(String(message.MessageId)));
-  await deleteMessages(sqs, source.queue.url, done);
-  options.onBatch?.({
-    received: messages.length,
-    deleted: done.length,
-    retained: messages.length - done.length,
-    functionError: outcome.ok ? undefined : `${outcome.error.errorType}: ${outcome.error.errorMessage}`,
-  });
 }

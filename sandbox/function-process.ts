@@ -16,6 +16,12 @@ export interface ContainerOptions {
   codeDirectory: string;
   handler: string;
   memoryMiB: number;
+  /**
+   * Lambda Managed Instances' per-environment maximum: set, the container says so as Lambda's runtime
+   * there does (`AWS_LAMBDA_MAX_CONCURRENCY`, which Powertools reads to scope its state per
+   * invocation) and runs that many invocations at once (function-worker.mjs).
+   */
+  maxConcurrency?: number;
   region: string;
   /** The function's own variables (resolved locally), under Lambda's reserved ones. */
   environment: Record<string, string>;
@@ -56,7 +62,11 @@ export function startContainer(options: ContainerOptions): Container {
     AWS_LAMBDA_FUNCTION_NAME: options.name,
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(options.memoryMiB),
     AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-    AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+    AWS_LAMBDA_INITIALIZATION_TYPE:
+      options.maxConcurrency === undefined ? 'on-demand' : 'lambda-managed-instances',
+    ...(options.maxConcurrency !== undefined && {
+      AWS_LAMBDA_MAX_CONCURRENCY: String(options.maxConcurrency),
+    }),
     AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${options.name}`,
     AWS_LAMBDA_LOG_STREAM_NAME: logStreamName,
     LAMBDA_TASK_ROOT: options.codeDirectory,

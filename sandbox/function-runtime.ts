@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
+import { EnvironmentSlots } from './environment-slots.js';
 import { type Container, startContainer } from './function-process.js';
 import {
   type FunctionError,
@@ -28,6 +29,16 @@ export interface LocalFunctionSpec {
   memoryMiB?: number;
   /** The function's environment, resolved to local resources. */
   environment: Record<string, string>;
+  /**
+   * Lambda Managed Instances' `PerExecutionEnvironmentMaxConcurrency` (a function placed on a
+   * capacity provider): when set, up to this many invocations run at once in one container, as
+   * function-worker.mjs's managed mode runs them (DESIGN §8), instead of one at a time. Such a
+   * container is never frozen (it runs continuously), and an invocation past its timeout is answered
+   * `Sandbox.Timedout` but neither stopped nor its container killed: Lambda Managed Instances do not
+   * enforce the timeout (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-execution-environment.html).
+   * @default undefined: one invocation at a time per container (Lambda's default compute)
+   */
+  perExecutionEnvironmentMaxConcurrency?: number;
 }
 
 export interface LocalFunctionOptions {
@@ -112,7 +123,9 @@ process.on('exit', () => {
  * Runs one Lambda function locally. Each invocation gets a container of its own — a child process
  * on the Node.js major the function's runtime names (node-binary.ts), started as function-process.ts
  * says — reused once it is free (a warm container), and frozen in between: one invocation at a time
- * per container, as in Lambda. Whatever goes wrong inside the function is answered as Lambda
+ * per container, as in Lambda — or, for a function on a capacity provider, up to its
+ * `perExecutionEnvironmentMaxConcurrency` at once, never frozen, as Lambda Managed Instances run it
+ * (there a timeout kills nothing). Whatever goes wrong inside the function is answered as Lambda
  * answers it, with a function error. A thrown error (a stack overflow too), a result that is not
  * JSON or too large leave the container warm; these replace it with a fresh one: a handler module
  * that fails to load (its init error, e.g. `Runtime.ImportModuleError`), an uncaught error or
@@ -134,12 +147,26 @@ export class LocalFunctionRuntime implements LocalInvoker {
   readonly #output: FunctionOutput | undefined;
   readonly #freeze: boolean;
   readonly #node: NodeBinary;
+  /** Managed mode's containers, each with its invocations in flight (none in the default mode). */
+  readonly #slots: EnvironmentSlots<ChildProcess | FunctionError> | undefined;
+  /** What each managed container's slots know it by. */
+  readonly #environmentOf = new Map<ChildProcess, Promise<ChildProcess | FunctionError>>();
 
   constructor(spec: LocalFunctionSpec, output?: FunctionOutput, options: LocalFunctionOptions = {}) {
     this.#spec = spec;
     this.#output = output;
     this.#freeze = options.freeze ?? true;
     this.#node = nodeBinaryFor(this.#runtime, options.projectDirectory);
+    const perEnvironment = spec.perExecutionEnvironmentMaxConcurrency;
+    if (perEnvironment !== undefined && !(Number.isInteger(perEnvironment) && perEnvironment >= 1)) {
+      throw new RangeError(
+        `${spec.name}: perExecutionEnvironmentMaxConcurrency must be a positive integer, not ${perEnvironment}`,
+      );
+    }
+    this.#slots =
+      perEnvironment === undefined
+        ? undefined
+        : new EnvironmentSlots(perEnvironment, () => this.#startManagedContainer());
   }
 
   get spec(): LocalFunctionSpec {
@@ -164,11 +191,72 @@ export class LocalFunctionRuntime implements LocalInvoker {
     // The container gets the event as JSON text and parses it, as Lambda's runtime does: JSON.parse
     // takes any nesting, where a structured clone (or a re-stringify) stops a few thousand levels down.
     const json = eventJson ?? JSON.stringify(event ?? null);
+    if (this.#slots) return this.#invokeManaged(this.#slots, json, awsRequestId);
     const idle = this.#idle.pop();
     if (idle) idle.kill('SIGCONT');
     const started = idle ?? (await this.#startContainer(awsRequestId));
     if (!isChild(started)) return { ok: false, error: started };
     const child = started;
+    const timeoutMs = this.#send(child, json, awsRequestId);
+    const outcome = await nextOutcome(child, (message) => message.id === awsRequestId, timeoutMs);
+    if (outcome.kind !== 'message') {
+      await this.#discard(child);
+      const error =
+        outcome.kind === 'timeout'
+          ? timeoutError(awsRequestId, timeoutMs)
+          : crashError(outcome, awsRequestId);
+      return { ok: false, error };
+    }
+    this.#release(child);
+    return answerOf(outcome.message);
+  }
+
+  /**
+   * Managed mode: the invocation goes into a container running fewer than the maximum, alongside
+   * the others there. One past its timeout is answered so, but goes on (and keeps its slot) until
+   * it ends; the container is replaced only when it crashes or exits, which fails every invocation
+   * it was running.
+   */
+  async #invokeManaged(
+    slots: EnvironmentSlots<ChildProcess | FunctionError>,
+    json: string,
+    awsRequestId: string,
+  ): Promise<InvocationResult> {
+    const slot = slots.take();
+    const started = await slot.environment;
+    if (!isChild(started)) {
+      // Every invocation waiting on it gets its init error; the next one starts another container.
+      slot.release();
+      slots.remove(slot.environment);
+      return { ok: false, error: started };
+    }
+    const child = started;
+    const timeoutMs = this.#send(child, json, awsRequestId);
+    const own = (message: ContainerMessage) => message.id === awsRequestId;
+    const outcome = await nextOutcome(child, own, timeoutMs);
+    if (outcome.kind === 'timeout') {
+      void nextOutcome(child, own).then(slot.release);
+      return { ok: false, error: timeoutError(awsRequestId, timeoutMs) };
+    }
+    slot.release();
+    if (outcome.kind !== 'message') {
+      await this.#discard(child);
+      return { ok: false, error: crashError(outcome, awsRequestId) };
+    }
+    return answerOf(outcome.message);
+  }
+
+  /** Starts a managed container; one that fails its init is discarded, and its error given instead. */
+  #startManagedContainer(): Promise<ChildProcess | FunctionError> {
+    const environment = this.#startContainer(randomUUID()).then((started) => {
+      if (isChild(started)) this.#environmentOf.set(started, environment);
+      return started;
+    });
+    return environment;
+  }
+
+  /** Sends the invocation to its container with a context counting down from now; returns its timeout in ms. */
+  #send(child: ChildProcess, json: string, awsRequestId: string): number {
     const timeoutMs = this.#spec.timeoutSeconds * 1000;
     const deadline = Date.now() + timeoutMs;
     const { name: functionName, arn: functionArn, memoryMiB } = this.#spec;
@@ -181,23 +269,7 @@ export class LocalFunctionRuntime implements LocalInvoker {
     );
     delete context.callbackWaitsForEmptyEventLoop;
     child.send({ id: awsRequestId, eventJson: json, deadline, context });
-    const outcome = await nextOutcome(child, (message) => message.id === awsRequestId, timeoutMs);
-    if (outcome.kind !== 'message') {
-      await this.#discard(child);
-      const error =
-        outcome.kind === 'timeout'
-          ? timeoutError(awsRequestId, timeoutMs)
-          : crashError(outcome, awsRequestId);
-      return { ok: false, error };
-    }
-    this.#release(child);
-    const { payload, error } = outcome.message;
-    if (error) return { ok: false, error };
-    if (Buffer.byteLength(payload ?? 'null') > MAX_RESPONSE_BYTES) {
-      const errorMessage = `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).`;
-      return { ok: false, error: { errorType: 'Function.ResponseSizeTooLarge', errorMessage } };
-    }
-    return { ok: true, result: JSON.parse(payload ?? 'null') };
+    return timeoutMs;
   }
 
   /**
@@ -229,6 +301,7 @@ export class LocalFunctionRuntime implements LocalInvoker {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idle.length = 0;
+    this.#slots?.clear();
     this.#heapOf.clear();
     await Promise.all([...this.#all.keys()].map((child) => this.#discard(child)));
   }
@@ -246,6 +319,9 @@ export class LocalFunctionRuntime implements LocalInvoker {
       codeDirectory: spec.codeDirectory,
       handler: spec.handler,
       memoryMiB: spec.memoryMiB ?? 128,
+      ...(spec.perExecutionEnvironmentMaxConcurrency !== undefined && {
+        maxConcurrency: spec.perExecutionEnvironmentMaxConcurrency,
+      }),
       region,
       environment: spec.environment,
       node: this.#node,
@@ -320,11 +396,24 @@ export class LocalFunctionRuntime implements LocalInvoker {
   }
 
   #forget(child: ChildProcess): void {
+    const environment = this.#environmentOf.get(child);
+    if (environment) this.#slots?.remove(environment);
+    this.#environmentOf.delete(child);
     this.#heapOf.delete(child);
     this.#all.delete(child);
     const index = this.#idle.indexOf(child);
     if (index >= 0) this.#idle.splice(index, 1);
   }
+}
+
+/** An invocation's answer as Lambda gives it: its error, or its result if within Lambda's size cap. */
+function answerOf({ payload, error }: ContainerMessage): InvocationResult {
+  if (error) return { ok: false, error };
+  if (Buffer.byteLength(payload ?? 'null') > MAX_RESPONSE_BYTES) {
+    const errorMessage = `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).`;
+    return { ok: false, error: { errorType: 'Function.ResponseSizeTooLarge', errorMessage } };
+  }
+  return { ok: true, result: JSON.parse(payload ?? 'null') };
 }
 
 function isChild(value: ChildProcess | FunctionError): value is ChildProcess {

@@ -1,8 +1,10 @@
 // One local "container" of a Lambda function, a child process of the sandbox's: loads the handler
-// from the function's code once (its init), then runs one invocation at a time with a Lambda-like
+// from the function's code once (its init), then runs one invocation at a time (or, as on Lambda
+// Managed Instances, up to AWS_LAMBDA_MAX_CONCURRENCY at once: see `managed` below) with a Lambda-like
 // context, answering as the Lambda Node.js runtime of the function's `AWS_EXECUTION_ENV` does. The
 // code is plain JavaScript, as Lambda runs it (the function's bundled asset), and so is this file:
 // the child loads no TypeScript, on whichever Node.js major the function's runtime names.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
@@ -23,6 +25,18 @@ const handler = process.env._HANDLER;
  */
 const major = Number(/^AWS_Lambda_nodejs(\d+)\.x$/.exec(process.env.AWS_EXECUTION_ENV ?? '')?.[1] ?? 24);
 const callbacks = major < 24;
+/**
+ * Lambda Managed Instances: several invocations at once in this one process, as that runtime runs
+ * them in each of its worker threads. It gives every invocation an async context of its own, the
+ * `InvokeStore` it puts on `globalThis.awslambda` before the handler loads (@aws/lambda-invoke-store:
+ * `InvokeStoreMulti`, an AsyncLocalStorage, with the request id under its protected key); Powertools
+ * keeps its per-invocation state there when `AWS_LAMBDA_MAX_CONCURRENCY` is set. Its handlers are
+ * awaited (the async interface): a callback handler could not share the process's event loop.
+ */
+const managed = process.env.AWS_LAMBDA_MAX_CONCURRENCY !== undefined;
+/** The key @aws/lambda-invoke-store reads an invocation's request id under. */
+const REQUEST_ID = Symbol.for('_AWS_LAMBDA_REQUEST_ID');
+const invokeStore = managed ? installInvokeStore() : undefined;
 
 // The sandbox went away (stopped, or killed): a container never outlives it.
 process.on('disconnect', () => process.exit(0));
@@ -48,12 +62,43 @@ if (loaded.error) {
   process.on('message', async ({ id, eventJson, deadline, context: data }) => {
     const event = JSON.parse(eventJson);
     const getRemainingTimeInMillis = () => Math.max(0, deadline - Date.now());
-    const reply = callbacks
-      ? await invokeWithCallbacks(loaded.handler, event, { ...data, getRemainingTimeInMillis })
-      : await invokeAsync(loaded.handler, event, { ...data, getRemainingTimeInMillis });
+    const context = { ...data, getRemainingTimeInMillis };
+    const reply = invokeStore
+      ? await invokeStore.run({ [REQUEST_ID]: id }, () => invokeAsync(loaded.handler, event, context))
+      : callbacks
+        ? await invokeWithCallbacks(loaded.handler, event, context)
+        : await invokeAsync(loaded.handler, event, context);
     send({ id, ...reply, ...usage() });
   });
   send({ ready: true, ...usage() });
+}
+
+/**
+ * The `InvokeStore` of Lambda Managed Instances' Node.js runtime, as @aws/lambda-invoke-store's
+ * `InvokeStoreMulti` is (the interface its users call): each invocation's store an object in an
+ * AsyncLocalStorage, its protected keys (the request id) not writable by the handler. Put where that
+ * library and Powertools look for the runtime's own (`globalThis.awslambda.InvokeStore`).
+ */
+function installInvokeStore() {
+  const als = new AsyncLocalStorage();
+  const store = {
+    getContext: () => als.getStore(),
+    hasContext: () => als.getStore() !== undefined,
+    get: (key) => als.getStore()?.[key],
+    set: (key, value) => {
+      if (key === REQUEST_ID) throw new Error(`Cannot modify protected Lambda context field: ${String(key)}`);
+      const current = als.getStore();
+      if (!current) throw new Error('No context available');
+      current[key] = value;
+    },
+    run: (context, fn) => als.run(context, fn),
+    getRequestId: () => als.getStore()?.[REQUEST_ID] ?? '-',
+    getXRayTraceId: () => undefined,
+    getTenantId: () => undefined,
+  };
+  globalThis.awslambda = globalThis.awslambda ?? {};
+  globalThis.awslambda.InvokeStore = store;
+  return store;
 }
 
 /**

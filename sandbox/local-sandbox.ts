@@ -90,6 +90,12 @@ export interface SandboxOptions {
    * default: as SQS, as many of one group as it can, then other groups' (see startSqsEmulator).
    */
   oneGroupPerReceive?: boolean;
+  /**
+   * Delivers each batch of a standard queue to two invocations at once, then once more after both
+   * answered, as SQS's at-least-once delivery may (event-source-poller.ts), so that a test or the
+   * demo sees its duplicates, concurrent and late. FIFO queues are not affected. `false` by default.
+   */
+  duplicateDeliveries?: boolean;
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
@@ -328,6 +334,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         region: LOCAL_REGION,
         invoke: (event: SQSEvent) => invoke(source.functionName, event),
         onBatch: (report) => options.onBatch?.(source.functionName, report),
+        duplicateDeliveries: options.duplicateDeliveries,
       });
       // Pollers stop before the functions and emulators they use.
       stops.push(() => poller.stop());

@@ -41,6 +41,12 @@ export interface LocalFunction {
   memoryMiB: number;
   /** `ReservedConcurrentExecutions`: its invocations at once, from every source; unbounded without. */
   reservedConcurrency?: number;
+  /**
+   * For a function on a capacity provider (`CapacityProviderConfig`, Lambda Managed Instances), its
+   * `PerExecutionEnvironmentMaxConcurrency`, or Node.js's default of 64 (a vCPU's): the invocations
+   * one container runs at once (function-runtime.ts). Absent for Lambda's default compute.
+   */
+  perExecutionEnvironmentMaxConcurrency?: number;
   environment: Record<string, string>;
   /** Its `AWS::Lambda::EventInvokeConfig`'s retries and maximum age; Lambda's defaults when absent. */
   asyncInvokeConfig?: AsyncInvokeConfig;
@@ -383,7 +389,25 @@ function describeFunction(
     ...(properties.ReservedConcurrentExecutions !== undefined && {
       reservedConcurrency: Number(properties.ReservedConcurrentExecutions),
     }),
+    ...managedInstancesOf(properties),
     environment: {},
+  };
+}
+
+/** Node.js's `PerExecutionEnvironmentMaxConcurrency` when the function sets none: 64 a vCPU. */
+const NODEJS_DEFAULT_PER_ENVIRONMENT = 64;
+
+/** How a function placed on a capacity provider runs its invocations (Lambda Managed Instances); nothing otherwise. */
+function managedInstancesOf(properties: Record<string, unknown>): {
+  perExecutionEnvironmentMaxConcurrency?: number;
+} {
+  const config = (properties.CapacityProviderConfig as Record<string, unknown> | undefined)
+    ?.LambdaManagedInstancesCapacityProviderConfig as Record<string, unknown> | undefined;
+  if (!config) return {};
+  const perEnvironment = config.PerExecutionEnvironmentMaxConcurrency;
+  return {
+    perExecutionEnvironmentMaxConcurrency:
+      perEnvironment === undefined ? NODEJS_DEFAULT_PER_ENVIRONMENT : Number(perEnvironment),
   };
 }
 

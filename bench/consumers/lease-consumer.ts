@@ -14,6 +14,7 @@ import { SEND_NOTIFICATION } from '../notification-events.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
 import {
   requiredVariable,
+  type ShopEvent,
   type ShopSettings,
   shopEventEffect,
   shopSettingsFromEnvironment,
@@ -43,22 +44,29 @@ export interface LeaseConsumerOptions extends ShopSettings {
 export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
   const { dynamodb, logger, metrics, mode = 'at-least-once' } = options;
   const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
-  return middy<SQSEvent, SQSBatchResponse>()
-    .use(injectLambdaContext(logger))
-    .use(logMetrics(metrics))
-    .use(
-      fifoBatch({
-        store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
-        logger,
-        metrics,
-        deadLetterQueue:
-          options.sqs && options.dlqUrl ? { client: options.sqs, queueUrl: options.dlqUrl } : undefined,
-        operations: {
-          [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode, run: effect }),
-          [SEND_NOTIFICATION]: leaseOperation({ namespace: 'notify', mode, run: effect }),
-        },
-      }),
-    );
+  return withTelemetry(logger, metrics).use(
+    fifoBatch({
+      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
+      logger,
+      metrics,
+      deadLetterQueue:
+        options.sqs && options.dlqUrl ? { client: options.sqs, queueUrl: options.dlqUrl } : undefined,
+      operations: leaseOperations(effect, mode),
+    }),
+  );
+}
+
+/** The example consumer's Middy stack before its batch middleware: Powertools Logger and Metrics. */
+export function withTelemetry(logger: Logger, metrics: Metrics) {
+  return middy<SQSEvent, SQSBatchResponse>().use(injectLambdaContext(logger)).use(logMetrics(metrics));
+}
+
+/** The benchmark's event types in lease mode, each running `effect` under its lease. */
+export function leaseOperations(effect: (event: ShopEvent) => Promise<void>, mode: IdempotencyMode) {
+  return {
+    [STOCK_RECEIVED]: leaseOperation({ namespace: 'stock', mode, run: effect }),
+    [SEND_NOTIFICATION]: leaseOperation({ namespace: 'notify', mode, run: effect }),
+  };
 }
 
 /** The Lambda entry's variable for its mode: `at-least-once` (when unset) or `at-most-once`. */

@@ -1,4 +1,9 @@
-import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
+import {
+  BatchProcessor,
+  EventType,
+  processPartialResponse,
+  SqsFifoPartialProcessorAsync,
+} from '@aws-lambda-powertools/batch';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -19,18 +24,26 @@ export interface PowertoolsConsumerOptions extends ShopSettings {
   idempotencyTableName: string;
   logger?: Logger;
   metrics?: Metrics;
+  /**
+   * `standard`: the documented standard-queue pattern instead, `BatchProcessor(EventType.SQS)`,
+   * whose records run all at once (`processInParallel`, true by default). FIFO when unset.
+   */
+  queueType?: 'fifo' | 'standard';
+  /** What each record does, instead of the shop's effect (the in-flight duplicates hold it). */
+  effect?: (event: ShopEvent) => Promise<void>;
 }
 
 /**
  * The example consumer's business logic as a Powertools user would build it, following Powertools'
- * documentation for FIFO batches with idempotency: `SqsFifoPartialProcessorAsync` runs the records
- * one after another, each through `makeIdempotent` with the DynamoDB persistence layer, keyed by
- * the envelope's key and checked against its type and payload (as Oncely checks for conflicts).
- * Logger and Metrics as the example consumer has them.
+ * documentation for batches with idempotency: on FIFO, `SqsFifoPartialProcessorAsync` runs the
+ * records one after another; on a standard queue `BatchProcessor` runs them all at once; each
+ * through `makeIdempotent` with the DynamoDB persistence layer, keyed by the envelope's key and
+ * checked against its type and payload (as Oncely checks for conflicts). Logger and Metrics as the
+ * example consumer has them.
  */
 export function createPowertoolsConsumerHandler(options: PowertoolsConsumerOptions) {
   const { dynamodb, logger = new Logger(), metrics = new Metrics() } = options;
-  const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
+  const effect = options.effect ?? shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
   const config = new IdempotencyConfig({
     eventKeyJmesPath: 'powertools_json(body).key',
     payloadValidationJmesPath: 'powertools_json(body).[type, payload]',
@@ -48,21 +61,34 @@ export function createPowertoolsConsumerHandler(options: PowertoolsConsumerOptio
     },
     { persistenceStore, config },
   );
-  const processor = new SqsFifoPartialProcessorAsync();
+  const processBatch = options.queueType === 'standard' ? standardProcessor() : fifoProcessor();
 
   return async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     logger.addContext(context);
     config.registerLambdaContext(context);
     try {
-      // skipGroupOnError: a failure skips the rest of its group only, as Oncely does.
-      return await processPartialResponse(event, processRecord, processor, {
-        context,
-        skipGroupOnError: true,
-      });
+      return await processBatch(event, processRecord, context);
     } finally {
       metrics.publishStoredMetrics();
     }
   };
+}
+
+type RecordHandler = (record: SQSRecord) => Promise<void>;
+
+/** Powertools' FIFO processor, made once as its docs make it. */
+function fifoProcessor() {
+  const processor = new SqsFifoPartialProcessorAsync();
+  return (event: SQSEvent, processRecord: RecordHandler, context: Context) =>
+    // skipGroupOnError: a failure skips the rest of its group only, as Oncely does.
+    processPartialResponse(event, processRecord, processor, { context, skipGroupOnError: true });
+}
+
+/** Powertools' standard-queue processor, made once, with its default: every record at once. */
+function standardProcessor() {
+  const processor = new BatchProcessor(EventType.SQS);
+  return (event: SQSEvent, processRecord: RecordHandler, context: Context) =>
+    processPartialResponse(event, processRecord, processor, { context });
 }
 
 let configured: ReturnType<typeof createPowertoolsConsumerHandler> | undefined;

@@ -106,7 +106,9 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  *
  * Messages whose result is `unknown` (they may or may not be on the queue) are re-sent, with the
  * `blocked` ones of their groups after them, in order and under their same keys: SQS or the
- * consumer drops what was already there. Each round is a new request whose requestId derives from
+ * consumer drops what was already there. To a standard queue (the response's `queueType`), which
+ * keeps no order and has no `blocked` results, each `unknown` message is re-sent on its own, and a
+ * copy already there is the consumer's to recognise: the order rules below are FIFO's. Each round is a new request whose requestId derives from
  * the first and from this call (`<requestId>~<callId>.r1`, …), so retrying a round replays it as
  * well, and no other call's round or caller's requestId is the same. A round's `sent` or `unknown`
  * replaces a message's result; its `failed` or `blocked` does not replace `unknown`, as the message
@@ -156,13 +158,17 @@ export async function publish(
   const callId = randomUUID();
   const first = await invokeWithRetries(invoker, { requestId, callId, messages });
   const results = [...first.results];
+  // A standard queue keeps no order: a message re-sent after a later one of its group loses nothing.
+  const ordered = first.queueType !== 'standard';
 
   // An earlier call's response, replayed: this call is a new decision to publish, so one round
   // sends every message not sent, before the rounds for `unknown` ones.
   let everyUnsent = first.callId !== undefined && first.callId !== callId;
   const rounds = (options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS) + (everyUnsent ? 1 : 0);
   for (let round = 1; round <= rounds; round++) {
-    const indexes = toResend(messages, results, everyUnsent);
+    const indexes = ordered
+      ? toResend(messages, results, everyUnsent)
+      : toResendUnordered(results, everyUnsent);
     everyUnsent = false;
     if (indexes.length === 0) break;
     // The key from the result: the one the first attempt sent, given or derived.
@@ -182,7 +188,7 @@ export async function publish(
     }
     settleRound(messages, results, indexes, response.results);
   }
-  return { requestId, results };
+  return { requestId, results, ...(ordered ? {} : { queueType: 'standard' as const }) };
 }
 
 interface Invoker {
@@ -240,8 +246,12 @@ async function invokeOnce(
       `${functionName} answered ${text.slice(0, 200)}, not one result per message: is it the Oncely publisher?`,
     );
   }
-  const { callId } = response;
-  return { results: response.results, ...(typeof callId === 'string' ? { callId } : {}) };
+  const { callId, queueType } = response;
+  return {
+    results: response.results,
+    ...(typeof callId === 'string' ? { callId } : {}),
+    ...(queueType === 'standard' ? { queueType } : {}),
+  };
 }
 
 /**
@@ -279,6 +289,16 @@ function toResend(
     if (everyUnsent || unknownAfterSent) indexes.push(i);
   });
   return indexes;
+}
+
+/**
+ * Which messages a round sends to a standard queue, where nothing waits for another: the `unknown`
+ * ones; with `everyUnsent`, every one not `sent`.
+ */
+function toResendUnordered(results: readonly MessageResult[], everyUnsent: boolean): number[] {
+  return results.flatMap(({ status }, i) =>
+    status === 'unknown' || (everyUnsent && status !== 'sent') ? [i] : [],
+  );
 }
 
 /**

@@ -2,6 +2,7 @@ import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
+import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
@@ -15,11 +16,11 @@ export const DLQ_ATTRIBUTES = {
 /** Error messages are cut here: they ride along with the body, which may be near SQS's size limit already. */
 const MAX_ERROR_MESSAGE_LENGTH = 1_024;
 
-/** The FIFO dead-letter queue non-retryable records are sent to at once. */
+/** The dead-letter queue non-retryable records are sent to at once: FIFO for `fifoBatch`, standard for `standardBatch`. */
 export interface DeadLetterQueueOptions {
   /** The client that sends to the DLQ (and deletes from the source queue). */
   client: SQSClient;
-  /** The FIFO DLQ's URL. */
+  /** The DLQ's URL: a FIFO queue's (`.fifo`) for `fifoBatch`, a standard queue's for `standardBatch`. */
   queueUrl: string;
   /**
    * The URL of the queue the records come from. When given, a record sent to the DLQ is also deleted
@@ -34,7 +35,7 @@ export interface DeadLetterQueueOptions {
  * The SQS client's module, imported when a record first goes to the DLQ rather than at start: most
  * containers never send one, and importing it lengthens every cold start (`npm run bench`, (6)).
  */
-const sqsModule = () => import('@aws-sdk/client-sqs');
+export const sqsModule = () => import('@aws-sdk/client-sqs');
 
 let defaultClient: Promise<SQSClient> | undefined;
 
@@ -48,6 +49,12 @@ export function defaultSqsClient(): Promise<SQSClient> {
     },
   );
   return defaultClient;
+}
+
+/** A queue the consumer reads, and the client for it (made on first use). */
+export interface SourceQueue {
+  queueUrl: string;
+  client(): Promise<SQSClient>;
 }
 
 /** The options, or the same with the default client, which is made on the first send. */
@@ -123,11 +130,7 @@ export class DeadLetterQueue {
           new SendMessageCommand({
             QueueUrl: this.options.queueUrl,
             MessageBody: record.body,
-            MessageGroupId: groupId,
-            // Per message: the SDK's retries of this send, and a redelivery of the same message (a
-            // batch that failed after it was sent here), dedupe. A redrive sends a new message, with a
-            // new id, so that one can come back here again.
-            MessageDeduplicationId: sha256Hex(record.messageId),
+            ...this.#grouping(record, groupId),
             MessageAttributes: attributes,
           }),
         );
@@ -136,6 +139,26 @@ export class DeadLetterQueue {
         if (!isTooLong(sendError) || index === attempts.length - 1) throw sendError;
       }
     }
+  }
+
+  /**
+   * A FIFO DLQ's group and deduplication id. A standard DLQ (DESIGN §5.1) refuses a deduplication
+   * id, and takes a group only as a fair queue's tenant key: the record's, when it has one.
+   */
+  #grouping(record: SQSRecord, groupId: string): MessageGrouping {
+    // Per message: the SDK's retries of this send, and a redelivery of the same message (a batch
+    // that failed after it was sent here), dedupe. A redrive sends a new message, with a new id, so
+    // that one can come back here again.
+    return groupingFor(this.options.queueUrl, groupId, sha256Hex(record.messageId));
+  }
+
+  /**
+   * The queue the records come from, with the client for it, when its URL is known: where the
+   * standard consumer sets its failed records' visibility (DESIGN §5.1).
+   */
+  get sourceQueue(): SourceQueue | undefined {
+    const { sourceQueueUrl } = this.options;
+    return sourceQueueUrl ? { queueUrl: sourceQueueUrl, client: () => this.#client() } : undefined;
   }
 
   async #deleteFromSource(record: SQSRecord): Promise<void> {

@@ -10,7 +10,7 @@ export const CONSUMER_ENVIRONMENT = {
   idempotencyTableName: 'IDEMPOTENCY_TABLE_NAME',
   /** Optional: the lifetime of an idempotency record in seconds; the store's default (30 days) when unset. */
   idempotencyTtlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
-  /** The FIFO DLQ's URL, for the default `deadLetterQueue`. */
+  /** The DLQ's URL (FIFO for `fifoBatch`, standard for `standardBatch`), for the default `deadLetterQueue`. */
   dlqUrl: 'DLQ_URL',
   /** Optional: the queue the consumer reads; a record sent to the DLQ is then deleted from it at once. */
   queueUrl: 'QUEUE_URL',
@@ -18,10 +18,15 @@ export const CONSUMER_ENVIRONMENT = {
   maxConcurrentGroups: 'MAX_CONCURRENT_GROUPS',
   /** Optional: a record's failed runs before the consumer sends it to the DLQ; 5 when unset. */
   maxAttempts: 'MAX_ATTEMPTS',
+  /** Optional: how many records of a standard queue's batch run at once (`standardBatch`); 10 when unset. */
+  maxConcurrentRecords: 'MAX_CONCURRENT_RECORDS',
 } as const;
 
 /** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
+
+/** `maxConcurrentRecords` when neither the option nor `MAX_CONCURRENT_RECORDS` sets it (DESIGN §5.1). */
+export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
 
 /** A variable of `CONSUMER_ENVIRONMENT`, by its key: what `readConsumerEnvironment` may be asked to read. */
 export type ConsumerVariable = keyof typeof CONSUMER_ENVIRONMENT;
@@ -40,6 +45,8 @@ export interface ConsumerEnvironment {
   maxConcurrentGroups?: number;
   /** `MAX_ATTEMPTS`: a record's failed runs before the consumer sends it to the DLQ; absent when unset. */
   maxAttempts?: number;
+  /** `MAX_CONCURRENT_RECORDS`: how many records of a standard queue's batch run at once; absent when unset. */
+  maxConcurrentRecords?: number;
 }
 
 const ALL_VARIABLES = Object.keys(CONSUMER_ENVIRONMENT) as ConsumerVariable[];
@@ -54,8 +61,15 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
   environment: Readonly<Record<string, string | undefined>> = process.env,
 ): Pick<ConsumerEnvironment, V> {
   const read = new EnvironmentReader(environment);
-  const { idempotencyTableName, idempotencyTtlSeconds, dlqUrl, queueUrl, maxConcurrentGroups, maxAttempts } =
-    CONSUMER_ENVIRONMENT;
+  const {
+    idempotencyTableName,
+    idempotencyTtlSeconds,
+    dlqUrl,
+    queueUrl,
+    maxConcurrentGroups,
+    maxAttempts,
+    maxConcurrentRecords,
+  } = CONSUMER_ENVIRONMENT;
   const readers: Record<ConsumerVariable, () => unknown> = {
     idempotencyTableName: () => read.required(idempotencyTableName),
     idempotencyTtlSeconds: () => read.integer(idempotencyTtlSeconds, { min: 1 }),
@@ -63,13 +77,14 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
     queueUrl: () => read.url(queueUrl, 'optional'),
     maxConcurrentGroups: () => read.integer(maxConcurrentGroups, { min: 1 }),
     maxAttempts: () => read.integer(maxAttempts, { min: 1 }),
+    maxConcurrentRecords: () => read.integer(maxConcurrentRecords, { min: 1 }),
   };
   const values = Object.fromEntries(variables.map((variable) => [variable, readers[variable]()]));
   read.check(
     "The consumer's environment is incomplete or invalid",
     'The OncelyPipeline construct (oncely/cdk) sets these variables on the consumer it deploys, and ' +
       '`oncely local` in its sandbox; elsewhere, set them, or give fifoBatch the options they stand for ' +
-      '(store, deadLetterQueue, maxConcurrentGroups, maxAttempts).',
+      '(store, deadLetterQueue, maxConcurrentGroups, maxAttempts; standardBatch: maxConcurrentRecords).',
   );
   return values as Pick<ConsumerEnvironment, V>;
 }

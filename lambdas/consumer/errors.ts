@@ -126,3 +126,48 @@ export class PastDedupHorizonError extends NonRetryableError {
     );
   }
 }
+
+/**
+ * `fifoBatch` got a record from a standard or fair queue (an ARN not ending in `.fifo`): a fair
+ * queue's records carry a `MessageGroupId`, its tenant, which fifoBatch would take for a FIFO group
+ * and order by, though SQS neither orders nor deduplicates them. This fails the whole batch.
+ */
+export class StandardQueueRecordError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'StandardQueueRecordError';
+  /** `false`: the consumer is attached to the wrong queue; use `standardBatch` for a standard or fair queue. */
+  readonly retryable = false;
+  constructor(
+    /** The SQS message ID of the record from a standard queue. */
+    readonly messageId: string,
+    /** The queue's ARN, as the record names it. */
+    readonly eventSourceArn: string,
+  ) {
+    super(
+      `message ${messageId} comes from the standard queue ${eventSourceArn}: fifoBatch keeps message groups in ` +
+        'order, which a standard or fair queue has not, and relies on its deduplication. Use standardBatch there.',
+    );
+  }
+}
+
+/**
+ * `standardBatch` got a record from a FIFO queue: it runs records in no order, which would break
+ * the queue's message groups. This fails the whole batch.
+ */
+export class FifoQueueRecordError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'FifoQueueRecordError';
+  /** `false`: the consumer is attached to the wrong queue; use `fifoBatch` for a FIFO queue. */
+  readonly retryable = false;
+  constructor(
+    /** The SQS message ID of the record from a FIFO queue. */
+    readonly messageId: string,
+    /** The queue's ARN, as the record names it. */
+    readonly eventSourceArn: string,
+  ) {
+    super(
+      `message ${messageId} comes from the FIFO queue ${eventSourceArn}: standardBatch runs records in no order and ` +
+        'would break its message groups. Use fifoBatch for a FIFO queue.',
+    );
+  }
+}

@@ -1,27 +1,20 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { IdempotencyConfigurationError } from '../idempotency/errors.js';
-import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
-import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
+import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
+import type { DeadLetterQueueOptions } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
-import { type ConsumerVariable, DEFAULT_MAX_ATTEMPTS, readConsumerEnvironment } from './environment.js';
+import { StandardQueueRecordError } from './errors.js';
 import { GroupLeases } from './group-leases.js';
 import { planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
-import {
-  logFieldsOf,
-  type MessageParser,
-  parseEnvelopeRecord,
-  type ReceivedRecord,
-  receiveRecord,
-} from './message.js';
+import type { ConsumerHooks } from './hooks.js';
+import { type MessageParser, parseEnvelopeRecord } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import { leaseTurnOf, processRecord, type RecordProcessorOptions } from './record-processor.js';
 import { keepRecordsOfReturningCopies } from './returning-copies.js';
-import { type ConsumerLogger, type MetricsSink, RecordTelemetry } from './telemetry.js';
+import type { ConsumerLogger, MetricsSink } from './telemetry.js';
 
 /**
  * How a FIFO consumer processes its batches. Only `operations` is required in a function the
@@ -99,11 +92,16 @@ export interface FifoBatchOptions {
    * @default `parseEnvelopeRecord`: an Oncely envelope (DESIGN §2)
    */
   parse?: MessageParser;
+  /**
+   * Your functions for a record's claim, duplicate, completion and IN_DOUBT, for logs or metrics;
+   * not awaited, and what they throw is logged (DESIGN §5.1).
+   * @default none
+   */
+  hooks?: ConsumerHooks;
 }
 
 /** Whether a consumer makes Powertools' `Logger` and `Metrics` for those you do not pass: `FifoBatchOptions.telemetry`. */
 export type ConsumerTelemetry = 'powertools' | 'off';
-const TELEMETRY_CHOICES: readonly ConsumerTelemetry[] = ['powertools', 'off'];
 
 export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
 
@@ -125,13 +123,8 @@ export const DEFAULT_MAX_CONCURRENT_GROUPS = 10;
 export function fifoBatch(
   options: FifoBatchOptions,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  consumerFor(options); // checks the options given now; the environment is read on the first batch
-  return {
-    name: 'oncely-fifo-batch',
-    after: async (request) => {
-      request.response = await processFifoBatch(request.event, request.context, options);
-    },
-  };
+  // Made now, so that the options are checked now; the environment is read on the first batch.
+  return batchMiddleware('oncely-fifo-batch', consumerFor(options));
 }
 
 /**
@@ -154,67 +147,10 @@ export function processFifoBatch(
   return consumerFor(options).process(event, lambdaContext);
 }
 
-const consumers = new WeakMap<FifoBatchOptions, FifoBatchConsumer>();
-
-function consumerFor(options: FifoBatchOptions): FifoBatchConsumer {
-  let consumer = consumers.get(options);
-  if (!consumer) {
-    consumer = new FifoBatchConsumer(options);
-    consumers.set(options, consumer);
-  }
-  return consumer;
-}
-
-/** The default store's client: one per container, whatever the number of consumers (the DLQ's: `defaultSqsClient`). */
-let dynamodbClient: DynamoDBClient | undefined;
-
-function defaultDynamoDBClient(): DynamoDBClient {
-  dynamodbClient ??= new DynamoDBClient({});
-  return dynamodbClient;
-}
-
-/** What the consumer uses when `telemetry: 'off'` leaves it no logger or metrics. */
-const SILENT_LOGGER: ConsumerLogger = { debug() {}, info() {}, warn() {}, error() {} };
-const UNCOUNTED: MetricsSink = { addMetric() {} };
-
-/** Powertools' classes, each imported only for the logger or metrics the options leave to it. */
-interface PowertoolsTelemetry {
-  Logger?: typeof Logger;
-  Metrics?: typeof Metrics;
-}
-
-/**
- * Starts importing what the options need of Powertools, as soon as the consumer is made: `import()`
- * rather than a static import, so that a consumer that needs none never loads it (nor, bundled,
- * runs its modules' code), and one that does loads it in the function's init when `fifoBatch()`
- * runs there. A failed import fails the first batch, not the init.
- */
-function importPowertools({ telemetry, logger, metrics }: FifoBatchOptions): Promise<PowertoolsTelemetry> {
-  const wanted = telemetry !== 'off';
-  const imported = Promise.all([
-    wanted && !logger ? import('@aws-lambda-powertools/logger').then((module) => module.Logger) : undefined,
-    wanted && !metrics
-      ? import('@aws-lambda-powertools/metrics').then((module) => module.Metrics)
-      : undefined,
-  ]).then(([Logger, Metrics]) => ({ Logger, Metrics }));
-  imported.catch(() => {}); // awaited by the first batch: not an unhandled rejection meanwhile
-  return imported;
-}
-
-interface Telemetry {
-  logger: ConsumerLogger;
-  metrics: MetricsSink;
-  /** Set when the consumer created the metrics: then it publishes them itself. */
-  ownMetrics?: Metrics;
-  /** Set when the consumer created the logger: then it gives it each invocation's context. */
-  ownLogger?: Logger;
-}
-
-/** One record of a batch, with its own logs and metrics. */
-interface BatchRecord {
-  received: ReceivedRecord;
-  telemetry: RecordTelemetry;
-}
+// Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
+const consumerFor = /* @__PURE__ */ consumersByOptions(
+  (options: FifoBatchOptions) => new FifoBatchConsumer(options),
+);
 
 interface BatchSettings {
   processor: RecordProcessorOptions;
@@ -224,105 +160,35 @@ interface BatchSettings {
 /** One consumer for the container's life: its defaults, made on the first batch, and its deadline's learning. */
 class FifoBatchConsumer {
   readonly #options: FifoBatchOptions;
+  readonly #setup: ConsumerSetup<'maxConcurrentGroups'>;
   readonly #deadline: DeadlineGuard;
   readonly #parse: MessageParser;
-  /** Powertools' classes for the telemetry the options leave to it, being imported since the consumer was made. */
-  readonly #powertools: Promise<PowertoolsTelemetry>;
-  #telemetry: Promise<Telemetry> | undefined;
-  #settings: BatchSettings | undefined;
 
   constructor(options: FifoBatchOptions) {
-    for (const name of ['maxConcurrentGroups', 'maxAttempts'] as const) {
-      const value = options[name];
-      if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-        throw new IdempotencyConfigurationError(`${name} must be a positive integer, not ${value}.`);
-      }
-    }
-    if (options.telemetry !== undefined && !TELEMETRY_CHOICES.includes(options.telemetry)) {
-      throw new IdempotencyConfigurationError(
-        `telemetry must be ${TELEMETRY_CHOICES.map((choice) => `'${choice}'`).join(' or ')}, not ${JSON.stringify(options.telemetry)}.`,
-      );
-    }
+    this.#setup = new ConsumerSetup(
+      options,
+      options.maxConcurrentGroups === undefined ? ['maxConcurrentGroups'] : [],
+      { maxConcurrentGroups: options.maxConcurrentGroups },
+    );
     this.#options = options;
     this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
     this.#parse = options.parse ?? parseEnvelopeRecord;
-    this.#powertools = importPowertools(options);
   }
 
-  async process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
-    const telemetry = await this.#telemetryOnce();
-    // The logger it created gets each invocation's context (request id, cold start), as Powertools'
-    // injectLambdaContext would give it; a logger passed in is its owner's to set up.
-    telemetry.ownLogger?.addContext(lambdaContext);
-    try {
-      return await this.#processBatch(this.#settingsOnce(), telemetry, event, lambdaContext);
-    } catch (error) {
-      telemetry.logger.error('the whole batch failed: SQS redelivers every record of it', {
-        error,
-        messageIds: event.Records.map((record) => record.messageId),
-      });
-      throw error;
-    } finally {
-      // Only the metrics it created: metrics passed in are published by their owner.
-      if (telemetry.ownMetrics?.hasStoredMetrics()) telemetry.ownMetrics.publishStoredMetrics();
-    }
-  }
-
-  /** Made on the first batch, once Powertools' classes the options need are imported. */
-  #telemetryOnce(): Promise<Telemetry> {
-    this.#telemetry ??= this.#powertools.then(({ Logger, Metrics }) => {
-      const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
-      const ownMetrics = this.#options.metrics || !Metrics ? undefined : new Metrics();
-      return {
-        logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
-        metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,
-        ownLogger,
-        ownMetrics,
-      };
-    });
-    return this.#telemetry;
+  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    return this.#setup.process(event, lambdaContext, (telemetry) =>
+      this.#processBatch(this.#settingsOnce(), telemetry, event, lambdaContext),
+    );
   }
 
   /** Reads only the variables the options leave to the environment; a failed read is tried again next batch. */
   #settingsOnce(): BatchSettings {
-    if (this.#settings) return this.#settings;
-    const { operations, store, deadLetterQueue, maxConcurrentGroups, maxAttempts } = this.#options;
-    const variables: ConsumerVariable[] = [
-      ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
-      ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
-      ...(maxConcurrentGroups === undefined ? (['maxConcurrentGroups'] as const) : []),
-      ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
-    ];
-    const environment = readConsumerEnvironment(variables);
-    const resolvedStore =
-      store ??
-      new DynamoDBIdempotencyStore({
-        client: defaultDynamoDBClient(),
-        tableName: environment.idempotencyTableName,
-        ttlSeconds: environment.idempotencyTtlSeconds,
-      });
-    this.#settings = {
+    const { processor, environment } = this.#setup.settings();
+    return {
+      processor,
       maxConcurrentGroups:
-        maxConcurrentGroups ?? environment.maxConcurrentGroups ?? DEFAULT_MAX_CONCURRENT_GROUPS,
-      processor: {
-        store: resolvedStore,
-        operations,
-        deadLetterQueue: new DeadLetterQueue(
-          deadLetterQueue ?? {
-            client: defaultSqsClient,
-            queueUrl: environment.dlqUrl,
-            sourceQueueUrl: environment.queueUrl,
-          },
-          resolvedStore,
-        ),
-        horizon: {
-          ttlSeconds: resolvedStore.ttlSeconds,
-          marginSeconds: this.#options.dedupHorizonMarginSeconds,
-        },
-        maxAttempts: maxAttempts ?? environment.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      },
+        this.#options.maxConcurrentGroups ?? environment.maxConcurrentGroups ?? DEFAULT_MAX_CONCURRENT_GROUPS,
     };
-    return this.#settings;
   }
 
   async #processBatch(
@@ -331,11 +197,13 @@ class FifoBatchConsumer {
     event: SQSEvent,
     lambdaContext: Context,
   ): Promise<SQSBatchResponse> {
+    // A fair queue's records have groups too: only the queue's ARN tells them apart (DESIGN §5.1).
+    const standard = event.Records.find(
+      ({ eventSourceARN }) => eventSourceARN && !eventSourceARN.endsWith('.fifo'),
+    );
+    if (standard) throw new StandardQueueRecordError(standard.messageId, standard.eventSourceARN);
     const deadline = this.#deadline;
-    const records = event.Records.map((sqsRecord): BatchRecord => {
-      const received = receiveRecord(sqsRecord, this.#parse);
-      return { received, telemetry: RecordTelemetry.forRecord(telemetry, logFieldsOf(received)) };
-    });
+    const records = receiveBatch(event, 'fifo', this.#parse, telemetry, this.#options.hooks);
     let anyStarted = false;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
     const report = await runGroups(

@@ -1,4 +1,4 @@
-// `oncely/consumer`: the FIFO batch consumer and its per-record operations (README "Writing a consumer").
+// `oncely/consumer`: the FIFO and standard batch consumers and their per-record operations (README "Writing a consumer").
 // What a consumer's code names from the core (the store, the errors it throws, the modes' options)
 // is exported here too, the same classes as `oncely/idempotency`'s, so one import is enough.
 export { OncelyConfigurationError } from '../common/configuration-error.js';
@@ -29,10 +29,12 @@ export {
 export {
   AttemptsExhaustedError,
   BusinessRuleViolationError,
+  FifoQueueRecordError,
   IdempotencyStoreUnavailableError,
   InvalidPayloadError,
   MissingMessageGroupError,
   PastDedupHorizonError,
+  StandardQueueRecordError,
   UnknownMessageTypeError,
   UnparsableMessageError,
 } from './errors.js';
@@ -42,6 +44,7 @@ export {
   fifoBatch,
   processFifoBatch,
 } from './fifo-batch.js';
+export type { ConsumerHooks, InDoubtHookEvent, RecordHookEvent } from './hooks.js';
 export {
   type ConsumerMessage,
   type MessageParser,
@@ -58,4 +61,5 @@ export {
   type TransactionalOperationOptions,
   transactionalOperation,
 } from './operations.js';
+export { processStandardBatch, type StandardBatchOptions, standardBatch } from './standard-batch.js';
 export { CONSUMER_METRICS, type ConsumerLogger, type LogFields, type MetricsSink } from './telemetry.js';

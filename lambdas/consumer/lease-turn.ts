@@ -136,6 +136,7 @@ export class LeaseTurn {
     }
     if (lease.deadLettered?.messageId === this.#parts.messageId) await this.#deadLetterAgain(lease);
     if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
+    runtime.telemetry.hook('onClaim', lease.id);
     let result: unknown;
     try {
       result = await this.#parts.effect(lease);

@@ -33,7 +33,10 @@ export interface ConsumerMessage<P = unknown> {
    * first: SQS replaces it when it moves a message to a FIFO DLQ, and a redrive must keep its key.
    */
   key: string;
-  /** The SQS message group: the unit of ordering. */
+  /**
+   * The SQS message group: on a FIFO queue the unit of ordering; on a fair queue the tenant key,
+   * which orders nothing; `''` on a standard queue without one.
+   */
   groupId: string;
   /** The payload, as the operation's `payload` schema returned it when there is one. */
   payload: P;
@@ -72,12 +75,23 @@ export interface RecordLogFields {
   groupId: string;
   messageKey: string | undefined;
   messageType?: string;
+  /** `'standard'` on the lines of a standard queue's consumer (DESIGN §5.1); absent on FIFO's. */
+  queueType?: 'standard';
 }
 
-/** Reads a record's group and message. Throws only for a record that is not from a FIFO queue. */
-export function receiveRecord(record: SQSRecord, parse: MessageParser): ReceivedRecord {
-  const groupId = record.attributes.MessageGroupId;
-  if (!groupId) throw new MissingMessageGroupError(record.messageId);
+/**
+ * Reads a record's group and message. From a FIFO queue (the default) a record must have a group:
+ * throws for one without. From a standard queue the group is the fair queue's tenant key, or `''`.
+ */
+export function receiveRecord(
+  record: SQSRecord,
+  parse: MessageParser,
+  queueType: 'fifo' | 'standard' = 'fifo',
+): ReceivedRecord {
+  const groupId = record.attributes.MessageGroupId ?? (queueType === 'standard' ? '' : undefined);
+  if (groupId === undefined || (queueType === 'fifo' && !groupId)) {
+    throw new MissingMessageGroupError(record.messageId);
+  }
   let parsed: ParsedMessage;
   try {
     parsed = parse(record);

@@ -35,6 +35,11 @@ export interface RecordProcessorOptions {
 export interface RecordInvocation {
   lambdaContext: Context;
   signal: AbortSignal;
+  /**
+   * Waits, bounded, for a key another invocation holds (standard queues, DESIGN §5.1): true if it is
+   * no longer held, and the record is tried once more. Unset: the record fails at once.
+   */
+  waitForKey?(held: IdempotencyInProgressError): Promise<boolean>;
 }
 
 /**
@@ -62,18 +67,27 @@ export async function processRecord(
     const { operation, message } = routeRecord(received, options);
     const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
     if (!(operation instanceof LeaseOperation)) receiveCount = message.receiveCount;
-    const step =
+    const run = () =>
       turn && operation instanceof LeaseOperation
-        ? await turn.turn.run(turn.successor)
-        : await operation.execute(message, runtime);
+        ? turn.turn.run(turn.successor)
+        : operation.execute(message, runtime);
+    const step = await run().catch(async (error: unknown) => {
+      // Once: a key taken again by a third invocation meanwhile fails this record after all.
+      if (error instanceof IdempotencyInProgressError && (await invocation.waitForKey?.(error))) {
+        telemetry.logger.info('waited for the key another invocation held: it is free now, tried again');
+        return run();
+      }
+      throw error;
+    });
+    const id = operation.recordIdOf(message);
     if (typeof step !== 'string') {
       const settling = step.settling.then((outcome) => {
-        reportSuccess(outcome, telemetry);
+        reportSuccess(outcome, telemetry, id);
         return 'succeeded' as const;
       }, failed);
       return { settling };
     }
-    reportSuccess(step, telemetry);
+    reportSuccess(step, telemetry, id);
     return 'succeeded';
   } catch (error) {
     return failed(error);
@@ -122,14 +136,16 @@ export function routeRecord(
   return { operation: options.operations[message.type] as ConsumerOperation, message };
 }
 
-function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry): void {
+function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry, id: string): void {
   switch (outcome) {
     case 'executed':
       telemetry.count('processed');
+      telemetry.hook('onComplete', id);
       telemetry.logger.info('processed');
       return;
     case 'duplicate':
       telemetry.count('duplicate');
+      telemetry.hook('onDuplicate', id);
       telemetry.logger.info('duplicate of a completed record: acknowledged without running');
       return;
     case 'in-doubt':

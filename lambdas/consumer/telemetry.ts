@@ -1,7 +1,8 @@
 import type { MetricUnit as MetricUnitName } from '@aws-lambda-powertools/metrics/types';
 import type { StoredError } from '../idempotency/errors.js';
 import type { IdempotencyObserver } from '../idempotency/observer.js';
-import type { RecordLogFields } from './message.js';
+import type { ConsumerHooks, RecordHookEvent } from './hooks.js';
+import type { ConsumerMessage, RecordLogFields } from './message.js';
 
 /** The CloudWatch metrics (EMF, unit Count) a consumer emits, by what they count. */
 export const CONSUMER_METRICS = {
@@ -47,6 +48,11 @@ export const CONSUMER_METRICS = {
   pastDedupHorizon: 'RecordsPastDedupHorizon',
   /** A fenced write found another owner: this invocation's lease had been taken over. */
   leaseLost: 'LeasesLost',
+  /**
+   * Standard queues: a failed record's visibility could not be changed to its retry delay (DESIGN
+   * §5.1); it still fails, and comes back after the queue's visibility timeout instead.
+   */
+  visibilityChangeFailed: 'VisibilityChangesFailed',
 } as const;
 
 export type ConsumerMetric = keyof typeof CONSUMER_METRICS;
@@ -90,16 +96,40 @@ export class RecordTelemetry implements IdempotencyObserver {
     /** This record's logger: every line carries its key, group and message id. */
     readonly logger: ConsumerLogger,
     private readonly metrics: MetricsSink,
+    /** The user's hooks, and the message they are told about (none for a record that did not parse). */
+    private readonly hooked?: { hooks: ConsumerHooks; message: ConsumerMessage },
   ) {}
 
   static forRecord(
     base: { logger: ConsumerLogger; metrics: MetricsSink },
     fields: RecordLogFields,
+    hooks?: { hooks: ConsumerHooks | undefined; message: ConsumerMessage | undefined },
   ): RecordTelemetry {
-    return new RecordTelemetry(recordLogger(base.logger, { ...fields }), base.metrics);
+    const hooked = hooks?.hooks && hooks.message ? { hooks: hooks.hooks, message: hooks.message } : undefined;
+    return new RecordTelemetry(recordLogger(base.logger, { ...fields }), base.metrics, hooked);
   }
 
+  /** Calls the user's hook, if any, without awaiting it; what it throws is logged, never the record's. */
+  hook(name: 'onClaim' | 'onDuplicate' | 'onComplete', idempotencyKey: string): void;
+  hook(name: 'onInDoubt', idempotencyKey: string, reason: StoredError): void;
+  hook(name: keyof ConsumerHooks, idempotencyKey: string, reason?: StoredError): void {
+    const hook = this.hooked?.hooks[name] as ((event: RecordHookEvent) => unknown) | undefined;
+    if (!hook || !this.hooked) return;
+    const failed = (error: unknown) =>
+      this.logger.error(`the ${name} hook failed`, { idempotencyKey, error });
+    try {
+      const event = { message: this.hooked.message, idempotencyKey, ...(reason ? { reason } : {}) };
+      Promise.resolve(hook.call(this.hooked.hooks, event)).catch(failed);
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  /** What was counted for this record: the standard consumer reads from it why a record failed (DESIGN §5.1). */
+  readonly counted = new Set<ConsumerMetric>();
+
   count(metric: ConsumerMetric): void {
+    this.counted.add(metric);
     this.metrics.addMetric(CONSUMER_METRICS[metric], COUNT, 1);
   }
 
@@ -133,6 +163,7 @@ export class RecordTelemetry implements IdempotencyObserver {
 
   inDoubt(id: string, reason: StoredError): void {
     this.count('inDoubt');
+    this.hook('onInDoubt', id, reason);
     this.logger.warn(
       'the record is IN_DOUBT: its effect may or may not have happened; an operator must resolve it',
       {

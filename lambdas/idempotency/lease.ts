@@ -140,7 +140,7 @@ const MAX_CHAIN_DEPTH = 10;
 
 /** Without a Lambda context nothing bounds the run: default to Lambda's 15-minute maximum. */
 export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
-const DEFAULT_LEASE_MARGIN_MS = 2_000;
+export const DEFAULT_LEASE_MARGIN_MS = 2_000;
 
 /**
  * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first

@@ -10,6 +10,12 @@ export interface DrainOptions {
   sendBatch: SendBatch;
   /** The queue's maximum message size: a batch's bodies together stay under it. */
   maxBatchBytes: number;
+  /**
+   * Whether the queue keeps a group's order: `false` for a standard queue (DESIGN §5.1), whose
+   * runs then go up to ten messages of the group to a call.
+   * @default true
+   */
+  ordered?: boolean;
   retry: RetryPolicy;
   /** Who claims: one value per invocation, so its own claims (and lost answers) are recognised. */
   owner: string;
@@ -103,7 +109,9 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     timeLeftMs: options.timeLeftMs,
     // The outbox never gives a message up, so a failed one is always sent again: had SQS accepted
     // a later message of its group in the same call, that retry would land behind it (issue 26).
+    // A standard queue keeps no order to break: there the run shares calls.
     onePerGroupPerCall: true,
+    ordered: options.ordered,
   });
   // Only the run's leading sent messages are marked: one not sent keeps the rest pending behind it.
   const leading: SentItem[] = [];

@@ -18,7 +18,7 @@ export const OUTBOX_ENVIRONMENT = {
   partitionKey: 'OUTBOX_PARTITION_KEY',
   /** Optional: the table's sort key attribute; `sk` when unset. */
   sortKey: 'OUTBOX_SORT_KEY',
-  /** Relay and sweeper: the FIFO queue the messages go to. */
+  /** Relay and sweeper: the queue the messages go to, FIFO (`….fifo`) or standard (DESIGN §5.1). */
   queueUrl: 'OUTBOX_QUEUE_URL',
   /** Optional: the queue's maximum message size in bytes; every message must fit. 262,144 when unset. */
   maxMessageBytes: 'OUTBOX_MAX_MESSAGE_BYTES',

@@ -3,6 +3,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import type { RetryPolicy } from '../common/backoff.js';
 import { type Environment, EnvironmentReader } from '../common/environment.js';
+import { isFifoQueueUrl } from '../common/queue-type.js';
 import { sqsBatchSender } from '../publisher/sqs-batch.js';
 import {
   DEFAULT_STUCK_AFTER_SECONDS,
@@ -58,6 +59,7 @@ export function senderFromEnvironment(
     // One attempt per call: the ordered sender retries failed entries itself, with the same ids.
     sendBatch: sqsBatchSender(new SQSClient({ maxAttempts: 1 }), queueUrl),
     maxBatchBytes,
+    ordered: isFifoQueueUrl(queueUrl),
     retry: OUTBOX_SEND_RETRY,
   };
 }

@@ -7,7 +7,10 @@
 export interface PublishMessage {
   /** What happened, e.g. "OrderPlaced"; 1–128 characters. */
   type: string;
-  /** The SQS message group: messages of one group are delivered in request order. */
+  /**
+   * The SQS message group: on a FIFO queue, messages of one group are delivered in request order;
+   * on a standard queue, the fair-queue tenant key, which orders nothing (DESIGN §5.1).
+   */
   groupId: string;
   /**
    * The idempotency key.
@@ -42,7 +45,10 @@ export const MAX_MESSAGES_PER_REQUEST = 500;
  * that may be on the queue: such a message is `unknown`.
  */
 export type MessageResult =
-  /** The queue accepted the message (or already had it: SQS deduplicates a key for 5 minutes). */
+  /**
+   * The queue accepted the message (or, FIFO, already had it: SQS deduplicates a key for 5
+   * minutes; a standard queue may then hold it twice, which the consumer's record recognises).
+   */
   | { key: string; status: 'sent'; messageId: string; sequenceNumber?: string }
   /**
    * Certainly not on the queue, and not sent again: retries ran out, or the failure cannot be
@@ -53,10 +59,14 @@ export type MessageResult =
    * Maybe on the queue: an attempt may have reached SQS (its answer was lost, SQS answered 5xx, or
    * the call was cut off at the deadline), and no later one confirmed it. Publish it again with the
    * same key (and, for its group's order, the `blocked` messages after it): SQS drops the repeat
-   * within 5 minutes, and the consumer's idempotency record after that. `oncely/client` does so.
+   * within 5 minutes (FIFO), and the consumer's idempotency record after that (and on a standard
+   * queue). `oncely/client` does so.
    */
   | { key: string; status: 'unknown'; reason: string }
-  /** Not sent because an earlier message of its group failed or is unknown: sending it would break the group's order. */
+  /**
+   * Not sent because an earlier message of its group failed or is unknown: sending it would break
+   * the group's order. Never on a standard queue, which keeps no order.
+   */
   | { key: string; status: 'blocked'; reason: string };
 
 /** `sent`, `failed`, `unknown` or `blocked`: see `MessageResult`. */
@@ -71,4 +81,9 @@ export interface PublishResponse {
    * replay, an earlier request's.
    */
   callId?: string;
+  /**
+   * `standard` when the queue is a standard (or fair) one, which keeps no order: no result is then
+   * `blocked`, and each `unknown` message may be re-sent on its own. Absent for a FIFO queue.
+   */
+  queueType?: 'standard';
 }

@@ -5,7 +5,7 @@ import { type Environment, EnvironmentReader } from '../common/environment.js';
  * by these names.
  */
 export const PUBLISHER_ENVIRONMENT = {
-  /** URL of the FIFO queue the messages go to. */
+  /** URL of the queue the messages go to: FIFO (`….fifo`) or standard (DESIGN §5.1). */
   queueUrl: 'QUEUE_URL',
   /** The idempotency table (DESIGN §3), for requests with a requestId. */
   idempotencyTableName: 'IDEMPOTENCY_TABLE_NAME',

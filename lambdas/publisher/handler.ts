@@ -4,6 +4,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, type RetryPolicy, retriedWorstCaseMs } from '../common/backoff.js';
 import type { Environment } from '../common/environment.js';
+import { isFifoQueueUrl } from '../common/queue-type.js';
 import {
   type CompletedRecordCache,
   DynamoDBIdempotencyStore,
@@ -68,20 +69,25 @@ const DEFAULT_RESERVE_MS = retriedWorstCaseMs(RECORD_WRITE_RETRY, STORE_REQUEST_
 
 /**
  * The publisher (DESIGN §6): validate everything, then send in batches without ever reordering a
- * message group; with a requestId, the whole request is idempotent.
+ * message group; with a requestId, the whole request is idempotent. To a standard queue (DESIGN
+ * §5.1), which keeps no order, each message is sent and retried on its own.
  */
 export function createPublisherHandler(options: PublisherOptions): PublisherHandler {
   const sendBatch = sqsBatchSender(options.sqs, options.queueUrl, options.sqsCallTimeoutMs);
   const reserveMs = options.reserveMs ?? DEFAULT_RESERVE_MS;
+  const ordered = isFifoQueueUrl(options.queueUrl);
   const publish = async (command: PublishCommand, context: Context): Promise<PublishResponse> => ({
     results: await sendInGroupOrder(command.prepared, {
       sendBatch,
       maxBatchBytes: options.maxMessageBytes,
       retry: options.retry ?? DEFAULT_PUBLISH_RETRY,
       timeLeftMs: () => context.getRemainingTimeInMillis() - reserveMs,
+      ordered,
     }),
     // Stored with the results: a replay then tells its caller which call produced it.
     ...(command.callId === undefined ? {} : { callId: command.callId }),
+    // Also stored: the client's re-send rounds keep a group's order only where the queue does.
+    ...(ordered ? {} : { queueType: 'standard' as const }),
   });
 
   const handler = middy<PublishCommand, PublishResponse>(publish)

@@ -36,7 +36,19 @@ export interface OrderedSendOptions {
    * such a failure is final and the results name the gap (DESIGN §6).
    */
   onePerGroupPerCall?: boolean;
+  /**
+   * Whether the queue keeps a group's order (FIFO). `false` for a standard queue, which keeps none
+   * (DESIGN §5.1): each message then stands alone, as if in a group of its own: a failed one holds
+   * back nothing, none is `blocked`, and messages of one group share a call.
+   * @default true
+   */
+  ordered?: boolean;
 }
+
+/** What a message's order is kept within: its group; on a queue that keeps no order, itself. */
+type LaneOf = (message: PreparedMessage) => string;
+const byGroup: LaneOf = (message) => message.groupId;
+const alone: LaneOf = (message) => `#${message.index}`;
 
 /** A call with less time than this would only be cut off: the message is reported as not sent instead. */
 const MIN_TIME_FOR_A_CALL_MS = 100;
@@ -53,33 +65,35 @@ export const MAX_REASON_LENGTH = 200;
  * messages are not sent at all (`blocked`). Messages of other groups go on regardless.
  *
  * A message that fails for good is `unknown` rather than `failed` when any of its attempts may
- * have reached SQS; so is a `blocked` one that an earlier attempt may have enqueued.
+ * have reached SQS; so is a `blocked` one that an earlier attempt may have enqueued. With
+ * `ordered: false` (a standard queue) no message waits for another: the same retries, per message.
  */
 export async function sendInGroupOrder(
   messages: readonly PreparedMessage[],
   options: OrderedSendOptions,
 ): Promise<MessageResult[]> {
-  const ledger = new ResultLedger(messages.length);
+  const laneOf = options.ordered === false ? alone : byGroup;
+  const ledger = new ResultLedger(messages.length, laneOf);
   const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: options.maxBatchBytes };
-  const chunk = options.onePerGroupPerCall ? chunkOnePerGroup : chunkByCountAndBytes;
+  const chunk = options.onePerGroupPerCall && laneOf === byGroup ? chunkOnePerGroup : chunkByCountAndBytes;
   let pending = [...messages];
   for (let attempt = 1; pending.length > 0; attempt++) {
-    /** Group id → why its first message in `nextRound` has to be sent again. */
+    /** Lane → why its first message in `nextRound` has to be sent again. */
     const retrying = new Map<string, string>();
     const nextRound: PreparedMessage[] = [];
     for (const candidates of chunk(pending, limits)) {
       const batch: PreparedMessage[] = [];
       for (const message of candidates) {
-        if (ledger.isStopped(message.groupId)) ledger.block(message);
-        else if (retrying.has(message.groupId)) nextRound.push(message);
+        if (ledger.isStopped(message)) ledger.block(message);
+        else if (retrying.has(laneOf(message))) nextRound.push(message);
         else batch.push(message);
       }
       if (batch.length === 0) continue;
       const outcomes = await attemptBatch(batch, options);
-      for (const entries of entriesByGroup(batch, outcomes)) {
-        const retry = settleGroup(entries, ledger);
+      for (const entries of entriesByLane(batch, outcomes, laneOf)) {
+        const retry = settleLane(entries, ledger);
         if (!retry) continue;
-        retrying.set(retry.groupId, retry.reason);
+        retrying.set(laneOf(retry.messages[0] as PreparedMessage), retry.reason);
         nextRound.push(...retry.messages);
       }
     }
@@ -95,8 +109,8 @@ export async function sendInGroupOrder(
           : undefined;
     if (giveUp) {
       for (const message of nextRound) {
-        if (ledger.isStopped(message.groupId)) ledger.block(message);
-        else ledger.fail(message, `${retrying.get(message.groupId)} (${giveUp})`);
+        if (ledger.isStopped(message)) ledger.block(message);
+        else ledger.fail(message, `${retrying.get(laneOf(message))} (${giveUp})`);
       }
       break;
     }
@@ -112,13 +126,13 @@ interface GroupEntry {
 }
 
 /**
- * Records one batch's outcomes for the entries of one group (in batch order). Returns the
- * messages to send again when the group's first failure is retryable.
+ * Records one batch's outcomes for the entries of one lane (in batch order). Returns the
+ * messages to send again when the lane's first failure is retryable.
  */
-function settleGroup(
+function settleLane(
   entries: readonly GroupEntry[],
   ledger: ResultLedger,
-): { groupId: string; reason: string; messages: PreparedMessage[] } | undefined {
+): { reason: string; messages: PreparedMessage[] } | undefined {
   for (const { message, outcome } of entries) ledger.note(message, outcome);
   let accepted = 0;
   for (const { message, outcome } of entries) {
@@ -149,7 +163,6 @@ function settleGroup(
   }
   if (failure.retryable) {
     return {
-      groupId: firstMessage.groupId,
       reason: failure.reason,
       messages: rest.map((entry) => entry.message),
     };
@@ -159,18 +172,19 @@ function settleGroup(
   return undefined;
 }
 
-/** The batch's entries with their outcomes, per group, each group in batch order. */
-function entriesByGroup(
+/** The batch's entries with their outcomes, per lane, each lane in batch order. */
+function entriesByLane(
   batch: readonly PreparedMessage[],
   outcomes: readonly EntryOutcome[],
+  laneOf: LaneOf,
 ): GroupEntry[][] {
-  const groups = new Map<string, GroupEntry[]>();
+  const lanes = new Map<string, GroupEntry[]>();
   batch.forEach((message, i) => {
-    const entries = groups.get(message.groupId) ?? [];
+    const entries = lanes.get(laneOf(message)) ?? [];
     entries.push({ message, outcome: outcomes[i] as EntryOutcome });
-    groups.set(message.groupId, entries);
+    lanes.set(laneOf(message), entries);
   });
-  return [...groups.values()];
+  return [...lanes.values()];
 }
 
 async function attemptBatch(batch: readonly PreparedMessage[], options: OrderedSendOptions) {
@@ -188,20 +202,23 @@ async function attemptBatch(batch: readonly PreparedMessage[], options: OrderedS
   return options.sendBatch(batch, AbortSignal.timeout(timeLeft));
 }
 
-/** Each message's result, and which groups are stopped by a message that failed for good. */
+/** Each message's result, and which lanes are stopped by a message that failed for good. */
 class ResultLedger {
   readonly results: MessageResult[];
-  /** Group id → index of the group's first message that failed for good. */
+  /** Lane → index of the lane's first message that failed for good. */
   readonly #stoppedBy = new Map<string, number>();
   /** Indexes of the messages an attempt may have enqueued although it failed. */
   readonly #maybeSent = new Set<number>();
+  readonly #laneOf: LaneOf;
 
-  constructor(size: number) {
+  constructor(size: number, laneOf: LaneOf) {
     this.results = new Array(size);
+    this.#laneOf = laneOf;
   }
 
-  isStopped(groupId: string): boolean {
-    return this.#stoppedBy.has(groupId);
+  /** Whether an earlier message of its lane failed for good. */
+  isStopped(message: PreparedMessage): boolean {
+    return this.#stoppedBy.has(this.#laneOf(message));
   }
 
   record(message: PreparedMessage, outcome: EntryOutcome & { sent: true }): void {
@@ -219,11 +236,12 @@ class ResultLedger {
     this.results[message.index] = this.#maybeSent.has(message.index)
       ? { key: message.key, status: 'unknown', reason: cut(`may be on the queue: ${reason}`) }
       : { key: message.key, status: 'failed', reason: cut(reason) };
-    if (!this.#stoppedBy.has(message.groupId)) this.#stoppedBy.set(message.groupId, message.index);
+    const lane = this.#laneOf(message);
+    if (!this.#stoppedBy.has(lane)) this.#stoppedBy.set(lane, message.index);
   }
 
   block(message: PreparedMessage): void {
-    const blocker = this.#stoppedBy.get(message.groupId) as number;
+    const blocker = this.#stoppedBy.get(this.#laneOf(message)) as number;
     const why = blockedBy(blocker, this.results[blocker]?.status === 'unknown');
     this.results[message.index] = this.#maybeSent.has(message.index)
       ? {

@@ -3,6 +3,7 @@ import {
   type SendMessageBatchCommandOutput,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { groupingFor } from '../common/queue-type.js';
 import { isThrottlingErrorCode, isTransientAwsError } from '../common/transient-aws-error.js';
 import type { EntryOutcome, SendBatch } from './ordered-sender.js';
 import { watchArrival } from './request-arrival.js';
@@ -11,8 +12,12 @@ import { watchArrival } from './request-arrival.js';
 export const DEFAULT_SQS_CALL_TIMEOUT_MS = 5_000;
 
 /**
- * SendMessageBatch as a SendBatch: each message's key is its MessageDeduplicationId, so sending
- * an entry again — after a lost answer, say — cannot enqueue it twice within SQS's 5-minute window.
+ * SendMessageBatch as a SendBatch. On a FIFO queue each message's key is its
+ * MessageDeduplicationId, so sending an entry again — after a lost answer, say — cannot enqueue it
+ * twice within SQS's 5-minute window. A standard queue (its URL does not end in `.fifo`) refuses a
+ * deduplication id: there the entry carries its group as the fair-queue tenant key only, and a
+ * re-sent entry SQS had enqueued is on the queue twice, under one key, for the consumer's record
+ * to recognise (DESIGN §5.1).
  *
  * A failed call may have been applied when the request reached SQS (see watchArrival): its entries
  * are then `maybeSent`. Entries SQS lists in `Failed` are taken as not enqueued: that list is SQS's
@@ -30,8 +35,7 @@ export function sqsBatchSender(
     const entries = batch.map((message) => ({
       Id: `m${message.index}`,
       MessageBody: message.body,
-      MessageGroupId: message.groupId,
-      MessageDeduplicationId: message.key,
+      ...groupingFor(queueUrl, message.groupId, message.key),
     }));
     if (signal.aborted) {
       const reason = 'not sent: the invocation ran out of time';

@@ -183,5 +183,5 @@ function duplicateKeyProblem(
     message.key === undefined
       ? `it has the same type, groupId and payload as messages[${first}], so the same derived key`
       : `its key "${key}" is also the key of messages[${first}]`;
-  return `${why}: SQS would drop it as a duplicate. Give each message its own key`;
+  return `${why}: it would be dropped as a duplicate (by SQS on a FIFO queue, by the consumer on any). Give each message its own key`;
 }

@@ -29,5 +29,5 @@ export {
   type PipelineResources,
   resourcesFromOutputs,
 } from './pipeline-outputs.js';
-export type { PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
+export type { PipelineQueueType, PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
 export { SANDBOX_CONTEXT } from './sandbox-context.js';

@@ -32,7 +32,8 @@ import { inSandbox } from './sandbox-context.js';
 /** An `OncelyOutbox`: the queue it publishes to, its table, where alarms go, and the `OutboxSettings`. */
 export interface OncelyOutboxProps extends OutboxSettings {
   /**
-   * The FIFO queue the outbox publishes to. Give this or `pipeline`, not both.
+   * The queue the outbox publishes to: FIFO (each group in order, with deduplication ids) or standard
+   * (a fair queue's tenant key from the group, no order). Give this or `pipeline`, not both.
    * @default the queue of `pipeline`
    */
   readonly queue?: IQueue;
@@ -259,13 +260,7 @@ function targetProblems(props: OncelyOutboxProps): string[] {
     return ['give `queue` or `pipeline`, not both: the outbox publishes to one queue.'];
   }
   const queue = props.queue ?? props.pipeline?.queue;
-  if (!queue) return ['give the FIFO queue to publish to: `queue`, or `pipeline` for its queue.'];
-  if (!queue.fifo) {
-    return [
-      `the queue ${queue.node.path} is not FIFO: the outbox sends each group in order with deduplication ids. ` +
-        'For a queue imported with Queue.fromQueueAttributes whose name is a token, say `fifo: true`.',
-    ];
-  }
+  if (!queue) return ['give the queue to publish to: `queue`, or `pipeline` for its queue.'];
   return [];
 }
 

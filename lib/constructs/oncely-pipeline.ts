@@ -92,10 +92,11 @@ export interface OncelyPipelineProps extends PipelineSettings {
 }
 
 /**
- * The Oncely pipeline (DESIGN §7) around your consumer: FIFO queue + FIFO DLQ, the idempotency
- * table with its index of unresolved records, the publisher Lambda, the SQS event source with
- * partial batch responses, the scheduled monitor of unresolved records, least-privilege grants,
- * alarms and stack outputs. Your consumer's environment tells `fifoBatch` everything it needs.
+ * The Oncely pipeline (DESIGN §7) around your consumer: FIFO queue + FIFO DLQ (or, with
+ * `queueType: 'standard'`, standard ones), the idempotency table with its index of unresolved
+ * records, the publisher Lambda, the SQS event source with partial batch responses, the scheduled
+ * monitor of unresolved records, least-privilege grants, alarms and stack outputs. Your consumer's
+ * environment tells `fifoBatch` (or `standardBatch`) everything it needs.
  * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
  *
  * @example
@@ -109,9 +110,9 @@ export interface OncelyPipelineProps extends PipelineSettings {
 export class OncelyPipeline extends Construct {
   /** The settings with their defaults filled in. */
   readonly settings: ResolvedSettings;
-  /** The FIFO queue the publisher sends to and the consumer reads. */
+  /** The queue (FIFO, or standard) the publisher sends to and the consumer reads. */
   readonly queue: IQueue;
-  /** The FIFO dead-letter queue: records that cannot succeed, and messages past `maxReceiveCount`. */
+  /** The dead-letter queue, of the queue's type: records that cannot succeed, and messages past `maxReceiveCount`. */
   readonly deadLetterQueue: IQueue;
   /** The idempotency table (DESIGN §3). */
   readonly idempotencyTable: ITable;
@@ -132,7 +133,7 @@ export class OncelyPipeline extends Construct {
     super(scope, id);
     const settings = resolveSettings(props);
     const problems = [
-      ...pipelineSettingsProblems(settings),
+      ...pipelineSettingsProblems(settings, props),
       ...('function' in props.consumer
         ? passedConsumerProblems(props.consumer.function, settings.visibilityTimeout)
         : []),
@@ -141,8 +142,10 @@ export class OncelyPipeline extends Construct {
     this.settings = settings;
     const serviceName = props.serviceName ?? 'oncely';
 
+    const fifo = settings.queueType === 'fifo';
+    // A FIFO queue's DLQ must be FIFO; a standard queue's must be standard.
     const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
-      fifo: true,
+      ...(fifo ? { fifo: true } : {}),
       retentionPeriod: settings.dlqRetention,
       maxMessageSizeBytes: settings.maxMessageSizeBytes,
       encryption: QueueEncryption.SQS_MANAGED,
@@ -150,10 +153,15 @@ export class OncelyPipeline extends Construct {
       removalPolicy: settings.removalPolicy,
     });
     const queue = new Queue(this, 'Queue', {
-      fifo: true,
-      // High-throughput FIFO: deduplication and throughput are per message group.
-      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
-      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      // High-throughput FIFO: deduplication and throughput are per message group. A standard queue
+      // has neither setting, nor one for fairness: a message with a MessageGroupId makes it fair.
+      ...(fifo
+        ? {
+            fifo: true,
+            deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+            fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+          }
+        : {}),
       retentionPeriod: settings.queueRetention,
       visibilityTimeout: settings.visibilityTimeout,
       maxMessageSizeBytes: settings.maxMessageSizeBytes,
@@ -210,7 +218,10 @@ export class OncelyPipeline extends Construct {
       [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
       [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
       [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
-      [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups),
+      // Each middleware's own bound: fifoBatch's groups, standardBatch's records (DESIGN §5.1).
+      ...(fifo
+        ? { [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups) }
+        : { [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: String(settings.maxConcurrentRecords) }),
       [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
       POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
       POWERTOOLS_METRICS_NAMESPACE: serviceName,
@@ -221,6 +232,7 @@ export class OncelyPipeline extends Construct {
         batchSize: settings.batchSize,
         reportBatchItemFailures: true,
         maxConcurrency: settings.maxConcurrency,
+        maxBatchingWindow: settings.maxBatchingWindow,
       }),
     );
     this.unresolvedMonitor = this.#function('Monitor', packageEntry('../../lambdas/monitor/handler'), {

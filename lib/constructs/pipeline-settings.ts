@@ -1,13 +1,31 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { DEFAULT_MAX_ATTEMPTS } from '../../lambdas/consumer/environment.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CONCURRENT_RECORDS } from '../../lambdas/consumer/environment.js';
+import { heldCopyReceives } from './held-copy-receives.js';
+
+/**
+ * The kind of SQS queue the pipeline reads (DESIGN §5.1). A fair queue is a standard queue whose
+ * publishers send a `MessageGroupId` (the tenant): SQS has no queue setting for it, so it is
+ * `'standard'` too.
+ */
+export type PipelineQueueType = 'fifo' | 'standard';
 
 /** What a user can tune on the pipeline; every field has a documented default. */
 export interface PipelineSettings {
   /**
-   * Deliveries before SQS moves a message to the DLQ: a backstop (DESIGN §5). The consumer sends a
-   * record to the DLQ itself after `maxAttempts` failed runs of its own; a record can wait behind a
-   * batch's worth of such records, so less than `maxAttempts` × `batchSize` is refused.
-   * @default `maxAttempts` × `batchSize` (50)
+   * The queue and its DLQ: FIFO (order per message group, SQS's deduplication; the consumer uses
+   * `fifoBatch`) or standard (no order, no deduplication, batches up to 10,000 records, fair when
+   * publishers send a group; the consumer uses `standardBatch`).
+   * @default 'fifo'
+   */
+  readonly queueType?: PipelineQueueType;
+  /**
+   * Deliveries before SQS moves a message to the DLQ: a backstop (DESIGN §5, §5.1). The consumer
+   * sends a record to the DLQ itself after `maxAttempts` failed runs of its own. On FIFO a record
+   * can wait behind a batch's worth of such records, so less than `maxAttempts` × `batchSize` is
+   * refused. On a standard queue nothing waits behind a failure, but a copy whose key another
+   * invocation holds comes back meanwhile, so less than `maxAttempts` + its returns while the key is
+   * held for `consumerTimeout` is refused.
+   * @default FIFO: `maxAttempts` × `batchSize` (50); standard: `maxAttempts` + 15 (20)
    */
   readonly maxReceiveCount?: number;
   /**
@@ -27,20 +45,34 @@ export interface PipelineSettings {
    */
   readonly consumerMemoryMiB?: number;
   /**
-   * Records per consumer invocation (FIFO: at most 10).
+   * Records per consumer invocation (FIFO: at most 10; standard: at most 10,000, more than 10
+   * only with a `maxBatchingWindow`).
    * @default 10
    */
   readonly batchSize?: number;
+  /**
+   * Standard queues only: how long the event source gathers records before it invokes the consumer
+   * with fewer than `batchSize` (whole seconds, at most 5 minutes). Required by Lambda for a
+   * `batchSize` over 10.
+   * @default none: the consumer is invoked with the records one poll returns
+   */
+  readonly maxBatchingWindow?: Duration;
   /**
    * Concurrent consumer invocations the event source may run (2–1000).
    * @default 10
    */
   readonly maxConcurrency?: number;
   /**
-   * Message groups one consumer invocation processes concurrently.
+   * FIFO only: message groups one consumer invocation processes concurrently (`MAX_CONCURRENT_GROUPS`).
    * @default 10
    */
   readonly maxConcurrentGroups?: number;
+  /**
+   * Standard queues only: records one consumer invocation processes concurrently
+   * (`MAX_CONCURRENT_RECORDS`).
+   * @default 10
+   */
+  readonly maxConcurrentRecords?: number;
   /**
    * Queue visibility timeout; at least 6 × the consumer timeout.
    * @default 6 × `consumerTimeout`
@@ -90,10 +122,25 @@ export interface PipelineSettings {
   readonly deletionProtection?: boolean;
 }
 
-/** `PipelineSettings` with every default filled in: what `OncelyPipeline.settings` holds. */
-export type ResolvedSettings = Required<PipelineSettings>;
+/**
+ * `PipelineSettings` with every default filled in: what `OncelyPipeline.settings` holds. Only
+ * `maxBatchingWindow` has no default value; the other queue type's settings hold their defaults,
+ * unused.
+ */
+export type ResolvedSettings = Required<Omit<PipelineSettings, 'maxBatchingWindow'>> &
+  Pick<PipelineSettings, 'maxBatchingWindow'>;
 
 const FIFO_MAX_BATCH_SIZE = 10;
+/** Lambda's largest batch from a standard queue. */
+const STANDARD_MAX_BATCH_SIZE = 10_000;
+/** Lambda's longest batching window. */
+const MAX_BATCHING_WINDOW_SECONDS = 300;
+/**
+ * A standard queue's backstop above `maxAttempts`: the returns of a copy whose key is held for 15
+ * minutes (Lambda's longest timeout: 13 with the consumer's default delays), and two deferrals at
+ * the deadline (DESIGN §5.1).
+ */
+const STANDARD_RECEIVE_MARGIN = 15;
 /** The queue's visibility timeout is at least this many times the consumer's timeout. */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
 /**
@@ -112,14 +159,20 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
   const retentionSeconds = queueRetention.toSeconds() + dlqRetention.toSeconds();
   const maxAttempts = settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const batchSize = settings.batchSize ?? FIFO_MAX_BATCH_SIZE;
+  const queueType = settings.queueType ?? 'fifo';
   return {
-    maxReceiveCount: settings.maxReceiveCount ?? maxAttempts * batchSize,
+    queueType,
+    maxReceiveCount:
+      settings.maxReceiveCount ??
+      (queueType === 'fifo' ? maxAttempts * batchSize : maxAttempts + STANDARD_RECEIVE_MARGIN),
     maxAttempts,
     consumerTimeout,
     consumerMemoryMiB: settings.consumerMemoryMiB ?? 512,
     batchSize,
     maxConcurrency: settings.maxConcurrency ?? 10,
+    maxBatchingWindow: settings.maxBatchingWindow,
     maxConcurrentGroups: settings.maxConcurrentGroups ?? 10,
+    maxConcurrentRecords: settings.maxConcurrentRecords ?? DEFAULT_MAX_CONCURRENT_RECORDS,
     visibilityTimeout:
       settings.visibilityTimeout ?? Duration.seconds(consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR),
     queueRetention,
@@ -136,9 +189,9 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
 
 /**
  * Every resolved setting that would break exactly-once delivery or cannot deploy, each with what
- * to do; empty when all can.
+ * to do; empty when all can. `given` tells a setting set for the other queue type from a default.
  */
-export function pipelineSettingsProblems(s: ResolvedSettings): string[] {
+export function pipelineSettingsProblems(s: ResolvedSettings, given: PipelineSettings = {}): string[] {
   const problems: string[] = [];
   const retention = s.queueRetention.toSeconds() + s.dlqRetention.toSeconds();
   if (s.idempotencyTtl.toSeconds() < retention) {
@@ -156,27 +209,18 @@ export function pipelineSettingsProblems(s: ResolvedSettings): string[] {
         'message can become visible again while an invocation still works on it.',
     );
   }
-  if (!Number.isInteger(s.batchSize) || s.batchSize < 1 || s.batchSize > FIFO_MAX_BATCH_SIZE) {
-    problems.push(`batchSize (${s.batchSize}) must be a whole number from 1 to 10 for a FIFO queue.`);
+  if (s.queueType !== 'fifo' && s.queueType !== 'standard') {
+    problems.push(`queueType (${String(s.queueType)}) must be 'fifo' or 'standard'.`);
   }
+  problems.push(...(s.queueType === 'standard' ? standardProblems(s, given) : fifoProblems(s, given)));
   if (!Number.isInteger(s.maxReceiveCount) || s.maxReceiveCount < 1 || s.maxReceiveCount > 1000) {
     problems.push(`maxReceiveCount (${s.maxReceiveCount}) must be a whole number from 1 to 1000.`);
   }
   if (!Number.isInteger(s.maxAttempts) || s.maxAttempts < 1) {
     problems.push(`maxAttempts (${s.maxAttempts}) must be a whole number of at least 1.`);
-  } else if (s.maxReceiveCount < s.maxAttempts * s.batchSize) {
-    problems.push(
-      `maxReceiveCount (${s.maxReceiveCount}) must be at least maxAttempts × batchSize (${s.maxAttempts} × ` +
-        `${s.batchSize} = ${s.maxAttempts * s.batchSize}): a record can wait behind ${s.batchSize - 1} records of its ` +
-        `group that each fail ${s.maxAttempts} times before the consumer dead-letters them, and SQS would move it to ` +
-        'the DLQ with them though it never failed. Raise maxReceiveCount, or lower maxAttempts.',
-    );
   }
   if (!Number.isInteger(s.maxConcurrency) || s.maxConcurrency < 2 || s.maxConcurrency > 1000) {
     problems.push(`maxConcurrency (${s.maxConcurrency}) must be a whole number from 2 to 1000.`);
-  }
-  if (!Number.isInteger(s.maxConcurrentGroups) || s.maxConcurrentGroups < 1) {
-    problems.push(`maxConcurrentGroups (${s.maxConcurrentGroups}) must be a whole number of at least 1.`);
   }
   if (s.maxMessageSizeBytes < 1024 || s.maxMessageSizeBytes > 1024 * 1024) {
     problems.push(`maxMessageSizeBytes (${s.maxMessageSizeBytes}) must be from 1024 to 1048576 bytes.`);
@@ -202,4 +246,72 @@ export function pipelineSettingsProblems(s: ResolvedSettings): string[] {
     }
   }
   return problems;
+}
+
+/** The FIFO queue's own limits, and the standard queue's settings refused on it. */
+function fifoProblems(s: ResolvedSettings, given: PipelineSettings): string[] {
+  const problems = refusedSettings(given, ['maxConcurrentRecords', 'maxBatchingWindow'], 'fifo');
+  if (!Number.isInteger(s.batchSize) || s.batchSize < 1 || s.batchSize > FIFO_MAX_BATCH_SIZE) {
+    problems.push(`batchSize (${s.batchSize}) must be a whole number from 1 to 10 for a FIFO queue.`);
+  }
+  if (!Number.isInteger(s.maxConcurrentGroups) || s.maxConcurrentGroups < 1) {
+    problems.push(`maxConcurrentGroups (${s.maxConcurrentGroups}) must be a whole number of at least 1.`);
+  }
+  if (
+    Number.isInteger(s.maxAttempts) &&
+    s.maxAttempts >= 1 &&
+    s.maxReceiveCount < s.maxAttempts * s.batchSize
+  ) {
+    problems.push(
+      `maxReceiveCount (${s.maxReceiveCount}) must be at least maxAttempts × batchSize (${s.maxAttempts} × ` +
+        `${s.batchSize} = ${s.maxAttempts * s.batchSize}): a record can wait behind ${s.batchSize - 1} records of its ` +
+        `group that each fail ${s.maxAttempts} times before the consumer dead-letters them, and SQS would move it to ` +
+        'the DLQ with them though it never failed. Raise maxReceiveCount, or lower maxAttempts.',
+    );
+  }
+  return problems;
+}
+
+/** The standard queue's own limits (DESIGN §5.1), and the FIFO queue's settings refused on it. */
+function standardProblems(s: ResolvedSettings, given: PipelineSettings): string[] {
+  const problems = refusedSettings(given, ['maxConcurrentGroups'], 'standard');
+  if (!Number.isInteger(s.batchSize) || s.batchSize < 1 || s.batchSize > STANDARD_MAX_BATCH_SIZE) {
+    problems.push(`batchSize (${s.batchSize}) must be a whole number from 1 to 10000 for a standard queue.`);
+  } else if (s.batchSize > FIFO_MAX_BATCH_SIZE && s.maxBatchingWindow === undefined) {
+    problems.push(
+      `batchSize (${s.batchSize}) over 10 needs a maxBatchingWindow (Lambda requires one): say how long the ` +
+        'event source may gather records, e.g. Duration.seconds(1).',
+    );
+  }
+  const window = s.maxBatchingWindow?.toMilliseconds();
+  if (window !== undefined && (window % 1000 !== 0 || window > MAX_BATCHING_WINDOW_SECONDS * 1000)) {
+    problems.push(
+      `maxBatchingWindow (${s.maxBatchingWindow?.toHumanString()}) must be a whole number of seconds up to 5 minutes.`,
+    );
+  }
+  if (!Number.isInteger(s.maxConcurrentRecords) || s.maxConcurrentRecords < 1) {
+    problems.push(`maxConcurrentRecords (${s.maxConcurrentRecords}) must be a whole number of at least 1.`);
+  }
+  const held = heldCopyReceives(s.consumerTimeout.toSeconds());
+  if (Number.isInteger(s.maxAttempts) && s.maxAttempts >= 1 && s.maxReceiveCount < s.maxAttempts + held) {
+    problems.push(
+      `maxReceiveCount (${s.maxReceiveCount}) must be at least maxAttempts + ${held} (${s.maxAttempts + held}): a ` +
+        `copy whose key another invocation holds for up to consumerTimeout (${s.consumerTimeout.toHumanString()}) ` +
+        `is delivered up to ${held} times meanwhile, then runs up to ${s.maxAttempts} times before the consumer ` +
+        'dead-letters it, and SQS would move it to the DLQ before. Raise maxReceiveCount, or lower maxAttempts.',
+    );
+  }
+  return problems;
+}
+
+/** The settings of `names` that were given, refused on a `queueType` queue, each with why. */
+function refusedSettings(
+  given: PipelineSettings,
+  names: readonly (keyof PipelineSettings)[],
+  queueType: PipelineQueueType,
+): string[] {
+  const other = queueType === 'fifo' ? "queueType: 'standard'" : "queueType: 'fifo' (the default)";
+  return names
+    .filter((name) => given[name] !== undefined)
+    .map((name) => `${name} applies only with ${other}: remove it, or set that queueType.`);
 }

@@ -57,6 +57,13 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
       `Context value notificationMode must be at-most-once or at-least-once, got ${JSON.stringify(mode)}.`,
     );
   }
+  const queueType = get('queueType') ?? 'fifo';
+  if (queueType !== 'fifo' && queueType !== 'standard') {
+    throw new OncelyConfigurationError(
+      ['queueType'],
+      `Context value queueType must be fifo or standard, got ${JSON.stringify(queueType)}.`,
+    );
+  }
   const stage = String(get('stage') ?? 'dev');
   const production = stage === 'prod';
   return {
@@ -64,6 +71,7 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
     notificationUrl: String(get('notificationUrl') ?? PLACEHOLDER_NOTIFICATION_URL),
     notificationMode: mode,
     pipeline: {
+      queueType,
       maxReceiveCount: number('maxReceiveCount'),
       maxAttempts: number('maxAttempts'),
       consumerTimeout: duration('consumerTimeoutSeconds', Duration.seconds),

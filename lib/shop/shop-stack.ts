@@ -44,7 +44,13 @@ export class ShopStack extends Stack {
       ...settings.pipeline,
       serviceName: 'shop',
       consumer: {
-        entry: fileURLToPath(new URL('../../lambdas/shop/consumer/handler.ts', import.meta.url)),
+        // One entry per queue type, so that the bundle carries one middleware.
+        entry: fileURLToPath(
+          new URL(
+            `../../lambdas/shop/consumer/${settings.pipeline.queueType === 'standard' ? 'standard-handler' : 'handler'}.ts`,
+            import.meta.url,
+          ),
+        ),
         environment: {
           [SHOP_ENVIRONMENT.ledgerTableName]: this.ledgerTable.tableName,
           [SHOP_ENVIRONMENT.notificationUrl]: settings.notificationUrl,

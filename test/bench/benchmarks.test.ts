@@ -25,7 +25,7 @@ describe('the benchmarks, in miniature', () => {
     endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
   });
 
-  it('measure every figure and report them with the targets judged', { timeout: 60_000 }, async () => {
+  it('measure every figure and report them with the targets judged', { timeout: 120_000 }, async () => {
     const requests = await measureRequestsPerMessage(endpoints);
     const latency = await measureBatchLatency(endpoints, {
       groupCounts: [1, 10],

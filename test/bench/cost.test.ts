@@ -30,6 +30,20 @@ describe('the cost of a million messages', () => {
     expect(cost.total).toBeCloseTo(2.79583365, 10);
   });
 
+  it("prices a standard queue's SQS requests at the standard rate", () => {
+    const usage = {
+      dynamodbWriteUnits: 0,
+      dynamodbReadUnits: 0,
+      sqsRequests: 0.3,
+      lambdaInvocations: 0,
+      lambdaBilledMsPerInvocation: 0,
+      lambdaMemoryMiB: 512,
+    };
+    // 0.3 × $0.40 on a standard queue, against 0.3 × $0.50 on FIFO.
+    expect(costPerMillionMessages({ ...usage, queueType: 'standard' }).sqs).toBeCloseTo(0.12, 10);
+    expect(costPerMillionMessages(usage).sqs).toBeCloseTo(0.15, 10);
+  });
+
   it('bills Lambda by the started millisecond and SQS by the started 64 KB chunk', () => {
     const usage = {
       dynamodbWriteUnits: 0,

@@ -3,20 +3,23 @@ import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { InDoubtTarget } from '../../cli/in-doubt-records.js';
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
-import { createFifoQueue, localSqsClient } from '../support/sqs.js';
+import { createFifoQueue, createStandardQueue, localSqsClient } from '../support/sqs.js';
 
 /** The record TTL of these tests' pipelines: the deployed default's 19 days. */
 export const TTL_SECONDS = 19 * 24 * 3600;
 
 /**
  * A pipeline's in-doubt side on the emulators, with clients of its own (to inject faults into): a
- * fresh idempotency table (with the unresolved index, as the sandbox creates it) and a FIFO queue.
+ * fresh idempotency table (with the unresolved index, as the sandbox creates it) and a FIFO queue,
+ * or with `{ standard: true }` a standard one (DESIGN §5.1).
  */
-export async function inDoubtPipeline(): Promise<InDoubtTarget & { close: () => void }> {
+export async function inDoubtPipeline(
+  options: { standard?: boolean } = {},
+): Promise<InDoubtTarget & { close: () => void }> {
   const dynamodb = localDynamoClient();
   const sqs = localSqsClient();
   const idempotencyTableName = await createTable(dynamodb, 'in-doubt');
-  const queue = await createFifoQueue(sqs);
+  const queue = await (options.standard ? createStandardQueue(sqs) : createFifoQueue(sqs));
   return {
     dynamodb,
     sqs,

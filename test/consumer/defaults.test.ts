@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
+import {
+  type ChangeMessageVisibilityBatchCommandInput,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { defaultSqsClient } from '../../lambdas/consumer/dead-letter-queue.js';
 import {
   CONSUMER_ENVIRONMENT,
   CONSUMER_METRICS,
@@ -13,12 +19,15 @@ import {
   leaseOperation,
   OncelyConfigurationError,
   readConsumerEnvironment,
+  standardBatch,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { readItem } from '../support/dynamodb.js';
-import { named, publish, receiveMessages } from '../support/sqs.js';
+import { lambdaContext } from '../support/lambda-context.js';
+import { createStandardQueueWithDlq, named, publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 
 // fifoBatch with nothing but its operations, as in a function the OncelyPipeline construct deploys:
@@ -191,6 +200,102 @@ describe('fifoBatch with only its operations', () => {
     expect(stdout.filter((line) => '_aws' in line)).toEqual([]);
     metrics.publishStoredMetrics(); // what the owner's logMetrics middleware does
     expect(stdout.filter((line) => '_aws' in line)).toMatchObject([{ [CONSUMER_METRICS.processed]: 1 }]);
+  });
+});
+
+describe('standardBatch with only its operations', () => {
+  it('takes its store, standard DLQ, queue and concurrency from the environment; its metrics say queueType', async () => {
+    const { queue, dlq } = await createStandardQueueWithDlq(sqs, {
+      visibilityTimeoutSeconds: 30,
+      maxReceiveCount: 50,
+    });
+    world.own(queue, dlq);
+    stubConsumerEnvironment({
+      idempotencyTableName: idempotencyTable,
+      dlqUrl: dlq.url,
+      queueUrl: queue.url,
+      maxConcurrentRecords: '2',
+    });
+    // The default client is the container's one: what it sends to the queue is recorded here.
+    const changes: ChangeMessageVisibilityBatchCommandInput[] = [];
+    (await defaultSqsClient()).middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'ChangeMessageVisibilityBatchCommand') {
+          changes.push(args.input as ChangeMessageVisibilityBatchCommandInput);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: `standardDefaults${Math.random()}` },
+    );
+    let inFlight = 0;
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const operation = leaseOperation<{ name: string }>({
+      namespace: `defaults-standard-${randomUUID().slice(0, 8)}`,
+      mode: 'at-least-once',
+      run: async ({ payload: { name } }) => {
+        inFlight++;
+        await gate;
+        inFlight--;
+        if (name === 'bad') throw new Error('the downstream service is unavailable');
+      },
+    });
+    const handler = middy<SQSEvent, SQSBatchResponse>().use(
+      standardBatch({ operations: { Named: operation } }),
+    );
+    const body = (name: string, type = 'Named') =>
+      JSON.stringify(
+        createEnvelope({ type, groupId: 'tenant', key: `${name}-${randomUUID()}`, payload: { name } }),
+      );
+    for (const [name, type] of [
+      ['a', 'Named'],
+      ['b', 'Named'],
+      ['c', 'Named'],
+      ['bad', 'Named'],
+      ['poison', 'NoSuchType'],
+    ]) {
+      await sqs.send(
+        new SendMessageCommand({ QueueUrl: queue.url, MessageBody: body(name as string, type) }),
+      );
+    }
+    const messages = await receiveMessages(sqs, queue.url, 5);
+    const event = { Records: messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION)) };
+    const stdout = captureLines(process.stdout);
+
+    const running = handler(event, lambdaContext());
+    // MAX_CONCURRENT_RECORDS: two of the four runnable records run, the others wait for a slot.
+    const deadline = Date.now() + 5_000;
+    while (inFlight < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    // A round trip to DynamoDB: a third record's lease, were it being taken, would be answered by then.
+    await readItem(idempotencyTable, 'no-such-record');
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(inFlight).toBe(2);
+    open();
+    const response = await running;
+
+    const bad = event.Records.find((record) => JSON.parse(record.body).payload.name === 'bad');
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: bad?.messageId }]);
+    // QUEUE_URL: the failed record's backoff, 5 s ceiling on its first delivery, jittered.
+    expect(changes).toMatchObject([
+      { QueueUrl: queue.url, Entries: [{ ReceiptHandle: bad?.receiptHandle }] },
+    ]);
+    const seconds = changes[0]?.Entries?.[0]?.VisibilityTimeout ?? 0;
+    expect(seconds >= 3 && seconds <= 5).toBe(true);
+    // DLQ_URL: a standard DLQ.
+    const [dead] = await receiveMessages(sqs, dlq.url, 1);
+    expect(dead?.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue).toBe('UnknownMessageTypeError');
+    const emf = stdout.filter((line) => '_aws' in line);
+    expect(emf).toHaveLength(1);
+    expect(emf[0]).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Namespace: 'oncely-test', Dimensions: [['service']] }] },
+      service: 'defaults-consumer',
+      queueType: 'standard',
+      [CONSUMER_METRICS.processed]: [1, 1, 1],
+      [CONSUMER_METRICS.failed]: 1,
+      [CONSUMER_METRICS.sentToDlq]: 1,
+    });
   });
 });
 

@@ -41,6 +41,8 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const ONCELY_COMMAND = join(ROOT, 'dist', 'bin', 'oncely.js');
 const SHOP = 'Shop-dev';
 const ADOPTER = 'Signups';
+/** The user's second stack: a standard queue's pipeline (DESIGN §5.1). */
+const ADOPTER_STANDARD = 'SignupsStandard';
 
 /**
  * Resource types moto's CloudFormation accepts in a template but does not create: a stack lists
@@ -55,7 +57,10 @@ const MOTO_IGNORES = [
   "a function's Architectures",
 ];
 
-/** A user's app: a consumer, a pipeline and an outbox of its own, all settings left at their defaults. */
+/**
+ * A user's app: a consumer, a pipeline and an outbox of its own, all settings left at their
+ * defaults; and in a second stack, a standard queue's pipeline with a large batch.
+ */
 const ADOPTER_FILES: Record<string, string> = {
   'src/consumer.ts': `
 import middy from '@middy/core';
@@ -71,14 +76,32 @@ const welcome = leaseOperation({
 
 export const handler = middy().use(fifoBatch({ operations: { UserSignedUp: welcome } }));
 `,
+  'src/standard-consumer.ts': `
+import middy from '@middy/core';
+import { leaseOperation, standardBatch } from 'oncely/consumer';
+
+const welcome = leaseOperation({
+  namespace: 'welcome',
+  mode: 'at-least-once',
+  run: async ({ payload }) => console.log('welcome', payload),
+});
+
+export const handler = middy().use(standardBatch({ operations: { UserSignedUp: welcome } }));
+`,
   'bin/app.ts': `
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Duration, Stack } from 'aws-cdk-lib';
 import { OncelyOutbox, OncelyPipeline } from 'oncely/cdk';
 
 const app = new App();
 const stack = new Stack(app, '${ADOPTER}');
 const pipeline = new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: 'src/consumer.ts' } });
 new OncelyOutbox(stack, 'Outbox', { pipeline });
+new OncelyPipeline(new Stack(app, '${ADOPTER_STANDARD}'), 'Pipeline', {
+  consumer: { entry: 'src/standard-consumer.ts' },
+  queueType: 'standard',
+  batchSize: 100,
+  maxBatchingWindow: Duration.seconds(2),
+});
 `,
   'cdk.json': JSON.stringify({ app: 'npx tsx bin/app.ts', notices: false }),
   'package.json': JSON.stringify({ name: 'signups', private: true, type: 'module' }),
@@ -210,6 +233,24 @@ describe('cdk deploy against an independent AWS implementation (moto)', () => {
       outboxTable = await checkOutbox(deployed);
     });
 
+    it('deploys a standard queue’s pipeline: standard queues, a large batch, standardBatch’s environment', {
+      timeout: 300_000,
+    }, async () => {
+      expect(adopter).toBeDefined();
+      await deploy(String(adopter?.directory), ADOPTER_STANDARD);
+      const deployed = await readStack(clients, ADOPTER_STANDARD);
+      expect(deployed.status).toBe('CREATE_COMPLETE');
+      await checkPipeline(deployed, STANDARD_PIPELINE);
+      await cdk(String(adopter?.directory), env, [
+        'destroy',
+        ADOPTER_STANDARD,
+        '--force',
+        '--output',
+        join(outputs, ADOPTER_STANDARD),
+      ]);
+      await expect(readStack(clients, ADOPTER_STANDARD)).rejects.toThrow(/does not exist/);
+    });
+
     it('is destroyed, and keeps what RETAIN keeps: its tables and queues', { timeout: 300_000 }, async () => {
       expect(adopter).toBeDefined();
       const directory = String(adopter?.directory);
@@ -228,14 +269,23 @@ describe('cfn-lint over every synthesised template', () => {
   it('finds no error, and only warnings explained in cfn-lint-explained.ts', {
     timeout: 120_000,
   }, async () => {
-    // The shop's stages as deployed above, its production stage, and the user's app.
+    // The shop's stages as deployed above, its production stage, its standard-queue stack, and the user's app.
     await cdk(ROOT, env, ['synth', '-c', 'stage=prod', '--quiet', '--output', join(outputs, 'Shop-prod')]);
-    const templates = ['Shop-dev', 'Shop-prod', ADOPTER].flatMap((app) =>
+    await cdk(ROOT, env, [
+      'synth',
+      '-c',
+      'queueType=standard',
+      '--quiet',
+      '--output',
+      join(outputs, 'Shop-standard'),
+    ]);
+    const templates = ['Shop-dev', 'Shop-prod', 'Shop-standard', ADOPTER].flatMap((app) =>
       readdirSync(join(outputs, app))
         .filter((name) => name.endsWith('.template.json'))
         .map((name) => join(outputs, app, name)),
     );
-    expect(templates).toHaveLength(3);
+    // The user's app synthesises both its stacks: the standard pipeline's template is linted too.
+    expect(templates).toHaveLength(5);
     const findings = await cfnLint(templates);
     const show = (finding: CfnLintFinding) => `${finding.Rule.Id} ${finding.Filename}: ${finding.Message}`;
     expect(findings.filter((finding) => finding.Level === 'Error').map(show)).toEqual([]);
@@ -266,31 +316,78 @@ async function cfnLint(templates: string[]): Promise<CfnLintFinding[]> {
   return JSON.parse(result.stdout || '[]');
 }
 
+/** What a pipeline's queue type changes in what is deployed (DESIGN §5.1). */
+interface ExpectedPipeline {
+  queueType: 'fifo' | 'standard';
+  maxReceiveCount: number;
+  batchSize: number;
+  /** The event source's window, in seconds; none when absent. */
+  maxBatchingWindowSeconds?: number;
+  /** The consumer's variable of its middleware's bound, and one its middleware does not read. */
+  concurrency: { set: string; unset: string };
+}
+
+const FIFO_PIPELINE: ExpectedPipeline = {
+  queueType: 'fifo',
+  maxReceiveCount: 50,
+  batchSize: 10,
+  concurrency: {
+    set: CONSUMER_ENVIRONMENT.maxConcurrentGroups,
+    unset: CONSUMER_ENVIRONMENT.maxConcurrentRecords,
+  },
+};
+
+const STANDARD_PIPELINE: ExpectedPipeline = {
+  queueType: 'standard',
+  maxReceiveCount: 20,
+  batchSize: 100,
+  maxBatchingWindowSeconds: 2,
+  concurrency: {
+    set: CONSUMER_ENVIRONMENT.maxConcurrentRecords,
+    unset: CONSUMER_ENVIRONMENT.maxConcurrentGroups,
+  },
+};
+
 /**
  * The pipeline of a deployed stack, read through the outputs the oncely command and the
- * end-to-end suite read, checked against DESIGN §7: the FIFO queue and its FIFO DLQ, the
+ * end-to-end suite read, checked against DESIGN §7: the queue and its DLQ (FIFO, or standard), the
  * idempotency table, the event source, the functions and their environment, the roles.
  */
-async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
+async function checkPipeline(
+  stack: DeployedStack,
+  expected: ExpectedPipeline = FIFO_PIPELINE,
+): Promise<PipelineResources> {
   checkWhatMotoCreated(stack);
   const resources = await describeDeployedPipeline(stack.name, clients.cloudformation);
   const consumer = await functionConfiguration(clients, resources.consumerFunctionName);
 
   const queue = await queueAttributes(clients, resources.queueUrl);
   const dlq = await queueAttributes(clients, resources.dlqUrl);
-  expect(resources.queueUrl).toMatch(/\.fifo$/);
-  expect(queue).toMatchObject({
-    QueueArn: resources.queueArn,
-    FifoQueue: 'true',
-    DeduplicationScope: 'messageGroup',
-    FifoThroughputLimit: 'perMessageGroupId',
-    SqsManagedSseEnabled: 'true',
-  });
+  if (expected.queueType === 'fifo') {
+    expect(resources.queueUrl).toMatch(/\.fifo$/);
+    expect(queue).toMatchObject({
+      FifoQueue: 'true',
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    });
+    expect(dlq).toMatchObject({ FifoQueue: 'true' });
+  } else {
+    // moto lists no FifoQueue attribute for a standard queue, as SQS does.
+    for (const [url, attributes] of [
+      [resources.queueUrl, queue],
+      [resources.dlqUrl, dlq],
+    ] as const) {
+      expect(url).not.toMatch(/\.fifo$/);
+      expect(attributes.FifoQueue ?? 'false').toBe('false');
+      expect(attributes).not.toHaveProperty('DeduplicationScope');
+    }
+  }
+  expect(queue).toMatchObject({ QueueArn: resources.queueArn, SqsManagedSseEnabled: 'true' });
   expect(JSON.parse(String(queue.RedrivePolicy))).toEqual({
     deadLetterTargetArn: resources.dlqArn,
-    maxReceiveCount: 50,
+    maxReceiveCount: expected.maxReceiveCount,
   });
-  expect(dlq).toMatchObject({ QueueArn: resources.dlqArn, FifoQueue: 'true', SqsManagedSseEnabled: 'true' });
+  expect(dlq).toMatchObject({ QueueArn: resources.dlqArn, SqsManagedSseEnabled: 'true' });
   expect(Number(queue.VisibilityTimeout)).toBeGreaterThanOrEqual(6 * Number(consumer.Timeout));
   // The records must outlive every ordinary return of a message (DESIGN §2, §7).
   expect(Number(resources.idempotencyTtlSeconds)).toBeGreaterThan(
@@ -309,10 +406,11 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
   expect(others).toEqual([]);
   expect(mapping).toMatchObject({
     EventSourceArn: resources.queueArn,
-    BatchSize: 10,
+    BatchSize: expected.batchSize,
     FunctionResponseTypes: ['ReportBatchItemFailures'],
     State: 'Enabled',
   });
+  expect(mapping?.MaximumBatchingWindowInSeconds ?? 0).toBe(expected.maxBatchingWindowSeconds ?? 0);
 
   for (const fn of stack.resources.filter((resource) => resource.ResourceType === 'AWS::Lambda::Function')) {
     const configuration = await functionConfiguration(clients, String(fn.PhysicalResourceId));
@@ -325,7 +423,9 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
     [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: resources.idempotencyTtlSeconds,
     [CONSUMER_ENVIRONMENT.dlqUrl]: resources.dlqUrl,
     [CONSUMER_ENVIRONMENT.queueUrl]: resources.queueUrl,
+    [expected.concurrency.set]: '10',
   });
+  expect(consumer.Environment?.Variables).not.toHaveProperty(expected.concurrency.unset);
 
   const tableArn = String(records.TableArn);
   const consumerRole = await roleStatements(clients, String(consumer.Role));
@@ -334,6 +434,8 @@ async function checkPipeline(stack: DeployedStack): Promise<PipelineResources> {
   );
   expect(actionsOn(consumerRole, resources.dlqArn)).toEqual(['sqs:SendMessage']);
   expect(actionsOn(consumerRole, resources.queueArn)).not.toContain('sqs:SendMessage');
+  // standardBatch's retry backoff; the event source's grant has it on either queue type.
+  expect(actionsOn(consumerRole, resources.queueArn)).toContain('sqs:ChangeMessageVisibility');
   const publisher = await functionConfiguration(clients, resources.publisherFunctionName);
   const publisherRole = await roleStatements(clients, String(publisher.Role));
   expect(actionsOn(publisherRole, resources.queueArn)).toEqual(['sqs:SendMessage']);

@@ -81,6 +81,12 @@ describe("the relay's and sweeper's environment", () => {
     });
   });
 
+  it("keeps a group's order only on a FIFO queue: the URL says which (DESIGN §5.1)", () => {
+    expect(senderFromEnvironment(complete)).toMatchObject({ ordered: true });
+    const standard = { ...complete, OUTBOX_QUEUE_URL: 'http://127.0.0.1:1/000000000000/events' };
+    expect(senderFromEnvironment(standard)).toMatchObject({ ordered: false });
+  });
+
   it('names every variable to fix', () => {
     const error = thrown(() =>
       senderFromEnvironment({ OUTBOX_TABLE_NAME: '', OUTBOX_MAX_MESSAGE_BYTES: '1e6' }),

@@ -1,25 +1,18 @@
-import { type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { FaultPlan } from '../../chaos/faults.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, type OutboxMessage } from '../../lambdas/outbox/index.js';
-import {
-  groupPartition,
-  itemKey,
-  type OutboxLayout,
-  PENDING_SHARD_VALUES,
-} from '../../lambdas/outbox/layout.js';
-import { type OutboxItem, OutboxItems, toItem } from '../../lambdas/outbox/outbox-items.js';
+import { type OutboxLayout, PENDING_SHARD_VALUES } from '../../lambdas/outbox/layout.js';
+import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
 import { relayBatch } from '../../lambdas/outbox/relay.js';
 import { sweep } from '../../lambdas/outbox/sweeper.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { localDynamoClient } from '../support/dynamodb.js';
-import { createOutboxTable, senderOptions } from '../support/outbox.js';
+import { createOutboxTable, markerInserts, outboxItemOf, senderOptions } from '../support/outbox.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
 import { injectCallFaults, injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults.js';
@@ -67,31 +60,8 @@ async function writeMessages(
   return keys;
 }
 
-/** The stream event the relay would get for these messages' pending markers (the filter passes only those). */
-async function markerInserts(groupId: string): Promise<DynamoDBStreamEvent> {
-  const { Items = [] } = await dynamodb.send(
-    new QueryCommand({
-      TableName: layout.tableName,
-      KeyConditionExpression: 'pk = :group',
-      ExpressionAttributeValues: { ':group': { S: groupPartition(groupId) } },
-      ConsistentRead: true,
-    }),
-  );
-  return {
-    Records: Items.map((image, i) => ({
-      eventName: 'INSERT',
-      dynamodb: { NewImage: image as never, SequenceNumber: String(1000 + i) },
-    })),
-  };
-}
-
-async function itemOf(key: string): Promise<OutboxItem> {
-  const documents = DynamoDBDocumentClient.from(dynamodb);
-  const { Item } = await documents.send(
-    new GetCommand({ TableName: layout.tableName, Key: itemKey(layout, key), ConsistentRead: true }),
-  );
-  return toItem(Item as Record<string, unknown>);
-}
+const markerInsertsOf = (groupId: string) => markerInserts(dynamodb, layout, [groupId]);
+const itemOf = (key: string) => outboxItemOf(dynamodb, layout, key);
 
 const keysOf = (received: { envelope: { key: string } }[]) => received.map((message) => message.envelope.key);
 
@@ -99,8 +69,8 @@ describe('the relay', () => {
   it('sends each group in order, marks every message SENT and removes its marker', async () => {
     const first = await writeMessages('relay-a', 4);
     const second = await writeMessages('relay-b', 3);
-    const event = await markerInserts('relay-a');
-    event.Records.push(...(await markerInserts('relay-b')).Records);
+    const event = await markerInsertsOf('relay-a');
+    event.Records.push(...(await markerInsertsOf('relay-b')).Records);
 
     const response = await relayBatch(event, {
       ...senderOptions(dynamodb, sqs, layout, queue.url),
@@ -116,12 +86,12 @@ describe('the relay', () => {
     for (const key of [...first, ...second]) {
       expect(await itemOf(key)).toMatchObject({ status: 'SENT', messageId: expect.any(String), attempts: 1 });
     }
-    expect((await markerInserts('relay-a')).Records).toHaveLength(0);
+    expect((await markerInsertsOf('relay-a')).Records).toHaveLength(0);
   });
 
   it('sends an earlier pending message of the group first, although only a later one is in its batch', async () => {
     const [earlier, later] = await writeMessages('relay-head', 2);
-    const event = await markerInserts('relay-head');
+    const event = await markerInsertsOf('relay-head');
     event.Records = event.Records.slice(1); // the earlier marker went to another shard
 
     await relayBatch(event, { ...senderOptions(dynamodb, sqs, layout, queue.url), timeLeftMs: forever });
@@ -134,7 +104,7 @@ describe('the relay', () => {
     const items = new OutboxItems({ client: dynamodb, layout });
     expect((await items.claim(held as string, 'sweeper:other', 30_000)).claimed).toBe(true);
 
-    const response = await relayBatch(await markerInserts('relay-held'), {
+    const response = await relayBatch(await markerInsertsOf('relay-held'), {
       ...senderOptions(dynamodb, sqs, layout, queue.url),
       timeLeftMs: forever,
     });
@@ -151,7 +121,7 @@ describe('the relay', () => {
       when: 'before-sending',
       error: Object.assign(new Error('SQS is down'), { name: 'ServiceUnavailable', $fault: 'server' }),
     }));
-    const event = await markerInserts('relay-down');
+    const event = await markerInsertsOf('relay-down');
 
     const response = await relayBatch(event, {
       ...senderOptions(dynamodb, failing, layout, queue.url),
@@ -255,7 +225,7 @@ describe('a relay that dies after sending and before marking', () => {
       { step: 'initialize', name: 'dieBeforeMarking' },
     );
     const claimMs = 5_000;
-    void relayBatch(await markerInserts('dies'), {
+    void relayBatch(await markerInsertsOf('dies'), {
       ...senderOptions(dying, sqs, layout, queue.url, { claimMs }),
       timeLeftMs: forever,
     });

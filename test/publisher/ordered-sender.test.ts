@@ -135,6 +135,22 @@ describe('sendInGroupOrder', () => {
     expect(queue.calls).toEqual([['A0', 'B0'], ['A1', 'B1'], ['B2'], ['A1'], ['A2']]);
   });
 
+  it('with ordered: false (a standard queue), retries a failure whatever SQS accepted after it, and blocks nothing', async () => {
+    const queue = fakeQueue((key, attempt) => {
+      if (key === 'A1') return attempt === 1 ? TRANSIENT : ACCEPTED;
+      return key === 'A3' ? PERMANENT : ACCEPTED;
+    }, false);
+    const results = await sendInGroupOrder(prepared('A0', 'A1', 'A2', 'A3', 'A4'), {
+      ...queue.options,
+      onePerGroupPerCall: true, // the outbox's setting: meaningless without an order to keep
+      ordered: false,
+    });
+
+    // On FIFO: A1 failed for good (A2 accepted after it), A3 failed, A4 blocked.
+    expect(statusOf(results)).toEqual({ A0: 'sent', A1: 'sent', A2: 'sent', A3: 'failed', A4: 'sent' });
+    expect(queue.calls).toEqual([['A0', 'A1', 'A2', 'A3', 'A4'], ['A1']]);
+  });
+
   it('gives up after the last attempt and blocks the rest of the group', async () => {
     const queue = fakeQueue((key) => (key === 'A0' ? TRANSIENT : ACCEPTED));
     const results = await sendInGroupOrder(prepared('A0', 'A1', 'B0'), queue.options);

@@ -171,7 +171,7 @@ describe('publisher: validation', () => {
       {
         path: 'messages[1]',
         message:
-          'its key "order-2" is also the key of messages[0]: SQS would drop it as a duplicate. Give each message its own key',
+          'its key "order-2" is also the key of messages[0]: it would be dropped as a duplicate (by SQS on a FIFO queue, by the consumer on any). Give each message its own key',
       },
     ],
   ])('refuses %s, naming its index', async (_, message, problem) => {
@@ -189,7 +189,7 @@ describe('publisher: validation', () => {
         path: 'messages[2]',
         message:
           'it has the same type, groupId and payload as messages[0], so the same derived key: ' +
-          'SQS would drop it as a duplicate. Give each message its own key',
+          'it would be dropped as a duplicate (by SQS on a FIFO queue, by the consumer on any). Give each message its own key',
       },
     ]);
   });

@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
@@ -80,7 +81,11 @@ async function send(source: LocalEventSource, messages: { group: string; body: s
   }
 }
 
-function poll(source: LocalEventSource, invoke: (event: SQSEvent) => Promise<InvocationResult>) {
+function poll(
+  source: LocalEventSource,
+  invoke: (event: SQSEvent) => Promise<InvocationResult>,
+  duplicateDeliveries = false,
+) {
   const reports: BatchReport[] = [];
   pollers.push(
     startEventSourcePoller({
@@ -90,6 +95,7 @@ function poll(source: LocalEventSource, invoke: (event: SQSEvent) => Promise<Inv
       invoke,
       onBatch: (r) => reports.push(r),
       waitTimeSeconds: 1,
+      duplicateDeliveries,
     }),
   );
   return reports;
@@ -167,6 +173,62 @@ describe('local event source poller', () => {
       expect(reports[0]).toMatchObject({ received: 2, deleted: 0, retained: 2 });
       await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     }
+  });
+
+  it('with duplicateDeliveries, gives a standard queue’s batch to two invocations at once, then once more; a message is done once one succeeds', async () => {
+    const source = { ...(await bulkSource()), batchSize: 10, maximumBatchingWindowInSeconds: 0 };
+    source.reportBatchItemFailures = true;
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: source.queue.url,
+        Entries: ['m1', 'm2', 'm3'].map((body) => ({ Id: body, MessageBody: body })),
+      }),
+    );
+    const calls: string[] = [];
+    const twinArrived = new Map<string, () => void>();
+    const reports = poll(
+      source,
+      async (event) => {
+        const batch = bodies(event).join();
+        calls.push(batch);
+        const copy = calls.filter((call) => call === batch).length;
+        // The first copy answers only once its twin is in flight: the two run at once.
+        if (copy === 1) await new Promise<void>((resolve) => twinArrived.set(batch, resolve));
+        if (copy === 2) twinArrived.get(batch)?.();
+        // The first copy fails every record, the others succeed: the messages are still done.
+        const failures = copy === 1 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
+        return { ok: true, result: { batchItemFailures: failures } };
+      },
+      true,
+    );
+    await expect.poll(() => calls.flatMap((call) => call.split(',')).length, { timeout: 10_000 }).toBe(9);
+    await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+    const deliveries = calls.flatMap((call) => call.split(','));
+    for (const body of ['m1', 'm2', 'm3']) expect(deliveries.filter((d) => d === body)).toHaveLength(3);
+    expect(await messagesInQueue(sqs, source.queue.url)).toBe(0);
+    // Per batch: the two at once (every message deleted), then the late copy.
+    expect(reports.filter((report) => report.retained > 0)).toEqual([]);
+    expect(reports.reduce((sum, report) => sum + report.received, 0)).toBe(6);
+  });
+
+  it('with duplicateDeliveries, still gives a FIFO queue’s batch to one invocation', async () => {
+    const source = await fifoSource();
+    await send(source, [
+      { group: 'a', body: 'a1' },
+      { group: 'b', body: 'b1' },
+    ]);
+    const deliveries: string[] = [];
+    poll(
+      source,
+      async (event) => {
+        deliveries.push(...bodies(event));
+        return { ok: true, result: { batchItemFailures: [] } };
+      },
+      true,
+    );
+    await expect.poll(() => messagesInQueue(sqs, source.queue.url), { timeout: 10_000 }).toBe(0);
+    await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+    expect(deliveries.sort()).toEqual(['a1', 'b1']);
   });
 
   it('invokes early rather than pass 6 MB, the next batch starting with the message that did not fit', async () => {

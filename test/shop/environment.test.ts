@@ -46,7 +46,11 @@ describe('the shop consumer’s environment', () => {
       notificationMode: 'at-most-once',
     });
     expect(
-      readShopConfig({ ...complete, NOTIFICATION_TIMEOUT_MS: '800', NOTIFICATION_MODE: 'at-least-once' }),
+      readShopConfig({
+        ...complete,
+        NOTIFICATION_TIMEOUT_MS: '800',
+        NOTIFICATION_MODE: 'at-least-once',
+      }),
     ).toMatchObject({ notificationTimeoutMs: 800, notificationMode: 'at-least-once' });
   });
 

@@ -50,5 +50,13 @@ describe('the shop’s settings from CDK context', () => {
   it('explains a bad value', () => {
     expect(() => from({ batchSize: 'ten' })).toThrow('Context value batchSize must be a number, got "ten".');
     expect(() => from({ notificationMode: 'exactly-once' })).toThrow(/at-most-once or at-least-once/);
+    expect(() => from({ queueType: 'fair' })).toThrow(
+      'Context value queueType must be fifo or standard, got "fair".',
+    );
+  });
+
+  it('provisions a FIFO queue unless told standard', () => {
+    expect(from({}).pipeline.queueType).toBe('fifo');
+    expect(from({ queueType: 'standard' }).pipeline.queueType).toBe('standard');
   });
 });

@@ -37,6 +37,7 @@ import { pollOnce, type SqsBatchHandler } from '../support/sqs-event-source.js';
  */
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLE_CONSUMER = 'lambdas/shop/consumer/handler.ts';
+const STANDARD_EXAMPLE_CONSUMER = 'lambdas/shop/consumer/standard-handler.ts';
 const USER_CONSUMER = 'test/fixtures/user-error-consumer.ts';
 
 let dynamodb: DynamoDBClient;
@@ -151,6 +152,17 @@ describe('a consumer bundled as the stack bundles it', () => {
     }
     expect(example.code).not.toMatch(/class (UnknownMessageTypeError|InvalidPayloadError)\b/);
     expect(example.code.split('\n').length).toBeLessThan(100);
+  });
+
+  it('carries only the middleware its entry uses: FIFO’s or the standard queue’s', async () => {
+    // Each middleware's module makes its consumer cache at module scope: unmarked as pure, that
+    // call kept standardBatch's consumer in every FIFO bundle (and fifoBatch's in every standard one).
+    const standard = await bundle(STANDARD_EXAMPLE_CONSUMER, 'example-standard-consumer');
+    // Names are kept (keepNames), so a consumer class in the bundle shows by its name.
+    const consumers = (code: string) =>
+      ['FifoBatchConsumer', 'StandardBatchConsumer'].filter((name) => code.includes(name));
+    expect(consumers(example.code)).toEqual(['FifoBatchConsumer']);
+    expect(consumers(standard.code)).toEqual(['StandardBatchConsumer']);
   });
 
   it("sends Oncely's own rejections to the DLQ under their class names", async () => {

@@ -1,5 +1,5 @@
-import { type CfnElement, Duration, RemovalPolicy, type Stack } from 'aws-cdk-lib';
-import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
+import { App, type CfnElement, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
@@ -12,9 +12,10 @@ import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
 import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
 import { OncelyOutbox, type OncelyOutboxProps } from '../../lib/constructs/oncely-outbox.js';
+import { OncelyPipeline } from '../../lib/constructs/oncely-pipeline.js';
 import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
 import { SANDBOX_CONTEXT } from '../../lib/constructs/sandbox-context.js';
-import { buildOutboxStack } from './build-stack.js';
+import { buildOutboxStack, FIXTURE_CONSUMER } from './build-stack.js';
 
 const { app, stack, outbox, template } = buildOutboxStack();
 
@@ -285,6 +286,38 @@ describe('functions', () => {
     named.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'orders',
       Dimensions: [{ Name: 'service', Value: 'orders-outbox-sweeper' }],
+    });
+  });
+});
+
+describe('a standard (or fair) queue', () => {
+  // The relay and the sweeper tell the queue's type from its URL at run time (DESIGN §5.1): the
+  // construct passes it as for FIFO, which also serves an imported queue whose name is a token.
+  it('is published to like a FIFO one: its URL to both functions, SendMessage on it', () => {
+    const built = buildOutboxStack((own) => ({ queue: new Queue(own, 'Events') }));
+    const queueRef = { Ref: built.stack.getLogicalId(built.outbox.queue.node.defaultChild as CfnElement) };
+    for (const id of ['Relay', 'Sweeper']) {
+      expect(environmentOf(built.template, id)[OUTBOX_ENVIRONMENT.queueUrl]).toEqual(queueRef);
+      const sends = statementsOf(built.template, id).filter((statement) =>
+        [statement.Action].flat().includes('sqs:SendMessage'),
+      );
+      expect(sends).toContainEqual(
+        expect.objectContaining({ Resource: { 'Fn::GetAtt': [queueRef.Ref, 'Arn'] } }),
+      );
+    }
+  });
+
+  it("is a standard pipeline's queue when given the pipeline", () => {
+    const own = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Standard');
+    const pipeline = new OncelyPipeline(own, 'Pipeline', {
+      consumer: { entry: FIXTURE_CONSUMER },
+      queueType: 'standard',
+    });
+    const standardOutbox = new OncelyOutbox(own, 'Outbox', { pipeline });
+    expect(standardOutbox.queue).toBe(pipeline.queue);
+    expect(pipeline.queue.fifo).toBe(false);
+    expect(environmentOf(Template.fromStack(own), 'Relay')[OUTBOX_ENVIRONMENT.queueUrl]).toEqual({
+      Ref: own.getLogicalId(pipeline.queue.node.defaultChild as CfnElement),
     });
   });
 });
@@ -604,16 +637,12 @@ describe('configuration errors, at synth', () => {
     }, /already holds an OncelyOutbox: one table, one outbox/);
   });
 
-  it('needs exactly one FIFO queue', () => {
-    refused(
-      (own) => ({ queue: new Queue(own, 'Standard') }),
-      /the queue Test\/Standard is not FIFO: the outbox sends each group in order/,
-    );
+  it('needs exactly one queue', () => {
     const { stack: own, pipeline } = buildOutboxStack();
     expect(() => new OncelyOutbox(own, 'Both', { pipeline, queue: pipeline.queue })).toThrow(
       /give `queue` or `pipeline`, not both/,
     );
-    expect(() => new OncelyOutbox(own, 'Neither', {})).toThrow(/give the FIFO queue to publish to/);
+    expect(() => new OncelyOutbox(own, 'Neither', {})).toThrow(/give the queue to publish to/);
   });
 
   it.each([

@@ -37,6 +37,35 @@ interface CodeUnderTest {
 const idempotency: Where = (request) => (request.on === 'index' ? 'idempotency index' : 'idempotency table');
 const outboxTable: Where = (request) => (request.on === 'index' ? 'outbox index' : 'outbox table');
 
+/** The consumer's requests: poison records to the DLQ; deletes and standardBatch's visibility changes on the queue it reads. */
+const consumerWhere =
+  (prefix: string): Where =>
+  (request) =>
+    request.action === 'sqs:SendMessage'
+      ? `${prefix}dlq`
+      : request.action.startsWith('sqs:')
+        ? `${prefix}queue`
+        : `${prefix}${idempotency(request)}`;
+
+/** A consumer's code: every entry point of `oncely/consumer`, whichever middleware the user's code calls. */
+const consumerCode = (prefix: string): CodeUnderTest => ({
+  entry: 'lambdas/consumer/index.ts',
+  roots: [
+    'fifoBatch',
+    'processFifoBatch',
+    'standardBatch',
+    'processStandardBatch',
+    'leaseOperation',
+    'transactionalOperation',
+  ],
+  where: consumerWhere(prefix),
+  besideTheCode: [
+    `sqs:ReceiveMessage on ${prefix}queue`,
+    `sqs:GetQueueAttributes on ${prefix}queue`,
+    `sqs:GetQueueUrl on ${prefix}queue`,
+  ],
+});
+
 const CODE: Record<string, CodeUnderTest> = {
   publisher: {
     entry: 'lambdas/publisher/handler.ts',
@@ -49,23 +78,9 @@ const CODE: Record<string, CodeUnderTest> = {
         'taken ahead (and only its own, publish#…)',
     },
   },
-  consumer: {
-    entry: 'lambdas/consumer/index.ts',
-    roots: ['fifoBatch', 'processFifoBatch', 'leaseOperation', 'transactionalOperation'],
-    // It sends poison records to the DLQ and deletes them from the queue it reads.
-    where: (request) =>
-      request.action === 'sqs:SendMessage'
-        ? 'dlq'
-        : request.action.startsWith('sqs:')
-          ? 'queue'
-          : idempotency(request),
-    besideTheCode: [
-      'sqs:ReceiveMessage on queue',
-      'sqs:ChangeMessageVisibility on queue',
-      'sqs:GetQueueAttributes on queue',
-      'sqs:GetQueueUrl on queue',
-    ],
-  },
+  consumer: consumerCode(''),
+  // A standard pipeline's consumer (queueType 'standard', DESIGN §5.1): the same code, on its own queues.
+  'standard consumer': consumerCode('standard '),
   monitor: {
     entry: 'lambdas/monitor/handler.ts',
     roots: ['handler'],
@@ -170,6 +185,11 @@ function synthesise() {
   const stack = new Stack(app, 'Test');
   const pipeline = new OncelyPipeline(stack, 'Pipeline', { consumer: { entry: FIXTURE_CONSUMER } });
   const outbox = new OncelyOutbox(stack, 'Outbox', { pipeline });
+  const standard = new OncelyPipeline(stack, 'Standard', {
+    consumer: { entry: FIXTURE_CONSUMER },
+    queueType: 'standard',
+    outputPrefix: 'Standard',
+  });
   const userFunction = (id: string) =>
     new LambdaFunction(stack, id, {
       runtime: Runtime.NODEJS_24_X,
@@ -186,6 +206,7 @@ function synthesise() {
   const roles: Record<string, IRole> = {
     publisher: roleOf(pipeline.publisher),
     consumer: roleOf(pipeline.consumer),
+    'standard consumer': roleOf(standard.consumer),
     monitor: roleOf(pipeline.unresolvedMonitor),
     relay: roleOf(outbox.relay),
     sweeper: roleOf(outbox.sweeper),
@@ -202,6 +223,10 @@ function synthesise() {
     stream: outbox.table.tableStreamArn as string,
     queue: pipeline.queue.queueArn,
     dlq: pipeline.deadLetterQueue.queueArn,
+    'standard idempotency table': standard.idempotencyTable.tableArn,
+    'standard idempotency index': `${standard.idempotencyTable.tableArn}/index/${UNRESOLVED_INDEX_NAME}`,
+    'standard queue': standard.queue.queueArn,
+    'standard dlq': standard.deadLetterQueue.queueArn,
     'failure queue': outbox.relayFailureQueue.queueArn,
     publisher: pipeline.publisher.functionArn,
     // grantInvoke's second resource: any version or alias of the publisher.

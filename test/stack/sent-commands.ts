@@ -43,6 +43,8 @@ const ACTIONS: Record<string, string | undefined> = {
   // A batch is authorised as its single sends.
   SendMessageBatchCommand: 'sqs:SendMessage',
   DeleteMessageCommand: 'sqs:DeleteMessage',
+  // A batch is authorised as its single changes (standardBatch's retry delays, DESIGN §5.1).
+  ChangeMessageVisibilityBatchCommand: 'sqs:ChangeMessageVisibility',
   GetQueueAttributesCommand: 'sqs:GetQueueAttributes',
   InvokeCommand: 'lambda:InvokeFunction',
 };

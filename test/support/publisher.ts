@@ -7,7 +7,7 @@ import type { PublishMessage } from '../../lambdas/publisher/contract.js';
 import { DEFAULT_QUEUE_MAX_MESSAGE_BYTES } from '../../lambdas/publisher/environment.js';
 import { createPublisherHandler, type PublisherOptions } from '../../lambdas/publisher/handler.js';
 import { createTable, localDynamoClient } from './dynamodb.js';
-import { createFifoQueue, localSqsClient } from './sqs.js';
+import { createFifoQueue, createStandardQueue, localSqsClient } from './sqs.js';
 
 /** Retries without real waiting, so tests of retries stay fast. */
 export const FAST_RETRY = { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 4 };
@@ -51,14 +51,17 @@ export interface PublisherFixture {
   publisher(options?: Partial<PublisherOptions>): ReturnType<typeof createPublisherHandler>;
 }
 
-/** A fresh FIFO queue, idempotency table and clients for every test of the calling file. */
-export function usePublisherFixture(): PublisherFixture {
+/**
+ * A fresh queue — FIFO, or standard with `{ standard: true }` — idempotency table and clients for
+ * every test of the calling file.
+ */
+export function usePublisherFixture(options: { standard?: boolean } = {}): PublisherFixture {
   const fixture = {} as PublisherFixture;
   beforeEach(async () => {
     const sqs = localSqsClient(1);
     const dynamodb = localDynamoClient();
     const [queueUrl, table] = await Promise.all([
-      createFifoQueue(sqs).then((queue) => queue.url),
+      (options.standard ? createStandardQueue(sqs) : createFifoQueue(sqs)).then((queue) => queue.url),
       createTable(dynamodb, 'publish'),
     ]);
     const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table });

@@ -36,18 +36,19 @@ export function failRequests(
 }
 
 /**
- * Makes chosen requests apply but lose their answer: the request reaches DynamoDB and is applied,
+ * Makes chosen requests apply but lose their answer: the request reaches DynamoDB (or SQS) and is applied,
  * then a retryable error replaces the answer, inside the SDK's retry loop — so the SDK sends the
  * same request again, as after a dropped connection. `select` sees the operation and the
  * marshalled input; `times` bounds how many requests lose their answer.
  */
 export function loseAnswers(
-  client: DynamoDBClient,
+  client: DynamoDBClient | SQSClient,
   select: (operation: string, input: Record<string, unknown>) => boolean,
   times = 1,
 ) {
   let lost = 0;
-  client.middlewareStack.add(
+  // Both clients' stacks take the same middleware; TypeScript cannot call a union of their add methods.
+  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
     (next, context) => async (args) => {
       const result = await next(args);
       const operation = String(context.commandName).replace(/Command$/, '');

@@ -30,7 +30,8 @@ export interface EntryFaultOptions {
 
 /**
  * Makes SendMessageBatch fail chosen entries. `plan` sees each entry with how many times its
- * deduplication id has been sent so far (1 on the first). Returns a log of every entry sent, in order.
+ * deduplication id (on a standard queue, which takes none: its body's key) has been sent so far
+ * (1 on the first). Returns a log of every entry sent, in order.
  */
 export function injectEntryFaults(
   sqs: SQSClient,
@@ -47,7 +48,7 @@ export function injectEntryFaults(
       const faults = new Map<string, EntryFault>();
       const faultedGroups = new Map<string, EntryFault>();
       for (const entry of entries) {
-        const key = entry.MessageDeduplicationId ?? '';
+        const key = entry.MessageDeduplicationId ?? keyOfBody(entry.MessageBody);
         const group = entry.MessageGroupId ?? '';
         const attempt = (attempts.get(key) ?? 0) + 1;
         attempts.set(key, attempt);
@@ -81,6 +82,15 @@ export function injectEntryFaults(
     sentKeys,
     attemptsOf: (key: string) => attempts.get(key) ?? 0,
   };
+}
+
+/** An envelope's key, for an entry without a deduplication id. */
+function keyOfBody(body: string | undefined): string {
+  try {
+    return String(JSON.parse(body ?? '').key ?? '');
+  } catch {
+    return '';
+  }
 }
 
 const faulted = (faults: Map<string, EntryFault>) => (entry: SendMessageBatchRequestEntry) =>

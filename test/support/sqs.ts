@@ -59,6 +59,34 @@ export async function createQueueWithDlq(
   return { queue, dlq };
 }
 
+/** Creates a uniquely named standard queue (DESIGN §5.1); `deleteQueues` removes what a file created. */
+export async function createStandardQueue(
+  sqs: SQSClient,
+  attributes: Record<string, string> = {},
+): Promise<FifoQueue> {
+  const QueueName = `standard-${randomUUID().slice(0, 8)}`;
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName, Attributes: attributes }));
+  if (!QueueUrl) throw new Error(`CreateQueue returned no QueueUrl for ${QueueName}`);
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  if (!Attributes?.QueueArn) throw new Error(`GetQueueAttributes returned no QueueArn for ${QueueName}`);
+  return { url: QueueUrl, arn: Attributes.QueueArn };
+}
+
+/** A standard queue and its standard DLQ, wired with a redrive policy. */
+export async function createStandardQueueWithDlq(
+  sqs: SQSClient,
+  options: { visibilityTimeoutSeconds: number; maxReceiveCount: number },
+): Promise<{ queue: FifoQueue; dlq: FifoQueue }> {
+  const dlq = await createStandardQueue(sqs);
+  const queue = await createStandardQueue(sqs, {
+    VisibilityTimeout: String(options.visibilityTimeoutSeconds),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: options.maxReceiveCount }),
+  });
+  return { queue, dlq };
+}
+
 export async function deleteQueues(sqs: SQSClient, queues: FifoQueue[]): Promise<void> {
   await Promise.all(queues.map(({ url }) => sqs.send(new DeleteQueueCommand({ QueueUrl: url }))));
 }
@@ -125,6 +153,8 @@ export interface ReceivedMessage {
   envelope: MessageEnvelope;
   messageId: string;
   deduplicationId?: string;
+  /** Its MessageGroupId: on a standard queue, what makes it a fair queue's (DESIGN §5.1). */
+  groupId?: string;
 }
 
 /**
@@ -180,6 +210,7 @@ function toReceived(message: Message): ReceivedMessage {
     envelope: parseEnvelope(message.Body ?? ''),
     messageId: message.MessageId ?? '',
     deduplicationId: message.Attributes?.MessageDeduplicationId,
+    groupId: message.Attributes?.MessageGroupId,
   };
 }
 

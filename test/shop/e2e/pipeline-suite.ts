@@ -3,6 +3,7 @@ import { BatchGetItemCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, ResourceNotFoundException } from '@aws-sdk/client-lambda';
 import {
   GetQueueAttributesCommand,
+  ReceiveMessageCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
@@ -19,14 +20,19 @@ import {
   readOutboxItems,
   readPendingMarkers,
 } from './orders-service.js';
-import { type E2eTarget, startTarget } from './target.js';
+import { declaredQueueType, type E2eTarget, startTarget } from './target.js';
 
-// The whole pipeline, end to end: client → Invoke → publisher → SQS FIFO → event source → consumer
-// → ledger, and the orders service's path: PlaceOrder → its table's outbox → relay → SQS FIFO.
-// Against the target the environment names (./target.ts): a fresh sandbox by default, or a stack.
-// pipeline.test.ts runs it so; stack-target.test.ts runs it through the stack target, on a sandbox.
+// The whole pipeline, end to end: client → Invoke → publisher → SQS → event source → consumer
+// → ledger, and the orders service's path: PlaceOrder → its table's outbox → relay → SQS.
+// Against the target the environment names (./target.ts): a fresh sandbox by default, or a stack;
+// its queue FIFO, or standard (fair: the publisher and the relay send each groupId as the tenant),
+// where every case holds but order, and a sandbox delivers every batch twice at once and again later.
+// pipeline.test.ts and pipeline-standard.test.ts run it so; stack-target.test.ts and
+// stack-target-standard.test.ts run it through the stack target, on a sandbox.
 
 let target: E2eTarget;
+// The cases are chosen before the target is reached: startTarget checks it is of this type.
+const queueType = declaredQueueType();
 const run = randomUUID().slice(0, 8);
 const WAIT = { timeout: 30_000, interval: 200 };
 
@@ -120,6 +126,21 @@ async function depth(queueUrl: string): Promise<number> {
   );
 }
 
+/** The groups of the DLQ's copies of a message key, left visible: a look, not a take. */
+async function dlqGroupsOf(key: string): Promise<(string | undefined)[]> {
+  const { Messages = [] } = await target.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: target.resources.dlqUrl,
+      MaxNumberOfMessages: 10,
+      VisibilityTimeout: 0,
+      MessageSystemAttributeNames: ['MessageGroupId'],
+    }),
+  );
+  return Messages.filter((message) => JSON.parse(message.Body ?? '{}').key === key).map(
+    (message) => message.Attributes?.MessageGroupId,
+  );
+}
+
 describe('Oncely end to end', () => {
   it('publishes, consumes and applies an effect exactly once', async () => {
     const sku = `sku-${run}-once`;
@@ -132,7 +153,7 @@ describe('Oncely end to end', () => {
     expect(await stock(sku)).toBe(8);
   });
 
-  it('stops duplicates at every layer: the publisher, SQS and the consumer', async () => {
+  it('stops duplicates at every layer: the publisher, SQS (FIFO) and the consumer', async () => {
     const sku = `sku-${run}-dup`;
     const customer = `c-${run}-dup`;
     const purchase = order(`o-${run}-dup`, customer, sku, 1, 700);
@@ -142,20 +163,25 @@ describe('Oncely end to end', () => {
     const first = await send([purchase.placed]);
     // The publisher: the same request again is answered from its record.
     expect((await send([purchase.placed], first.requestId)).results).toEqual(first.results);
-    // SQS: a new request with the same key is deduplicated within 5 minutes (same message id).
+    // SQS: on FIFO a new request with the same key is deduplicated within 5 minutes (same message
+    // id); a standard queue takes it as a second message, which the consumer must drop.
     const retry = await send([purchase.placed]);
     expect(retry.requestId).not.toBe(first.requestId);
     const [original] = first.results;
     if (original?.status !== 'sent')
       throw new Error(`the first publish was not sent: ${JSON.stringify(original)}`);
-    expect(retry.results[0]).toMatchObject({ status: 'sent', messageId: original.messageId });
-    // The consumer: the same envelope with a new dedup id, as after SQS's window.
+    const fifo = queueType === 'fifo';
+    expect(retry.results[0]).toMatchObject({ status: 'sent' });
+    const retryId = retry.results[0]?.status === 'sent' ? retry.results[0].messageId : undefined;
+    if (fifo) expect(retryId).toBe(original.messageId);
+    else expect(retryId).not.toBe(original.messageId);
+    // The consumer: the same envelope with a new dedup id, as after SQS's window; on a standard
+    // queue without a group, as a plain (not fair) standard queue's message.
     await target.sqs.send(
       new SendMessageCommand({
         QueueUrl: target.resources.queueUrl,
         MessageBody: JSON.stringify(createEnvelope(purchase.placed)),
-        MessageGroupId: customer,
-        MessageDeduplicationId: randomUUID(),
+        ...(fifo ? { MessageGroupId: customer, MessageDeduplicationId: randomUUID() } : {}),
       }),
     );
     await expect.poll(() => balance(customer), WAIT).toBe(-700);
@@ -170,8 +196,17 @@ describe('Oncely end to end', () => {
     const purchase = order(`o-${run}-late`, customer, sku, 1, 300);
     const dlqBefore = await depth(target.resources.dlqUrl);
     await send([purchase.placed]); // no stock yet: the business rule rejects it
-    await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBe(dlqBefore + 1);
+    if (queueType === 'fifo') {
+      await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBe(dlqBefore + 1);
+    } else {
+      // Delivered to two invocations at once, it can reach a standard DLQ twice: each copy reads
+      // the dead-letter mark before the other writes it (after its send), and a standard DLQ has
+      // no deduplication. Both carry its key, so redriven it still takes effect once.
+      await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBeGreaterThan(dlqBefore);
+    }
     expect(await balance(customer)).toBeUndefined();
+    // In the DLQ in its group: on FIFO its customer's, on a fair queue its tenant's, the same id.
+    await expect.poll(() => dlqGroupsOf(purchase.placed.key), WAIT).toContain(customer);
 
     await send([stockReceived(sku, 3)]);
     await expect.poll(() => stock(sku), WAIT).toBe(3);
@@ -182,40 +217,79 @@ describe('Oncely end to end', () => {
       }),
     );
     await expect.poll(() => balance(customer), WAIT).toBe(-300);
-    expect(await stock(sku)).toBe(2);
     await expect.poll(() => depth(target.resources.dlqUrl), WAIT).toBe(dlqBefore);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await balance(customer)).toBe(-300);
+    expect(await stock(sku)).toBe(2);
   });
 
-  it('keeps each group in order under concurrent publishers', async () => {
-    const sku = `sku-${run}-order`;
+  // A standard queue keeps no order: the case is FIFO's alone.
+  if (queueType === 'fifo')
+    it('keeps each group in order under concurrent publishers', async () => {
+      const sku = `sku-${run}-order`;
+      await send([stockReceived(sku, 10_000)]);
+      await expect.poll(() => stock(sku), WAIT).toBe(10_000);
+      const dlqBefore = await depth(target.resources.dlqUrl);
+      const orderIds: string[] = [];
+      // A payment or cancellation applied before its order would fail its condition and land in the DLQ.
+      const publishers = Array.from({ length: 5 }, (_, p) => {
+        const messages: OutgoingMessage[] = [];
+        for (let c = 0; c < 8; c++) {
+          for (let o = 0; o < 4; o++) {
+            const orderId = `o-${run}-${p}-${c}-${o}`;
+            orderIds.push(orderId);
+            const purchase = order(orderId, `c-${run}-${p}-${c}`, sku);
+            messages.push(purchase.placed, o % 2 === 0 ? purchase.paid : purchase.cancelled);
+          }
+        }
+        return send(messages);
+      });
+      await Promise.all(publishers);
+      await expect
+        .poll(
+          async () => [...(await orderStatuses(orderIds)).values()].filter((s) => s !== 'PLACED').length,
+          WAIT,
+        )
+        .toBe(orderIds.length);
+      const statuses = await orderStatuses(orderIds);
+      expect(orderIds.filter((id, i) => statuses.get(id) !== (i % 2 === 0 ? 'PAID' : 'CANCELLED'))).toEqual(
+        [],
+      );
+      expect(await depth(target.resources.dlqUrl)).toBe(dlqBefore);
+      expect(await stock(sku)).toBe(10_000 - orderIds.length / 2);
+    });
+
+  it('applies every order once under concurrent publishers, each published twice (on standard, delivered again too)', async () => {
+    const sku = `sku-${run}-copies`;
     await send([stockReceived(sku, 10_000)]);
     await expect.poll(() => stock(sku), WAIT).toBe(10_000);
     const dlqBefore = await depth(target.resources.dlqUrl);
-    const orderIds: string[] = [];
-    // A payment or cancellation applied before its order would fail its condition and land in the DLQ.
-    const publishers = Array.from({ length: 5 }, (_, p) => {
-      const messages: OutgoingMessage[] = [];
-      for (let c = 0; c < 8; c++) {
-        for (let o = 0; o < 4; o++) {
-          const orderId = `o-${run}-${p}-${c}-${o}`;
-          orderIds.push(orderId);
-          const purchase = order(orderId, `c-${run}-${p}-${c}`, sku);
-          messages.push(purchase.placed, o % 2 === 0 ? purchase.paid : purchase.cancelled);
-        }
-      }
-      return send(messages);
-    });
-    await Promise.all(publishers);
+    const receivedBefore = target.receivedRecords?.();
+    const customers = Array.from({ length: 20 }, (_, c) => `c-${run}-copies-${c}`);
+    const placed = customers.flatMap((customer) =>
+      [0, 1, 2].map((o) => order(`o-${customer}-${o}`, customer, sku).placed),
+    );
+    const orderIds = placed.map((message) => message.payload.orderId);
+    // Each order published twice, by two publishers at once: two messages on the queue, one key.
+    const publishers = [0, 1, 2, 3].map((p) => send(placed.filter((_, i) => i % 2 === p % 2)));
+    for (const { results } of await Promise.all(publishers)) {
+      expect(results.filter((result) => result.status !== 'sent')).toEqual([]);
+    }
     await expect
       .poll(
-        async () => [...(await orderStatuses(orderIds)).values()].filter((s) => s !== 'PLACED').length,
+        async () => [...(await orderStatuses(orderIds)).values()].filter((s) => s === 'PLACED').length,
         WAIT,
       )
       .toBe(orderIds.length);
-    const statuses = await orderStatuses(orderIds);
-    expect(orderIds.filter((id, i) => statuses.get(id) !== (i % 2 === 0 ? 'PAID' : 'CANCELLED'))).toEqual([]);
+    await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
+    expect(await stock(sku)).toBe(10_000 - orderIds.length);
+    expect(await Promise.all(customers.map(balance))).toEqual(customers.map(() => -300));
     expect(await depth(target.resources.dlqUrl)).toBe(dlqBefore);
-    expect(await stock(sku)).toBe(10_000 - orderIds.length / 2);
+    // On a standard sandbox the consumer saw each copy more than once: the duplicate deliveries
+    // happened (on FIFO, SQS dropped the second publish of each key itself).
+    if (receivedBefore !== undefined && queueType === 'standard') {
+      expect((target.receivedRecords?.() ?? 0) - receivedBefore).toBeGreaterThanOrEqual(4 * orderIds.length);
+    }
   });
 
   it('answers with the error shapes the client and the AWS SDK understand', async () => {
@@ -324,7 +398,7 @@ describe('The orders service, through its outbox', () => {
     expect(await stock(sku)).toBe(3);
   });
 
-  it('applies a PaymentCaptured published through the client once its OrderPlaced was relayed', async () => {
+  it('applies a PaymentCaptured published through the client once its OrderPlaced was relayed (standard: applied)', async () => {
     const sku = `sku-${run}-paid`;
     await send([stockReceived(sku, 5)]);
     await expect.poll(() => stock(sku), WAIT).toBe(5);
@@ -333,6 +407,10 @@ describe('The orders service, through its outbox', () => {
     expect((await placeOrder(target, placed)).functionError).toBeUndefined();
     // Two producers, one group: the payment goes out only once the order's event is on the queue.
     await expect.poll(() => outboxStatus(target, orderPlacedKey(placed.orderId)), WAIT).toBe('SENT');
+    // A standard queue keeps no order: the payment waits for the order's effect, not only its send.
+    if (queueType === 'standard') {
+      await expect.poll(async () => (await ledgerOrder(placed.orderId))?.status, WAIT).toBe('PLACED');
+    }
     const { paid } = order(placed.orderId, placed.customerId, sku, 1, 250);
     expect((await send([paid])).results).toEqual([expect.objectContaining({ status: 'sent' })]);
     await expect.poll(async () => (await ledgerOrder(placed.orderId))?.status, WAIT).toBe('PAID');

@@ -22,23 +22,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../../lambdas/consumer/environment.js';
 import { describeDeployedPipeline } from '../../../lib/constructs/deployed-pipeline.js';
 import { localAwsConfig } from '../../../sandbox/local-aws-config.js';
-import { startSandbox } from '../../../sandbox/local-sandbox.js';
+import { startSandboxAsStack } from './sandbox-stack.js';
 
 // The sandbox as a stack: its edge answers CloudFormation's and Lambda's read side, so that what
 // finds a deployed pipeline by its stack's outputs (describeDeployedPipeline, `oncely --stack`, the
 // end-to-end suite with ONCELY_TARGET=stack) runs against it through the same code as against AWS.
 // The suite itself runs below, with the environment a user would give it.
 
-const sandbox = await startSandbox({ appDirectory: '.', functionOutput: () => undefined });
+const sandbox = await startSandboxAsStack();
 const { endpoints, region, stackName } = sandbox.description;
-Object.assign(process.env, {
-  ONCELY_TARGET: 'stack',
-  ONCELY_STACK_NAME: stackName,
-  AWS_ENDPOINT_URL: endpoints.edge,
-  AWS_REGION: region,
-  AWS_ACCESS_KEY_ID: 'local',
-  AWS_SECRET_ACCESS_KEY: 'local',
-});
 const config = { ...localAwsConfig(endpoints.edge), region };
 const cloudformation = new CloudFormationClient(config);
 const lambda = new LambdaClient(config);

@@ -3,6 +3,7 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { isFifoQueueUrl } from '../../../lambdas/common/queue-type.js';
 import { describeDeployedPipeline } from '../../../lib/constructs/deployed-pipeline.js';
 import type { PipelineResources } from '../../../lib/constructs/pipeline-outputs.js';
 import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../../../lib/shop/shop-stack.js';
@@ -15,6 +16,8 @@ const SHOP_APP = fileURLToPath(new URL('../../..', import.meta.url));
 /** A running pipeline the end-to-end suite drives, whatever it runs on. */
 export interface E2eTarget {
   kind: 'sandbox' | 'stack';
+  /** The pipeline's queue type, as its queue's URL says (`.fifo` or not). */
+  queueType: 'fifo' | 'standard';
   resources: PipelineResources;
   /** The shop's ledger: its stack's own output, beside the pipeline's. */
   ledgerTableName: string;
@@ -23,13 +26,33 @@ export interface E2eTarget {
   lambda: LambdaClient;
   sqs: SQSClient;
   dynamodb: DynamoDBClient;
+  /** A sandbox's count of the records its consumer received, copies included; a stack has none. */
+  receivedRecords?: () => number;
   stop(): Promise<void>;
 }
 
 /**
+ * The queue type the suite is run for, which chooses its cases: `ONCELY_QUEUE_TYPE` (`fifo` by
+ * default, or `standard`). On the sandbox it also chooses the stack to start; a stack target must
+ * be of that type (`startTarget` checks), since the cases are chosen before the target is reached.
+ */
+export function declaredQueueType(env: NodeJS.ProcessEnv = process.env): 'fifo' | 'standard' {
+  const queueType = env.ONCELY_QUEUE_TYPE ?? 'fifo';
+  if (queueType !== 'fifo' && queueType !== 'standard') {
+    throw new Error(`ONCELY_QUEUE_TYPE must be fifo (the default) or standard, not ${queueType}.`);
+  }
+  return queueType;
+}
+
+const queueTypeOf = (resources: PipelineResources) =>
+  isFifoQueueUrl(resources.queueUrl) ? ('fifo' as const) : ('standard' as const);
+
+/**
  * The target comes from the environment: `ONCELY_TARGET=stack` with `ONCELY_STACK_NAME` runs the
  * suite against a deployed stack (AWS with the usual credentials, or LocalStack with
- * `AWS_ENDPOINT_URL`); otherwise against a fresh local sandbox of the shop's app.
+ * `AWS_ENDPOINT_URL`), of the queue type `ONCELY_QUEUE_TYPE` declares; otherwise against a fresh local sandbox of the shop's
+ * app: its FIFO stack, or with `ONCELY_QUEUE_TYPE=standard` its standard one (context
+ * `queueType=standard`), every batch delivered twice at once and again later, as SQS may.
  */
 export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise<E2eTarget> {
   if (env.ONCELY_TARGET === 'stack') {
@@ -38,6 +61,12 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     const cloudformation = new CloudFormationClient({});
     try {
       const resources = await describeDeployedPipeline(stackName, cloudformation);
+      const declared = declaredQueueType(env);
+      if (queueTypeOf(resources) !== declared) {
+        throw new Error(
+          `Stack ${stackName}'s queue is ${queueTypeOf(resources)}, not ${declared}: set ONCELY_QUEUE_TYPE=${queueTypeOf(resources)}.`,
+        );
+      }
       const outputs = await stackOutputs(cloudformation, stackName);
       const { ledgerTableName, orders } = shopOutputs(outputs, `Stack ${stackName}`);
       const clients = {
@@ -47,6 +76,7 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
       };
       return {
         kind: 'stack',
+        queueType: queueTypeOf(resources),
         resources,
         ledgerTableName,
         orders,
@@ -60,7 +90,16 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   if (env.ONCELY_TARGET && env.ONCELY_TARGET !== 'sandbox') {
     throw new Error(`ONCELY_TARGET must be sandbox (the default) or stack, not ${env.ONCELY_TARGET}.`);
   }
-  const sandbox = await startSandbox({ appDirectory: SHOP_APP, functionOutput: () => undefined });
+  const queueType = declaredQueueType(env);
+  let receivedRecords = 0;
+  const sandbox = await startSandbox({
+    appDirectory: SHOP_APP,
+    functionOutput: () => undefined,
+    ...(queueType === 'standard' ? { context: { queueType }, duplicateDeliveries: true } : {}),
+    onBatch: (_functionName, report) => {
+      receivedRecords += report.received;
+    },
+  });
   const { endpoints, outputs } = sandbox.description;
   let shop: ReturnType<typeof shopOutputs>;
   try {
@@ -74,11 +113,14 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     sqs: new SQSClient(localAwsConfig(endpoints.sqs)),
     dynamodb: new DynamoDBClient(localAwsConfig(endpoints.dynamodb)),
   };
+  const resources = sandbox.pipelineResources();
   return {
     kind: 'sandbox',
-    resources: sandbox.pipelineResources(),
+    queueType: queueTypeOf(resources),
+    resources,
     ...shop,
     ...clients,
+    receivedRecords: () => receivedRecords,
     stop: async () => {
       destroy(clients);
       await sandbox.stop();

@@ -1,0 +1,215 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { IdempotencyConfigurationError } from '../idempotency/errors.js';
+import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
+import {
+  type ConsumerEnvironment,
+  type ConsumerVariable,
+  DEFAULT_MAX_ATTEMPTS,
+  readConsumerEnvironment,
+} from './environment.js';
+import type { MessageParser } from './message.js';
+import type { ConsumerOperation } from './operations.js';
+import type { RecordProcessorOptions } from './record-processor.js';
+import type { ConsumerLogger, MetricsSink } from './telemetry.js';
+
+/**
+ * The options `fifoBatch` and `standardBatch` share (each documents them on its own options type):
+ * what a consumer needs whatever its queue.
+ */
+export interface SharedConsumerOptions {
+  operations: Readonly<Record<string, ConsumerOperation>>;
+  store?: DynamoDBIdempotencyStore;
+  deadLetterQueue?: DeadLetterQueueOptions;
+  logger?: ConsumerLogger;
+  metrics?: MetricsSink;
+  telemetry?: 'powertools' | 'off';
+  maxAttempts?: number;
+  dedupHorizonMarginSeconds?: number;
+  parse?: MessageParser;
+}
+
+const TELEMETRY_CHOICES = ['powertools', 'off'] as const;
+
+/** The default store's client: one per container, whatever the number of consumers (the DLQ's: `defaultSqsClient`). */
+let dynamodbClient: DynamoDBClient | undefined;
+
+function defaultDynamoDBClient(): DynamoDBClient {
+  dynamodbClient ??= new DynamoDBClient({});
+  return dynamodbClient;
+}
+
+/** What the consumer uses when `telemetry: 'off'` leaves it no logger or metrics. */
+const SILENT_LOGGER: ConsumerLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const UNCOUNTED: MetricsSink = { addMetric() {} };
+
+/** Powertools' classes, each imported only for the logger or metrics the options leave to it. */
+interface PowertoolsTelemetry {
+  Logger?: typeof Logger;
+  Metrics?: typeof Metrics;
+}
+
+/**
+ * Starts importing what the options need of Powertools, as soon as the consumer is made: `import()`
+ * rather than a static import, so that a consumer that needs none never loads it (nor, bundled,
+ * runs its modules' code), and one that does loads it in the function's init when `fifoBatch()`
+ * runs there. A failed import fails the first batch, not the init.
+ */
+function importPowertools({
+  telemetry,
+  logger,
+  metrics,
+}: SharedConsumerOptions): Promise<PowertoolsTelemetry> {
+  const wanted = telemetry !== 'off';
+  const imported = Promise.all([
+    wanted && !logger ? import('@aws-lambda-powertools/logger').then((module) => module.Logger) : undefined,
+    wanted && !metrics
+      ? import('@aws-lambda-powertools/metrics').then((module) => module.Metrics)
+      : undefined,
+  ]).then(([Logger, Metrics]) => ({ Logger, Metrics }));
+  imported.catch(() => {}); // awaited by the first batch: not an unhandled rejection meanwhile
+  return imported;
+}
+
+export interface Telemetry {
+  logger: ConsumerLogger;
+  metrics: MetricsSink;
+  /** Set when the consumer created the metrics: then it publishes them itself. */
+  ownMetrics?: Metrics;
+  /** Set when the consumer created the logger: then it gives it each invocation's context. */
+  ownLogger?: Logger;
+}
+
+/** What a consumer reads once, on its first batch: the record processor's settings and the variables it asked for. */
+export interface ConsumerSettings<V extends ConsumerVariable> {
+  processor: RecordProcessorOptions;
+  environment: Pick<ConsumerEnvironment, V>;
+}
+
+/**
+ * What every consumer keeps for the container's life, whatever its queue: its checked options, its
+ * telemetry (Powertools imported only for what the options leave to it), and its defaults, made on
+ * the first batch from the environment the options leave to it.
+ */
+export class ConsumerSetup<V extends ConsumerVariable> {
+  readonly #options: SharedConsumerOptions;
+  /** The variables of the consumer's own options, read with the shared ones when unset. */
+  readonly #ownVariables: readonly V[];
+  readonly #powertools: Promise<PowertoolsTelemetry>;
+  #telemetry: Promise<Telemetry> | undefined;
+  #settings: ConsumerSettings<V> | undefined;
+
+  /**
+   * @param positiveIntegers the options, the shared ones' and the consumer's own, that must be
+   *   positive integers when given
+   */
+  constructor(
+    options: SharedConsumerOptions,
+    ownVariables: readonly V[],
+    positiveIntegers: Readonly<Record<string, number | undefined>>,
+  ) {
+    for (const [name, value] of Object.entries({ ...positiveIntegers, maxAttempts: options.maxAttempts })) {
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+        throw new IdempotencyConfigurationError(`${name} must be a positive integer, not ${value}.`);
+      }
+    }
+    if (options.telemetry !== undefined && !TELEMETRY_CHOICES.includes(options.telemetry)) {
+      throw new IdempotencyConfigurationError(
+        `telemetry must be ${TELEMETRY_CHOICES.map((choice) => `'${choice}'`).join(' or ')}, not ${JSON.stringify(options.telemetry)}.`,
+      );
+    }
+    this.#options = options;
+    this.#ownVariables = ownVariables;
+    this.#powertools = importPowertools(options);
+  }
+
+  /**
+   * Runs one batch with the telemetry: the logger it created gets the invocation's context, an error
+   * that fails the whole batch is logged with its message ids, and the metrics it created are
+   * published at the end.
+   */
+  async process(
+    event: SQSEvent,
+    lambdaContext: Context,
+    batch: (telemetry: Telemetry) => Promise<SQSBatchResponse>,
+  ): Promise<SQSBatchResponse> {
+    const telemetry = await this.#telemetryOnce();
+    // The logger it created gets each invocation's context (request id, cold start), as Powertools'
+    // injectLambdaContext would give it; a logger passed in is its owner's to set up.
+    telemetry.ownLogger?.addContext(lambdaContext);
+    try {
+      return await batch(telemetry);
+    } catch (error) {
+      telemetry.logger.error('the whole batch failed: SQS redelivers every record of it', {
+        error,
+        messageIds: event.Records.map((record) => record.messageId),
+      });
+      throw error;
+    } finally {
+      // Only the metrics it created: metrics passed in are published by their owner.
+      if (telemetry.ownMetrics?.hasStoredMetrics()) telemetry.ownMetrics.publishStoredMetrics();
+    }
+  }
+
+  /** Made on the first batch, once Powertools' classes the options need are imported. */
+  #telemetryOnce(): Promise<Telemetry> {
+    this.#telemetry ??= this.#powertools.then(({ Logger, Metrics }) => {
+      const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
+      const ownMetrics = this.#options.metrics || !Metrics ? undefined : new Metrics();
+      return {
+        logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
+        metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,
+        ownLogger,
+        ownMetrics,
+      };
+    });
+    return this.#telemetry;
+  }
+
+  /**
+   * Reads only the variables the options leave to the environment (the consumer's own ones it was
+   * given: it asks for those of its options that are unset); a failed read is tried again next batch.
+   */
+  settings(): ConsumerSettings<V> {
+    if (this.#settings) return this.#settings;
+    const { operations, store, deadLetterQueue, maxAttempts } = this.#options;
+    const variables: ConsumerVariable[] = [
+      ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
+      ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
+      ...this.#ownVariables,
+      ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
+    ];
+    const environment = readConsumerEnvironment(variables) as ConsumerEnvironment;
+    const resolvedStore =
+      store ??
+      new DynamoDBIdempotencyStore({
+        client: defaultDynamoDBClient(),
+        tableName: environment.idempotencyTableName,
+        ttlSeconds: environment.idempotencyTtlSeconds,
+      });
+    this.#settings = {
+      environment,
+      processor: {
+        store: resolvedStore,
+        operations,
+        deadLetterQueue: new DeadLetterQueue(
+          deadLetterQueue ?? {
+            client: defaultSqsClient,
+            queueUrl: environment.dlqUrl,
+            sourceQueueUrl: environment.queueUrl,
+          },
+          resolvedStore,
+        ),
+        horizon: {
+          ttlSeconds: resolvedStore.ttlSeconds,
+          marginSeconds: this.#options.dedupHorizonMarginSeconds,
+        },
+        maxAttempts: maxAttempts ?? environment.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      },
+    };
+    return this.#settings;
+  }
+}

@@ -1,0 +1,278 @@
+import type { MiddlewareObj } from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
+import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
+import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
+import { DeadlineGuard } from './deadline.js';
+import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
+import { FifoQueueRecordError } from './errors.js';
+import type { FifoBatchOptions } from './fifo-batch.js';
+import { planGroups } from './group-plan.js';
+import { type RecordStep, runGroups } from './group-runner.js';
+import { waitForKey } from './in-flight-wait.js';
+import { parseEnvelopeRecord, type ReceivedRecord } from './message.js';
+import { processRecord, type RecordProcessorOptions, routeRecord } from './record-processor.js';
+import {
+  DEFAULT_RETRY_DELAYS,
+  MAX_VISIBILITY_SECONDS,
+  type RetryDelays,
+  retryDelaySeconds,
+  soonDelaySeconds,
+} from './retry-delay.js';
+import { keepRecordsOfReturningCopies } from './returning-copies.js';
+import { type DelayedReturn, delayReturns } from './visibility-changes.js';
+
+/**
+ * How a standard (or fair) queue's consumer processes its batches (DESIGN §5.1): `FifoBatchOptions`
+ * but its groups, and how many records run at once and how soon failed ones come back. Only
+ * `operations` is required where the environment (`CONSUMER_ENVIRONMENT`) is set.
+ */
+export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurrentGroups'> {
+  /**
+   * How many records of a batch run at once. Copies of one key in a batch run one after another:
+   * the first runs, the others answer from its record.
+   * @default `MAX_CONCURRENT_RECORDS`, else 10
+   */
+  maxConcurrentRecords?: number;
+  /**
+   * A record that fails retryably comes back after a delay whose ceiling is this many seconds after
+   * its first delivery, doubling with each further one, up to `retryMaxDelaySeconds`; the delay is
+   * between half the ceiling and all of it (jitter). Set with `ChangeMessageVisibility` on the queue
+   * `deadLetterQueue.sourceQueueUrl` (`QUEUE_URL`): without it, failed records come back after the
+   * queue's visibility timeout.
+   * @default 5
+   */
+  retryBaseDelaySeconds?: number;
+  /**
+   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours).
+   * @default 300
+   */
+  retryMaxDelaySeconds?: number;
+  /**
+   * A record whose key another invocation is processing (or one not started for lack of time) comes
+   * back within this many seconds on its first delivery (half of it to all of it, jittered) instead
+   * of the visibility timeout, and then answers from the key's record. Doubles with each further
+   * delivery, up to `retryMaxDelaySeconds`, so that a key held for long does not use up the queue's
+   * `maxReceiveCount`.
+   * @default 2
+   */
+  inProgressRetrySeconds?: number;
+  /**
+   * How long a record whose key another invocation is processing waits for it (reading the key's
+   * record, 100 ms apart at first, doubling to 1 s), then answers from its record, instead of
+   * coming back after `inProgressRetrySeconds`. Never past the invocation's deadline less the
+   * reserve a record needs. 0: it does not wait.
+   * @default 0
+   */
+  inFlightWaitMs?: number;
+}
+
+/**
+ * Middy middleware that processes a standard or fair SQS queue's batch with per-record idempotency
+ * (DESIGN §5.1): records run at once, up to `maxConcurrentRecords`, in no order; copies of one key
+ * in the batch take effect once; failed records come back after a jittered, capped backoff, and
+ * records whose key is in flight elsewhere within seconds. It answers with the partial batch
+ * response (the event source mapping needs `ReportBatchItemFailures`). Use it last, as `fifoBatch`.
+ *
+ * @example
+ * ```ts
+ * import middy from '@middy/core';
+ * import { leaseOperation, standardBatch } from 'oncely/consumer';
+ *
+ * const welcome = leaseOperation({ namespace: 'welcome', mode: 'at-least-once', run: ({ payload }) => sendMail(payload) });
+ * export const handler = middy().use(standardBatch({ operations: { UserSignedUp: welcome } }));
+ * ```
+ */
+export function standardBatch(
+  options: StandardBatchOptions,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  // Made now, so that the options are checked now; the environment is read on the first batch.
+  return batchMiddleware('oncely-standard-batch', consumerFor(options));
+}
+
+/**
+ * What `standardBatch` does, for a handler without Middy. Pass the same options object on every
+ * invocation: the consumer's clients and learnt deadline are kept for the container's life by it.
+ *
+ * @example
+ * ```ts
+ * const options: StandardBatchOptions = { operations: { UserSignedUp: welcome } };
+ * export const handler = (event: SQSEvent, context: Context) => processStandardBatch(event, context, options);
+ * ```
+ */
+export function processStandardBatch(
+  event: SQSEvent,
+  lambdaContext: Context,
+  options: StandardBatchOptions,
+): Promise<SQSBatchResponse> {
+  return consumerFor(options).process(event, lambdaContext);
+}
+
+// Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
+const consumerFor = /* @__PURE__ */ consumersByOptions(
+  (options: StandardBatchOptions) => new StandardBatchConsumer(options),
+);
+
+/** One standard consumer for the container's life. */
+class StandardBatchConsumer {
+  readonly #options: StandardBatchOptions;
+  readonly #setup: ConsumerSetup<'maxConcurrentRecords'>;
+  readonly #deadline: DeadlineGuard;
+  readonly #delays: RetryDelays;
+
+  constructor(options: StandardBatchOptions) {
+    const { maxConcurrentRecords, retryBaseDelaySeconds, retryMaxDelaySeconds, inProgressRetrySeconds } =
+      options;
+    this.#setup = new ConsumerSetup(
+      options,
+      maxConcurrentRecords === undefined ? ['maxConcurrentRecords'] : [],
+      {
+        maxConcurrentRecords,
+        retryBaseDelaySeconds,
+        retryMaxDelaySeconds,
+        inProgressRetrySeconds,
+      },
+    );
+    this.#delays = {
+      baseSeconds: retryBaseDelaySeconds ?? DEFAULT_RETRY_DELAYS.baseSeconds,
+      maxSeconds: retryMaxDelaySeconds ?? DEFAULT_RETRY_DELAYS.maxSeconds,
+      soonSeconds: inProgressRetrySeconds ?? DEFAULT_RETRY_DELAYS.soonSeconds,
+    };
+    for (const [name, value] of Object.entries(this.#delays)) {
+      if (value > MAX_VISIBILITY_SECONDS) {
+        throw new IdempotencyConfigurationError(
+          `${name} must be at most ${MAX_VISIBILITY_SECONDS} (SQS's longest visibility timeout), not ${value}.`,
+        );
+      }
+    }
+    const { inFlightWaitMs } = options;
+    if (inFlightWaitMs !== undefined && !(Number.isInteger(inFlightWaitMs) && inFlightWaitMs >= 0)) {
+      throw new IdempotencyConfigurationError(
+        `inFlightWaitMs must be a whole number of milliseconds, not ${inFlightWaitMs}.`,
+      );
+    }
+    this.#options = options;
+    this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
+  }
+
+  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    return this.#setup.process(event, lambdaContext, (telemetry) =>
+      this.#processBatch(telemetry, event, lambdaContext),
+    );
+  }
+
+  async #processBatch(
+    telemetry: Telemetry,
+    event: SQSEvent,
+    lambdaContext: Context,
+  ): Promise<SQSBatchResponse> {
+    // A property, not a dimension, of the metrics it publishes itself: the same metrics as FIFO's,
+    // told apart in the logs without splitting what an alarm on `service` watches (DESIGN §5.1).
+    telemetry.ownMetrics?.addMetadata('queueType', 'standard');
+    const fifo = event.Records.find((record) => record.eventSourceARN?.endsWith('.fifo'));
+    if (fifo) throw new FifoQueueRecordError(fifo.messageId, fifo.eventSourceARN);
+    const { processor, environment } = this.#setup.settings();
+    const maxConcurrentRecords =
+      this.#options.maxConcurrentRecords ??
+      environment.maxConcurrentRecords ??
+      DEFAULT_MAX_CONCURRENT_RECORDS;
+    const parse = this.#options.parse ?? parseEnvelopeRecord;
+    const inFlightWaitMs = this.#options.inFlightWaitMs ?? 0;
+    const records = receiveBatch(event, 'standard', parse, telemetry, this.#options.hooks);
+    const deadline = this.#deadline;
+    const budgetMs = lambdaContext.getRemainingTimeInMillis();
+    let anyStarted = false;
+    // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
+    // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
+    const report = await runGroups(
+      planGroups(records, ({ received }) => chainKeyOf(received, processor)),
+      maxConcurrentRecords,
+      (_chain, signal) => ({
+        process: async ({ received, telemetry }): Promise<RecordStep> => {
+          if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+          anyStarted = true;
+          const started = Date.now();
+          try {
+            const waitForHeldKey =
+              inFlightWaitMs > 0
+                ? (held: IdempotencyInProgressError) =>
+                    waitForKey(held, {
+                      store: processor.store,
+                      maxWaitMs: inFlightWaitMs,
+                      lambdaContext,
+                      reserveMs: deadline.reserveMs(budgetMs),
+                      signal,
+                    })
+                : undefined;
+            return await processRecord(
+              received,
+              telemetry,
+              { lambdaContext, signal, waitForKey: waitForHeldKey },
+              processor,
+            );
+          } finally {
+            deadline.recordFinished(Date.now() - started);
+          }
+        },
+      }),
+    );
+    for (const { telemetry } of report.skipped) {
+      telemetry.count('skipped');
+      telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
+    }
+    for (const { telemetry } of report.deferred) {
+      telemetry.count('deferredAtDeadline');
+      telemetry.logger.info(
+        'not started: too little of the invocation is left to finish it; SQS redelivers it',
+        {
+          remainingMs: lambdaContext.getRemainingTimeInMillis(),
+          reserveMs: deadline.reserveMs(budgetMs),
+        },
+      );
+    }
+    const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
+    await Promise.all([
+      keepRecordsOfReturningCopies(unacknowledged, processor),
+      this.#delayReturns(unacknowledged, processor),
+    ]);
+    const failed = new Set(unacknowledged);
+    return {
+      batchItemFailures: records
+        .filter((record) => failed.has(record))
+        .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
+    };
+  }
+
+  /**
+   * DESIGN §5.1: a record whose key is held elsewhere, or that was not started, comes back soon;
+   * one that failed (or whose earlier copy did) after its backoff.
+   */
+  async #delayReturns(records: readonly BatchRecord[], processor: RecordProcessorOptions): Promise<void> {
+    const queue = processor.deadLetterQueue.sourceQueue;
+    if (!queue || records.length === 0) return;
+    const returns = records.map(({ received: { record }, telemetry }): DelayedReturn => {
+      const soon =
+        telemetry.counted.has('inProgressElsewhere') || telemetry.counted.has('deferredAtDeadline');
+      const receiveCount = Number(record.attributes.ApproximateReceiveCount);
+      return {
+        messageId: record.messageId,
+        receiptHandle: record.receiptHandle,
+        seconds: soon
+          ? soonDelaySeconds(receiveCount, this.#delays)
+          : retryDelaySeconds(receiveCount, this.#delays),
+        telemetry,
+      };
+    });
+    await delayReturns(queue, returns);
+  }
+}
+
+/** The record's id (`namespace#key`), which its copies share; its message id for one that will not run. */
+function chainKeyOf(received: ReceivedRecord, processor: RecordProcessorOptions): string {
+  try {
+    const { operation, message } = routeRecord(received, processor);
+    return `record:${operation.recordIdOf(message)}`;
+  } catch {
+    return `message:${received.record.messageId}`;
+  }
+}
