@@ -176,6 +176,13 @@ export async function provisionTemplate(
     resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
   }
 
+  // Not emulated (functions log to the sandbox's output), but named as deployed: the pipeline's
+  // outputs name each function's log group for the runbook.
+  for (const [logicalId, resource] of ofType('AWS::Logs::LogGroup')) {
+    const name = String(resource.Properties?.LogGroupName ?? physicalName(options.stackName, logicalId, 512));
+    resources.set(logicalId, { ref: name, attributes: {} });
+  }
+
   const eventSources: LocalEventSource[] = [];
   const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {

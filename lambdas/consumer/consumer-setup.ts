@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { metricsScope } from '../common/metrics-scope.js';
 import { IdempotencyConfigurationError } from '../idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
@@ -158,7 +159,8 @@ export class ConsumerSetup<V extends ConsumerVariable> {
   #telemetryOnce(): Promise<Telemetry> {
     this.#telemetry ??= this.#powertools.then(({ Logger, Metrics }) => {
       const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
-      const ownMetrics = this.#options.metrics || !Metrics ? undefined : new Metrics();
+      const ownMetrics =
+        this.#options.metrics || !Metrics ? undefined : new Metrics({ defaultDimensions: metricsScope() });
       return {
         logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
         metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,

@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { metricsScope } from '../common/metrics-scope.js';
 import { UNRESOLVED_METRICS } from './metrics.js';
 import { countUnresolved, type UnresolvedCounts } from './unresolved-counts.js';
 import { removeUnresolvedExpiries } from './unresolved-expiries.js';
@@ -7,7 +8,10 @@ import { removeUnresolvedExpiries } from './unresolved-expiries.js';
 export interface MonitorDependencies {
   dynamodb: DynamoDBClient;
   idempotencyTableName: string;
-  /** Powertools reads its namespace and service from the environment when not given. */
+  /**
+   * Powertools reads its namespace and service from the environment when not given; the default
+   * also carries the pipeline's dimension (`ONCELY_PIPELINE`).
+   */
   metrics?: Metrics;
 }
 
@@ -22,7 +26,7 @@ export interface MonitorDependencies {
 export function createMonitorHandler({
   dynamodb,
   idempotencyTableName,
-  metrics = new Metrics(),
+  metrics = new Metrics({ defaultDimensions: metricsScope() }),
 }: MonitorDependencies): () => Promise<UnresolvedCounts> {
   return async () => {
     const counts = await countUnresolved(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000));

@@ -1,11 +1,12 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { metricsScope } from '../common/metrics-scope.js';
 import { OUTBOX_METRICS } from './metrics.js';
 import { relayBatch } from './relay.js';
 import { invocationTimes, senderFromEnvironment } from './sender-environment.js';
 
 let sender: ReturnType<typeof senderFromEnvironment> | undefined;
-const metrics = new Metrics();
+const metrics = new Metrics({ defaultDimensions: metricsScope() });
 
 /** The relay's Lambda entry point, on the outbox table's stream (built on first use, then kept). */
 export async function handler(event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> {

@@ -1,12 +1,13 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
+import { metricsScope } from '../common/metrics-scope.js';
 import { OUTBOX_METRICS } from './metrics.js';
 import { invocationTimes, senderFromEnvironment, sweepBoundsFromEnvironment } from './sender-environment.js';
 import { type SweepReport, sweep } from './sweeper.js';
 
 let sender: ReturnType<typeof senderFromEnvironment> | undefined;
 let bounds: ReturnType<typeof sweepBoundsFromEnvironment> | undefined;
-const metrics = new Metrics();
+const metrics = new Metrics({ defaultDimensions: metricsScope() });
 
 /**
  * The sweeper's Lambda entry point, run by an EventBridge schedule. It publishes the stuck count and

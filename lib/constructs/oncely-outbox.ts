@@ -3,16 +3,19 @@ import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/aws-lambda';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { CfnQueue, IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_KEY_PREFIXES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
+import { constructScope } from './construct-scope.js';
 import { invalidProps } from './invalid-props.js';
 import type { OncelyPipeline } from './oncely-pipeline.js';
 import { OutboxAlarms } from './outbox-alarms.js';
 import { createOutboxRelay, createOutboxSweeper } from './outbox-functions.js';
-import { OUTBOX_OUTPUTS, type OutboxOutputKey } from './outbox-outputs.js';
+import { OUTBOX_LOG_GROUP_OUTPUTS, OUTBOX_OUTPUTS, type OutboxOutputKey } from './outbox-outputs.js';
 import {
   type OutboxSettings,
   outboxSettingsProblems,
@@ -22,10 +25,12 @@ import {
 import {
   addPendingIndex,
   createOutboxTable,
+  pendingIndexScalingProblems,
   producerTableProblems,
   stringKeysOf,
   warnWithoutTtl,
 } from './outbox-table.js';
+import { outputPrefixProblems } from './output-prefix.js';
 import { assertGrantable } from './passed-function.js';
 import { inSandbox } from './sandbox-context.js';
 
@@ -125,6 +130,7 @@ export class OncelyOutbox extends Construct {
         ? [`the table ${props.table.node.path} already holds an OncelyOutbox: one table, one outbox.`]
         : []),
       ...outboxSettingsProblems(settings),
+      ...outputPrefixProblems(props.outputPrefix),
     ];
     if (problems.length > 0) throw invalidProps('OncelyOutbox', this, problems);
     this.queue = (props.queue ?? props.pipeline?.queue) as IQueue;
@@ -134,6 +140,8 @@ export class OncelyOutbox extends Construct {
     if (props.table) {
       warnWithoutTtl(this, props.table);
       TABLES_WITH_OUTBOX.add(props.table);
+      const yours = props.table;
+      this.node.addValidation({ validate: () => pendingIndexScalingProblems(yours) });
     }
     addPendingIndex(table);
     this.table = table;
@@ -154,6 +162,9 @@ export class OncelyOutbox extends Construct {
     // The relay and the sweeper read every shard: the producers' count is theirs alone.
     const { [OUTBOX_ENVIRONMENT.pendingShards]: _producersOnly, ...sharedEnvironment } =
       this.producerEnvironment;
+    // Every metric the relay and the sweeper publish carries it, and the outbox's alarms select it.
+    const scopeName = constructScope(this);
+    const metricsScope = { [METRICS_SCOPE_ENVIRONMENT.outbox]: scopeName };
     const functionProps = {
       table,
       settings,
@@ -161,6 +172,7 @@ export class OncelyOutbox extends Construct {
         ...sharedEnvironment,
         [OUTBOX_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
         POWERTOOLS_METRICS_NAMESPACE: serviceName,
+        ...metricsScope,
       },
       serviceName: `${serviceName}-outbox`,
     };
@@ -175,11 +187,12 @@ export class OncelyOutbox extends Construct {
     this.alarms = new OutboxAlarms(this, 'Alarms', {
       relay: this.relay,
       metricsNamespace: serviceName,
+      scopeDimensions: { outbox: scopeName },
       sweeperServiceName: `${serviceName}-outbox-sweeper`,
       sweepInterval: settings.sweepInterval,
       topic: props.alarmTopic,
     });
-    this.#addOutputs(props.outputPrefix ?? '');
+    this.#addOutputs(props.outputPrefix ?? '', { relay, sweeper });
   }
 
   /**
@@ -232,17 +245,24 @@ export class OncelyOutbox extends Construct {
     );
   }
 
-  #addOutputs(prefix: string): void {
+  #addOutputs(prefix: string, functions: { relay: NodejsFunction; sweeper: NodejsFunction }): void {
     const values: Record<OutboxOutputKey, string> = {
       tableName: this.layout.tableName,
       partitionKey: this.layout.partitionKey,
       sortKey: this.layout.sortKey,
       stuckAfterSeconds: String(this.settings.stuckAfter.toSeconds()),
     };
-    for (const [key, value] of Object.entries(values) as [OutboxOutputKey, string][]) {
-      const output = new CfnOutput(this, OUTBOX_OUTPUTS[key], { value });
-      // Stable, short names `oncely outbox list` looks up: not the construct path's hash.
-      output.overrideLogicalId(`${prefix}${OUTBOX_OUTPUTS[key]}`);
+    const logGroups = {
+      [OUTBOX_LOG_GROUP_OUTPUTS.relay]: functions.relay.logGroup.logGroupName,
+      [OUTBOX_LOG_GROUP_OUTPUTS.sweeper]: functions.sweeper.logGroup.logGroupName,
+    };
+    const named = Object.entries(values).map(([key, value]) => [
+      OUTBOX_OUTPUTS[key as OutboxOutputKey],
+      value,
+    ]);
+    for (const [name, value] of [...named, ...Object.entries(logGroups)] as [string, string][]) {
+      // Stable, short names `oncely outbox list` and the runbook look up: not the construct path's hash.
+      new CfnOutput(this, name, { value }).overrideLogicalId(`${prefix}${name}`);
     }
   }
 }

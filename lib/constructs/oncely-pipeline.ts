@@ -1,8 +1,16 @@
 import { CfnOutput, Duration } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, type ITable, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  type ITable,
+  ProjectionType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { type IFunction, Function as LambdaFunctionResource } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction, NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -15,6 +23,7 @@ import {
   QueueEncryption,
 } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import {
   EXPIRES_AT_ATTRIBUTE,
@@ -27,12 +36,14 @@ import {
 } from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
+import { constructScope } from './construct-scope.js';
 import { invalidProps } from './invalid-props.js';
 import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
+import { outputPrefixProblems } from './output-prefix.js';
 import { packageEntry } from './package-entries.js';
-import { assertGrantable, passedConsumerProblems } from './passed-function.js';
+import { assertGrantable, passedConsumerProblems, reservedConcurrencyProblems } from './passed-function.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
-import { PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
+import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
 import {
   type PipelineSettings,
   pipelineSettingsProblems,
@@ -85,10 +96,17 @@ export interface OncelyPipelineProps extends PipelineSettings {
   readonly serviceName?: string;
   /**
    * Put before the logical ids of the stack outputs the pipeline adds (`PublisherFunctionName`, …):
-   * needed only for a second pipeline in one stack.
+   * needed only for a second pipeline in one stack. Letters and digits only.
    * @default '' (none)
    */
   readonly outputPrefix?: string;
+  /**
+   * A customer-managed KMS key that encrypts the queue, the DLQ and the idempotency table; the
+   * pipeline's functions are granted its use. The key's policy must let SQS and DynamoDB use it
+   * (a key made with `new kms.Key(...)` in the same account does).
+   * @default none: SQS-managed encryption for the queues, an AWS-owned key for the table
+   */
+  readonly encryptionKey?: IKey;
 }
 
 /**
@@ -126,6 +144,8 @@ export class OncelyPipeline extends Construct {
   readonly unresolvedCheckSchedule: Rule;
   /** The pipeline's alarms, notifying `alarmTopic` when given. */
   readonly alarms: PipelineAlarms;
+  /** The customer-managed key of the queues and the table, when `encryptionKey` gave one. */
+  readonly encryptionKey?: IKey;
   /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */
   readonly consumerEnvironment: Readonly<Record<string, string>>;
 
@@ -135,37 +155,47 @@ export class OncelyPipeline extends Construct {
     const problems = [
       ...pipelineSettingsProblems(settings, props),
       ...('function' in props.consumer
-        ? passedConsumerProblems(props.consumer.function, settings.visibilityTimeout)
-        : []),
+        ? passedConsumerProblems(props.consumer.function, settings)
+        : reservedConcurrencyProblems(props.consumer.reservedConcurrentExecutions, settings.maxConcurrency)),
+      ...outputPrefixProblems(props.outputPrefix),
     ];
     if (problems.length > 0) throw invalidProps('OncelyPipeline', this, problems);
     this.settings = settings;
     const serviceName = props.serviceName ?? 'oncely';
+    // Every metric the pipeline's functions publish carries it, and its alarms select it.
+    const scopeName = constructScope(this);
+    const metricsScope = { [METRICS_SCOPE_ENVIRONMENT.pipeline]: scopeName };
+    this.encryptionKey = props.encryptionKey;
+    const encryption = props.encryptionKey
+      ? { encryption: QueueEncryption.KMS, encryptionMasterKey: props.encryptionKey }
+      : { encryption: QueueEncryption.SQS_MANAGED };
 
-    const fifo = settings.queueType === 'fifo';
-    // A FIFO queue's DLQ must be FIFO; a standard queue's must be standard.
-    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
-      ...(fifo ? { fifo: true } : {}),
-      retentionPeriod: settings.dlqRetention,
-      maxMessageSizeBytes: settings.maxMessageSizeBytes,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      removalPolicy: settings.removalPolicy,
-    });
-    const queue = new Queue(this, 'Queue', {
-      // High-throughput FIFO: deduplication and throughput are per message group. A standard queue
-      // has neither setting, nor one for fairness: a message with a MessageGroupId makes it fair.
-      ...(fifo
+    // High-throughput FIFO, the DLQ too (a poison storm on a busy pipeline must not be throttled at
+    // 300 sends a second): deduplication and throughput are per message group. A standard queue has
+    // neither setting, nor one for fairness: a message with a MessageGroupId makes it fair. A FIFO
+    // queue's DLQ must be FIFO; a standard queue's must be standard.
+    const queueKind =
+      settings.queueType === 'fifo'
         ? {
             fifo: true,
             deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
             fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
           }
-        : {}),
+        : {};
+    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      ...queueKind,
+      retentionPeriod: settings.dlqRetention,
+      maxMessageSizeBytes: settings.maxMessageSizeBytes,
+      ...encryption,
+      enforceSSL: true,
+      removalPolicy: settings.removalPolicy,
+    });
+    const queue = new Queue(this, 'Queue', {
+      ...queueKind,
       retentionPeriod: settings.queueRetention,
       visibilityTimeout: settings.visibilityTimeout,
       maxMessageSizeBytes: settings.maxMessageSizeBytes,
-      encryption: QueueEncryption.SQS_MANAGED,
+      ...encryption,
       enforceSSL: true,
       deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
       removalPolicy: settings.removalPolicy,
@@ -178,6 +208,9 @@ export class OncelyPipeline extends Construct {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
+      ...(props.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : {}),
       deletionProtection: settings.deletionProtection,
       removalPolicy: settings.removalPolicy,
     });
@@ -219,12 +252,13 @@ export class OncelyPipeline extends Construct {
       [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
       [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
       // Each middleware's own bound: fifoBatch's groups, standardBatch's records (DESIGN §5.1).
-      ...(fifo
+      ...(settings.queueType === 'fifo'
         ? { [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups) }
         : { [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: String(settings.maxConcurrentRecords) }),
       [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
       POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
       POWERTOOLS_METRICS_NAMESPACE: serviceName,
+      ...metricsScope,
     };
     this.consumer = this.#consumer(props.consumer);
     this.consumer.addEventSource(
@@ -242,6 +276,7 @@ export class OncelyPipeline extends Construct {
         [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
         POWERTOOLS_SERVICE_NAME: `${serviceName}-monitor`,
         POWERTOOLS_METRICS_NAMESPACE: serviceName,
+        ...metricsScope,
       },
     });
     this.unresolvedCheckSchedule = new Rule(this, 'UnresolvedCheckSchedule', {
@@ -260,6 +295,7 @@ export class OncelyPipeline extends Construct {
       consumer: this.consumer,
       publisher: this.publisher,
       metricsNamespace: serviceName,
+      scopeDimensions: { pipeline: scopeName },
       monitorServiceName: `${serviceName}-monitor`,
       consumerServiceName: `${serviceName}-consumer`,
       unresolvedCheckInterval: settings.unresolvedCheckInterval,
@@ -284,6 +320,7 @@ export class OncelyPipeline extends Construct {
   grantIdempotency(fn: IFunction): void {
     assertGrantable(fn, 'grantIdempotency: the function');
     fn.addToRolePolicy(recordStatement('core', this.idempotencyTable.tableArn));
+    this.encryptionKey?.grantEncryptDecrypt(fn);
     if (fn instanceof LambdaFunctionResource) {
       for (const name of [
         CONSUMER_ENVIRONMENT.idempotencyTableName,
@@ -325,10 +362,18 @@ export class OncelyPipeline extends Construct {
       idempotencyTableName: this.idempotencyTable.tableName,
       idempotencyTtlSeconds: String(this.settings.idempotencyTtl.toSeconds()),
     };
-    for (const [key, value] of Object.entries(values) as [PipelineOutputKey, string][]) {
-      const output = new CfnOutput(this, PIPELINE_OUTPUTS[key], { value });
+    const logGroups = {
+      [PIPELINE_LOG_GROUP_OUTPUTS.consumer]: logGroupName(this.consumer),
+      [PIPELINE_LOG_GROUP_OUTPUTS.publisher]: logGroupName(this.publisher),
+      [PIPELINE_LOG_GROUP_OUTPUTS.monitor]: logGroupName(this.unresolvedMonitor),
+    };
+    const named = Object.entries(values).map(([key, value]) => [
+      PIPELINE_OUTPUTS[key as PipelineOutputKey],
+      value,
+    ]);
+    for (const [name, value] of [...named, ...Object.entries(logGroups)] as [string, string][]) {
       // Stable, short names other services and tools look up: not the construct path's hash.
-      output.overrideLogicalId(`${prefix}${PIPELINE_OUTPUTS[key]}`);
+      new CfnOutput(this, name, { value }).overrideLogicalId(`${prefix}${name}`);
     }
   }
 
@@ -357,7 +402,20 @@ export class OncelyPipeline extends Construct {
       ),
     );
     this.unresolvedMonitor.addToRolePolicy(recordStatement('monitor', this.idempotencyTable.tableArn));
+    // A customer-managed key: sending to its queues and reading or writing its table need it (the
+    // event source's own grant covers receiving from the queue).
+    for (const fn of [this.publisher, this.consumer, this.unresolvedMonitor]) {
+      this.encryptionKey?.grantEncryptDecrypt(fn);
+    }
   }
+}
+
+/**
+ * Where a function logs: the log group the construct gave it, or Lambda's default for one you built
+ * without a log group (`/aws/lambda/<name>`).
+ */
+function logGroupName(fn: IFunction): string {
+  return fn instanceof LambdaFunctionResource ? fn.logGroup.logGroupName : `/aws/lambda/${fn.functionName}`;
 }
 
 function allow(fn: IFunction, actions: string[], resources: string[]): void {

@@ -17,6 +17,15 @@ export const OUTBOX_OUTPUTS = {
 
 export type OutboxOutputKey = keyof typeof OUTBOX_OUTPUTS;
 
+/**
+ * The log groups of the relay and the sweeper, for the runbook's `aws logs tail`: outputs beside
+ * {@link OUTBOX_OUTPUTS}, which `oncely outbox list` does not need.
+ */
+export const OUTBOX_LOG_GROUP_OUTPUTS = {
+  relay: 'OutboxRelayLogGroupName',
+  sweeper: 'OutboxSweeperLogGroupName',
+} as const;
+
 /** An outbox as the operations commands address it. */
 export interface OutboxResources extends OutboxLayout {
   /** The stuck bound, in seconds (`OutboxSettings.stuckAfter`). */

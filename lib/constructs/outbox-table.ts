@@ -96,13 +96,47 @@ export function warnWithoutTtl(scope: Construct, table: Table): void {
  * The sparse index of pending markers, oldest first. It projects what the sweeper reads of a marker:
  * its key and group (its order is the index's sort key). What else `oncely outbox list` shows
  * (attempts, last error, claim) is on the outbox item, not the marker, so it reads the items.
+ *
+ * On a provisioned table the index gets the table's capacity: every message writes its marker into
+ * the index twice (pending, then sent), and an index short of write capacity throttles the writes
+ * to the table itself. CloudFormation's default, 5 write units, would hold the outbox to about 2.5
+ * messages a second.
  */
 export function addPendingIndex(table: Table): void {
+  const throughput = provisionedThroughput(table);
   table.addGlobalSecondaryIndex({
     indexName: OUTBOX_PENDING_INDEX,
     partitionKey: { name: OUTBOX_ATTRIBUTES.pending, type: AttributeType.STRING },
     sortKey: { name: OUTBOX_ATTRIBUTES.order, type: AttributeType.STRING },
     projectionType: ProjectionType.INCLUDE,
     nonKeyAttributes: [OUTBOX_ATTRIBUTES.key, OUTBOX_ATTRIBUTES.groupId],
+    ...(throughput
+      ? { readCapacity: throughput.readCapacityUnits, writeCapacity: throughput.writeCapacityUnits }
+      : {}),
   });
+}
+
+/** The table's provisioned read and write units; undefined for an on-demand table. */
+function provisionedThroughput(table: Table): CfnTable.ProvisionedThroughputProperty | undefined {
+  const cfn = table.node.defaultChild as CfnTable;
+  if (cfn.billingMode === BillingMode.PAY_PER_REQUEST) return undefined;
+  return cfn.provisionedThroughput as CfnTable.ProvisionedThroughputProperty | undefined;
+}
+
+/**
+ * A provisioned table whose writes auto scale while the pending index's do not: the index keeps its
+ * first capacity while the table's grows, and throttles the table's writes under load. Checked at
+ * synth, after your code had its chance to add the index's scaling (the index exists only once the
+ * outbox does).
+ */
+export function pendingIndexScalingProblems(table: Table): string[] {
+  const tableScales = table.node.tryFindChild('WriteScaling') !== undefined;
+  const indexScales = table.node.tryFindChild(`${OUTBOX_PENDING_INDEX}WriteScaling`) !== undefined;
+  if (!tableScales || indexScales) return [];
+  return [
+    `the table ${table.node.path} auto scales its write capacity, but the outbox's pending index ` +
+      `(${OUTBOX_PENDING_INDEX}) does not, and each message writes the index twice: scale it too, after ` +
+      `creating the outbox: table.autoScaleGlobalSecondaryIndexWriteCapacity('${OUTBOX_PENDING_INDEX}', ` +
+      '{ minCapacity, maxCapacity }).scaleOnUtilization({ targetUtilizationPercent }), as for the table.',
+  ];
 }

@@ -24,6 +24,8 @@ export interface PipelineAlarmsProps {
   publisher: IFunction;
   /** Where the monitor's EMF metrics go (POWERTOOLS_METRICS_NAMESPACE). */
   metricsNamespace: string;
+  /** The pipeline's own dimension (`METRICS_SCOPE_ENVIRONMENT`), which its functions' metrics carry. */
+  scopeDimensions: Record<string, string>;
   /** The unresolved-records monitor's `service` dimension (POWERTOOLS_SERVICE_NAME). */
   monitorServiceName: string;
   /** The consumer's `service` dimension (POWERTOOLS_SERVICE_NAME). */
@@ -82,7 +84,7 @@ export class PipelineAlarms extends Construct {
       new Metric({
         namespace: props.metricsNamespace,
         metricName,
-        dimensionsMap: { service: props.monitorServiceName },
+        dimensionsMap: { service: props.monitorServiceName, ...props.scopeDimensions },
         statistic,
         period: props.unresolvedCheckInterval,
       });
@@ -110,12 +112,12 @@ export class PipelineAlarms extends Construct {
       'UnresolvedMonitorSilent',
       'The unresolved-records monitor has stopped reporting, so the InDoubtRecords alarm cannot be trusted: ' +
         'see the monitor’s logs and errors, and `oncely in-doubt list` meanwhile.',
-      monitorMetric('SampleCount'),
+      silentPeriods(monitorMetric('SampleCount'), props.unresolvedCheckInterval),
       1,
       {
         comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
         evaluationPeriods: MONITOR_SILENT_INTERVALS,
-        treatMissingData: TreatMissingData.BREACHING,
+        treatMissingData: TreatMissingData.IGNORE,
       },
     );
     this.consumerErrors = alarm(
@@ -134,7 +136,7 @@ export class PipelineAlarms extends Construct {
       new Metric({
         namespace: props.metricsNamespace,
         metricName: CONSUMER_METRICS.recordLifeNotExtended,
-        dimensionsMap: { service: props.consumerServiceName },
+        dimensionsMap: { service: props.consumerServiceName, ...props.scopeDimensions },
         statistic: 'Sum',
       }),
       0,
@@ -174,4 +176,21 @@ export class PipelineAlarms extends Construct {
       props.oldestMessageAgeThreshold.toSeconds(),
     );
   }
+}
+
+/**
+ * `counts` with each period that has none filled with 0, for an alarm on silence. Missing data
+ * itself will not do: a breaching missing point pages on a fresh deploy before the first count,
+ * and CloudWatch skips missing points while its evaluation range still holds enough real ones, so
+ * the alarm fires later than its periods say. A filled series has a point every period once the
+ * metric has one in range; with `TreatMissingData.IGNORE`, a metric never reported (a fresh deploy)
+ * leaves the alarm as it is, and one whose last report fell out of range keeps it raised.
+ */
+export function silentPeriods(counts: Metric, period: Duration): MathExpression {
+  return new MathExpression({
+    expression: 'FILL(counts, 0)',
+    usingMetrics: { counts },
+    period,
+    label: `${counts.metricName} per period, 0 when none`,
+  });
 }

@@ -17,6 +17,18 @@ export const PIPELINE_OUTPUTS = {
   idempotencyTtlSeconds: 'IdempotencyTtlSeconds',
 } as const;
 
+/**
+ * The log groups of the pipeline's functions, for the runbook's `aws logs tail` (docs/operations.md):
+ * the construct gives each function a log group of its own, whose name CloudFormation generates.
+ * Stack outputs beside {@link PIPELINE_OUTPUTS}, not among them: the operations CLI needs none of them,
+ * so a stack deployed before they existed still serves it.
+ */
+export const PIPELINE_LOG_GROUP_OUTPUTS = {
+  consumer: 'ConsumerLogGroupName',
+  publisher: 'PublisherLogGroupName',
+  monitor: 'MonitorLogGroupName',
+} as const;
+
 /** A resource of `PIPELINE_OUTPUTS`, e.g. `queueUrl`. */
 export type PipelineOutputKey = keyof typeof PIPELINE_OUTPUTS;
 

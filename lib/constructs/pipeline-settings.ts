@@ -14,7 +14,9 @@ export interface PipelineSettings {
   /**
    * The queue and its DLQ: FIFO (order per message group, SQS's deduplication; the consumer uses
    * `fifoBatch`) or standard (no order, no deduplication, batches up to 10,000 records, fair when
-   * publishers send a group; the consumer uses `standardBatch`).
+   * publishers send a group; the consumer uses `standardBatch`). Choose it before the first deploy:
+   * changing it on a deployed pipeline replaces both queues, and what they hold is left behind in
+   * the old ones (docs/construct.md says how to move).
    * @default 'fifo'
    */
   readonly queueType?: PipelineQueueType;
@@ -74,8 +76,10 @@ export interface PipelineSettings {
    */
   readonly maxConcurrentRecords?: number;
   /**
-   * Queue visibility timeout; at least 6 × the consumer timeout.
-   * @default 6 × `consumerTimeout`
+   * Queue visibility timeout; at least 6 × the consumer timeout + `maxBatchingWindow`: Lambda's
+   * poller holds a received message for up to the window before the invocation (and its timeout)
+   * starts.
+   * @default 6 × `consumerTimeout` + `maxBatchingWindow`
    */
   readonly visibilityTimeout?: Duration;
   /**
@@ -84,7 +88,9 @@ export interface PipelineSettings {
    */
   readonly queueRetention?: Duration;
   /**
-   * How long the DLQ keeps a message (time to inspect and redrive).
+   * How long the DLQ keeps a message (time to inspect and redrive). On a standard queue it must be
+   * longer than `queueRetention`: SQS keeps a message's first enqueue time when it moves it to a
+   * standard DLQ, so a message it moves stays there `dlqRetention` less its age on the queue.
    * @default Duration.days(14)
    */
   readonly dlqRetention?: Duration;
@@ -151,6 +157,17 @@ const MAX_UNRESOLVED_CHECK_INTERVAL = Duration.hours(8);
 /** Consecutive check intervals without a count before the monitor counts as silent. */
 export const MONITOR_SILENT_INTERVALS = 3;
 
+/**
+ * The shortest visibility timeout that outlasts a batch: Lambda's poller receives a message (its
+ * visibility starts) and may hold it for the batching window before the invocation starts, and AWS
+ * asks for 6 × the function's timeout from there.
+ */
+export function minimumVisibilitySeconds(consumerTimeout: Duration, maxBatchingWindow?: Duration): number {
+  // In milliseconds: a window that is not whole seconds is refused below, not here.
+  const windowSeconds = Math.ceil((maxBatchingWindow?.toMilliseconds() ?? 0) / 1000);
+  return consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR + windowSeconds;
+}
+
 /** Fills in the defaults; {@link pipelineSettingsProblems} then says what cannot work. */
 export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettings {
   const consumerTimeout = settings.consumerTimeout ?? Duration.seconds(30);
@@ -174,7 +191,8 @@ export function resolveSettings(settings: PipelineSettings = {}): ResolvedSettin
     maxConcurrentGroups: settings.maxConcurrentGroups ?? 10,
     maxConcurrentRecords: settings.maxConcurrentRecords ?? DEFAULT_MAX_CONCURRENT_RECORDS,
     visibilityTimeout:
-      settings.visibilityTimeout ?? Duration.seconds(consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR),
+      settings.visibilityTimeout ??
+      Duration.seconds(minimumVisibilitySeconds(consumerTimeout, settings.maxBatchingWindow)),
     queueRetention,
     dlqRetention,
     idempotencyTtl:
@@ -201,14 +219,7 @@ export function pipelineSettingsProblems(s: ResolvedSettings, given: PipelineSet
         'record expired would run its effect again. Raise idempotencyTtl or shorten the retentions.',
     );
   }
-  const minimumVisibility = s.consumerTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR;
-  if (s.visibilityTimeout.toSeconds() < minimumVisibility) {
-    problems.push(
-      `visibilityTimeout (${s.visibilityTimeout.toHumanString()}) must be at least ${VISIBILITY_TIMEOUT_FACTOR} × ` +
-        `consumerTimeout (${minimumVisibility} seconds), as AWS advises for SQS event sources: otherwise a ` +
-        'message can become visible again while an invocation still works on it.',
-    );
-  }
+  problems.push(...visibilityProblems(s));
   if (s.queueType !== 'fifo' && s.queueType !== 'standard') {
     problems.push(`queueType (${String(s.queueType)}) must be 'fifo' or 'standard'.`);
   }
@@ -246,6 +257,20 @@ export function pipelineSettingsProblems(s: ResolvedSettings, given: PipelineSet
     }
   }
   return problems;
+}
+
+/** A visibility timeout shorter than a batch's life: a message reappears while its batch is still on it. */
+function visibilityProblems(s: ResolvedSettings): string[] {
+  const minimum = minimumVisibilitySeconds(s.consumerTimeout, s.maxBatchingWindow);
+  if (s.visibilityTimeout.toSeconds() >= minimum) return [];
+  const window = s.maxBatchingWindow
+    ? ` + maxBatchingWindow (${s.maxBatchingWindow.toHumanString()}, which the poller may hold a message before invoking)`
+    : '';
+  return [
+    `visibilityTimeout (${s.visibilityTimeout.toSeconds()} seconds) must be at least ${VISIBILITY_TIMEOUT_FACTOR} × ` +
+      `consumerTimeout (${s.consumerTimeout.toSeconds()} seconds)${window} = ${minimum} seconds, as AWS advises ` +
+      'for SQS event sources: otherwise a message can become visible again while an invocation still works on it.',
+  ];
 }
 
 /** The FIFO queue's own limits, and the standard queue's settings refused on it. */
@@ -291,6 +316,14 @@ function standardProblems(s: ResolvedSettings, given: PipelineSettings): string[
   }
   if (!Number.isInteger(s.maxConcurrentRecords) || s.maxConcurrentRecords < 1) {
     problems.push(`maxConcurrentRecords (${s.maxConcurrentRecords}) must be a whole number of at least 1.`);
+  }
+  if (s.dlqRetention.toSeconds() <= s.queueRetention.toSeconds()) {
+    problems.push(
+      `dlqRetention (${s.dlqRetention.toHumanString()}) must be longer than queueRetention ` +
+        `(${s.queueRetention.toHumanString()}) on a standard queue: SQS keeps a message's first enqueue time when ` +
+        'it moves it to a standard DLQ, so a message older than dlqRetention would be deleted as it arrives. ' +
+        'Lengthen dlqRetention or shorten queueRetention.',
+    );
   }
   const held = heldCopyReceives(s.consumerTimeout.toSeconds());
   if (Number.isInteger(s.maxAttempts) && s.maxAttempts >= 1 && s.maxReceiveCount < s.maxAttempts + held) {

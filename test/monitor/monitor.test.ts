@@ -1,6 +1,7 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT, readMonitorEnvironment } from '../../lambdas/monitor/environment.js';
 import { handler } from '../../lambdas/monitor/handler.js';
@@ -118,6 +119,20 @@ describe('unresolved-records monitor', () => {
     expect(lines.find((line) => '_aws' in line)).toMatchObject({
       [UNRESOLVED_METRICS.inDoubt]: 0,
       [UNRESOLVED_METRICS.retryPending]: 0,
+    });
+  });
+
+  it("carries its pipeline's dimension, which the pipeline's alarms select (ONCELY_PIPELINE)", async () => {
+    const table = await createTable(dynamodb, 'monitor-scope');
+    vi.stubEnv(METRICS_SCOPE_ENVIRONMENT.pipeline, 'Shop-dev/Pipeline');
+    const monitor = createMonitorHandler({ dynamodb, idempotencyTableName: table });
+    vi.unstubAllEnvs(); // read once, when the monitor is made: what the container started with
+
+    const { lines } = await capturingStdout(() => monitor());
+
+    expect(lines.find((line) => '_aws' in line)).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Dimensions: [['service', 'pipeline']] }] },
+      pipeline: 'Shop-dev/Pipeline',
     });
   });
 

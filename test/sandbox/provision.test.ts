@@ -257,6 +257,16 @@ describe('provisioning the synthesized stack into the emulators', () => {
       ].sort(),
     );
   });
+
+  it('names each log group as deployed, so the outputs naming them resolve (issue 41)', () => {
+    const output = (key: string) => provisioned.outputs.find((o) => o.OutputKey === key)?.OutputValue;
+    for (const key of ['ConsumerLogGroupName', 'PublisherLogGroupName', 'MonitorLogGroupName']) {
+      expect(output(key)).toMatch(/^[\w-]+-\w+Logs[0-9A-F]{8}$/);
+    }
+    expect(new Set(['Consumer', 'Publisher', 'Monitor'].map((fn) => output(`${fn}LogGroupName`))).size).toBe(
+      3,
+    );
+  });
 });
 
 describe('provisioning schedule rules', () => {

@@ -18,6 +18,7 @@ const sqs = localSqsClient();
 beforeAll(() => {
   vi.stubEnv('POWERTOOLS_SERVICE_NAME', 'oncely-consumer');
   vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'Oncely');
+  vi.stubEnv('ONCELY_PIPELINE', 'Shop-dev/Pipeline'); // as the construct sets it
   vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
   vi.stubEnv('POWERTOOLS_DEV', 'false');
 });
@@ -117,10 +118,12 @@ describe('example consumer: observability', () => {
 
     const emf = lines.find((line) => '_aws' in line);
     expect(emf?._aws).toMatchObject({
-      CloudWatchMetrics: [{ Namespace: 'Oncely', Dimensions: [['service']] }],
+      // The pipeline's dimension too: its alarms select it (issue 41).
+      CloudWatchMetrics: [{ Namespace: 'Oncely', Dimensions: [['service', 'pipeline']] }],
     });
     expect(emf).toMatchObject({
       service: 'oncely-consumer',
+      pipeline: 'Shop-dev/Pipeline',
       [CONSUMER_METRICS.processed]: 1,
       [CONSUMER_METRICS.duplicate]: 1,
       [CONSUMER_METRICS.sentToDlq]: [1, 1],

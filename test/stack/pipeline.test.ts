@@ -10,6 +10,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import {
@@ -21,7 +22,7 @@ import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { OncelyPipeline } from '../../lib/constructs/oncely-pipeline.js';
-import { PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
+import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
 const { app, stack, template, pipeline } = buildStack();
@@ -134,13 +135,16 @@ describe('functions', () => {
     const consumer = environments.find((e) => e.id.includes('Consumer'))?.names.sort();
     const monitor = environments.find((e) => e.id.includes('Monitor'))?.names.sort();
     expect(publisher).toEqual(Object.values(PUBLISHER_ENVIRONMENT).sort());
-    // MAX_CONCURRENT_RECORDS is standardBatch's (standard-pipeline.test.ts).
+    // MAX_CONCURRENT_RECORDS is standardBatch's (standard-pipeline.test.ts). ONCELY_PIPELINE is
+    // the dimension the metrics they publish carry, which the pipeline's alarms select.
     expect(consumer).toEqual(
-      Object.values(CONSUMER_ENVIRONMENT)
+      [...Object.values(CONSUMER_ENVIRONMENT), METRICS_SCOPE_ENVIRONMENT.pipeline]
         .filter((name) => name !== CONSUMER_ENVIRONMENT.maxConcurrentRecords)
         .sort(),
     );
-    expect(monitor).toEqual(Object.values(MONITOR_ENVIRONMENT).sort());
+    expect(monitor).toEqual(
+      [...Object.values(MONITOR_ENVIRONMENT), METRICS_SCOPE_ENVIRONMENT.pipeline].sort(),
+    );
   });
 
   it('consume the queue with partial batch responses and no batching window', () => {
@@ -329,11 +333,23 @@ describe('the unresolved-records monitor', () => {
 describe('alarms and outputs', () => {
   const alarms = () =>
     Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+  /** A custom metric's dimensions: its function's service, and the pipeline it belongs to (issue 41). */
+  const dimensions = (service: string) => [
+    { Name: 'pipeline', Value: 'Test/Pipeline' },
+    { Name: 'service', Value: service },
+  ];
+  /** The metric of the monitor-silent alarm's math: the monitor's count of samples per interval. */
+  const silentAlarm = () =>
+    alarms().find((a) => a.Metrics?.some((m: { Expression?: string }) => m.Expression === 'FILL(counts, 0)'));
 
   it('alarm on DLQ depth, in-doubt and retry-pending records, a silent monitor, consumer and publisher errors, record lives not extended and the oldest message’s age', () => {
     expect(
       alarms()
-        .map((a) => a.MetricName ?? 'publisher errors + throttles (math)')
+        .map(
+          (a) =>
+            a.MetricName ??
+            (a === silentAlarm() ? 'monitor silent (math)' : 'publisher errors + throttles (math)'),
+        )
         .sort(),
     ).toEqual(
       [
@@ -342,7 +358,7 @@ describe('alarms and outputs', () => {
         'Errors',
         CONSUMER_METRICS.recordLifeNotExtended,
         UNRESOLVED_METRICS.inDoubt,
-        UNRESOLVED_METRICS.inDoubt,
+        'monitor silent (math)',
         UNRESOLVED_METRICS.retryPending,
         'publisher errors + throttles (math)',
       ].sort(),
@@ -350,7 +366,7 @@ describe('alarms and outputs', () => {
   });
 
   it('raise on any publisher error or throttle: Lambda’s Errors and Throttles of the publisher, summed', () => {
-    const publisherAlarm = alarms().find((a) => a.Metrics !== undefined);
+    const publisherAlarm = alarms().find((a) => a.Metrics !== undefined && a !== silentAlarm());
     const publisher = { Name: 'FunctionName', Value: { Ref: logicalId(pipeline.publisher) } };
     const metric = (name: string) =>
       expect.objectContaining({
@@ -378,7 +394,7 @@ describe('alarms and outputs', () => {
   it('stay raised while any RETRY_PENDING record exists, as for IN_DOUBT ones', () => {
     expect(alarms().find((a) => a.MetricName === UNRESOLVED_METRICS.retryPending)).toMatchObject({
       Namespace: 'oncely',
-      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
+      Dimensions: dimensions('oncely-monitor'),
       Statistic: 'Maximum',
       Period: 300,
       EvaluationPeriods: 1,
@@ -396,7 +412,7 @@ describe('alarms and outputs', () => {
     const variables = consumer?.Properties.Environment.Variables;
     expect(alarm).toMatchObject({
       Namespace: variables.POWERTOOLS_METRICS_NAMESPACE,
-      Dimensions: [{ Name: 'service', Value: variables.POWERTOOLS_SERVICE_NAME }],
+      Dimensions: dimensions(variables.POWERTOOLS_SERVICE_NAME),
       Statistic: 'Sum',
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
@@ -409,7 +425,7 @@ describe('alarms and outputs', () => {
     );
     expect(inDoubt).toMatchObject({
       Namespace: 'oncely',
-      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
+      Dimensions: dimensions('oncely-monitor'),
       Period: 300,
       EvaluationPeriods: 1,
       Threshold: 0,
@@ -419,18 +435,29 @@ describe('alarms and outputs', () => {
   });
 
   it('raise when the monitor has reported nothing for three intervals', () => {
-    const silent = alarms().find(
-      (a) => a.MetricName === UNRESOLVED_METRICS.inDoubt && a.Statistic === 'SampleCount',
-    );
+    const silent = silentAlarm();
     expect(silent).toMatchObject({
-      Namespace: 'oncely',
-      Dimensions: [{ Name: 'service', Value: 'oncely-monitor' }],
-      Period: 300,
       EvaluationPeriods: 3,
       Threshold: 1,
       ComparisonOperator: 'LessThanThreshold',
-      TreatMissingData: 'breaching',
+      TreatMissingData: 'ignore',
     });
+    expect(silent?.Metrics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          MetricStat: {
+            Metric: {
+              Namespace: 'oncely',
+              MetricName: UNRESOLVED_METRICS.inDoubt,
+              Dimensions: dimensions('oncely-monitor'),
+            },
+            Period: 300,
+            Stat: 'SampleCount',
+          },
+          ReturnData: false,
+        }),
+      ]),
+    );
   });
 
   it('notify an SNS topic when one is given', () => {
@@ -445,14 +472,12 @@ describe('alarms and outputs', () => {
   });
 
   it('export every name another service needs, under stable ids (a prefix for a second pipeline)', () => {
+    // The log groups too, for the runbook (as-aws-runs-it.test.ts checks their values).
+    const names = [...Object.values(PIPELINE_OUTPUTS), ...Object.values(PIPELINE_LOG_GROUP_OUTPUTS)];
     const outputs = Object.keys(template.findOutputs('*'));
-    expect(outputs.sort()).toEqual(Object.values(PIPELINE_OUTPUTS).sort());
+    expect(outputs.sort()).toEqual([...names].sort());
     const second = buildStack({ outputPrefix: 'Orders' }).template;
-    expect(Object.keys(second.findOutputs('*')).sort()).toEqual(
-      Object.values(PIPELINE_OUTPUTS)
-        .map((name) => `Orders${name}`)
-        .sort(),
-    );
+    expect(Object.keys(second.findOutputs('*')).sort()).toEqual(names.map((name) => `Orders${name}`).sort());
   });
 });
 

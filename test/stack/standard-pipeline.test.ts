@@ -3,6 +3,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
+import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { heldCopyReceives } from '../../lib/constructs/held-copy-receives.js';
 import { buildStack } from './build-stack.js';
@@ -68,7 +69,7 @@ describe('a standard pipeline', () => {
         .filter((name) => !name.startsWith('POWERTOOLS_'))
         .sort(),
     ).toEqual(
-      Object.values(CONSUMER_ENVIRONMENT)
+      [...Object.values(CONSUMER_ENVIRONMENT), METRICS_SCOPE_ENVIRONMENT.pipeline]
         .filter((name) => name !== CONSUMER_ENVIRONMENT.maxConcurrentGroups)
         .sort(),
     );
