@@ -127,9 +127,19 @@ export interface IdempotencyRecord {
   updatedAt?: number;
   /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
   message?: KeptMessage;
+  /**
+   * On an IN_DOUBT record: who reported it (the observer's `inDoubt`, the consumer's `onInDoubt`
+   * hook), so that it is reported once. The token of the write that parked or claimed it, or
+   * {@link IN_DOUBT_REPORT_PENDING} when another record's delivery parked it (fencing it, DESIGN
+   * §4.1) without its message: its own next delivery reports it, and keeps its message.
+   */
+  inDoubtReport?: string;
   /** Only on records an operator must resolve: they are in the unresolved index. */
   unresolved?: UnresolvedReason;
 }
+
+/** {@link IdempotencyRecord.inDoubtReport} of a record parked by another record's delivery: not reported yet. */
+export const IN_DOUBT_REPORT_PENDING = 'pending';
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
   return record.expiresAt !== undefined && record.expiresAt * 1000 <= nowMs;

@@ -22,6 +22,7 @@ import {
   deadLetterMarkId,
   EXPIRES_AT_ATTRIBUTE,
   type IdempotencyRecord,
+  IN_DOUBT_REPORT_PENDING,
   type KeptMessage,
   MAX_KEPT_MESSAGE_BYTES,
   UNRESOLVED_ATTRIBUTE,
@@ -89,6 +90,8 @@ const AFTER = 'after';
 const ATTEMPTS_AT_DEAD_LETTER = 'attemptsAtDeadLetter';
 /** The SQS message the consumer dead-lettered with the FAILED write (`IdempotencyRecord.deadLetteredMessageId`). */
 const DEAD_LETTERED_MESSAGE_ID = 'deadLetteredMessageId';
+/** Who reported an IN_DOUBT record (`IdempotencyRecord.inDoubtReport`). */
+const IN_DOUBT_REPORT = 'inDoubtReport';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
@@ -185,7 +188,7 @@ export class DynamoDBIdempotencyStore {
             `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one, ` +
             `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
-            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}${
+            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}, ${IN_DOUBT_REPORT}${
               input.unstarted ? '' : `, ${UNSTARTED}`
             }${after ? '' : ', #after'}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
@@ -311,17 +314,22 @@ export class DynamoDBIdempotencyStore {
 
   /**
    * At-most-once: parks a record whose owner's lease expired without completion as IN_DOUBT,
-   * fenced on that owner's token so a concurrent completion wins. False if something else won.
-   * The record keeps `message` (the delivery that found it; if it fits), as with `markInDoubt`.
+   * fenced on that owner's token so a concurrent completion wins. True if this call parked it (or
+   * an earlier try of it, applied with its answer lost: the record carries this call's report
+   * token); otherwise the record as it is now (undefined if there is none), e.g. parked by another
+   * copy meanwhile, which reports it. The record keeps `message` (the delivery that found it; if it
+   * fits), as with `markInDoubt`. With `fence` (another record's delivery parks it, without its
+   * message) its report is left pending for its own delivery (`claimInDoubtReport`).
    * @internal
    */
   async parkExpiredLease(
     record: IdempotencyRecord,
     reason: StoredError,
-    message?: KeptMessage,
-  ): Promise<boolean> {
+    { message, fence = false }: { message?: KeptMessage; fence?: boolean } = {},
+  ): Promise<true | IdempotencyRecord | undefined> {
     const now = this.now();
-    const kept = keepable(message);
+    const kept = fence ? undefined : keepable(message);
+    const report = fence ? IN_DOUBT_REPORT_PENDING : randomUUID();
     try {
       await this.#documents.send(
         new UpdateCommand({
@@ -329,7 +337,7 @@ export class DynamoDBIdempotencyStore {
           Key: { id: record.id },
           UpdateExpression:
             `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
-            `attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
             // Unresolved, it must not expire (see markInDoubt).
             `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
@@ -344,6 +352,7 @@ export class DynamoDBIdempotencyStore {
             ':inProgress': IN_PROGRESS,
             ':token': record.leaseToken,
             ':error': reason,
+            ':report': report,
             ':nowMs': now,
             ':one': 1,
             ...(kept ? { ':message': kept } : {}),
@@ -354,9 +363,43 @@ export class DynamoDBIdempotencyStore {
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // Our own earlier try, applied with its answer lost, already parked it.
       const existing = existingItem(error);
-      return existing?.status === 'IN_DOUBT' && existing.leaseToken === record.leaseToken;
+      // Our own earlier try, applied with its answer lost, already parked it: its token says so.
+      if (report !== IN_DOUBT_REPORT_PENDING && existing?.inDoubtReport === report) return true;
+      return existing;
+    }
+  }
+
+  /**
+   * Claims the report of an IN_DOUBT record that another record's delivery parked
+   * ({@link parkExpiredLease} without a message), for this delivery of its own message, which the
+   * record then keeps (if it fits). True for one delivery only (or its own retried try).
+   * @internal
+   */
+  async claimInDoubtReport(id: string, message?: KeptMessage): Promise<boolean> {
+    const kept = keepable(message);
+    const report = randomUUID();
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id },
+          UpdateExpression: `SET ${IN_DOUBT_REPORT} = :report${kept ? ', #message = :message' : ''}`,
+          ConditionExpression: `#status = :inDoubt AND ${IN_DOUBT_REPORT} = :pending`,
+          ExpressionAttributeNames: { ...STATUS_NAMES, ...(kept ? { '#message': 'message' } : {}) },
+          ExpressionAttributeValues: {
+            ':inDoubt': 'IN_DOUBT',
+            ':pending': IN_DOUBT_REPORT_PENDING,
+            ':report': report,
+            ...(kept ? { ':message': kept } : {}),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return existingItem(error)?.inDoubtReport === report;
     }
   }
 
