@@ -135,6 +135,11 @@ export class LeaseTurn {
       throw runtime.signal.reason;
     }
     if (lease.deadLettered?.messageId === this.#parts.messageId) await this.#deadLetterAgain(lease);
+    // DESIGN §5: its acquire counted this run; the runs before it that never recorded a failure
+    // died with their invocations (a crash, a timeout). Enough of them, and it goes to the DLQ unrun.
+    const runs = lease.attempt - lease.attemptsAtDeadLetter;
+    if (idempotency.mode === 'at-least-once' && runs > runtime.maxAttempts)
+      await this.#runsDied(lease, runs - 1);
     if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
     runtime.telemetry.hook('onClaim', lease.id);
     let result: unknown;
@@ -181,6 +186,23 @@ export class LeaseTurn {
     const error = Object.assign(new Error(message), { name });
     await idempotency.recordFailure(lease, error, input.message, messageId);
     throw new AttemptsExhaustedError(runtime.maxAttempts, error);
+  }
+
+  /**
+   * This at-least-once record has had `runs` runs since its key was last dead-lettered, at least
+   * `maxAttempts`, and the last ended without recording its outcome: its invocation died (a crash, a
+   * timeout), and it would likely take this one down too. SQS's `maxReceiveCount` would dead-letter
+   * it only after 50 receives, with its batch. It is written FAILED for this message and goes to
+   * the DLQ unrun, as after `maxAttempts` failures.
+   */
+  async #runsDied(lease: Lease, runs: number): Promise<never> {
+    const { idempotency, input, messageId } = this.#parts;
+    const error = Object.assign(
+      new Error(`its run ${runs} ended without recording an outcome: its invocation died`),
+      { name: 'InvocationDied' },
+    );
+    await idempotency.recordFailure(lease, error, input.message, messageId);
+    throw new AttemptsExhaustedError(runs, error);
   }
 
   /** Gives back a lease taken ahead whose turn never came: its group stopped, or ran out of time. */

@@ -20,6 +20,30 @@ export function deadLetterMarkId(messageId: string): string {
   return `oncely/dead-lettered#${messageId}`;
 }
 
+/**
+ * A DLQ mark as stored: claimed (`claimToken`, `claimExpiresAt`) by the invocation about to send the
+ * message, then sent (`deadLetteredAt`, written after the send over the claim). Lives as long as a
+ * record (`expiresAt`).
+ */
+export interface DeadLetterMark {
+  id: string;
+  expiresAt: number;
+  /** Epoch ms: the message is in the DLQ. */
+  deadLetteredAt?: number;
+  claimToken?: string;
+  /** Epoch ms: past it, a claim without `deadLetteredAt` is another invocation's to take. */
+  claimExpiresAt?: number;
+}
+
+/**
+ * What a claim of a message's DLQ send found: the claim is this call's (its token releases it),
+ * the message was sent already, or another invocation's claim runs (DESIGN §5).
+ */
+export type DeadLetterClaim =
+  | { status: 'claimed'; token: string }
+  | { status: 'sent' }
+  | { status: 'claimed-elsewhere' };
+
 /** DynamoDB items are limited to 400 KB; the rest of the record needs a little room. */
 export const MAX_RESULT_BYTES = 350 * 1024;
 

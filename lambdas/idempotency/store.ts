@@ -19,6 +19,8 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
+  type DeadLetterClaim,
+  type DeadLetterMark,
   deadLetterMarkId,
   EXPIRES_AT_ATTRIBUTE,
   type IdempotencyRecord,
@@ -460,8 +462,64 @@ export class DynamoDBIdempotencyStore {
   }
 
   /**
+   * Claims the send of the SQS message `messageId` to the DLQ, before it (DESIGN §5): of two
+   * invocations dead-lettering it at once, one sends it. One conditional PutItem of its mark, taken
+   * if the mark is absent or expired, or is a claim past its `claimExpiresAt` (`claimMs` from now:
+   * the claimer's remaining time and a margin, after which it is dead, having sent or not). `sent`
+   * if the mark says so (no write); `claimed-elsewhere` if another invocation's claim runs. A retry
+   * after a lost answer finds its own token: claimed.
+   * @internal
+   */
+  async claimDeadLetter(messageId: string, claimMs: number): Promise<DeadLetterClaim> {
+    const nowMs = this.now();
+    const token = randomUUID();
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            id: deadLetterMarkId(messageId),
+            claimToken: token,
+            claimExpiresAt: nowMs + claimMs,
+            [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(nowMs),
+          },
+          ConditionExpression: `${ABSENT_OR_EXPIRED} OR (attribute_not_exists(deadLetteredAt) AND claimExpiresAt <= :nowMs)`,
+          ExpressionAttributeValues: { ':nowSec': Math.floor(nowMs / 1000), ':nowMs': nowMs },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { status: 'claimed', token };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = existingItem(error) as Partial<DeadLetterMark> | undefined;
+      if (existing?.claimToken === token) return { status: 'claimed', token };
+      return existing?.deadLetteredAt === undefined ? { status: 'claimed-elsewhere' } : { status: 'sent' };
+    }
+  }
+
+  /**
+   * Gives up a claim whose send failed, so that the message's next delivery sends it at once rather
+   * than after the claim expires. Only the claim under `token`, never a sent mark. @internal
+   */
+  async releaseDeadLetterClaim(messageId: string, token: string): Promise<void> {
+    try {
+      await this.#documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { id: deadLetterMarkId(messageId) },
+          ConditionExpression: 'claimToken = :token AND attribute_not_exists(deadLetteredAt)',
+          ExpressionAttributeValues: { ':token': token },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /**
    * Marks the SQS message `messageId` as sent to the DLQ, for as long as a record lives: longer than
-   * the message can come back (DESIGN §5). Unconditional: a repeat only writes the same mark again.
+   * the message can come back (DESIGN §5). Unconditional, over the claim: a repeat only writes the
+   * same mark again.
    * @internal
    */
   async markDeadLettered(messageId: string): Promise<void> {
@@ -476,19 +534,6 @@ export class DynamoDBIdempotencyStore {
         },
       }),
     );
-  }
-
-  /** Whether {@link markDeadLettered} marked the message, and the mark has not expired (strongly consistent). @internal */
-  async isDeadLettered(messageId: string): Promise<boolean> {
-    const output = await this.#documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { id: deadLetterMarkId(messageId) },
-        ConsistentRead: true,
-      }),
-    );
-    const expiresAt = output.Item?.[EXPIRES_AT_ATTRIBUTE];
-    return typeof expiresAt === 'number' && expiresAt > Math.floor(this.now() / 1000);
   }
 
   /**

@@ -192,7 +192,7 @@ const isCompletion = (operation: string, input: Record<string, unknown>) =>
   operation === 'UpdateItem' && setsStatus(input, 'COMPLETED');
 
 describe.concurrent('lease mode: a group’s records pipelined', () => {
-  it('at-least-once: takes the group’s leases together and runs each effect while the completions before it are unanswered', async () => {
+  it('at-least-once: takes each lease at its record’s turn and runs each effect while the completions before it are unanswered', async () => {
     const { queue, dlq } = await queuePair();
     const client = localDynamoClient();
     const timeline: string[] = [];
@@ -215,9 +215,17 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(ran).toEqual(messages.map((message) => message.payload.name));
     // Two requests per record, as before: the lease and the completion.
     expect(requests.counts).toEqual({ UpdateItem: 20 });
-    // Every lease was asked for before the first effect ran.
+    // Each lease at its record's turn (issue 40): a lease taken ahead would count a run for an
+    // invocation that died before that turn (DESIGN §5).
     const firstEffect = timeline.indexOf('effect A1');
-    expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
+    expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toEqual([
+      'acquire A1',
+    ]);
+    for (const { payload } of messages) {
+      expect(timeline.indexOf(`acquire ${payload.name}`)).toBeLessThan(
+        timeline.indexOf(`effect ${payload.name}`),
+      );
+    }
     for (const message of messages) {
       expect(await readItem(idempotencyTable, idOf(message))).toMatchObject({ status: 'COMPLETED' });
     }
@@ -347,6 +355,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     // A1's completion is sent only once all four effects ran, and then fails: the records after it
     // ran while it was being written, as they do when the write's retries take their time.
     let allRan!: () => void;
+    const ranAll = new Promise<void>((resolve) => (allRan = resolve));
     const { ran, operation, idOf } = loggingOperation('at-least-once', [], {
       onRun: (names) => names.length === 4 && allRan(),
     });
@@ -354,8 +363,22 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     const a1 = idOf(messages[0] as { key: string });
     const a1Completion = (name: string, input: Record<string, unknown>) =>
       isCompletion(name, input) && JSON.stringify(input).includes(a1);
-    holdRequests(client, a1Completion, new Promise<void>((resolve) => (allRan = resolve)));
-    const outage = failRequests(client, a1Completion);
+    // One middleware, held then failed: two of them at one step would not say which runs first.
+    let failing = true;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = String(context.commandName).replace(/Command$/, '');
+        if (!failing || !a1Completion(name, args.input as Record<string, unknown>)) return next(args);
+        await ranAll;
+        throw new Error('injected failure');
+      },
+      { step: 'build', name: 'holdThenFailA1Completion' },
+    );
+    const outage = {
+      stop: () => {
+        failing = false;
+      },
+    };
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
 
     const first = await pollOnce(sqs, queue, handler);
