@@ -48,10 +48,6 @@ export class GroupLeases<R> {
         return;
       }
       firsts.set(turn.id, turn);
-      // An at-least-once lease counts a run when it is taken (DESIGN §5): taken ahead, it would
-      // count one for an invocation that died before its turn. Taken at its turn, it costs no write
-      // more, and its round trip is the one a start mark would take.
-      if (index > 0 && turn.mode === 'at-least-once') return;
       // Only an at-most-once record's completion may start the next lease: a record whose lease
       // may be taken over and run again (at-least-once) could not be fenced without parking it.
       const before = this.#turns[index - 1];

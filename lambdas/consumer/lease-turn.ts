@@ -135,6 +135,10 @@ export class LeaseTurn {
       throw runtime.signal.reason;
     }
     if (lease.deadLettered?.messageId === this.#parts.messageId) await this.#deadLetterAgain(lease);
+    // Taken ahead uncounted (at-least-once): its outcome write counts its run. Only when a run before
+    // it died (its acquire took a lease over) is it counted now, so that a death again counts; on
+    // its first run no write more, at the price of its first death going uncounted.
+    if (!lease.runCounted && lease.tookOver) await this.#countRun(lease);
     // DESIGN §5: its acquire counted this run; the runs before it that never recorded a failure
     // died with their invocations (a crash, a timeout). Enough of them, and it goes to the DLQ unrun.
     const runs = lease.attempt - lease.attemptsAtDeadLetter;
@@ -239,6 +243,18 @@ export class LeaseTurn {
     );
     start.catch(() => undefined); // met at its turn; until then not an unhandled rejection
     return start;
+  }
+
+  async #countRun(lease: Lease): Promise<void> {
+    const { idempotency, input, namespace, runtime } = this.#parts;
+    let counted: boolean;
+    try {
+      counted = await idempotency.countRun(lease);
+    } catch (error) {
+      await this.#giveBack(lease, 'its run could not be counted');
+      throw asStoreFailure(namespace, input.key, error);
+    }
+    if (!counted) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
   }
 
   async #markStarted(lease: Lease): Promise<void> {

@@ -244,6 +244,8 @@ export class LeaseIdempotency {
       takeOverExpiredLease: mode === 'at-least-once',
       unstarted: awaitingStart,
       after: awaitingStart ? options.after : undefined,
+      // DESIGN §5: an at-least-once run counts when it starts; taken ahead, its turn may never come.
+      countRun: !(options.ahead === true && mode === 'at-least-once'),
     });
     if (acquired.acquired) return { status: 'acquired', lease: acquired.lease, awaitingStart };
 
@@ -348,6 +350,18 @@ export class LeaseIdempotency {
       : await store.releaseUnstarted(before);
     if (!fenced) throw new IdempotencyInProgressError(before.id, now); // it moved meanwhile: look again later
     return 'not-started';
+  }
+
+  /**
+   * Counts the run of a lease taken without counting it, now that its effect starts
+   * (`store.countRun`). False (and the observer hears of it) when the lease was lost meanwhile.
+   * Throws what DynamoDB threw.
+   * @internal
+   */
+  async countRun(lease: Lease): Promise<boolean> {
+    const counted = await this.#options.store.countRun(lease);
+    if (!counted) this.#observer.leaseLost(lease.id, 'count');
+    return counted;
   }
 
   /**

@@ -50,6 +50,14 @@ export interface Lease {
    */
   readonly attemptsAtDeadLetter: number;
   /**
+   * False for a lease taken without counting its run (an at-least-once lease taken ahead of its
+   * turn): its record's `attempts` is `attempt` less one until its outcome is written, or
+   * `countRun` counts it (DESIGN §5).
+   */
+  readonly runCounted: boolean;
+  /** It took over an expired lease: a run before it ended without an outcome (or never started). */
+  readonly tookOver: boolean;
+  /**
    * Set when the record was FAILED by a delivery the consumer sent to the DLQ: that SQS message's
    * id and its error. The same message back again must not run (DESIGN §5).
    */
@@ -150,6 +158,12 @@ export class DynamoDBIdempotencyStore {
     after?: string;
     /** The token of an expired unstarted lease `after` a record, found safe to take over (`LeaseIdempotency.start`). */
     takeOverUnstarted?: string;
+    /**
+     * Whether the acquire counts a run in `attempts`; false for an at-least-once lease taken ahead,
+     * whose run may never come (its outcome write or `countRun` counts it then).
+     * @default true
+     */
+    countRun?: boolean;
   }): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
@@ -162,7 +176,12 @@ export class DynamoDBIdempotencyStore {
       input.takeOverExpiredLease ? '' : ` AND ${unstartedTakeover}`
     })`;
     const after = input.unstarted ? input.after : undefined;
-    const lease = (old: Partial<IdempotencyRecord>, attempt = (old.attempts ?? 0) + 1): AcquireResult => ({
+    const runCounted = input.countRun ?? true;
+    const lease = (
+      old: Partial<IdempotencyRecord>,
+      attempt = (old.attempts ?? 0) + 1,
+      tookOver = old.status === IN_PROGRESS,
+    ): AcquireResult => ({
       acquired: true,
       lease: {
         id: input.id,
@@ -172,6 +191,8 @@ export class DynamoDBIdempotencyStore {
         recordExpiresAt,
         attempt,
         attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
+        runCounted,
+        tookOver,
         deadLettered: old.deadLetteredMessageId
           ? { messageId: old.deadLetteredMessageId, error: old.error }
           : undefined,
@@ -187,7 +208,7 @@ export class DynamoDBIdempotencyStore {
           // and attemptsAtDeadLetter (set to itself for that), deadLetteredMessageId and the error.
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
-            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one, ` +
+            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :run, ` +
             `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
             }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}, ${IN_DOUBT_REPORT}${
@@ -214,7 +235,7 @@ export class DynamoDBIdempotencyStore {
             ':nowMs': now,
             ':nowSec': Math.floor(now / 1000),
             ':zero': 0,
-            ':one': 1,
+            ':run': runCounted ? 1 : 0,
             ':failed': 'FAILED',
             ...(input.unstarted ? { ':true': true } : {}),
           },
@@ -233,7 +254,8 @@ export class DynamoDBIdempotencyStore {
       const existing = existingItem(error);
       if (!existing) throw error;
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
-        return lease(existing, existing.attempts ?? 1); // its earlier values are gone
+        // Its earlier values are gone: whether it took a lease over too (counted at its turn then).
+        return lease(existing, (existing.attempts ?? 1) + (runCounted ? 0 : 1), true);
       return { acquired: false, existing };
     }
   }
@@ -271,6 +293,36 @@ export class DynamoDBIdempotencyStore {
   async markStarted(lease: Lease): Promise<boolean> {
     try {
       await this.#documents.send(new UpdateCommand(this.#startMark(lease)));
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return false;
+    }
+  }
+
+  /**
+   * Counts the run of a lease taken without counting it (`runCounted` false), now that its effect
+   * starts: `attempts = lease.attempt`, fenced on the lease, so a retry after a lost answer sets the
+   * same. False if the lease was lost.
+   * @internal
+   */
+  async countRun(lease: Lease): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: lease.id },
+          UpdateExpression: 'SET attempts = :attempt, updatedAt = :nowMs',
+          ConditionExpression: FENCED,
+          ExpressionAttributeNames: STATUS_NAMES,
+          ExpressionAttributeValues: {
+            ':inProgress': IN_PROGRESS,
+            ':token': lease.token,
+            ':attempt': lease.attempt,
+            ':nowMs': this.now(),
+          },
+        }),
+      );
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -672,8 +724,10 @@ export class DynamoDBIdempotencyStore {
       ':inProgress': IN_PROGRESS,
       ':token': lease.token,
       ':nowMs': this.now(),
+      ':attempt': lease.attempt,
     };
-    const sets = ['#status = :status', 'updatedAt = :nowMs'];
+    // The run's count too: a lease taken without counting it is counted by its outcome.
+    const sets = ['#status = :status', 'updatedAt = :nowMs', 'attempts = :attempt'];
     for (const [name, value] of present) {
       names[`#${name}`] = name;
       values[`:${name}`] = value;

@@ -269,7 +269,7 @@ describe('an at-least-once record whose invocation dies in every run (item 16)',
     expect(await messagesInQueue(world.sqs, dlq.url)).toBe(1);
   });
 
-  it('FIFO: a record behind one whose invocation dies is not charged a run: no lease is taken before its turn', async () => {
+  it('FIFO: a record behind one whose invocation dies is not charged a run: its lease, taken ahead, counts none', async () => {
     const { dlq } = await world.queuePair();
     const runs: string[] = [];
     const operation = leaseOperation<{ name: string }>({
@@ -293,6 +293,34 @@ describe('an at-least-once record whose invocation dies in every run (item 16)',
     await until(() => runs.length > 0);
     expect(runs).toEqual(['head']);
     const behindKey = JSON.parse(behind.body).key as string;
-    expect(await readItem(table, `${operation.namespace}#${behindKey}`)).toBeUndefined();
+    const record = await readItem(table, `${operation.namespace}#${behindKey}`);
+    expect(record).toMatchObject({ status: 'IN_PROGRESS', attempts: 0 }); // taken ahead, uncounted
+  });
+
+  it('FIFO: a record taken ahead whose last run died counts this run before its effect, so a death again counts', async () => {
+    const { dlq } = await world.queuePair();
+    const runs: string[] = [];
+    const operation = leaseOperation<{ name: string }>({
+      namespace: `residues-${randomUUID().slice(0, 8)}`,
+      mode: 'at-least-once',
+      // The second record's effect never ends: its invocation dies there.
+      run: ({ payload: { name } }) => {
+        runs.push(name);
+        return name === 'dying' ? new Promise(() => {}) : name;
+      },
+    });
+    const [head, dying] = [eventRecord('Named', { name: 'head' }), eventRecord('Named', { name: 'dying' })];
+    const dyingKey = JSON.parse(dying.body).key as string;
+    await diedInEffect(operation, dyingKey, { type: 'Named', payload: { name: 'dying' } }, 1);
+    void processFifoBatch({ Records: [head, dying] }, lambdaContext(), {
+      store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+      operations: { Named: operation },
+      deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
+      logger: silentLogger(),
+      metrics: metricsRecorder(),
+    });
+    await until(() => runs.includes('dying'));
+    const record = await readItem(table, `${operation.namespace}#${dyingKey}`);
+    expect(record).toMatchObject({ status: 'IN_PROGRESS', attempts: 2 });
   });
 });
