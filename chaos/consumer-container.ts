@@ -263,8 +263,10 @@ export class ConsumerContainer {
             startedNotGivenBack.add(keyOf(first as string));
           if (kind === 'keep' && !(error instanceof ConditionalCheckFailedException))
             recordsNotKept.add(keyOf(first as string));
-          const written = (args.input as MarshalledInput).Item?.id?.S;
-          if (written?.startsWith(DEAD_LETTER_MARK))
+          // The `sent` mark, not the claim before the send: a claim not written sends nothing.
+          const item = (args.input as MarshalledInput).Item;
+          const written = item?.id?.S;
+          if (written?.startsWith(DEAD_LETTER_MARK) && item?.deadLetteredAt)
             deadLetterMarksNotWritten?.add(written.slice(DEAD_LETTER_MARK.length));
           throw error;
         }
@@ -299,7 +301,7 @@ const DEAD_LETTER_MARK = deadLetterMarkId('');
 
 interface MarshalledInput {
   Key?: { id?: { S?: string } };
-  Item?: { id?: { S?: string } };
+  Item?: { id?: { S?: string }; deadLetteredAt?: { N?: string } };
   UpdateExpression?: string;
   ExpressionAttributeValues?: Record<string, { S?: string; M?: { id?: { S?: string } } }>;
   TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];

@@ -100,8 +100,6 @@ export interface ScheduleRun {
   consumerSqsFaults: Record<string, number>;
   /** Message ids whose DLQ mark failed on every try (`ContainerOptions.deadLetterMarksNotWritten`). */
   deadLetterMarksNotWritten: Set<string>;
-  /** Message ids delivered to two invocations at once (`deliver-twice`). */
-  deliveredConcurrently: Set<string>;
   ledger: EffectLedger;
   outcome: ScheduleOutcome;
 }
@@ -139,7 +137,6 @@ export async function runSchedule(
     heldCopies: { waited: 0, cameBack: 0 },
     metrics: new Map(),
     deadLetterAnswersLost: new Set(),
-    deliveredConcurrently: new Set(),
     deadLetterMarksNotWritten: new Set(),
     consumerSqsFaults: {},
     ledger,
@@ -452,10 +449,7 @@ async function deliver(
   );
   if (Messages.length === 0) return { answered: [], givenBack: [] };
   const records = Messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION));
-  if (containers.length > 1) {
-    run.duplicatesDelivered['two-invocations'] += records.length;
-    for (const record of records) run.deliveredConcurrently.add(record.messageId);
-  }
+  if (containers.length > 1) run.duplicatesDelivered['two-invocations'] += records.length;
   for (const record of records) {
     inFlight.set(record.messageId, record.receiptHandle);
     const key = keyOfBody(record);

@@ -4,6 +4,7 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { sha256Hex } from '../common/message-key.js';
 import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
+import type { DeadLetterClaim } from '../idempotency/record.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -64,17 +65,19 @@ export type DeadLetterQueueTarget = Omit<DeadLetterQueueOptions, 'client'> & {
 
 /**
  * What a send to the DLQ came to: sent (and marked); sent, but its mark could not be written (a
- * redelivery over 5 minutes later would be sent again); or sent by an earlier delivery already.
+ * redelivery after its claim expired would be sent again); sent by an earlier delivery already;
+ * or not sent, since another invocation claimed the send and may be sending it now.
  */
-export type DeadLetterSend = 'sent' | 'sent-unmarked' | 'already-sent';
+export type DeadLetterSend = 'sent' | 'sent-unmarked' | 'already-sent' | 'claimed-elsewhere';
 
 /**
- * Where the consumer marks the messages it sent to the DLQ: the idempotency table. Spelt out, not
- * picked from the store, whose methods the published declarations leave out.
+ * Where the consumer claims and marks the messages it sends to the DLQ: the idempotency table.
+ * Spelt out, not picked from the store, whose methods the published declarations leave out.
  */
 export interface DeadLetterMarks {
+  claimDeadLetter(messageId: string, claimMs: number): Promise<DeadLetterClaim>;
+  releaseDeadLetterClaim(messageId: string, token: string): Promise<void>;
   markDeadLettered(messageId: string): Promise<void>;
-  isDeadLettered(messageId: string): Promise<boolean>;
 }
 
 /**
@@ -88,17 +91,32 @@ export class DeadLetterQueue {
   ) {}
 
   /**
-   * Sends the record to the DLQ once: `already-sent` if an earlier delivery of this message did.
-   * A message comes back after its send when its delete failed or its invocation died; SQS drops
-   * the repeated send only within 5 minutes, and the visibility timeout may be longer. So a mark,
-   * written after the send, says the message is there.
+   * Sends the record to the DLQ once: `already-sent` if an earlier delivery of this message did,
+   * `claimed-elsewhere` if another invocation is sending it. A message comes back after its send
+   * when its delete failed or its invocation died, and two invocations may hold it at once (a
+   * standard queue); SQS drops a repeated send only on a FIFO DLQ, within 5 minutes. So the send is
+   * claimed first (a conditional write), for `claimMs` (the invocation's remaining time and a
+   * margin), and marked sent after it.
    */
-  async send(record: SQSRecord, groupId: string, error: StoredError): Promise<DeadLetterSend> {
-    if (await this.marks.isDeadLettered(record.messageId)) {
+  async send(
+    record: SQSRecord,
+    groupId: string,
+    error: StoredError,
+    claimMs: number,
+  ): Promise<DeadLetterSend> {
+    const claim = await this.marks.claimDeadLetter(record.messageId, claimMs);
+    if (claim.status === 'claimed-elsewhere') return 'claimed-elsewhere';
+    if (claim.status === 'sent') {
       if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
       return 'already-sent';
     }
-    await this.#sendFitting(record, groupId, error);
+    try {
+      await this.#sendFitting(record, groupId, error);
+    } catch (sendError) {
+      // Its next delivery sends it at once; if this fails too, the claim expires first.
+      await this.marks.releaseDeadLetterClaim(record.messageId, claim.token).catch(() => undefined);
+      throw sendError;
+    }
     // Kept going if it fails: the message is in the DLQ, and acknowledged it does not come back.
     const marked = await retried(RECORD_WRITE_RETRY, () => this.marks.markDeadLettered(record.messageId));
     if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);

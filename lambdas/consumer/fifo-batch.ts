@@ -65,8 +65,9 @@ export interface FifoBatchOptions {
   maxConcurrentGroups?: number;
   /**
    * A record's failed runs (retryable failures, or invocations that died holding its lease) after
-   * which the consumer sends it to the DLQ, in its group, at its next retryable failure; a redriven
-   * copy counts afresh (DESIGN §5). The record's own runs, not SQS's receive count, which also rises
+   * which the consumer sends it to the DLQ, in its group, at its next retryable failure (or, for an
+   * at-least-once record whose last run died, at its next delivery, unrun); a redriven copy counts
+   * afresh (DESIGN §5). The record's own runs, not SQS's receive count, which also rises
    * while it waits behind a failing record of its group. Keep the queue's `maxReceiveCount` at
    * least this × the batch size, so that SQS moves only records that failed themselves.
    * @default `MAX_ATTEMPTS`, else 5
@@ -206,11 +207,12 @@ class FifoBatchConsumer {
     const records = receiveBatch(event, 'fifo', this.#parse, telemetry, this.#options.hooks);
     let anyStarted = false;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
+    const deadLettered = new Set<string>();
     const report = await runGroups(
       planGroups(records, ({ received }) => received.groupId),
       settings.maxConcurrentGroups,
       (group, signal, stopped) => {
-        const invocation = { lambdaContext, signal };
+        const invocation = { lambdaContext, signal, deadLettered };
         // The group's lease-mode records take their leases together when its first record starts.
         // A completion starts the next lease only if that record will run: the group goes on
         // (DESIGN §4.1), and the deadline lets it start.

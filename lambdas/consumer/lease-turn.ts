@@ -135,6 +135,15 @@ export class LeaseTurn {
       throw runtime.signal.reason;
     }
     if (lease.deadLettered?.messageId === this.#parts.messageId) await this.#deadLetterAgain(lease);
+    // Taken ahead uncounted (at-least-once): its outcome write counts its run. Only when a run before
+    // it died (its acquire took a lease over) is it counted now, so that a death again counts; on
+    // its first run no write more, at the price of its first death going uncounted.
+    if (!lease.runCounted && lease.tookOver) await this.#countRun(lease);
+    // DESIGN §5: its acquire counted this run; the runs before it that never recorded a failure
+    // died with their invocations (a crash, a timeout). Enough of them, and it goes to the DLQ unrun.
+    const runs = lease.attempt - lease.attemptsAtDeadLetter;
+    if (idempotency.mode === 'at-least-once' && runs > runtime.maxAttempts)
+      await this.#runsDied(lease, runs - 1);
     if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
     runtime.telemetry.hook('onClaim', lease.id);
     let result: unknown;
@@ -183,6 +192,23 @@ export class LeaseTurn {
     throw new AttemptsExhaustedError(runtime.maxAttempts, error);
   }
 
+  /**
+   * This at-least-once record has had `runs` runs since its key was last dead-lettered, at least
+   * `maxAttempts`, and the last ended without recording its outcome: its invocation died (a crash, a
+   * timeout), and it would likely take this one down too. SQS's `maxReceiveCount` would dead-letter
+   * it only after 50 receives, with its batch. It is written FAILED for this message and goes to
+   * the DLQ unrun, as after `maxAttempts` failures.
+   */
+  async #runsDied(lease: Lease, runs: number): Promise<never> {
+    const { idempotency, input, messageId } = this.#parts;
+    const error = Object.assign(
+      new Error(`its run ${runs} ended without recording an outcome: its invocation died`),
+      { name: 'InvocationDied' },
+    );
+    await idempotency.recordFailure(lease, error, input.message, messageId);
+    throw new AttemptsExhaustedError(runs, error);
+  }
+
   /** Gives back a lease taken ahead whose turn never came: its group stopped, or ran out of time. */
   async giveBackIfUnused(): Promise<void> {
     if (this.#due || !this.#start) return;
@@ -217,6 +243,18 @@ export class LeaseTurn {
     );
     start.catch(() => undefined); // met at its turn; until then not an unhandled rejection
     return start;
+  }
+
+  async #countRun(lease: Lease): Promise<void> {
+    const { idempotency, input, namespace, runtime } = this.#parts;
+    let counted: boolean;
+    try {
+      counted = await idempotency.countRun(lease);
+    } catch (error) {
+      await this.#giveBack(lease, 'its run could not be counted');
+      throw asStoreFailure(namespace, input.key, error);
+    }
+    if (!counted) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
   }
 
   async #markStarted(lease: Lease): Promise<void> {

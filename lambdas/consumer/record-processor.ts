@@ -6,6 +6,7 @@ import {
   isRetryable,
   toStoredError,
 } from '../idempotency/errors.js';
+import { DEFAULT_LEASE_MARGIN_MS } from '../idempotency/lease.js';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import type { DeadLetterQueue, DeadLetterSend } from './dead-letter-queue.js';
 import {
@@ -40,6 +41,11 @@ export interface RecordInvocation {
    * no longer held, and the record is tried once more. Unset: the record fails at once.
    */
   waitForKey?(held: IdempotencyInProgressError): Promise<boolean>;
+  /**
+   * The record ids whose record this batch sent to the DLQ for failing `maxAttempts` times: a later
+   * copy of the key in the batch is a copy of that message, not a redriven one, so it does not run.
+   */
+  deadLettered: Set<string>;
 }
 
 /**
@@ -58,13 +64,31 @@ export async function processRecord(
 ): Promise<RecordStep> {
   /** Set for a record whose failed runs its receive count stands for: one that writes no record when it fails. */
   let receiveCount: number | undefined;
-  const failed = (error: unknown) => {
+  /** Set once routed: its record's id. */
+  let routedId: string | undefined;
+  const failed = async (error: unknown) => {
     // Once the batch fails as a whole, SQS redelivers every record: nothing else to decide here.
     if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) throw error;
-    return failure(received, exhausted(error, receiveCount, options), telemetry, options.deadLetterQueue);
+    const verdict = exhausted(error, receiveCount, options);
+    // The DLQ send's claim outlives this invocation, whose death it must survive (DESIGN §5).
+    const claimMs = invocation.lambdaContext.getRemainingTimeInMillis() + DEFAULT_LEASE_MARGIN_MS;
+    const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs);
+    if (routedId && step === 'succeeded' && verdict instanceof AttemptsExhaustedError) {
+      invocation.deadLettered.add(routedId);
+    }
+    return step;
   };
   try {
     const { operation, message } = routeRecord(received, options);
+    const id = operation.recordIdOf(message);
+    routedId = id;
+    if (invocation.deadLettered.has(id)) {
+      telemetry.logger.info(
+        'a copy of a message this batch sent to the DLQ for failing maxAttempts times: acknowledged, not run; ' +
+          'the DLQ holds its key',
+      );
+      return 'succeeded';
+    }
     const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
     if (!(operation instanceof LeaseOperation)) receiveCount = message.receiveCount;
     const run = () =>
@@ -79,7 +103,6 @@ export async function processRecord(
       }
       throw error;
     });
-    const id = operation.recordIdOf(message);
     if (typeof step !== 'string') {
       const settling = step.settling.then((outcome) => {
         reportSuccess(outcome, telemetry, id);
@@ -178,6 +201,7 @@ async function failure(
   error: unknown,
   telemetry: RecordTelemetry,
   deadLetterQueue: DeadLetterQueue,
+  claimMs: number,
 ): Promise<'succeeded' | 'failed'> {
   if (error instanceof IdempotencyInProgressError) {
     telemetry.count('inProgressElsewhere');
@@ -198,7 +222,7 @@ async function failure(
   if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
   let sent: DeadLetterSend;
   try {
-    sent = await deadLetterQueue.send(received.record, received.groupId, toStoredError(error));
+    sent = await deadLetterQueue.send(received.record, received.groupId, toStoredError(error), claimMs);
   } catch (sendError) {
     telemetry.count('dlqSendFailed');
     telemetry.logger.error(
@@ -207,6 +231,15 @@ async function failure(
         error,
         sendError,
       },
+    );
+    return 'failed';
+  }
+  if (sent === 'claimed-elsewhere') {
+    telemetry.count('inProgressElsewhere');
+    telemetry.logger.warn(
+      'another invocation is sending this record to the DLQ: it fails and SQS redelivers it, then acknowledged ' +
+        'if it was sent, or sent by that delivery once the claim expired',
+      { error },
     );
     return 'failed';
   }
@@ -226,8 +259,8 @@ async function failure(
   if (sent === 'sent-unmarked') {
     telemetry.count('dlqMarkNotWritten');
     telemetry.logger.warn(
-      'sent to the DLQ, but its mark could not be written: should this message come back over 5 minutes ' +
-        'from now (its delete failed, or its invocation died), it is sent to the DLQ again',
+      'sent to the DLQ, but its mark could not be written: should this message come back after its claim ' +
+        'expired (its delete failed, or its invocation died), it is sent to the DLQ again',
     );
   }
   return 'succeeded';

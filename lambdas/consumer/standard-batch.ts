@@ -182,6 +182,7 @@ class StandardBatchConsumer {
     const deadline = this.#deadline;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
     let anyStarted = false;
+    const deadLettered = new Set<string>();
     // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
     // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
     const report = await runGroups(
@@ -207,7 +208,7 @@ class StandardBatchConsumer {
             return await processRecord(
               received,
               telemetry,
-              { lambdaContext, signal, waitForKey: waitForHeldKey },
+              { lambdaContext, signal, waitForKey: waitForHeldKey, deadLettered },
               processor,
             );
           } finally {

@@ -11,7 +11,7 @@ import {
 import { judgeExistingRecord } from './existing-record.js';
 import { payloadHash, recordId } from './keys.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
-import type { IdempotencyRecord, KeptMessage } from './record.js';
+import { type IdempotencyRecord, IN_DOUBT_REPORT_PENDING, type KeptMessage } from './record.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
@@ -244,6 +244,8 @@ export class LeaseIdempotency {
       takeOverExpiredLease: mode === 'at-least-once',
       unstarted: awaitingStart,
       after: awaitingStart ? options.after : undefined,
+      // DESIGN §5: an at-least-once run counts when it starts; taken ahead, its turn may never come.
+      countRun: !(options.ahead === true && mode === 'at-least-once'),
     });
     if (acquired.acquired) return { status: 'acquired', lease: acquired.lease, awaitingStart };
 
@@ -260,10 +262,8 @@ export class LeaseIdempotency {
         }
         this.#remember(id, hash, verdict.result, acquired.existing.expiresAt);
         return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
-      case 'in-doubt': {
-        const reason = verdict.record.error ?? { name: 'InDoubt', message: 'outcome unknown' };
-        return { status: 'in-doubt', reason };
-      }
+      case 'in-doubt':
+        return this.#inDoubt(verdict.record, input);
       case 'expired-lease': {
         const { record } = verdict;
         // An unstarted lease the record before it may have started: decided once that record is
@@ -284,13 +284,37 @@ export class LeaseIdempotency {
         }
         const reason = expiredReason(record);
         // At-least-once would have taken the lease over in the acquire; getting here means a race.
-        if (mode === 'at-most-once' && (await store.parkExpiredLease(record, reason, input.message))) {
-          this.#observer.inDoubt(id, reason);
-          return { status: 'in-doubt', reason };
+        if (mode === 'at-most-once') {
+          const parked = await store.parkExpiredLease(record, reason, { message: input.message });
+          if (parked === true) {
+            this.#observer.inDoubt(id, reason);
+            return { status: 'in-doubt', reason };
+          }
+          // Another copy parked it meanwhile (and reported it), or another record's delivery did.
+          if (parked?.status === 'IN_DOUBT') return this.#inDoubt(parked, input);
         }
         throw new IdempotencyInProgressError(id, store.now());
       }
     }
+  }
+
+  /**
+   * An IN_DOUBT record met by a delivery of its key: reported once, by the write that parked it —
+   * or, when another record's delivery parked it without its message (a fence,
+   * {@link #settleUnstarted}), by the first delivery of its own message to claim the report.
+   */
+  async #inDoubt(
+    record: IdempotencyRecord,
+    input: LeaseInput,
+  ): Promise<{ status: 'in-doubt'; reason: StoredError }> {
+    const reason = record.error ?? { name: 'InDoubt', message: 'outcome unknown' };
+    if (
+      record.inDoubtReport === IN_DOUBT_REPORT_PENDING &&
+      (await this.#options.store.claimInDoubtReport(record.id, input.message))
+    ) {
+      this.#observer.inDoubt(record.id, reason);
+    }
+    return { status: 'in-doubt', reason };
   }
 
   /**
@@ -319,12 +343,25 @@ export class LeaseIdempotency {
     }
     const beforeStarted =
       !before.unstarted || (await this.#settleUnstarted(before, held, depth + 1)) === 'started';
+    // Parked without a word: this delivery's message and hooks are not that record's, whose own
+    // delivery reports it (#inDoubt).
     const fenced = beforeStarted
-      ? await store.parkExpiredLease(before, expiredReason(before))
+      ? parkedUnder(await store.parkExpiredLease(before, expiredReason(before), { fence: true }), before)
       : await store.releaseUnstarted(before);
     if (!fenced) throw new IdempotencyInProgressError(before.id, now); // it moved meanwhile: look again later
-    if (beforeStarted) this.#observer.inDoubt(before.id, expiredReason(before));
     return 'not-started';
+  }
+
+  /**
+   * Counts the run of a lease taken without counting it, now that its effect starts
+   * (`store.countRun`). False (and the observer hears of it) when the lease was lost meanwhile.
+   * Throws what DynamoDB threw.
+   * @internal
+   */
+  async countRun(lease: Lease): Promise<boolean> {
+    const counted = await this.#options.store.countRun(lease);
+    if (!counted) this.#observer.leaseLost(lease.id, 'count');
+    return counted;
   }
 
   /**
@@ -448,6 +485,11 @@ export class LeaseIdempotency {
     if (expiresAtSec === undefined) return;
     this.#cache?.set(id, { payloadHash: hash, result, expiresAtMs: expiresAtSec * 1000 });
   }
+}
+
+/** Whether a park left `record` IN_DOUBT under its lease: by this call, an earlier try of it, or another. */
+function parkedUnder(parked: true | IdempotencyRecord | undefined, record: IdempotencyRecord): boolean {
+  return parked === true || (parked?.status === 'IN_DOUBT' && parked.leaseToken === record.leaseToken);
 }
 
 /** Why an IN_PROGRESS record past its lease is parked IN_DOUBT. */

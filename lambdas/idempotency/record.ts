@@ -20,6 +20,30 @@ export function deadLetterMarkId(messageId: string): string {
   return `oncely/dead-lettered#${messageId}`;
 }
 
+/**
+ * A DLQ mark as stored: claimed (`claimToken`, `claimExpiresAt`) by the invocation about to send the
+ * message, then sent (`deadLetteredAt`, written after the send over the claim). Lives as long as a
+ * record (`expiresAt`).
+ */
+export interface DeadLetterMark {
+  id: string;
+  expiresAt: number;
+  /** Epoch ms: the message is in the DLQ. */
+  deadLetteredAt?: number;
+  claimToken?: string;
+  /** Epoch ms: past it, a claim without `deadLetteredAt` is another invocation's to take. */
+  claimExpiresAt?: number;
+}
+
+/**
+ * What a claim of a message's DLQ send found: the claim is this call's (its token releases it),
+ * the message was sent already, or another invocation's claim runs (DESIGN §5).
+ */
+export type DeadLetterClaim =
+  | { status: 'claimed'; token: string }
+  | { status: 'sent' }
+  | { status: 'claimed-elsewhere' };
+
 /** DynamoDB items are limited to 400 KB; the rest of the record needs a little room. */
 export const MAX_RESULT_BYTES = 350 * 1024;
 
@@ -127,9 +151,19 @@ export interface IdempotencyRecord {
   updatedAt?: number;
   /** IN_DOUBT (or FAILED pending a retry) only, when the caller passed it and it fits {@link MAX_KEPT_MESSAGE_BYTES}. */
   message?: KeptMessage;
+  /**
+   * On an IN_DOUBT record: who reported it (the observer's `inDoubt`, the consumer's `onInDoubt`
+   * hook), so that it is reported once. The token of the write that parked or claimed it, or
+   * {@link IN_DOUBT_REPORT_PENDING} when another record's delivery parked it (fencing it, DESIGN
+   * §4.1) without its message: its own next delivery reports it, and keeps its message.
+   */
+  inDoubtReport?: string;
   /** Only on records an operator must resolve: they are in the unresolved index. */
   unresolved?: UnresolvedReason;
 }
+
+/** {@link IdempotencyRecord.inDoubtReport} of a record parked by another record's delivery: not reported yet. */
+export const IN_DOUBT_REPORT_PENDING = 'pending';
 
 export function isExpired(record: IdempotencyRecord, nowMs: number): boolean {
   return record.expiresAt !== undefined && record.expiresAt * 1000 <= nowMs;

@@ -19,9 +19,12 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
+  type DeadLetterClaim,
+  type DeadLetterMark,
   deadLetterMarkId,
   EXPIRES_AT_ATTRIBUTE,
   type IdempotencyRecord,
+  IN_DOUBT_REPORT_PENDING,
   type KeptMessage,
   MAX_KEPT_MESSAGE_BYTES,
   UNRESOLVED_ATTRIBUTE,
@@ -46,6 +49,14 @@ export interface Lease {
    * (0 if never): its attempts since then are `attempt` less this (DESIGN §5).
    */
   readonly attemptsAtDeadLetter: number;
+  /**
+   * False for a lease taken without counting its run (an at-least-once lease taken ahead of its
+   * turn): its record's `attempts` is `attempt` less one until its outcome is written, or
+   * `countRun` counts it (DESIGN §5).
+   */
+  readonly runCounted: boolean;
+  /** It took over an expired lease: a run before it ended without an outcome (or never started). */
+  readonly tookOver: boolean;
   /**
    * Set when the record was FAILED by a delivery the consumer sent to the DLQ: that SQS message's
    * id and its error. The same message back again must not run (DESIGN §5).
@@ -89,6 +100,8 @@ const AFTER = 'after';
 const ATTEMPTS_AT_DEAD_LETTER = 'attemptsAtDeadLetter';
 /** The SQS message the consumer dead-lettered with the FAILED write (`IdempotencyRecord.deadLetteredMessageId`). */
 const DEAD_LETTERED_MESSAGE_ID = 'deadLetteredMessageId';
+/** Who reported an IN_DOUBT record (`IdempotencyRecord.inDoubtReport`). */
+const IN_DOUBT_REPORT = 'inDoubtReport';
 const STATUS_NAMES = { '#status': 'status' };
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
@@ -145,6 +158,12 @@ export class DynamoDBIdempotencyStore {
     after?: string;
     /** The token of an expired unstarted lease `after` a record, found safe to take over (`LeaseIdempotency.start`). */
     takeOverUnstarted?: string;
+    /**
+     * Whether the acquire counts a run in `attempts`; false for an at-least-once lease taken ahead,
+     * whose run may never come (its outcome write or `countRun` counts it then).
+     * @default true
+     */
+    countRun?: boolean;
   }): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
@@ -157,7 +176,12 @@ export class DynamoDBIdempotencyStore {
       input.takeOverExpiredLease ? '' : ` AND ${unstartedTakeover}`
     })`;
     const after = input.unstarted ? input.after : undefined;
-    const lease = (old: Partial<IdempotencyRecord>, attempt = (old.attempts ?? 0) + 1): AcquireResult => ({
+    const runCounted = input.countRun ?? true;
+    const lease = (
+      old: Partial<IdempotencyRecord>,
+      attempt = (old.attempts ?? 0) + 1,
+      tookOver = old.status === IN_PROGRESS,
+    ): AcquireResult => ({
       acquired: true,
       lease: {
         id: input.id,
@@ -167,6 +191,8 @@ export class DynamoDBIdempotencyStore {
         recordExpiresAt,
         attempt,
         attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
+        runCounted,
+        tookOver,
         deadLettered: old.deadLetteredMessageId
           ? { messageId: old.deadLetteredMessageId, error: old.error }
           : undefined,
@@ -182,10 +208,10 @@ export class DynamoDBIdempotencyStore {
           // and attemptsAtDeadLetter (set to itself for that), deadLetteredMessageId and the error.
           UpdateExpression:
             'SET #status = :inProgress, payloadHash = :hash, leaseToken = :token, leaseExpiresAt = :leaseExpiresAt, ' +
-            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :one, ` +
+            `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :run, ` +
             `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
-            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}${
+            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}, ${IN_DOUBT_REPORT}${
               input.unstarted ? '' : `, ${UNSTARTED}`
             }${after ? '' : ', #after'}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
@@ -209,7 +235,7 @@ export class DynamoDBIdempotencyStore {
             ':nowMs': now,
             ':nowSec': Math.floor(now / 1000),
             ':zero': 0,
-            ':one': 1,
+            ':run': runCounted ? 1 : 0,
             ':failed': 'FAILED',
             ...(input.unstarted ? { ':true': true } : {}),
           },
@@ -228,7 +254,8 @@ export class DynamoDBIdempotencyStore {
       const existing = existingItem(error);
       if (!existing) throw error;
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
-        return lease(existing, existing.attempts ?? 1); // its earlier values are gone
+        // Its earlier values are gone: whether it took a lease over too (counted at its turn then).
+        return lease(existing, (existing.attempts ?? 1) + (runCounted ? 0 : 1), true);
       return { acquired: false, existing };
     }
   }
@@ -274,6 +301,36 @@ export class DynamoDBIdempotencyStore {
   }
 
   /**
+   * Counts the run of a lease taken without counting it (`runCounted` false), now that its effect
+   * starts: `attempts = lease.attempt`, fenced on the lease, so a retry after a lost answer sets the
+   * same. False if the lease was lost.
+   * @internal
+   */
+  async countRun(lease: Lease): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: lease.id },
+          UpdateExpression: 'SET attempts = :attempt, updatedAt = :nowMs',
+          ConditionExpression: FENCED,
+          ExpressionAttributeNames: STATUS_NAMES,
+          ExpressionAttributeValues: {
+            ':inProgress': IN_PROGRESS,
+            ':token': lease.token,
+            ':attempt': lease.attempt,
+            ':nowMs': this.now(),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return false;
+    }
+  }
+
+  /**
    * Records a retryable failure: the next delivery may acquire the record again. With
    * `deadLetteredMessageId`, the consumer sends that SQS message to the DLQ for failing too often:
    * the record says at which attempt, so that a redriven copy's attempts count afresh, and which
@@ -311,17 +368,22 @@ export class DynamoDBIdempotencyStore {
 
   /**
    * At-most-once: parks a record whose owner's lease expired without completion as IN_DOUBT,
-   * fenced on that owner's token so a concurrent completion wins. False if something else won.
-   * The record keeps `message` (the delivery that found it; if it fits), as with `markInDoubt`.
+   * fenced on that owner's token so a concurrent completion wins. True if this call parked it (or
+   * an earlier try of it, applied with its answer lost: the record carries this call's report
+   * token); otherwise the record as it is now (undefined if there is none), e.g. parked by another
+   * copy meanwhile, which reports it. The record keeps `message` (the delivery that found it; if it
+   * fits), as with `markInDoubt`. With `fence` (another record's delivery parks it, without its
+   * message) its report is left pending for its own delivery (`claimInDoubtReport`).
    * @internal
    */
   async parkExpiredLease(
     record: IdempotencyRecord,
     reason: StoredError,
-    message?: KeptMessage,
-  ): Promise<boolean> {
+    { message, fence = false }: { message?: KeptMessage; fence?: boolean } = {},
+  ): Promise<true | IdempotencyRecord | undefined> {
     const now = this.now();
-    const kept = keepable(message);
+    const kept = fence ? undefined : keepable(message);
+    const report = fence ? IN_DOUBT_REPORT_PENDING : randomUUID();
     try {
       await this.#documents.send(
         new UpdateCommand({
@@ -329,7 +391,7 @@ export class DynamoDBIdempotencyStore {
           Key: { id: record.id },
           UpdateExpression:
             `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
-            `attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
             // Unresolved, it must not expire (see markInDoubt).
             `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
@@ -344,6 +406,7 @@ export class DynamoDBIdempotencyStore {
             ':inProgress': IN_PROGRESS,
             ':token': record.leaseToken,
             ':error': reason,
+            ':report': report,
             ':nowMs': now,
             ':one': 1,
             ...(kept ? { ':message': kept } : {}),
@@ -354,9 +417,43 @@ export class DynamoDBIdempotencyStore {
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // Our own earlier try, applied with its answer lost, already parked it.
       const existing = existingItem(error);
-      return existing?.status === 'IN_DOUBT' && existing.leaseToken === record.leaseToken;
+      // Our own earlier try, applied with its answer lost, already parked it: its token says so.
+      if (report !== IN_DOUBT_REPORT_PENDING && existing?.inDoubtReport === report) return true;
+      return existing;
+    }
+  }
+
+  /**
+   * Claims the report of an IN_DOUBT record that another record's delivery parked
+   * ({@link parkExpiredLease} without a message), for this delivery of its own message, which the
+   * record then keeps (if it fits). True for one delivery only (or its own retried try).
+   * @internal
+   */
+  async claimInDoubtReport(id: string, message?: KeptMessage): Promise<boolean> {
+    const kept = keepable(message);
+    const report = randomUUID();
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id },
+          UpdateExpression: `SET ${IN_DOUBT_REPORT} = :report${kept ? ', #message = :message' : ''}`,
+          ConditionExpression: `#status = :inDoubt AND ${IN_DOUBT_REPORT} = :pending`,
+          ExpressionAttributeNames: { ...STATUS_NAMES, ...(kept ? { '#message': 'message' } : {}) },
+          ExpressionAttributeValues: {
+            ':inDoubt': 'IN_DOUBT',
+            ':pending': IN_DOUBT_REPORT_PENDING,
+            ':report': report,
+            ...(kept ? { ':message': kept } : {}),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return existingItem(error)?.inDoubtReport === report;
     }
   }
 
@@ -417,8 +514,64 @@ export class DynamoDBIdempotencyStore {
   }
 
   /**
+   * Claims the send of the SQS message `messageId` to the DLQ, before it (DESIGN §5): of two
+   * invocations dead-lettering it at once, one sends it. One conditional PutItem of its mark, taken
+   * if the mark is absent or expired, or is a claim past its `claimExpiresAt` (`claimMs` from now:
+   * the claimer's remaining time and a margin, after which it is dead, having sent or not). `sent`
+   * if the mark says so (no write); `claimed-elsewhere` if another invocation's claim runs. A retry
+   * after a lost answer finds its own token: claimed.
+   * @internal
+   */
+  async claimDeadLetter(messageId: string, claimMs: number): Promise<DeadLetterClaim> {
+    const nowMs = this.now();
+    const token = randomUUID();
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            id: deadLetterMarkId(messageId),
+            claimToken: token,
+            claimExpiresAt: nowMs + claimMs,
+            [EXPIRES_AT_ATTRIBUTE]: this.#recordExpiresAt(nowMs),
+          },
+          ConditionExpression: `${ABSENT_OR_EXPIRED} OR (attribute_not_exists(deadLetteredAt) AND claimExpiresAt <= :nowMs)`,
+          ExpressionAttributeValues: { ':nowSec': Math.floor(nowMs / 1000), ':nowMs': nowMs },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { status: 'claimed', token };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = existingItem(error) as Partial<DeadLetterMark> | undefined;
+      if (existing?.claimToken === token) return { status: 'claimed', token };
+      return existing?.deadLetteredAt === undefined ? { status: 'claimed-elsewhere' } : { status: 'sent' };
+    }
+  }
+
+  /**
+   * Gives up a claim whose send failed, so that the message's next delivery sends it at once rather
+   * than after the claim expires. Only the claim under `token`, never a sent mark. @internal
+   */
+  async releaseDeadLetterClaim(messageId: string, token: string): Promise<void> {
+    try {
+      await this.#documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { id: deadLetterMarkId(messageId) },
+          ConditionExpression: 'claimToken = :token AND attribute_not_exists(deadLetteredAt)',
+          ExpressionAttributeValues: { ':token': token },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /**
    * Marks the SQS message `messageId` as sent to the DLQ, for as long as a record lives: longer than
-   * the message can come back (DESIGN §5). Unconditional: a repeat only writes the same mark again.
+   * the message can come back (DESIGN §5). Unconditional, over the claim: a repeat only writes the
+   * same mark again.
    * @internal
    */
   async markDeadLettered(messageId: string): Promise<void> {
@@ -433,19 +586,6 @@ export class DynamoDBIdempotencyStore {
         },
       }),
     );
-  }
-
-  /** Whether {@link markDeadLettered} marked the message, and the mark has not expired (strongly consistent). @internal */
-  async isDeadLettered(messageId: string): Promise<boolean> {
-    const output = await this.#documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { id: deadLetterMarkId(messageId) },
-        ConsistentRead: true,
-      }),
-    );
-    const expiresAt = output.Item?.[EXPIRES_AT_ATTRIBUTE];
-    return typeof expiresAt === 'number' && expiresAt > Math.floor(this.now() / 1000);
   }
 
   /**
@@ -584,8 +724,10 @@ export class DynamoDBIdempotencyStore {
       ':inProgress': IN_PROGRESS,
       ':token': lease.token,
       ':nowMs': this.now(),
+      ':attempt': lease.attempt,
     };
-    const sets = ['#status = :status', 'updatedAt = :nowMs'];
+    // The run's count too: a lease taken without counting it is counted by its outcome.
+    const sets = ['#status = :status', 'updatedAt = :nowMs', 'attempts = :attempt'];
     for (const [name, value] of present) {
       names[`#${name}`] = name;
       values[`:${name}`] = value;

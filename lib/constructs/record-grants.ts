@@ -16,7 +16,7 @@ const DEAD_LETTER_MARKS = deadLetterMarkId('*');
  * What the idempotency core sends: records are taken with UpdateItem, released with DeleteItem,
  * committed with business writes in TransactWriteItems (authorised per item as a Put), and read
  * (GetItem) only to recover the at-most-once chain: the record before an expired unstarted lease
- * says whether that lease started (DESIGN §4.1). The consumer's DLQ marks are a Put and a Get.
+ * says whether that lease started (DESIGN §4.1). The consumer's DLQ marks are Puts (the claim, conditional, and `sent`) and a Delete (a claim given back).
  */
 const IDEMPOTENCY_ACTIONS = [
   'dynamodb:GetItem',

@@ -53,7 +53,9 @@ describe('a record left IN_DOUBT does not expire while unresolved', () => {
     const expired = await lease('notifications#expired', 1_000);
     const held = await record(expired.id);
     clockMs += 2_000;
-    expect(await store.parkExpiredLease(held as IdempotencyRecord, error, kept('expired'))).toBe(true);
+    expect(await store.parkExpiredLease(held as IdempotencyRecord, error, { message: kept('expired') })).toBe(
+      true,
+    );
 
     for (const id of [marked.id, expired.id]) {
       const parked = await record(id);

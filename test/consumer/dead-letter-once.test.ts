@@ -35,6 +35,16 @@ const pastDedupWindow = () => {
   skippedMs += DEDUP_WINDOW_MS + 1_000;
 };
 
+/** The claim of a DLQ send by an invocation with `pollOnce`'s 30 s left: those and the 2 s margin. */
+const CLAIM_MS = 30_000 + 2_000;
+/** Moves this process's clock past the DLQ claim of a container that died, within SQS's window. */
+const pastTheClaim = () => {
+  skippedMs += CLAIM_MS + 1_000;
+};
+/** The write that marks a message sent to the DLQ (not the claim before the send). */
+const sentMark = (name: string, input: Record<string, unknown>) =>
+  name === 'PutItem' && JSON.stringify(input).includes('"deadLetteredAt"');
+
 let emulator: SqsEmulator;
 let sqs: SQSClient;
 let dynamodb: DynamoDBClient;
@@ -195,20 +205,19 @@ describe('a dead-lettered record in the DLQ once, past SQS’s deduplication win
     expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
   });
 
-  // The residue (DESIGN §5): between the DLQ send and its mark, only SQS's window dedupes a resend.
+  // The residue (DESIGN §5): between the DLQ send and its mark, the claim holds a resend off until it
+  // expires; then only SQS's window dedupes it.
   const crashBeforeTheMark = async (pastTheWindow: boolean) => {
     const pair = await queuePair();
     const { operation } = recordingOperation();
     const dying = container({ Named: operation }, pair);
-    dying.crashAt(
-      'dynamodb',
-      (name, input) => name === 'PutItem' && JSON.stringify(input).includes('oncely/dead-lettered#'),
-    );
+    dying.crashAt('dynamodb', sentMark);
     const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
     expect(await dying.poll()).toBe('died');
     expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
 
     if (pastTheWindow) pastDedupWindow();
+    else pastTheClaim();
     const fresh = container({ Named: operation }, pair);
     await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
       polls.some((poll) => poll.deleted.includes(poisonId)),
@@ -224,15 +233,33 @@ describe('a dead-lettered record in the DLQ once, past SQS’s deduplication win
     expect(await crashBeforeTheMark(true)).toBe(2);
   });
 
+  it('a crash between the claim and the DLQ send loses nothing: once the claim expired, a redelivery sends it', async () => {
+    const pair = await queuePair();
+    const { operation } = recordingOperation();
+    const dying = container({ Named: operation }, pair);
+    dying.crashAt('sqs', (name) => name === 'SendMessage');
+    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+    expect(await dying.poll()).toBe('died');
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(0);
+
+    // While the claim runs, a redelivery leaves the send to its claimer; then it takes the claim over.
+    const fresh = container({ Named: operation }, pair);
+    const held = await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+      polls.some((poll) => poll.records.length > 0),
+    );
+    expect(held.flatMap((poll) => poll.deleted)).toEqual([]);
+    pastTheClaim();
+    await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(poisonId)),
+    );
+    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+  });
+
   it('a mark that cannot be written is counted, and the record is acknowledged: it is in the DLQ', async () => {
     const pair = await queuePair();
     const { operation } = recordingOperation();
     const consumer = container({ Named: operation }, pair);
-    const marks = failRequests(
-      consumer.client,
-      (name, input) => name === 'PutItem' && JSON.stringify(input).includes('oncely/dead-lettered#'),
-      connectionRefused,
-    );
+    const marks = failRequests(consumer.client, sentMark, connectionRefused);
     const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
 
     const poll = await pollOnce(sqs, pair.queue, consumer.handler);

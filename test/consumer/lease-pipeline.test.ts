@@ -347,6 +347,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     // A1's completion is sent only once all four effects ran, and then fails: the records after it
     // ran while it was being written, as they do when the write's retries take their time.
     let allRan!: () => void;
+    const ranAll = new Promise<void>((resolve) => (allRan = resolve));
     const { ran, operation, idOf } = loggingOperation('at-least-once', [], {
       onRun: (names) => names.length === 4 && allRan(),
     });
@@ -354,8 +355,22 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     const a1 = idOf(messages[0] as { key: string });
     const a1Completion = (name: string, input: Record<string, unknown>) =>
       isCompletion(name, input) && JSON.stringify(input).includes(a1);
-    holdRequests(client, a1Completion, new Promise<void>((resolve) => (allRan = resolve)));
-    const outage = failRequests(client, a1Completion);
+    // One middleware, held then failed: two of them at one step would not say which runs first.
+    let failing = true;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = String(context.commandName).replace(/Command$/, '');
+        if (!failing || !a1Completion(name, args.input as Record<string, unknown>)) return next(args);
+        await ranAll;
+        throw new Error('injected failure');
+      },
+      { step: 'build', name: 'holdThenFailA1Completion' },
+    );
+    const outage = {
+      stop: () => {
+        failing = false;
+      },
+    };
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, client, { now: clock.now });
 
     const first = await pollOnce(sqs, queue, handler);

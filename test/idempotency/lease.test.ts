@@ -178,6 +178,24 @@ describe('lease expiry', () => {
     expect(runs).toBe(0);
   });
 
+  it('at-most-once: two copies that find one expired lease report it IN_DOUBT once', async () => {
+    const { events, observer } = recordingObserver();
+    await lease({ mode: 'at-most-once', leaseMs: 1_000 }).start({ key: 'k1', payload: 1 });
+    clock.advance(1_001);
+    const first = lease({ mode: 'at-most-once', observer });
+    // The second copy read the expired lease; the first copy parks it before the second's park.
+    const racing = new (class extends DynamoDBIdempotencyStore {
+      override async parkExpiredLease(...args: Parameters<DynamoDBIdempotencyStore['parkExpiredLease']>) {
+        expect((await first.run({ key: 'k1', payload: 1 }, async () => 'ran')).status).toBe('in-doubt');
+        return super.parkExpiredLease(...args);
+      }
+    })({ client, tableName: table, now: clock.now, ttlSeconds: 3600 });
+    const second = lease({ mode: 'at-most-once', observer, store: racing });
+
+    expect((await second.run({ key: 'k1', payload: 1 }, async () => 'ran')).status).toBe('in-doubt');
+    expect(events).toEqual([{ event: 'inDoubt', id: 'mail#k1' }]);
+  });
+
   it('refuses the expired owner’s late completion (fencing) and changes nothing', async () => {
     const { events, observer } = recordingObserver();
     const idempotency = lease({ leaseMs: 1_000, observer });
@@ -481,10 +499,28 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
       completion: 'lease-lost',
       next: 'not-started',
     });
-    expect(events).toEqual([
-      { event: 'inDoubt', id: 'mail#k1' },
-      { event: 'leaseLost', id: 'mail#k1' },
-    ]);
+    // Parked by another record's delivery, which has not its message: that delivery reports nothing.
+    expect(events).toEqual([{ event: 'leaseLost', id: 'mail#k1' }]);
+  });
+
+  it('reports a record another record fenced once, at its own later delivery, which keeps its message', async () => {
+    const owner = lease({ mode: 'at-most-once', leaseMs: 1_000 });
+    await firstAndNext(owner);
+    clock.advance(1_001);
+    readsExpected = 1;
+    const { events, observer } = recordingObserver();
+    await lease({ mode: 'at-most-once', observer }).run({ key: 'k2', payload: 2 }, async () => 'sent');
+    expect(events).toEqual([]);
+
+    // Its own message back (redriven from the DLQ, say), twice: reported once, with that message.
+    const message = { body: '{"key":"k1"}', groupId: 'g' };
+    const redelivered = lease({ mode: 'at-most-once', observer });
+    for (const _ of [1, 2]) {
+      const outcome = await redelivered.run({ key: 'k1', payload: 1, message }, async () => 'again');
+      expect(outcome.status).toBe('in-doubt');
+    }
+    expect(events).toEqual([{ event: 'inDoubt', id: 'mail#k1' }]);
+    expect(await readItem(table, 'mail#k1')).toMatchObject({ status: 'IN_DOUBT', message });
   });
 
   it('follows unstarted leases back to the started one: parks it, gives back the others, takes over the last', async () => {
