@@ -7,7 +7,7 @@ import { DeadlineGuard } from './deadline.js';
 import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
 import { FifoQueueRecordError } from './errors.js';
 import type { FifoBatchOptions } from './fifo-batch.js';
-import { planGroups } from './group-plan.js';
+import { type MessageGroupPlan, planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
 import { waitForKey } from './in-flight-wait.js';
 import { parseEnvelopeRecord, type ReceivedRecord } from './message.js';
@@ -184,38 +184,35 @@ class StandardBatchConsumer {
     let anyStarted = false;
     // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
     // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
-    const report = await runGroups(
-      planGroups(records, ({ received }) => chainKeyOf(received, processor)),
-      maxConcurrentRecords,
-      (_chain, signal) => ({
-        process: async ({ received, telemetry }): Promise<RecordStep> => {
-          if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
-          anyStarted = true;
-          const started = Date.now();
-          try {
-            const waitForHeldKey =
-              inFlightWaitMs > 0
-                ? (held: IdempotencyInProgressError) =>
-                    waitForKey(held, {
-                      store: processor.store,
-                      maxWaitMs: inFlightWaitMs,
-                      lambdaContext,
-                      reserveMs: deadline.reserveMs(budgetMs),
-                      signal,
-                    })
-                : undefined;
-            return await processRecord(
-              received,
-              telemetry,
-              { lambdaContext, signal, waitForKey: waitForHeldKey },
-              processor,
-            );
-          } finally {
-            deadline.recordFinished(Date.now() - started);
-          }
-        },
-      }),
-    );
+    const chains = planGroups(records, ({ received }) => chainKeyOf(received, processor));
+    const report = await runGroups(chains, maxConcurrentRecords, (_chain, signal) => ({
+      process: async ({ received, telemetry }): Promise<RecordStep> => {
+        if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+        anyStarted = true;
+        const started = Date.now();
+        try {
+          const waitForHeldKey =
+            inFlightWaitMs > 0
+              ? (held: IdempotencyInProgressError) =>
+                  waitForKey(held, {
+                    store: processor.store,
+                    maxWaitMs: inFlightWaitMs,
+                    lambdaContext,
+                    reserveMs: deadline.reserveMs(budgetMs),
+                    signal,
+                  })
+              : undefined;
+          return await processRecord(
+            received,
+            telemetry,
+            { lambdaContext, signal, waitForKey: waitForHeldKey },
+            processor,
+          );
+        } finally {
+          deadline.recordFinished(Date.now() - started);
+        }
+      },
+    }));
     for (const { telemetry } of report.skipped) {
       telemetry.count('skipped');
       telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
@@ -233,7 +230,7 @@ class StandardBatchConsumer {
     const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
     await Promise.all([
       keepRecordsOfReturningCopies(unacknowledged, processor),
-      this.#delayReturns(unacknowledged, processor),
+      this.#delayReturns(unacknowledged, comingBackSoon(chains, report.skipped), processor),
     ]);
     const failed = new Set(unacknowledged);
     return {
@@ -243,21 +240,24 @@ class StandardBatchConsumer {
     };
   }
 
-  /**
-   * DESIGN §5.1: a record whose key is held elsewhere, or that was not started, comes back soon;
-   * one that failed (or whose earlier copy did) after its backoff.
-   */
-  async #delayReturns(records: readonly BatchRecord[], processor: RecordProcessorOptions): Promise<void> {
+  /** DESIGN §5.1: the records `soon` come back within seconds; the others after their backoff. */
+  async #delayReturns(
+    records: readonly BatchRecord[],
+    soon: ReadonlySet<BatchRecord>,
+    processor: RecordProcessorOptions,
+  ): Promise<void> {
     const queue = processor.deadLetterQueue.sourceQueue;
     if (!queue || records.length === 0) return;
-    const returns = records.map(({ received: { record }, telemetry }): DelayedReturn => {
-      const soon =
-        telemetry.counted.has('inProgressElsewhere') || telemetry.counted.has('deferredAtDeadline');
+    const returns = records.map((batchRecord): DelayedReturn => {
+      const {
+        received: { record },
+        telemetry,
+      } = batchRecord;
       const receiveCount = Number(record.attributes.ApproximateReceiveCount);
       return {
         messageId: record.messageId,
         receiptHandle: record.receiptHandle,
-        seconds: soon
+        seconds: soon.has(batchRecord)
           ? soonDelaySeconds(receiveCount, this.#delays)
           : retryDelaySeconds(receiveCount, this.#delays),
         telemetry,
@@ -265,6 +265,34 @@ class StandardBatchConsumer {
     });
     await delayReturns(queue, returns);
   }
+}
+
+/**
+ * DESIGN §5.1: the records that come back within seconds rather than after the failure backoff:
+ * one whose key another invocation holds, one not started at the deadline, and the copies skipped
+ * behind a copy whose key is held elsewhere — nothing of theirs failed, and they answer from the
+ * key's record once its holder is done, as that copy does.
+ */
+function comingBackSoon(
+  chains: readonly MessageGroupPlan<BatchRecord>[],
+  skipped: readonly BatchRecord[],
+): Set<BatchRecord> {
+  const skippedRecords = new Set(skipped);
+  const soon = new Set<BatchRecord>();
+  for (const { records } of chains) {
+    const heldElsewhere = records.some(({ telemetry }) => telemetry.counted.has('inProgressElsewhere'));
+    for (const record of records) {
+      const { counted } = record.telemetry;
+      if (
+        counted.has('inProgressElsewhere') ||
+        counted.has('deferredAtDeadline') ||
+        (heldElsewhere && skippedRecords.has(record))
+      ) {
+        soon.add(record);
+      }
+    }
+  }
+  return soon;
 }
 
 /** The record's id (`namespace#key`), which its copies share; its message id for one that will not run. */

@@ -328,6 +328,40 @@ describe('standardBatch', () => {
     expect(counting.effects).toEqual(['once']);
   });
 
+  it('copies skipped behind a copy whose key is held elsewhere come back with it, within seconds (issue 40, item 5)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const counting = countingOperation(() => false, gate);
+    const first = options({ Named: counting.operation }, pair, recording.client);
+    // A failure's backoff far from the 1–2 s of a key held elsewhere, so that the two cannot be confused.
+    const second = options({ Named: counting.operation }, pair, recording.client, {
+      retryBaseDelaySeconds: 100,
+    });
+    const key = `held-${randomUUID()}`;
+    for (let copy = 0; copy < 3; copy++) await send(pair.queue, key, 'once');
+    const [one, ...others] = (await receiveEvent(pair.queue, 3)).Records as [
+      SQSEvent['Records'][0],
+      ...SQSEvent['Records'],
+    ];
+
+    const running = processStandardBatch({ Records: [one] }, lambdaContext(), first.consumerOptions);
+    await until(() => counting.inFlight === 1);
+    const answered = await processStandardBatch({ Records: others }, lambdaContext(), second.consumerOptions);
+
+    expect(failedIds(answered)).toEqual(others.map((record) => record.messageId).sort());
+    expect(second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+    expect(second.metrics.counts[CONSUMER_METRICS.skipped]).toBe(1);
+    const seconds = recording.seconds();
+    expect(seconds).toHaveLength(2);
+    for (const delay of seconds) expect(delay >= 1 && delay <= 2).toBe(true);
+    open();
+    expect((await running).batchItemFailures).toEqual([]);
+  });
+
   describe('with inFlightWaitMs, a copy whose key is in flight elsewhere', () => {
     /** Two consumers of one key at once: the first held in its effect until `open`, the second's reads counted. */
     async function heldKey(inFlightWaitMs: number, failReads = false) {
