@@ -1,6 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
+import type { BatchEnd } from './batch-end.js';
 import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
@@ -18,6 +19,7 @@ import {
   type RetryDelays,
   retryDelaySeconds,
   soonDelaySeconds,
+  visibilityLimitMs,
 } from './retry-delay.js';
 import { keepRecordsOfReturningCopies } from './returning-copies.js';
 import { type DelayedReturn, delayReturns } from './visibility-changes.js';
@@ -44,7 +46,8 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
    */
   retryBaseDelaySeconds?: number;
   /**
-   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours).
+   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours). A delay
+   * is also cut at what is left of the 12 hours SQS counts from the record's receive.
    * @default 300
    */
   retryMaxDelaySeconds?: number;
@@ -181,6 +184,7 @@ class StandardBatchConsumer {
     const records = receiveBatch(event, 'standard', parse, telemetry, this.#options.hooks);
     const deadline = this.#deadline;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
+    const batchStartedMs = Date.now();
     let anyStarted = false;
     // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
     // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
@@ -228,9 +232,16 @@ class StandardBatchConsumer {
       );
     }
     const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
+    const end: BatchEnd = { concurrency: maxConcurrentRecords, lambdaContext, logger: telemetry.logger };
     await Promise.all([
-      keepRecordsOfReturningCopies(unacknowledged, processor),
-      this.#delayReturns(unacknowledged, comingBackSoon(chains, report.skipped), processor),
+      keepRecordsOfReturningCopies(unacknowledged, processor, end),
+      this.#delayReturns(
+        unacknowledged,
+        comingBackSoon(chains, report.skipped),
+        batchStartedMs,
+        processor,
+        end,
+      ),
     ]);
     const failed = new Set(unacknowledged);
     return {
@@ -240,11 +251,16 @@ class StandardBatchConsumer {
     };
   }
 
-  /** DESIGN §5.1: the records `soon` come back within seconds; the others after their backoff. */
+  /**
+   * DESIGN §5.1: the records `soon` come back within seconds; the others after their backoff; each
+   * within what SQS's 12 hours from its receive leave (`visibilityLimitMs`).
+   */
   async #delayReturns(
     records: readonly BatchRecord[],
     soon: ReadonlySet<BatchRecord>,
+    batchStartedMs: number,
     processor: RecordProcessorOptions,
+    end: BatchEnd,
   ): Promise<void> {
     const queue = processor.deadLetterQueue.sourceQueue;
     if (!queue || records.length === 0) return;
@@ -260,10 +276,11 @@ class StandardBatchConsumer {
         seconds: soon.has(batchRecord)
           ? soonDelaySeconds(receiveCount, this.#delays)
           : retryDelaySeconds(receiveCount, this.#delays),
+        limitMs: visibilityLimitMs(record.attributes, batchStartedMs),
         telemetry,
       };
     });
-    await delayReturns(queue, returns);
+    await delayReturns(queue, returns, end);
   }
 }
 

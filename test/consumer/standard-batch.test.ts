@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   ChangeMessageVisibilityCommand,
@@ -6,7 +7,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import {
   CONSUMER_METRICS,
@@ -108,6 +109,55 @@ async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void>
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Holds chosen requests of a client before they leave it, until `release`: an outage's requests
+ * that hang. Counts how many are held at once.
+ */
+function holdRequests(
+  client: DynamoDBClient | SQSClient,
+  select: (operation: string, input: Record<string, unknown>) => boolean,
+) {
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = 0;
+  let maxHeld = 0;
+  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
+    (next, context) => async (args) => {
+      if (
+        select(String(context.commandName).replace(/Command$/, ''), args.input as Record<string, unknown>)
+      ) {
+        held++;
+        maxHeld = Math.max(maxHeld, held);
+        await released;
+        held--;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: `hold${Math.random()}` },
+  );
+  return {
+    release,
+    get maxHeld() {
+      return maxHeld;
+    },
+  };
+}
+
+/** `promise`, or a failure after `timeoutMs`: a bounded wait for what must come. */
+async function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -529,6 +579,74 @@ describe('standardBatch', () => {
     expect(new Set([...first, ...second, ...third]).size).toBeGreaterThan(1); // spread, not one value
     expect(counting.effects.sort()).toEqual(['good-1', 'good-2']);
     expect(metrics.counts[CONSUMER_METRICS.failed]).toBe(24);
+  });
+
+  it('caps a retry delay near 12 hours at what is left of them since the receive: SQS applies it (issue 40, item 3)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    const counting = countingOperation((name) => name === 'bad');
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
+      retryBaseDelaySeconds: 43_200,
+      retryMaxDelaySeconds: 43_200,
+    });
+    await send(pair.queue, `bad-${randomUUID()}`, 'bad');
+    const event = await receiveEvent(pair.queue, 1);
+
+    // The jitter's top draw: the longest backoff, 43,200 s from now, which is past 12 hours from the
+    // receive (the emulator refuses it as SQS does).
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999_999);
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions).finally(() =>
+      random.mockRestore(),
+    );
+
+    expect(failedIds(response)).toEqual([event.Records[0]?.messageId]);
+    expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBeUndefined();
+    const [seconds = 0] = recording.seconds();
+    expect(seconds).toBeLessThan(43_200);
+    expect(seconds).toBeGreaterThan(43_200 - 600); // the receive was moments ago: nearly all of it is left
+  });
+
+  it('bounds the end of a failed batch, and answers before the deadline while its requests hang (issue 40, item 4)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    const dynamodb = localDynamoClient();
+    const heldChanges = holdRequests(
+      recording.client,
+      (operation) => operation === 'ChangeMessageVisibilityBatch',
+    );
+    const heldWrites = holdRequests(
+      dynamodb,
+      (operation, input) => operation === 'UpdateItem' && input.UpdateExpression === 'SET expiresAt = :until',
+    );
+    const counting = countingOperation(() => true);
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
+      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table }),
+      maxConcurrentRecords: 2,
+    });
+    await Promise.all(
+      Array.from({ length: 30 }, (_, index) => send(pair.queue, `down-${randomUUID()}`, `r${index}`)),
+    );
+    const event = await receiveEvent(pair.queue, 30, 20_000);
+
+    try {
+      // 3 s left: an outage's requests, which hang, must not keep the batch from answering.
+      const response = await within(
+        processStandardBatch(event, lambdaContext(3_000), consumerOptions),
+        20_000,
+      );
+
+      expect(failedIds(response)).toEqual(event.Records.map((record) => record.messageId).sort());
+      // The records' bound, not one request per record at once: 2 keepUntil writes, 2 visibility batches.
+      expect(heldWrites.maxHeld).toBe(2);
+      expect(heldChanges.maxHeld).toBe(2);
+      // What the deadline left unsent is counted: 28 writes, and the third batch's 10 records.
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(28);
+      expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBe(10);
+    } finally {
+      heldWrites.release();
+      heldChanges.release();
+    }
+    dynamodb.destroy();
   });
 
   it('a visibility change that fails leaves the record failed: it comes back after the visibility timeout', async () => {
