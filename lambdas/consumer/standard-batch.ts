@@ -31,9 +31,11 @@ import { type DelayedReturn, delayReturns } from './visibility-changes.js';
  */
 export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurrentGroups'> {
   /**
-   * How many records of a batch run at once. Copies of one key in a batch run one after another:
-   * the first runs, the others answer from its record.
-   * @default `MAX_CONCURRENT_RECORDS`, else 10
+   * How many records of a batch run at once, never more than the batch has. Copies of one key in a
+   * batch run one after another: the first runs, the others answer from its record. The default
+   * is twice the SDK's 50 sockets: they stay busy, a request waits behind at most one other, and at
+   * most 100 effects are in memory at once (DESIGN §5.1).
+   * @default `MAX_CONCURRENT_RECORDS`, else 100
    */
   maxConcurrentRecords?: number;
   /**

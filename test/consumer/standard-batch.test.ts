@@ -9,6 +9,7 @@ import {
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { DEFAULT_MAX_CONCURRENT_RECORDS } from '../../lambdas/consumer/environment.js';
 import {
   CONSUMER_METRICS,
   type ConsumerHooks,
@@ -692,6 +693,34 @@ describe('standardBatch', () => {
     // Back within its 1 s delay, long before the queue's 30 s: the change was applied.
     const again = await receiveEvent(pair.queue, 1, 10_000);
     expect(again.Records[0]?.messageId).toBe(event.Records[0]?.messageId);
+  });
+
+  it('by default runs a batch of 30 records all at once: the bound is the batch, up to 100 (issue 40, item 9)', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const counting = countingOperation(() => false, gate);
+    const { consumerOptions } = options({ Named: counting.operation }, pair, recording.client);
+    expect(consumerOptions.maxConcurrentRecords).toBeUndefined();
+    await Promise.all(
+      Array.from({ length: 30 }, (_, index) => send(pair.queue, `wide-${randomUUID()}`, `r${index}`)),
+    );
+    const running = processStandardBatch(
+      await receiveEvent(pair.queue, 30, 20_000),
+      lambdaContext(),
+      consumerOptions,
+    );
+
+    // With a bound of 10, the other 20 would wait for a slot, and this would time out.
+    await until(() => counting.inFlight === 30, 20_000);
+    open();
+
+    expect((await running).batchItemFailures).toEqual([]);
+    expect(counting.effects).toHaveLength(30);
+    expect(DEFAULT_MAX_CONCURRENT_RECORDS).toBe(100);
   });
 
   it('runs at most maxConcurrentRecords records at once', async () => {
