@@ -35,6 +35,11 @@ export interface StandardBatchesOptions {
   /** Timed batches per consumer and record count, after untimed ones. */
   batches: number;
   warmupBatches: number;
+  /**
+   * Fewer batches where they are large (`batchesOf`): at most this many timed records per cell.
+   * @default no cap
+   */
+  maxTimedRecords?: number;
   /** Added to every DynamoDB request, as (2) adds it. */
   latencyMs: number;
   onProgress?: (line: string) => void;
@@ -102,9 +107,10 @@ async function timeRecordCount(
   const consumers = [...meters.keys()];
   const samples = new Map(consumers.map((consumer) => [consumer, [] as number[]]));
   const cpuMs = new Map<StandardConsumer, number | undefined>(consumers.map((consumer) => [consumer, 0]));
-  for (let round = 0; round < options.warmupBatches + options.batches; round++) {
-    const timed = round >= options.warmupBatches;
-    if (round === options.warmupBatches) for (const counter of meters.values()) counter.reset();
+  const { batches, warmupBatches } = batchesOf(records, options);
+  for (let round = 0; round < warmupBatches + batches; round++) {
+    const timed = round >= warmupBatches;
+    if (round === warmupBatches) for (const counter of meters.values()) counter.reset();
     for (const consumer of rotate(consumers, round)) {
       const event = standardEvent(stockMessages(records, records), STANDARD_QUEUE_ARN);
       const before = cpuTimes();
@@ -122,7 +128,7 @@ async function timeRecordCount(
       );
     }
   }
-  const timedRecords = options.batches * records;
+  const timedRecords = batches * records;
   const { consumerMemoryMiB } = resolveSettings({ queueType: 'standard' });
   return consumers.map((consumer): StandardBatchRow => {
     const row = (meters.get(consumer) as Meter).perRecord(timedRecords);
@@ -137,6 +143,26 @@ async function timeRecordCount(
       cost: costPerMillionMessages(standardUsage(row, records, latency, consumerMemoryMiB)),
     };
   });
+}
+
+/**
+ * The timed and untimed batches of a cell of `records`: `batches` and `warmupBatches`, or, past
+ * `maxTimedRecords` timed records, as many as it allows (at least 3), after a fifth as many untimed
+ * ones (at least 1). A 1,000-record batch takes seconds on a shared machine; 35 of them per consumer
+ * would take the section past half an hour.
+ */
+export function batchesOf(
+  records: number,
+  {
+    batches,
+    warmupBatches,
+    maxTimedRecords,
+  }: Pick<StandardBatchesOptions, 'batches' | 'warmupBatches' | 'maxTimedRecords'>,
+): { batches: number; warmupBatches: number } {
+  if (maxTimedRecords === undefined || batches * records <= maxTimedRecords)
+    return { batches, warmupBatches };
+  const capped = Math.max(3, Math.floor(maxTimedRecords / records));
+  return { batches: capped, warmupBatches: Math.min(warmupBatches, Math.max(1, Math.ceil(capped / 5))) };
 }
 
 /**
