@@ -5,13 +5,13 @@ import type { Context } from 'aws-lambda';
 import { lambdaContext } from '../sandbox/lambda-context.js';
 import { localFunctionArn } from '../sandbox/local-aws-config.js';
 
-/** The Lambda context of one invocation with 30 s to go: the libraries size their leases from it. */
-export function invocationContext(): Context {
+/** The Lambda context of one invocation with `timeoutMs` (30 s) to go: the libraries size their leases from it. */
+export function invocationContext(timeoutMs = 30_000): Context {
   return lambdaContext({
     functionName: 'bench',
     functionArn: localFunctionArn('bench'),
     awsRequestId: randomUUID(),
-    deadline: Date.now() + 30_000,
+    deadline: Date.now() + timeoutMs,
   });
 }
 

@@ -22,7 +22,12 @@ import {
 } from './requests-per-message.js';
 import { DESIGN_ROUND_TRIPS, type RoundTrips, SLOPE_RESAMPLES } from './round-trips.js';
 import type { BenchSettings } from './settings.js';
-import { STANDARD_CONSUMERS, type StandardBatchRow, type StandardConsumer } from './standard-batches.js';
+import {
+  batchesOf,
+  STANDARD_CONSUMERS,
+  type StandardBatchRow,
+  type StandardConsumer,
+} from './standard-batches.js';
 import { type ImportTimes, OWN_LAYERS, type StartUp, type StartUpResults } from './start-up.js';
 import { ratio, type Spread } from './statistics.js';
 import type { TargetVerdict } from './targets.js';
@@ -879,21 +884,30 @@ function costComparison(rows: readonly ModeCost[]): string[] {
   ];
 }
 
+/** "10, 100 and 1000": a list of counts in words. */
+function listed(counts: readonly number[]): string {
+  return counts.length < 2 ? counts.join('') : `${counts.slice(0, -1).join(', ')} and ${counts.at(-1)}`;
+}
+
 /** (8), "Standard queues": the section `npm run bench -- --only standard` prints alone. */
 export function standardQueuesSection(results: StandardQueueResults, settings: BenchSettings): string {
   const consumers = Object.keys(STANDARD_CONSUMERS) as StandardConsumer[];
   const { recordCounts, batches, warmupBatches, inFlight } = settings.standard;
+  const fewer = recordCounts
+    .map((records) => ({ records, ...batchesOf(records, settings.standard) }))
+    .filter((cell) => cell.batches !== batches)
+    .map((cell) => `${cell.batches} after ${cell.warmupBatches} at ${cell.records} records`);
   const find = (consumer: StandardConsumer, records: number) =>
     results.batches.find((row) => row.consumer === consumer && row.records === records);
   const visibility = results.inFlight[0]?.visibilityTimeoutSeconds;
   return [
     '## 8. Standard queues',
     '',
-    `Batches of ${recordCounts.join(' and ')} StockReceived first deliveries (one ledger write each, one SKU per ` +
+    `Batches of ${listed(recordCounts)} StockReceived first deliveries (one ledger write each, one SKU per ` +
       "record), each consumer invoked directly with the event a standard queue's event source delivers, " +
       `${settings.latencyMs} ms added to every DynamoDB request. ${batches} timed batches per cell after ` +
-      `${warmupBatches} untimed ones; the consumers take turns batch after batch. Oncely: \`standardBatch\` with its ` +
-      'defaults (10 records at once). Powertools 2.35: its documented standard-queue pattern, ' +
+      `${warmupBatches} untimed ones${fewer.length > 0 ? ` (${fewer.join(', ')})` : ''}; the consumers take turns batch after batch. Oncely: \`standardBatch\` with its ` +
+      'defaults (as many records at once as the batch has, up to 100). Powertools 2.35: its documented standard-queue pattern, ' +
       '`processPartialResponse` with `BatchProcessor(EventType.SQS)` and `makeIdempotent` on the record handler, ' +
       'with its default `processInParallel: true`: every record of the batch at once (`Promise.all`, unbounded). ' +
       "That default is the fair comparison: it is what Powertools' users get, and its fastest setting " +

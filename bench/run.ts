@@ -83,7 +83,7 @@ try {
 
   const standardQueues = async (): Promise<StandardQueueResults> => ({
     batches: await step(
-      `8. Standard queues: batches of ${settings.standard.recordCounts.join(' and ')} records`,
+      `8. Standard queues: batches of ${settings.standard.recordCounts.join(', ')} records`,
       () =>
         measureStandardBatches(endpoints, {
           ...settings.standard,

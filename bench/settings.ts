@@ -30,6 +30,8 @@ export interface BenchSettings {
     recordCounts: number[];
     batches: number;
     warmupBatches: number;
+    /** At most this many timed records per cell: fewer batches of 1,000 (standard-batches.ts, `batchesOf`). */
+    maxTimedRecords?: number;
     inFlight: InFlightOptions;
   };
 }
@@ -38,7 +40,7 @@ const GROUP_COUNTS = [1, 2, 5, 10];
 const LATENCY_MS = 5;
 /** (2)'s slope: points around an AWS round trip within a region, far enough apart for a steady slope. */
 const ROUND_TRIP_LATENCIES_MS = [2, 5, 10];
-const STANDARD_RECORD_COUNTS = [10, 100];
+const STANDARD_RECORD_COUNTS = [10, 100, 1_000];
 /** (8): the original's effect takes this long, and the waiting consumer may wait this long for it. */
 const IN_FLIGHT_HOLD_MS = 1_000;
 const IN_FLIGHT_WAIT_MS = 5_000;
@@ -57,13 +59,14 @@ export const FULL: BenchSettings = {
   startUp: { runs: 30, warmupRuns: 2 },
   // The extremes of (2): one group, whose records run in turn, and ten, which run at once.
   cost: { groupCounts: [1, 10], batches: 30, warmupBatches: 5 },
-  // The event source's default batch and one of 100 (a batching window): about 2 minutes on 2 shared
-  // CPUs. Powertools' copy waits for the construct's visibility timeout of a standard pipeline
+  // The event source's default batch and ones of 100 and 1,000 (a batching window; 5 timed batches
+  // of it, 5,000 records): about 5 minutes on 2 idle CPUs, far longer shared. Powertools' copy waits for the construct's visibility timeout of a standard pipeline
   // (6 × 30 s), the three consumers' pairs all at once: about 3 minutes.
   standard: {
     recordCounts: STANDARD_RECORD_COUNTS,
     batches: 30,
     warmupBatches: 5,
+    maxTimedRecords: 5_000,
     inFlight: { pairs: 10, holdMs: IN_FLIGHT_HOLD_MS, inFlightWaitMs: IN_FLIGHT_WAIT_MS },
   },
 };

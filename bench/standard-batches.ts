@@ -8,7 +8,7 @@ import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer
 import { createStandardConsumerHandler } from './consumers/standard-consumer.js';
 import { type CostPerMillion, costPerMillionMessages, type UsagePerMessage } from './cost.js';
 import { cpuSince, cpuTimes } from './cpu-time.js';
-import { silentTelemetry } from './invocation.js';
+import { invocationContext, silentTelemetry } from './invocation.js';
 import { createStandardQueue, deleteQueues } from './resources.js';
 import { rotate } from './rotate.js';
 import { type Spread, spreadOf } from './statistics.js';
@@ -23,6 +23,9 @@ export const STANDARD_CONSUMERS = {
 } as const;
 export type StandardConsumer = keyof typeof STANDARD_CONSUMERS;
 
+/** Lambda's longest function timeout, 15 minutes. */
+const LONGEST_TIMEOUT_MS = 900_000;
+
 /** A standard queue's ARN as the event source mapping sets it on records: no `.fifo`. */
 export const STANDARD_QUEUE_ARN = 'arn:aws:sqs:us-east-1:123456789012:bench';
 
@@ -32,6 +35,11 @@ export interface StandardBatchesOptions {
   /** Timed batches per consumer and record count, after untimed ones. */
   batches: number;
   warmupBatches: number;
+  /**
+   * Fewer batches where they are large (`batchesOf`): at most this many timed records per cell.
+   * @default no cap
+   */
+  maxTimedRecords?: number;
   /** Added to every DynamoDB request, as (2) adds it. */
   latencyMs: number;
   onProgress?: (line: string) => void;
@@ -99,13 +107,16 @@ async function timeRecordCount(
   const consumers = [...meters.keys()];
   const samples = new Map(consumers.map((consumer) => [consumer, [] as number[]]));
   const cpuMs = new Map<StandardConsumer, number | undefined>(consumers.map((consumer) => [consumer, 0]));
-  for (let round = 0; round < options.warmupBatches + options.batches; round++) {
-    const timed = round >= options.warmupBatches;
-    if (round === options.warmupBatches) for (const counter of meters.values()) counter.reset();
+  const { batches, warmupBatches } = batchesOf(records, options);
+  for (let round = 0; round < warmupBatches + batches; round++) {
+    const timed = round >= warmupBatches;
+    if (round === warmupBatches) for (const counter of meters.values()) counter.reset();
     for (const consumer of rotate(consumers, round)) {
       const event = standardEvent(stockMessages(records, records), STANDARD_QUEUE_ARN);
       const before = cpuTimes();
-      const elapsed = await timeEvent(handlers[consumer], event);
+      // Lambda's longest timeout, which a function taking 1,000-record batches would be given: on
+      // a loaded machine a 30 s one would have Oncely defer records at its deadline, and fail the run.
+      const elapsed = await timeEvent(handlers[consumer], event, invocationContext(LONGEST_TIMEOUT_MS));
       const after = cpuTimes();
       if (!timed) continue;
       samples.get(consumer)?.push(elapsed);
@@ -117,7 +128,7 @@ async function timeRecordCount(
       );
     }
   }
-  const timedRecords = options.batches * records;
+  const timedRecords = batches * records;
   const { consumerMemoryMiB } = resolveSettings({ queueType: 'standard' });
   return consumers.map((consumer): StandardBatchRow => {
     const row = (meters.get(consumer) as Meter).perRecord(timedRecords);
@@ -132,6 +143,26 @@ async function timeRecordCount(
       cost: costPerMillionMessages(standardUsage(row, records, latency, consumerMemoryMiB)),
     };
   });
+}
+
+/**
+ * The timed and untimed batches of a cell of `records`: `batches` and `warmupBatches`, or, past
+ * `maxTimedRecords` timed records, as many as it allows (at least 3), after a fifth as many untimed
+ * ones (at least 1). A 1,000-record batch takes seconds on a shared machine; 35 of them per consumer
+ * would take the section past half an hour.
+ */
+export function batchesOf(
+  records: number,
+  {
+    batches,
+    warmupBatches,
+    maxTimedRecords,
+  }: Pick<StandardBatchesOptions, 'batches' | 'warmupBatches' | 'maxTimedRecords'>,
+): { batches: number; warmupBatches: number } {
+  if (maxTimedRecords === undefined || batches * records <= maxTimedRecords)
+    return { batches, warmupBatches };
+  const capped = Math.max(3, Math.floor(maxTimedRecords / records));
+  return { batches: capped, warmupBatches: Math.min(warmupBatches, Math.max(1, Math.ceil(capped / 5))) };
 }
 
 /**

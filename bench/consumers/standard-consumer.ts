@@ -31,7 +31,7 @@ export interface StandardConsumerOptions extends ShopSettings {
 }
 
 /**
- * The example consumer's Middy stack on a standard queue: `standardBatch` with its defaults (10
+ * The example consumer's Middy stack on a standard queue: `standardBatch` with its defaults (up to 100
  * records at once), the ledger's transactional operations or the benchmark's lease operations, the
  * same effect as the Powertools consumer's.
  */

@@ -5,6 +5,7 @@ import { sha256Hex } from '../common/message-key.js';
 import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { DeadLetterClaim } from '../idempotency/record.js';
+import { deadLetterAttributes } from './dead-letter-attributes.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -124,9 +125,11 @@ export class DeadLetterQueue {
   }
 
   /**
+   * The copy keeps the producer's attributes beside the consumer's (`deadLetterAttributes`).
    * Attributes count towards SQS's message size limit, and a poison message may be at that limit
-   * already: if SQS refuses the message as too long, it goes again with fewer attributes, last with
-   * none, so that it reaches the DLQ all the same (the consumer's log has the whole error).
+   * already: if SQS refuses the message as too long, it goes again with fewer of the consumer's,
+   * then with the producer's alone, last with none, so that it reaches the DLQ all the same (the
+   * consumer's log has the whole error).
    */
   async #sendFitting(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
     const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
@@ -140,7 +143,13 @@ export class DeadLetterQueue {
       },
     };
     const { [DLQ_ATTRIBUTES.errorName]: errorName } = all;
-    const attempts = [all, { [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue }, undefined];
+    const producer = record.messageAttributes;
+    const attempts = [
+      deadLetterAttributes(producer, all),
+      deadLetterAttributes(producer, { [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue }),
+      deadLetterAttributes(producer, {}),
+      undefined,
+    ];
     const [client, { SendMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
     for (const [index, attributes] of attempts.entries()) {
       try {

@@ -18,15 +18,19 @@ export const CONSUMER_ENVIRONMENT = {
   maxConcurrentGroups: 'MAX_CONCURRENT_GROUPS',
   /** Optional: a record's failed runs before the consumer sends it to the DLQ; 5 when unset. */
   maxAttempts: 'MAX_ATTEMPTS',
-  /** Optional: how many records of a standard queue's batch run at once (`standardBatch`); 10 when unset. */
+  /** Optional: how many records of a standard queue's batch run at once (`standardBatch`); 100 when unset. */
   maxConcurrentRecords: 'MAX_CONCURRENT_RECORDS',
 } as const;
 
 /** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 
-/** `maxConcurrentRecords` when neither the option nor `MAX_CONCURRENT_RECORDS` sets it (DESIGN §5.1). */
-export const DEFAULT_MAX_CONCURRENT_RECORDS = 10;
+/**
+ * `maxConcurrentRecords` when neither the option nor `MAX_CONCURRENT_RECORDS` sets it (DESIGN §5.1):
+ * twice the SDK v3 HTTP agent's 50 sockets, so that every socket stays busy while records wait on
+ * latency or CPU between their requests, and a request queues behind at most one other per socket.
+ */
+export const DEFAULT_MAX_CONCURRENT_RECORDS = 100;
 
 /** A variable of `CONSUMER_ENVIRONMENT`, by its key: what `readConsumerEnvironment` may be asked to read. */
 export type ConsumerVariable = keyof typeof CONSUMER_ENVIRONMENT;

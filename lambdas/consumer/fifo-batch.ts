@@ -276,7 +276,11 @@ class FifoBatchConsumer {
       ...report.deferred,
       ...report.heldBack,
     ]);
-    await keepRecordsOfReturningCopies([...unacknowledged], settings.processor);
+    await keepRecordsOfReturningCopies([...unacknowledged], settings.processor, {
+      concurrency: settings.maxConcurrentGroups,
+      lambdaContext,
+      logger: telemetry.logger,
+    });
     return {
       batchItemFailures: records
         .filter((record) => unacknowledged.has(record))

@@ -1,6 +1,6 @@
 import { backoffDelayMs } from '../common/backoff.js';
 
-/** SQS's longest visibility timeout, 12 hours: what `ChangeMessageVisibility` accepts at most. */
+/** SQS's longest visibility timeout, 12 hours: what `ChangeMessageVisibility` accepts at most, counted from the receive (`visibilityLimitMs`). */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 
 /** How soon a standard queue's records come back (DESIGN §5.1), in seconds. */
@@ -50,4 +50,40 @@ function jittered(retry: number, baseSeconds: number, maxSeconds: number, random
   const policy = { maxAttempts: Number.POSITIVE_INFINITY, baseDelayMs: baseSeconds, maxDelayMs: maxSeconds };
   // Rounded, not up: up, every draw of a first `soonSeconds` (1–2 s) was 2, and copies failed together came back together.
   return Math.max(1, Math.min(MAX_VISIBILITY_SECONDS, Math.round(backoffDelayMs(retry, policy, random))));
+}
+
+/**
+ * How long before a batch began its records' latest receive may have been: Lambda's longest
+ * batching window (5 minutes), and as long again for the invocation to start (a cold start's init,
+ * the event source's retries of a throttled invoke).
+ */
+export const RECEIVE_BEFORE_BATCH_MS = 600_000;
+
+/** Kept back from SQS's 12 hours for the clocks of Lambda and SQS, which are not one clock. */
+const CLOCK_MARGIN_MS = 60_000;
+
+/**
+ * The time (epoch ms) past which SQS refuses to keep a record invisible: `ChangeMessageVisibility`
+ * cannot take a message beyond 12 hours after the receive that handed it over (the latest one: a
+ * receive gives a new receipt handle, and the 12 hours count afresh). The event has only the first
+ * receive (`ApproximateFirstReceiveTimestamp`): on a first delivery that is the one; on a later
+ * delivery the latest was after it, and at most {@link RECEIVE_BEFORE_BATCH_MS} before the batch
+ * began. The earliest the receive can have been, so that a change within the limit is never refused.
+ */
+export function visibilityLimitMs(
+  attributes: { ApproximateReceiveCount: string; ApproximateFirstReceiveTimestamp: string },
+  batchStartedMs: number,
+): number {
+  const firstReceiveMs = Number(attributes.ApproximateFirstReceiveTimestamp);
+  const known = Number.isFinite(firstReceiveMs);
+  const receivedMs =
+    known && Number(attributes.ApproximateReceiveCount) <= 1
+      ? firstReceiveMs
+      : Math.max(known ? firstReceiveMs : 0, batchStartedMs - RECEIVE_BEFORE_BATCH_MS);
+  return receivedMs + MAX_VISIBILITY_SECONDS * 1_000 - CLOCK_MARGIN_MS;
+}
+
+/** `seconds` of visibility from `nowMs`, cut at `limitMs`: whole seconds, at least 1, as the delays. */
+export function cappedVisibilitySeconds(seconds: number, limitMs: number, nowMs: number): number {
+  return Math.max(1, Math.min(seconds, Math.floor((limitMs - nowMs) / 1_000)));
 }

@@ -1,13 +1,14 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
+import type { BatchEnd } from './batch-end.js';
 import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
 import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
 import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
 import { FifoQueueRecordError } from './errors.js';
 import type { FifoBatchOptions } from './fifo-batch.js';
-import { planGroups } from './group-plan.js';
+import { type MessageGroupPlan, planGroups } from './group-plan.js';
 import { type RecordStep, runGroups } from './group-runner.js';
 import { waitForKey } from './in-flight-wait.js';
 import { parseEnvelopeRecord, type ReceivedRecord } from './message.js';
@@ -18,6 +19,7 @@ import {
   type RetryDelays,
   retryDelaySeconds,
   soonDelaySeconds,
+  visibilityLimitMs,
 } from './retry-delay.js';
 import { keepRecordsOfReturningCopies } from './returning-copies.js';
 import { type DelayedReturn, delayReturns } from './visibility-changes.js';
@@ -29,9 +31,11 @@ import { type DelayedReturn, delayReturns } from './visibility-changes.js';
  */
 export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurrentGroups'> {
   /**
-   * How many records of a batch run at once. Copies of one key in a batch run one after another:
-   * the first runs, the others answer from its record.
-   * @default `MAX_CONCURRENT_RECORDS`, else 10
+   * How many records of a batch run at once, never more than the batch has. Copies of one key in a
+   * batch run one after another: the first runs, the others answer from its record. The default
+   * is twice the SDK's 50 sockets: they stay busy, a request waits behind at most one other, and at
+   * most 100 effects are in memory at once (DESIGN §5.1).
+   * @default `MAX_CONCURRENT_RECORDS`, else 100
    */
   maxConcurrentRecords?: number;
   /**
@@ -44,7 +48,8 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
    */
   retryBaseDelaySeconds?: number;
   /**
-   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours).
+   * The cap of a failed record's retry delay, in seconds (at most 43,200, SQS's 12 hours). A delay
+   * is also cut at what is left of the 12 hours SQS counts from the record's receive.
    * @default 300
    */
   retryMaxDelaySeconds?: number;
@@ -181,42 +186,40 @@ class StandardBatchConsumer {
     const records = receiveBatch(event, 'standard', parse, telemetry, this.#options.hooks);
     const deadline = this.#deadline;
     const budgetMs = lambdaContext.getRemainingTimeInMillis();
+    const batchStartedMs = Date.now();
     let anyStarted = false;
     const deadLettered = new Set<string>();
     // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
     // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
-    const report = await runGroups(
-      planGroups(records, ({ received }) => chainKeyOf(received, processor)),
-      maxConcurrentRecords,
-      (_chain, signal) => ({
-        process: async ({ received, telemetry }): Promise<RecordStep> => {
-          if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
-          anyStarted = true;
-          const started = Date.now();
-          try {
-            const waitForHeldKey =
-              inFlightWaitMs > 0
-                ? (held: IdempotencyInProgressError) =>
-                    waitForKey(held, {
-                      store: processor.store,
-                      maxWaitMs: inFlightWaitMs,
-                      lambdaContext,
-                      reserveMs: deadline.reserveMs(budgetMs),
-                      signal,
-                    })
-                : undefined;
-            return await processRecord(
-              received,
-              telemetry,
-              { lambdaContext, signal, waitForKey: waitForHeldKey, deadLettered },
-              processor,
-            );
-          } finally {
-            deadline.recordFinished(Date.now() - started);
-          }
-        },
-      }),
-    );
+    const chains = planGroups(records, ({ received }) => chainKeyOf(received, processor));
+    const report = await runGroups(chains, maxConcurrentRecords, (_chain, signal) => ({
+      process: async ({ received, telemetry }): Promise<RecordStep> => {
+        if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+        anyStarted = true;
+        const started = Date.now();
+        try {
+          const waitForHeldKey =
+            inFlightWaitMs > 0
+              ? (held: IdempotencyInProgressError) =>
+                  waitForKey(held, {
+                    store: processor.store,
+                    maxWaitMs: inFlightWaitMs,
+                    lambdaContext,
+                    reserveMs: deadline.reserveMs(budgetMs),
+                    signal,
+                  })
+              : undefined;
+          return await processRecord(
+            received,
+            telemetry,
+            { lambdaContext, signal, waitForKey: waitForHeldKey, deadLettered },
+            processor,
+          );
+        } finally {
+          deadline.recordFinished(Date.now() - started);
+        }
+      },
+    }));
     for (const { telemetry } of report.skipped) {
       telemetry.count('skipped');
       telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
@@ -232,9 +235,16 @@ class StandardBatchConsumer {
       );
     }
     const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
+    const end: BatchEnd = { concurrency: maxConcurrentRecords, lambdaContext, logger: telemetry.logger };
     await Promise.all([
-      keepRecordsOfReturningCopies(unacknowledged, processor),
-      this.#delayReturns(unacknowledged, processor),
+      keepRecordsOfReturningCopies(unacknowledged, processor, end),
+      this.#delayReturns(
+        unacknowledged,
+        comingBackSoon(chains, report.skipped),
+        batchStartedMs,
+        processor,
+        end,
+      ),
     ]);
     const failed = new Set(unacknowledged);
     return {
@@ -245,27 +255,64 @@ class StandardBatchConsumer {
   }
 
   /**
-   * DESIGN §5.1: a record whose key is held elsewhere, or that was not started, comes back soon;
-   * one that failed (or whose earlier copy did) after its backoff.
+   * DESIGN §5.1: the records `soon` come back within seconds; the others after their backoff; each
+   * within what SQS's 12 hours from its receive leave (`visibilityLimitMs`).
    */
-  async #delayReturns(records: readonly BatchRecord[], processor: RecordProcessorOptions): Promise<void> {
+  async #delayReturns(
+    records: readonly BatchRecord[],
+    soon: ReadonlySet<BatchRecord>,
+    batchStartedMs: number,
+    processor: RecordProcessorOptions,
+    end: BatchEnd,
+  ): Promise<void> {
     const queue = processor.deadLetterQueue.sourceQueue;
     if (!queue || records.length === 0) return;
-    const returns = records.map(({ received: { record }, telemetry }): DelayedReturn => {
-      const soon =
-        telemetry.counted.has('inProgressElsewhere') || telemetry.counted.has('deferredAtDeadline');
+    const returns = records.map((batchRecord): DelayedReturn => {
+      const {
+        received: { record },
+        telemetry,
+      } = batchRecord;
       const receiveCount = Number(record.attributes.ApproximateReceiveCount);
       return {
         messageId: record.messageId,
         receiptHandle: record.receiptHandle,
-        seconds: soon
+        seconds: soon.has(batchRecord)
           ? soonDelaySeconds(receiveCount, this.#delays)
           : retryDelaySeconds(receiveCount, this.#delays),
+        limitMs: visibilityLimitMs(record.attributes, batchStartedMs),
         telemetry,
       };
     });
-    await delayReturns(queue, returns);
+    await delayReturns(queue, returns, end);
   }
+}
+
+/**
+ * DESIGN §5.1: the records that come back within seconds rather than after the failure backoff:
+ * one whose key another invocation holds, one not started at the deadline, and the copies skipped
+ * behind a copy whose key is held elsewhere — nothing of theirs failed, and they answer from the
+ * key's record once its holder is done, as that copy does.
+ */
+function comingBackSoon(
+  chains: readonly MessageGroupPlan<BatchRecord>[],
+  skipped: readonly BatchRecord[],
+): Set<BatchRecord> {
+  const skippedRecords = new Set(skipped);
+  const soon = new Set<BatchRecord>();
+  for (const { records } of chains) {
+    const heldElsewhere = records.some(({ telemetry }) => telemetry.counted.has('inProgressElsewhere'));
+    for (const record of records) {
+      const { counted } = record.telemetry;
+      if (
+        counted.has('inProgressElsewhere') ||
+        counted.has('deferredAtDeadline') ||
+        (heldElsewhere && skippedRecords.has(record))
+      ) {
+        soon.add(record);
+      }
+    }
+  }
+  return soon;
 }
 
 /** The record's id (`namespace#key`), which its copies share; its message id for one that will not run. */

@@ -71,8 +71,8 @@ export interface PipelineSettings {
   readonly maxConcurrentGroups?: number;
   /**
    * Standard queues only: records one consumer invocation processes concurrently
-   * (`MAX_CONCURRENT_RECORDS`).
-   * @default 10
+   * (`MAX_CONCURRENT_RECORDS`), never more than its batch has.
+   * @default 100
    */
   readonly maxConcurrentRecords?: number;
   /**

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
+  cappedVisibilitySeconds,
   DEFAULT_RETRY_DELAYS,
   MAX_VISIBILITY_SECONDS,
+  RECEIVE_BEFORE_BATCH_MS,
   retryDelaySeconds,
   soonDelaySeconds,
+  visibilityLimitMs,
 } from '../../lambdas/consumer/retry-delay.js';
 
 // DESIGN §5.1: the visibility a standard queue's failed record is given, by its receive count.
@@ -67,5 +70,39 @@ describe('soonDelaySeconds', () => {
       return returns;
     };
     expect([returnsIn15Minutes(highest), returnsIn15Minutes(lowest)]).toEqual([10, 13]);
+  });
+});
+
+// Issue 40, item 3: SQS refuses a visibility beyond 12 hours from the receive that handed the record
+// over (the emulator too: standard-batch.test.ts). The event has only the first receive's time.
+describe('visibilityLimitMs', () => {
+  const hours = (count: number) => count * 3_600_000;
+  const batchStartedMs = Date.UTC(2026, 0, 2);
+
+  it('counts 12 hours from the first receive on a first delivery, less a minute for the clocks', () => {
+    const firstReceive = batchStartedMs - 5_000;
+    const attributes = {
+      ApproximateReceiveCount: '1',
+      ApproximateFirstReceiveTimestamp: String(firstReceive),
+    };
+    expect(visibilityLimitMs(attributes, batchStartedMs)).toBe(firstReceive + hours(12) - 60_000);
+  });
+
+  it('on a later delivery, from the earliest the latest receive can have been: not the first, 20 hours ago', () => {
+    const attributes = {
+      ApproximateReceiveCount: '3',
+      ApproximateFirstReceiveTimestamp: String(batchStartedMs - hours(20)),
+    };
+    // At the first receive, the limit had passed 8 hours ago, and every change would be 1 s.
+    expect(visibilityLimitMs(attributes, batchStartedMs)).toBe(
+      batchStartedMs - RECEIVE_BEFORE_BATCH_MS + hours(12) - 60_000,
+    );
+  });
+
+  it('caps a delay at the limit, in whole seconds, at least 1', () => {
+    const now = batchStartedMs;
+    expect(cappedVisibilitySeconds(43_200, now + 1_000_500, now)).toBe(1_000);
+    expect(cappedVisibilitySeconds(300, now + hours(11), now)).toBe(300);
+    expect(cappedVisibilitySeconds(300, now - 5_000, now)).toBe(1);
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   ChangeMessageVisibilityCommand,
@@ -6,8 +7,9 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { DEFAULT_MAX_CONCURRENT_RECORDS } from '../../lambdas/consumer/environment.js';
 import {
   CONSUMER_METRICS,
   type ConsumerHooks,
@@ -108,6 +110,55 @@ async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void>
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Holds chosen requests of a client before they leave it, until `release`: an outage's requests
+ * that hang. Counts how many are held at once.
+ */
+function holdRequests(
+  client: DynamoDBClient | SQSClient,
+  select: (operation: string, input: Record<string, unknown>) => boolean,
+) {
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = 0;
+  let maxHeld = 0;
+  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
+    (next, context) => async (args) => {
+      if (
+        select(String(context.commandName).replace(/Command$/, ''), args.input as Record<string, unknown>)
+      ) {
+        held++;
+        maxHeld = Math.max(maxHeld, held);
+        await released;
+        held--;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: `hold${Math.random()}` },
+  );
+  return {
+    release,
+    get maxHeld() {
+      return maxHeld;
+    },
+  };
+}
+
+/** `promise`, or a failure after `timeoutMs`: a bounded wait for what must come. */
+async function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -328,6 +379,40 @@ describe('standardBatch', () => {
     expect(counting.effects).toEqual(['once']);
   });
 
+  it('copies skipped behind a copy whose key is held elsewhere come back with it, within seconds (issue 40, item 5)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const counting = countingOperation(() => false, gate);
+    const first = options({ Named: counting.operation }, pair, recording.client);
+    // A failure's backoff far from the 1–2 s of a key held elsewhere, so that the two cannot be confused.
+    const second = options({ Named: counting.operation }, pair, recording.client, {
+      retryBaseDelaySeconds: 100,
+    });
+    const key = `held-${randomUUID()}`;
+    for (let copy = 0; copy < 3; copy++) await send(pair.queue, key, 'once');
+    const [one, ...others] = (await receiveEvent(pair.queue, 3)).Records as [
+      SQSEvent['Records'][0],
+      ...SQSEvent['Records'],
+    ];
+
+    const running = processStandardBatch({ Records: [one] }, lambdaContext(), first.consumerOptions);
+    await until(() => counting.inFlight === 1);
+    const answered = await processStandardBatch({ Records: others }, lambdaContext(), second.consumerOptions);
+
+    expect(failedIds(answered)).toEqual(others.map((record) => record.messageId).sort());
+    expect(second.metrics.counts[CONSUMER_METRICS.inProgressElsewhere]).toBe(1);
+    expect(second.metrics.counts[CONSUMER_METRICS.skipped]).toBe(1);
+    const seconds = recording.seconds();
+    expect(seconds).toHaveLength(2);
+    for (const delay of seconds) expect(delay >= 1 && delay <= 2).toBe(true);
+    open();
+    expect((await running).batchItemFailures).toEqual([]);
+  });
+
   describe('with inFlightWaitMs, a copy whose key is in flight elsewhere', () => {
     /** Two consumers of one key at once: the first held in its effect until `open`, the second's reads counted. */
     async function heldKey(inFlightWaitMs: number, failReads = false) {
@@ -497,6 +582,74 @@ describe('standardBatch', () => {
     expect(metrics.counts[CONSUMER_METRICS.failed]).toBe(24);
   });
 
+  it('caps a retry delay near 12 hours at what is left of them since the receive: SQS applies it (issue 40, item 3)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    const counting = countingOperation((name) => name === 'bad');
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
+      retryBaseDelaySeconds: 43_200,
+      retryMaxDelaySeconds: 43_200,
+    });
+    await send(pair.queue, `bad-${randomUUID()}`, 'bad');
+    const event = await receiveEvent(pair.queue, 1);
+
+    // The jitter's top draw: the longest backoff, 43,200 s from now, which is past 12 hours from the
+    // receive (the emulator refuses it as SQS does).
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999_999);
+    const response = await processStandardBatch(event, lambdaContext(), consumerOptions).finally(() =>
+      random.mockRestore(),
+    );
+
+    expect(failedIds(response)).toEqual([event.Records[0]?.messageId]);
+    expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBeUndefined();
+    const [seconds = 0] = recording.seconds();
+    expect(seconds).toBeLessThan(43_200);
+    expect(seconds).toBeGreaterThan(43_200 - 600); // the receive was moments ago: nearly all of it is left
+  });
+
+  it('bounds the end of a failed batch, and answers before the deadline while its requests hang (issue 40, item 4)', async () => {
+    const pair = await standardPair(30);
+    const recording = recordingSqs();
+    const dynamodb = localDynamoClient();
+    const heldChanges = holdRequests(
+      recording.client,
+      (operation) => operation === 'ChangeMessageVisibilityBatch',
+    );
+    const heldWrites = holdRequests(
+      dynamodb,
+      (operation, input) => operation === 'UpdateItem' && input.UpdateExpression === 'SET expiresAt = :until',
+    );
+    const counting = countingOperation(() => true);
+    const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
+      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table }),
+      maxConcurrentRecords: 2,
+    });
+    await Promise.all(
+      Array.from({ length: 30 }, (_, index) => send(pair.queue, `down-${randomUUID()}`, `r${index}`)),
+    );
+    const event = await receiveEvent(pair.queue, 30, 20_000);
+
+    try {
+      // 3 s left: an outage's requests, which hang, must not keep the batch from answering.
+      const response = await within(
+        processStandardBatch(event, lambdaContext(3_000), consumerOptions),
+        20_000,
+      );
+
+      expect(failedIds(response)).toEqual(event.Records.map((record) => record.messageId).sort());
+      // The records' bound, not one request per record at once: 2 keepUntil writes, 2 visibility batches.
+      expect(heldWrites.maxHeld).toBe(2);
+      expect(heldChanges.maxHeld).toBe(2);
+      // What the deadline left unsent is counted: 28 writes, and the third batch's 10 records.
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(28);
+      expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBe(10);
+    } finally {
+      heldWrites.release();
+      heldChanges.release();
+    }
+    dynamodb.destroy();
+  });
+
   it('a visibility change that fails leaves the record failed: it comes back after the visibility timeout', async () => {
     const pair = await standardPair(1);
     const recording = recordingSqs();
@@ -540,6 +693,34 @@ describe('standardBatch', () => {
     // Back within its 1 s delay, long before the queue's 30 s: the change was applied.
     const again = await receiveEvent(pair.queue, 1, 10_000);
     expect(again.Records[0]?.messageId).toBe(event.Records[0]?.messageId);
+  });
+
+  it('by default runs a batch of 30 records all at once: the bound is the batch, up to 100 (issue 40, item 9)', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const counting = countingOperation(() => false, gate);
+    const { consumerOptions } = options({ Named: counting.operation }, pair, recording.client);
+    expect(consumerOptions.maxConcurrentRecords).toBeUndefined();
+    await Promise.all(
+      Array.from({ length: 30 }, (_, index) => send(pair.queue, `wide-${randomUUID()}`, `r${index}`)),
+    );
+    const running = processStandardBatch(
+      await receiveEvent(pair.queue, 30, 20_000),
+      lambdaContext(),
+      consumerOptions,
+    );
+
+    // With a bound of 10, the other 20 would wait for a slot, and this would time out.
+    await until(() => counting.inFlight === 30, 20_000);
+    open();
+
+    expect((await running).batchItemFailures).toEqual([]);
+    expect(counting.effects).toHaveLength(30);
+    expect(DEFAULT_MAX_CONCURRENT_RECORDS).toBe(100);
   });
 
   it('runs at most maxConcurrentRecords records at once', async () => {

@@ -76,7 +76,7 @@ describe('a standard pipeline', () => {
     expect(consumer).toMatchObject({
       [CONSUMER_ENVIRONMENT.queueUrl]: ref(pipeline.queue),
       [CONSUMER_ENVIRONMENT.dlqUrl]: ref(pipeline.deadLetterQueue),
-      [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: '10',
+      [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: '100',
       [CONSUMER_ENVIRONMENT.maxAttempts]: '5',
     });
     const { template: own } = buildStack({ queueType: 'standard', maxConcurrentRecords: 25 });
