@@ -9,7 +9,7 @@ import { Pacer } from '../soak/pacer.js';
  * How the producers write. `closed`: as fast as the outbox carries — each group's loop writes again
  * once its last write committed, while fewer than `unsentPerGroup` of its messages wait for a send
  * (past that it waits for the relay). Without that bound, producers at a full shard take every unit
- * the sliding second frees, and the relay's SENT marks — a transaction of up to 10 marker deletes,
+ * the budget frees, and the relay's SENT marks — a transaction of up to 10 marker deletes,
  * a whole second's budget in this model — never get in: nothing is sent until the producers stop.
  * `paced`: all loops together at `ratePerSecond`, whatever is sent (open loop).
  */

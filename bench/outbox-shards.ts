@@ -2,8 +2,8 @@
  * The outbox's pending index under a per-key write budget, 1 shard to n, as a fleet runs it (issue 33
  * items 3, 4): producers through `Outbox`, the relay on the table's stream, the sweeper on its
  * schedule, all through `chaos/budget-proxy.ts` in front of DynamoDB Local, which holds every
- * partition-key value (of the table and of the pending index) to `unitsPerSecond` write units over a
- * sliding second, as AWS holds a partition to 1,000. A message writes its shard twice (its marker's
+ * partition-key value (of the table and of the pending index) to `unitsPerSecond` write units a
+ * second over time, as AWS holds a partition to 1,000. A message writes its shard twice (its marker's
  * put by the producer, its delete by the relay's SENT mark), so a shard carries `unitsPerSecond ÷ 2`
  * messages a second and n shards n times it. Per shard count, two passes: producers as fast as the
  * outbox lets them (the rate, against the ceiling), then paced at 75 % of the ceiling (throttling

@@ -21,7 +21,7 @@ import {
 } from './write-units.js';
 
 const HOST = '127.0.0.1';
-const WINDOW_MS = 1_000;
+const SECOND_MS = 1_000;
 
 /**
  * How a throttled request is answered. DynamoDB names a hot partition's throttling reason
@@ -49,7 +49,7 @@ export interface BudgetProxyOptions {
   exception?: 'ProvisionedThroughputExceededException' | 'ThrottlingException';
   /** @default 'canceled' */
   transactions?: 'canceled' | 'exception';
-  /** The clock of the sliding second. @default Date.now */
+  /** The clock the buckets refill by. @default Date.now */
   now?: () => number;
 }
 
@@ -84,19 +84,21 @@ const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteIte
 
 /**
  * An HTTP proxy in front of DynamoDB Local that enforces a write budget per partition-key value,
- * of each table and of each of its global secondary indexes, over a sliding second — the limit
- * DynamoDB Local does not have: a partition takes at most 1,000 write units a second, and a key
- * value lives in one partition. A write touching a key value that has already taken
- * `unitsPerSecond` in the last second is refused whole, nothing forwarded and nothing counted, with
- * the throttling error DynamoDB sends (see `BudgetProxyOptions`); the rest go on as they came, whole,
- * though the last may take the second past the budget by its own units (so that a large request is
- * not starved by small ones that always fit what is left; over the long run a key still takes its
- * budget a second). The units are counted as DynamoDB bills them (write-units.ts), from each item's
- * image before the write, which the proxy reads first (strongly consistent), and the table's schema
- * (DescribeTable, once).
+ * of each table and of each of its global secondary indexes — the limit DynamoDB Local does not
+ * have: a partition takes at most 1,000 write units a second, and a key value lives in one
+ * partition. Each key value has a bucket of `unitsPerSecond` units, refilled at `unitsPerSecond` a
+ * second and never above it. A write touching a key value whose bucket is empty (or in debt) is
+ * refused whole, nothing forwarded and nothing counted, with the throttling error DynamoDB sends
+ * (see `BudgetProxyOptions`); the others go on whole and take their units from each bucket, which
+ * may go into debt by a request larger than what is left (so that a large request, a SENT mark of
+ * 10 markers, is not starved by small ones that always fit), and the debt is paid back before the
+ * key takes anything more. So over any span a key takes at most its budget a second, plus one
+ * second's start and one request's overshoot. The units are counted as DynamoDB bills them
+ * (write-units.ts), from each item's image before the write, which the proxy reads first (strongly
+ * consistent), and the table's schema (DescribeTable, once).
  *
- * A sliding second, not a token bucket: DynamoDB's burst capacity and its split for heat are left
- * out, so the budget is a hard ceiling, the worst case the outbox must live with.
+ * DynamoDB's burst capacity (up to 300 s of unused capacity) and its split for heat are left out,
+ * so the budget is a hard ceiling, the worst case the outbox must live with.
  */
 export async function startBudgetProxy(options: BudgetProxyOptions): Promise<BudgetProxy> {
   const upstream = new URL(options.upstream);
@@ -104,7 +106,8 @@ export async function startBudgetProxy(options: BudgetProxyOptions): Promise<Bud
   const reader = new DynamoDBClient(localAwsConfig(options.reader ?? options.upstream));
   const now = options.now ?? Date.now;
   const schemas = new Map<string, Promise<TableSchema>>();
-  const windows = new Map<string, { at: number; units: number }[]>();
+  /** Each key value's units left (negative: owed) as of `at`. */
+  const buckets = new Map<string, { left: number; at: number }>();
   const accounts = new Map<
     string,
     { table: string; index?: string; value: string; units: number; throttled: number }
@@ -132,14 +135,15 @@ export async function startBudgetProxy(options: BudgetProxyOptions): Promise<Bud
     return account;
   };
 
-  /** The units on `id` in the sliding second up to `at`. */
-  const used = (id: string, at: number): number => {
-    const window = (windows.get(id) ?? []).filter((entry) => entry.at > at - WINDOW_MS);
-    windows.set(id, window);
-    return window.reduce((sum, entry) => sum + entry.units, 0);
+  /** The units left on `id` at `at` (negative: owed), refilled since its last write. */
+  const left = (id: string, at: number): number => {
+    const bucket = buckets.get(id);
+    if (!bucket) return options.unitsPerSecond;
+    const refilled = ((at - bucket.at) / SECOND_MS) * options.unitsPerSecond;
+    return Math.min(options.unitsPerSecond, bucket.left + refilled);
   };
 
-  /** The first key value the request would take over budget; else records its units. Synchronous: no other request interleaves. */
+  /** The first key value the request would take over budget; else takes its units. Synchronous: no other request interleaves. */
   const admit = (writes: KeyUnits[]): KeyUnits | undefined => {
     const at = now();
     const perKey = new Map<string, { units: KeyUnits; total: number }>();
@@ -150,13 +154,10 @@ export async function startBudgetProxy(options: BudgetProxyOptions): Promise<Bud
       perKey.set(id, entry);
     }
     for (const [id, { units }] of perKey) {
-      // A key with room left admits the request whole, though it may take the second past the budget
-      // (then nothing more until it is back under): a request of more units than is left, such as a
-      // SENT mark of 10 markers, is not starved by single-unit writes that always fit.
-      if (used(id, at) >= options.unitsPerSecond) return units;
+      if (left(id, at) <= 0) return units;
     }
     for (const [id, { units, total }] of perKey) {
-      windows.get(id)?.push({ at, units: total }) ?? windows.set(id, [{ at, units: total }]);
+      buckets.set(id, { left: left(id, at) - total, at });
       accountOf(units).units += total;
     }
     return undefined;
@@ -168,13 +169,11 @@ export async function startBudgetProxy(options: BudgetProxyOptions): Promise<Bud
     if (WRITES.has(operation)) {
       const request = parseJson(body);
       const items = await itemWrites(operation, request, schemaOf, reader);
-      const over = admit(items.flatMap((write) => (write ? writeUnits(write) : [])));
+      const over = admit(items.flatMap(writeUnits));
       if (over) {
         throttled += 1;
         accountOf(over).throttled += 1;
-        const position = items.findIndex(
-          (write) => write && writeUnits(write).some((units) => sameKey(units, over)),
-        );
+        const position = items.findIndex((write) => writeUnits(write).some((units) => sameKey(units, over)));
         return sendJson(response, throttleAnswer(operation, over, position, items.length, options));
       }
       passed += 1;
@@ -245,40 +244,37 @@ interface PlannedWrite {
 
 /**
  * Each item a write request writes, with its image before (read now, every item of the request in
- * one BatchGetItem) and after the write, in the request's order; undefined for a transaction's
- * `ConditionCheck`, which writes nothing.
+ * one BatchGetItem) and after the write, in the request's order; a transaction's `ConditionCheck`
+ * as a write that leaves its item as it is (DynamoDB bills it as a write).
  */
 async function itemWrites(
   operation: string,
   request: JsonObject,
   schemaOf: (table: string) => Promise<TableSchema>,
   reader: DynamoDBClient,
-): Promise<(ItemWrite | undefined)[]> {
+): Promise<ItemWrite[]> {
   const planned = await Promise.all(
     plan(operation, request).map(async (write) => {
-      if (write.kind === 'check') return undefined;
       const schema = await schemaOf(write.table);
       return { write, schema, key: write.key ?? keyOf(schema, write.item ?? {}) };
     }),
   );
   const images = await readImages(
     reader,
-    planned.flatMap((entry) =>
-      entry ? [{ table: entry.write.table, key: entry.key, schema: entry.schema }] : [],
-    ),
+    planned.map((entry) => ({ table: entry.write.table, key: entry.key, schema: entry.schema })),
   );
   const transactional = operation === 'TransactWriteItems';
-  return planned.map((entry): ItemWrite | undefined => {
-    if (!entry) return undefined;
-    const { write, schema, key } = entry;
+  return planned.map(({ write, schema, key }): ItemWrite => {
     const before = images.get(imageId(write.table, key));
     const after =
       write.kind === 'put'
         ? write.item
         : write.kind === 'update'
           ? updatedImage(before, key, write.request)
-          : undefined;
-    return { schema, before, after, transactional };
+          : write.kind === 'check'
+            ? before
+            : undefined;
+    return { schema, key, before, after, transactional };
   });
 }
 
@@ -295,7 +291,7 @@ function plan(operation: string, request: JsonObject): PlannedWrite[] {
       if (kind === 'Put') return { table: name, kind: 'put', item: inner.Item as Item, request: inner };
       if (kind === 'Update') return { table: name, kind: 'update', key: inner.Key as Item, request: inner };
       if (kind === 'Delete') return { table: name, kind: 'delete', key: inner.Key as Item, request: inner };
-      return { table: name, kind: 'check', request: inner };
+      return { table: name, kind: 'check', key: inner.Key as Item, request: inner };
     });
   }
   // BatchWriteItem: throttled whole when any of its items is over (DynamoDB would hand back those

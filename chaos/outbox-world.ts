@@ -64,7 +64,7 @@ export async function createOutboxTable(
         { AttributeName: layout.partitionKey, AttributeType: 'S' },
         { AttributeName: layout.sortKey, AttributeType: 'S' },
         { AttributeName: A.pending, AttributeType: 'S' },
-        { AttributeName: A.order, AttributeType: 'S' },
+        { AttributeName: A.pendingSince, AttributeType: 'S' },
       ],
       KeySchema: [
         { AttributeName: layout.partitionKey, KeyType: 'HASH' },
@@ -75,7 +75,7 @@ export async function createOutboxTable(
           IndexName: OUTBOX_PENDING_INDEX,
           KeySchema: [
             { AttributeName: A.pending, KeyType: 'HASH' },
-            { AttributeName: A.order, KeyType: 'RANGE' },
+            { AttributeName: A.pendingSince, KeyType: 'RANGE' },
           ],
           Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [A.key, A.groupId] },
         },

@@ -10,7 +10,8 @@ import type { JsonObject } from './faults.js';
  * - **The table.** One unit per 1 KB (1,024 bytes, rounded up, at least 1) of the larger of the
  *   item's images before and after the write: a `PutItem` of a new 300-byte item costs 1, of a
  *   2.5 KB item 3; an `UpdateItem` of a 2.5 KB item costs 3 whatever it changes; a `DeleteItem`
- *   the deleted item's size (1 when there was none). Sizes are counted as DynamoDB counts them:
+ *   the deleted item's size (1 when there was none); a transaction's `ConditionCheck` the checked
+ *   item's size (1 when there is none), as a write. Sizes are counted as DynamoDB counts them:
  *   each attribute's name and value (UTF-8 bytes of a string, a number's significant digits halved
  *   plus one, 1 for a boolean or null, 3 for a list or map plus 1 per element).
  * - **Transactions** (`TransactWriteItems`) bill each item twice (prepare, commit): 2 units per KB.
@@ -71,9 +72,15 @@ export interface KeyUnits {
   readonly units: number;
 }
 
-/** One item written, with its image before the write (undefined: there was none) and after (undefined: deleted). */
+/**
+ * One item written, with its image before the write (undefined: there was none) and after
+ * (undefined: deleted). A transaction's `ConditionCheck` is a write of the item as it is (before
+ * and after the same): DynamoDB bills it as a write of its size and it changes no index.
+ */
 export interface ItemWrite {
   readonly schema: TableSchema;
+  /** The item's key: what a delete of an absent item (no image at all) is billed on. */
+  readonly key: Item;
   readonly before: Item | undefined;
   readonly after: Item | undefined;
   /** Part of a `TransactWriteItems`: the table's units count twice. */
@@ -89,9 +96,8 @@ export function unitsOf(bytes: number): number {
 /** The write units of one item's write, per key value it lands on. */
 export function writeUnits(write: ItemWrite): KeyUnits[] {
   const { schema, before, after } = write;
-  const image = after ?? before;
-  const keyValue = image ? valueText(image[schema.partitionKey]) : undefined;
-  if (!image || keyValue === undefined) return [];
+  const keyValue = valueText((after ?? before ?? write.key)[schema.partitionKey]);
+  if (keyValue === undefined) return [];
   const tableUnits = unitsOf(Math.max(before ? itemBytes(before) : 0, after ? itemBytes(after) : 0));
   const units: KeyUnits[] = [
     {

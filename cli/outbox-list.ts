@@ -3,12 +3,12 @@ import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-d
 import { forEachAtOnce } from '../lambdas/outbox/at-once.js';
 import {
   OUTBOX_ATTRIBUTES as A,
-  createdAtOf,
+  committedAtOf,
   itemKey,
   OUTBOX_PENDING_INDEX,
-  orderBefore,
   PENDING_SHARD_VALUES,
   PENDING_SHARDS_AT_ONCE,
+  pendingSinceBefore,
 } from '../lambdas/outbox/layout.js';
 import type { OutboxResources } from '../lib/constructs/outbox-outputs.js';
 
@@ -95,12 +95,13 @@ export async function listPendingOutbox(
 interface Marker {
   key: string;
   groupId: string;
-  order: string;
+  /** When its write committed, by its producer's clock: what its age is counted from. */
+  pendingSince: string;
 }
 
 /**
  * Up to one more marker than is listed, so that the listing knows when there are more: the oldest
- * `limit + 1` of every shard of the index (DESIGN §9.1), merged by order. The outbox's oldest are
+ * `limit + 1` of every shard of the index (DESIGN §9.1), merged by commit time. The outbox's oldest are
  * among each shard's oldest, so no shard needs reading further.
  */
 async function pendingMarkers(
@@ -112,7 +113,9 @@ async function pendingMarkers(
   await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
     found.push(...(await shardMarkers(documents, tableName, shard, { olderThanSeconds, limit, nowMs })));
   });
-  return found.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0)).slice(0, limit + 1);
+  return found
+    .sort((a, b) => (a.pendingSince < b.pendingSince ? -1 : a.pendingSince > b.pendingSince ? 1 : 0))
+    .slice(0, limit + 1);
 }
 
 /** The oldest `limit + 1` markers of one shard. */
@@ -130,16 +133,16 @@ async function shardMarkers(
         TableName: tableName,
         IndexName: OUTBOX_PENDING_INDEX,
         KeyConditionExpression:
-          olderThanSeconds === undefined ? '#pending = :pending' : '#pending = :pending AND #order < :before',
+          olderThanSeconds === undefined ? '#pending = :pending' : '#pending = :pending AND #since < :before',
         ExpressionAttributeNames: {
           '#pending': A.pending,
-          ...(olderThanSeconds === undefined ? {} : { '#order': A.order }),
+          ...(olderThanSeconds === undefined ? {} : { '#since': A.pendingSince }),
         },
         ExpressionAttributeValues: {
           ':pending': shard,
           ...(olderThanSeconds === undefined
             ? {}
-            : { ':before': orderBefore(nowMs - olderThanSeconds * 1000) }),
+            : { ':before': pendingSinceBefore(nowMs - olderThanSeconds * 1000) }),
         },
         Limit: limit + 1 - found.length,
         ExclusiveStartKey: startKey,
@@ -149,7 +152,7 @@ async function shardMarkers(
       found.push({
         key: String(item[A.key]),
         groupId: String(item[A.groupId]),
-        order: String(item[A.order]),
+        pendingSince: String(item[A.pendingSince]),
       });
     }
     startKey = page.LastEvaluatedKey;
@@ -162,7 +165,7 @@ function toMessage(
   item: Record<string, unknown> | undefined,
   nowMs: number,
 ): PendingOutboxMessage {
-  const createdAtMs = createdAtOf(marker.order);
+  const createdAtMs = committedAtOf(marker.pendingSince);
   const owner = item?.[A.claimOwner];
   const claimExpiresAt = Number(item?.[A.claimExpiresAt]);
   const type = item?.[A.type];

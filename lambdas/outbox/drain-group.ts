@@ -91,8 +91,8 @@ export async function drainGroup(groupId: string, options: DrainOptions): Promis
 }
 
 /**
- * Sends a run of claimed items in order, marks the leading sent ones SENT in one transaction, and
- * gives the rest back; false when any was not sent or not marked.
+ * Sends a run of claimed items in order, marks the sent ones SENT in one transaction (on a FIFO
+ * queue the leading ones only), and gives the rest back; false when any was not sent or not marked.
  */
 async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainReport): Promise<boolean> {
   const prepared: PreparedMessage[] = run.map((item, index) => ({
@@ -113,28 +113,33 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     onePerGroupPerCall: true,
     ordered: options.ordered,
   });
-  // Only the run's leading sent messages are marked: one not sent keeps the rest pending behind it.
-  const leading: SentItem[] = [];
+  // On a FIFO queue only the run's leading sent messages are marked: one not sent keeps the rest
+  // pending behind it, to be sent again after it. A standard queue keeps no order: every message SQS
+  // accepted is marked, or each drain behind a refused head would send it again (issue 40).
+  const ordered = options.ordered ?? true;
+  const accepted: SentItem[] = [];
   for (const [index, item] of run.entries()) {
     const result = results[index] as MessageResult;
-    if (result.status !== 'sent') break;
-    leading.push({ item, messageId: result.messageId });
+    if (result.status === 'sent') accepted.push({ item, messageId: result.messageId });
+    else if (ordered) break;
   }
   const marked = await options.items
-    .markSent(leading, options.owner, options.sentBy)
+    .markSent(accepted, options.owner, options.sentBy)
     .catch((error: unknown) => {
       report.markErrors.push(
-        `${leading.map(({ item }) => item.key).join(', ')}: ${error instanceof Error ? error.message : String(error)}`,
+        `${accepted.map(({ item }) => item.key).join(', ')}: ${error instanceof Error ? error.message : String(error)}`,
       );
       return 0;
     });
-  report.sent.push(...run.slice(0, marked).map((item) => item.key));
-  if (marked === run.length) return true;
+  const markedKeys = new Set(accepted.slice(0, marked).map(({ item }) => item.key));
+  report.sent.push(...run.filter((item) => markedKeys.has(item.key)).map((item) => item.key));
+  if (markedKeys.size === run.length) return true;
   // The rest stay pending and are given back: the next drain sends them again, in order. A copy of
   // one that did reach SQS is dropped there (same deduplication id, 5 minutes) or by the consumer's
   // idempotency record.
-  for (const [offset, item] of run.slice(marked).entries()) {
-    const outcome = results[marked + offset] as MessageResult;
+  for (const [index, item] of run.entries()) {
+    if (markedKeys.has(item.key)) continue;
+    const outcome = results[index] as MessageResult;
     (outcome.status === 'sent' ? report.sentUnmarked : report.notSent).push(item.key);
     await options.items
       .release(item.key, options.owner, outcome.status === 'sent' ? undefined : describeUnsent(outcome))

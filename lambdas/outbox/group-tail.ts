@@ -1,13 +1,13 @@
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { createdAtOf, groupPartition, type OutboxLayout } from './layout.js';
+import { groupPartition, type OutboxLayout, sequenceOf } from './layout.js';
 
 /**
- * The order time of the newest pending message of any of `groupIds`, 0 if none has one (DESIGN §9).
+ * The sequence of the newest pending message of any of `groupIds`, 0 if none has one (DESIGN §9).
  * A write orders after it, so a message written after another committed follows it in its group
  * whatever the two producers' clocks say. One strongly consistent query per group, at once: a
  * marker committed before the call is seen.
  */
-export async function newestPendingTime(
+export async function newestPendingSequence(
   documents: DynamoDBDocumentClient,
   layout: OutboxLayout,
   groupIds: Iterable<string>,
@@ -28,7 +28,7 @@ export async function newestPendingTime(
         }),
       );
       const [marker] = Items;
-      return marker ? createdAtOf(String(marker[layout.sortKey])) : 0;
+      return marker ? sequenceOf(String(marker[layout.sortKey])) : 0;
     }),
   );
   return Math.max(0, ...newest);

@@ -47,8 +47,17 @@ export const OUTBOX_ATTRIBUTES = {
   groupId: 'groupId',
   type: 'messageType',
   body: 'body',
+  /** On outbox items: when the write committed, by its producer's clock (before issue 40: its order time). */
   createdAt: 'createdAt',
+  /** On outbox items: the message's place in its group (`orderKey`), its marker's sort key. */
   order: 'outboxOrder',
+  /**
+   * On pending markers: the sparse index's sort key, `pendingSinceKey` — the commit time by the
+   * producer's own clock — which the sweeper, the stuck count, the oldest age and `oncely outbox
+   * list` select by. The same attribute name as `order` because the index was created under it; a
+   * marker written before issue 40 carries its order there, then also a time.
+   */
+  pendingSince: 'outboxOrder',
   claimOwner: 'claimOwner',
   claimExpiresAt: 'claimExpiresAt',
   attempts: 'sendAttempts',
@@ -134,26 +143,52 @@ export function groupPartition(groupId: string): string {
 }
 
 /**
- * A message's place in its group: the producer's clock at the write, then its position in the write,
- * then its key (two writes in one millisecond). Fixed widths, so string order is time order.
+ * A message's place in its group (the marker's sort key): its write's sequence in the group, then its
+ * position in the write, then its key. The sequence is the producer's clock, or one past its groups'
+ * newest pending message when that is later (see `Outbox.write`): an order, not a time — nothing
+ * reads a time from it. Fixed widths, so string order is the order, and orders written before issue
+ * 40 (the same form, a time) compare with it.
  */
-export function orderKey(createdAtMs: number, position: number, messageKey: string): string {
-  return `${String(createdAtMs).padStart(15, '0')}#${String(position).padStart(3, '0')}#${messageKey}`;
+export function orderKey(sequence: number, position: number, messageKey: string): string {
+  return `${numberKey(sequence)}#${String(position).padStart(3, '0')}#${messageKey}`;
 }
 
-/** The write time at the head of an order key. */
-export function createdAtOf(order: string): number {
+/** A pending marker's index sort key: its write's commit time by the producer's clock, position, key. */
+export function pendingSinceKey(committedAtMs: number, position: number, messageKey: string): string {
+  return orderKey(committedAtMs, position, messageKey);
+}
+
+/** The sequence at the head of an order key. */
+export function sequenceOf(order: string): number {
   return Number(order.slice(0, order.indexOf('#')));
 }
 
-/** The order key every message written before `ms` sorts under. */
-export function orderBefore(ms: number): string {
-  return `${String(ms).padStart(15, '0')}#`;
+/** The commit time at the head of a `pendingSinceKey` (a marker's `pendingSince`). */
+export function committedAtOf(pendingSince: string): number {
+  return sequenceOf(pendingSince);
 }
 
-/** A message waiting in the outbox, as the relay and the sweeper handle it. */
+/** The `pendingSinceKey` every message committed before `ms` sorts under. */
+export function pendingSinceBefore(ms: number): string {
+  return `${numberKey(ms)}#`;
+}
+
+function numberKey(value: number): string {
+  return String(value).padStart(15, '0');
+}
+
+/** A message waiting in its group, as `drainGroup` reads it from the group's partition. */
 export interface PendingMessage {
   key: string;
   groupId: string;
+  /** Its `orderKey`. */
   order: string;
+}
+
+/** A pending marker as the sparse index lists it. */
+export interface IndexedMarker {
+  key: string;
+  groupId: string;
+  /** Its `pendingSinceKey`. */
+  pendingSince: string;
 }

@@ -15,15 +15,16 @@ import { forEachAtOnce } from './at-once.js';
 import {
   OUTBOX_ATTRIBUTES as A,
   groupPartition,
+  type IndexedMarker,
   itemKey,
   MAX_LAST_ERROR_LENGTH,
   markerKey,
   OUTBOX_PENDING_INDEX,
   type OutboxLayout,
-  orderBefore,
   PENDING_SHARD_VALUES,
   PENDING_SHARDS_AT_ONCE,
   type PendingMessage,
+  pendingSinceBefore,
   SENT_RETENTION_SECONDS,
 } from './layout.js';
 import { retryThrottled } from './throttling.js';
@@ -244,24 +245,29 @@ export class OutboxItems {
         Limit: limit,
       }),
     );
-    return Items.map(toPending);
+    // The order is the marker's sort key (its `pendingSince` attribute is the commit time).
+    return Items.map((item) => ({
+      key: String(item[A.key]),
+      groupId: String(item[A.groupId]),
+      order: String(item[this.layout.sortKey]),
+    }));
   }
 
   /** The oldest message pending since before `beforeMs`, from the sparse index: the oldest of every shard's first. */
-  async oldestPendingBefore(beforeMs: number): Promise<PendingMessage | undefined> {
-    const firsts: PendingMessage[] = [];
+  async oldestPendingBefore(beforeMs: number): Promise<IndexedMarker | undefined> {
+    const firsts: IndexedMarker[] = [];
     await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
       const { Items = [] } = await this.#documents.send(
         new QueryCommand({ ...this.#pendingQuery(shard, beforeMs), Limit: 1 }),
       );
-      firsts.push(...Items.map(toPending));
+      firsts.push(...Items.map(toIndexed));
     });
-    return firsts.sort(byOrder)[0];
+    return firsts.sort((a, b) => compare(a.pendingSince, b.pendingSince))[0];
   }
 
   /**
-   * Each group with a message pending since before `beforeMs`, once, in the order of its oldest such
-   * message: every shard of the index is paged through to its end below the bound, while
+   * Each group with a message pending since before `beforeMs` (committed then, by its producer's
+   * clock), once, in the order of its oldest such message: every shard of the index is paged through to its end below the bound, while
    * `keepListing()` allows, reading only the group ids and orders. The shards take turns, a page
    * each (DESIGN §9.1): a shard with a long backlog does not hold up the groups of the others. A
    * query cannot skip a group's further markers, so a group with many never hides the groups behind
@@ -280,7 +286,7 @@ export class OutboxItems {
         const page = await this.#documents.send(
           new QueryCommand({
             ...this.#pendingQuery(cursor.shard, beforeMs, { '#group': A.groupId }),
-            ProjectionExpression: '#group, #order',
+            ProjectionExpression: '#group, #since',
             // A round reads a page of every shard at once: a shard's long backlog takes a page per
             // round like any other, so no page limit is needed for fairness (DynamoDB's is 1 MB).
             Limit: this.#listingPage,
@@ -289,9 +295,9 @@ export class OutboxItems {
         );
         for (const item of page.Items ?? []) {
           const groupId = String(item[A.groupId]);
-          const order = String(item[A.order]);
+          const since = String(item[A.pendingSince]);
           const known = oldest.get(groupId);
-          if (known === undefined || order < known) oldest.set(groupId, order);
+          if (known === undefined || since < known) oldest.set(groupId, since);
         }
         markers += page.Count ?? 0;
         cursor.startKey = page.LastEvaluatedKey;
@@ -303,7 +309,7 @@ export class OutboxItems {
     return { groupIds, markers };
   }
 
-  /** How many messages written before `beforeMs` are still pending (from the sparse index, every shard). */
+  /** How many messages committed before `beforeMs` are still pending (from the sparse index, every shard). */
   async countPendingBefore(beforeMs: number): Promise<number> {
     let count = 0;
     await forEachAtOnce(PENDING_SHARD_VALUES, PENDING_SHARDS_AT_ONCE, async (shard) => {
@@ -327,9 +333,9 @@ export class OutboxItems {
     return {
       TableName: this.layout.tableName,
       IndexName: OUTBOX_PENDING_INDEX,
-      KeyConditionExpression: '#pending = :pending AND #order < :before',
-      ExpressionAttributeNames: { '#pending': A.pending, '#order': A.order, ...names },
-      ExpressionAttributeValues: { ':pending': shard, ':before': orderBefore(beforeMs) },
+      KeyConditionExpression: '#pending = :pending AND #since < :before',
+      ExpressionAttributeNames: { '#pending': A.pending, '#since': A.pendingSince, ...names },
+      ExpressionAttributeValues: { ':pending': shard, ':before': pendingSinceBefore(beforeMs) },
     };
   }
 }
@@ -340,12 +346,12 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function byOrder(a: PendingMessage, b: PendingMessage): number {
-  return compare(a.order, b.order);
-}
-
-function toPending(item: Record<string, unknown>): PendingMessage {
-  return { key: String(item[A.key]), groupId: String(item[A.groupId]), order: String(item[A.order]) };
+function toIndexed(item: Record<string, unknown>): IndexedMarker {
+  return {
+    key: String(item[A.key]),
+    groupId: String(item[A.groupId]),
+    pendingSince: String(item[A.pendingSince]),
+  };
 }
 
 export function toItem(item: Record<string, unknown>): OutboxItem {

@@ -20,7 +20,7 @@ import {
   type OutboxWriteFailure,
   OutboxWriteThrottledError,
 } from './errors.js';
-import { newestPendingTime } from './group-tail.js';
+import { newestPendingSequence } from './group-tail.js';
 import {
   OUTBOX_ATTRIBUTES as A,
   itemKey,
@@ -29,6 +29,7 @@ import {
   type OutboxLayout,
   orderKey,
   pendingShardOf,
+  pendingSinceKey,
 } from './layout.js';
 import { canceledForThrottling, retryThrottled } from './throttling.js';
 import { checkWriteSize, type MessageItems } from './write-size.js';
@@ -58,7 +59,8 @@ export interface OutboxOptions extends Partial<OutboxLayout> {
    */
   pendingShards?: number;
   /**
-   * The clock; it stamps `publishedAt` and each message's order.
+   * The clock; it stamps `publishedAt` and each message's commit time (what the sweeper and the
+   * stuck alarm judge its age by), and orders a write whose groups have nothing pending.
    * @default `() => new Date()`
    */
   now?: () => Date;
@@ -118,8 +120,6 @@ export class Outbox {
   readonly #maxMessageBytes: number;
   readonly #pendingShards: number;
   readonly #now: () => Date;
-  /** The last write's order time: successive writes of this instance never share one. */
-  #lastCreatedAt = 0;
 
   constructor(options: OutboxOptions = {}) {
     const settings = producerSettings(options);
@@ -159,34 +159,51 @@ export class Outbox {
       );
     }
     const token = input.clientRequestToken ?? randomUUID();
-    const itemsAt = (createdAt: number) =>
-      prepared.map((message) => this.#itemsOf(message, input.messages, createdAt, token));
-    // An item's size depends on the order time's digits, not its value: checked before any request.
-    checkWriteSize(writes, itemsAt(now.getTime()));
-    const pendingUntil = await newestPendingTime(
-      this.#documents,
-      this.layout,
-      prepared.map((message) => message.groupId),
-    );
-    const outboxItems = itemsAt(this.#orderTime(now, pendingUntil)).flatMap(({ item, marker }) => [
-      {
-        Put: {
-          TableName: this.layout.tableName,
-          Item: item,
-          // A key already in the outbox was published (or is being): never a second time.
-          ConditionExpression: 'attribute_not_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
-        },
-      },
-      { Put: { TableName: this.layout.tableName, Item: marker } },
-    ]);
-    const transaction = new TransactWriteCommand({
-      TransactItems: [...writes, ...outboxItems],
-      ClientRequestToken: token,
-    });
+    const itemsAt = (committedAt: number, sequence: number) =>
+      prepared.map((message) => this.#itemsOf(message, input.messages, committedAt, sequence, token));
+    // An item's size depends on the order's and the commit time's digits, not their values:
+    // checked before any request.
+    checkWriteSize(writes, itemsAt(now.getTime(), now.getTime()));
+    let tries = 0;
+    /**
+     * One try of the transaction, built anew: a try DynamoDB canceled wrote nothing, and meanwhile
+     * another write may have committed in its groups, which this one must now follow. The first try
+     * goes under the caller's token; each later one under a new token, as AWS documents a token for
+     * identical calls only, not what it keeps of a canceled one. The items keep the caller's token,
+     * which is what a retry of the call reads back.
+     */
+    const commit = async () => {
+      const requestToken = tries++ === 0 ? token : randomUUID();
+      const committedAt = tries === 1 ? now.getTime() : this.#now().getTime();
+      const newest = await newestPendingSequence(
+        this.#documents,
+        this.layout,
+        prepared.map((message) => message.groupId),
+      );
+      const outboxItems = itemsAt(committedAt, Math.max(committedAt, newest + 1)).flatMap(
+        ({ item, marker }) => [
+          {
+            Put: {
+              TableName: this.layout.tableName,
+              Item: item,
+              // A key already in the outbox was published (or is being): never a second time.
+              ConditionExpression: 'attribute_not_exists(#pk)',
+              ExpressionAttributeNames: { '#pk': this.layout.partitionKey },
+            },
+          },
+          { Put: { TableName: this.layout.tableName, Item: marker } },
+        ],
+      );
+      return this.#documents.send(
+        new TransactWriteCommand({
+          TransactItems: [...writes, ...outboxItems],
+          ClientRequestToken: requestToken,
+        }),
+      );
+    };
     try {
-      // A partition over its capacity cancels the transaction (ThrottlingError): sent again, same token.
-      await retryThrottled(() => this.#documents.send(transaction));
+      // A partition over its capacity cancels the transaction (ThrottlingError): built and sent again.
+      await retryThrottled(commit);
     } catch (error) {
       const keys = prepared.map((message) => message.key);
       if (canceledForThrottling(error)) {
@@ -221,14 +238,18 @@ export class Outbox {
     return { keys: prepared.map((message) => message.key) };
   }
 
-  /** A message's outbox item and pending marker, written at `createdAt` under `token`. */
+  /**
+   * A message's outbox item and pending marker, committed at `committedAt` (the producer's clock)
+   * as its groups' `sequence`, under `token`.
+   */
   #itemsOf(
     message: PreparedMessage,
     messages: readonly OutboxMessage[],
-    createdAt: number,
+    committedAt: number,
+    sequence: number,
     token: string,
   ): MessageItems {
-    const order = orderKey(createdAt, message.index, message.key);
+    const order = orderKey(sequence, message.index, message.key);
     return {
       index: message.index,
       item: {
@@ -238,29 +259,20 @@ export class Outbox {
         [A.groupId]: message.groupId,
         [A.type]: messages[message.index]?.type,
         [A.body]: message.body,
-        [A.createdAt]: createdAt,
+        [A.createdAt]: committedAt,
         [A.order]: order,
         [A.writeToken]: token,
       },
       marker: {
         ...markerKey(this.layout, message.groupId, order),
         [A.pending]: pendingShardOf(message.groupId, this.#pendingShards),
-        [A.order]: order,
+        // What the sweeper and the stuck count select by: this write's own clock, never another's
+        // lead or a rate carried in the group's order (issue 40).
+        [A.pendingSince]: pendingSinceKey(committedAt, message.index, message.key),
         [A.key]: message.key,
         [A.groupId]: message.groupId,
       },
     };
-  }
-
-  /**
-   * The messages' order time: the producer's clock, but after every message its groups still have
-   * pending (another producer's clock may be ahead), and strictly increasing per instance so that
-   * two writes in one millisecond keep their order.
-   */
-  #orderTime(now: Date, pendingUntil: number): number {
-    const createdAt = Math.max(now.getTime(), pendingUntil + 1, this.#lastCreatedAt + 1);
-    this.#lastCreatedAt = createdAt;
-    return createdAt;
   }
 
   #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {

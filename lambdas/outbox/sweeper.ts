@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { forEachAtOnce } from './at-once.js';
 import { type DrainReport, drainGroup } from './drain-group.js';
-import { createdAtOf } from './layout.js';
+import { committedAtOf } from './layout.js';
 import type { OutboxItems } from './outbox-items.js';
 import type { SenderOptions } from './relay.js';
 
@@ -69,7 +69,7 @@ export async function sweep(options: SweepOptions): Promise<SweepReport> {
   report.stuck = noneStuck ? 0 : await items.countPendingBefore(now - options.stuckAfterMs);
   const oldest = await items.oldestPendingBefore(now);
   report.oldestPendingAgeSeconds = oldest
-    ? Math.max(0, Math.floor((now - createdAtOf(oldest.order)) / 1000))
+    ? Math.max(0, Math.floor((now - committedAtOf(oldest.pendingSince)) / 1000))
     : 0;
   return report;
 }

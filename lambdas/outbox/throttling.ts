@@ -37,9 +37,10 @@ export const THROTTLED_TRANSACTION_RETRY: RetryPolicy = {
 
 /**
  * Runs `send` (a transaction) again while DynamoDB cancels it for throttling, with backoff, up to
- * `policy.maxAttempts` tries in all; any other error, or the last throttling, is thrown. Safe for a
- * transaction sent with a `ClientRequestToken`: a canceled transaction wrote nothing, and the same
- * request under the same token is what the SDK's own retries send.
+ * `policy.maxAttempts` tries in all; any other error, or the last throttling, is thrown. A canceled
+ * transaction wrote nothing, so each call of `send` builds its transaction anew, under a token of
+ * its own: AWS documents a `ClientRequestToken` for identical calls within 10 minutes, not what it
+ * keeps of a canceled one, which might cancel every retry under it again.
  */
 export async function retryThrottled<T>(
   send: () => Promise<T>,

@@ -94,7 +94,7 @@ export function warnWithoutTtl(scope: Construct, table: Table): void {
 
 /**
  * The sparse index of pending markers, oldest first. It projects what the sweeper reads of a marker:
- * its key and group (its order is the index's sort key). What else `oncely outbox list` shows
+ * its key and group (its commit time, `pendingSince`, is the index's sort key). What else `oncely outbox list` shows
  * (attempts, last error, claim) is on the outbox item, not the marker, so it reads the items.
  *
  * On a provisioned table the index gets the table's capacity: every message writes its marker into
@@ -107,7 +107,7 @@ export function addPendingIndex(table: Table): void {
   table.addGlobalSecondaryIndex({
     indexName: OUTBOX_PENDING_INDEX,
     partitionKey: { name: OUTBOX_ATTRIBUTES.pending, type: AttributeType.STRING },
-    sortKey: { name: OUTBOX_ATTRIBUTES.order, type: AttributeType.STRING },
+    sortKey: { name: OUTBOX_ATTRIBUTES.pendingSince, type: AttributeType.STRING },
     projectionType: ProjectionType.INCLUDE,
     nonKeyAttributes: [OUTBOX_ATTRIBUTES.key, OUTBOX_ATTRIBUTES.groupId],
     ...(throughput

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  DeleteItemCommand,
   type DynamoDBClient,
   ProvisionedThroughputExceededException,
   PutItemCommand,
@@ -13,7 +14,13 @@ import type { RetryStrategyV2 } from '@smithy/types';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type BudgetProxy, type BudgetProxyOptions, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
-import { type Item, type TableSchema, updatedImage, writeUnits } from '../../chaos/write-units.js';
+import {
+  type Item,
+  type ItemWrite,
+  type TableSchema,
+  updatedImage,
+  writeUnits,
+} from '../../chaos/write-units.js';
 import { OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { createOutboxTable } from '../support/outbox.js';
@@ -49,8 +56,9 @@ const marker = (group: string, order: string): Item => ({
 });
 
 describe('write units, counted as DynamoDB bills them', () => {
-  const on = (write: Parameters<typeof writeUnits>[0]) =>
-    writeUnits(write).map(({ index, value, units }) => ({ index, value, units }));
+  /** The units of a write whose item has an image (its key is then the image's). */
+  const on = (write: Omit<ItemWrite, 'key'>) =>
+    writeUnits({ ...write, key: {} }).map(({ index, value, units }) => ({ index, value, units }));
 
   it('a put: 1 unit per KB of the item, rounded up, on its partition-key value; twice in a transaction', () => {
     const small: Item = { pk: { S: 'a' }, sk: { S: 'b' } };
@@ -205,19 +213,19 @@ describe('budget proxy in front of DynamoDB Local, with the real SDK', () => {
     expect(target.stats()).toMatchObject({ passed: 3 * BUDGET + 12 * BUDGET, throttled: 3 * 5 + 12 * 5 });
   });
 
-  it('the second slides: units leave the budget a second after they were written, not at a boundary', async () => {
+  it('a key refills at its budget a second, never above one second’s worth', async () => {
     const target = await start();
     const client = via(target);
-    const key = `slide-${randomUUID()}`;
+    const key = `refill-${randomUUID()}`;
 
     expect(await fill(client, key, 6)).toBe(6);
-    clock += 600;
-    expect(await fill(client, key, 6)).toBe(4);
-    clock += 500; // the first 6 are 1,100 ms old: out of the window; the last 4 are 500 ms old.
-    expect(await fill(client, key, 10)).toBe(6);
+    clock += 300; // 4 left, 3 more refilled
+    expect(await fill(client, key, 10)).toBe(7);
+    clock += 5_000; // idle: back to one second's worth, no more
+    expect(await fill(client, key, 15)).toBe(BUDGET);
   });
 
-  it('a key with room left admits a request of more units than remain, then nothing until it is back under', async () => {
+  it('a key with room left admits a request of more units than remain, then nothing until it has paid the overshoot back', async () => {
     const target = await start();
     const client = via(target);
     const key = `large-${randomUUID()}`;
@@ -230,14 +238,16 @@ describe('budget proxy in front of DynamoDB Local, with the real SDK', () => {
         }),
       );
 
-    // One-unit writes leave 1 unit of the second: a 12-unit transaction (6 items) still goes — a
-    // relay's SENT mark is not starved by producers' writes that always fit what is left.
+    // One-unit writes leave 1 unit: a 12-unit transaction (6 items) still goes — a relay's SENT
+    // mark is not starved by producers' writes that always fit what is left. It owes 11.
     expect(await fill(client, key, BUDGET - 1)).toBe(BUDGET - 1);
     await transaction(6);
     expect(target.unitsOn(layout.tableName, key)).toBe(BUDGET - 1 + 12);
     expect(await fill(client, key, 3)).toBe(0);
-    clock += 1_000;
-    expect(await fill(client, key, 3)).toBe(3);
+    clock += 1_000; // 10 refilled: still 1 owed
+    expect(await fill(client, key, 3)).toBe(0);
+    clock += 300; // 3 refilled: 2 left
+    expect(await fill(client, key, 3)).toBe(2);
   });
 
   it('answers ProvisionedThroughputExceededException as DynamoDB does: the SDK parses its reasons and retries it as throttling', async () => {
@@ -402,5 +412,65 @@ describe('budget proxy in front of DynamoDB Local, with the real SDK', () => {
       }),
     );
     expect(target.unitsOn(layout.tableName, key)).toBe(3 + 6 + 3);
+  });
+
+  it('counts what AWS bills (issue 40): a delete of an absent item 1 unit, a ConditionCheck its item like a write', async () => {
+    const target = await start({ unitsPerSecond: 100 });
+    const client = via(target);
+    const key = `billed-${randomUUID()}`;
+    const large: Item = { pk: { S: key }, sk: { S: 'a' }, body: { S: 'x'.repeat(2_500) } };
+    await put(client, large); // 3 units
+
+    await client.send(
+      new DeleteItemCommand({ TableName: layout.tableName, Key: { pk: { S: key }, sk: { S: 'absent' } } }),
+    );
+    expect(target.unitsOn(layout.tableName, key)).toBe(3 + 1);
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: layout.tableName,
+              Key: { pk: { S: key }, sk: { S: 'a' } },
+              ConditionExpression: 'attribute_exists(pk)',
+            },
+          },
+          { Delete: { TableName: layout.tableName, Key: { pk: { S: key }, sk: { S: 'absent-too' } } } },
+        ],
+      }),
+    );
+    // The check of the 2.5 KB item: 3 units, twice in a transaction; the absent item's delete 1, twice.
+    expect(target.unitsOn(layout.tableName, key)).toBe(3 + 1 + 6 + 2);
+  });
+
+  it('holds a key to its budget over time (issue 40): what a large request takes past it is owed, not forgotten', async () => {
+    const target = await start();
+    const client = via(target);
+    const key = `held-${randomUUID()}`;
+    const sentMarkLike = () =>
+      client
+        .send(
+          new TransactWriteItemsCommand({
+            TransactItems: Array.from({ length: 6 }, () => ({
+              Put: { TableName: layout.tableName, Item: plainItem(key) as never },
+            })),
+          }),
+        )
+        .catch((error: unknown) => {
+          if (!(error instanceof TransactionCanceledException)) throw error;
+        });
+
+    // Ten seconds: every 100 ms two one-unit writes and a 12-unit transaction, each as it comes.
+    const seconds = 10;
+    for (let tick = 0; tick < seconds * 10; tick++) {
+      await fill(client, key, 2);
+      await sentMarkLike();
+      clock += 100;
+    }
+
+    // Its budget a second, plus one second's start and one request's overshoot: never twice it.
+    const taken = target.unitsOn(layout.tableName, key);
+    expect(taken).toBeLessThanOrEqual(BUDGET * seconds + BUDGET + 12);
+    expect(taken).toBeGreaterThanOrEqual(BUDGET * seconds - 12);
   });
 });

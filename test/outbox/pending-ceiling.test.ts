@@ -89,6 +89,37 @@ async function writeOnePerGroup(outbox: Outbox, groups: readonly string[]) {
   return { committed, refused };
 }
 
+/**
+ * One single-message write to each group, all at once: they reach the budget together, however
+ * slowly this machine runs (a key's budget refills as real time passes).
+ */
+async function writeOnePerGroupAtOnce(outbox: Outbox, groups: readonly string[]) {
+  const results = await Promise.allSettled(
+    groups.map((groupId) =>
+      outbox.write({
+        messages: [{ type: 'OrderPlaced', groupId, key: `${groupId}-${++written}`, payload: {} }],
+      }),
+    ),
+  );
+  return {
+    committed: results.flatMap((result) => (result.status === 'fulfilled' ? result.value.keys : [])),
+    refused: results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : [])),
+  };
+}
+
+/**
+ * Moves the test's clock a second on once the proxy has throttled a request: the budget refills
+ * while the outbox sends the throttled transactions again, whatever this machine's speed.
+ */
+async function refillOnceThrottled(): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (proxy.stats().throttled === 0) {
+    if (Date.now() > deadline) throw new Error('nothing was throttled within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  clock += 1_000;
+}
+
 const groupsOf = (count: number, prefix = 'g') =>
   Array.from({ length: count }, (_, i) => `${prefix}${i}-${Math.random().toString(36).slice(2, 8)}`);
 
@@ -173,12 +204,15 @@ describe('a write throttled as DynamoDB throttles a transaction: canceled, Throt
     expect(proxy.unitsOn(layout.tableName, `${PENDING_PARTITION}#0`, OUTBOX_PENDING_INDEX)).toBe(BUDGET);
   });
 
-  it('commits once the second has passed: a burst is absorbed, not refused (real clock)', async () => {
-    await startProxy('canceled', Date.now);
+  it('commits once the budget has refilled: a burst is absorbed, not refused (the clock moved once throttled)', async () => {
+    await startProxy('canceled');
     const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
-    const groups = groupsOf(BUDGET + 3, 'burst');
+    const groups = groupsOf(BUDGET + 5, 'burst');
 
-    const { committed, refused } = await writeOnePerGroup(outbox, groups);
+    const [{ committed, refused }] = await Promise.all([
+      writeOnePerGroupAtOnce(outbox, groups),
+      refillOnceThrottled(),
+    ]);
 
     expect(refused).toEqual([]);
     expect(committed).toHaveLength(groups.length);
@@ -186,18 +220,21 @@ describe('a write throttled as DynamoDB throttles a transaction: canceled, Throt
   });
 
   it("the relay's SENT marks are sent again too: a busy shard delays them, and they are written once", async () => {
-    await startProxy('canceled', Date.now);
+    await startProxy('canceled');
     const outbox = new Outbox({ client, ...layout, pendingShards: 1 });
     const groups = groupsOf(BUDGET, 'marks');
-    expect((await writeOnePerGroup(outbox, groups)).committed).toHaveLength(BUDGET);
+    expect((await writeOnePerGroupAtOnce(outbox, groups)).committed).toHaveLength(BUDGET);
 
-    // Within the same real second the shard is full: the 10 marker deletes must wait for room.
+    // The shard's budget is spent: the 10 marker deletes must wait for it to refill.
     const options = senderOptions(client, sqs, layout, queue.url);
-    const reports = await Promise.all(
-      groups.map((groupId) =>
-        drainGroup(groupId, { ...options, owner: 'relay:2', sentBy: 'relay', timeLeftMs: () => 60_000 }),
+    const [reports] = await Promise.all([
+      Promise.all(
+        groups.map((groupId) =>
+          drainGroup(groupId, { ...options, owner: 'relay:2', sentBy: 'relay', timeLeftMs: () => 60_000 }),
+        ),
       ),
-    );
+      refillOnceThrottled(),
+    ]);
 
     expect(reports.flatMap((report) => report.markErrors)).toEqual([]);
     expect(reports.flatMap((report) => report.sentUnmarked)).toEqual([]);

@@ -346,6 +346,53 @@ describe('the sweeper', () => {
     refusing.destroy();
   });
 
+  describe('sweeps and counts a message the relay gave up on within sweepAfter of its commit (issue 40)', () => {
+    const committedAt = Date.parse('2026-11-22T12:00:00.000Z');
+    const sweepAfterMs = 10;
+    const stuckAfterMs = 20;
+    /** A sweep at `at`, every send refused (what the relay gave up on stays so). */
+    const sweepRefused = async (at: number, maxGroupsPerRun?: number) => {
+      const refusing = localSqsClient(1);
+      injectEntryFaults(refusing, () => ({ when: 'before-sending', ...PERMANENT }));
+      const report = await sweep({
+        ...senderOptions(dynamodb, refusing, layout, queue.url, { now: () => at }),
+        sweepAfterMs,
+        stuckAfterMs,
+        maxGroupsPerRun,
+        timeLeftMs: forever,
+      });
+      refusing.destroy();
+      return report;
+    };
+
+    it('whatever the rate: one instance writing 60 messages within one millisecond (60 ms of order)', async () => {
+      const outbox = new Outbox({ client: dynamodb, ...layout, now: () => new Date(committedAt) });
+      for (let i = 0; i < 60; i++) {
+        await outbox.write({ messages: [{ type: 'T', groupId: `busy-${i}`, key: `busy-${i}`, payload: i }] });
+      }
+
+      // Each run lists all 60 and drains one of them: the listing is what is asserted, not the sends.
+      expect((await sweepRefused(committedAt + sweepAfterMs + 1, 1)).found).toBe(60);
+      expect((await sweepRefused(committedAt + stuckAfterMs + 1, 1)).stuck).toBe(60);
+    });
+
+    it('whatever another producer’s clock: B written after A, whose clock is 10 minutes ahead', async () => {
+      const message = (key: string) => ({ type: 'T', groupId: 'lead', key, payload: key });
+      const ahead = new Outbox({ client: dynamodb, ...layout, now: () => new Date(committedAt + 600_000) });
+      await ahead.write({ messages: [message('a-ahead')] });
+      await new Outbox({ client: dynamodb, ...layout, now: () => new Date(committedAt) }).write({
+        messages: [message('b-on-time')],
+      });
+
+      const swept = await sweepRefused(committedAt + sweepAfterMs + 1);
+      expect(swept.groups.map((group) => group.groupId)).toEqual(['lead']);
+      expect(swept.groups[0]?.notSent).toEqual(['a-ahead', 'b-on-time']); // in the group's order: A first
+      expect((await sweepRefused(committedAt + stuckAfterMs + 1)).stuck).toBe(1); // B, by its own clock
+      const pending = await new OutboxItems({ client: dynamodb, layout }).pendingOfGroup('lead', 10);
+      expect(pending.map((marker) => marker.key)).toEqual(['a-ahead', 'b-on-time']);
+    });
+  });
+
   it('finds a group behind more than 1,000 old markers of a group whose sends keep failing', async () => {
     // Group A's 1,008 markers are all older than B's one: a sweeper that looked at the 1,000 oldest
     // markers only ever found A (issue 26, finding 5).

@@ -16,7 +16,7 @@ import {
   type FifoQueue,
   localSqsClient,
 } from '../support/sqs.js';
-import { injectEntryFaults, TRANSIENT } from '../support/sqs-faults.js';
+import { injectEntryFaults, PERMANENT, TRANSIENT } from '../support/sqs-faults.js';
 
 /** The relay and the sweeper to a standard queue (DESIGN §5.1); relay-and-sweeper.test.ts has the FIFO cases. */
 let dynamodb: DynamoDBClient;
@@ -122,6 +122,33 @@ describe('the outbox to a standard queue', () => {
     expect(copies).toHaveLength(2);
     expect(copies[0]?.envelope).toEqual(copies[1]?.envelope);
     flaky.destroy();
+  });
+
+  it('marks what SQS accepted behind a refused head SENT: three drains put one copy of each on the queue (issue 40)', async () => {
+    const keys = await writeMessages('std-head-refused', 5);
+    const [head, ...behind] = keys as [string, ...string[]];
+    const refusing = localSqsClient(1);
+    injectEntryFaults(
+      refusing,
+      ({ key }) => (key === head ? { when: 'before-sending', ...PERMANENT } : undefined),
+      {
+        laterEntriesOfGroupFail: false,
+      },
+    );
+
+    const reports = [];
+    for (let drain = 0; drain < 3; drain++)
+      reports.push(await drainGroup('std-head-refused', drainOptions(refusing)));
+
+    expect(reports[0]).toMatchObject({ sent: behind, notSent: [head], sentUnmarked: [] });
+    for (const key of behind) expect(await itemOf(key)).toMatchObject({ status: 'SENT' });
+    expect(await itemOf(head)).toMatchObject({
+      status: 'PENDING',
+      lastError: expect.stringContaining('Invalid'),
+    });
+    const received = await drainQueue(sqs, queue.url, behind.length); // and not one more
+    expect(received.map((message) => message.envelope.key).sort()).toEqual([...behind].sort());
+    refusing.destroy();
   });
 
   it('a SENT mark that fails leaves the message pending and ours; the next drain sends it again: a second copy', async () => {

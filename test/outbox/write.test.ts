@@ -1,4 +1,4 @@
-import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, ScanCommand, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startFaultProxy } from '../../chaos/fault-proxy.js';
@@ -17,10 +17,10 @@ import {
   OutboxWriteOutcomeUnknownError,
 } from '../../lambdas/outbox/index.js';
 import {
-  createdAtOf,
   DEFAULT_PENDING_SHARDS,
   type OutboxLayout,
   pendingShardOf,
+  sequenceOf,
 } from '../../lambdas/outbox/layout.js';
 import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
 import { localDynamoClient } from '../support/dynamodb.js';
@@ -221,7 +221,7 @@ describe('the order of causally related writes of two producers', () => {
     const producer = new Outbox({ client: dynamodb, ...layout, now: clock(base) });
     await producer.write({ messages: [{ type: 'T', groupId: 'idle', key: 'only', payload: 1 }] });
     const [marker] = await new OutboxItems({ client: dynamodb, layout }).pendingOfGroup('idle', 10);
-    expect(marker && createdAtOf(marker.order)).toBe(base);
+    expect(marker && sequenceOf(marker.order)).toBe(base);
   });
 });
 
@@ -365,5 +365,63 @@ describe('retrying a write with its clientRequestToken', () => {
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OutboxTokenReusedError);
     expect((await itemsOf(layout.tableName)).some((item) => item.pk === 'order#r-4')).toBe(false);
+  });
+});
+
+describe('a write DynamoDB canceled for throttling (issue 40)', () => {
+  /**
+   * Cancels `client`'s first TransactWriteItems for throttling before it leaves, as DynamoDB cancels
+   * a transaction over a partition's capacity, and every later one under a token it canceled: AWS
+   * does not document what it remembers of a canceled call's token, and this is the worst case.
+   * `meanwhile` runs before the first cancellation is answered.
+   */
+  function throttleFirstTry(client: DynamoDBClient, meanwhile: () => Promise<unknown>) {
+    const canceledTokens = new Set<string>();
+    const sentTokens: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+        const input = args.input as { ClientRequestToken: string; TransactItems: unknown[] };
+        sentTokens.push(input.ClientRequestToken);
+        if (sentTokens.length === 1 || canceledTokens.has(input.ClientRequestToken)) {
+          if (sentTokens.length === 1) await meanwhile();
+          canceledTokens.add(input.ClientRequestToken);
+          throw new TransactionCanceledException({
+            message: 'Transaction cancelled',
+            $metadata: {},
+            CancellationReasons: input.TransactItems.map((_, at) =>
+              at === input.TransactItems.length - 1 ? { Code: 'ThrottlingError' } : { Code: 'None' },
+            ),
+          });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'throttleFirstTry' },
+    );
+    return { sentTokens };
+  }
+  const message = (key: string) => ({ type: 'T', groupId: 'throttled', key, payload: key });
+  const base = Date.parse('2026-11-22T13:00:00.000Z');
+
+  it('is rebuilt under a new token, after the writes committed meanwhile, and keeps the caller’s token for read-back', async () => {
+    const client = localDynamoClient();
+    // B commits while A's first try is throttled; B's clock is later than A's.
+    const producerB = new Outbox({ client: dynamodb, ...layout, now: () => new Date(base + 5) });
+    const { sentTokens } = throttleFirstTry(client, () =>
+      producerB.write({ messages: [message('b-committed-first')] }),
+    );
+    const producerA = new Outbox({ client, ...layout, now: () => new Date(base) });
+
+    await producerA.write({ messages: [message('a-committed-second')], clientRequestToken: 'token-a' });
+
+    expect(sentTokens[0]).toBe('token-a');
+    expect(new Set(sentTokens).size).toBe(sentTokens.length); // every try its own token
+    const pending = await new OutboxItems({ client: dynamodb, layout }).pendingOfGroup('throttled', 10);
+    expect(pending.map((marker) => marker.key)).toEqual(['b-committed-first', 'a-committed-second']);
+    // The caller's retry with its token (its answer lost) still finds the write done.
+    expect(
+      await producerA.write({ messages: [message('a-committed-second')], clientRequestToken: 'token-a' }),
+    ).toEqual({ keys: ['a-committed-second'] });
+    client.destroy();
   });
 });

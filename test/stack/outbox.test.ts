@@ -110,7 +110,7 @@ describe('the outbox table of its own', () => {
         IndexName: OUTBOX_PENDING_INDEX,
         KeySchema: [
           { AttributeName: OUTBOX_ATTRIBUTES.pending, KeyType: 'HASH' },
-          { AttributeName: OUTBOX_ATTRIBUTES.order, KeyType: 'RANGE' },
+          { AttributeName: OUTBOX_ATTRIBUTES.pendingSince, KeyType: 'RANGE' },
         ],
         Projection: {
           ProjectionType: 'INCLUDE',
@@ -121,7 +121,7 @@ describe('the outbox table of its own', () => {
     expect(table.Properties.AttributeDefinitions).toEqual(
       expect.arrayContaining([
         { AttributeName: OUTBOX_ATTRIBUTES.pending, AttributeType: 'S' },
-        { AttributeName: OUTBOX_ATTRIBUTES.order, AttributeType: 'S' },
+        { AttributeName: OUTBOX_ATTRIBUTES.pendingSince, AttributeType: 'S' },
       ]),
     );
   });

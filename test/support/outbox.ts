@@ -26,7 +26,7 @@ export async function createOutboxTable(client: DynamoDBClient, prefix = 'outbox
         { AttributeName: 'pk', AttributeType: 'S' },
         { AttributeName: 'sk', AttributeType: 'S' },
         { AttributeName: OUTBOX_ATTRIBUTES.pending, AttributeType: 'S' },
-        { AttributeName: OUTBOX_ATTRIBUTES.order, AttributeType: 'S' },
+        { AttributeName: OUTBOX_ATTRIBUTES.pendingSince, AttributeType: 'S' },
       ],
       KeySchema: [
         { AttributeName: 'pk', KeyType: 'HASH' },
@@ -37,7 +37,7 @@ export async function createOutboxTable(client: DynamoDBClient, prefix = 'outbox
           IndexName: OUTBOX_PENDING_INDEX,
           KeySchema: [
             { AttributeName: OUTBOX_ATTRIBUTES.pending, KeyType: 'HASH' },
-            { AttributeName: OUTBOX_ATTRIBUTES.order, KeyType: 'RANGE' },
+            { AttributeName: OUTBOX_ATTRIBUTES.pendingSince, KeyType: 'RANGE' },
           ],
           Projection: {
             ProjectionType: 'INCLUDE',
