@@ -1,3 +1,4 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
@@ -13,6 +14,7 @@ import {
 import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
 import type { PublishResponse } from './contract.js';
 import { readPublisherEnvironment } from './environment.js';
+import { refusalMetrics } from './metrics.js';
 import { publisherErrors, validation } from './middlewares.js';
 import { sendInGroupOrder } from './ordered-sender.js';
 import { sqsBatchSender } from './sqs-batch.js';
@@ -43,6 +45,11 @@ export interface PublisherOptions {
   sqsCallTimeoutMs?: number;
   /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
   cache?: CompletedRecordCache | false;
+  /**
+   * Where refused requests are counted (`PUBLISHER_METRICS`).
+   * @default a Powertools `Metrics` from POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME
+   */
+  metrics?: Metrics;
 }
 
 export const DEFAULT_PUBLISH_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 50, maxDelayMs: 2_000 };
@@ -91,6 +98,8 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
   });
 
   const handler = middy<PublishCommand, PublishResponse>(publish)
+    // Before publisherErrors(), so that it counts the refusals under their publisher names.
+    .use(refusalMetrics(options.metrics ?? new Metrics()))
     .use(publisherErrors())
     .use(validation({ maxMessageBytes: options.maxMessageBytes }))
     .use(

@@ -211,6 +211,7 @@ export class OncelyPipeline extends Construct {
         [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
         [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
         POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
+        POWERTOOLS_METRICS_NAMESPACE: serviceName,
       },
     });
     this.consumerEnvironment = {
@@ -262,6 +263,7 @@ export class OncelyPipeline extends Construct {
       metricsNamespace: serviceName,
       monitorServiceName: `${serviceName}-monitor`,
       consumerServiceName: `${serviceName}-consumer`,
+      publisherServiceName: `${serviceName}-publisher`,
       unresolvedCheckInterval: settings.unresolvedCheckInterval,
       oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
       topic: props.alarmTopic,

@@ -20,6 +20,7 @@ import {
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
+import { PUBLISHER_METRICS } from '../../lambdas/publisher/metrics.js';
 import { OncelyPipeline } from '../../lib/constructs/oncely-pipeline.js';
 import { PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
@@ -333,7 +334,7 @@ describe('alarms and outputs', () => {
   it('alarm on DLQ depth, in-doubt and retry-pending records, a silent monitor, consumer and publisher errors, record lives not extended and the oldest message’s age', () => {
     expect(
       alarms()
-        .map((a) => a.MetricName ?? 'publisher errors + throttles (math)')
+        .map((a) => a.MetricName ?? 'publisher faults + throttles (math)')
         .sort(),
     ).toEqual(
       [
@@ -344,18 +345,23 @@ describe('alarms and outputs', () => {
         UNRESOLVED_METRICS.inDoubt,
         UNRESOLVED_METRICS.inDoubt,
         UNRESOLVED_METRICS.retryPending,
-        'publisher errors + throttles (math)',
+        'publisher faults + throttles (math)',
       ].sort(),
     );
   });
 
-  it('raise on any publisher error or throttle: Lambda’s Errors and Throttles of the publisher, summed', () => {
+  it('raise on any publisher fault or throttle, not on a refused request: Errors minus PublishRequestsRefused, plus Throttles', () => {
     const publisherAlarm = alarms().find((a) => a.Metrics !== undefined);
     const publisher = { Name: 'FunctionName', Value: { Ref: logicalId(pipeline.publisher) } };
-    const metric = (name: string) =>
+    const [publisherFunction] = Object.values(template.findResources('AWS::Lambda::Function')).filter(
+      (f) => f.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'oncely-publisher',
+    );
+    const variables = publisherFunction?.Properties.Environment.Variables;
+    const metric = (id: string, namespace: string, name: string, dimensions: unknown[]) =>
       expect.objectContaining({
+        Id: id,
         MetricStat: expect.objectContaining({
-          Metric: { Namespace: 'AWS/Lambda', MetricName: name, Dimensions: [publisher] },
+          Metric: { Namespace: namespace, MetricName: name, Dimensions: dimensions },
           Stat: 'Sum',
         }),
         ReturnData: false,
@@ -368,9 +374,13 @@ describe('alarms and outputs', () => {
     });
     expect(publisherAlarm?.Metrics).toEqual(
       expect.arrayContaining([
-        metric('Errors'),
-        metric('Throttles'),
-        expect.objectContaining({ Expression: expect.stringMatching(/FILL\(\w+, ?0\) \+ FILL\(\w+, ?0\)/) }),
+        metric('errors', 'AWS/Lambda', 'Errors', [publisher]),
+        // Counted by the publisher in the namespace and service it publishes to.
+        metric('refused', variables.POWERTOOLS_METRICS_NAMESPACE, PUBLISHER_METRICS.refused, [
+          { Name: 'service', Value: variables.POWERTOOLS_SERVICE_NAME },
+        ]),
+        metric('throttles', 'AWS/Lambda', 'Throttles', [publisher]),
+        expect.objectContaining({ Expression: 'FILL(errors, 0) - FILL(refused, 0) + FILL(throttles, 0)' }),
       ]),
     );
   });
