@@ -35,9 +35,11 @@ export const USAGE = `Usage:
   oncely dlq discard   MESSAGE_ID... --reason TEXT [--ready-file PATH | --stack NAME] [--json]
       Delete these messages from the DLQ for good, each recorded first in the idempotency table
       (oncely/discarded#MESSAGE_ID, with its body and the reason). Exit code 3 if one was not found.
-  oncely in-doubt list [--ready-file PATH | --stack NAME] [--json]
-      Show the records to resolve: IN_DOUBT (effects that may or may not have happened) and
-      RETRY_PENDING (a \`resolve --as retry\` that did not finish).
+  oncely in-doubt list [--limit N] [--after TOKEN] [--ready-file PATH | --stack NAME] [--json]
+      Show the records to resolve, oldest first: IN_DOUBT (effects that may or may not have
+      happened) and RETRY_PENDING (a \`resolve --as retry\` that did not finish). At most --limit
+      (default 100); when more follow it prints a token, and --after TOKEN shows the next page.
+      Exit code 3 when more follow.
   oncely in-doubt resolve ID --as completed|retry [--republish] [--yes]
                        [--ready-file PATH | --stack NAME] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
@@ -88,7 +90,7 @@ export type Command =
         installNode: boolean;
       };
     }
-  | { name: 'in-doubt-list'; target: Target; json: boolean }
+  | { name: 'in-doubt-list'; target: Target; json: boolean; limit?: number; after?: string }
   | { name: 'dlq-list'; target: Target; json: boolean; limit?: number; timeoutSeconds?: number }
   | {
       name: 'dlq-redrive';
@@ -183,7 +185,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
   }
   if (group === 'in-doubt' && action === 'list') {
     expectNoMore(rest);
-    return { name: 'in-doubt-list', target, json };
+    return { name: 'in-doubt-list', target, json, limit: howMany(values.limit), after: values.after };
   }
   if (group === 'in-doubt' && action === 'resolve') {
     const [id, ...extra] = rest;
@@ -229,6 +231,7 @@ function parse(argv: string[]) {
         'app-dir': { type: 'string' },
         stack: { type: 'string' },
         as: { type: 'string' },
+        after: { type: 'string' },
         republish: { type: 'boolean' },
         yes: { type: 'boolean' },
         timeout: { type: 'string' },
@@ -268,7 +271,7 @@ function howMany(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const number = Number(value);
   if (!Number.isInteger(number) || number <= 0) {
-    throw new CliUsageError(`--limit takes a whole number of messages above 0, got "${value}".`);
+    throw new CliUsageError(`--limit takes a whole number above 0, got "${value}".`);
   }
   return number;
 }

@@ -4,7 +4,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { StoredError } from '../lambdas/idempotency/index.js';
 import {
@@ -20,6 +20,7 @@ import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 import { keptGroups } from './in-doubt-groups.js';
 import {
   DedupHorizonUnknownError,
+  InvalidPageTokenError,
   MessageNotKeptError,
   RecordNotInDoubtError,
   ResolutionConflictError,
@@ -77,25 +78,73 @@ export interface InDoubtTarget {
   resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl' | 'idempotencyTtlSeconds'>;
 }
 
+/** How many records `oncely in-doubt list` shows at once unless given `--limit`. */
+export const DEFAULT_UNRESOLVED_LIMIT = 100;
+
+/** One page of `oncely in-doubt list`: its `--json` document. */
+export interface UnresolvedPage {
+  /** At most the limit's records, oldest first. */
+  records: UnresolvedRecord[];
+  /**
+   * Present when more records may follow: pass it back (`--after`) for the next page. It names where
+   * each status's listing stopped, so records resolved meanwhile are skipped and none is shown twice.
+   */
+  next?: string;
+}
+
+export interface ListUnresolvedOptions {
+  /** The most records to show (and to read the kept message's group of). Default {@link DEFAULT_UNRESOLVED_LIMIT}. */
+  limit?: number;
+  /** A page's `next`: list the records after the ones it showed. */
+  after?: string;
+}
+
+/** Where one status's listing stopped: the last record shown, as the index orders it. */
+interface IndexPosition {
+  id: string;
+  updatedAt: number;
+}
+type PageToken = Partial<Record<UnresolvedReason, IndexPosition>>;
+
 /**
- * The records an operator must resolve, oldest first: those IN_DOUBT and those whose retry did not
- * finish. Queries the sparse index of unresolved records (never the whole table), page by page; it
- * projects no kept message, so the groups of the records listed are read from the table after.
+ * The records an operator must resolve, oldest first, `limit` at a time: those IN_DOUBT and those
+ * whose retry did not finish. Queries the sparse index of unresolved records (never the whole table),
+ * which projects no kept message, reading at most `limit` of each status; then reads the group of the
+ * records it shows, and of no other, from the table (whole items: what the read costs, see
+ * docs/operations.md).
  */
-export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedRecord[]> {
-  const documents = DynamoDBDocumentClient.from(target.dynamodb);
+export async function listUnresolved(
+  target: InDoubtTarget,
+  options: ListUnresolvedOptions = {},
+): Promise<UnresolvedPage> {
+  const limit = options.limit ?? DEFAULT_UNRESOLVED_LIMIT;
+  const after = options.after === undefined ? {} : decodePageToken(options.after);
   const nowMs = Date.now();
-  const items: Partial<IdempotencyRecord>[] = [];
-  for (const reason of UNRESOLVED_REASONS) {
-    items.push(...(await onUnresolvedIndex((indexName) => unresolvedOn(target, indexName, reason, nowMs))));
+  const listings = await Promise.all(
+    UNRESOLVED_REASONS.map(async (reason) => ({
+      reason,
+      ...(await onUnresolvedIndex((indexName) =>
+        unresolvedOn(target, indexName, reason, { limit, after: after[reason], nowMs }),
+      )),
+    })),
+  );
+  const items = listings
+    .flatMap((listing) => listing.items)
+    .sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0))
+    .slice(0, limit);
+  const next: PageToken = { ...after };
+  for (const item of items) {
+    next[item.unresolved as UnresolvedReason] = { id: String(item.id), updatedAt: Number(item.updatedAt) };
   }
-  items.sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
+  const more = listings.some(
+    (listing) => listing.more || listing.items.some((item) => !items.includes(item)),
+  );
   const groups = await keptGroups(
-    documents,
+    DynamoDBDocumentClient.from(target.dynamodb),
     target.resources.idempotencyTableName,
     items.map((item) => String(item.id)),
   );
-  return items.map((item) => ({
+  const records = items.map((item) => ({
     id: String(item.id),
     status: item.unresolved as UnresolvedReason,
     reason: item.error,
@@ -104,32 +153,72 @@ export async function listUnresolved(target: InDoubtTarget): Promise<UnresolvedR
     groupId: groups.get(String(item.id)),
     ...(item.expiresAt === undefined ? {} : { expiresAt: new Date(item.expiresAt * 1000).toISOString() }),
   }));
+  return more ? { records, next: encodePageToken(next) } : { records };
 }
 
-/** The live records of `reason` on the index `indexName`, with what the index projects. */
+/**
+ * The oldest `limit` live records of `reason` on the index `indexName` after `after`, with what the
+ * index projects; `more` when the index may hold further ones.
+ */
 async function unresolvedOn(
   target: InDoubtTarget,
   indexName: string,
   reason: UnresolvedReason,
-  nowMs: number,
-): Promise<Partial<IdempotencyRecord>[]> {
+  { limit, after, nowMs }: { limit: number; after: IndexPosition | undefined; nowMs: number },
+): Promise<{ items: Partial<IdempotencyRecord>[]; more: boolean }> {
+  const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const items: Partial<IdempotencyRecord>[] = [];
-  const pages = paginateQuery(
-    { client: DynamoDBDocumentClient.from(target.dynamodb) },
-    {
-      TableName: target.resources.idempotencyTableName,
-      IndexName: indexName,
-      KeyConditionExpression: '#unresolved = :reason',
-      // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
-      // record (parked by an older version) is gone for the consumer, so for us too.
-      FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
-      ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt',
-      ExpressionAttributeNames: { '#unresolved': UNRESOLVED_ATTRIBUTE, '#error': 'error' },
-      ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
-    },
-  );
-  for await (const page of pages) items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
-  return items;
+  let startKey: Record<string, unknown> | undefined = after && {
+    id: after.id,
+    [UNRESOLVED_ATTRIBUTE]: reason,
+    updatedAt: after.updatedAt,
+  };
+  do {
+    const page = await documents.send(
+      new QueryCommand({
+        TableName: target.resources.idempotencyTableName,
+        IndexName: indexName,
+        KeyConditionExpression: '#unresolved = :reason',
+        // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
+        // record (parked by an older version) is gone for the consumer, so for us too.
+        FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
+        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt',
+        ExpressionAttributeNames: { '#unresolved': UNRESOLVED_ATTRIBUTE, '#error': 'error' },
+        ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
+        // Evaluated before the filter: never more than the page still needs.
+        Limit: limit - items.length,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && items.length < limit);
+  return { items, more: startKey !== undefined };
+}
+
+function encodePageToken(token: PageToken): string {
+  return Buffer.from(JSON.stringify(token)).toString('base64url');
+}
+
+function decodePageToken(text: string): PageToken {
+  const invalid = () =>
+    new InvalidPageTokenError(
+      `--after "${text}" is not a page token: pass back the \`next\` a previous \`oncely in-doubt list\` printed, ` +
+        'or leave --after out to start from the oldest record.',
+    );
+  let token: unknown;
+  try {
+    token = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (typeof token !== 'object' || token === null || Array.isArray(token)) throw invalid();
+  for (const [reason, position] of Object.entries(token)) {
+    const { id, updatedAt } = (position ?? {}) as Partial<IndexPosition>;
+    const known = (UNRESOLVED_REASONS as readonly string[]).includes(reason);
+    if (!known || typeof id !== 'string' || !Number.isFinite(updatedAt)) throw invalid();
+  }
+  return token as PageToken;
 }
 
 /**

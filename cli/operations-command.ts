@@ -103,11 +103,11 @@ export async function runOperation(
         report(result, (described) => describeDiscard(described, resources.idempotencyTableName));
         return result.notFound.length === 0 ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }
-      case 'in-doubt-list':
-        report(await listUnresolved(pipeline), (records) =>
-          describeUnresolved(records, resources.idempotencyTableName),
-        );
-        return EXIT_CODES.done;
+      case 'in-doubt-list': {
+        const page = await listUnresolved(pipeline, { limit: command.limit, after: command.after });
+        report(page, (listed) => describeUnresolved(listed, resources.idempotencyTableName));
+        return page.next === undefined ? EXIT_CODES.done : EXIT_CODES.unfinished;
+      }
       case 'in-doubt-resolve': {
         if (!command.yes) {
           terminal.show(describeRecordToResolve(await readRecordToResolve(pipeline, command.id)));

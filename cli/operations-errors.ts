@@ -100,3 +100,9 @@ export class RedriveInProgressError extends OncelyError {
   static override readonly errorName: string = 'RedriveInProgressError';
   readonly retryable = true;
 }
+
+/** An `oncely in-doubt list --after` value that is not the `next` of a page it printed. */
+export class InvalidPageTokenError extends OncelyError {
+  static override readonly errorName: string = 'InvalidPageTokenError';
+  readonly retryable = false;
+}

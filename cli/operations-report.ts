@@ -4,7 +4,7 @@ import type { DiscardResult } from './dead-letter-discard.js';
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
 import type { RedriveResult } from './dead-letter-redrive.js';
 import { describeGroup } from './dead-letter-sweep.js';
-import type { Resolution, UnresolvedRecord } from './in-doubt-records.js';
+import type { Resolution, UnresolvedPage } from './in-doubt-records.js';
 import type { OutboxListing } from './outbox-list.js';
 import { formatTable } from './text-table.js';
 
@@ -154,8 +154,15 @@ const RETRY_PENDING_EXPLAINED =
   'queue, only step 3 (taking the record off the list) is left, and the record leaves the list by itself once ' +
   'the consumer runs the message; running the command anyway sends a copy the consumer takes for a duplicate.';
 
-export function describeUnresolved(records: readonly UnresolvedRecord[], tableName: string): string {
-  if (records.length === 0) return `No records are IN_DOUBT or pending a retry (${tableName}).`;
+export function describeUnresolved(page: UnresolvedPage, tableName: string): string {
+  const { records, next } = page;
+  const more = next === undefined ? [] : [`More follow, newer: \`oncely in-doubt list --after ${next}\``];
+  if (records.length === 0) {
+    return [
+      `No${next === undefined ? '' : ' more'} records are IN_DOUBT or pending a retry (${tableName}).`,
+      ...more,
+    ].join('\n');
+  }
   const table = formatTable(
     ['ID', 'STATUS', 'SINCE', 'ATTEMPTS', 'GROUP', 'REASON', 'EXPIRES'],
     records.map((record) => [
@@ -175,7 +182,7 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
   const inDoubt = records.filter((record) => record.status === 'IN_DOUBT').length;
   const expiring = records.filter((record) => record.expiresAt !== undefined).length;
   return [
-    `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}):`,
+    `${count(inDoubt, 'record')} IN_DOUBT, ${records.length - inDoubt} pending a retry (${tableName}${next === undefined ? '' : ', the oldest; more follow'}):`,
     table,
     ...(records.length > inDoubt ? [RETRY_PENDING_EXPLAINED] : []),
     ...(expiring > 0
@@ -186,6 +193,7 @@ export function describeUnresolved(records: readonly UnresolvedRecord[], tableNa
       : []),
     'Find out whether each effect happened, then: `oncely in-doubt resolve ID --as completed` if it did, ' +
       '`--as retry` to run it again.',
+    ...more,
   ].join('\n');
 }
 

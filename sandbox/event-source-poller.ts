@@ -5,11 +5,13 @@ import type { InvocationResult } from './lambda-context.js';
 import { pause } from './pause.js';
 import type { LocalEventSource } from './queue-source.js';
 import { BatchGatherer, deleteMessages } from './sqs-batch-gatherer.js';
-import { failedMessageIds } from './sqs-event.js';
+import type { Redelivery } from './sqs-emulator.js';
+import { failedMessageIds, toSqsRecord } from './sqs-event.js';
 
 /** What happened to one batch, for progress reports and tests. */
 export interface BatchReport {
   received: number;
+  /** Deleted with the receipt handle of their latest receive: some invocation holding it succeeded. */
   deleted: number;
   /** Left on the queue: reported failures, or the whole batch after a function error. */
   retained: number;
@@ -27,9 +29,12 @@ export interface PollerOptions {
   /**
    * Delivers a standard queue's batches as SQS's at-least-once delivery may, for tests and demos:
    * each to two invocations at once, then once more after both answered (a copy of a message
-   * already done). Nothing changes for a FIFO queue, whose deduplication SQS keeps. `false` by default.
+   * already done). Each copy is a receive of its own (`receiveAgain`, the SQS emulator's), with its
+   * own receipt handle, which replaces the earlier copies': a delete or a visibility change with an
+   * earlier one does what SQS documents for it. Nothing changes for a FIFO queue, whose deduplication
+   * SQS keeps. Off by default.
    */
-  duplicateDeliveries?: boolean;
+  duplicateDeliveries?: { receiveAgain: (queueUrl: string, receiptHandle: string) => Redelivery };
 }
 
 /**
@@ -65,7 +70,20 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
   const loops = new Set<Promise<void>>();
   // Whether a receive found messages since the last scaling step: Lambda adds pollers only then.
   let busy = false;
-  const duplicating = options.duplicateDeliveries === true && !source.queue.url.endsWith('.fifo');
+  const duplicates = source.queue.url.endsWith('.fifo') ? undefined : options.duplicateDeliveries;
+  /** The batch received again, each message with its new receipt handle and receive count. */
+  const receivedAgain = (messages: Message[]): Message[] =>
+    messages.map((message) => {
+      const again = duplicates?.receiveAgain(source.queue.url, String(message.ReceiptHandle));
+      if (!again) return message;
+      // A message deleted meanwhile has no count any more: one more than the copy before had.
+      const count = again.receiveCount ?? Number(message.Attributes?.ApproximateReceiveCount ?? 0) + 1;
+      return {
+        ...message,
+        ReceiptHandle: again.receiptHandle,
+        Attributes: { ...message.Attributes, ApproximateReceiveCount: String(count) },
+      };
+    });
 
   /** One poller; a scaled-up one ends at its first idle receive, as Lambda scales back. */
   const poll = async (scaledUp: boolean) => {
@@ -77,11 +95,14 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
         if (batch.idle && scaledUp) return;
         if (batch.messages.length === 0) continue;
         busy = true;
-        const event = { Records: batch.records };
-        await deliver(options, batch.messages, event, duplicating ? 2 : 1);
-        // The late copy: its messages are gone by then, so its deletes change nothing and its
-        // visibility changes are refused, as a late duplicate's on SQS once its original was deleted.
-        if (duplicating) await deliver(options, batch.messages, event, 1);
+        if (!duplicates) {
+          await deliver(options, [batch.messages]);
+          continue;
+        }
+        await deliver(options, [batch.messages, receivedAgain(batch.messages)]);
+        // The late copy: received once more, after both answered. Its messages are gone by then,
+        // unless no copy holding their latest handle succeeded.
+        await deliver(options, [receivedAgain(batch.messages)]);
       } catch (error) {
         if (!running()) return;
         console.error(`[oncely sandbox] polling ${source.queue.name} failed: ${String(error)}`);
@@ -109,34 +130,36 @@ export function startEventSourcePoller(options: PollerOptions): { stop: () => Pr
 }
 
 /**
- * Invokes the function with the batch, `copies` times at once, and deletes each message some
- * invocation succeeded with: one delete removes it, whoever else still holds it.
+ * Invokes the function with each copy of the batch at once (one, or two received separately), then
+ * deletes each message with the receipt handle of every copy that succeeded with it: on SQS, as in
+ * the emulator, only the latest receive's handle removes it.
  */
-async function deliver(
-  options: PollerOptions,
-  messages: Message[],
-  event: SQSEvent,
-  copies: number,
-): Promise<void> {
-  const { sqs, source } = options;
-  const outcomes = await Promise.all(Array.from({ length: copies }, () => invokeOnce(options, event)));
-  // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
-  const failedIn = outcomes.map((outcome) =>
-    !outcome.ok
+async function deliver(options: PollerOptions, copies: Message[][]): Promise<void> {
+  const { sqs, source, region } = options;
+  const events = copies.map((messages) => ({
+    Records: messages.map((message) => toSqsRecord(message, source.queue.arn, region)),
+  }));
+  const outcomes = await Promise.all(events.map((event) => invokeOnce(options, event)));
+  const succeeded = outcomes.map((outcome, copy) => {
+    // Without ReportBatchItemFailures, a successful invocation succeeded for every record.
+    const failed = !outcome.ok
       ? 'all'
       : source.reportBatchItemFailures
-        ? failedMessageIds(outcome.result, event)
-        : new Set<string>(),
-  );
-  const done = messages.filter((message) =>
-    failedIn.some((failed) => failed !== 'all' && !failed.has(String(message.MessageId))),
-  );
-  await deleteMessages(sqs, source.queue.url, done);
+        ? failedMessageIds(outcome.result, events[copy] as SQSEvent)
+        : new Set<string>();
+    return (copies[copy] ?? []).filter(
+      (message) => failed !== 'all' && !failed.has(String(message.MessageId)),
+    );
+  });
+  for (const done of succeeded) await deleteMessages(sqs, source.queue.url, done);
+  // The last copy holds each message's latest receipt handle.
+  const received = copies[0]?.length ?? 0;
+  const deleted = succeeded[succeeded.length - 1]?.length ?? 0;
   const failure = outcomes.find((outcome) => !outcome.ok);
   options.onBatch?.({
-    received: messages.length,
-    deleted: done.length,
-    retained: messages.length - done.length,
+    received,
+    deleted,
+    retained: received - deleted,
     functionError:
       failure && !failure.ok ? `${failure.error.errorType}: ${failure.error.errorMessage}` : undefined,
   });

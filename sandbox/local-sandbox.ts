@@ -93,7 +93,9 @@ export interface SandboxOptions {
   /**
    * Delivers each batch of a standard queue to two invocations at once, then once more after both
    * answered, as SQS's at-least-once delivery may (event-source-poller.ts), so that a test or the
-   * demo sees its duplicates, concurrent and late. FIFO queues are not affected. `false` by default.
+   * demo sees its duplicates, concurrent and late. Each copy is a receive of its own, with its own
+   * receipt handle: a delete or visibility change with an earlier copy's does what SQS documents
+   * (nothing; refused). FIFO queues are not affected. `false` by default.
    */
   duplicateDeliveries?: boolean;
 }
@@ -334,7 +336,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         region: LOCAL_REGION,
         invoke: (event: SQSEvent) => invoke(source.functionName, event),
         onBatch: (report) => options.onBatch?.(source.functionName, report),
-        duplicateDeliveries: options.duplicateDeliveries,
+        duplicateDeliveries: options.duplicateDeliveries
+          ? { receiveAgain: sqsEmulator.receiveAgain }
+          : undefined,
       });
       // Pollers stop before the functions and emulators they use.
       stops.push(() => poller.stop());

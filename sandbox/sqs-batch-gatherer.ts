@@ -4,7 +4,6 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { SQSRecord } from 'aws-lambda';
 import { compileFilters, type RecordFilter } from './event-filter.js';
 import type { LocalEventSource } from './queue-source.js';
 import { toSqsRecord } from './sqs-event.js';
@@ -32,7 +31,6 @@ export interface GathererOptions {
 /** A batch ready to invoke with, and the received messages that did not fit in it. */
 export interface Gathered {
   messages: Message[];
-  records: SQSRecord[];
   /** Received messages left for the next batch: it would have passed {@link MAX_BATCH_BYTES}. */
   carried: Message[];
   /** The first receive found nothing: the queue is idle. */
@@ -59,7 +57,6 @@ export class BatchGatherer {
   async gather(carried: Message[]): Promise<Gathered> {
     const { source } = this.#options;
     const messages: Message[] = [];
-    const records: SQSRecord[] = [];
     let bytes = EVENT_OVERHEAD_BYTES;
     let pending = carried;
     let windowEnds: number | undefined;
@@ -67,17 +64,16 @@ export class BatchGatherer {
       while (pending.length > 0) {
         const [message, ...rest] = pending;
         const record = toSqsRecord(message, source.queue.arn, this.#options.region);
-        const size = Buffer.byteLength(JSON.stringify(record)) + (records.length > 0 ? 1 : 0);
-        if (records.length > 0 && bytes + size > MAX_BATCH_BYTES) {
-          return { messages, records, carried: pending, idle: false };
+        const size = Buffer.byteLength(JSON.stringify(record)) + (messages.length > 0 ? 1 : 0);
+        if (messages.length > 0 && bytes + size > MAX_BATCH_BYTES) {
+          return { messages, carried: pending, idle: false };
         }
         pending = rest;
         messages.push(message);
-        records.push(record);
         bytes += size;
-        if (records.length === source.batchSize) return { messages, records, carried: pending, idle: false };
+        if (messages.length === source.batchSize) return { messages, carried: pending, idle: false };
       }
-      if (records.length > 0) windowEnds ??= Date.now() + source.maximumBatchingWindowInSeconds * 1000;
+      if (messages.length > 0) windowEnds ??= Date.now() + source.maximumBatchingWindowInSeconds * 1000;
       const remainingMs = windowEnds === undefined ? undefined : windowEnds - Date.now();
       if (remainingMs !== undefined && remainingMs <= 0) break;
       // The window is kept to the second: a receive's wait is whole seconds.
@@ -86,14 +82,13 @@ export class BatchGatherer {
           ? this.#options.waitTimeSeconds
           : Math.min(this.#options.waitTimeSeconds, Math.ceil(remainingMs / 1000));
       const received = await this.#receive(
-        Math.min(RECEIVE_MAX, source.batchSize - records.length),
+        Math.min(RECEIVE_MAX, source.batchSize - messages.length),
         waitTimeSeconds,
       );
-      if (received.length === 0 && records.length === 0)
-        return { messages, records, carried: [], idle: true };
+      if (received.length === 0 && messages.length === 0) return { messages, carried: [], idle: true };
       pending = await this.#dropFiltered(received);
     }
-    return { messages, records, carried: [], idle: false };
+    return { messages, carried: [], idle: false };
   }
 
   async #receive(maxNumberOfMessages: number, waitTimeSeconds: number): Promise<Message[]> {

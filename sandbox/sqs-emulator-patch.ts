@@ -18,7 +18,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 const PACKAGE = 'local-aws-sqs';
 const VERSION = '2.0.2';
 /** The version of the patch: bump it when the replacements change, and give new ones this `since`. */
-const PATCH_VERSION = 2;
+const PATCH_VERSION = 3;
 const MARKER = `/* oncely-patch v${PATCH_VERSION} */`;
 /** The first line of a bundle Oncely patched, in place (v1) or beside it. */
 const ANY_MARKER = /^\/\* oncely-patch v(\d+) \*\/[^\n]*\n/;
@@ -428,6 +428,60 @@ let n = Array.isArray(legacyNames) || Array.isArray(systemNames)
   ? [...(Array.isArray(legacyNames) ? legacyNames : []), ...(Array.isArray(systemNames) ? systemNames : [])]
   : legacyNames;
 let `,
+  },
+  {
+    since: 3,
+    what: 'delete',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the bundle's own template literal, matched verbatim
+    find: 'delete(t){let{MessageId:e}=l(this,D,jt).call(this,t),i=S(this,E).findIndex(r=>r.record.MessageId==e);if(this.FifoQueue){let r=S(this,E)[i];if(!r)return!0;if(r.visible||t!=r.record.ReceiptHandle)throw new u(`Value ${t} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`);l(this,D,zt).call(this,i)}else i!=-1&&l(this,D,zt).call(this,i);return!0}',
+    replace: `delete(t) {
+  const { MessageId } = l(this, D, jt).call(this, t);
+  const index = S(this, E).findIndex((r) => r.record.MessageId == MessageId);
+  const entry = S(this, E)[index];
+  if (this.FifoQueue) {
+    if (!entry) return true;
+    if (entry.visible || t != entry.record.ReceiptHandle) {
+      throw new u(\`Value \${t} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.\`);
+    }
+    l(this, D, zt).call(this, index);
+    return true;
+  }
+  // SQS (API_DeleteMessage): a message received more than once is deleted with the handle of its latest
+  // receive; with an earlier one "the request succeeds, but the message might not be deleted". The
+  // harsher side: it is not. The original deleted it by its MessageId, whatever the handle.
+  if (entry && t == entry.record.ReceiptHandle) l(this, D, zt).call(this, index);
+  return true;
+}`,
+  },
+  {
+    since: 3,
+    what: 'changeVisibility, v3: a stale receipt handle, and receiving again',
+    find: `changeVisibility(t, e) {
+  const { MessageId } = l(this, D, jt).call(this, t);
+  const entry = S(this, E).find((o) => o.record.MessageId == MessageId);`,
+    replace: `/**
+ * Oncely's sandbox (its duplicate deliveries): the message of this receipt handle received once more,
+ * as another consumer's receive may get it on SQS, with a receipt handle of its own that replaces the
+ * earlier ones. A message deleted meanwhile still gets one, as a late duplicate on SQS does: a delete
+ * with it changes nothing, a visibility change with it is refused. ApproximateReceiveCount is absent
+ * then: the message is gone.
+ */
+oncelyReceiveAgain(receiptHandle) {
+  const { MessageId } = l(this, D, jt).call(this, receiptHandle);
+  const entry = S(this, E).find((o) => o.record.MessageId == MessageId);
+  if (!entry) return { ReceiptHandle: l(this, D, Gs).call(this, MessageId) };
+  l(this, D, Wt).call(this, entry);
+  return {
+    ReceiptHandle: entry.record.ReceiptHandle,
+    ApproximateReceiveCount: entry.record.attributes.ApproximateReceiveCount,
+  };
+}
+changeVisibility(t, e) {
+  const { MessageId } = l(this, D, jt).call(this, t);
+  const entry = S(this, E).find((o) => o.record.MessageId == MessageId);
+  // SQS: a message received again is changed with its latest receipt handle only; an earlier one is
+  // refused (ReceiptHandleIsInvalid, as for a message that is gone). The original took any.
+  if (!this.FifoQueue && entry && t != entry.record.ReceiptHandle) return false;`,
   },
 ];
 

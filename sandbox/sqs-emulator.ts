@@ -15,7 +15,21 @@ export interface SqsEmulator {
    * endpoint. Requests find a queue by the URL's path, so either port reaches it.
    */
   nameQueuesAt(port: number): void;
+  /**
+   * Receives again the message `receiptHandle` was received with, as a second consumer's receive may on
+   * SQS: a new receipt handle, which replaces the earlier ones (a delete with one of those changes
+   * nothing, a visibility change is refused), and one more receive counted. For the sandbox's
+   * duplicate deliveries; standard queues only. A message deleted meanwhile still gets a handle, as a
+   * late duplicate does, and no `receiveCount`.
+   */
+  receiveAgain(queueUrl: string, receiptHandle: string): Redelivery;
   stop(): Promise<void>;
+}
+
+/** A message received again: its new receipt handle, and its receive count if it is still there. */
+export interface Redelivery {
+  receiptHandle: string;
+  receiveCount?: number;
 }
 
 export interface SqsEmulatorOptions {
@@ -27,6 +41,12 @@ export interface SqsEmulatorOptions {
    * consumer's handling of a group it skips after a failure runs on every batch. `false` by default.
    */
   oneGroupPerReceive?: boolean;
+}
+
+/** A queue of the patched emulator, as far as the sandbox drives it directly (sqs-emulator-patch.ts). */
+interface EmulatedQueue {
+  QueueName: string;
+  oncelyReceiveAgain(receiptHandle: string): { ReceiptHandle: string; ApproximateReceiveCount?: string };
 }
 
 /** Raised when the emulator cannot listen, e.g. because the requested port is taken. */
@@ -81,6 +101,18 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
     port,
     nameQueuesAt: (urlPort) => {
       service.PORT = urlPort;
+    },
+    receiveAgain: (queueUrl, receiptHandle) => {
+      // The queue by the URL's last segment, as a request finds it.
+      const name = new URL(queueUrl).pathname.split('/').pop();
+      const queue = (service as unknown as { Queues: EmulatedQueue[] }).Queues.find(
+        (candidate) => candidate.QueueName === name,
+      );
+      if (!queue) throw new Error(`the SQS emulator has no queue ${queueUrl}`);
+      const { ReceiptHandle, ApproximateReceiveCount } = queue.oncelyReceiveAgain(receiptHandle);
+      return ApproximateReceiveCount === undefined
+        ? { receiptHandle: ReceiptHandle }
+        : { receiptHandle: ReceiptHandle, receiveCount: Number(ApproximateReceiveCount) };
     },
     stop: () =>
       new Promise<void>((resolve, reject) => {

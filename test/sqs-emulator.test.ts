@@ -120,6 +120,13 @@ async function visibleCount(QueueUrl: string): Promise<number> {
   return Number(Attributes?.ApproximateNumberOfMessages);
 }
 
+async function inFlightCount(QueueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessagesNotVisible'] }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
+}
+
 function changeVisibility(QueueUrl: string, message: Message | undefined, VisibilityTimeout: number) {
   return sqs.send(
     new ChangeMessageVisibilityCommand({
@@ -359,6 +366,40 @@ describe.concurrent('SQS emulator (FIFO conformance)', () => {
     });
   });
 
+  it('gives each receive of a standard queue’s message its own receipt handle: an earlier one deletes nothing, and its visibility change is refused', async ({
+    expect,
+  }) => {
+    const standard = await createQueue();
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard.url, MessageBody: 'twice' }));
+    const [first] = await receive(standard.url);
+    await changeVisibility(standard.url, first, 0);
+    const [second] = await receive(standard.url);
+    expect(second?.ReceiptHandle).not.toBe(first?.ReceiptHandle);
+    expect(second?.Attributes?.ApproximateReceiveCount).toBe('2');
+
+    // SQS (API_DeleteMessage): with an earlier handle "the request succeeds, but the message might
+    // not be deleted"; the emulator takes the harsher side: it is not.
+    await deleteMessage(standard.url, first as Message);
+    expect(await inFlightCount(standard.url)).toBe(1);
+    await expect(changeVisibility(standard.url, first, 0)).rejects.toMatchObject({
+      name: 'ReceiptHandleIsInvalid',
+    });
+    const { Failed } = await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: standard.url,
+        Entries: [{ Id: 'stale', ReceiptHandle: first?.ReceiptHandle, VisibilityTimeout: 0 }],
+      }),
+    );
+    expect(Failed).toEqual([expect.objectContaining({ Id: 'stale', Code: 'ReceiptHandleIsInvalid' })]);
+    expect(await visibleCount(standard.url)).toBe(0);
+
+    // The latest handle does both.
+    await changeVisibility(standard.url, second, 30);
+    await deleteMessage(standard.url, second as Message);
+    expect(await inFlightCount(standard.url)).toBe(0);
+    expect(await visibleCount(standard.url)).toBe(0);
+  });
+
   it('counts a message’s size in UTF-8 bytes, its attributes’ names, types and values included', async ({
     expect,
   }) => {
@@ -519,13 +560,13 @@ describe('the emulator patch, applied when the emulator starts (no install scrip
       const own = join(copy, 'dist', 'index.js');
       const before = readFileSync(own, 'utf8');
       const patchedPath = ensureSqsEmulatorPatched(copy);
-      expect(patchedPath).toBe(join(copy, 'dist', 'index.oncely-v2.js'));
+      expect(patchedPath).toBe(join(copy, 'dist', 'index.oncely-v3.js'));
       const patched = readFileSync(patchedPath, 'utf8');
-      expect(patched.startsWith('/* oncely-patch v2 */')).toBe(true);
+      expect(patched.startsWith('/* oncely-patch v3 */')).toBe(true);
       expect(patched).toBe(running());
       expect(readFileSync(own, 'utf8')).toBe(before);
       // No temporary file left beside it.
-      expect(readdirSync(join(copy, 'dist')).sort()).toEqual(['index.js', 'index.oncely-v2.js']);
+      expect(readdirSync(join(copy, 'dist')).sort()).toEqual(['index.js', 'index.oncely-v3.js']);
 
       expect(ensureSqsEmulatorPatched(copy)).toBe(patchedPath);
       expect(readFileSync(patchedPath, 'utf8')).toBe(patched);

@@ -1,9 +1,11 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, type RetryPolicy, retriedWorstCaseMs } from '../common/backoff.js';
 import type { Environment } from '../common/environment.js';
+import { metricsScope } from '../common/metrics-scope.js';
 import { isFifoQueueUrl } from '../common/queue-type.js';
 import {
   type CompletedRecordCache,
@@ -13,6 +15,7 @@ import {
 import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
 import type { PublishResponse } from './contract.js';
 import { readPublisherEnvironment } from './environment.js';
+import { refusalMetrics } from './metrics.js';
 import { publisherErrors, validation } from './middlewares.js';
 import { sendInGroupOrder } from './ordered-sender.js';
 import { sqsBatchSender } from './sqs-batch.js';
@@ -43,6 +46,11 @@ export interface PublisherOptions {
   sqsCallTimeoutMs?: number;
   /** The idempotency middleware's per-container cache of completed requests; `false` turns it off. */
   cache?: CompletedRecordCache | false;
+  /**
+   * Where refused requests are counted (`PUBLISHER_METRICS`).
+   * @default a Powertools `Metrics` from POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME
+   */
+  metrics?: Metrics;
 }
 
 export const DEFAULT_PUBLISH_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 50, maxDelayMs: 2_000 };
@@ -91,6 +99,8 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
   });
 
   const handler = middy<PublishCommand, PublishResponse>(publish)
+    // Before publisherErrors(), so that it counts the refusals under their publisher names.
+    .use(refusalMetrics(options.metrics ?? new Metrics({ defaultDimensions: metricsScope() })))
     .use(publisherErrors())
     .use(validation({ maxMessageBytes: options.maxMessageBytes }))
     .use(

@@ -21,7 +21,8 @@ export function validation(limits: ValidationLimits): MiddlewareObj<PublishComma
 
 /**
  * Replaces the idempotency core's errors with the publisher's own, whose names and details survive
- * the Lambda boundary (see errors.ts). Used first, so its onError runs last.
+ * the Lambda boundary (see errors.ts). Used before the idempotency middleware, so that its onError
+ * runs after that one's.
  */
 export function publisherErrors(): MiddlewareObj<PublishCommand, PublishResponse> {
   return {

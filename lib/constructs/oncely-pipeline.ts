@@ -244,6 +244,8 @@ export class OncelyPipeline extends Construct {
         [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
         [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
         POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
+        POWERTOOLS_METRICS_NAMESPACE: serviceName,
+        ...metricsScope,
       },
     });
     this.consumerEnvironment = {
@@ -298,6 +300,7 @@ export class OncelyPipeline extends Construct {
       scopeDimensions: { pipeline: scopeName },
       monitorServiceName: `${serviceName}-monitor`,
       consumerServiceName: `${serviceName}-consumer`,
+      publisherServiceName: `${serviceName}-publisher`,
       unresolvedCheckInterval: settings.unresolvedCheckInterval,
       oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
       topic: props.alarmTopic,

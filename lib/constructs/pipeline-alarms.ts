@@ -15,6 +15,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
+import { PUBLISHER_METRICS } from '../../lambdas/publisher/metrics.js';
 import { MONITOR_SILENT_INTERVALS } from './pipeline-settings.js';
 
 export interface PipelineAlarmsProps {
@@ -30,6 +31,8 @@ export interface PipelineAlarmsProps {
   monitorServiceName: string;
   /** The consumer's `service` dimension (POWERTOOLS_SERVICE_NAME). */
   consumerServiceName: string;
+  /** The publisher's `service` dimension (POWERTOOLS_SERVICE_NAME). */
+  publisherServiceName: string;
   /** How often the monitor publishes its counts: the period of the alarms on them. */
   unresolvedCheckInterval: Duration;
   oldestMessageAgeThreshold: Duration;
@@ -53,7 +56,10 @@ export class PipelineAlarms extends Construct {
   readonly recordLivesNotExtended: Alarm;
   /** The oldest message has waited longer than `oldestMessageAgeThreshold`. */
   readonly oldestMessageAge: Alarm;
-  /** The publisher failed or was throttled: callers got an error instead of a result per message. */
+  /**
+   * The publisher failed or was throttled: callers got an error instead of a result per message.
+   * Requests it refused (`PublishRequestsRefused`) are not faults and do not count.
+   */
   readonly publisherErrors: Alarm;
   /** A `resolve --as retry` did not finish: the record's message may not be back on the queue. */
   readonly retryPendingRecords: Alarm;
@@ -152,20 +158,27 @@ export class PipelineAlarms extends Construct {
       { treatMissingData: TreatMissingData.IGNORE },
     );
     // A caller of a failed or throttled invocation gets an error, not a status per message: it does
-    // not know what was sent until it retries. Errors also count the requests the publisher refuses
-    // (invalid, a requestId reused with other messages, one still in progress): a caller's bug or
-    // race, worth a look too. Missing data (no invocations) is zero.
+    // not know what was sent until it retries. Lambda's Errors also count the requests the publisher
+    // refuses (invalid, a requestId reused with other messages, one still in progress): a caller's
+    // bug or race, not a fault, so they are subtracted; the publisher counts them with the
+    // invocation's timestamp, as Lambda does its Errors. Missing data (no invocations) is zero.
     this.publisherErrors = alarm(
       'PublisherErrors',
-      'The publisher failed, refused or was throttled on invocations: see its logs (a refused request ' +
-        'names its error) and its concurrency.',
+      'The publisher failed or was throttled on invocations (refused requests excluded): see its logs ' +
+        'and its concurrency.',
       new MathExpression({
-        expression: 'FILL(errors, 0) + FILL(throttles, 0)',
+        expression: 'FILL(errors, 0) - FILL(refused, 0) + FILL(throttles, 0)',
         usingMetrics: {
           errors: props.publisher.metricErrors({ statistic: 'Sum' }),
+          refused: new Metric({
+            namespace: props.metricsNamespace,
+            metricName: PUBLISHER_METRICS.refused,
+            dimensionsMap: { service: props.publisherServiceName, ...props.scopeDimensions },
+            statistic: 'Sum',
+          }),
           throttles: props.publisher.metricThrottles({ statistic: 'Sum' }),
         },
-        label: 'Publisher errors and throttles',
+        label: 'Publisher faults and throttles',
       }),
       0,
     );

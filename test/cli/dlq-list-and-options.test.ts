@@ -194,7 +194,7 @@ describe('the dlq command line', () => {
     );
     expect(() => parseCommandLine(['dlq', 'discard', '--reason', 'r', ...target], {})).toThrow(CliUsageError);
     expect(() => parseCommandLine(['dlq', 'list', '--limit', '0', ...target], {})).toThrow(
-      '--limit takes a whole number of messages above 0, got "0".',
+      '--limit takes a whole number above 0, got "0".',
     );
   });
 });

@@ -67,7 +67,7 @@ describe('a record left IN_DOUBT does not expire while unresolved', () => {
       expect(parked).not.toHaveProperty('expiresAt');
     }
     // Listed and counted, with no expiry to show.
-    const listed = await listUnresolved(target);
+    const listed = (await listUnresolved(target)).records;
     expect(listed.filter((each) => [marked.id, expired.id].includes(each.id))).toEqual([
       expect.not.objectContaining({ expiresAt: expect.anything() }),
       expect.not.objectContaining({ expiresAt: expect.anything() }),
@@ -111,10 +111,10 @@ describe('a record left IN_DOUBT does not expire while unresolved', () => {
     // Already past its expiry: gone for everyone, so the monitor must not bring it back.
     const dead = await park(target, 'dead', { expiresAt: nowSec() - 1 });
 
-    const listed = await listUnresolved(target);
+    const listed = (await listUnresolved(target)).records;
     expect(listed.find((each) => each.id === old)?.expiresAt).toBe(new Date(soon * 1000).toISOString());
     expect(listed.find((each) => each.id === dead)).toBeUndefined();
-    const shown = describeUnresolved(listed, 'table');
+    const shown = describeUnresolved({ records: listed }, 'table');
     expect(shown).toMatch(new RegExp(`${old} +IN_DOUBT .* ${new Date(soon * 1000).toISOString()}\\n`));
     expect(shown).toContain(
       "2 records parked by an older version still expire, with the message they keep, at EXPIRES: the monitor's next run removes that expiry.",
@@ -129,9 +129,9 @@ describe('a record left IN_DOUBT does not expire while unresolved', () => {
     expect(await record(oldPending)).not.toHaveProperty('expiresAt');
     expect((await record(dead))?.expiresAt).toBeLessThan(nowSec());
     expect(counts.inDoubt).toBeGreaterThanOrEqual(1);
-    const after = await listUnresolved(target);
+    const after = (await listUnresolved(target)).records;
     expect(after.find((each) => each.id === old)).not.toHaveProperty('expiresAt');
-    expect(describeUnresolved(after, 'table')).toMatch(new RegExp(`${old} +IN_DOUBT .* never`));
-    expect(describeUnresolved(after, 'table')).not.toContain('older version');
+    expect(describeUnresolved({ records: after }, 'table')).toMatch(new RegExp(`${old} +IN_DOUBT .* never`));
+    expect(describeUnresolved({ records: after }, 'table')).not.toContain('older version');
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
-import type { UnresolvedRecord } from '../../cli/in-doubt-records.js';
+import type { UnresolvedPage } from '../../cli/in-doubt-records.js';
 import { runOperation } from '../../cli/operations-command.js';
 import { MissingStackOutputsError, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
@@ -71,7 +71,7 @@ describe('--output-prefix picks one of the target’s pipelines', () => {
     const inSecond = await park(second, 'second');
 
     const ids = async (...args: string[]) =>
-      (JSON.parse(await oncely('in-doubt', 'list', '--json', ...args)) as UnresolvedRecord[]).map(
+      (JSON.parse(await oncely('in-doubt', 'list', '--json', ...args)) as UnresolvedPage).records.map(
         (record) => record.id,
       );
     expect(await ids()).toEqual([inFirst]);

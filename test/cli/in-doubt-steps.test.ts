@@ -50,9 +50,9 @@ describe('the last step of --as retry', () => {
     expect(describeResolution(resolution, 'queue')).toContain(
       'Only the last step is left: taking the record off the list',
     );
-    const [listed] = (await listUnresolved(target)).filter((record) => record.id === id);
+    const [listed] = (await listUnresolved(target)).records.filter((record) => record.id === id);
     expect(listed).toMatchObject({ status: 'RETRY_PENDING' });
-    const shown = describeUnresolved(listed ? [listed] : [], 'table');
+    const shown = describeUnresolved({ records: listed ? [listed] : [] }, 'table');
     expect(shown).not.toContain('run resolve --as retry again');
     expect(shown).toContain(`send unconfirmed: oncely in-doubt resolve ${id} --as retry`);
     expect(shown).toContain(

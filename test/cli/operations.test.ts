@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import type { DeadLetterListing } from '../../cli/dead-letter-list.js';
 import { type RedriveResult, redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
-import { type InDoubtTarget, resolveAsCompleted, type UnresolvedRecord } from '../../cli/in-doubt-records.js';
+import { type InDoubtTarget, resolveAsCompleted, type UnresolvedPage } from '../../cli/in-doubt-records.js';
 import { resolveAsRetry } from '../../cli/in-doubt-retry.js';
 import { runOperation } from '../../cli/operations-command.js';
 import {
@@ -405,12 +405,14 @@ describe('oncely in-doubt', () => {
       attempts: 1,
       ...(groupId ? { groupId } : {}),
     });
-    expect(await json<UnresolvedRecord[]>('in-doubt', 'list')).toEqual([
-      listed(retried, 'IN_DOUBT', t - 3000, 'ops-mail-a'),
-      listed(completed, 'IN_DOUBT', t - 2000, 'ops-mail-b'),
-      listed(pending, 'RETRY_PENDING', t - 1000, 'ops-mail-c'),
-      listed(bare, 'IN_DOUBT', t),
-    ]);
+    expect(await json<UnresolvedPage>('in-doubt', 'list')).toEqual({
+      records: [
+        listed(retried, 'IN_DOUBT', t - 3000, 'ops-mail-a'),
+        listed(completed, 'IN_DOUBT', t - 2000, 'ops-mail-b'),
+        listed(pending, 'RETRY_PENDING', t - 1000, 'ops-mail-c'),
+        listed(bare, 'IN_DOUBT', t),
+      ],
+    });
     const table = await oncely('in-doubt', 'list');
     expect(table).toMatch(/^3 records IN_DOUBT, 1 pending a retry \(/);
     expect(table).toMatch(
@@ -486,9 +488,9 @@ describe('oncely in-doubt', () => {
       message: { groupId: 'ops-mail-f' },
       error: { name: 'OutcomeUnknownError' },
     });
-    expect(await json<UnresolvedRecord[]>('in-doubt', 'list')).toEqual([
-      expect.objectContaining({ id, status: 'RETRY_PENDING' }),
-    ]);
+    expect(await json<UnresolvedPage>('in-doubt', 'list')).toEqual({
+      records: [expect.objectContaining({ id, status: 'RETRY_PENDING' })],
+    });
 
     await oncely('in-doubt', 'resolve', id, '--as', 'retry');
     await expect.poll(() => recordOf(id), WAIT).toMatchObject({ status: 'COMPLETED' });

@@ -9,6 +9,7 @@ import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { capturingStdout } from '../support/telemetry.js';
 
 const dynamodb = localDynamoClient();
 const documents = DynamoDBDocumentClient.from(dynamodb);
@@ -30,28 +31,6 @@ afterAll(() => {
   documents.destroy();
   dynamodb.destroy();
 });
-
-/** Everything written to stdout while `run` runs, as parsed JSON lines, and what `run` returned. */
-async function capturingStdout<T>(
-  run: () => Promise<T>,
-): Promise<{ result: T; lines: Record<string, unknown>[] }> {
-  const written: string[] = [];
-  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    written.push(String(chunk));
-    return true;
-  });
-  try {
-    const result = await run();
-    const lines = written
-      .join('')
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line));
-    return { result, lines };
-  } finally {
-    stdout.mockRestore();
-  }
-}
 
 async function put(table: string, id: string, fields: Partial<IdempotencyRecord>): Promise<void> {
   const record = { id, status: 'COMPLETED', payloadHash: 'hash', updatedAt: Date.now(), ...fields };

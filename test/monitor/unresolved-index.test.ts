@@ -140,7 +140,7 @@ describe('the unresolved index', () => {
       sqs: undefined as never,
       resources: { idempotencyTableName: legacyOnly, queueUrl: '', idempotencyTtlSeconds: '60' },
     };
-    const listed = await listUnresolved(target);
+    const listed = (await listUnresolved(target)).records;
     expect(listed).toHaveLength(RECORDS);
     expect(listed[0]).toMatchObject({ id: 'notifications#cost-0', groupId: 'group-0', attempts: 1 });
   });
@@ -152,7 +152,7 @@ describe('the unresolved index', () => {
       sqs: undefined as never,
       resources: { idempotencyTableName: summaryOnly, queueUrl: '', idempotencyTtlSeconds: '60' },
     };
-    const listed = await listUnresolved(target);
+    const listed = (await listUnresolved(target)).records;
     expect(listed.map((record) => record.groupId)).toEqual(
       Array.from({ length: RECORDS }, (_, i) => `group-${i}`),
     );

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
 import { assertJavaAvailable, JavaRuntimeMissingError, parseJavaMajor } from '../../sandbox/java.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { isLoopback, listeningSocketsOf } from '../support/listening-sockets.js';
 import { groupAlive } from '../support/process-group.js';
 
 describe('DynamoDB Local fixture', () => {
@@ -18,6 +19,19 @@ describe('DynamoDB Local fixture', () => {
       await dynamodb.stop();
     }
     expect(groupAlive(dynamodb.pid)).toBe(false);
+  });
+
+  // Issue 40, item 19: DynamoDB Local, which has no option for its address, listened on every
+  // interface (`*:PORT`): a developer's tables answered anyone on their network.
+  it('listens on loopback only', async () => {
+    const dynamodb = await startDynamoDbLocal();
+    try {
+      const sockets = listeningSocketsOf(dynamodb.pid);
+      expect(sockets.map((socket) => socket.port)).toContain(dynamodb.port);
+      expect(sockets.filter((socket) => !isLoopback(socket.address))).toEqual([]);
+    } finally {
+      await dynamodb.stop();
+    }
   });
 });
 

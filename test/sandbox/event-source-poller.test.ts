@@ -6,13 +6,18 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
-import { type BatchReport, startEventSourcePoller } from '../../sandbox/event-source-poller.js';
+import {
+  type BatchReport,
+  type PollerOptions,
+  startEventSourcePoller,
+} from '../../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import type { LocalEventSource } from '../../sandbox/provision.js';
 import { MAX_BATCH_BYTES } from '../../sandbox/sqs-batch-gatherer.js';
+import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { uniqueName } from '../support/dynamodb.js';
 
 const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
@@ -84,7 +89,7 @@ async function send(source: LocalEventSource, messages: { group: string; body: s
 function poll(
   source: LocalEventSource,
   invoke: (event: SQSEvent) => Promise<InvocationResult>,
-  duplicateDeliveries = false,
+  duplicateDeliveries?: PollerOptions['duplicateDeliveries'],
 ) {
   const reports: BatchReport[] = [];
   pollers.push(
@@ -102,6 +107,65 @@ function poll(
 }
 
 const bodies = (event: SQSEvent) => event.Records.map((record) => record.body);
+
+/**
+ * An SQS emulator in this process, for duplicate deliveries: a copy is received again through it,
+ * with a receipt handle of its own (the global one runs in another process).
+ */
+let emulator: SqsEmulator;
+let localSqs: SQSClient;
+beforeAll(async () => {
+  emulator = await startSqsEmulator();
+  localSqs = new SQSClient(localAwsConfig(emulator.endpoint));
+});
+afterAll(async () => {
+  localSqs.destroy();
+  await emulator.stop();
+});
+
+/** A standard queue on the in-process emulator with m1, m2 and m3, read in one batch by one poller. */
+async function duplicatedSource(): Promise<LocalEventSource> {
+  const name = uniqueName('twice');
+  const { QueueUrl } = await localSqs.send(new CreateQueueCommand({ QueueName: name }));
+  const { Attributes } = await localSqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  await localSqs.send(
+    new SendMessageBatchCommand({
+      QueueUrl,
+      Entries: ['m1', 'm2', 'm3'].map((body) => ({ Id: body, MessageBody: body })),
+    }),
+  );
+  return {
+    logicalId: 'Twice',
+    queue: { logicalId: 'Queue', name, url: String(QueueUrl), arn: String(Attributes?.QueueArn) },
+    functionName: 'consumer',
+    batchSize: 10,
+    maximumBatchingWindowInSeconds: 0,
+    reportBatchItemFailures: true,
+    maxConcurrency: 1,
+    maxConcurrencySet: true,
+    filterPatterns: [],
+    enabled: true,
+  };
+}
+
+/** Polls `source` on the in-process emulator with duplicate deliveries. */
+function pollLocal(source: LocalEventSource, invoke: (event: SQSEvent) => Promise<InvocationResult>) {
+  const reports: BatchReport[] = [];
+  pollers.push(
+    startEventSourcePoller({
+      sqs: localSqs,
+      source,
+      region: LOCAL_REGION,
+      invoke,
+      onBatch: (r) => reports.push(r),
+      waitTimeSeconds: 1,
+      duplicateDeliveries: { receiveAgain: emulator.receiveAgain },
+    }),
+  );
+  return reports;
+}
 
 describe('local event source poller', () => {
   it('delivers every message once, in order per group, with bounded concurrency', async () => {
@@ -176,39 +240,56 @@ describe('local event source poller', () => {
   });
 
   it('with duplicateDeliveries, gives a standard queue’s batch to two invocations at once, then once more; a message is done once one succeeds', async () => {
-    const source = { ...(await bulkSource()), batchSize: 10, maximumBatchingWindowInSeconds: 0 };
-    source.reportBatchItemFailures = true;
-    await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: source.queue.url,
-        Entries: ['m1', 'm2', 'm3'].map((body) => ({ Id: body, MessageBody: body })),
-      }),
-    );
-    const calls: string[] = [];
+    const source = await duplicatedSource();
+    const calls: SQSEvent[] = [];
     const twinArrived = new Map<string, () => void>();
-    const reports = poll(
-      source,
-      async (event) => {
-        const batch = bodies(event).join();
-        calls.push(batch);
-        const copy = calls.filter((call) => call === batch).length;
-        // The first copy answers only once its twin is in flight: the two run at once.
-        if (copy === 1) await new Promise<void>((resolve) => twinArrived.set(batch, resolve));
-        if (copy === 2) twinArrived.get(batch)?.();
-        // The first copy fails every record, the others succeed: the messages are still done.
-        const failures = copy === 1 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
-        return { ok: true, result: { batchItemFailures: failures } };
-      },
-      true,
-    );
-    await expect.poll(() => calls.flatMap((call) => call.split(',')).length, { timeout: 10_000 }).toBe(9);
+    const reports = pollLocal(source, async (event) => {
+      const batch = bodies(event).join();
+      calls.push(event);
+      const copy = calls.filter((call) => bodies(call).join() === batch).length;
+      // The first copy answers only once its twin is in flight: the two run at once.
+      if (copy === 1) await new Promise<void>((resolve) => twinArrived.set(batch, resolve));
+      if (copy === 2) twinArrived.get(batch)?.();
+      // The first copy fails every record, the others succeed: the messages are still done.
+      const failures = copy === 1 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
+      return { ok: true, result: { batchItemFailures: failures } };
+    });
+    await expect.poll(() => calls.flatMap(bodies).length, { timeout: 10_000 }).toBe(9);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
-    const deliveries = calls.flatMap((call) => call.split(','));
+    const deliveries = calls.flatMap(bodies);
     for (const body of ['m1', 'm2', 'm3']) expect(deliveries.filter((d) => d === body)).toHaveLength(3);
-    expect(await messagesInQueue(sqs, source.queue.url)).toBe(0);
+    expect(await messagesInQueue(localSqs, source.queue.url)).toBe(0);
     // Per batch: the two at once (every message deleted), then the late copy.
     expect(reports.filter((report) => report.retained > 0)).toEqual([]);
     expect(reports.reduce((sum, report) => sum + report.received, 0)).toBe(6);
+  });
+
+  it('with duplicateDeliveries, gives each copy its own receipt handle, as a receive does: a copy that succeeds with an earlier one does not delete the message', async () => {
+    const source = await duplicatedSource();
+    const copies: SQSEvent[] = [];
+    const reports = pollLocal(source, async (event) => {
+      copies.push(event);
+      // The first copy (the batch as received) succeeds, its twin (received again) fails every
+      // record; the late copy, received once more, succeeds.
+      const failures = copies.length === 2 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
+      return { ok: true, result: { batchItemFailures: failures } };
+    });
+    await expect.poll(() => copies.length, { timeout: 10_000 }).toBe(3);
+    await expect.poll(() => messagesInQueue(localSqs, source.queue.url), { timeout: 10_000 }).toBe(0);
+    await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
+    const handlesOf = (event: SQSEvent | undefined) => event?.Records.map((r) => r.receiptHandle) ?? [];
+    expect(new Set(copies.flatMap(handlesOf)).size).toBe(9);
+    expect(copies.map((copy) => copy.Records.map((r) => r.attributes.ApproximateReceiveCount))).toEqual([
+      ['1', '1', '1'],
+      ['2', '2', '2'],
+      ['3', '3', '3'],
+    ]);
+    // The first copy's delete used a handle the second receive replaced: the messages stayed, in
+    // flight, for the late copy to delete with the latest handle.
+    expect(reports).toEqual([
+      { received: 3, deleted: 0, retained: 3 },
+      { received: 3, deleted: 3, retained: 0 },
+    ]);
   });
 
   it('with duplicateDeliveries, still gives a FIFO queue’s batch to one invocation', async () => {
@@ -224,7 +305,11 @@ describe('local event source poller', () => {
         deliveries.push(...bodies(event));
         return { ok: true, result: { batchItemFailures: [] } };
       },
-      true,
+      {
+        receiveAgain: () => {
+          throw new Error('a FIFO queue’s batch is never received again');
+        },
+      },
     );
     await expect.poll(() => messagesInQueue(sqs, source.queue.url), { timeout: 10_000 }).toBe(0);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));

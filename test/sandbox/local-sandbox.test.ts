@@ -18,6 +18,7 @@ import { lambdaBundleFile } from '../../lib/constructs/bundling.js';
 import type { FunctionError, InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
+import { isLoopback, listeningSocketsOf } from '../support/listening-sockets.js';
 
 // The example shop in the sandbox, as `oncely local` runs it: one sandbox for the file, since its
 // start is a synth with bundling and a JVM.
@@ -81,6 +82,19 @@ describe('the sandbox of a CDK app', () => {
       'AWS::Logs::LogGroup',
       'AWS::SQS::QueuePolicy',
     ]);
+  });
+
+  // Issue 40, item 19: DynamoDB Local listened on every interface. Every process of this test's
+  // sandbox (this one: the SQS emulator, the edge, the Lambda endpoint; DynamoDB Local's JVM; the
+  // function processes its schedules started) listens on loopback only, the four endpoints it names
+  // among them.
+  it('listens on loopback only, in every process it started', () => {
+    const sockets = listeningSocketsOf(process.pid);
+    const ports = new Set(sockets.map((socket) => socket.port));
+    for (const endpoint of Object.values(sandbox.description.endpoints)) {
+      expect(ports).toContain(Number(new URL(endpoint).port));
+    }
+    expect(sockets.filter((socket) => !isLoopback(socket.address))).toEqual([]);
   });
 
   it('runs each function from its bundled asset in the cloud assembly, not from its TypeScript', async () => {

@@ -180,9 +180,9 @@ describe('each pipeline and outbox alarms on its own metrics', () => {
   it('selects its own pipeline or outbox dimension, which its functions are told to publish', () => {
     const { template, stack } = twoOfEach();
     const scopes = customAlarms(template).flatMap(customDimensions);
-    // RecordLivesNotExtended, InDoubtRecords, UnresolvedMonitorSilent, RetryPendingRecords per
-    // pipeline; StuckMessages per outbox.
-    expect(scopes).toHaveLength(2 * 4 + 2);
+    // RecordLivesNotExtended, InDoubtRecords, UnresolvedMonitorSilent, RetryPendingRecords and
+    // PublisherErrors (its refusals) per pipeline; StuckMessages per outbox.
+    expect(scopes).toHaveLength(2 * 5 + 2);
     for (const dimensions of scopes) {
       expect(Object.keys(dimensions).sort()).toEqual(
         dimensions.pipeline ? ['pipeline', 'service'] : ['outbox', 'service'],

@@ -21,6 +21,7 @@ import {
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
+import { PUBLISHER_METRICS } from '../../lambdas/publisher/metrics.js';
 import { OncelyPipeline } from '../../lib/constructs/oncely-pipeline.js';
 import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
@@ -134,7 +135,9 @@ describe('functions', () => {
     const publisher = environments.find((e) => e.id.includes('Publisher'))?.names.sort();
     const consumer = environments.find((e) => e.id.includes('Consumer'))?.names.sort();
     const monitor = environments.find((e) => e.id.includes('Monitor'))?.names.sort();
-    expect(publisher).toEqual(Object.values(PUBLISHER_ENVIRONMENT).sort());
+    expect(publisher).toEqual(
+      [...Object.values(PUBLISHER_ENVIRONMENT), METRICS_SCOPE_ENVIRONMENT.pipeline].sort(),
+    );
     // MAX_CONCURRENT_RECORDS is standardBatch's (standard-pipeline.test.ts). ONCELY_PIPELINE is
     // the dimension the metrics they publish carry, which the pipeline's alarms select.
     expect(consumer).toEqual(
@@ -348,7 +351,7 @@ describe('alarms and outputs', () => {
         .map(
           (a) =>
             a.MetricName ??
-            (a === silentAlarm() ? 'monitor silent (math)' : 'publisher errors + throttles (math)'),
+            (a === silentAlarm() ? 'monitor silent (math)' : 'publisher faults + throttles (math)'),
         )
         .sort(),
     ).toEqual(
@@ -360,18 +363,23 @@ describe('alarms and outputs', () => {
         UNRESOLVED_METRICS.inDoubt,
         'monitor silent (math)',
         UNRESOLVED_METRICS.retryPending,
-        'publisher errors + throttles (math)',
+        'publisher faults + throttles (math)',
       ].sort(),
     );
   });
 
-  it('raise on any publisher error or throttle: Lambda’s Errors and Throttles of the publisher, summed', () => {
+  it('raise on any publisher fault or throttle, not on a refused request: Errors minus PublishRequestsRefused, plus Throttles', () => {
     const publisherAlarm = alarms().find((a) => a.Metrics !== undefined && a !== silentAlarm());
     const publisher = { Name: 'FunctionName', Value: { Ref: logicalId(pipeline.publisher) } };
-    const metric = (name: string) =>
+    const [publisherFunction] = Object.values(template.findResources('AWS::Lambda::Function')).filter(
+      (f) => f.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'oncely-publisher',
+    );
+    const variables = publisherFunction?.Properties.Environment.Variables;
+    const metric = (id: string, namespace: string, name: string, dimensions: unknown[]) =>
       expect.objectContaining({
+        Id: id,
         MetricStat: expect.objectContaining({
-          Metric: { Namespace: 'AWS/Lambda', MetricName: name, Dimensions: [publisher] },
+          Metric: { Namespace: namespace, MetricName: name, Dimensions: dimensions },
           Stat: 'Sum',
         }),
         ReturnData: false,
@@ -384,9 +392,16 @@ describe('alarms and outputs', () => {
     });
     expect(publisherAlarm?.Metrics).toEqual(
       expect.arrayContaining([
-        metric('Errors'),
-        metric('Throttles'),
-        expect.objectContaining({ Expression: expect.stringMatching(/FILL\(\w+, ?0\) \+ FILL\(\w+, ?0\)/) }),
+        metric('errors', 'AWS/Lambda', 'Errors', [publisher]),
+        // Counted by the publisher in the namespace and service it publishes to.
+        metric(
+          'refused',
+          variables.POWERTOOLS_METRICS_NAMESPACE,
+          PUBLISHER_METRICS.refused,
+          dimensions(variables.POWERTOOLS_SERVICE_NAME),
+        ),
+        metric('throttles', 'AWS/Lambda', 'Throttles', [publisher]),
+        expect.objectContaining({ Expression: 'FILL(errors, 0) - FILL(refused, 0) + FILL(throttles, 0)' }),
       ]),
     );
   });

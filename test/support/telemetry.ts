@@ -1,4 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { vi } from 'vitest';
 import type { MetricsSink } from '../../lambdas/consumer/index.js';
 
 /** A Powertools logger that prints nothing, for tests that do not look at logs. */
@@ -15,4 +16,26 @@ export function metricsRecorder(): MetricsSink & { counts: Record<string, number
       counts[name] = (counts[name] ?? 0) + value;
     },
   };
+}
+
+/** Everything written to stdout while `run` runs, as parsed JSON lines, and what `run` returned. */
+export async function capturingStdout<T>(
+  run: () => Promise<T>,
+): Promise<{ result: T; lines: Record<string, unknown>[] }> {
+  const written: string[] = [];
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    written.push(String(chunk));
+    return true;
+  });
+  try {
+    const result = await run();
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line));
+    return { result, lines };
+  } finally {
+    stdout.mockRestore();
+  }
 }
