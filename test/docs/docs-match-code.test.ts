@@ -6,9 +6,9 @@ import { CONSUMER_METRICS } from '../../lambdas/consumer/telemetry.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
 import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
-import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
+import { OUTBOX_LOG_GROUP_OUTPUTS, OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
 import { resolveOutboxSettings } from '../../lib/constructs/outbox-settings.js';
-import { PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
+import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { resolveSettings } from '../../lib/constructs/pipeline-settings.js';
 
 // Where the docs list names the code defines, they must list exactly those; and every relative
@@ -104,9 +104,9 @@ describe('the docs list what the code defines', () => {
     );
   });
 
-  it('docs/construct.md: the outputs table lists exactly PIPELINE_OUTPUTS', () => {
+  it('docs/construct.md: the outputs table lists exactly PIPELINE_OUTPUTS and the log groups', () => {
     expect(sorted(tableUnder('docs/construct.md', 'Outputs'))).toEqual(
-      sorted(Object.values(PIPELINE_OUTPUTS)),
+      sorted([...Object.values(PIPELINE_OUTPUTS), ...Object.values(PIPELINE_LOG_GROUP_OUTPUTS)]),
     );
   });
 
@@ -118,7 +118,9 @@ describe('the docs list what the code defines', () => {
     expect(sorted(tableUnder('docs/outbox.md', 'Settings'))).toEqual(
       sorted(Object.keys(resolveOutboxSettings({}, { sandbox: false }))),
     );
-    expect(sorted(tableUnder('docs/outbox.md', 'Outputs'))).toEqual(sorted(Object.values(OUTBOX_OUTPUTS)));
+    expect(sorted(tableUnder('docs/outbox.md', 'Outputs'))).toEqual(
+      sorted([...Object.values(OUTBOX_OUTPUTS), ...Object.values(OUTBOX_LOG_GROUP_OUTPUTS)]),
+    );
   });
 
   it('docs/example-shop.md: the environment table lists exactly SHOP_ENVIRONMENT', () => {

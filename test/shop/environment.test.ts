@@ -31,6 +31,7 @@ describe('the shop consumer’s environment', () => {
       'NODE_OPTIONS',
       'POWERTOOLS_SERVICE_NAME',
       'POWERTOOLS_METRICS_NAMESPACE',
+      'ONCELY_PIPELINE', // the metrics' pipeline dimension, which the pipeline's alarms select
     ];
     expect(shopVariables.filter((name) => !known.includes(name))).toEqual([]);
     expect(set).toEqual(
