@@ -57,6 +57,8 @@ async function runPipeline(pipelineSeed: number): Promise<PipelineChaosReport> {
     seed: pipelineSeed,
     customers: values.quick ? 15 : 40,
     ordersPerCustomer: values.quick ? 6 : 8,
+    // A bound, not a measure (a run takes about 35 s): on a busy machine many invocations time out.
+    settleTimeoutMs: 300_000,
     print: (line) => console.log(line),
   });
   const causes = pipeline.deadLetterCauses;
