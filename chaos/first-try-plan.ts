@@ -18,8 +18,8 @@ export interface FirstTryFaultPlanOptions extends SeededFaultPlanOptions {
  * Why: in a whole pipeline, how often a request is sent again depends on timing — a batch a
  * crash took down comes back, a duplicate keeps its record alive, a schedule polls every few
  * seconds. A plan that drew a fault for every request would inject more faults in a slower run.
- * The first request naming a message happens in every run, once: the faults injected are a
- * function of the seed and the workload.
+ * The first request naming a message is meant to happen once in every run, so that the faults
+ * injected are a function of the seed and the workload (docs/faults.md says how far that holds).
  */
 export function firstTryFaultPlan(options: FirstTryFaultPlanOptions): FaultPlan {
   const seeded = seededFaultPlan(options);

@@ -8,8 +8,8 @@ import { fnv1a32 } from './hash.js';
 import { targetedFaultPlan } from './targeted-plan.js';
 
 /*
- * The faults of the pipeline run, each a function of the seed and the workload (issue 40): the
- * same seed injects the same faults into the same requests, however the run's timing falls.
+ * The faults of the pipeline run, each drawn from the seed and the message a request first names
+ * (issue 40): retries and redeliveries, as many as the run's timing makes, add none.
  */
 
 const RATES = { 'fail-before': 0.04, 'lose-answer': 0.04, throttle: 0.02 };
@@ -42,13 +42,7 @@ export function pipelineDynamoDbPlan(seed: number, notificationKeys: readonly st
       times: 1,
       fault: { kind: 'hang' },
     }),
-    // A request naming two records, or one twice (a group's joint acquire, a copy in its original's
-    // batch), names what its batch happened to hold: it is left to the records' own requests.
-    firstTryFaultPlan({
-      seed,
-      rates: RATES,
-      subjects: (r) => (recordEntries(r).length === 1 ? recordEntries(r) : []),
-    }),
+    firstTryFaultPlan({ seed, rates: RATES, subjects: recordWritten }),
   );
 }
 
@@ -62,6 +56,19 @@ export function pipelineSqsPlan(seed: number): FaultPlan {
 }
 
 const body = (request: ChaosRequest) => JSON.stringify(request.body);
+
+/**
+ * The one record a write names. A read names the records its batch happened to hold (a lookup of
+ * one record or of ten), and so does a write naming two, or one twice (a group's joint acquire, a
+ * copy in its original's batch): they are left to the records' own writes.
+ */
+function recordWritten(request: ChaosRequest): string[] {
+  if (!WRITES.includes(request.operation)) return [];
+  const entries = recordEntries(request);
+  return entries.length === 1 ? entries : [];
+}
+
+const WRITES = ['TransactWriteItems', 'UpdateItem', 'PutItem', 'DeleteItem'];
 
 /** The idempotency records a DynamoDB request names (`Key`, `Item` or a transaction's items), as often as named. */
 function recordEntries(request: ChaosRequest): string[] {
