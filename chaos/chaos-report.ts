@@ -1,5 +1,6 @@
 import type { OutboxCheckReport } from './check-outbox-schedules.js';
 import type { ScheduleCheckReport } from './check-schedules.js';
+import { unexpectedDeadLetters } from './dead-letter-causes.js';
 import { SENDER_CLOCK_SKEW_MS } from './outbox-schedule.js';
 import type { PipelineChaosReport } from './pipeline-run.js';
 import { CONSUMER_CLOCK_SKEW_MS } from './schedule.js';
@@ -22,12 +23,23 @@ export function chaosPassed(run: {
   standard?: ScheduleCheckReport;
 }): boolean {
   const { schedules, pipeline, outbox, standard } = run;
-  const pipelinePassed = !pipeline || (pipeline.violations.length === 0 && pipeline.needlessInDoubt === 0);
   const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
   const schedulesPassed = (report: ScheduleCheckReport) =>
     report.violations === 0 && report.unexplainedNeedlessInDoubt === 0 && !report.counterexample;
   return (
-    schedulesPassed(schedules) && (!standard || schedulesPassed(standard)) && pipelinePassed && outboxPassed
+    schedulesPassed(schedules) &&
+    (!standard || schedulesPassed(standard)) &&
+    (!pipeline || pipelinePassed(pipeline)) &&
+    outboxPassed
+  );
+}
+
+/** Whether the pipeline run kept every promise, and its DLQ holds only the intended poison messages. */
+export function pipelinePassed(pipeline: PipelineChaosReport): boolean {
+  return (
+    pipeline.violations.length === 0 &&
+    pipeline.needlessInDoubt === 0 &&
+    unexpectedDeadLetters(pipeline.deadLetterCauses) === 0
   );
 }
 
@@ -39,7 +51,6 @@ export function chaosMarkdown(run: ChaosRun): string {
       .filter(([, n]) => n > 0)
       .map(([kind, n]) => `${kind} ${n.toLocaleString('en')}`)
       .join(', ');
-  const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
   const lines = [
     '# Fault schedules',
     '',
@@ -54,20 +65,7 @@ export function chaosMarkdown(run: ChaosRun): string {
       ],
     }),
     '',
-    '## The whole pipeline in the sandbox',
-    '',
-    '| figure | value |',
-    '|---|---|',
-    `| messages published | ${p.published} (seed ${p.seed}) |`,
-    `| faults injected | ${kinds(p.faults)} |`,
-    `| invocations that died (timeouts holding a request) | ${p.crashes} |`,
-    `| keys checked | ${p.keysChecked} |`,
-    `| in the DLQ | ${p.deadLettered} (${Object.entries(p.deadLetterReasons)
-      .map(([reason, n]) => `${reason} ${n}`)
-      .join(', ')}) |`,
-    `| IN_DOUBT | ${p.inDoubt}, needless: ${p.needlessInDoubt} |`,
-    `| violations | ${p.violations.length} |`,
-    `| time | ${seconds(p.durationMs)} |`,
+    ...pipelineMarkdown(p),
   ];
   if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
   if (run.standard) lines.push('', ...standardMarkdown(run.standard));
@@ -83,9 +81,59 @@ export function chaosMarkdown(run: ChaosRun): string {
       '```',
     );
   }
-  if (p.violations.length > 0)
-    lines.push('', '## Pipeline violations', '', ...p.violations.map((v) => `- ${v}`));
   return `${lines.join('\n')}\n`;
+}
+
+const PIPELINE_HEADING = '## The whole pipeline in the sandbox';
+
+/**
+ * `markdown` (a bench/CHAOS.md) with its pipeline section replaced by `run`'s, or appended: what
+ * `npm run chaos -- --pipeline-only` writes, the schedules' sections kept as their run left them.
+ */
+export function withPipelineSection(
+  markdown: string,
+  run: { date: string; machine: string; pipeline: PipelineChaosReport },
+): string {
+  const section = [
+    ...pipelineMarkdown(run.pipeline),
+    '',
+    `Run alone by \`npm run chaos -- --pipeline-only\` on ${run.date} (${run.machine}): ${pipelinePassed(run.pipeline) ? '**0 violations.**' : '**VIOLATIONS FOUND.**'}`,
+  ].join('\n');
+  const start = markdown.indexOf(PIPELINE_HEADING);
+  if (start === -1) return `${markdown.trimEnd()}\n\n${section}\n`;
+  const next = markdown.indexOf('\n## ', start + PIPELINE_HEADING.length);
+  const end = next === -1 ? markdown.length : next;
+  return `${markdown.slice(0, start)}${section}\n${markdown.slice(end)}`;
+}
+
+/** The pipeline run's section: its table, then any violation and any unexpected DLQ copy. */
+function pipelineMarkdown(p: PipelineChaosReport): string[] {
+  const causes = p.deadLetterCauses;
+  const lines = [
+    PIPELINE_HEADING,
+    '',
+    "The seed fixes the workload, the e-mail gateway's answers and the faults each message's first request",
+    "meets (their count still moves by a few between runs); which invocations die of the consumer's timeout",
+    'on a loaded machine, and so the IN_DOUBT records and the time, depend on timing (docs/faults.md).',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| messages published | ${p.published} (seed ${p.seed}) |`,
+    `| faults injected | ${counts(p.faults)} |`,
+    `| invocations that died (timeouts holding a request) | ${p.crashes} |`,
+    `| keys checked | ${p.keysChecked} |`,
+    `| in the DLQ | ${p.deadLettered} (${counts(Object.fromEntries(Object.entries(p.deadLetterReasons).sort()))}) |`,
+    `| in the DLQ by cause | intended poison ${causes.intended}, a business rule broken unmeant ${causes.businessRule.length}, other ${causes.other.length} |`,
+    `| IN_DOUBT | ${p.inDoubt}, needless: ${p.needlessInDoubt} |`,
+    `| violations | ${p.violations.length} |`,
+    `| time | ${(p.durationMs / 1000).toFixed(0)} s |`,
+  ];
+  if (p.violations.length > 0)
+    lines.push('', '### Pipeline violations', '', ...p.violations.map((v) => `- ${v}`));
+  const unexpected = [...causes.businessRule.map((key) => `${key}: a business rule`), ...causes.other];
+  if (unexpected.length > 0)
+    lines.push('', '### Unexpected in the DLQ', '', ...unexpected.map((entry) => `- ${entry}`));
+  return lines;
 }
 
 /**

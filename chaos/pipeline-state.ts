@@ -91,10 +91,20 @@ export async function readRecords(
   return records;
 }
 
-/** Key → copies in the DLQ; received and deleted (a FIFO queue hides a group's rest behind its head). */
+/** One copy found in the DLQ: its envelope's key and the reason the consumer gave (`ErrorName`). */
+export interface DeadLetter {
+  key: string;
+  reason: string;
+}
+
+/**
+ * The DLQ's copies: key → copies, reason → copies, and each copy; received and deleted (a FIFO
+ * queue hides a group's rest behind its head).
+ */
 export async function drainDeadLetters(sqs: SQSClient, dlqUrl: string) {
   const copies = new Map<string, number>();
   const reasons: Record<string, number> = {};
+  const entries: DeadLetter[] = [];
   for (;;) {
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({
@@ -103,7 +113,7 @@ export async function drainDeadLetters(sqs: SQSClient, dlqUrl: string) {
         MessageAttributeNames: ['All'],
       }),
     );
-    if (Messages.length === 0) return { copies, reasons };
+    if (Messages.length === 0) return { copies, reasons, entries };
     for (const message of Messages) {
       const reason =
         message.MessageAttributes?.ErrorName?.StringValue ?? '(moved by SQS after maxReceiveCount)';
@@ -113,6 +123,7 @@ export async function drainDeadLetters(sqs: SQSClient, dlqUrl: string) {
         key = (JSON.parse(message.Body ?? '') as { key: string }).key;
       } catch {}
       copies.set(key, (copies.get(key) ?? 0) + 1);
+      entries.push({ key, reason });
     }
     await sqs.send(
       new DeleteMessageBatchCommand({

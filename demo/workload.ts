@@ -1,4 +1,5 @@
 import type { OutgoingMessage } from 'oncely/client';
+import { BusinessRuleViolationError, UnknownMessageTypeError } from 'oncely/consumer';
 
 /** A shop's events: stock arrivals, then per customer orders that are paid, cancelled or left open. */
 export interface Workload {
@@ -10,6 +11,12 @@ export interface Workload {
   notificationKeys: string[];
   /** Messages no retry can fix: an unknown type, an order beyond the stock. */
   poison: OutgoingMessage[];
+  /**
+   * Key → the DLQ reason (`ErrorName`) each poison message is meant to get. Nothing else in the
+   * workload breaks a rule: every order fits the stock load, and every payment or cancellation
+   * follows its order in its customer's group.
+   */
+  poisonReasons: ReadonlyMap<string, string>;
   /** The ledger computed independently from the distinct events. */
   expected: { stock: Map<string, number>; balances: Map<string, number> };
 }
@@ -92,6 +99,10 @@ export function buildWorkload({ customers, ordersPerCustomer, skus }: WorkloadSi
     stream: interleave(perCustomer),
     notificationKeys,
     poison,
+    poisonReasons: new Map([
+      ['shipped-o-1-0', UnknownMessageTypeError.errorName],
+      ['placed-o-2-huge', BusinessRuleViolationError.errorName],
+    ]),
     expected: { stock: expectedStock, balances },
   };
 }

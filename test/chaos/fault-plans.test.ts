@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { combinePlans } from '../../chaos/combine-plans.js';
 import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../chaos/faults.js';
 import { requestFingerprint } from '../../chaos/fingerprint.js';
+import { firstTryFaultPlan } from '../../chaos/first-try-plan.js';
 import { mulberry32 } from '../../chaos/hash.js';
 import { seededFaultPlan } from '../../chaos/seeded-plan.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
@@ -144,6 +145,39 @@ describe('targetedFaultPlan', () => {
     const fault: Fault = { kind: 'hang' };
     expect(() => targetedFaultPlan({ match: writesInDoubt, fault, nth: 0 })).toThrow(FaultPlanError);
     expect(() => targetedFaultPlan({ match: writesInDoubt, fault, times: 0 })).toThrow(FaultPlanError);
+  });
+});
+
+describe('firstTryFaultPlan', () => {
+  const keys = Array.from({ length: 400 }, (_, i) => `k-${i}`);
+  const plan = () =>
+    firstTryFaultPlan({
+      seed: 5,
+      rates: RATES,
+      subjects: (r) =>
+        r.operation === 'PutItem' ? [String((r.body.Item as { id: { S: string } }).id.S)] : [],
+    });
+  const faultsOf = (requests: Omit<ChaosRequest, 'ordinal'>[]) => {
+    const decide = plan();
+    return requests.map((request, i) => decide({ ...request, ordinal: i + 1 })).filter(Boolean).length;
+  };
+
+  it('injects as many faults however many times, and in whatever order, the requests come again', () => {
+    const once = keys.map(putItem);
+    const retried = shuffled([...once, ...once, ...shuffled(once, 2).slice(0, 150)], 9);
+    expect(faultsOf(once)).toBeGreaterThan(0);
+    expect(faultsOf(retried)).toBe(faultsOf(once));
+  });
+
+  it('decides a first try as the seeded plan does, and spares a request that names no subject', () => {
+    const seeded = seededFaultPlan({ seed: 5, rates: RATES });
+    const decide = plan();
+    for (const [i, key] of keys.entries())
+      expect(decide({ ...putItem(key), ordinal: i + 1 })).toEqual(
+        seeded({ ...putItem(key), ordinal: i + 1 }),
+      );
+    const poll = { service: 'sqs', operation: 'GetQueueAttributes', body: { QueueUrl: 'q' } } as const;
+    expect(faultsOf(Array.from({ length: 200 }, () => poll))).toBe(0);
   });
 });
 
