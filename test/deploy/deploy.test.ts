@@ -323,8 +323,8 @@ interface ExpectedPipeline {
   batchSize: number;
   /** The event source's window, in seconds; none when absent. */
   maxBatchingWindowSeconds?: number;
-  /** The consumer's variable of its middleware's bound, and one its middleware does not read. */
-  concurrency: { set: string; unset: string };
+  /** The consumer's variable of its middleware's bound, its default, and one its middleware does not read. */
+  concurrency: { set: string; value: string; unset: string };
 }
 
 const FIFO_PIPELINE: ExpectedPipeline = {
@@ -333,6 +333,7 @@ const FIFO_PIPELINE: ExpectedPipeline = {
   batchSize: 10,
   concurrency: {
     set: CONSUMER_ENVIRONMENT.maxConcurrentGroups,
+    value: '10',
     unset: CONSUMER_ENVIRONMENT.maxConcurrentRecords,
   },
 };
@@ -344,6 +345,7 @@ const STANDARD_PIPELINE: ExpectedPipeline = {
   maxBatchingWindowSeconds: 2,
   concurrency: {
     set: CONSUMER_ENVIRONMENT.maxConcurrentRecords,
+    value: '100',
     unset: CONSUMER_ENVIRONMENT.maxConcurrentGroups,
   },
 };
@@ -423,7 +425,7 @@ async function checkPipeline(
     [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: resources.idempotencyTtlSeconds,
     [CONSUMER_ENVIRONMENT.dlqUrl]: resources.dlqUrl,
     [CONSUMER_ENVIRONMENT.queueUrl]: resources.queueUrl,
-    [expected.concurrency.set]: '10',
+    [expected.concurrency.set]: expected.concurrency.value,
   });
   expect(consumer.Environment?.Variables).not.toHaveProperty(expected.concurrency.unset);
 
