@@ -138,13 +138,15 @@ export class LeaseTurn {
     // Taken ahead uncounted (at-least-once): its outcome write counts its run. Only when a run before
     // it died (its acquire took a lease over) is it counted now, so that a death again counts; on
     // its first run no write more, at the price of its first death going uncounted.
-    if (!lease.runCounted && lease.tookOver) await this.#countRun(lease);
+    if (!lease.runCounted && lease.tookOver)
+      await this.#fencedStep(lease, (l) => idempotency.countRun(l), 'its run could not be counted');
     // DESIGN §5: its acquire counted this run; the runs before it that never recorded a failure
     // died with their invocations (a crash, a timeout). Enough of them, and it goes to the DLQ unrun.
     const runs = lease.attempt - lease.attemptsAtDeadLetter;
     if (idempotency.mode === 'at-least-once' && runs > runtime.maxAttempts)
       await this.#runsDied(lease, runs - 1);
-    if (start.awaitingStart && !this.#startedByPredecessor) await this.#markStarted(lease);
+    if (start.awaitingStart && !this.#startedByPredecessor)
+      await this.#fencedStep(lease, (l) => idempotency.markStarted(l), 'its start mark could not be written');
     runtime.telemetry.hook('onClaim', lease.id);
     let result: unknown;
     try {
@@ -245,28 +247,21 @@ export class LeaseTurn {
     return start;
   }
 
-  async #countRun(lease: Lease): Promise<void> {
-    const { idempotency, input, namespace, runtime } = this.#parts;
-    let counted: boolean;
+  /**
+   * One fenced write before the effect (counting a run taken over, or the at-most-once start
+   * mark): failed, the lease is given back and the store's failure thrown; refused by its fence,
+   * another invocation holds the key.
+   */
+  async #fencedStep(lease: Lease, write: (lease: Lease) => Promise<boolean>, what: string): Promise<void> {
+    const { input, namespace, runtime } = this.#parts;
+    let written: boolean;
     try {
-      counted = await idempotency.countRun(lease);
+      written = await write(lease);
     } catch (error) {
-      await this.#giveBack(lease, 'its run could not be counted');
+      await this.#giveBack(lease, what);
       throw asStoreFailure(namespace, input.key, error);
     }
-    if (!counted) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
-  }
-
-  async #markStarted(lease: Lease): Promise<void> {
-    const { idempotency, input, namespace, runtime } = this.#parts;
-    let marked: boolean;
-    try {
-      marked = await idempotency.markStarted(lease);
-    } catch (error) {
-      await this.#giveBack(lease, 'its start mark could not be written');
-      throw asStoreFailure(namespace, input.key, error);
-    }
-    if (!marked) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
+    if (!written) throw new IdempotencyInProgressError(lease.id, runtime.store.now());
   }
 
   /**
