@@ -96,12 +96,15 @@ describe('a standard (and fair) pipeline in the sandbox, its messages delivered 
     expect(new Set(linesOf('COMPLETED').map(({ rest }) => rest))).toEqual(
       new Set(['-', 'tenant-0', 'tenant-2']),
     );
-    // Every message came three times at least; each key's later copies found it COMPLETED.
-    expect(batches.reduce((sum, batch) => sum + batch.received, 0)).toBeGreaterThanOrEqual(2 * sent.length);
-    // A late copy comes after its message was deleted: it may still be running once the queue is empty.
+    // Every message came three times at least (twice at once, reported as one batch, then once
+    // more); each key's later copies found it COMPLETED. A late copy comes after its message was
+    // deleted: it may still be running, its batch not yet reported, once the queue is empty.
     await expect
-      .poll(() => new Set(keysIn('DUPLICATE')), { timeout: 30_000, interval: 500 })
+      .poll(() => batches.reduce((sum, batch) => sum + batch.received, 0), { timeout: 60_000, interval: 500 })
+      .toBeGreaterThanOrEqual(2 * sent.length);
+    await expect
+      .poll(() => new Set(keysIn('DUPLICATE')), { timeout: 60_000, interval: 500 })
       .toEqual(new Set(names));
     expect(await messagesInQueue(sqs, dlqUrl)).toBe(0);
-  }, 120_000);
+  }, 240_000);
 });

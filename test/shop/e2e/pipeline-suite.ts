@@ -34,7 +34,7 @@ let target: E2eTarget;
 // The cases are chosen before the target is reached: startTarget checks it is of this type.
 const queueType = declaredQueueType();
 const run = randomUUID().slice(0, 8);
-const WAIT = { timeout: 30_000, interval: 200 };
+const WAIT = { timeout: 60_000, interval: 200 };
 
 beforeAll(async () => {
   target = await startTarget();
