@@ -1,6 +1,60 @@
 import { defineConfig } from 'vitest/config';
 
 /**
+ * The fast tier, `npm run test:unit`: the files that need no emulator, sandbox or install, the loop
+ * a developer runs after each edit. They start nothing (test/support/fast-tier-guard.ts makes one
+ * that tries fail, saying so), so the run starts no emulator either. A file not listed here runs
+ * in the whole suite only; list a new file here when it needs none of them.
+ */
+const FAST_TESTS = [
+  'test/bench/cost.test.ts',
+  'test/bench/cpu-profile.test.ts',
+  'test/chaos/chaos-report.test.ts',
+  'test/chaos/dead-letter-causes.test.ts',
+  'test/chaos/fault-plans.test.ts',
+  'test/chaos/fingerprint.test.ts',
+  'test/chaos/hash.test.ts',
+  'test/chaos/outbox-logs.test.ts',
+  'test/chaos/test-clock.test.ts',
+  'test/consumer/deadline.test.ts',
+  'test/consumer/fifo-groups.test.ts',
+  'test/consumer/middy-major.test.ts',
+  'test/consumer/namespaces.test.ts',
+  'test/consumer/retry-delay.test.ts',
+  'test/conventions/error-names.test.ts',
+  'test/docs/design-references.test.ts',
+  'test/docs/docs-match-code.test.ts',
+  'test/envelope.test.ts',
+  'test/idempotency/completed-cache.test.ts',
+  'test/idempotency/keys.test.ts',
+  'test/outbox/environment.test.ts',
+  'test/package/api-report.test.ts',
+  'test/package/missing-toolchain.test.ts',
+  'test/publisher/batching.test.ts',
+  'test/publisher/environment.test.ts',
+  'test/publisher/errors.test.ts',
+  'test/publisher/ordered-sender.test.ts',
+  'test/runtime/backoff.test.ts',
+  'test/runtime/transient-aws-error.test.ts',
+  'test/sandbox/async-invocation.test.ts',
+  'test/sandbox/event-filter.test.ts',
+  'test/sandbox/function-concurrency.test.ts',
+  'test/sandbox/schedules.test.ts',
+  'test/sandbox/stream-shards.test.ts',
+  'test/shop/environment.test.ts',
+  'test/shop/shop-settings.test.ts',
+  'test/soak/soak-parts.test.ts',
+  'test/stack/as-aws-runs-it.test.ts',
+  'test/stack/grants.test.ts',
+  'test/stack/managed-instances.test.ts',
+  'test/stack/outbox.test.ts',
+  'test/stack/pipeline-outputs.test.ts',
+  'test/stack/pipeline.test.ts',
+  'test/stack/sent-commands.test.ts',
+  'test/stack/standard-pipeline.test.ts',
+];
+
+/**
  * The suites that drive Oncely's Middy middlewares end to end, run a second time against the
  * oldest Middy major the package supports (its peer range `^6.4.5 || ^7.0.0`; the repository
  * develops on 7). A subset, to keep `npm test` short: the consumer's `fifoBatch` (its `after`
@@ -13,18 +67,30 @@ const MIDDY_FLOOR_SUITES = [
   'test/consumer/middy-major.test.ts',
 ];
 
-/** What every project runs with. */
+/**
+ * What every project runs with. The bounds are for a test that fails: a passing test ends when its
+ * condition holds, so they are wide enough for a machine busy with other work.
+ */
 const SHARED = {
   env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-  testTimeout: 30_000,
-  hookTimeout: 60_000,
+  testTimeout: 120_000,
+  hookTimeout: 240_000,
 };
+
+/** DynamoDB Local and the SQS emulator, started once for the run, only when a project that needs them runs. */
+const EMULATORS = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    // Here only, not in the projects: the emulators start once per run, for every project.
-    globalSetup: ['test/support/global-setup.ts'],
     projects: [
+      {
+        test: {
+          ...SHARED,
+          name: 'unit',
+          include: FAST_TESTS,
+          setupFiles: ['test/support/fast-tier-guard.ts'],
+        },
+      },
       {
         test: {
           ...SHARED,
@@ -32,7 +98,8 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
           include: ['test/**/*.test.ts'],
           // The deploy test needs moto and runs on its own: `npm run test:deploy`.
-          exclude: ['test/deploy/**', 'node_modules/**'],
+          exclude: [...FAST_TESTS, 'test/deploy/**', 'node_modules/**'],
+          globalSetup: EMULATORS,
         },
       },
       {
@@ -42,6 +109,7 @@ export default defineConfig({
           ...SHARED,
           name: 'middy-floor',
           include: MIDDY_FLOOR_SUITES,
+          globalSetup: EMULATORS,
           // After the main project, not beside it: the suite's 1-second visibility timeouts are
           // sensitive to load, and its second copy would double the load of its first.
           sequence: { groupOrder: 1 },

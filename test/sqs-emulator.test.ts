@@ -17,7 +17,7 @@ import {
   SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../cli/command-line.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
@@ -27,11 +27,12 @@ import {
   SQS_EMULATOR_REPLACEMENTS,
   SqsEmulatorPatchError,
 } from '../sandbox/sqs-emulator-patch.js';
+import { emulatorEndpoint } from './support/emulator-endpoint.js';
 
 // Conformance of the patched local-aws-sqs emulator with the SQS FIFO semantics Oncely relies on
 // (DESIGN.md §2, §5). Every test owns its queues, so the tests run concurrently.
 
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
 const queueUrls: string[] = [];
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { measureBatchLatency } from '../../bench/batch-latency.js';
 import { COST_MODES, measureBilledUsage } from '../../bench/billed-usage.js';
 import { buildBundles, bundleSizes, DEFAULT_FORMAT, WITHOUT_SDK_FORMAT } from '../../bench/bundle-size.js';
@@ -15,6 +15,7 @@ import { QUICK } from '../../bench/settings.js';
 import { measureStartUp } from '../../bench/start-up.js';
 import { judgeTargets } from '../../bench/targets.js';
 import { measureThroughput } from '../../bench/throughput.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // `npm run bench` in a tiny configuration, so that a broken benchmark fails here rather than on the
 // day someone runs it. Timings are only checked to be there: they are the benchmark's to report.
@@ -22,7 +23,7 @@ describe('the benchmarks, in miniature', () => {
   let endpoints: BenchEndpoints;
   beforeAll(() => {
     vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
-    endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+    endpoints = { dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: emulatorEndpoint('sqsEndpoint') };
   });
 
   it('measure every figure and report them with the targets judged', { timeout: 120_000 }, async () => {

@@ -1,10 +1,11 @@
-import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BenchEndpoints } from '../../bench/clients.js';
 import { IN_FLIGHT_SUBJECTS, measureInFlightDuplicates } from '../../bench/in-flight-duplicates.js';
 import { standardQueuesSection } from '../../bench/report.js';
 import { QUICK } from '../../bench/settings.js';
 import { measureStandardBatches, STANDARD_CONSUMERS } from '../../bench/standard-batches.js';
 import { standardTargets } from '../../bench/targets.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // Section 8 of `npm run bench` in miniature: it runs, and counts what it reports. Its timings are
 // the benchmark's to report; only their presence is checked.
@@ -12,7 +13,7 @@ describe('the standard-queue benchmarks, in miniature', () => {
   let endpoints: BenchEndpoints;
   beforeAll(() => {
     vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
-    endpoints = { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') };
+    endpoints = { dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: emulatorEndpoint('sqsEndpoint') };
   });
 
   it('times batches of each size, with their requests, units, CPU and cost per record', {

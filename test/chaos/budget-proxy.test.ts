@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { RetryStrategyV2 } from '@smithy/types';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BudgetProxy, type BudgetProxyOptions, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import {
@@ -23,6 +23,7 @@ import {
 } from '../../chaos/write-units.js';
 import { OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable } from '../support/outbox.js';
 import { recordRetryDecisions } from './retry-decisions.js';
 
@@ -146,7 +147,7 @@ describe('budget proxy in front of DynamoDB Local, with the real SDK', () => {
 
   const start = async (options: Partial<BudgetProxyOptions> = {}) => {
     proxy = await startBudgetProxy({
-      upstream: inject('dynamodbEndpoint'),
+      upstream: emulatorEndpoint('dynamodbEndpoint'),
       unitsPerSecond: BUDGET,
       now: () => clock,
       ...options,

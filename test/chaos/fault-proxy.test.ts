@@ -7,7 +7,7 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { ChaosRequest, Fault } from '../../chaos/faults.js';
 import { HungRequestTimeoutError } from '../../chaos/held-requests.js';
@@ -17,6 +17,7 @@ import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { freePort } from '../../sandbox/free-port.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
 import { recordRetryDecisions } from './retry-decisions.js';
 
@@ -42,7 +43,7 @@ describe('fault proxy in front of DynamoDB Local, with the real SDK', () => {
   });
   afterAll(() => direct.destroy());
   beforeEach(async () => {
-    proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+    proxy = await startFaultProxy({ service: 'dynamodb', upstream: emulatorEndpoint('dynamodbEndpoint') });
     client = dynamoDbClientVia(proxy);
   });
   afterEach(async () => {
@@ -265,7 +266,7 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
   beforeEach(async () => {
     queue = await createFifoQueue(direct);
     queues.push(queue);
-    proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+    proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
     client = sqsClientVia(proxy);
   });
   afterEach(async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOutboxSchedules } from '../../chaos/check-outbox-schedules.js';
 import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import { checkOutboxInvariants } from '../../chaos/outbox-invariants.js';
@@ -6,11 +6,15 @@ import { runOutboxSchedule } from '../../chaos/outbox-run.js';
 import type { OutboxSchedule } from '../../chaos/outbox-schedule.js';
 import { type OutboxWorld, openOutboxWorld } from '../../chaos/outbox-world.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // DESIGN §9 under generated fault schedules (issue 12 §5): the real Outbox.write, relay and sweeper
 // on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos` runs thousands.
 
-const emulators = () => ({ dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') });
+const emulators = () => ({
+  dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+  sqs: emulatorEndpoint('sqsEndpoint'),
+});
 
 describe('generated outbox schedules', () => {
   it('keep every promise of the outbox over 40 schedules', { timeout: 120_000 }, async () => {
@@ -165,7 +169,7 @@ describe('schedules that meet one trouble each', () => {
     // the first and SQS lets SQS take that send and resets the first proxy's connection.
     const between = await startFaultProxy({
       service: 'sqs',
-      upstream: inject('sqsEndpoint'),
+      upstream: emulatorEndpoint('sqsEndpoint'),
       plan: targetedFaultPlan({
         match: (request) => request.operation === 'SendMessageBatch',
         fault: { kind: 'lose-answer', reset: true },

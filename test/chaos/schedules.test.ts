@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
 import type { ChaosRequest, FaultPlan } from '../../chaos/faults.js';
@@ -8,12 +8,16 @@ import type { CrashPoint, Schedule } from '../../chaos/schedule.js';
 import { CHAOS_MAX_ATTEMPTS } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // DESIGN §11 under generated fault schedules: the real publisher, consumer middleware and
 // idempotency core on DynamoDB Local and the SQS emulator, behind fault proxies. `npm run chaos`
 // runs ≥ 10,000 of these; here a few hundred, then the schedules that once broke something.
 
-const emulators = () => ({ dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') });
+const emulators = () => ({
+  dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+  sqs: emulatorEndpoint('sqsEndpoint'),
+});
 
 describe('generated fault schedules', () => {
   it('keep every invariant, per key, over a few hundred schedules', { timeout: 240_000 }, async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CHAOS_TYPES,
   type ChaosEffects,
@@ -13,11 +13,15 @@ import { runSchedule } from '../../chaos/run-schedule.js';
 import type { Behaviour, OperationKind, Schedule, ScheduledMessage } from '../../chaos/schedule.js';
 import { STANDARD_IN_FLIGHT_WAIT_MS, standardScheduleArbitrary } from '../../chaos/standard-schedule.js';
 import type { ConsumerOperation } from '../../lambdas/consumer/index.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // Issue 32, item 5: `standardBatch` under generated fault schedules on a standard queue, with the
 // FIFO schedules' world, proxies, ledger and invariants. `npm run chaos` runs 5,000; here a few dozen.
 
-const emulators = () => ({ dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') });
+const emulators = () => ({
+  dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+  sqs: emulatorEndpoint('sqsEndpoint'),
+});
 
 describe('standard-queue fault schedules', () => {
   it('lose nothing and take no effect twice over a few dozen schedules', { timeout: 120_000 }, async () => {

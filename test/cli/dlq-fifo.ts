@@ -12,7 +12,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { inject } from 'vitest';
+
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import { runOperation } from '../../cli/operations-command.js';
 import type { Terminal } from '../../cli/terminal.js';
@@ -20,6 +20,7 @@ import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import type { SdkClient } from './sdk-faults.js';
 
 // The DLQ tests' FIFO: the sandbox's SQS emulator, started per file with `oneGroupPerReceive`, so a
@@ -92,7 +93,7 @@ export async function startDlqWorld(): Promise<DlqWorld> {
         idempotencyTtlSeconds: TTL_SECONDS,
       };
       const readyFile = join(directory, `${randomUUID()}.json`);
-      const endpoints = { sqs: emulator.endpoint, dynamodb: inject('dynamodbEndpoint') };
+      const endpoints = { sqs: emulator.endpoint, dynamodb: emulatorEndpoint('dynamodbEndpoint') };
       writeFileSync(readyFile, JSON.stringify({ region: LOCAL_REGION, endpoints, resources, outputs: {} }));
       return { ...resources, readyFile };
     },

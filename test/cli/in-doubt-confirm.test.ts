@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import { EXIT_CODES } from '../../cli/exit-codes.js';
 import { runOperation } from '../../cli/operations-command.js';
@@ -10,6 +10,7 @@ import { processTerminal } from '../../cli/terminal.js';
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { PIPELINE_OUTPUTS, type PipelineResources } from '../../lib/constructs/pipeline-outputs.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { envelope, inDoubtPipeline, park } from './in-doubt-support.js';
 
 // Item 7 of issue 31 (in-doubt): `resolve` shows the record and asks before acting, unless --yes;
@@ -28,7 +29,7 @@ beforeAll(async () => {
     readyFile,
     JSON.stringify({
       region: LOCAL_REGION,
-      endpoints: { sqs: inject('sqsEndpoint'), dynamodb: inject('dynamodbEndpoint') },
+      endpoints: { sqs: emulatorEndpoint('sqsEndpoint'), dynamodb: emulatorEndpoint('dynamodbEndpoint') },
       resources: { ...resources, ...target.resources } as PipelineResources,
       outputs: {},
     }),

@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import type { UnresolvedPage } from '../../cli/in-doubt-records.js';
 import { runOperation } from '../../cli/operations-command.js';
 import { MissingStackOutputsError, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createFifoQueue } from '../support/sqs.js';
 import { inDoubtPipeline, park } from './in-doubt-support.js';
 
@@ -40,7 +41,7 @@ beforeAll(async () => {
     readyFile,
     JSON.stringify({
       region: LOCAL_REGION,
-      endpoints: { sqs: inject('sqsEndpoint'), dynamodb: inject('dynamodbEndpoint') },
+      endpoints: { sqs: emulatorEndpoint('sqsEndpoint'), dynamodb: emulatorEndpoint('dynamodbEndpoint') },
       // What `oncely local` writes: the unprefixed pipeline's resources, and every output.
       resources: Object.fromEntries(
         Object.keys(PIPELINE_OUTPUTS).map((key) => [

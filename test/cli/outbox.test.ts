@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import { runOperation } from '../../cli/operations-command.js';
 import {
@@ -19,6 +19,7 @@ import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
 import { MissingStackOutputsError } from '../../lib/constructs/pipeline-outputs.js';
 import { freePort } from '../../sandbox/free-port.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable } from '../support/outbox.js';
 
 // `oncely outbox list` against DynamoDB Local, finding the outbox by the outputs in a ready file
@@ -96,7 +97,7 @@ function readyFile(outputs: Record<string, string>): string {
     JSON.stringify({
       region: 'us-east-1',
       stackName: 'Orders',
-      endpoints: { sqs: inject('sqsEndpoint'), dynamodb: inject('dynamodbEndpoint') },
+      endpoints: { sqs: emulatorEndpoint('sqsEndpoint'), dynamodb: emulatorEndpoint('dynamodbEndpoint') },
       outputs: { Unrelated: 'x', ...outputs },
     }),
   );

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { defaultSqsClient } from '../../lambdas/consumer/dead-letter-queue.js';
 import {
@@ -26,6 +26,7 @@ import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { createStandardQueueWithDlq, named, publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
@@ -45,8 +46,8 @@ beforeAll(() => {
 
 /** What the construct and the sandbox give a consumer: the emulators' endpoints, a region, credentials. */
 beforeEach(() => {
-  vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', inject('dynamodbEndpoint'));
-  vi.stubEnv('AWS_ENDPOINT_URL_SQS', inject('sqsEndpoint'));
+  vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', emulatorEndpoint('dynamodbEndpoint'));
+  vi.stubEnv('AWS_ENDPOINT_URL_SQS', emulatorEndpoint('sqsEndpoint'));
   vi.stubEnv('AWS_REGION', LOCAL_REGION);
   vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
   vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
@@ -23,6 +23,7 @@ import {
 import { countRequests } from '../../sandbox/request-counter.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
 import { type FifoQueue, named, publish } from '../support/sqs.js';
@@ -704,7 +705,7 @@ describe.concurrent('lease mode: a copy right behind its original', () => {
   beforeAll(async () => {
     proxy = await startFaultProxy({
       service: 'dynamodb',
-      upstream: inject('dynamodbEndpoint'),
+      upstream: emulatorEndpoint('dynamodbEndpoint'),
       plan: ({ operation, body }) => {
         const id = (body.Key as { id?: { S?: string } } | undefined)?.id?.S;
         const status = (body.ExpressionAttributeValues as Record<string, { S?: string }> | undefined)?.[

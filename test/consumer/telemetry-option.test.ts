@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   CONSUMER_METRICS,
   type FifoBatchOptions,
@@ -140,6 +140,7 @@ describe("fifoBatch's telemetry option", () => {
  */
 const CHILD = `
 import { register } from 'node:module';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 register('data:text/javascript,' + encodeURIComponent(
   "export async function resolve(specifier, context, next) {" +
   "  if (specifier.startsWith('@aws-lambda-powertools/')) throw new Error('Powertools loaded: ' + specifier);" +
@@ -168,7 +169,7 @@ async function consumeInFreshProcess(telemetry: string): Promise<{ lines: string
     env: {
       PATH: process.env.PATH,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+      AWS_ENDPOINT_URL_DYNAMODB: emulatorEndpoint('dynamodbEndpoint'),
       AWS_REGION: LOCAL_REGION,
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',

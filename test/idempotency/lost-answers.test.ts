@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { ChaosRequest, Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
@@ -14,6 +14,7 @@ import {
 } from '../../lambdas/idempotency/index.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
 
 // DESIGN §3 and §11: a request applied with its answer lost (the SDK retries it) must be recognised
@@ -292,7 +293,7 @@ describe('an acquire applied with its answer lost, the SDK giving up', () => {
   beforeAll(async () => {
     proxy = await startFaultProxy({
       service: 'dynamodb',
-      upstream: inject('dynamodbEndpoint'),
+      upstream: emulatorEndpoint('dynamodbEndpoint'),
       plan: ({ operation, body }: ChaosRequest) =>
         (body.Key as { id?: { S?: string } } | undefined)?.id?.S === target ? faults[operation] : undefined,
     });

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import middy from '@middy/core';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { ChaosRequest, Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
@@ -13,6 +13,7 @@ import {
 import { PUBLISHER_STORE_CLIENT_CONFIG } from '../../lambdas/publisher/handler.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { orders, usePublisherFixture } from '../support/publisher.js';
 import { setsStatus } from '../support/sdk-middleware.js';
@@ -37,7 +38,7 @@ beforeAll(async () => {
   setup.destroy();
   proxy = await startFaultProxy({
     service: 'dynamodb',
-    upstream: inject('dynamodbEndpoint'),
+    upstream: emulatorEndpoint('dynamodbEndpoint'),
     plan: ({ operation, body }: ChaosRequest) =>
       operation === 'UpdateItem' &&
       (body.Key as { id?: { S?: string } } | undefined)?.id?.S === target &&

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { recordId } from '../../lambdas/idempotency/keys.js';
 import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
 import { REMINDERS_NAMESPACE } from '../../lambdas/shop/consumer/notifications.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createQueueWithDlq, deleteQueues, type FifoQueue, localSqsClient } from '../support/sqs.js';
 import {
   bundleHandler,
@@ -55,7 +56,10 @@ beforeAll(async () => {
     codeDirectory,
     timeoutSeconds: TIMEOUT_SECONDS,
     environment: {
-      ...emulatorEnvironment({ dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') }),
+      ...emulatorEnvironment({
+        dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+        sqs: emulatorEndpoint('sqsEndpoint'),
+      }),
       [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable,
       [CONSUMER_ENVIRONMENT.dlqUrl]: dlq.url,
       [CONSUMER_ENVIRONMENT.queueUrl]: queue.url,

@@ -1,10 +1,11 @@
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import type { UnresolvedCounts } from '../../lambdas/monitor/unresolved-counts.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import {
   bundleHandler,
   bundlesDirectory,
@@ -28,7 +29,7 @@ let monitor: ManagedFunction;
 beforeAll(async () => {
   directory = await bundlesDirectory();
   dynamodb = localDynamoClient();
-  proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+  proxy = await startFaultProxy({ service: 'dynamodb', upstream: emulatorEndpoint('dynamodbEndpoint') });
   let codeDirectory: string;
   [codeDirectory, table] = await Promise.all([
     bundleHandler('lambdas/monitor/handler.ts', directory, 'monitor'),
@@ -38,7 +39,7 @@ beforeAll(async () => {
     name: 'managed-monitor',
     codeDirectory,
     environment: {
-      ...emulatorEnvironment({ dynamodb: proxy.endpoint, sqs: inject('sqsEndpoint') }),
+      ...emulatorEnvironment({ dynamodb: proxy.endpoint, sqs: emulatorEndpoint('sqsEndpoint') }),
       [MONITOR_ENVIRONMENT.idempotencyTableName]: table,
       POWERTOOLS_SERVICE_NAME: 'managed-monitor',
       POWERTOOLS_METRICS_NAMESPACE: 'OncelyManagedTest',

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import type { SweepReport } from '../../lambdas/outbox/sweeper.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable, markerInserts } from '../support/outbox.js';
 import { createFifoQueue, deleteQueues, type FifoQueue, localSqsClient } from '../support/sqs.js';
 import {
@@ -35,7 +36,7 @@ beforeAll(async () => {
   directory = await bundlesDirectory();
   dynamodb = localDynamoClient();
   sqs = localSqsClient();
-  proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+  proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
 }, 30_000);
 
 afterAll(async () => {
@@ -59,7 +60,7 @@ async function outboxFunction(entry: string, environment: Record<string, string>
     name: `managed-${entry.split('/').pop()?.replace('.ts', '')}`,
     codeDirectory,
     environment: {
-      ...emulatorEnvironment({ dynamodb: inject('dynamodbEndpoint'), sqs: proxy.endpoint }),
+      ...emulatorEnvironment({ dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: proxy.endpoint }),
       [OUTBOX_ENVIRONMENT.tableName]: layout.tableName,
       // Through the proxy: the SDK sends to the queue URL's host.
       [OUTBOX_ENVIRONMENT.queueUrl]: queue.url.replace(new URL(queue.url).origin, proxy.endpoint),

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { PUBLISH_NAMESPACE, recordId } from '../../lambdas/idempotency/keys.js';
 import type { PublishResponse } from '../../lambdas/publisher/contract.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import {
   createFifoQueue,
   deleteQueues,
@@ -40,7 +41,7 @@ beforeAll(async () => {
   directory = await bundlesDirectory();
   dynamodb = localDynamoClient();
   sqs = localSqsClient();
-  proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+  proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
   let codeDirectory: string;
   [codeDirectory, idempotencyTable, queue] = await Promise.all([
     bundleHandler('lambdas/publisher/handler.ts', directory, 'publisher'),
@@ -52,7 +53,7 @@ beforeAll(async () => {
     codeDirectory,
     timeoutSeconds: TIMEOUT_SECONDS,
     environment: {
-      ...emulatorEnvironment({ dynamodb: inject('dynamodbEndpoint'), sqs: proxy.endpoint }),
+      ...emulatorEnvironment({ dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: proxy.endpoint }),
       // Through the proxy: the SDK sends to the queue URL's host.
       [PUBLISHER_ENVIRONMENT.queueUrl]: queue.url.replace(new URL(queue.url).origin, proxy.endpoint),
       [PUBLISHER_ENVIRONMENT.idempotencyTableName]: idempotencyTable,

@@ -1,5 +1,5 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/record.js';
@@ -9,6 +9,7 @@ import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { capturingStdout } from '../support/telemetry.js';
 
 const dynamodb = localDynamoClient();
@@ -21,7 +22,7 @@ beforeAll(() => {
   vi.stubEnv('POWERTOOLS_METRICS_NAMESPACE', 'Oncely');
   vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
   vi.stubEnv('POWERTOOLS_DEV', 'false');
-  vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', inject('dynamodbEndpoint'));
+  vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', emulatorEndpoint('dynamodbEndpoint'));
   vi.stubEnv('AWS_REGION', LOCAL_REGION);
   vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
   vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');

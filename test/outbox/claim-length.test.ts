@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, DynamoDBStreamEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import { OUTBOX_ATTRIBUTES as A, type OutboxLayout, PENDING_PARTITION } from '../../lambdas/outbox/layout.js';
@@ -11,6 +11,7 @@ import { CLAIM_MARGIN_MS } from '../../lambdas/outbox/sender-environment.js';
 import { handler as sweeperHandler } from '../../lambdas/outbox/sweeper-handler.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { createOutboxTable } from '../support/outbox.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
@@ -40,7 +41,7 @@ beforeAll(async () => {
   sqs = localSqsClient();
   layout = await createOutboxTable(dynamodb);
   queue = await createFifoQueue(sqs);
-  proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+  proxy = await startFaultProxy({ service: 'dynamodb', upstream: emulatorEndpoint('dynamodbEndpoint') });
 });
 afterAll(async () => {
   await proxy.close();
@@ -62,7 +63,7 @@ beforeEach(() => {
     return undefined;
   });
   vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', proxy.endpoint);
-  vi.stubEnv('AWS_ENDPOINT_URL_SQS', inject('sqsEndpoint'));
+  vi.stubEnv('AWS_ENDPOINT_URL_SQS', emulatorEndpoint('sqsEndpoint'));
   vi.stubEnv('AWS_REGION', LOCAL_REGION);
   vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
   vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');

@@ -1,6 +1,6 @@
 import { type DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type BudgetProxy, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
@@ -12,6 +12,7 @@ import {
   pendingShardOf,
 } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable, senderOptions } from '../support/outbox.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
 
@@ -52,7 +53,7 @@ beforeEach(async () => {
 async function startProxy(transactions: 'canceled' | 'exception', now = () => clock) {
   if (running) await stopProxy();
   proxy = await startBudgetProxy({
-    upstream: inject('dynamodbEndpoint'),
+    upstream: emulatorEndpoint('dynamodbEndpoint'),
     unitsPerSecond: BUDGET,
     now,
     transactions,

@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { FaultPlan } from '../../chaos/faults.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
@@ -12,6 +12,7 @@ import { relayBatch } from '../../lambdas/outbox/relay.js';
 import { sweep } from '../../lambdas/outbox/sweeper.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable, markerInserts, outboxItemOf, senderOptions } from '../support/outbox.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import { createFifoQueue, deleteQueues, drainQueue, type FifoQueue, localSqsClient } from '../support/sqs.js';
@@ -541,7 +542,7 @@ describe('lost answers and failed requests', () => {
 describe('SendMessageBatch answers that fail one entry and accept the later ones of its group', () => {
   it('keep the group in order on the queue: m1, m2, m3, m4', async () => {
     const keys = await writeMessages('entry-fails', 4);
-    const proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+    const proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
     const through = sqsClientVia(proxy, 1);
     /** The entries of each SendMessageBatch, by group. */
     const groupsPerCall: string[][] = [];

@@ -1,5 +1,6 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fleetSettings, runShardScaling } from '../../bench/outbox-shards.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 /**
  * The fleet run of bench/outbox-shards.ts at its smallest (issue 33 items 3, 4): 1 and 2 shards, a
@@ -14,7 +15,7 @@ describe('the outbox as a fleet runs it, under a per-key write budget, 1 and 2 s
     const [one, two] = await runShardScaling(
       [1, 2],
       {
-        endpoints: { dynamodb: inject('dynamodbEndpoint'), sqs: inject('sqsEndpoint') },
+        endpoints: { dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: emulatorEndpoint('sqsEndpoint') },
         unitsPerSecond: 10,
         seconds: 5,
         warmSeconds: 1,

@@ -1,6 +1,6 @@
 import { type DynamoDBClient, ScanCommand, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import type { Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
@@ -24,6 +24,7 @@ import {
 } from '../../lambdas/outbox/layout.js';
 import { OutboxItems } from '../../lambdas/outbox/outbox-items.js';
 import { localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { createOutboxTable } from '../support/outbox.js';
 import { forgetTokens, loseAnswers } from '../support/sdk-middleware.js';
 
@@ -284,7 +285,10 @@ describe('retrying a write with its clientRequestToken', () => {
 
   /** A client through a fault proxy whose plan gives every BatchGetItem `fault`, `times` times. */
   async function tokenCheckFaulted(fault: Fault, times?: number) {
-    const proxy = await startFaultProxy({ service: 'dynamodb', upstream: inject('dynamodbEndpoint') });
+    const proxy = await startFaultProxy({
+      service: 'dynamodb',
+      upstream: emulatorEndpoint('dynamodbEndpoint'),
+    });
     proxy.setPlan(
       targetedFaultPlan({ match: (request) => request.operation === 'BatchGetItem', fault, times }),
     );

@@ -1,8 +1,9 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
 import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { orders, usePublisherFixture } from '../support/publisher.js';
 import { drainQueue } from '../support/sqs.js';
@@ -15,7 +16,7 @@ let proxy: FaultProxy;
 let sqs: SQSClient;
 
 beforeEach(async () => {
-  proxy = await startFaultProxy({ service: 'sqs', upstream: inject('sqsEndpoint') });
+  proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
   sqs = sqsClientVia(proxy, 1);
 });
 

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handler } from '../../lambdas/publisher/handler.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { createFifoQueue, drainQueue, localSqsClient } from '../support/sqs.js';
 
@@ -31,8 +32,8 @@ describe('the deployed publisher handler', () => {
     const table = await createTable(dynamodb, 'deployed');
     vi.stubEnv('QUEUE_URL', queueUrl);
     vi.stubEnv('IDEMPOTENCY_TABLE_NAME', table);
-    vi.stubEnv('AWS_ENDPOINT_URL_SQS', inject('sqsEndpoint'));
-    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', inject('dynamodbEndpoint'));
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', emulatorEndpoint('sqsEndpoint'));
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', emulatorEndpoint('dynamodbEndpoint'));
     vi.stubEnv('AWS_REGION', LOCAL_REGION);
     vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
     vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');

@@ -15,7 +15,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Logger } from '@smithy/types';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EdgeEndpoint, startEdgeEndpoint } from '../../sandbox/edge-endpoint.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import {
@@ -24,6 +24,7 @@ import {
 } from '../../sandbox/lambda-invoke-endpoint.js';
 import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // The edge in front of the run's emulators and a Lambda endpoint, reached through the AWS SDK with
 // nothing but the edge's address: as an explicit endpoint, or as AWS_ENDPOINT_URL alone.
@@ -47,8 +48,8 @@ beforeAll(async () => {
   });
   edge = await startEdgeEndpoint({
     targets: {
-      dynamodb: inject('dynamodbEndpoint'),
-      sqs: inject('sqsEndpoint'),
+      dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+      sqs: emulatorEndpoint('sqsEndpoint'),
       lambda: lambdaEndpoint.endpoint,
     },
   });
@@ -158,7 +159,7 @@ describe('the edge endpoint', () => {
       new SQSClient(localAwsConfig(edge.endpoint)).send(new DeleteQueueCommand({ QueueUrl })),
     );
     // This run's emulator names its own port in queue URLs (the sandbox's name the edge instead).
-    expect(new URL(String(QueueUrl)).origin).toBe(inject('sqsEndpoint'));
+    expect(new URL(String(QueueUrl)).origin).toBe(emulatorEndpoint('sqsEndpoint'));
     await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'hello', MessageGroupId: 'g' }));
     const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
     expect(Messages?.map((message) => message.Body)).toEqual(['hello']);
@@ -234,8 +235,8 @@ describe('the edge endpoint', () => {
   it('stops answering once stopped', async () => {
     const own = await startEdgeEndpoint({
       targets: {
-        dynamodb: inject('dynamodbEndpoint'),
-        sqs: inject('sqsEndpoint'),
+        dynamodb: emulatorEndpoint('dynamodbEndpoint'),
+        sqs: emulatorEndpoint('sqsEndpoint'),
         lambda: lambdaEndpoint.endpoint,
       },
     });

@@ -6,7 +6,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import {
   type BatchReport,
@@ -19,8 +19,9 @@ import type { LocalEventSource } from '../../sandbox/provision.js';
 import { MAX_BATCH_BYTES } from '../../sandbox/sqs-batch-gatherer.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
 const pollers: { stop: () => Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
@@ -346,7 +347,7 @@ describe('local event source poller', () => {
       maxConcurrency: 8,
     };
     // A client that counts the receives in flight: one per poller waiting on the queue.
-    const counting = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+    const counting = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
     let receiving = 0;
     let peakReceiving = 0;
     let receives = 0;

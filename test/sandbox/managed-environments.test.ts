@@ -1,11 +1,12 @@
 import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LocalFunctionRuntime, type LocalFunctionSpec } from '../../sandbox/function-runtime.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { provisionTemplate } from '../../sandbox/provision.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // The sandbox's managed mode (DESIGN §8, Lambda Managed Instances): a function with
 // `perExecutionEnvironmentMaxConcurrency` gets up to that many invocations at once in one container.
@@ -121,8 +122,8 @@ describe('the sandbox’s managed mode (Lambda Managed Instances)', () => {
 });
 
 describe('a function on a capacity provider, in a template the sandbox provisions', () => {
-  const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
-  const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+  const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
+  const dynamodb = new DynamoDBClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
   afterAll(() => {
     sqs.destroy();
     dynamodb.destroy();

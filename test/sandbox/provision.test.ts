@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   EXPIRES_AT_ATTRIBUTE,
   UNRESOLVED_ATTRIBUTE,
@@ -28,9 +28,10 @@ import { type ProvisionedStack, provisionTemplate } from '../../sandbox/provisio
 import { startScheduleRunner } from '../../sandbox/schedule-runner.js';
 import { type CloudAssembly, synthesizeApp } from '../../sandbox/synthesize.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
-const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
+const dynamodb = new DynamoDBClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
 /** Where the hand-written templates' assets are: `aws:asset:path` `functions` is the fixtures' handlers. */
 const FIXTURES = resolve('test/sandbox/fixtures');
 let assembly: CloudAssembly | undefined;
@@ -519,7 +520,7 @@ describe('provisioning what does not run locally, and stacks that import from on
 });
 
 describe('provisioning DynamoDB-stream event sources', () => {
-  const streams = new DynamoDBStreamsClient(localAwsConfig(inject('dynamodbEndpoint')));
+  const streams = new DynamoDBStreamsClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
   let relayAssembly: CloudAssembly | undefined;
   let relay: ProvisionedStack;
   beforeAll(async () => {

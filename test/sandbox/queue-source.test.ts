@@ -1,18 +1,19 @@
 import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { CloudFormationTemplate } from '../../sandbox/cloudformation.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { provisionTemplate } from '../../sandbox/provision.js';
 import { InvalidEventSourceMappingError } from '../../sandbox/queue-source.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // SQS event source mappings as the sandbox reads them from a template: what AWS refuses to create
 // is refused at start with AWS's reason, and what it accepts runs with its settings.
 
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
-const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
+const dynamodb = new DynamoDBClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
 afterAll(() => {
   sqs.destroy();
   dynamodb.destroy();

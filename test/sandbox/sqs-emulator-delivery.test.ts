@@ -7,7 +7,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { startEventSourcePoller } from '../../sandbox/event-source-poller.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
@@ -15,13 +15,14 @@ import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js'
 import type { LocalEventSource } from '../../sandbox/provision.js';
 import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // Consumers run by the sandbox's SQS event source mapping on its SQS emulator: one that extends its
 // messages' visibility while it works (a heartbeat), which on SQS is not a receive, so only real
 // deliveries count against the DLQ's maxReceiveCount; a FIFO backlog past the emulator's former
 // in-flight check; and the batches of the harsher oneGroupPerReceive setting.
 
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
 const pollers: { stop: () => Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(pollers.splice(0).map((poller) => poller.stop()));

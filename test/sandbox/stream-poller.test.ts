@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
 import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import type { LocalQueue } from '../../sandbox/local-resources.js';
@@ -16,13 +16,14 @@ import { type StreamBatchReport, type StreamPoller, startStreamPoller } from '..
 import { laneOf } from '../../sandbox/stream-shard-poller.js';
 import type { LocalStreamSource } from '../../sandbox/stream-source.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // The stream poller against DynamoDB Local's real streams, with an in-process function.
 
-const dynamodb = new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+const dynamodb = new DynamoDBClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
 const documents = DynamoDBDocumentClient.from(dynamodb);
-const streams = new DynamoDBStreamsClient(localAwsConfig(inject('dynamodbEndpoint')));
-const sqs = new SQSClient(localAwsConfig(inject('sqsEndpoint')));
+const streams = new DynamoDBStreamsClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
+const sqs = new SQSClient(localAwsConfig(emulatorEndpoint('sqsEndpoint')));
 const pollers: StreamPoller[] = [];
 afterEach(async () => {
   await Promise.all(pollers.splice(0).map((poller) => poller.stop()));

@@ -5,12 +5,13 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { ShardReader } from '../../sandbox/stream-shard-reader.js';
 import { uniqueName } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
-const config = localAwsConfig(inject('dynamodbEndpoint'));
+const config = localAwsConfig(emulatorEndpoint('dynamodbEndpoint'));
 const dynamodb = new DynamoDBClient(config);
 const streams = new DynamoDBStreamsClient(config);
 afterAll(() => {

@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { DLQ_ATTRIBUTES } from '../../lambdas/consumer/index.js';
 import { recordId } from '../../lambdas/idempotency/keys.js';
@@ -20,6 +20,7 @@ import {
 } from '../../lib/constructs/bundling.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import {
   createQueueWithDlq,
   deleteQueues,
@@ -78,8 +79,8 @@ async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue
     // Never reached: the notification below is refused for its payload before it is sent.
     [SHOP_ENVIRONMENT.notificationUrl]: 'http://127.0.0.1:9/unused',
     // The SDK inside the bundle finds the emulators as it would find AWS.
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ENDPOINT_URL_DYNAMODB: emulatorEndpoint('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: emulatorEndpoint('sqsEndpoint'),
     AWS_REGION: LOCAL_REGION,
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { inject } from 'vitest';
+
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { createIdempotencyTable } from '../../sandbox/tables.js';
+import { emulatorEndpoint } from './emulator-endpoint.js';
 
 /** A client for the run's DynamoDB Local. Each test that counts requests uses its own. */
 export function localDynamoClient(): DynamoDBClient {
-  return new DynamoDBClient(localAwsConfig(inject('dynamodbEndpoint')));
+  return new DynamoDBClient(localAwsConfig(emulatorEndpoint('dynamodbEndpoint')));
 }
 
 export function uniqueName(prefix: string): string {

@@ -11,20 +11,50 @@ declare module 'vitest' {
   }
 }
 
-/** Starts the emulators once for the whole run; every test file isolates itself with its own tables/queues. */
-export default async function setup(project: TestProject) {
+interface Emulators {
+  dynamodbEndpoint: string;
+  sqsEndpoint: string;
+  stop: () => Promise<void>;
+}
+
+/**
+ * One set of emulators for every project that names this setup: Vitest runs a project's global setup
+ * only when the run has files of that project (the fast tier has none), once per project, in this
+ * one process. The projects share the set; the last project's teardown stops it.
+ */
+const shared = globalThis as { oncelyEmulators?: { started: Promise<Emulators>; users: number } };
+
+async function startEmulators(): Promise<Emulators> {
   // The functions run on Lambda's Node.js major (nodejs24.x): installed once into .oncely/, from
   // the npm registry `npm ci` used. Without it the tests would judge code on another major: fail.
   installLambdaNode(24);
   const dynamodb = await startDynamoDbLocal();
-  project.provide('dynamodbEndpoint', dynamodb.endpoint);
   const sqs = await startSqsEmulator().catch(async (error) => {
     await dynamodb.stop();
     throw error;
   });
-  project.provide('sqsEndpoint', sqs.endpoint);
+  return {
+    dynamodbEndpoint: dynamodb.endpoint,
+    sqsEndpoint: sqs.endpoint,
+    stop: async () => {
+      await sqs.stop();
+      await dynamodb.stop();
+    },
+  };
+}
+
+/** Starts the emulators once for the whole run; every test file isolates itself with its own tables/queues. */
+export default async function setup(project: TestProject) {
+  shared.oncelyEmulators ??= { started: startEmulators(), users: 0 };
+  const entry = shared.oncelyEmulators;
+  entry.users += 1;
+  const emulators = await entry.started;
+  project.provide('dynamodbEndpoint', emulators.dynamodbEndpoint);
+  project.provide('sqsEndpoint', emulators.sqsEndpoint);
   return async () => {
-    await sqs.stop();
-    await dynamodb.stop();
+    entry.users -= 1;
+    if (entry.users > 0) return;
+    shared.oncelyEmulators = undefined;
+    await emulators.stop();
   };
 }

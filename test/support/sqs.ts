@@ -10,7 +10,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { inject } from 'vitest';
+
 import {
   createEnvelope,
   type MessageEnvelope,
@@ -18,6 +18,7 @@ import {
   parseEnvelope,
 } from '../../lambdas/common/envelope.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { emulatorEndpoint } from './emulator-endpoint.js';
 
 export interface FifoQueue {
   url: string;
@@ -26,7 +27,10 @@ export interface FifoQueue {
 
 /** A client for the run's SQS emulator; `maxAttempts: 1` when a test counts or injects failures itself. */
 export function localSqsClient(maxAttempts?: number): SQSClient {
-  return new SQSClient({ ...localAwsConfig(inject('sqsEndpoint')), ...(maxAttempts ? { maxAttempts } : {}) });
+  return new SQSClient({
+    ...localAwsConfig(emulatorEndpoint('sqsEndpoint')),
+    ...(maxAttempts ? { maxAttempts } : {}),
+  });
 }
 
 /** Creates a uniquely named FIFO queue; `deleteQueues` removes what a file created. */
