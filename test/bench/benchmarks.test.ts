@@ -26,7 +26,7 @@ describe('the benchmarks, in miniature', () => {
     endpoints = { dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: emulatorEndpoint('sqsEndpoint') };
   });
 
-  it('measure every figure and report them with the targets judged', { timeout: 120_000 }, async () => {
+  it('measure every figure and report them with the targets judged', { timeout: 240_000 }, async () => {
     const requests = await measureRequestsPerMessage(endpoints);
     const latency = await measureBatchLatency(endpoints, {
       groupCounts: [1, 10],

@@ -17,7 +17,7 @@ describe('the standard-queue benchmarks, in miniature', () => {
   });
 
   it('times batches of each size, with their requests, units, CPU and cost per record', {
-    timeout: 60_000,
+    timeout: 240_000,
   }, async () => {
     const rows = await measureStandardBatches(endpoints, {
       recordCounts: [10, 20],
@@ -54,7 +54,7 @@ describe('the standard-queue benchmarks, in miniature', () => {
   });
 
   it('settles every in-flight copy, each original applied once, and reports the visibility timeout used', {
-    timeout: 60_000,
+    timeout: 240_000,
   }, async () => {
     const inFlight = await measureInFlightDuplicates(endpoints, {
       pairs: 2,

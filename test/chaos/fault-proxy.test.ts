@@ -227,7 +227,7 @@ describe('fault proxy in front of DynamoDB Local, with the real SDK', () => {
     const id = randomUUID();
     const put = putOnce(client, id, 'mine').catch((caught: unknown) => caught);
 
-    await expect.poll(() => proxy.stats().faults.delay, { timeout: 5_000 }).toBe(1);
+    await expect.poll(() => proxy.stats().faults.delay, { timeout: 60_000 }).toBe(1);
     await proxy.close();
 
     expect(await put).toBeInstanceOf(Error);

@@ -17,7 +17,7 @@ const emulators = () => ({
 });
 
 describe('generated outbox schedules', () => {
-  it('keep every promise of the outbox over 40 schedules', { timeout: 120_000 }, async () => {
+  it('keep every promise of the outbox over 40 schedules', { timeout: 240_000 }, async () => {
     const report = await checkOutboxSchedules({ emulators: emulators(), schedules: 40, workers: 2 });
     const replay = `seed ${report.seed}: ${JSON.stringify(report.counterexample)}`;
     expect(report.counterexample, replay).toBeUndefined();

@@ -24,7 +24,7 @@ const emulators = () => ({
 });
 
 describe('standard-queue fault schedules', () => {
-  it('lose nothing and take no effect twice over a few dozen schedules', { timeout: 120_000 }, async () => {
+  it('lose nothing and take no effect twice over a few dozen schedules', { timeout: 240_000 }, async () => {
     const report = await checkSchedules({
       emulators: emulators(),
       arbitrary: standardScheduleArbitrary,

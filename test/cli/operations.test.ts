@@ -127,7 +127,7 @@ async function readItem<T = IdempotencyRecord>(tableName: string, id: string): P
   return Item as T | undefined;
 }
 
-const WAIT = { timeout: 15_000, interval: 100 };
+const WAIT = { timeout: 60_000, interval: 100 };
 
 /** A notification the example consumer POSTs to the gateway with `notifications#KEY` as Idempotency-Key. */
 const notification = (key: string, groupId: string) => ({

@@ -188,12 +188,12 @@ describe('publish (oncely/client)', () => {
 
     const first = publish(messages, { ...options(), requestId: 'checkout-9' });
     const second = (async () => {
-      await expect.poll(() => held(), { timeout: 5_000 }).toBe(true);
+      await expect.poll(() => held(), { timeout: 60_000 }).toBe(true);
       return publish(messages, { ...options(), requestId: 'checkout-9' });
     })();
     try {
       // The second publish was told "in progress" at least once, and keeps trying.
-      await expect.poll(() => invocations.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
+      await expect.poll(() => invocations.length, { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
     } finally {
       release();
     }
@@ -573,7 +573,7 @@ describe('publish: a stalled Invoke (issue 30, item 8)', () => {
     expect(invocations.map((event) => event.requestId)).toEqual([requestId]);
     // The stalled Invoke goes on late, as a connection that wakes up: it replays, sends nothing.
     proxy.releaseHung();
-    await expect.poll(() => invocations.length, { timeout: 5_000 }).toBe(2);
+    await expect.poll(() => invocations.length, { timeout: 60_000 }).toBe(2);
     await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
   });
 

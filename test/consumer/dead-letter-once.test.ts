@@ -68,7 +68,7 @@ afterAll(async () => {
 });
 
 async function queuePair() {
-  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
+  const pair = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 3, maxReceiveCount: 5 });
   queues.push(pair.queue, pair.dlq);
   return pair;
 }

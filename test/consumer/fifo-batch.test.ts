@@ -167,7 +167,7 @@ describe.concurrent('FIFO batch middleware', () => {
 
     const firstInvocation = pollOnce(sqs, queue, handler);
     await started;
-    // The visibility timeout (1 s) expires while the first invocation still runs the effect.
+    // The visibility timeout (3 s) expires while the first invocation still runs the effect.
     const concurrent = await pollUntil(sqs, queue, handler, (polls) =>
       polls.some((poll) => poll.records.length > 0),
     );

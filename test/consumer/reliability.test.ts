@@ -61,7 +61,7 @@ beforeAll(() => {
   [idempotencyTable, businessTable] = world.tables as [string, string];
 });
 
-const queuePair = (maxReceiveCount = 5, visibilityTimeoutSeconds = 1) =>
+const queuePair = (maxReceiveCount = 5, visibilityTimeoutSeconds = 3) =>
   world.queuePair({ maxReceiveCount, visibilityTimeoutSeconds });
 
 /** A queue and its DLQ that both take messages of at most `maximumMessageSize` bytes. */

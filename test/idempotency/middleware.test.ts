@@ -89,7 +89,7 @@ describe('idempotentRequest middleware', () => {
     const handler = middy(target.handler).use(requestIdempotency());
     target.hold();
     const first = handler({ requestId: 'r1', body: 'a' }, lambdaContext());
-    await expect.poll(() => target.calls, { timeout: 5_000 }).toBe(1);
+    await expect.poll(() => target.calls, { timeout: 60_000 }).toBe(1);
 
     await expect(handler({ requestId: 'r1', body: 'a' }, lambdaContext())).rejects.toThrow(
       IdempotencyInProgressError,
@@ -127,7 +127,7 @@ describe('idempotentRequest middleware', () => {
     const ownerHandler = middy(owner.handler).use(requestIdempotency());
     owner.hold();
     const inFlight = ownerHandler({ requestId: 'r1', body: 'a' }, lambdaContext());
-    await expect.poll(() => owner.calls, { timeout: 5_000 }).toBe(1);
+    await expect.poll(() => owner.calls, { timeout: 60_000 }).toBe(1);
     const held = await readItem(table, 'publish#r1');
 
     const failingEarlier = { before: async () => Promise.reject(new Error('validation failed')) };

@@ -71,7 +71,7 @@ beforeAll(async () => {
       POWERTOOLS_LOG_LEVEL: 'INFO',
     },
   });
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   await consumer?.runtime.stop();

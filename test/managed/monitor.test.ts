@@ -45,7 +45,7 @@ beforeAll(async () => {
       POWERTOOLS_METRICS_NAMESPACE: 'OncelyManagedTest',
     },
   });
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   await monitor?.runtime.stop();

@@ -37,7 +37,7 @@ beforeAll(async () => {
   dynamodb = localDynamoClient();
   sqs = localSqsClient();
   proxy = await startFaultProxy({ service: 'sqs', upstream: emulatorEndpoint('sqsEndpoint') });
-}, 30_000);
+}, 240_000);
 
 afterAll(async () => {
   await Promise.all(functions.map((fn) => fn.runtime.stop()));

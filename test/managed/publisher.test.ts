@@ -59,7 +59,7 @@ beforeAll(async () => {
       [PUBLISHER_ENVIRONMENT.idempotencyTableName]: idempotencyTable,
     },
   });
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   await publisher?.runtime.stop();

@@ -11,7 +11,7 @@ import { type ApiItem, apiReports, REPORT_FOLDER, type ReportResult } from '../.
 let results: ReportResult[];
 beforeAll(() => {
   results = apiReports({ update: false });
-}, 120_000);
+}, 240_000);
 
 /** The interfaces a user fills in: a function's options and input, a construct's props and settings. */
 const FILLED_IN = /(Options|Props|Settings|Entry|Input|Write|Message)$/;

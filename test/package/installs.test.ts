@@ -25,7 +25,7 @@ function project(files: Record<string, string> = {}): string {
 
 beforeAll(async () => {
   tarball = await packOncely(project());
-}, 60_000);
+}, 240_000);
 
 afterAll(() => {
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });

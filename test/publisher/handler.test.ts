@@ -268,7 +268,7 @@ describe('publisher: request idempotency', () => {
     const { held, release } = holdSends(fixture.sqs);
 
     const first = handler(request, lambdaContext());
-    await expect.poll(() => held(), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => held(), { timeout: 60_000 }).toBe(true);
     await expect(handler(request, lambdaContext())).rejects.toMatchObject({
       name: 'PublishInProgressError',
       requestId: 'checkout-7',

@@ -64,7 +64,7 @@ describe('publisher metrics: refusals counted apart from faults', () => {
     const { held, release } = holdSends(fixture.sqs);
     const second = orders(2, 1, 'second');
     const first = handler({ requestId: 'r-2', messages: second }, lambdaContext());
-    await expect.poll(() => held(), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => held(), { timeout: 60_000 }).toBe(true);
     before = Date.now();
     const inProgress = await emfWhile(() => handler({ requestId: 'r-2', messages: second }, lambdaContext()));
     release();

@@ -29,7 +29,7 @@ beforeAll(async () => {
   const { endpoints } = sandbox.description;
   documents = DynamoDBDocumentClient.from(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)));
   sqs = new SQSClient(localAwsConfig(endpoints.sqs));
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   documents?.destroy();
@@ -72,5 +72,5 @@ describe('a group whose head keeps failing, in the sandbox', () => {
       'H: the downstream service is unavailable',
     );
     expect(dead[0]?.MessageAttributes?.[DLQ_ATTRIBUTES.receiveCount]?.StringValue).toBe('2');
-  }, 120_000);
+  }, 240_000);
 });

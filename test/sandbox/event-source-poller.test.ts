@@ -183,7 +183,7 @@ describe('local event source poller', () => {
       running--;
       return { ok: true, result: { batchItemFailures: [] } };
     });
-    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(30);
+    await expect.poll(() => seen.length, { timeout: 60_000 }).toBe(30);
     for (const group of ['g0', 'g1', 'g2']) {
       expect(seen.filter((b) => b.startsWith(group))).toEqual(
         sent.filter((m) => m.group === group).map((m) => m.body),
@@ -211,7 +211,7 @@ describe('local event source poller', () => {
         result: { batchItemFailures: failures.map((r) => ({ itemIdentifier: r.messageId })) },
       };
     });
-    await expect.poll(() => deliveries.filter((b) => b.startsWith('a')).length, { timeout: 10_000 }).toBe(4);
+    await expect.poll(() => deliveries.filter((b) => b.startsWith('a')).length, { timeout: 60_000 }).toBe(4);
     expect(deliveries.filter((b) => b === 'b1')).toHaveLength(1);
     expect(deliveries.filter((b) => b.startsWith('a'))).toEqual(['a1', 'a2', 'a1', 'a2']);
     expect(reports[0]).toMatchObject({ received: 3, deleted: 1, retained: 2 });
@@ -233,7 +233,7 @@ describe('local event source poller', () => {
         receiveCounts.push(...event.Records.map((r) => `${r.body}:${r.attributes.ApproximateReceiveCount}`));
         return calls++ === 0 ? firstOutcome : { ok: true, result: undefined };
       });
-      await expect.poll(() => receiveCounts.length, { timeout: 10_000 }).toBe(4);
+      await expect.poll(() => receiveCounts.length, { timeout: 60_000 }).toBe(4);
       expect(receiveCounts.sort()).toEqual(['a1:1', 'a1:2', 'b1:1', 'b1:2']);
       expect(reports[0]).toMatchObject({ received: 2, deleted: 0, retained: 2 });
       await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
@@ -255,7 +255,7 @@ describe('local event source poller', () => {
       const failures = copy === 1 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
       return { ok: true, result: { batchItemFailures: failures } };
     });
-    await expect.poll(() => calls.flatMap(bodies).length, { timeout: 10_000 }).toBe(9);
+    await expect.poll(() => calls.flatMap(bodies).length, { timeout: 60_000 }).toBe(9);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     const deliveries = calls.flatMap(bodies);
     for (const body of ['m1', 'm2', 'm3']) expect(deliveries.filter((d) => d === body)).toHaveLength(3);
@@ -275,8 +275,8 @@ describe('local event source poller', () => {
       const failures = copies.length === 2 ? event.Records.map((r) => ({ itemIdentifier: r.messageId })) : [];
       return { ok: true, result: { batchItemFailures: failures } };
     });
-    await expect.poll(() => copies.length, { timeout: 10_000 }).toBe(3);
-    await expect.poll(() => messagesInQueue(localSqs, source.queue.url), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => copies.length, { timeout: 60_000 }).toBe(3);
+    await expect.poll(() => messagesInQueue(localSqs, source.queue.url), { timeout: 60_000 }).toBe(0);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     const handlesOf = (event: SQSEvent | undefined) => event?.Records.map((r) => r.receiptHandle) ?? [];
     expect(new Set(copies.flatMap(handlesOf)).size).toBe(9);
@@ -312,7 +312,7 @@ describe('local event source poller', () => {
         },
       },
     );
-    await expect.poll(() => messagesInQueue(sqs, source.queue.url), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, source.queue.url), { timeout: 60_000 }).toBe(0);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     expect(deliveries.sort()).toEqual(['a1', 'b1']);
   });
@@ -333,7 +333,7 @@ describe('local event source poller', () => {
       });
       return { ok: true, result: undefined };
     });
-    await expect.poll(() => batches.flatMap((batch) => batch.ids).length, { timeout: 15_000 }).toBe(30);
+    await expect.poll(() => batches.flatMap((batch) => batch.ids).length, { timeout: 60_000 }).toBe(30);
     expect(batches.map((batch) => batch.ids.length)).toEqual([25, 5]);
     expect(new Set(batches.flatMap((batch) => batch.ids)).size).toBe(30);
     for (const batch of batches) expect(batch.bytes).toBeLessThanOrEqual(MAX_BATCH_BYTES);
@@ -387,7 +387,7 @@ describe('local event source poller', () => {
       }),
     );
     // An idle queue: two rounds of long polls, never more than the first 5 pollers.
-    await expect.poll(() => receives, { timeout: 10_000 }).toBeGreaterThanOrEqual(10);
+    await expect.poll(() => receives, { timeout: 60_000 }).toBeGreaterThanOrEqual(10);
     expect(peakReceiving).toBe(5);
 
     for (let i = 0; i < 30; i += 10) {
@@ -402,12 +402,12 @@ describe('local event source poller', () => {
       );
     }
     // Messages keep coming and every batch is held: pollers are added, up to maxConcurrency.
-    await expect.poll(() => running, { timeout: 10_000 }).toBe(8);
+    await expect.poll(() => running, { timeout: 60_000 }).toBe(8);
     release();
-    await expect.poll(() => delivered, { timeout: 10_000 }).toBe(30);
+    await expect.poll(() => delivered, { timeout: 60_000 }).toBe(30);
     expect(peakRunning).toBe(8);
     // Idle again: the pollers added end at their first empty receive.
-    await expect.poll(() => receiving, { timeout: 10_000 }).toBe(5);
+    await expect.poll(() => receiving, { timeout: 60_000 }).toBe(5);
     await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
     counting.destroy();
   });

@@ -168,7 +168,7 @@ describe('a function’s container: frozen between invocations, as on Lambda', (
     // 25 times the timer's delay: unfrozen, it would have written long before.
     expect(await becomesTrue(() => existsSync(marker), 500)).toBe(false);
     await fn.invoke({ marker: join(scratch, 'second-marker'), afterMs: 60_000 });
-    await expect.poll(() => existsSync(marker), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => existsSync(marker), { timeout: 60_000 }).toBe(true);
   });
 
   it('fails the next invocation, not the sandbox, with the error a frozen timer throws once thawed', async () => {
@@ -187,7 +187,7 @@ describe('a function’s container: frozen between invocations, as on Lambda', (
     const marker = join(scratch, 'unfrozen-marker');
     const fn = runtime('container.unawaited', {}, false);
     await fn.invoke({ marker, afterMs: 20 });
-    await expect.poll(() => existsSync(marker), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => existsSync(marker), { timeout: 60_000 }).toBe(true);
   });
 });
 
@@ -302,11 +302,11 @@ describe.runIf(process.platform === 'linux')('a function’s container: it never
     parent.stdout.on('data', (chunk) => {
       output += chunk;
     });
-    await expect.poll(() => /^\d+\n/.test(output), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => /^\d+\n/.test(output), { timeout: 60_000 }).toBe(true);
     const pid = Number(output.trim());
     expect(alive(pid)).toBe(true);
     parent.kill('SIGKILL');
-    await expect.poll(() => alive(pid), { timeout: 5_000 }).toBe(false);
+    await expect.poll(() => alive(pid), { timeout: 60_000 }).toBe(false);
     // Killed, its parent could not remove the container's private /tmp.
     for (const entry of readdirSync(tmpdir())) {
       if (entry.startsWith(`oncely-fn-${orphan}-`))

@@ -143,7 +143,7 @@ describe('Lambda Invoke endpoint', () => {
     });
     expect(StatusCode).toBe(202);
     expect(payload).toBeUndefined();
-    await expect.poll(() => backgroundEvents, { timeout: 5_000 }).toEqual([{ n: 1 }]);
+    await expect.poll(() => backgroundEvents, { timeout: 60_000 }).toEqual([{ n: 1 }]);
   });
 
   it('raises the SDK typed error for an unknown function, version or alias', async () => {
@@ -314,7 +314,7 @@ describe('Lambda Invoke endpoint: retries of a failed Event invocation', () => {
     const requestId = String(output.$metadata.requestId);
     await expect
       .poll(() => logged.some((line) => line.includes(requestId) && line.includes('given up')), {
-        timeout: 5_000,
+        timeout: 30_000,
       })
       .toBe(true);
     return requestId;

@@ -39,7 +39,7 @@ beforeAll(async () => {
     // Without the template's --enable-source-maps, a stack trace names the code that ran, not its sources.
     environment: { NODE_OPTIONS: '' },
   });
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await sandbox?.stop();

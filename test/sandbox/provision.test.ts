@@ -60,7 +60,7 @@ beforeAll(async () => {
   });
   const [stack] = assembly.stacks;
   provisioned = await provision(stack.template, { assemblyDirectory: stack.assemblyDirectory });
-}, 120_000);
+}, 240_000);
 
 afterAll(() => {
   assembly?.remove();
@@ -528,7 +528,7 @@ describe('provisioning DynamoDB-stream event sources', () => {
     relayAssembly = await synthesizeApp({ appDirectory: 'test/sandbox/fixtures/apps/stream-relay' });
     const [stack] = relayAssembly.stacks;
     relay = await provision(stack.template, { assemblyDirectory: stack.assemblyDirectory });
-  }, 120_000);
+  }, 240_000);
   afterAll(() => {
     relayAssembly?.remove();
     streams.destroy();

@@ -46,7 +46,7 @@ beforeAll(async () => {
   sqs = new SQSClient(localAwsConfig(sandbox.description.endpoints.sqs));
   // One attempt: the SDK would retry a throttle, and the test is about the first answer.
   lambda = new LambdaClient({ ...localAwsConfig(sandbox.description.endpoints.edge), maxAttempts: 1 });
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   sqs?.destroy();
@@ -76,10 +76,10 @@ describe('a sandbox whose function reads SQS queues', () => {
     ];
     for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
     await expect
-      .poll(() => bodiesFrom('Orders').sort(), { timeout: 20_000 })
+      .poll(() => bodiesFrom('Orders').sort(), { timeout: 60_000 })
       .toEqual([bodies[0], 'ping'].sort());
     // Lambda deletes what no filter matches: nothing comes back after the visibility timeout.
-    await expect.poll(() => messagesInQueue(sqs, url), { timeout: 20_000 }).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, url), { timeout: 60_000 }).toBe(0);
     expect(bodiesFrom('Orders')).toHaveLength(2);
   });
 
@@ -94,7 +94,7 @@ describe('a sandbox whose function reads SQS queues', () => {
         }),
       );
     }
-    await expect.poll(() => bodiesFrom('Bulk').sort(), { timeout: 20_000 }).toEqual([...sent].sort());
+    await expect.poll(() => bodiesFrom('Bulk').sort(), { timeout: 60_000 }).toEqual([...sent].sort());
     const batches = recorded.filter((batch) => batch.queueArn === queueNamed('Bulk').arn);
     // At most two batches gather at once (MaximumConcurrency 2): one of them holds more than 10.
     expect(Math.max(...batches.map((batch) => batch.bodies.length))).toBeGreaterThan(10);
@@ -107,7 +107,7 @@ describe('a sandbox whose function reads SQS queues', () => {
     await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'waiting' }));
     // A message sent after it to a polled queue is delivered; the paused one was never received.
     await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl('OrdersUrl'), MessageBody: 'ping' }));
-    await expect.poll(pings, { timeout: 20_000 }).toBe(pingsBefore + 1);
+    await expect.poll(pings, { timeout: 60_000 }).toBe(pingsBefore + 1);
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: url, AttributeNames: ['All'], WaitTimeSeconds: 1 }),
     );
@@ -141,7 +141,7 @@ describe('a sandbox whose function reads SQS queues', () => {
     const hold = lambda.send(
       new InvokeCommand({ FunctionName: single, Payload: Buffer.from(JSON.stringify({ holdMs: 4000 })) }),
     );
-    await expect.poll(() => holding().length, { timeout: 10_000 }).toBe(held + 1);
+    await expect.poll(() => holding().length, { timeout: 60_000 }).toBe(held + 1);
 
     await expect(
       lambda.send(new InvokeCommand({ FunctionName: single, Payload: Buffer.from('{"holdMs":0}') })),
@@ -155,7 +155,7 @@ describe('a sandbox whose function reads SQS queues', () => {
       .poll(
         () => batches.some(({ functionName, report }) => functionName === single && report.functionError),
         {
-          timeout: 10_000,
+          timeout: 60_000,
         },
       )
       .toBe(true);
@@ -177,7 +177,7 @@ describe('a sandbox whose function reads SQS queues', () => {
           dead.push(...Messages.map((message) => String(message.Body)));
           return dead;
         },
-        { timeout: 20_000 },
+        { timeout: 60_000 },
       )
       .toEqual(['throttled']);
     expect(bodiesFrom('Throttled')).toEqual([]);

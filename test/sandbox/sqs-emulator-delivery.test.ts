@@ -103,9 +103,9 @@ describe('a consumer that heartbeats with ChangeMessageVisibility, on the sandbo
       startEventSourcePoller({ sqs, source, region: LOCAL_REGION, invoke: handler, waitTimeSeconds: 1 }),
     );
 
-    await expect.poll(() => processed, { timeout: 10_000 }).toEqual(['order-1']);
+    await expect.poll(() => processed, { timeout: 60_000 }).toEqual(['order-1']);
     expect(receiveCounts).toEqual(['1', '2']);
-    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 5_000 }).toBe(0);
+    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 60_000 }).toBe(0);
     expect(await messagesInQueue(sqs, dlq.url)).toBe(0);
   });
 });
@@ -141,7 +141,7 @@ describe('the sandbox with oneGroupPerReceive', () => {
           waitTimeSeconds: 1,
         }),
       );
-      await expect.poll(() => batches.flat().length, { timeout: 10_000 }).toBe(12);
+      await expect.poll(() => batches.flat().length, { timeout: 60_000 }).toBe(12);
       await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
       expect(batches).toEqual([
         ['g0-0', 'g0-3', 'g0-6', 'g0-9'],
@@ -193,6 +193,6 @@ describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
       }),
     );
     await expect.poll(() => delivered, { timeout: 60_000, interval: 250 }).toBe(total);
-    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 5_000 }).toBe(0);
-  }, 90_000);
+    await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 60_000 }).toBe(0);
+  }, 240_000);
 });

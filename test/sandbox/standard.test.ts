@@ -31,7 +31,7 @@ beforeAll(async () => {
   const { endpoints } = sandbox.description;
   documents = DynamoDBDocumentClient.from(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)));
   sqs = new SQSClient(localAwsConfig(endpoints.sqs));
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   documents?.destroy();

@@ -140,10 +140,10 @@ describe('the stream poller', () => {
       running--;
       return ok();
     });
-    await expect.poll(() => delivered(invocations).length, { timeout: 10_000 }).toBe(30);
+    await expect.poll(() => delivered(invocations).length, { timeout: 60_000 }).toBe(30);
     // The shard's tail is followed: a record written now comes next.
     await put(source, { id: 'k0', version: 6 });
-    await expect.poll(() => delivered(invocations).length, { timeout: 10_000 }).toBe(31);
+    await expect.poll(() => delivered(invocations).length, { timeout: 60_000 }).toBe(31);
 
     const records = delivered(invocations);
     for (let key = 0; key < 5; key++) {
@@ -192,14 +192,14 @@ describe('the stream poller', () => {
     await put(source, { id: 'before' });
     const { invocations } = await poll(source);
     await put(source, { id: 'after' });
-    await expect.poll(() => ids(delivered(invocations)), { timeout: 10_000 }).toEqual(['after']);
+    await expect.poll(() => ids(delivered(invocations)), { timeout: 60_000 }).toEqual(['after']);
   });
 
   it('waits up to the batching window to fill a batch', async () => {
     const source = await streamSource({ maximumBatchingWindowInSeconds: 1 });
     const { invocations } = await poll(source);
     for (const id of ['w1', 'w2', 'w3']) await put(source, { id });
-    await expect.poll(() => invocations.length, { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => invocations.length, { timeout: 60_000 }).toBe(1);
     expect(ids(invocations[0].records)).toEqual(['w1', 'w2', 'w3']);
   });
 
@@ -229,7 +229,7 @@ describe('the stream poller', () => {
     await documents.send(new DeleteCommand({ TableName: source.table.name, Key: { id: 'p1' } })); // 3rd pattern
     await documents.send(new DeleteCommand({ TableName: source.table.name, Key: { id: 'p5' } })); // archived
     await put(source, { id: 'end', kind: 'order-end' }); // 1st pattern, after all the others
-    await expect.poll(() => ids(delivered(invocations)).includes('end'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => ids(delivered(invocations)).includes('end'), { timeout: 60_000 }).toBe(true);
 
     expect(delivered(invocations).map((record) => `${record.eventName} ${ids([record])[0]}`)).toEqual([
       'INSERT p1',
@@ -246,7 +246,7 @@ describe('the stream poller', () => {
     const { invocations, reports } = await poll(source, (event, _id) =>
       invocations.length === 1 ? failWith(event.Records[3], event.Records[2]) : ok({ batchItemFailures: [] }),
     );
-    await expect.poll(() => invocations.length, { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => invocations.length, { timeout: 60_000 }).toBe(2);
     expect(invocations.map((invocation) => ids(invocation.records))).toEqual([
       ['r0', 'r1', 'r2', 'r3', 'r4'],
       ['r2', 'r3', 'r4'],
@@ -267,7 +267,7 @@ describe('the stream poller', () => {
     const { invocations } = await poll(source, () =>
       invocations.length === 1 ? ok({ batchItemFailures }) : ok(),
     );
-    await expect.poll(() => invocations.length, { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => invocations.length, { timeout: 60_000 }).toBe(2);
     expect(invocations.map((invocation) => ids(invocation.records))).toEqual([
       ['a', 'b'],
       ['a', 'b'],
@@ -286,7 +286,7 @@ describe('the stream poller', () => {
       const poison = event.Records.find((record) => ids([record])[0] === 'r1');
       return poison ? failWith(poison) : ok();
     });
-    await expect.poll(received, { timeout: 10_000 }).toHaveLength(1);
+    await expect.poll(received, { timeout: 60_000 }).toHaveLength(1);
     const [discarded] = (await received()) as Record<string, Record<string, unknown>>[];
     const [, r1, , r3] = delivered(invocations.slice(0, 1));
     expect(discarded.requestContext).toMatchObject({
@@ -301,7 +301,7 @@ describe('the stream poller', () => {
     });
     // It moved on: the next record is delivered, and the discarded ones never again.
     await put(source, { id: 'r4' });
-    await expect.poll(() => ids(delivered(invocations)).includes('r4'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => ids(delivered(invocations)).includes('r4'), { timeout: 60_000 }).toBe(true);
     expect(invocations.map((invocation) => ids(invocation.records))).toEqual([
       ['r0', 'r1', 'r2', 'r3'],
       ['r1', 'r2', 'r3'],
@@ -316,9 +316,9 @@ describe('the stream poller', () => {
     const { invocations, reports } = await poll(source, (event) =>
       event.Records.some((record) => record.dynamodb?.NewImage?.poison) ? boom : ok(),
     );
-    await expect.poll(received, { timeout: 10_000 }).toHaveLength(1);
+    await expect.poll(received, { timeout: 60_000 }).toHaveLength(1);
     await put(source, { id: 'fine' });
-    await expect.poll(() => ids(delivered(invocations)).includes('fine'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => ids(delivered(invocations)).includes('fine'), { timeout: 60_000 }).toBe(true);
 
     expect(invocations.map((invocation) => ids(invocation.records))).toEqual([
       ['p0', 'p1', 'p2'],
@@ -376,7 +376,7 @@ describe('the stream poller', () => {
     const { invocations } = await poll(source, (event) =>
       ids(event.Records).includes('poison') ? boom : ok(),
     );
-    await expect.poll(received, { timeout: 10_000 }).toHaveLength(1);
+    await expect.poll(received, { timeout: 60_000 }).toHaveLength(1);
     expect(invocations.map((invocation) => ids(invocation.records))).toEqual([
       ['a', 'b', 'c', 'poison'],
       ['a', 'b'],
@@ -399,12 +399,12 @@ describe('the stream poller', () => {
     const source = await streamSource({ maximumRecordAgeInSeconds: 1, onFailure: queue });
     const { invocations } = await poll(source, () => boom);
     await put(source, { id: 'stale' });
-    await expect.poll(received, { timeout: 10_000 }).toHaveLength(1);
+    await expect.poll(received, { timeout: 60_000 }).toHaveLength(1);
     const invokedBefore = invocations.length;
     // Retried while younger than a second, at least twice (after 100 ms, then 200 ms more).
     expect(invokedBefore).toBeGreaterThanOrEqual(2);
     await put(source, { id: 'next' });
-    await expect.poll(received, { timeout: 10_000 }).toHaveLength(2);
+    await expect.poll(received, { timeout: 60_000 }).toHaveLength(2);
 
     const [stale, next] = (await received()) as Record<string, Record<string, unknown>>[];
     const sequenceOf = (id: string) =>
@@ -448,7 +448,7 @@ describe('the stream poller', () => {
       running--;
       return ok();
     });
-    await expect.poll(() => delivered(invocations).length, { timeout: 10_000 }).toBe(24);
+    await expect.poll(() => delivered(invocations).length, { timeout: 60_000 }).toBe(24);
 
     expect(peak).toBeGreaterThan(1);
     const records = delivered(invocations);
@@ -477,9 +477,9 @@ describe('the stream poller', () => {
     const attempts = (id: string) => ids(delivered(invocations)).filter((seen) => seen === id).length;
     // Every item outside poison's lane gets through while poison is retried, again and again.
     await expect
-      .poll(() => others.filter((id) => attempts(id) > 0), { timeout: 10_000 })
+      .poll(() => others.filter((id) => attempts(id) > 0), { timeout: 60_000 })
       .toEqual(others.filter((id) => !blocked.includes(id)));
-    await expect.poll(() => attempts('poison'), { timeout: 10_000 }).toBeGreaterThan(2);
+    await expect.poll(() => attempts('poison'), { timeout: 60_000 }).toBeGreaterThan(2);
     // Those in poison's lane wait behind it.
     for (const id of blocked) expect(attempts(id)).toBe(0);
     expect(blocked.length).toBeGreaterThan(0);
@@ -496,11 +496,10 @@ describe('the stream poller', () => {
       inProgress = false;
       return boom;
     });
-    await expect.poll(() => invocations.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
-    await expect.poll(() => inProgress, { timeout: 10_000 }).toBe(true);
-    const stopping = Date.now();
+    await expect.poll(() => invocations.length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => inProgress, { timeout: 60_000 }).toBe(true);
     await poller.stop();
-    expect(Date.now() - stopping).toBeLessThan(1000);
+    // It waited for the invocation in progress, and starts no other (nor a retry) after it.
     expect(inProgress).toBe(false);
     const invoked = invocations.length;
     await put(source, { id: 'after-stop' });
@@ -509,10 +508,13 @@ describe('the stream poller', () => {
     expect(invocations).toHaveLength(invoked);
   });
 
-  it('stops an idle poller at once', async () => {
+  it('stops an idle poller without waiting out its intervals', async () => {
     const { poller } = await poll(await streamSource());
     const stopping = Date.now();
     await poller.stop();
-    expect(Date.now() - stopping).toBeLessThan(200);
+    // Its discovery interval is 2 s: a stop that waited it out takes that long (measured: 2.9 s);
+    // one that ends the wait takes a few event-loop turns (0.3 s with the file's set-up on a busy
+    // machine). The bound sits between, far from both.
+    expect(Date.now() - stopping).toBeLessThan(1_500);
   });
 });

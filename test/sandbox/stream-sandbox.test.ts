@@ -23,7 +23,7 @@ beforeAll(async () => {
   const { endpoints } = sandbox.description;
   documents = DynamoDBDocumentClient.from(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)));
   sqs = new SQSClient(localAwsConfig(endpoints.sqs));
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   documents?.destroy();
@@ -56,7 +56,7 @@ describe('a sandbox whose function reads a table’s stream', () => {
     await write({ id: 'x', kind: 'audit' }); // filtered out
     await write({ id: 'b', kind: 'order-paid' });
     await write({ id: 'a', kind: 'order-updated' }); // a MODIFY: filtered out
-    await expect.poll(async () => Object.keys(await seen()).sort(), { timeout: 20_000 }).toEqual(['a', 'b']);
+    await expect.poll(async () => Object.keys(await seen()).sort(), { timeout: 60_000 }).toEqual(['a', 'b']);
     const relayed = await seen();
     expect(relayed.a).toMatchObject({ eventName: 'INSERT', eventSourceARN: source.streamArn });
     expect(BigInt(relayed.a.sequenceNumber)).toBeLessThan(BigInt(relayed.b.sequenceNumber));
@@ -72,7 +72,7 @@ describe('a sandbox whose function reads a table’s stream', () => {
           failures.push(...Messages.map((message) => JSON.parse(String(message.Body))));
           return failures.length;
         },
-        { timeout: 20_000 },
+        { timeout: 60_000 },
       )
       .toBe(1);
     expect(failures[0].requestContext).toMatchObject({
@@ -90,7 +90,7 @@ describe('a sandbox whose function reads a table’s stream', () => {
 
     await write({ id: 'c', kind: 'order-shipped' });
     await expect
-      .poll(async () => Object.keys(await seen()).sort(), { timeout: 20_000 })
+      .poll(async () => Object.keys(await seen()).sort(), { timeout: 60_000 })
       .toEqual(['a', 'b', 'c']);
   });
 });

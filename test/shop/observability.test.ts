@@ -56,7 +56,7 @@ describe('example consumer: observability', () => {
     const [idempotencyTable, ledgerTable, { queue, dlq }] = await Promise.all([
       createTable(dynamodb, 'consumer-idem'),
       createTable(dynamodb, 'ledger'),
-      createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 }),
+      createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 3, maxReceiveCount: 5 }),
     ]);
     // As deployed: fifoBatch's own Powertools logger and metrics; only the store and the DLQ are the test's.
     const handler = createShopHandler(

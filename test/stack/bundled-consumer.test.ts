@@ -69,7 +69,7 @@ async function bundle(entry: string, folder: string): Promise<Bundle> {
 
 /** A queue and its DLQ, and the environment the stack gives a consumer: the construct's and the shop's. */
 async function consumerEnvironment(): Promise<{ queue: FifoQueue; dlq: FifoQueue }> {
-  const { queue, dlq } = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
+  const { queue, dlq } = await createQueueWithDlq(sqs, { visibilityTimeoutSeconds: 3, maxReceiveCount: 5 });
   queues.push(queue, dlq);
   const environment: Record<string, string | undefined> = {
     [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable,

@@ -55,7 +55,7 @@ beforeAll(() => {
     pipelines[name] = { stack, pipeline };
   }
   assembly = app.synth();
-}, 60_000);
+}, 240_000);
 
 afterAll(() => {
   if (outdir) rmSync(outdir, { recursive: true, force: true });

@@ -147,7 +147,7 @@ beforeAll(async () => {
       met[name] = read.met;
     }),
   );
-}, 60_000);
+}, 240_000);
 
 describe('each function is granted exactly what its code sends', () => {
   it.each(Object.keys(CODE))('%s', (name) => {

@@ -10,7 +10,7 @@ export interface ConsumerTestWorld {
   sqs: SQSClient;
   /** The file's tables, one per prefix given, in that order. */
   tables: string[];
-  /** A queue and its DLQ of the test's own (visibility timeout 1 s and 5 receives unless told). */
+  /** A queue and its DLQ of the test's own (visibility timeout 3 s, so a busy machine's slow run still ends within it, and 5 receives unless told). */
   queuePair(options?: {
     visibilityTimeoutSeconds?: number;
     maxReceiveCount?: number;
@@ -30,7 +30,7 @@ export function consumerTestWorld(...tablePrefixes: string[]): ConsumerTestWorld
     dynamodb: undefined as unknown as DynamoDBClient,
     sqs: undefined as unknown as SQSClient,
     tables: [],
-    async queuePair({ visibilityTimeoutSeconds = 1, maxReceiveCount = 5 } = {}) {
+    async queuePair({ visibilityTimeoutSeconds = 3, maxReceiveCount = 5 } = {}) {
       const pair = await createQueueWithDlq(world.sqs, { visibilityTimeoutSeconds, maxReceiveCount });
       queues.push(pair.queue, pair.dlq);
       return pair;

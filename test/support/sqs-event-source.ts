@@ -81,11 +81,11 @@ export async function pollUntil(
   options: PollOptions & { timeoutMs?: number } = {},
 ): Promise<Poll[]> {
   const polls: Poll[] = [];
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   while (!(await done(polls))) {
     if (Date.now() > deadline) {
       throw new Error(
-        `pollUntil: condition not met after ${polls.length} polls (${options.timeoutMs ?? 10_000} ms)`,
+        `pollUntil: condition not met after ${polls.length} polls (${options.timeoutMs ?? 60_000} ms)`,
       );
     }
     polls.push(await pollOnce(sqs, queue, handler, options));

@@ -38,7 +38,7 @@ const WAIT = { timeout: 60_000, interval: 200 };
 
 beforeAll(async () => {
   target = await startTarget();
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await target?.stop();

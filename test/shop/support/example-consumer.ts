@@ -28,7 +28,7 @@ export async function exampleConsumer(options: ExampleConsumerOptions) {
     createTable(options.dynamodb, 'consumer-idem'),
     createTable(options.dynamodb, 'ledger'),
     createQueueWithDlq(options.sqs, {
-      visibilityTimeoutSeconds: 1,
+      visibilityTimeoutSeconds: 3,
       maxReceiveCount: options.maxReceiveCount ?? 5,
     }),
   ]);
