@@ -45,7 +45,7 @@ export function refuseUnknownKeys(
   const problems = unknownKeyProblems(options, known, 'option');
   if (problems.length === 0) return;
   const keys = Object.keys(options).filter((key) => !Object.hasOwn(known, key));
-  throw new OncelyConfigurationError(keys, `${where}: ${problems.join('; ')}.`);
+  throw new OncelyConfigurationError(keys, `${where}: ${problems.join('; ')}`);
 }
 
 /**
