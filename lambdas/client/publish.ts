@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
+import { backoffDelayMs, RETRY_POLICY_KEYS, type RetryPolicy } from '../common/backoff.js';
 import { EnvironmentReader } from '../common/environment.js';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
 import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
@@ -80,6 +81,16 @@ export interface PublishOptions {
   resendUnknownRounds?: number;
 }
 
+const PUBLISH_OPTION_KEYS = {
+  functionName: true,
+  lambda: true,
+  requestId: true,
+  retry: true,
+  maxLeaseWaitMs: true,
+  invokeTimeoutMs: true,
+  resendUnknownRounds: true,
+} satisfies KnownKeys<PublishOptions>;
+
 /** What `publish` resolves with: one result per message, and the request's id. */
 export interface PublishResult extends PublishResponse {
   /** The requestId every attempt of this publish carried; re-send rounds carry ids derived from it. */
@@ -144,6 +155,8 @@ export async function publish(
   messages: readonly PublishMessage[],
   options: PublishOptions = {},
 ): Promise<PublishResult> {
+  refuseUnknownKeys('publish()', options, PUBLISH_OPTION_KEYS);
+  refuseUnknownKeys('publish({ retry })', options.retry, RETRY_POLICY_KEYS);
   const functionName = options.functionName ?? publisherFunctionFromEnvironment();
   const invoker: Invoker = {
     lambda: options.lambda ?? sharedLambdaClient(),

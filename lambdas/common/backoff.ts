@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { KnownKeys } from './known-keys.js';
 
 /** How a caller retries: attempts in all (the first one included) and the waits between them. */
 export interface RetryPolicy {
@@ -9,6 +10,12 @@ export interface RetryPolicy {
   /** The longest wait between two attempts. */
   maxDelayMs: number;
 }
+
+export const RETRY_POLICY_KEYS = {
+  maxAttempts: true,
+  baseDelayMs: true,
+  maxDelayMs: true,
+} satisfies KnownKeys<RetryPolicy>;
 
 /**
  * The wait before retry number `retry` (1 for the first): exponential and capped, with "equal

@@ -2,16 +2,23 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
 import { IdempotencyConfigurationError } from '../idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
-import { DeadLetterQueue, type DeadLetterQueueOptions, defaultSqsClient } from './dead-letter-queue.js';
+import {
+  DEAD_LETTER_QUEUE_OPTION_KEYS,
+  DeadLetterQueue,
+  type DeadLetterQueueOptions,
+  defaultSqsClient,
+} from './dead-letter-queue.js';
 import {
   type ConsumerEnvironment,
   type ConsumerVariable,
   DEFAULT_MAX_ATTEMPTS,
   readConsumerEnvironment,
 } from './environment.js';
+import { CONSUMER_HOOK_KEYS } from './hooks.js';
 import type { MessageParser } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import type { RecordProcessorOptions } from './record-processor.js';
@@ -31,6 +38,39 @@ export interface SharedConsumerOptions {
   maxAttempts?: number;
   dedupHorizonMarginSeconds?: number;
   parse?: MessageParser;
+}
+
+/**
+ * The keys of the options both consumers take (`FifoBatchOptions`' but its groups). Each consumer's
+ * own list spreads them, and the compiler checks that list against its options type.
+ */
+export const CONSUMER_OPTION_KEYS = {
+  operations: true,
+  store: true,
+  deadLetterQueue: true,
+  logger: true,
+  metrics: true,
+  telemetry: true,
+  maxAttempts: true,
+  recordTimeReserveMs: true,
+  dedupHorizonMarginSeconds: true,
+  parse: true,
+  hooks: true,
+} as const;
+
+/** Refuses an unknown key in a consumer's options, in its `deadLetterQueue` and in its `hooks`. */
+export function refuseUnknownConsumerKeys(
+  consumer: 'fifoBatch' | 'standardBatch',
+  options: { deadLetterQueue?: object; hooks?: object },
+  known: Readonly<Record<string, true>>,
+): void {
+  refuseUnknownKeys(`${consumer}()`, options, known);
+  refuseUnknownKeys(
+    `${consumer}({ deadLetterQueue })`,
+    options.deadLetterQueue,
+    DEAD_LETTER_QUEUE_OPTION_KEYS,
+  );
+  refuseUnknownKeys(`${consumer}({ hooks })`, options.hooks, CONSUMER_HOOK_KEYS);
 }
 
 const TELEMETRY_CHOICES = ['powertools', 'off'] as const;

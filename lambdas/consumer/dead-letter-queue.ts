@@ -1,6 +1,7 @@
 import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
+import type { KnownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
 import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
@@ -32,6 +33,12 @@ export interface DeadLetterQueueOptions {
    */
   sourceQueueUrl?: string;
 }
+
+export const DEAD_LETTER_QUEUE_OPTION_KEYS = {
+  client: true,
+  queueUrl: true,
+  sourceQueueUrl: true,
+} satisfies KnownKeys<DeadLetterQueueOptions>;
 
 /**
  * The SQS client's module, imported when a record first goes to the DLQ rather than at start: most

@@ -1,8 +1,14 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { KnownKeys } from '../common/known-keys.js';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
-import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
+import {
+  CONSUMER_OPTION_KEYS,
+  ConsumerSetup,
+  refuseUnknownConsumerKeys,
+  type Telemetry,
+} from './consumer-setup.js';
 import type { DeadLetterQueueOptions } from './dead-letter-queue.js';
 import { DeadlineGuard } from './deadline.js';
 import { StandardQueueRecordError } from './errors.js';
@@ -101,6 +107,11 @@ export interface FifoBatchOptions {
   hooks?: ConsumerHooks;
 }
 
+const FIFO_BATCH_OPTION_KEYS = {
+  ...CONSUMER_OPTION_KEYS,
+  maxConcurrentGroups: true,
+} satisfies KnownKeys<FifoBatchOptions>;
+
 /** Whether a consumer makes Powertools' `Logger` and `Metrics` for those you do not pass: `FifoBatchOptions.telemetry`. */
 export type ConsumerTelemetry = 'powertools' | 'off';
 
@@ -166,6 +177,7 @@ class FifoBatchConsumer {
   readonly #parse: MessageParser;
 
   constructor(options: FifoBatchOptions) {
+    refuseUnknownConsumerKeys('fifoBatch', options, FIFO_BATCH_OPTION_KEYS);
     this.#setup = new ConsumerSetup(
       options,
       options.maxConcurrentGroups === undefined ? ['maxConcurrentGroups'] : [],

@@ -1,3 +1,4 @@
+import type { KnownKeys } from '../common/known-keys.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { ConsumerMessage } from './message.js';
 
@@ -44,3 +45,10 @@ export interface ConsumerHooks {
    */
   onInDoubt?(event: InDoubtHookEvent): unknown;
 }
+
+export const CONSUMER_HOOK_KEYS = {
+  onClaim: true,
+  onDuplicate: true,
+  onComplete: true,
+  onInDoubt: true,
+} satisfies KnownKeys<ConsumerHooks>;

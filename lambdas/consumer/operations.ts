@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import { TransactionConditionFailedError } from '../idempotency/errors.js';
@@ -88,6 +89,26 @@ export interface TransactionalOperationOptions<P, T>
   describeViolation?(writeIndex: number, message: ConsumerMessage<P>): string | undefined;
 }
 
+const OPERATION_OPTION_KEYS = { namespace: true, payload: true, key: true, cache: true } satisfies KnownKeys<
+  OperationOptions<unknown>
+>;
+
+const LEASE_OPERATION_OPTION_KEYS = {
+  ...OPERATION_OPTION_KEYS,
+  mode: true,
+  leaseMs: true,
+  leaseMarginMs: true,
+  completionAttempts: true,
+  run: true,
+} satisfies KnownKeys<LeaseOperationOptions<unknown, unknown>>;
+
+const TRANSACTIONAL_OPERATION_OPTION_KEYS = {
+  ...OPERATION_OPTION_KEYS,
+  contentionRetries: true,
+  plan: true,
+  describeViolation: true,
+} satisfies KnownKeys<TransactionalOperationOptions<unknown, unknown>>;
+
 /**
  * Lease mode (DESIGN §4) for a record: acquire → run → complete. For any side effect (an e-mail, a
  * payment API); `mode` says what happens when an invocation dies mid-effect.
@@ -108,6 +129,7 @@ export interface TransactionalOperationOptions<P, T>
 export function leaseOperation<P = unknown, T = unknown>(
   options: LeaseOperationOptions<P, T>,
 ): ConsumerOperation {
+  refuseUnknownKeys('leaseOperation()', options, LEASE_OPERATION_OPTION_KEYS);
   return new LeaseOperation(options);
 }
 
@@ -190,6 +212,7 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
 export function transactionalOperation<P = unknown, T = unknown>(
   options: TransactionalOperationOptions<P, T>,
 ): ConsumerOperation {
+  refuseUnknownKeys('transactionalOperation()', options, TRANSACTIONAL_OPERATION_OPTION_KEYS);
   const { namespace, contentionRetries } = options;
   const cache = completedCacheOf(options);
   return {

@@ -1,9 +1,15 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { KnownKeys } from '../common/known-keys.js';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
 import type { BatchEnd } from './batch-end.js';
 import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
-import { ConsumerSetup, type Telemetry } from './consumer-setup.js';
+import {
+  CONSUMER_OPTION_KEYS,
+  ConsumerSetup,
+  refuseUnknownConsumerKeys,
+  type Telemetry,
+} from './consumer-setup.js';
 import { DeadlineGuard } from './deadline.js';
 import { DEFAULT_MAX_CONCURRENT_RECORDS } from './environment.js';
 import { FifoQueueRecordError } from './errors.js';
@@ -72,6 +78,15 @@ export interface StandardBatchOptions extends Omit<FifoBatchOptions, 'maxConcurr
   inFlightWaitMs?: number;
 }
 
+const STANDARD_BATCH_OPTION_KEYS = {
+  ...CONSUMER_OPTION_KEYS,
+  maxConcurrentRecords: true,
+  retryBaseDelaySeconds: true,
+  retryMaxDelaySeconds: true,
+  inProgressRetrySeconds: true,
+  inFlightWaitMs: true,
+} satisfies KnownKeys<StandardBatchOptions>;
+
 /**
  * Middy middleware that processes a standard or fair SQS queue's batch with per-record idempotency
  * (DESIGN §5.1): records run at once, up to `maxConcurrentRecords`, in no order; copies of one key
@@ -126,6 +141,7 @@ class StandardBatchConsumer {
   readonly #delays: RetryDelays;
 
   constructor(options: StandardBatchOptions) {
+    refuseUnknownConsumerKeys('standardBatch', options, STANDARD_BATCH_OPTION_KEYS);
     const { maxConcurrentRecords, retryBaseDelaySeconds, retryMaxDelaySeconds, inProgressRetrySeconds } =
       options;
     this.#setup = new ConsumerSetup(

@@ -2,6 +2,7 @@
 // What a user's code needs and nothing else (DESIGN §10): record layout, lease steps and key
 // derivation are internal; the package's own modules import them from their source files.
 
+export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { CompletedRecordCache } from './completed-cache.js';
 export {
   IdempotencyConfigurationError,

@@ -1,4 +1,5 @@
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { CompletedRecordCache } from './completed-cache.js';
 import {
   IdempotencyInProgressError,
@@ -64,6 +65,17 @@ export interface LeaseIdempotencyOptions {
    */
   completionAttempts?: number;
 }
+
+export const LEASE_IDEMPOTENCY_OPTION_KEYS = {
+  store: true,
+  namespace: true,
+  mode: true,
+  leaseMs: true,
+  leaseMarginMs: true,
+  cache: true,
+  observer: true,
+  completionAttempts: true,
+} satisfies KnownKeys<LeaseIdempotencyOptions>;
 
 /** One call of `LeaseIdempotency.run`. */
 export interface LeaseInput {
@@ -162,6 +174,7 @@ export class LeaseIdempotency {
   readonly #observer: IdempotencyObserver;
 
   constructor(options: LeaseIdempotencyOptions) {
+    refuseUnknownKeys('new LeaseIdempotency()', options, LEASE_IDEMPOTENCY_OPTION_KEYS);
     recordId(options.namespace, 'probe'); // fail fast on a bad namespace
     this.#options = options;
     this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());

@@ -1,8 +1,14 @@
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { IdempotencyInDoubtError, RecordNotWrittenError } from './errors.js';
 import { recordId } from './keys.js';
-import { type IdempotencyMode, LeaseIdempotency, type LeaseIdempotencyOptions } from './lease.js';
+import {
+  type IdempotencyMode,
+  LEASE_IDEMPOTENCY_OPTION_KEYS,
+  LeaseIdempotency,
+  type LeaseIdempotencyOptions,
+} from './lease.js';
 import { tooLargeError } from './result-json.js';
 import type { Lease } from './store.js';
 
@@ -21,6 +27,12 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
    */
   mode?: IdempotencyMode;
 }
+
+const IDEMPOTENT_REQUEST_OPTION_KEYS = {
+  ...LEASE_IDEMPOTENCY_OPTION_KEYS,
+  key: true,
+  payload: true,
+} satisfies KnownKeys<IdempotentRequestOptions<unknown>>;
 
 /**
  * Request-level idempotency for single-event handlers (the publisher). A repeat gets the stored
@@ -48,7 +60,10 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
 export function idempotentRequest<TEvent, TResult>(
   options: IdempotentRequestOptions<TEvent>,
 ): MiddlewareObj<TEvent, TResult, Error, Context> {
-  const idempotency = new LeaseIdempotency({ ...options, mode: options.mode ?? 'at-least-once' });
+  refuseUnknownKeys('idempotentRequest()', options, IDEMPOTENT_REQUEST_OPTION_KEYS);
+  // Its own options stay here: the lease refuses keys it does not take.
+  const { key: _key, payload: _payload, ...leaseOptions } = options;
+  const idempotency = new LeaseIdempotency({ ...leaseOptions, mode: options.mode ?? 'at-least-once' });
   const leases = new WeakMap<Request, Lease>();
 
   return {

@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
@@ -91,6 +92,13 @@ export interface IdempotencyStoreOptions {
   now?: () => number;
 }
 
+const STORE_OPTION_KEYS = {
+  client: true,
+  tableName: true,
+  ttlSeconds: true,
+  now: true,
+} satisfies KnownKeys<IdempotencyStoreOptions>;
+
 const IN_PROGRESS = 'IN_PROGRESS';
 /** The attribute of a lease taken ahead whose effect has not started (see `IdempotencyRecord.unstarted`). */
 const UNSTARTED = 'unstarted';
@@ -128,6 +136,7 @@ export class DynamoDBIdempotencyStore {
   readonly #documents: DynamoDBDocumentClient;
 
   constructor(options: IdempotencyStoreOptions) {
+    refuseUnknownKeys('new DynamoDBIdempotencyStore()', options, STORE_OPTION_KEYS);
     this.tableName = options.tableName;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_RECORD_TTL_SECONDS;
     this.now = options.now ?? Date.now;

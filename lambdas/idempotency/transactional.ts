@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { CompletedRecordCache } from './completed-cache.js';
 import {
   IdempotencyConfigurationError,
@@ -48,6 +49,13 @@ export interface TransactionalIdempotencyOptions {
   contentionRetries?: number;
 }
 
+const TRANSACTIONAL_IDEMPOTENCY_OPTION_KEYS = {
+  store: true,
+  namespace: true,
+  cache: true,
+  contentionRetries: true,
+} satisfies KnownKeys<TransactionalIdempotencyOptions>;
+
 /**
  * Transactional mode (DESIGN §4), for effects that are DynamoDB writes: the writes and the
  * COMPLETED record commit in one TransactWriteItems. Exactly-once, no lease, one request. In an
@@ -67,6 +75,7 @@ export class TransactionalIdempotency {
   readonly #cache: CompletedRecordCache | undefined;
 
   constructor(options: TransactionalIdempotencyOptions) {
+    refuseUnknownKeys('new TransactionalIdempotency()', options, TRANSACTIONAL_IDEMPOTENCY_OPTION_KEYS);
     recordId(options.namespace, 'probe'); // fail fast on a bad namespace
     this.#options = options;
     this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());

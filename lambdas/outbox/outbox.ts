@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { OncelyConfigurationError } from '../common/configuration-error.js';
+import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -86,6 +87,22 @@ export interface OutboxWrite {
   clientRequestToken?: string;
 }
 
+const OUTBOX_OPTION_KEYS = {
+  tableName: true,
+  partitionKey: true,
+  sortKey: true,
+  client: true,
+  maxMessageBytes: true,
+  pendingShards: true,
+  now: true,
+} satisfies KnownKeys<OutboxOptions>;
+
+const OUTBOX_WRITE_KEYS = {
+  writes: true,
+  messages: true,
+  clientRequestToken: true,
+} satisfies KnownKeys<OutboxWrite>;
+
 /** What `Outbox.write` resolves with once the transaction committed. */
 export interface OutboxWriteResult {
   /** Each message's key (given or derived, DESIGN §2), in the order of `messages`. */
@@ -122,6 +139,7 @@ export class Outbox {
   readonly #now: () => Date;
 
   constructor(options: OutboxOptions = {}) {
+    refuseUnknownKeys('new Outbox()', options, OUTBOX_OPTION_KEYS);
     const settings = producerSettings(options);
     this.layout = settings.layout;
     this.#documents = DynamoDBDocumentClient.from(options.client ?? new DynamoDBClient({}), {
@@ -148,6 +166,7 @@ export class Outbox {
    * retry with the same token.
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
+    refuseUnknownKeys('Outbox.write()', input, OUTBOX_WRITE_KEYS);
     const writes = input.writes ?? [];
     const now = this.#now();
     const prepared = this.#prepare(input.messages, now);

@@ -15,3 +15,11 @@ export function invalidProps(
     `Invalid ${kind} ${construct.node.path}: change these props and synthesize again:\n- ${problems.join('\n- ')}`,
   );
 }
+
+/**
+ * Throws {@link invalidProps} for unknown props (`unknownKeyProblems`), if any: first, as the other
+ * checks read the props and a misspelt one would mislead them.
+ */
+export function refuseUnknownProps(kind: string, construct: IConstruct, problems: readonly string[]): void {
+  if (problems.length > 0) throw invalidProps(kind, construct, problems);
+}

@@ -7,16 +7,18 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { CfnQueue, IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { type KnownKeys, unknownKeyProblems } from '../../lambdas/common/known-keys.js';
 import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { OUTBOX_KEY_PREFIXES, OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { constructScope } from './construct-scope.js';
-import { invalidProps } from './invalid-props.js';
+import { invalidProps, refuseUnknownProps } from './invalid-props.js';
 import type { OncelyPipeline } from './oncely-pipeline.js';
 import { OutboxAlarms } from './outbox-alarms.js';
 import { createOutboxRelay, createOutboxSweeper } from './outbox-functions.js';
 import { OUTBOX_LOG_GROUP_OUTPUTS, OUTBOX_OUTPUTS, type OutboxOutputKey } from './outbox-outputs.js';
 import {
+  OUTBOX_SETTINGS_KEYS,
   type OutboxSettings,
   outboxSettingsProblems,
   type ResolvedOutboxSettings,
@@ -73,6 +75,16 @@ export interface OncelyOutboxProps extends OutboxSettings {
   readonly outputPrefix?: string;
 }
 
+const OUTBOX_PROP_KEYS = {
+  ...OUTBOX_SETTINGS_KEYS,
+  queue: true,
+  pipeline: true,
+  table: true,
+  alarmTopic: true,
+  serviceName: true,
+  outputPrefix: true,
+} satisfies KnownKeys<OncelyOutboxProps>;
+
 /** A table holds at most one outbox: two relays would send every message twice. */
 const TABLES_WITH_OUTBOX = new WeakSet<Table>();
 
@@ -115,6 +127,7 @@ export class OncelyOutbox extends Construct {
 
   constructor(scope: Construct, id: string, props: OncelyOutboxProps) {
     super(scope, id);
+    refuseUnknownProps('OncelyOutbox', this, unknownKeyProblems(props, OUTBOX_PROP_KEYS, 'prop'));
     const pipelineSettings = props.pipeline?.settings;
     const settings = resolveOutboxSettings(props, {
       sandbox: inSandbox(this),

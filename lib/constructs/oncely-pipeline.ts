@@ -23,6 +23,7 @@ import {
   QueueEncryption,
 } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { type KnownKeys, unknownKeyProblems } from '../../lambdas/common/known-keys.js';
 import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import {
@@ -37,7 +38,7 @@ import {
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { constructScope } from './construct-scope.js';
-import { invalidProps } from './invalid-props.js';
+import { invalidProps, refuseUnknownProps } from './invalid-props.js';
 import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
 import { outputPrefixProblems } from './output-prefix.js';
 import { packageEntry } from './package-entries.js';
@@ -45,6 +46,7 @@ import { assertGrantable, passedConsumerProblems, reservedConcurrencyProblems } 
 import { PipelineAlarms } from './pipeline-alarms.js';
 import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
 import {
+  PIPELINE_SETTINGS_KEYS,
   type PipelineSettings,
   pipelineSettingsProblems,
   type ResolvedSettings,
@@ -109,6 +111,31 @@ export interface OncelyPipelineProps extends PipelineSettings {
   readonly encryptionKey?: IKey;
 }
 
+const PIPELINE_PROP_KEYS = {
+  ...PIPELINE_SETTINGS_KEYS,
+  consumer: true,
+  alarmTopic: true,
+  serviceName: true,
+  outputPrefix: true,
+  encryptionKey: true,
+} satisfies KnownKeys<OncelyPipelineProps>;
+
+const CONSUMER_FUNCTION_KEYS = { function: true } satisfies KnownKeys<OncelyConsumerFunction>;
+
+/**
+ * The props' unknown keys, and a built consumer's. An `OncelyConsumerEntry`'s are CDK's
+ * `NodejsFunctionProps`, which CDK does not check either: they are left to the compiler.
+ */
+function unknownPipelineProps(props: OncelyPipelineProps): string[] {
+  const consumer: object | undefined = props.consumer;
+  return [
+    ...unknownKeyProblems(props, PIPELINE_PROP_KEYS, 'prop'),
+    ...(consumer && 'function' in consumer
+      ? unknownKeyProblems(consumer, CONSUMER_FUNCTION_KEYS, 'consumer prop')
+      : []),
+  ];
+}
+
 /**
  * The Oncely pipeline (DESIGN §7) around your consumer: FIFO queue + FIFO DLQ (or, with
  * `queueType: 'standard'`, standard ones), the idempotency table with its index of unresolved
@@ -151,6 +178,7 @@ export class OncelyPipeline extends Construct {
 
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
     super(scope, id);
+    refuseUnknownProps('OncelyPipeline', this, unknownPipelineProps(props));
     const settings = resolveSettings(props);
     const problems = [
       ...pipelineSettingsProblems(settings, props),

@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { KnownKeys } from '../../lambdas/common/known-keys.js';
 import { DEFAULT_PENDING_SHARDS, MAX_PENDING_SHARDS } from '../../lambdas/outbox/layout.js';
 
 /** What a user can tune on the outbox: its rate and age bounds; every field has a documented default. */
@@ -59,6 +60,18 @@ export interface OutboxSettings {
    */
   readonly deletionProtection?: boolean;
 }
+
+export const OUTBOX_SETTINGS_KEYS = {
+  sweepInterval: true,
+  sweepAfter: true,
+  stuckAfter: true,
+  relayBatchSize: true,
+  relayRetryAttempts: true,
+  relayParallelization: true,
+  pendingShards: true,
+  removalPolicy: true,
+  deletionProtection: true,
+} satisfies KnownKeys<OutboxSettings>;
 
 /** `OutboxSettings` with every default filled in: what `OncelyOutbox.settings` holds. */
 export type ResolvedOutboxSettings = Required<OutboxSettings>;

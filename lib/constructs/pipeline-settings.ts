@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { KnownKeys } from '../../lambdas/common/known-keys.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CONCURRENT_RECORDS } from '../../lambdas/consumer/environment.js';
 import { heldCopyReceives } from './held-copy-receives.js';
 
@@ -127,6 +128,28 @@ export interface PipelineSettings {
    */
   readonly deletionProtection?: boolean;
 }
+
+export const PIPELINE_SETTINGS_KEYS = {
+  queueType: true,
+  maxReceiveCount: true,
+  maxAttempts: true,
+  consumerTimeout: true,
+  consumerMemoryMiB: true,
+  batchSize: true,
+  maxBatchingWindow: true,
+  maxConcurrency: true,
+  maxConcurrentGroups: true,
+  maxConcurrentRecords: true,
+  visibilityTimeout: true,
+  queueRetention: true,
+  dlqRetention: true,
+  idempotencyTtl: true,
+  maxMessageSizeBytes: true,
+  oldestMessageAgeThreshold: true,
+  unresolvedCheckInterval: true,
+  removalPolicy: true,
+  deletionProtection: true,
+} satisfies KnownKeys<PipelineSettings>;
 
 /**
  * `PipelineSettings` with every default filled in: what `OncelyPipeline.settings` holds. Only

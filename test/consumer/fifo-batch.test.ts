@@ -44,11 +44,12 @@ const queuePair = (maxReceiveCount = 5) => world.queuePair({ maxReceiveCount });
 const namedPayload = z.object({ name: z.string() });
 
 /** A lease-mode operation that records the names it ran, in order. */
-function recordingOperation(
-  overrides: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
-    fail?: (name: string, attempt: number) => void;
-  } = {},
-) {
+function recordingOperation({
+  fail,
+  ...overrides
+}: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
+  fail?: (name: string, attempt: number) => void;
+} = {}) {
   const ran: string[] = [];
   const operation = leaseOperation({
     namespace: `test-${randomUUID().slice(0, 8)}`,
@@ -56,7 +57,7 @@ function recordingOperation(
     payload: namedPayload,
     run: async (message, { attempt }) => {
       ran.push(message.payload.name);
-      overrides.fail?.(message.payload.name, attempt);
+      fail?.(message.payload.name, attempt);
       return { ran: message.payload.name };
     },
     ...overrides,
