@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { fleetSettings, runShardScaling } from '../../bench/outbox-shards.js';
+import { fleetSettings, runShardScaling } from '../../bench/outbox-shards-run.js';
 
 /**
  * The fleet run of bench/outbox-shards.ts at its smallest (issue 33 items 3, 4): 1 and 2 shards, a
