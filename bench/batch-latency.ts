@@ -3,6 +3,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 // The store the shop's consumer takes: the package's, as the shop imports it.
 import { DynamoDBIdempotencyStore } from 'oncely/idempotency';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import type { IdempotencyMode } from '../lambdas/idempotency/index.js';
 import type { PublishMessage } from '../lambdas/publisher/contract.js';
 import { createShopHandler } from '../lambdas/shop/consumer/consumer.js';
@@ -15,7 +16,6 @@ import { invocationContext, silentTelemetry } from './invocation.js';
 import { notificationMessages, startNotificationGateway } from './notification-events.js';
 import { createFifoQueue, deleteQueues, newIdempotencyTable, newLedgerTable } from './resources.js';
 import { rotate } from './rotate.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { fifoEvent, stockMessages } from './stock-events.js';
 import { sumWriteUnits } from './write-units.js';
 

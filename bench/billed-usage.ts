@@ -1,5 +1,6 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import type { IdempotencyMode } from '../lambdas/idempotency/index.js';
 import { countRequests } from '../sandbox/request-counter.js';
 import {
@@ -17,7 +18,6 @@ import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer
 import { silentTelemetry } from './invocation.js';
 import { createFifoQueue, deleteQueues } from './resources.js';
 import { rotate } from './rotate.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { fifoEvent, stockMessages } from './stock-events.js';
 import { sumWriteUnits } from './write-units.js';
 

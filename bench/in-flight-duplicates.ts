@@ -3,6 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import { createEnvelope } from '../lambdas/common/envelope.js';
 import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
 import { startEventSourcePoller } from '../sandbox/event-source-poller.js';
@@ -15,7 +16,6 @@ import { type ShopEvent, shopEventEffect } from './consumers/shop-events.js';
 import { createStandardConsumerHandler } from './consumers/standard-consumer.js';
 import { invocationContext, silentTelemetry } from './invocation.js';
 import { createStandardQueue, deleteQueues, sumOfAttribute } from './resources.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { stockMessages } from './stock-events.js';
 
 /** The consumers whose in-flight duplicates are timed. */

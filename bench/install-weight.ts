@@ -7,14 +7,14 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { type InstallWeight, installWeight } from './installs.js';
 import {
   npm,
   packOncely,
   type ReadmeInstall,
   readmeInstallCommands,
   scratchDirectory,
-} from '../test/support/scratch-project.js';
-import { type InstallWeight, installWeight } from './installs.js';
+} from './scratch-project.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const OUTPUT = join(ROOT, 'bench', 'INSTALL.md');

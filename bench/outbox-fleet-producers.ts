@@ -1,9 +1,9 @@
 import type { EventEmitter } from 'node:events';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Pacer } from '../harness/pacer.js';
 import { Outbox, OutboxWriteThrottledError } from '../lambdas/outbox/index.js';
 import { type OutboxLayout, pendingShardOf } from '../lambdas/outbox/layout.js';
 import { canceledForThrottling } from '../lambdas/outbox/throttling.js';
-import { Pacer } from '../soak/pacer.js';
 
 /**
  * How the producers write. `closed`: as fast as the outbox carries — each group's loop writes again

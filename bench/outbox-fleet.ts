@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { startBudgetProxy } from '../chaos/budget-proxy.js';
-import { createOutboxTable } from '../chaos/outbox-world.js';
+import { startBudgetProxy } from '../harness/budget-proxy.js';
+import { createOutboxTable } from '../harness/outbox-world.js';
+import { percentile } from '../harness/statistics.js';
 import type { OutboxLayout } from '../lambdas/outbox/layout.js';
 import { OutboxItems } from '../lambdas/outbox/outbox-items.js';
 import { OUTBOX_SEND_RETRY } from '../lambdas/outbox/sender-environment.js';
@@ -14,7 +15,6 @@ import { type BenchEndpoints, sqsClient } from './clients.js';
 import { type ProducerLoad, runProducers } from './outbox-fleet-producers.js';
 import { startFleetSenders } from './outbox-fleet-senders.js';
 import { createFifoQueue, deleteQueues } from './resources.js';
-import { percentile } from './statistics.js';
 
 /** SQS's largest message: the relay's batches stay under it (the construct's default). */
 const MAX_BATCH_BYTES = 262_144;

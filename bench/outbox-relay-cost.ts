@@ -11,7 +11,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { openOutboxWorld } from '../chaos/outbox-world.js';
+import { openOutboxWorld } from '../harness/outbox-world.js';
+import { spreadOf } from '../harness/statistics.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { Outbox, type OutboxMessage } from '../lambdas/outbox/index.js';
 import { groupPartition, type OutboxLayout } from '../lambdas/outbox/layout.js';
@@ -24,7 +25,6 @@ import { countRequests } from '../sandbox/request-counter.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
 import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { createFifoQueue, deleteQueues } from './resources.js';
-import { spreadOf } from './statistics.js';
 
 const SHAPES = [
   { groups: 1, perGroup: 10 },

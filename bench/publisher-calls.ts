@@ -1,4 +1,5 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import { createEnvelope } from '../lambdas/common/envelope.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
@@ -10,7 +11,6 @@ import { type BenchEndpoints, dynamoDbClient, sqsClient } from './clients.js';
 import { invocationContext } from './invocation.js';
 import { createFifoQueue, deleteQueues, newIdempotencyTable, uniqueName } from './resources.js';
 import { rotate } from './rotate.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { stockMessages } from './stock-events.js';
 
 export const SENDERS = {

@@ -1,3 +1,5 @@
+import type { Machine } from '../harness/machine.js';
+import { ratio, type Spread } from '../harness/statistics.js';
 import {
   BATCH_CONSUMERS,
   type BatchConsumer,
@@ -9,8 +11,7 @@ import {
 import { COST_MODES, type CostMode } from './billed-usage.js';
 import { BASELINE_BUNDLE, BUNDLE_FORMATS, BUNDLES, type BundleSize, DEFAULT_FORMAT } from './bundle-size.js';
 import type { CostReport, ModeCost } from './cost.js';
-import { IN_FLIGHT_SUBJECTS, type InFlightRow } from './in-flight-duplicates.js';
-import type { Machine } from './machine.js';
+import { IN_FLIGHT_SUBJECTS } from './in-flight-duplicates.js';
 import type { OwnCpu } from './own-cpu.js';
 import { type PublisherCost, SENDERS } from './publisher-calls.js';
 import {
@@ -25,11 +26,10 @@ import type { BenchSettings } from './settings.js';
 import {
   batchesOf,
   STANDARD_CONSUMERS,
-  type StandardBatchRow,
   type StandardConsumer,
+  type StandardQueueResults,
 } from './standard-batches.js';
 import { type ImportTimes, OWN_LAYERS, type StartUp, type StartUpResults } from './start-up.js';
-import { ratio, type Spread } from './statistics.js';
 import type { TargetVerdict } from './targets.js';
 import {
   BASELINE_PIPELINE,
@@ -68,12 +68,6 @@ export interface BenchResults {
   /** (8), when it was measured. */
   standard?: StandardQueueResults;
   targets: TargetVerdict[];
-}
-
-/** (8): standard queues' batches, and their duplicates that arrive while the original is in flight. */
-export interface StandardQueueResults {
-  batches: StandardBatchRow[];
-  inFlight: InFlightRow[];
 }
 
 /** bench/RESULTS.md: every figure of the run with its ratio to the baseline measured beside it. */

@@ -1,3 +1,4 @@
+import { percentile, type Spread, spreadOf } from '../harness/statistics.js';
 import {
   BATCH_SIZE,
   NOTIFICATION_CONSUMERS,
@@ -8,7 +9,6 @@ import {
 import type { BenchEndpoints } from './clients.js';
 import { notificationMessages } from './notification-events.js';
 import { rotate } from './rotate.js';
-import { percentile, type Spread, spreadOf } from './statistics.js';
 
 /**
  * The sequential DynamoDB round trips of a 1-group batch of `BATCH_SIZE` SendNotification records,

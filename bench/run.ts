@@ -10,6 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { currentLoad, describeMachine } from '../harness/machine.js';
 import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
 import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
@@ -31,19 +32,13 @@ import type { BenchEndpoints } from './clients.js';
 import { costReport } from './cost.js';
 import { measureInFlightDuplicates } from './in-flight-duplicates.js';
 import { latencyChartSvg } from './latency-chart.js';
-import { currentLoad, describeMachine } from './machine.js';
 import { measureOwnCpu } from './own-cpu.js';
 import { measurePublisher } from './publisher-calls.js';
-import {
-  type BenchResults,
-  resultsMarkdown,
-  type StandardQueueResults,
-  standardQueuesSection,
-} from './report.js';
+import { type BenchResults, resultsMarkdown, standardQueuesSection } from './report.js';
 import { measureRequestsPerMessage } from './requests-per-message.js';
 import { measureRoundTrips } from './round-trips.js';
 import { FULL, QUICK } from './settings.js';
-import { measureStandardBatches } from './standard-batches.js';
+import { measureStandardBatches, type StandardQueueResults } from './standard-batches.js';
 import { measureStartUp } from './start-up.js';
 import { judgeTargets } from './targets.js';
 import { measureThroughput } from './throughput.js';

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
 import { type BatchHandler, clientsFor, stockTables, timeEvent } from './batch-latency.js';
 import { type Meter, meter } from './billed-usage.js';
@@ -8,10 +9,10 @@ import { createPowertoolsConsumerHandler } from './consumers/powertools-consumer
 import { createStandardConsumerHandler } from './consumers/standard-consumer.js';
 import { type CostPerMillion, costPerMillionMessages, type UsagePerMessage } from './cost.js';
 import { cpuSince, cpuTimes } from './cpu-time.js';
+import type { InFlightRow } from './in-flight-duplicates.js';
 import { invocationContext, silentTelemetry } from './invocation.js';
 import { createStandardQueue, deleteQueues } from './resources.js';
 import { rotate } from './rotate.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { standardEvent, stockMessages } from './stock-events.js';
 
 /** The standard-queue consumers compared: each with its documented defaults. */
@@ -43,6 +44,12 @@ export interface StandardBatchesOptions {
   /** Added to every DynamoDB request, as (2) adds it. */
   latencyMs: number;
   onProgress?: (line: string) => void;
+}
+
+/** (8): standard queues' batches, and their duplicates that arrive while the original is in flight. */
+export interface StandardQueueResults {
+  batches: StandardBatchRow[];
+  inFlight: InFlightRow[];
 }
 
 export interface StandardBatchRow {

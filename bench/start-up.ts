@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import {
   lambdaBuildOptions,
   lambdaBundleFile,
@@ -18,7 +19,6 @@ import {
   DEFAULT_FORMAT,
 } from './bundle-size.js';
 import { type SdkImports, sdkFloorOf, sdkImportsOf } from './sdk-floor.js';
-import { type Spread, spreadOf } from './statistics.js';
 
 const run = promisify(execFile);
 

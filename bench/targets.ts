@@ -1,3 +1,4 @@
+import { ratio } from '../harness/statistics.js';
 import { BATCH_SIZE, type BatchLatency, type NotificationConsumer } from './batch-latency.js';
 import { COST_MODES } from './billed-usage.js';
 import {
@@ -12,12 +13,10 @@ import type { CostReport } from './cost.js';
 import { IN_FLIGHT_SUBJECTS } from './in-flight-duplicates.js';
 import { type OwnCpu, PROFILED_MODES, type ProfiledMode } from './own-cpu.js';
 import type { PublisherCost } from './publisher-calls.js';
-import type { StandardQueueResults } from './report.js';
 import type { DeliveryScenario, IdempotencySubject, RequestsPerMessage } from './requests-per-message.js';
 import { DESIGN_ROUND_TRIPS, type RoundTrips } from './round-trips.js';
-import { STANDARD_CONSUMERS, type StandardConsumer } from './standard-batches.js';
+import { STANDARD_CONSUMERS, type StandardConsumer, type StandardQueueResults } from './standard-batches.js';
 import { OWN_LAYERS, type OwnLayer, type StartUp, type StartUpResults } from './start-up.js';
-import { ratio } from './statistics.js';
 import {
   BASELINE_PIPELINE,
   PIPELINE_CONSUMERS,

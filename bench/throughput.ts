@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReceiveMessageResult, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
+import { type Spread, spreadOf } from '../harness/statistics.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishResponse } from '../lambdas/publisher/contract.js';
 import {
   lambdaBuildOptions,
@@ -26,7 +27,6 @@ import {
   uniqueName,
 } from './resources.js';
 import { rotate } from './rotate.js';
-import { type Spread, spreadOf } from './statistics.js';
 import { stockMessages } from './stock-events.js';
 
 /** A consumer Lambda of (5): its entry, bundled as the stack bundles it, and its own variables. */

@@ -1,5 +1,6 @@
-import type { Emulators } from './chaos-world.js';
-import type { FaultKind } from './faults.js';
+import type { Emulators } from '../harness/chaos-world.js';
+import type { FaultKind } from '../harness/faults.js';
+import { openOutboxWorld } from '../harness/outbox-world.js';
 import {
   checkGenerated,
   type GeneratedCheckOptions,
@@ -9,7 +10,6 @@ import { checkOutboxInvariants, type OutboxVerdict, type OutboxViolation } from 
 import { runOutboxSchedule } from './outbox-run.js';
 import { type OutboxSchedule, outboxScheduleArbitrary } from './outbox-schedule.js';
 import { DUPLICATE_EXPLANATIONS, type DuplicateExplanation } from './outbox-sends.js';
-import { openOutboxWorld } from './outbox-world.js';
 
 export interface OutboxCheckOptions extends GeneratedCheckOptions {
   emulators: Emulators;

@@ -1,7 +1,7 @@
 import type fc from 'fast-check';
+import { type Emulators, openChaosWorld } from '../harness/chaos-world.js';
+import type { FaultKind } from '../harness/faults.js';
 import { CONSUMER_METRICS } from '../lambdas/consumer/telemetry.js';
-import { type Emulators, openChaosWorld } from './chaos-world.js';
-import type { FaultKind } from './faults.js';
 import {
   checkGenerated,
   type GeneratedCheckOptions,

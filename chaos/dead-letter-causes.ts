@@ -1,5 +1,5 @@
+import type { DeadLetter } from '../harness/pipeline-state.js';
 import { BusinessRuleViolationError } from '../lambdas/consumer/errors.js';
-import type { DeadLetter } from './pipeline-state.js';
 
 /**
  * The DLQ of a pipeline run split by cause. Only the workload's poison messages are meant to be

@@ -1,5 +1,5 @@
-import type { ChaosRequest, FaultPlan } from './faults.js';
-import { type SeededFaultPlanOptions, seededFaultPlan } from './seeded-plan.js';
+import type { ChaosRequest, FaultPlan } from '../harness/faults.js';
+import { type SeededFaultPlanOptions, seededFaultPlan } from '../harness/seeded-plan.js';
 
 export interface FirstTryFaultPlanOptions extends SeededFaultPlanOptions {
   /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { FaultProxy } from './fault-proxy.js';
-import { FAULT_KINDS, type FaultKind } from './faults.js';
+import type { FaultProxy } from '../harness/fault-proxy.js';
+import { FAULT_KINDS, type FaultKind } from '../harness/faults.js';
 
 /** What every family of generated schedules is run with. */
 export interface GeneratedCheckOptions {

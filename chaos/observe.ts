@@ -1,8 +1,8 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ChaosWorld } from '../harness/chaos-world.js';
 import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { CHAOS_NAMESPACES } from './chaos-operations.js';
-import type { ChaosWorld } from './chaos-world.js';
 
 /** Where a schedule left its messages: their records, the DLQ, and the transactional effects. */
 export interface ScheduleOutcome {

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { noFaults } from '../harness/faults.js';
+import type { OutboxWorld } from '../harness/outbox-world.js';
 import { groupPartition } from '../lambdas/outbox/layout.js';
 import { relayBatch } from '../lambdas/outbox/relay.js';
 import { sweep } from '../lambdas/outbox/sweeper.js';
-import { noFaults } from './faults.js';
 import { ClaimLog } from './outbox-claims.js';
 import { type InvocationOptions, OutboxInvocation, PAST_CLAIM_MS } from './outbox-invocation.js';
 import { markersLeft, type OutboxOutcome, observeOutbox } from './outbox-observe.js';
@@ -14,7 +15,6 @@ import { OUTBOX_GROUPS, type OutboxHalt, type OutboxSchedule, type OutboxStep } 
 import { SendLog } from './outbox-sends.js';
 import { MarkerStream } from './outbox-stream.js';
 import { OutboxTraffic } from './outbox-traffic.js';
-import type { OutboxWorld } from './outbox-world.js';
 import { dynamoDbClientVia } from './sdk-clients.js';
 import { createTestClock, skewedNow, type TestClock } from './test-clock.js';
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { SeededFaultKind } from './seeded-plan.js';
+import type { SeededFaultKind } from '../harness/seeded-plan.js';
 
 /**
  * One generated scenario for the outbox (DESIGN §9, issue 12 §5): a producer's writes through

@@ -1,9 +1,9 @@
-import type { UnansweredWatcher } from './fault-proxy.js';
-import type { ChaosRequest, Fault, FaultPlan, JsonObject } from './faults.js';
-import { fnv1a32, mulberry32 } from './hash.js';
+import type { UnansweredWatcher } from '../harness/fault-proxy.js';
+import type { ChaosRequest, Fault, FaultPlan, JsonObject } from '../harness/faults.js';
+import { fnv1a32, mulberry32 } from '../harness/hash.js';
+import { seededFaultPlan } from '../harness/seeded-plan.js';
 import type { OutboxFaultProfile } from './outbox-schedule.js';
 import type { SendLog } from './outbox-sends.js';
-import { seededFaultPlan } from './seeded-plan.js';
 
 /** What reaches SQS past the proxy: everything but a request answered with a refusal instead. */
 const REFUSALS: ReadonlySet<Fault['kind']> = new Set(['fail-before', 'throttle', 'hang']);

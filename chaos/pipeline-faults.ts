@@ -1,11 +1,11 @@
-import type { FirstAnswer } from '../demo/email-gateway.js';
+import { combinePlans } from '../harness/combine-plans.js';
+import type { FirstAnswer } from '../harness/email-gateway.js';
+import { type ChaosRequest, type FaultPlan, FaultPlanError } from '../harness/faults.js';
+import { fnv1a32 } from '../harness/hash.js';
+import { targetedFaultPlan } from '../harness/targeted-plan.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
-import { combinePlans } from './combine-plans.js';
-import { type ChaosRequest, type FaultPlan, FaultPlanError } from './faults.js';
 import { firstTryFaultPlan } from './first-try-plan.js';
-import { fnv1a32 } from './hash.js';
-import { targetedFaultPlan } from './targeted-plan.js';
 
 /*
  * The faults of the pipeline run, each drawn from the seed and the message a request first names

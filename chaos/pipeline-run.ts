@@ -1,11 +1,15 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { startEmailGateway } from '../demo/email-gateway.js';
-import { readLedger } from '../demo/ledger-snapshot.js';
-import { resendAfterDedupWindow } from '../demo/resend-after-window.js';
-import { waitFor } from '../demo/wait-for.js';
-import { buildWorkload } from '../demo/workload.js';
+import { startEmailGateway } from '../harness/email-gateway.js';
+import { type FaultProxy, startFaultProxy } from '../harness/fault-proxy.js';
+import { FAULT_KINDS, type FaultKind } from '../harness/faults.js';
+import { readLedger } from '../harness/ledger-snapshot.js';
+import { drainDeadLetters, ledgerViolations, readRecords, settle } from '../harness/pipeline-state.js';
+import { resendAfterDedupWindow } from '../harness/resend-after-window.js';
+import { startShopUnderFaults } from '../harness/shop-sandbox.js';
+import { waitFor } from '../harness/wait-for.js';
+import { buildWorkload } from '../harness/workload.js';
 import { publish } from '../lambdas/client/publish.js';
 import type { OutgoingMessage } from '../lambdas/common/envelope.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
@@ -13,11 +17,7 @@ import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.
 import { LEDGER_TABLE_OUTPUT } from '../lib/shop/shop-stack.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import { type DeadLetterCauses, deadLetterCauses } from './dead-letter-causes.js';
-import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
-import { FAULT_KINDS, type FaultKind } from './faults.js';
 import { gatewayAnswer, pipelineDynamoDbPlan, pipelineSqsPlan } from './pipeline-faults.js';
-import { drainDeadLetters, ledgerViolations, readRecords, settle } from './pipeline-state.js';
-import { startShopUnderFaults } from './shop-sandbox.js';
 
 export interface PipelineChaosOptions {
   seed: number;

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
+import type { FaultPlan } from '../harness/faults.js';
 import type { MessageStatus, PublishResponse } from '../lambdas/publisher/contract.js';
-import type { FaultPlan } from './faults.js';
 import type { PublishRounds } from './schedule.js';
 
 /**

@@ -12,6 +12,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import type { ChaosWorld } from '../harness/chaos-world.js';
+import { combinePlans } from '../harness/combine-plans.js';
+import { type FaultPlan, noFaults } from '../harness/faults.js';
+import { seededFaultPlan } from '../harness/seeded-plan.js';
 import { publish } from '../lambdas/client/publish.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import { groupingFor } from '../lambdas/common/queue-type.js';
@@ -24,16 +28,12 @@ import { LOCAL_REGION } from '../sandbox/local-aws-config.js';
 import { failedMessageIds, toSqsRecord } from '../sandbox/sqs-event.js';
 import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { CHAOS_NAMESPACES, CHAOS_TYPES, type ChaosPayload } from './chaos-operations.js';
-import type { ChaosWorld } from './chaos-world.js';
-import { combinePlans } from './combine-plans.js';
 import { ConsumerContainer, type ContainerOptions } from './consumer-container.js';
 import { EffectLedger } from './effect-ledger.js';
-import { type FaultPlan, noFaults } from './faults.js';
 import { observeOutcome, type ScheduleOutcome } from './observe.js';
 import { PublishRoundWatch } from './publish-rounds.js';
 import type { CrashMark, CrashPoint, HoldPoint, Schedule, Step } from './schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
-import { seededFaultPlan } from './seeded-plan.js';
 import { createTestClock, skewedNow, type TestClock } from './test-clock.js';
 
 /** Records live a day here: long enough to outlast the schedule, short enough to jump past. */

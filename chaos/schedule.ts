@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { SeededFaultKind } from './seeded-plan.js';
+import type { SeededFaultKind } from '../harness/seeded-plan.js';
 
 /**
  * One generated scenario for the fault schedules (issue: reliability): a small workload, the steps

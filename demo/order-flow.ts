@@ -2,10 +2,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { OutboxResources } from 'oncely/cdk';
 import type { OutgoingMessage } from 'oncely/client';
+import { countPending, readPlacedOrder } from '../harness/outbox-snapshot.js';
+import { invokePlaceOrder, type PlaceOrderOutcome, placeOrders } from '../harness/place-orders.js';
+import { waitFor } from '../harness/wait-for.js';
 import type { PlaceOrderRequest } from '../lambdas/shop/orders/place-order.js';
-import { countPending, readPlacedOrder } from './outbox-snapshot.js';
-import { invokePlaceOrder, type PlaceOrderOutcome, placeOrders } from './place-orders.js';
-import { waitFor } from './wait-for.js';
 
 /**
  * Customers whose orders are placed at once: a few API calls in flight, as from a few users. Each

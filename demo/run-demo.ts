@@ -7,18 +7,18 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { outboxFromOutputs } from 'oncely/cdk';
 import { type OutgoingMessage, publish } from 'oncely/client';
 import { CONSUMER_METRICS } from 'oncely/consumer';
+import { startEmailGateway } from '../harness/email-gateway.js';
+import { differences, readInDoubtIds, readLedger } from '../harness/ledger-snapshot.js';
+import { countPending, readOutbox } from '../harness/outbox-snapshot.js';
+import { resendAfterDedupWindow } from '../harness/resend-after-window.js';
+import { waitFor } from '../harness/wait-for.js';
+import { buildWorkload, type WorkloadSize } from '../harness/workload.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
 import { orderPlacedKey } from '../lambdas/shop/orders/place-order.js';
 import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../lib/shop/shop-stack.js';
-import { startEmailGateway } from './email-gateway.js';
-import { differences, readInDoubtIds, readLedger } from './ledger-snapshot.js';
 import { MetricsTally } from './metrics-tally.js';
 import { startOncelyLocal } from './oncely-local.js';
 import { DRAIN_TIMEOUT_MS, PLACE_CONCURRENCY, runOrderFlow, splitByProducer } from './order-flow.js';
-import { countPending, readOutbox } from './outbox-snapshot.js';
-import { resendAfterDedupWindow } from './resend-after-window.js';
-import { waitFor } from './wait-for.js';
-import { buildWorkload, type WorkloadSize } from './workload.js';
 
 /** The shop's CDK app: the directory of its cdk.json. */
 const SHOP_APP = dirname(dirname(fileURLToPath(import.meta.url)));

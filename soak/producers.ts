@@ -1,6 +1,6 @@
+import type { Pacer } from '../harness/pacer.js';
 import type { PublishResult } from '../lambdas/client/publish.js';
 import type { PlaceOrderRequest } from '../lambdas/shop/orders/place-order.js';
-import type { Pacer } from './pacer.js';
 import type { SoakMessage } from './soak-workload.js';
 
 /** What the producers did, for the checks and the latency figures. */

@@ -1,4 +1,4 @@
-import { percentile } from '../bench/statistics.js';
+import { percentile } from '../harness/statistics.js';
 import type { SoakResult } from './soak-run.js';
 
 /** One time bucket of the run: what completed in it, and how long those messages took. */

@@ -1,4 +1,4 @@
-import { ledgerViolations } from '../chaos/pipeline-state.js';
+import { ledgerViolations } from '../harness/pipeline-state.js';
 import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE, REMINDERS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';

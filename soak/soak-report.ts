@@ -1,5 +1,5 @@
-import { describeMachine } from '../bench/machine.js';
-import { percentile } from '../bench/statistics.js';
+import { describeMachine } from '../harness/machine.js';
+import { percentile } from '../harness/statistics.js';
 import { bucketSecondsFor, completionBuckets } from './series.js';
 import type { SoakJudgement } from './soak-judgement.js';
 import type { SoakResult } from './soak-run.js';

@@ -93,7 +93,7 @@ export function buildSoakWorkload(size: SoakWorkloadSize): SoakWorkload {
   return { stock, groups, poison };
 }
 
-/** A customer's events, as in the demo's workload, with a reminder for each order left unpaid. */
+/** A customer's events, as in harness/workload.ts, with a reminder for each order left unpaid. */
 function clientMessages(orders: PlaceOrderRequest[]): SoakMessage[] {
   const messages: SoakMessage[] = [];
   orders.forEach((order, i) => {

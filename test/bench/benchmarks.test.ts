@@ -5,7 +5,6 @@ import { buildBundles, bundleSizes, DEFAULT_FORMAT, WITHOUT_SDK_FORMAT } from '.
 import type { BenchEndpoints } from '../../bench/clients.js';
 import { costReport } from '../../bench/cost.js';
 import { latencyChartSvg } from '../../bench/latency-chart.js';
-import { describeMachine } from '../../bench/machine.js';
 import { measureOwnCpu, PROFILED_MODES } from '../../bench/own-cpu.js';
 import { measurePublisher } from '../../bench/publisher-calls.js';
 import { resultsMarkdown } from '../../bench/report.js';
@@ -15,6 +14,7 @@ import { QUICK } from '../../bench/settings.js';
 import { measureStartUp } from '../../bench/start-up.js';
 import { judgeTargets } from '../../bench/targets.js';
 import { measureThroughput } from '../../bench/throughput.js';
+import { describeMachine } from '../../harness/machine.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // `npm run bench` in a tiny configuration, so that a broken benchmark fails here rather than on the

@@ -12,15 +12,15 @@ import {
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { RetryStrategyV2 } from '@smithy/types';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BudgetProxy, type BudgetProxyOptions, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { type BudgetProxy, type BudgetProxyOptions, startBudgetProxy } from '../../harness/budget-proxy.js';
 import {
   type Item,
   type ItemWrite,
   type TableSchema,
   updatedImage,
   writeUnits,
-} from '../../chaos/write-units.js';
+} from '../../harness/write-units.js';
 import { OUTBOX_PENDING_INDEX, type OutboxLayout } from '../../lambdas/outbox/layout.js';
 import { localDynamoClient } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';

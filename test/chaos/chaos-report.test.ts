@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pipelinePassed, withPipelineSection } from '../../chaos/chaos-report.js';
-import { FAULT_KINDS, type FaultKind } from '../../chaos/faults.js';
 import type { PipelineChaosReport } from '../../chaos/pipeline-run.js';
+import { FAULT_KINDS, type FaultKind } from '../../harness/faults.js';
 
 const report = (causes: Partial<PipelineChaosReport['deadLetterCauses']> = {}): PipelineChaosReport => ({
   seed: 7,

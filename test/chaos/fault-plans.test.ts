@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { combinePlans } from '../../chaos/combine-plans.js';
-import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../chaos/faults.js';
-import { requestFingerprint } from '../../chaos/fingerprint.js';
 import { firstTryFaultPlan } from '../../chaos/first-try-plan.js';
-import { mulberry32 } from '../../chaos/hash.js';
-import { seededFaultPlan } from '../../chaos/seeded-plan.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { combinePlans } from '../../harness/combine-plans.js';
+import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../harness/faults.js';
+import { requestFingerprint } from '../../harness/fingerprint.js';
+import { mulberry32 } from '../../harness/hash.js';
+import { seededFaultPlan } from '../../harness/seeded-plan.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 
 const RATES = { 'fail-before': 0.1, 'lose-answer': 0.1, throttle: 0.05, delay: 0.05 };
 

@@ -8,11 +8,11 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
-import type { ChaosRequest, Fault } from '../../chaos/faults.js';
-import { HungRequestTimeoutError } from '../../chaos/held-requests.js';
 import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
+import type { ChaosRequest, Fault } from '../../harness/faults.js';
+import { HungRequestTimeoutError } from '../../harness/held-requests.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { freePort } from '../../sandbox/free-port.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';

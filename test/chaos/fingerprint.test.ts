@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { requestFingerprint } from '../../chaos/fingerprint.js';
+import { requestFingerprint } from '../../harness/fingerprint.js';
 
 const dynamodb = (operation: string, body: Record<string, unknown>) =>
   requestFingerprint({ service: 'dynamodb', operation, body });

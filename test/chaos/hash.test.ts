@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fnv1a32, mulberry32 } from '../../chaos/hash.js';
+import { fnv1a32, mulberry32 } from '../../harness/hash.js';
 
 describe('fnv1a32', () => {
   it('matches the published FNV-1a test vectors', () => {

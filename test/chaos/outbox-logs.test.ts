@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ChaosRequest } from '../../chaos/faults.js';
 import { ClaimLog } from '../../chaos/outbox-claims.js';
 import { SendLog } from '../../chaos/outbox-sends.js';
 import { MarkerStream } from '../../chaos/outbox-stream.js';
 import { OutboxTraffic } from '../../chaos/outbox-traffic.js';
+import type { ChaosRequest } from '../../harness/faults.js';
 
 // What the outbox schedules observe, on their own: a check that could never fail would prove nothing.
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOutboxSchedules } from '../../chaos/check-outbox-schedules.js';
-import { startFaultProxy } from '../../chaos/fault-proxy.js';
 import { checkOutboxInvariants } from '../../chaos/outbox-invariants.js';
 import { runOutboxSchedule } from '../../chaos/outbox-run.js';
 import type { OutboxSchedule } from '../../chaos/outbox-schedule.js';
-import { type OutboxWorld, openOutboxWorld } from '../../chaos/outbox-world.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { startFaultProxy } from '../../harness/fault-proxy.js';
+import { type OutboxWorld, openOutboxWorld } from '../../harness/outbox-world.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // DESIGN §9 under generated fault schedules (issue 12 §5): the real Outbox.write, relay and sweeper

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
-import type { ChaosRequest, FaultPlan } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule, type ScheduleRun } from '../../chaos/run-schedule.js';
 import type { CrashPoint, Schedule } from '../../chaos/schedule.js';
 import { CHAOS_MAX_ATTEMPTS } from '../../chaos/sdk-clients.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { type ChaosWorld, openChaosWorld } from '../../harness/chaos-world.js';
+import type { ChaosRequest, FaultPlan } from '../../harness/faults.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 

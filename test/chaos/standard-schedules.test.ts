@@ -5,13 +5,13 @@ import {
   type ChaosPayload,
   chaosOperations,
 } from '../../chaos/chaos-operations.js';
-import { type ChaosWorld, openChaosWorld } from '../../chaos/chaos-world.js';
 import { checkSchedules } from '../../chaos/check-schedules.js';
-import type { FaultPlan } from '../../chaos/faults.js';
 import { checkInvariants } from '../../chaos/invariants.js';
 import { runSchedule } from '../../chaos/run-schedule.js';
 import type { Behaviour, OperationKind, Schedule, ScheduledMessage } from '../../chaos/schedule.js';
 import { STANDARD_IN_FLIGHT_WAIT_MS, standardScheduleArbitrary } from '../../chaos/standard-schedule.js';
+import { type ChaosWorld, openChaosWorld } from '../../harness/chaos-world.js';
+import type { FaultPlan } from '../../harness/faults.js';
 import type { ConsumerOperation } from '../../lambdas/consumer/index.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 

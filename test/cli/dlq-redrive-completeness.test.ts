@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../chaos/hash.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
+import { mulberry32 } from '../../harness/hash.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import {
   anyGroupPerReceive,

@@ -13,8 +13,8 @@ import {
   publish,
 } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import type { PublisherHandler } from '../../lambdas/publisher/handler.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';

@@ -5,8 +5,8 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,

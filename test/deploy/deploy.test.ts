@@ -6,13 +6,13 @@ import { promisify } from 'node:util';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createScratchProject, type ScratchProject } from '../../bench/scratch-project.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { LEGACY_UNRESOLVED_INDEX_NAME, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
 import { OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
 import { describeDeployedPipeline } from '../../lib/constructs/deployed-pipeline.js';
 import { outboxFromOutputs } from '../../lib/constructs/outbox-outputs.js';
 import type { PipelineResources } from '../../lib/constructs/pipeline-outputs.js';
-import { createScratchProject, type ScratchProject } from '../support/scratch-project.js';
 import { ACCOUNT, awsEnvironment, cdk, REGION } from './cdk-cli.js';
 import { EXPLAINED_WARNINGS } from './cfn-lint-explained.js';
 import {

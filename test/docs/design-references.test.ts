@@ -6,7 +6,20 @@ import { describe, expect, it } from 'vitest';
 // docs/design.md that exists, so a reader who follows one lands where it points.
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const FOLDERS = ['bin', 'lib', 'lambdas', 'cli', 'sandbox', 'demo', 'test', 'bench', 'chaos', 'docs'];
+const FOLDERS = [
+  'bin',
+  'lib',
+  'lambdas',
+  'cli',
+  'sandbox',
+  'demo',
+  'test',
+  'bench',
+  'chaos',
+  'soak',
+  'harness',
+  'docs',
+];
 
 const texts = [
   'README.md',

@@ -1,9 +1,9 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import middy from '@middy/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
-import type { ChaosRequest, Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
+import type { ChaosRequest, Fault } from '../../harness/faults.js';
 import {
   DynamoDBIdempotencyStore,
   type IdempotencyObserver,

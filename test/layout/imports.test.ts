@@ -1,35 +1,39 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
+import {
+  circles,
+  exampleCrossings,
+  type FileImports,
+  type ImportGraph,
+  PACKAGE_PARTS,
+  packageReachingOut,
+  startsWithAny,
+  unsorted,
+  upwardImports,
+} from './layout-rules.js';
 
 // The repository's layout rules (DESIGN §10), read from the code's own imports: the package's
-// folders import one way only, nothing imports in a circle, the example app reaches the package
-// through its public entry points alone, and the tarball ships the package without the example.
+// folders import one way only, the harness's folders too, nothing imports in a circle, the example
+// app reaches the package through its public entry points alone, and the tarball ships the package
+// without the example. The rules themselves are in layout-rules.ts.
 
 const ROOT = join(import.meta.dirname, '..', '..');
-
-/** The package's parts, lowest first: a file may import its own part and the parts below it. */
-const PACKAGE_PARTS = [
-  ['lambdas/common/'],
-  ['lambdas/idempotency/'],
-  ['lambdas/consumer/', 'lambdas/publisher/', 'lambdas/monitor/'],
-  ['lambdas/outbox/', 'lambdas/client/'],
-  ['lib/constructs/'],
-  ['sandbox/'],
-  ['cli/'],
-  ['bin/oncely.ts'],
+const SOURCE_FOLDERS = [
+  'bin',
+  'lib',
+  'lambdas',
+  'cli',
+  'sandbox',
+  'demo',
+  'harness',
+  'bench',
+  'chaos',
+  'soak',
 ];
-/** The example app: the shop's handlers, its stack, its CDK app and its demo. */
-const EXAMPLE_PARTS = ['lambdas/shop/', 'lib/shop/', 'bin/app.ts', 'bin/demo.ts', 'demo/'];
-const SOURCE_FOLDERS = ['bin', 'lib', 'lambdas', 'cli', 'sandbox', 'demo'];
-
-const startsWithAny = (file: string, prefixes: string[]) =>
-  prefixes.some((prefix) => file.startsWith(prefix));
-const packageRank = (file: string) => PACKAGE_PARTS.findIndex((part) => startsWithAny(file, part));
-const isExample = (file: string) => startsWithAny(file, EXAMPLE_PARTS);
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
@@ -50,12 +54,15 @@ function specifiers(text: string): string[] {
 const files = SOURCE_FOLDERS.flatMap(sourceFiles);
 const known = new Set(files);
 
-/** The repository file a relative specifier names (`./x.js` is the source `./x.ts`). */
+/**
+ * The repository file a relative specifier names (`./x.js` is the source `./x.ts`): one outside the
+ * source folders too (`test/support/…`), for the rules to report.
+ */
 function target(from: string, specifier: string): string {
   const path = normalize(join(dirname(from), specifier));
   const candidates = [path, path.replace(/\.js$/, '.ts'), path.replace(/\.js$/, '.mjs')];
-  const found = candidates.find((candidate) => known.has(candidate));
-  if (!found) throw new Error(`${from} imports ${specifier}, which is no source file of the repository`);
+  const found = candidates.find((candidate) => known.has(candidate) || existsSync(join(ROOT, candidate)));
+  if (!found) throw new Error(`${from} imports ${specifier}, which is no file of the repository`);
   return found;
 }
 
@@ -74,60 +81,26 @@ const imports = new Map(
   }),
 );
 
+const entries = Object.keys(packageJson.exports).map((entry) => `oncely${entry.slice(1)}`);
+
 describe('the layout (DESIGN §10)', () => {
-  it('sorts every source file into a part of the package or of the example app', () => {
-    expect(files.length).toBeGreaterThan(150);
-    expect(files.filter((file) => packageRank(file) === -1 && !isExample(file))).toEqual([]);
+  it('sorts every source file into a part of the package, of the example app or of the harness', () => {
+    expect(files.length).toBeGreaterThan(300);
+    expect(unsorted(files)).toEqual([]);
   });
 
-  it("has the package's files import their own part or a part below it, never above", () => {
-    const upward = files.flatMap((file) => {
-      const rank = packageRank(file);
-      if (rank === -1) return [];
-      return (imports.get(file)?.local ?? [])
-        .filter((imported) => packageRank(imported) === -1 || packageRank(imported) > rank)
-        .map((imported) => `${file} -> ${imported}`);
-    });
-    expect(upward).toEqual([]);
+  it("has the package's and the harness's files import their own part or a part below it, never above", () => {
+    expect(upwardImports(imports)).toEqual([]);
   });
 
   it('has no import circles', () => {
-    const circles: string[] = [];
-    const state = new Map<string, 'open' | 'done'>();
-    const visit = (file: string, path: string[]) => {
-      if (state.get(file) === 'done') return;
-      if (state.get(file) === 'open') {
-        circles.push([...path.slice(path.indexOf(file)), file].join(' -> '));
-        return;
-      }
-      state.set(file, 'open');
-      for (const imported of imports.get(file)?.local ?? []) visit(imported, [...path, file]);
-      state.set(file, 'done');
-    };
-    for (const file of files) visit(file, []);
-    expect(circles).toEqual([]);
+    expect(circles(imports)).toEqual([]);
   });
 
   it('has the example app reach the package only through its public entry points', () => {
-    const entries = Object.keys(packageJson.exports).map((entry) => `oncely${entry.slice(1)}`);
-    const crossings = files.filter(isExample).flatMap((file) => {
-      const { local = [], packages = [] } = imports.get(file) ?? {};
-      return [
-        ...local.filter((imported) => !isExample(imported)),
-        ...packages.filter((name) => name.startsWith('oncely') && !entries.includes(name)),
-      ].map((imported) => `${file} -> ${imported}`);
-    });
-    expect(crossings).toEqual([]);
+    expect(exampleCrossings(imports, entries)).toEqual([]);
     // …and the package never reaches into the example, nor into itself by its own name.
-    const reversed = files
-      .filter((file) => !isExample(file))
-      .flatMap((file) => {
-        const { local = [], packages = [] } = imports.get(file) ?? {};
-        return [...local.filter(isExample), ...packages.filter((name) => /^oncely(\/|$)/.test(name))].map(
-          (imported) => `${file} -> ${imported}`,
-        );
-      });
-    expect(reversed).toEqual([]);
+    expect(packageReachingOut(imports)).toEqual([]);
   });
 
   it('packs the library, its constructs and its command, without the example app', async () => {
@@ -148,5 +121,69 @@ describe('the layout (DESIGN §10)', () => {
       ...Object.values(packageJson.bin),
     ].map((file) => relative('.', file));
     expect(promised.filter((file) => !packed.includes(file))).toEqual([]);
+  });
+});
+
+/** A made-up graph: each file with the repository files it imports, and no packages unless given. */
+function graph(edges: Record<string, string[]>, packages: Record<string, string[]> = {}): ImportGraph {
+  return new Map(
+    Object.entries(edges).map(([file, local]): [string, FileImports] => [
+      file,
+      { local, packages: packages[file] ?? [] },
+    ]),
+  );
+}
+
+describe('the layout rules bite', () => {
+  it('report a harness support file that imports a command, and a command that imports another or the demo', () => {
+    expect(
+      upwardImports(
+        graph({
+          'harness/statistics.ts': ['bench/report.ts'],
+          'bench/outbox-fleet.ts': ['soak/pacer.ts', 'harness/faults.ts', 'lambdas/outbox/relay.ts'],
+          'soak/soak-run.ts': ['demo/wait-for.ts', 'chaos/faults.ts', 'lambdas/shop/consumer/ledger.ts'],
+          'chaos/pipeline-run.ts': ['chaos/faults.ts', 'harness/pipeline-state.ts', 'lib/shop/shop-stack.ts'],
+        }),
+      ),
+    ).toEqual([
+      'harness/statistics.ts -> bench/report.ts',
+      'bench/outbox-fleet.ts -> soak/pacer.ts',
+      'soak/soak-run.ts -> demo/wait-for.ts',
+      'soak/soak-run.ts -> chaos/faults.ts',
+    ]);
+  });
+
+  it('report the package importing the harness, and a file of no part', () => {
+    expect(upwardImports(graph({ 'sandbox/tables.ts': ['harness/hash.ts'] }))).toEqual([
+      'sandbox/tables.ts -> harness/hash.ts',
+    ]);
+    expect(unsorted(['bench/run.ts', 'harness/hash.ts', 'tools/api-report.ts'])).toEqual([
+      'tools/api-report.ts',
+    ]);
+  });
+
+  it('report a circle of two modules', () => {
+    expect(
+      circles(graph({ 'bench/report.ts': ['bench/targets.ts'], 'bench/targets.ts': ['bench/report.ts'] })),
+    ).toEqual(['bench/report.ts -> bench/targets.ts -> bench/report.ts']);
+  });
+
+  it("report the demo reaching the package's internals through the harness support", () => {
+    expect(
+      exampleCrossings(
+        graph(
+          {
+            'demo/run-demo.ts': ['harness/wait-for.ts', 'harness/outbox-snapshot.ts'],
+            'harness/wait-for.ts': [],
+            'harness/outbox-snapshot.ts': ['lambdas/outbox/layout.ts', 'lambdas/shop/orders/place-order.ts'],
+          },
+          { 'harness/outbox-snapshot.ts': ['oncely/cdk', 'oncely/outbox/layout'] },
+        ),
+        ['oncely/cdk'],
+      ),
+    ).toEqual([
+      'harness/outbox-snapshot.ts -> lambdas/outbox/layout.ts',
+      'harness/outbox-snapshot.ts -> oncely/outbox/layout',
+    ]);
   });
 });

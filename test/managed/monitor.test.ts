@@ -1,7 +1,7 @@
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import type { UnresolvedCounts } from '../../lambdas/monitor/unresolved-counts.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import type { SweepReport } from '../../lambdas/outbox/sweeper.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { PUBLISH_NAMESPACE, recordId } from '../../lambdas/idempotency/keys.js';
 import type { PublishResponse } from '../../lambdas/publisher/contract.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import { OUTBOX_ATTRIBUTES as A, type OutboxLayout, PENDING_PARTITION } from '../../lambdas/outbox/layout.js';
 import { handler as relayHandler } from '../../lambdas/outbox/relay-handler.js';

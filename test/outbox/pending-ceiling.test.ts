@@ -1,8 +1,8 @@
 import { type DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type BudgetProxy, startBudgetProxy } from '../../chaos/budget-proxy.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
+import { type BudgetProxy, startBudgetProxy } from '../../harness/budget-proxy.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, OutboxWriteThrottledError } from '../../lambdas/outbox/index.js';
 import {

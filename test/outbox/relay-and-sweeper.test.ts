@@ -1,9 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFaultProxy } from '../../chaos/fault-proxy.js';
-import type { FaultPlan } from '../../chaos/faults.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
+import { startFaultProxy } from '../../harness/fault-proxy.js';
+import type { FaultPlan } from '../../harness/faults.js';
 import { drainGroup } from '../../lambdas/outbox/drain-group.js';
 import { Outbox, type OutboxMessage } from '../../lambdas/outbox/index.js';
 import { type OutboxLayout, PENDING_SHARD_VALUES } from '../../lambdas/outbox/layout.js';

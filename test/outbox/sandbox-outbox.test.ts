@@ -2,7 +2,7 @@ import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { publish } from '../../lambdas/client/index.js';
 import { OUTBOX_ATTRIBUTES } from '../../lambdas/outbox/layout.js';
 import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';

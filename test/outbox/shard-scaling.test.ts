@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fleetSettings, runShardScaling } from '../../bench/outbox-shards.js';
+import { fleetSettings, runShardScaling } from '../../bench/outbox-shards-run.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 /**

@@ -1,10 +1,10 @@
 import { type DynamoDBClient, ScanCommand, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFaultProxy } from '../../chaos/fault-proxy.js';
-import type { Fault } from '../../chaos/faults.js';
 import { dynamoDbClientVia } from '../../chaos/sdk-clients.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { startFaultProxy } from '../../harness/fault-proxy.js';
+import type { Fault } from '../../harness/faults.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { deriveMessageKey } from '../../lambdas/common/message-key.js';
 import { OUTBOX_ENVIRONMENT } from '../../lambdas/outbox/environment.js';
 import {

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installedCopies, installWeight } from '../../bench/installs.js';
-import { npm, packOncely, scratchDirectory } from '../support/scratch-project.js';
+import { npm, packOncely, scratchDirectory } from '../../bench/scratch-project.js';
 
 // Installs that need no sandbox, from one packed tarball: a consumer's project on the oldest Middy
 // major Oncely supports, and a service that only produces, weighed against Powertools'

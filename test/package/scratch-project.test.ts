@@ -7,10 +7,10 @@ import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installedCopies } from '../../bench/installs.js';
+import { createScratchProject } from '../../bench/scratch-project.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { groupAlive } from '../support/process-group.js';
-import { createScratchProject } from '../support/scratch-project.js';
 
 // A user's project, outside the repository: it installs the packed tarball with README.md's commands
 // (Middy 7, its AWS SDK clients pinned to the oldest Oncely supports), writes a consumer and a

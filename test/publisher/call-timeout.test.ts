@@ -1,8 +1,8 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from '../../chaos/fault-proxy.js';
 import { sqsClientVia } from '../../chaos/sdk-clients.js';
-import { targetedFaultPlan } from '../../chaos/targeted-plan.js';
+import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
+import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { orders, usePublisherFixture } from '../support/publisher.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const REPO = join(import.meta.dirname, '..', '..');
+const REPO = join(import.meta.dirname, '..');
 
 /** A user's project, outside the repository, with Oncely installed from the packed tarball. */
 export interface ScratchProject {

@@ -1,11 +1,11 @@
 import { type DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { differences } from '../demo/ledger-snapshot.js';
 import type { OutgoingMessage } from '../lambdas/common/envelope.js';
 import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
+import { differences } from './ledger-snapshot.js';
 
 /*
  * The pipeline's state at the end of a run under faults, read for its checks: the idempotency
