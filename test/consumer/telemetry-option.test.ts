@@ -16,6 +16,7 @@ import { IdempotencyConfigurationError } from '../../lambdas/idempotency/errors.
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { deadLetters, eventRecord } from '../support/sqs.js';
 
@@ -140,7 +141,6 @@ describe("fifoBatch's telemetry option", () => {
  */
 const CHILD = `
 import { register } from 'node:module';
-import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 register('data:text/javascript,' + encodeURIComponent(
   "export async function resolve(specifier, context, next) {" +
   "  if (specifier.startsWith('@aws-lambda-powertools/')) throw new Error('Powertools loaded: ' + specifier);" +
