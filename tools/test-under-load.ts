@@ -29,7 +29,9 @@ function runsFrom(args: string[]): number {
   const [flag, value] = args;
   const count = Number(value);
   if (flag !== '--runs' || args.length !== 2 || !Number.isInteger(count) || count < 1) {
-    throw new Error(`usage: npm run test:under-load -- [--runs N] (N a whole number ≥ 1); got: ${args.join(' ')}`);
+    throw new Error(
+      `usage: npm run test:under-load -- [--runs N] (N a whole number ≥ 1); got: ${args.join(' ')}`,
+    );
   }
   return count;
 }
@@ -47,6 +49,8 @@ try {
   await load.stop();
 }
 for (const { run, exitCode, seconds } of results) {
-  console.log(`[test:under-load] run ${run}: ${exitCode === 0 ? 'passed' : `FAILED (exit ${exitCode})`} in ${seconds} s`);
+  console.log(
+    `[test:under-load] run ${run}: ${exitCode === 0 ? 'passed' : `FAILED (exit ${exitCode})`} in ${seconds} s`,
+  );
 }
 process.exitCode = results.every(({ exitCode }) => exitCode === 0) ? 0 : 1;
