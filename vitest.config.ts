@@ -22,6 +22,7 @@ const FAST_TESTS = [
   'test/consumer/namespaces.test.ts',
   'test/consumer/retry-delay.test.ts',
   'test/conventions/error-names.test.ts',
+  'test/conventions/unknown-option-keys.test.ts',
   'test/docs/design-references.test.ts',
   'test/docs/docs-match-code.test.ts',
   'test/envelope.test.ts',
@@ -52,6 +53,7 @@ const FAST_TESTS = [
   'test/stack/pipeline.test.ts',
   'test/stack/sent-commands.test.ts',
   'test/stack/standard-pipeline.test.ts',
+  'test/stack/unknown-props.test.ts',
 ];
 
 /**
