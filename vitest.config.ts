@@ -84,6 +84,9 @@ const EMULATORS = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
+    // Two files at once on the 2-core machine (Vitest's default there is one): most of a file's
+    // time is spent waiting on emulators, functions and queues, not computing.
+    maxWorkers: 2,
     projects: [
       {
         test: {
