@@ -110,7 +110,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     const messages = ['H', 'F1', 'F2'].map((name) => named('G', name));
     for (const message of messages) await publish(sqs, queue.url, message);
 
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 20_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
 
     expect(ran).toEqual(['H', 'H', 'H', 'F1', 'F1', 'F2']);
     // Counted, not received: a FIFO queue hides a group's rest behind its head in flight.
@@ -140,7 +140,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     const { handler } = consumer({ Named: operation }, dlq.url, 2);
     const message = named('G', 'H');
     await publish(sqs, queue.url, message);
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     expect(ran).toEqual(['H', 'H']);
     expect((await deadLettered(dlq, 1)).map(nameOf)).toEqual(['H']);
 
@@ -149,7 +149,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     const first = await pollOnce(sqs, queue, handler);
     expect(first.deleted).toEqual([]); // failed on its first run since: not dead-lettered at once
     expect(ran).toEqual(['H', 'H', 'H']);
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     expect(ran).toEqual(['H', 'H', 'H', 'H']);
     // Dead-lettered again after its second run since: a second copy in the DLQ.
     expect(await messagesInQueue(sqs, dlq.url)).toBe(2);
@@ -172,7 +172,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     });
     expect(acquired.acquired).toBe(true);
     await publish(sqs, queue.url, message);
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     expect(ran).toEqual(['H']); // its takeover was attempt 2: dead-lettered at its first failure
     expect((await deadLettered(dlq, 1)).map(nameOf)).toEqual(['H']);
   });
@@ -186,10 +186,10 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     // Run 1 fails; run 2 fails, is sent to the DLQ and marked, and its invocation dies before the
     // acknowledgement: the message comes back.
     await pollOnce(sqs, queue, handler);
-    await pollUntil(sqs, queue, handler, () => ran.length === 2, { acknowledge: false, timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, () => ran.length === 2, { acknowledge: false, timeoutMs: 60_000 });
     expect((await deadLettered(dlq, 1)).map(nameOf)).toEqual(['H']);
     // Back again, it is not run (its record names it), and the mark stops a second send: acknowledged.
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     expect(ran).toEqual(['H', 'H']);
     expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
     expect(await readItem(table, `${operation.namespace}#${message.key}`)).toMatchObject({
@@ -206,10 +206,10 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     const { ran, operation } = recordingOperation(() => true);
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, 2, { dlqClient });
     await publish(sqs, queue.url, named('G', 'H'));
-    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 60_000 });
     expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBe(1);
     outage.stop();
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     dlqClient.destroy();
     expect(ran).toEqual(['H', 'H']); // not a fresh budget: the same message, not a redriven copy
     expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
@@ -226,7 +226,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     const { handler } = consumer({ Named: operation }, dlq.url, 2, { client });
     const message = named('G', 'H');
     await publish(sqs, queue.url, message);
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     client.destroy();
     expect(lost.lost).toBe(1);
     expect(ran).toEqual(['H', 'H']);
@@ -253,11 +253,11 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     });
     const message = named('G', 'H');
     await publish(sqs, queue.url, message);
-    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, () => outage.failures > 0, { timeoutMs: 60_000 });
     expect(await messagesInQueue(sqs, dlq.url)).toBe(0); // not recorded, not acknowledged, not sent
     outage.stop();
     skewMs = 60_000; // past the lease the failed invocation left IN_PROGRESS
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     client.destroy();
     // Its takeover is its third run, past maxAttempts, the second unrecorded: dead-lettered unrun (issue 40).
     expect(ran).toEqual(['H', 'H']);
@@ -276,7 +276,7 @@ describe.concurrent('a record’s own attempts (maxAttempts)', () => {
     });
     const { handler } = consumer({ Named: operation }, dlq.url, 2);
     await publish(sqs, queue.url, named('G', 'T'));
-    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 10_000 });
+    await pollUntil(sqs, queue, handler, drained(queue), { timeoutMs: 60_000 });
     expect(plans).toBe(2);
     const [dead] = await deadLettered(dlq, 1);
     expect(dead?.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue).toBe('AttemptsExhaustedError');

@@ -153,7 +153,7 @@ describe.concurrent('the dedup horizon of a re-publication', () => {
         handler,
         async () => (await messagesInQueue(world.sqs, dlq.url)) === 2,
         {
-          timeoutMs: 20_000,
+          timeoutMs: 60_000,
         },
       );
       expect(metrics.counts[CONSUMER_METRICS.skipped]).toBeGreaterThanOrEqual(2);
@@ -168,7 +168,7 @@ describe.concurrent('the dedup horizon of a re-publication', () => {
         handler,
         (done) => done.some((poll) => poll.deleted.length > 0),
         {
-          timeoutMs: 10_000,
+          timeoutMs: 60_000,
         },
       );
       expect(polls.flatMap((poll) => poll.records)).not.toHaveLength(0);
@@ -262,7 +262,7 @@ describe.concurrent('keeping a record for a returning copy (DynamoDBIdempotencyS
 
     failure.stop();
     await pollUntil(world.sqs, queue, handler, (polls) => polls.some((poll) => poll.records.length === 2), {
-      timeoutMs: 10_000,
+      timeoutMs: 60_000,
     });
     expect((await record())?.expiresAt).toBe(Math.ceil(republishedAt / 1000) + TTL_SECONDS);
     client.destroy();

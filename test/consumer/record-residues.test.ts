@@ -261,7 +261,7 @@ describe('an at-least-once record whose invocation dies in every run (item 16)',
       handler,
       async () => (await messagesInQueue(world.sqs, queue.url)) === 0,
       {
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
       },
     );
     expect(runs).toEqual(['behind']);
