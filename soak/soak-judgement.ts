@@ -47,6 +47,8 @@ export const SOAK_SIZES: Record<'full' | 'quick', { run: RunSize; minimum: SoakM
 
 /** The share of the outbox's messages the relay must send (the sweeper is the backstop). */
 export const MIN_RELAYED_SHARE = 0.95;
+/** The name of the check of that share: a measure a busy machine moves, so the quick soak in `npm test` leaves it out. */
+export const RELAYED_SHARE_CHECK = `the relay sent at least ${MIN_RELAYED_SHARE * 100} % of the outbox`;
 export interface SoakJudgement {
   passed: boolean;
   checks: { name: string; ok: boolean; detail: string }[];
@@ -95,7 +97,7 @@ export function judgeSoak(result: SoakResult, minimum: SoakMinimum): SoakJudgeme
           .join('; '),
     },
     {
-      name: `the relay sent at least ${MIN_RELAYED_SHARE * 100} % of the outbox`,
+      name: RELAYED_SHARE_CHECK,
       ok: relayedShare >= MIN_RELAYED_SHARE && result.outbox.pending === 0,
       detail: `${relayed} relayed, ${swept} swept (${(relayedShare * 100).toFixed(1)} %), ${result.outbox.pending} pending`,
     },

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { judgeSoak, SOAK_SIZES } from '../../soak/soak-judgement.js';
+import { judgeSoak, RELAYED_SHARE_CHECK, SOAK_SIZES } from '../../soak/soak-judgement.js';
 import { runSoak } from '../../soak/soak-run.js';
 
 // `npm run soak -- --quick`: the soak's whole path at a minute's size (the full run is its own
 // command; its figures are in bench/SOAK.md).
 
 describe('the soak, quick', () => {
-  it('carries every message once, in group order, the outbox by its relay, under faults', {
+  it('carries every message once, in group order, the outbox emptied by its relay and sweeper, under faults', {
     timeout: 300_000,
   }, async () => {
     const { run, minimum } = SOAK_SIZES.quick;
@@ -14,9 +14,15 @@ describe('the soak, quick', () => {
     const judgement = judgeSoak(result, minimum);
 
     expect(result.verdict.violations).toEqual([]);
-    expect(judgement.checks.filter((check) => !check.ok)).toEqual([]);
+    // Every check but the relay's share: how much the sweeper takes over is how far the relay lags,
+    // which a busy machine moves (the full soak judges it). Here: the relay carried some, and the
+    // outbox was emptied.
+    const judgedHere = judgement.checks.filter((check) => check.name !== RELAYED_SHARE_CHECK);
+    expect(judgedHere).toHaveLength(judgement.checks.length - 1);
+    expect(judgedHere.filter((check) => !check.ok)).toEqual([]);
     expect(result.accepted).toBeGreaterThanOrEqual(minimum.messages);
     expect(result.outbox.relayed).toBeGreaterThan(0);
+    expect(result.outbox.pending).toBe(0);
     // It met what it is for: faults, dead invocations, duplicates, re-sends after the window, poison.
     expect(
       result.faults['fail-before'] + result.faults['lose-answer'] + result.faults.throttle,
