@@ -102,7 +102,7 @@ interface InvokeCall {
   target: LocalInvoker;
   type: InvocationType;
   event: unknown;
-  /** The event as the request sent it (`{}` for an empty body), for the runtime to parse as Lambda's does. */
+  /** The event as the JSON text the request sent (`{}` for an empty body): it may nest too deep to re-serialise. */
   payload: string;
 }
 
@@ -111,6 +111,7 @@ interface ServiceErrorAnswer {
   status: number;
   type: string;
   message: string;
+  /** More fields of the error's body, e.g. a throttle's `Reason`. */
   fields?: Record<string, string>;
 }
 
