@@ -67,95 +67,11 @@ export async function startLambdaInvokeEndpoint(
   const region = options.region ?? LOCAL_REGION;
   const accountId = options.accountId ?? LOCAL_ACCOUNT_ID;
   const functionArn = (name: string) => `arn:aws:lambda:${region}:${accountId}:function:${name}`;
-  const background = new Set<Promise<unknown>>();
-  const stopping = new AbortController();
-
-  const invoke = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const url = new URL(request.url ?? '/', `http://${HOST}`);
-    const path = request.method === 'POST' ? INVOKE_PATH.exec(url.pathname) : null;
-    if (!path) {
-      const what = `${request.method} ${url.pathname}`;
-      return sendServiceError(
-        response,
-        404,
-        'UnknownOperationException',
-        `Only Invoke is served here, not ${what}`,
-      );
-    }
-    const reference = decodeURIComponent(path[1] ?? '');
-    const name = functionName(reference, url.searchParams.get('Qualifier'));
-    const target =
-      name !== undefined && Object.hasOwn(options.functions, name) ? options.functions[name] : undefined;
-    if (name === undefined || !target) {
-      const arn = reference.startsWith('arn:') ? reference : functionArn(reference);
-      return sendServiceError(response, 404, 'ResourceNotFoundException', `Function not found: ${arn}`);
-    }
-    const invocationType = request.headers['x-amz-invocation-type'] ?? 'RequestResponse';
-    if (!Object.hasOwn(MAX_PAYLOAD_BYTES, String(invocationType))) {
-      const message = `1 validation error detected: Value '${invocationType}' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]`;
-      return sendServiceError(response, 400, 'ValidationException', message);
-    }
-    const type = invocationType as InvocationType;
-    const body = await readBody(request, MAX_PAYLOAD_BYTES[type]);
-    if (body === undefined) {
-      const message = `Request must be smaller than ${MAX_PAYLOAD_BYTES[type]} bytes for the InvokeFunction operation`;
-      return sendServiceError(response, 413, 'RequestTooLargeException', message);
-    }
-    let event: unknown;
-    try {
-      event = body.length === 0 ? {} : JSON.parse(body);
-    } catch (error) {
-      const message = `Could not parse request body into json: ${(error as Error).message}`;
-      return sendServiceError(response, 400, 'InvalidRequestContentException', message);
-    }
-
-    const awsRequestId = randomUUID();
-    const headers = { 'x-amzn-RequestId': awsRequestId, 'X-Amz-Executed-Version': '$LATEST' };
-    if (type === 'DryRun') {
-      response.writeHead(204, headers).end();
-      return;
-    }
-    if (type === 'Event') {
-      const tracked = invokeAsynchronously({
-        awsRequestId,
-        invoke: (id) => target.invoke(event, id, body.length === 0 ? '{}' : body),
-        config: options.asyncInvocation?.configOf?.(name),
-        retryDelaysMs: options.asyncInvocation?.retryDelaysMs,
-        signal: stopping.signal,
-        onAttempt: (result, attempt) => {
-          if (result.ok) return;
-          const then = attempt.retrying ? 'to be retried' : 'given up';
-          console.error(`${name} (Event ${awsRequestId}) failed, ${then}: ${JSON.stringify(result.error)}`);
-        },
-      }).catch(
-        // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
-        (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
-      );
-      background.add(tracked);
-      void tracked.finally(() => background.delete(tracked));
-      response.writeHead(202, headers).end();
-      return;
-    }
-    const run = target.invoke(event, awsRequestId, body.length === 0 ? '{}' : body).then(handlerOutcome);
-    const { payload, functionError } = await run;
-    response
-      .writeHead(200, {
-        ...headers,
-        'Content-Type': 'application/json',
-        ...(functionError ? { 'X-Amz-Function-Error': functionError } : {}),
-      })
-      .end(payload);
-  };
-
+  const events = new EventInvocations(options.asyncInvocation);
   const server = createServer((request, response) => {
-    invoke(request, response).catch((error: unknown) => {
-      if (error instanceof FunctionThrottledError) {
-        return sendServiceError(response, 429, 'TooManyRequestsException', error.message, {
-          Reason: error.reason,
-        });
-      }
-      sendServiceError(response, 500, 'ServiceException', `The local endpoint failed: ${String(error)}`);
-    });
+    serveInvoke(request, response, { functions: options.functions, functionArn, events }).catch(
+      (error: unknown) => sendServiceError(response, failureAnswer(error)),
+    );
   });
   const port = await listen(server, options.port ?? 0);
 
@@ -168,10 +84,168 @@ export async function startLambdaInvokeEndpoint(
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       });
-      stopping.abort();
-      await Promise.allSettled(background);
+      await events.stop();
     },
   };
+}
+
+/** What an invocation needs of the endpoint. */
+interface InvokeContext {
+  functions: Record<string, LocalInvoker>;
+  functionArn(name: string): string;
+  events: EventInvocations;
+}
+
+/** An `Invoke` request the endpoint accepted: the function, how to invoke it, and its event. */
+interface InvokeCall {
+  name: string;
+  target: LocalInvoker;
+  type: InvocationType;
+  event: unknown;
+  /** The event as the JSON text the request sent (`{}` for an empty body): it may nest too deep to re-serialise. */
+  payload: string;
+}
+
+/** An error answer of Lambda's API: the SDK raises the exception `type` names. */
+interface ServiceErrorAnswer {
+  status: number;
+  type: string;
+  message: string;
+  /** More fields of the error's body, e.g. a throttle's `Reason`. */
+  fields?: Record<string, string>;
+}
+
+type Refused = { refused: ServiceErrorAnswer };
+
+/** Answers one request: the invocation's result, 202 for an `Event`, 204 for a `DryRun`, or why not. */
+async function serveInvoke(
+  request: IncomingMessage,
+  response: ServerResponse,
+  context: InvokeContext,
+): Promise<void> {
+  const call = await readInvokeCall(request, context);
+  if ('refused' in call) return sendServiceError(response, call.refused);
+  const awsRequestId = randomUUID();
+  const headers = { 'x-amzn-RequestId': awsRequestId, 'X-Amz-Executed-Version': '$LATEST' };
+  if (call.type === 'DryRun') {
+    response.writeHead(204, headers).end();
+    return;
+  }
+  if (call.type === 'Event') {
+    context.events.start(call, awsRequestId);
+    response.writeHead(202, headers).end();
+    return;
+  }
+  const run = call.target.invoke(call.event, awsRequestId, call.payload).then(handlerOutcome);
+  const { payload, functionError } = await run;
+  response
+    .writeHead(200, {
+      ...headers,
+      'Content-Type': 'application/json',
+      ...(functionError ? { 'X-Amz-Function-Error': functionError } : {}),
+    })
+    .end(payload);
+}
+
+/** The request's function, invocation type and event, or the error Lambda answers a bad one with. */
+async function readInvokeCall(
+  request: IncomingMessage,
+  context: InvokeContext,
+): Promise<InvokeCall | Refused> {
+  const target = invokedFunction(request, context);
+  if ('refused' in target) return target;
+  const invocationType = request.headers['x-amz-invocation-type'] ?? 'RequestResponse';
+  if (!Object.hasOwn(MAX_PAYLOAD_BYTES, String(invocationType))) {
+    const message = `1 validation error detected: Value '${invocationType}' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]`;
+    return { refused: { status: 400, type: 'ValidationException', message } };
+  }
+  const type = invocationType as InvocationType;
+  const body = await readBody(request, MAX_PAYLOAD_BYTES[type]);
+  if (body === undefined) {
+    const message = `Request must be smaller than ${MAX_PAYLOAD_BYTES[type]} bytes for the InvokeFunction operation`;
+    return { refused: { status: 413, type: 'RequestTooLargeException', message } };
+  }
+  let event: unknown;
+  try {
+    event = body.length === 0 ? {} : JSON.parse(body);
+  } catch (error) {
+    const message = `Could not parse request body into json: ${(error as Error).message}`;
+    return { refused: { status: 400, type: 'InvalidRequestContentException', message } };
+  }
+  return { ...target, type, event, payload: body.length === 0 ? '{}' : body };
+}
+
+/** The function an `Invoke` request's path names, if the endpoint serves it. */
+function invokedFunction(
+  request: IncomingMessage,
+  { functions, functionArn }: InvokeContext,
+): { name: string; target: LocalInvoker } | Refused {
+  const url = new URL(request.url ?? '/', `http://${HOST}`);
+  const path = request.method === 'POST' ? INVOKE_PATH.exec(url.pathname) : null;
+  if (!path) {
+    const message = `Only Invoke is served here, not ${request.method} ${url.pathname}`;
+    return { refused: { status: 404, type: 'UnknownOperationException', message } };
+  }
+  const reference = decodeURIComponent(path[1] ?? '');
+  const name = functionName(reference, url.searchParams.get('Qualifier'));
+  const target = name !== undefined && Object.hasOwn(functions, name) ? functions[name] : undefined;
+  if (name === undefined || !target) {
+    const arn = reference.startsWith('arn:') ? reference : functionArn(reference);
+    return {
+      refused: { status: 404, type: 'ResourceNotFoundException', message: `Function not found: ${arn}` },
+    };
+  }
+  return { name, target };
+}
+
+/** What a request that failed while served answers: a throttle as Lambda's 429, anything else a 500. */
+function failureAnswer(error: unknown): ServiceErrorAnswer {
+  if (error instanceof FunctionThrottledError) {
+    return {
+      status: 429,
+      type: 'TooManyRequestsException',
+      message: error.message,
+      fields: { Reason: error.reason },
+    };
+  }
+  return { status: 500, type: 'ServiceException', message: `The local endpoint failed: ${String(error)}` };
+}
+
+/** The `Event` invocations running in the background, each retried as Lambda retries it. */
+class EventInvocations {
+  readonly #running = new Set<Promise<unknown>>();
+  readonly #stopping = new AbortController();
+  readonly #options: LambdaInvokeEndpointOptions['asyncInvocation'];
+
+  constructor(options: LambdaInvokeEndpointOptions['asyncInvocation']) {
+    this.#options = options;
+  }
+
+  start({ name, target, event, payload }: InvokeCall, awsRequestId: string): void {
+    const tracked = invokeAsynchronously({
+      awsRequestId,
+      invoke: (id) => target.invoke(event, id, payload),
+      config: this.#options?.configOf?.(name),
+      retryDelaysMs: this.#options?.retryDelaysMs,
+      signal: this.#stopping.signal,
+      onAttempt: (result, attempt) => {
+        if (result.ok) return;
+        const then = attempt.retrying ? 'to be retried' : 'given up';
+        console.error(`${name} (Event ${awsRequestId}) failed, ${then}: ${JSON.stringify(result.error)}`);
+      },
+    }).catch(
+      // Nobody waits for an Event invocation: say why it could not run, never reject unheard.
+      (error: unknown) => console.error(`${name} (Event ${awsRequestId}) could not run: ${String(error)}`),
+    );
+    this.#running.add(tracked);
+    void tracked.finally(() => this.#running.delete(tracked));
+  }
+
+  /** Cancels the retries not yet started and waits for the invocations running. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await Promise.allSettled(this.#running);
+  }
 }
 
 /** The function a reference names, if it exists locally: only the `$LATEST` version does. */
@@ -204,10 +278,7 @@ function unhandled(error: FunctionError): HandlerOutcome {
 /** An AWS JSON error, as Lambda's API sends one: the SDK raises the matching typed exception. */
 function sendServiceError(
   response: ServerResponse,
-  status: number,
-  type: string,
-  message: string,
-  fields: Record<string, string> = {},
+  { status, type, message, fields }: ServiceErrorAnswer,
 ): void {
   if (response.headersSent) {
     response.destroy();

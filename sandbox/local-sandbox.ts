@@ -11,24 +11,32 @@ import {
   type PipelineResources,
   resourcesFromOutputs,
 } from '../lib/constructs/pipeline-outputs.js';
+import { type AppFunctions, startAppFunctions } from './app-functions.js';
 import type { AsyncAttempt, AsyncInvokeConfig } from './async-invocation.js';
 import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
 import { type BatchReport, startEventSourcePoller } from './event-source-poller.js';
-import { limitConcurrency } from './function-concurrency.js';
-import { type FunctionOutput, type FunctionUsage, LocalFunctionRuntime } from './function-runtime.js';
+import type { FunctionOutput, FunctionUsage } from './function-runtime.js';
 import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { startLambdaInvokeEndpoint } from './lambda-invoke-endpoint.js';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION, localAwsConfig } from './local-aws-config.js';
-import { forgetNodeBinaries, installLambdaNode, lambdaNodeCache, nodeBinaryFor } from './node-binary.js';
+import type { LocalQueue } from './local-resources.js';
 import { residentBytes } from './process-memory.js';
-import { type ProvisionedStack, provisionTemplate } from './provision.js';
+import {
+  type LocalEventSource,
+  type LocalFunction,
+  type ProvisionedStack,
+  provisionTemplate,
+} from './provision.js';
 import { provideRuntimeModules } from './runtime-modules.js';
+import type { LocalSchedule } from './schedule-rules.js';
 import { startScheduleRunner } from './schedule-runner.js';
-import { startSqsEmulator } from './sqs-emulator.js';
+import { type SqsEmulator, startSqsEmulator } from './sqs-emulator.js';
 import { type StreamBatchReport, startStreamPoller } from './stream-poller.js';
-import { synthesizeApp } from './synthesize.js';
+import type { LocalStreamSource } from './stream-source.js';
+import { type AssemblyStack, synthesizeApp } from './synthesize.js';
+import { Teardown } from './teardown.js';
 
 /** Where the functions reach SQS and DynamoDB. */
 export interface ServiceEndpoints {
@@ -150,12 +158,6 @@ export interface SandboxUsage {
   hostHeapUsedBytes: number;
 }
 
-/** Raised when an invocation names a function the app does not have. */
-export class UnknownFunctionError extends OncelyError {
-  static override readonly errorName: string = 'UnknownFunctionError';
-  readonly retryable = false;
-}
-
 /** The app has no OncelyPipeline (no stack has its outputs), so there are no pipeline resources to use. */
 export class NoPipelineError extends OncelyError {
   static override readonly errorName: string = 'NoPipelineError';
@@ -174,248 +176,338 @@ const ONCELY_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
  * Whatever fails during start-up stops what had started.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  const stops: (() => Promise<void> | void)[] = [];
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      let failure: unknown;
-      for (const step of stops.reverse()) {
-        try {
-          await step();
-        } catch (error) {
-          failure ??= error;
-        }
-      }
-      if (failure !== undefined) throw failure;
-    })());
-  const started = async <T>(starting: Promise<T>, stopOf: (value: T) => Promise<void> | void) => {
-    const value = await starting;
-    stops.push(() => stopOf(value));
-    return value;
-  };
+  const teardown = new Teardown();
   try {
     const appDirectory = resolve(options.appDirectory ?? '.');
-    // The synth takes longest (a bundler per function): the emulators start meanwhile.
-    const starting = [
-      started(synthesizeApp({ appDirectory, context: options.context }), (assembly) => assembly.remove()),
-      started(startDynamoDbLocal(), (dynamodbLocal) => dynamodbLocal.stop()),
-      started(startSqsEmulator({ oneGroupPerReceive: options.oneGroupPerReceive }), (sqsEmulator) =>
-        sqsEmulator.stop(),
-      ),
-    ] as const;
-    // Every part has started or failed before any failure is thrown, so that stop() finds them all.
-    await Promise.allSettled(starting);
-    const [assembly, dynamodbLocal, sqsEmulator] = await Promise.all(starting);
+    const { assembly, emulators, sqsEmulator, dynamodbLocal } = await startAppAndEmulators(
+      teardown,
+      appDirectory,
+      options,
+    );
     provideRuntimeModules(assembly.directory, [appDirectory, ONCELY_DIRECTORY]);
-
-    const sqs = new SQSClient(localAwsConfig(sqsEmulator.endpoint));
-    const dynamodb = new DynamoDBClient(localAwsConfig(dynamodbLocal.endpoint));
-    const streams = new DynamoDBStreamsClient(localAwsConfig(dynamodbLocal.endpoint));
-    stops.push(() => {
-      sqs.destroy();
-      dynamodb.destroy();
-      streams.destroy();
-    });
-    // Served by name, and filled once the stacks are provisioned: Lambda too knows no function
-    // before the deploy.
-    const functions: Record<string, LocalInvoker> = {};
-    // Likewise CloudFormation and Lambda describe nothing until the stacks are provisioned.
-    let deployment: Deployment | undefined;
-    // Each function's asynchronous-invocation config, filled with the functions.
-    const asyncInvokeConfigs = new Map<string, AsyncInvokeConfig | undefined>();
-    const asyncInvocation = {
-      configOf: (name: string) => asyncInvokeConfigs.get(name),
-      retryDelaysMs: options.asyncRetryDelaysMs,
-    };
-    const lambda = await started(startLambdaInvokeEndpoint({ functions, asyncInvocation }), (endpoint) =>
-      endpoint.stop(),
-    );
-    const edge = await started(
-      startEdgeEndpoint({
-        targets: { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint, lambda: lambda.endpoint },
-        deployment: () => deployment,
-      }),
-      (endpoint) => endpoint.stop(),
-    );
+    const clients = startClients(teardown, emulators);
+    const served = new ServedApp(options.asyncRetryDelaysMs);
+    const { lambda, edge } = await startEndpoints(teardown, emulators, served);
     // Queue URLs name the edge, as LocalStack's name its one endpoint: a client whose only
     // configuration is AWS_ENDPOINT_URL then sends to the host of a queue's URL what it would
     // anyway (the SDK prefers that host to its endpoint when the two differ).
     sqsEmulator.nameQueuesAt(edge.port);
-
-    const stacks: ProvisionedStack[] = [];
-    const exports = new Map<string, string>();
-    for (const stack of assembly.stacks) {
-      const provisioned = await provisionTemplate(stack.template, {
-        sqs,
-        dynamodb,
-        stackName: stack.stackName,
-        region: LOCAL_REGION,
-        accountId: LOCAL_ACCOUNT_ID,
-        assemblyDirectory: stack.assemblyDirectory,
-        exports,
-      });
-      for (const [name, value] of provisioned.exports) exports.set(name, value);
-      stacks.push(provisioned);
-    }
-    const provisioned: ProvisionedApp = {
-      stacks,
-      queues: stacks.flatMap((stack) => stack.queues),
-      tables: stacks.flatMap((stack) => stack.tables),
-      functions: stacks.flatMap((stack) => stack.functions),
-      eventSources: stacks.flatMap((stack) => stack.eventSources),
-      streamSources: stacks.flatMap((stack) => stack.streamSources),
-      schedules: stacks.flatMap((stack) => stack.schedules),
-      notEmulated: stacks.flatMap((stack) => stack.notEmulated),
-    };
-
-    const emulators = { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint };
-    const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
-    const awsEnvironment = {
-      AWS_REGION: LOCAL_REGION,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      // Any other service the functions call answers at the edge (Lambda), or says it is not emulated.
-      AWS_ENDPOINT_URL: edge.endpoint,
-      AWS_ENDPOINT_URL_SQS: routed.sqs,
-      AWS_ENDPOINT_URL_DYNAMODB: routed.dynamodb,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    };
-    // A function's queue URLs name the SQS endpoint it is given, as on AWS: the SDK would send to
-    // the URL's host instead (with a warning on every request), past a routed proxy.
-    const queueUrlForFunctions = new Map(
-      provisioned.queues.map((queue) => [queue.url, new URL(new URL(queue.url).pathname, routed.sqs).href]),
-    );
-    if (options.installNode) installMissingNodes(provisioned.functions, appDirectory);
-    const runtimes = new Map(
-      provisioned.functions.map((fn) => {
-        const variables = Object.entries(fn.environment).map(([name, value]) => [
-          name,
-          queueUrlForFunctions.get(value) ?? value,
-        ]);
-        const environment = { ...Object.fromEntries(variables), ...awsEnvironment, ...options.environment };
-        const runtime = new LocalFunctionRuntime({ ...fn, environment }, options.functionOutput, {
-          freeze: options.freezeFunctions,
-          projectDirectory: appDirectory,
-        });
-        if (!runtime.node.matches) {
-          console.warn(
-            `oncely local: function ${fn.name} (${fn.runtime}) runs on this machine's Node.js ${runtime.node.version}: no Node.js ${runtime.node.wantedMajor} found (add --install-node to install it once).`,
-          );
-        }
-        return [fn.name, runtime];
-      }),
-    );
-    stops.push(async () => {
-      await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
+    const provisioned = await provisionApp(assembly.stacks, clients);
+    const environmentOf = await functionEnvironments(provisioned.queues, emulators, edge.endpoint, options);
+    const functions = startAppFunctions(provisioned.functions, {
+      appDirectory,
+      environmentOf,
+      functionOutput: options.functionOutput,
+      freeze: options.freezeFunctions,
+      installNode: options.installNode,
     });
-    // Every source invokes through the function's reserved concurrency, as on AWS.
-    const reserved = new Map(provisioned.functions.map((fn) => [fn.name, fn.reservedConcurrency]));
-    const invokers = new Map(
-      [...runtimes].map(([name, runtime]) => [name, limitConcurrency(runtime, reserved.get(name))]),
-    );
-    Object.assign(functions, Object.fromEntries(invokers));
-    for (const fn of provisioned.functions) asyncInvokeConfigs.set(fn.name, fn.asyncInvokeConfig);
-    const invoke = (functionName: string, event: unknown, awsRequestId?: string) => {
-      const name = runtimes.has(functionName)
-        ? functionName
-        : [...runtimes.values()].find((r) => r.spec.arn === functionName)?.spec.name;
-      const invoker = name === undefined ? undefined : invokers.get(name);
-      if (!invoker) {
-        throw new UnknownFunctionError(
-          `Function not found: ${functionName}. The app has ${[...runtimes.keys()].join(', ')}.`,
-        );
-      }
-      return invoker.invoke(event, awsRequestId);
-    };
-
-    // A disabled mapping is deployed (the read API lists it) but not polled, as on AWS.
-    for (const source of provisioned.eventSources.filter((candidate) => candidate.enabled)) {
-      const poller = startEventSourcePoller({
-        sqs,
-        source,
-        region: LOCAL_REGION,
-        invoke: (event: SQSEvent) => invoke(source.functionName, event),
-        onBatch: (report) => options.onBatch?.(source.functionName, report),
-        duplicateDeliveries: options.duplicateDeliveries
-          ? { receiveAgain: sqsEmulator.receiveAgain }
-          : undefined,
-      });
-      // Pollers stop before the functions and emulators they use.
-      stops.push(() => poller.stop());
-    }
-    for (const source of provisioned.streamSources) {
-      await started(
-        startStreamPoller({
-          streams,
-          sqs,
-          source,
-          region: LOCAL_REGION,
-          invoke: (event: DynamoDBStreamEvent, awsRequestId) =>
-            invoke(source.functionName, event, awsRequestId),
-          onBatch: (report) => options.onStreamBatch?.(source.functionName, report),
-        }),
-        (streamPoller) => streamPoller.stop(),
-      );
-    }
-    for (const schedule of provisioned.schedules) {
-      const runner = startScheduleRunner({
-        schedule,
-        intervalMs: options.scheduleIntervalMs,
-        region: LOCAL_REGION,
-        accountId: LOCAL_ACCOUNT_ID,
-        invoke,
-        asyncInvokeConfigOf: asyncInvocation.configOf,
-        asyncRetryDelaysMs: asyncInvocation.retryDelaysMs,
-        onRun: (functionName, result, attempt) =>
-          options.onScheduledRun?.(schedule.name, functionName, result, attempt),
-      });
-      stops.push(() => runner.stop());
-    }
-
-    deployment = describeDeployment(
-      stacks.map((stack, index) => ({ stack, template: assembly.stacks[index].template })),
+    teardown.add(() => functions.stop());
+    served.serveFunctions(provisioned.functions, functions.invokers);
+    await startSources(teardown, provisioned, { clients, functions, served, sqsEmulator, options });
+    served.deployment = describeDeployment(
+      provisioned.stacks.map((stack, index) => ({ stack, template: assembly.stacks[index].template })),
       { region: LOCAL_REGION, accountId: LOCAL_ACCOUNT_ID },
     );
-    const pipeline = findPipeline(stacks);
-    const outputs = Object.fromEntries(
-      stacks.flatMap((stack) => stack.outputs.map((output) => [output.OutputKey, output.OutputValue])),
-    );
-    const description: SandboxDescription = {
-      region: LOCAL_REGION,
-      stackName: pipeline?.stackName ?? stacks[0].stackName,
-      endpoints: {
-        edge: edge.endpoint,
-        sqs: sqsEmulator.endpoint,
-        dynamodb: dynamodbLocal.endpoint,
-        lambda: lambda.endpoint,
-      },
-      ...(pipeline && { resources: pipeline.resources }),
-      outputs,
-      notEmulated: provisioned.notEmulated,
-    };
-    return {
-      description,
-      provisioned,
+    return runningSandbox({
+      appDirectory,
       assemblyDirectory: assembly.directory,
-      pipelineResources: () => {
-        if (pipeline) return pipeline.resources;
-        throw new NoPipelineError(
-          `No stack of the app in ${appDirectory} has an OncelyPipeline's outputs (${PIPELINE_OUTPUTS.queueUrl}, …).`,
-        );
-      },
-      usage: () => ({
-        functions: Object.fromEntries([...runtimes].map(([name, runtime]) => [name, runtime.usage()])),
-        dynamodbLocalResidentBytes: residentBytes(dynamodbLocal.pid),
-        hostHeapUsedBytes: process.memoryUsage().heapUsed,
-      }),
-      invoke,
-      stop,
-    };
+      provisioned,
+      endpoints: { edge: edge.endpoint, ...emulators, lambda: lambda.endpoint },
+      functions,
+      dynamodbLocalPid: dynamodbLocal.pid,
+      teardown,
+    });
   } catch (error) {
     // The start-up's failure is the one to report, not a failure to stop after it.
-    await stop().catch(() => undefined);
+    await teardown.stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** The app synthesised, DynamoDB Local and the SQS emulator, each started with its stop added. */
+async function startAppAndEmulators(teardown: Teardown, appDirectory: string, options: SandboxOptions) {
+  // The synth takes longest (a bundler per function): the emulators start meanwhile.
+  const starting = [
+    teardown.started(synthesizeApp({ appDirectory, context: options.context }), (assembly) =>
+      assembly.remove(),
+    ),
+    teardown.started(startDynamoDbLocal(), (dynamodbLocal) => dynamodbLocal.stop()),
+    teardown.started(startSqsEmulator({ oneGroupPerReceive: options.oneGroupPerReceive }), (sqsEmulator) =>
+      sqsEmulator.stop(),
+    ),
+  ] as const;
+  // Every part has started or failed before any failure is thrown, so that stop() finds them all.
+  await Promise.allSettled(starting);
+  const [assembly, dynamodbLocal, sqsEmulator] = await Promise.all(starting);
+  const emulators: ServiceEndpoints = { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint };
+  return { assembly, emulators, sqsEmulator, dynamodbLocal };
+}
+
+/** The sandbox's own clients of the emulators: they provision the stacks and poll the sources. */
+interface LocalClients {
+  sqs: SQSClient;
+  dynamodb: DynamoDBClient;
+  streams: DynamoDBStreamsClient;
+}
+
+function startClients(teardown: Teardown, emulators: ServiceEndpoints): LocalClients {
+  const clients = {
+    sqs: new SQSClient(localAwsConfig(emulators.sqs)),
+    dynamodb: new DynamoDBClient(localAwsConfig(emulators.dynamodb)),
+    streams: new DynamoDBStreamsClient(localAwsConfig(emulators.dynamodb)),
+  };
+  teardown.add(() => {
+    clients.sqs.destroy();
+    clients.dynamodb.destroy();
+    clients.streams.destroy();
+  });
+  return clients;
+}
+
+/**
+ * What the Lambda and edge endpoints serve: filled once the stacks are provisioned, as Lambda knows
+ * no function, and CloudFormation and Lambda describe nothing, before the deploy.
+ */
+class ServedApp {
+  /** The functions the Lambda endpoint serves, by name. */
+  readonly functions: Record<string, LocalInvoker> = {};
+  /** How `Event` invocations are retried: each function's asynchronous-invocation config, and the waits. */
+  readonly asyncInvocation: {
+    configOf: (name: string) => AsyncInvokeConfig | undefined;
+    retryDelaysMs?: readonly number[];
+  };
+  deployment: Deployment | undefined;
+  readonly #asyncInvokeConfigs = new Map<string, AsyncInvokeConfig | undefined>();
+
+  constructor(retryDelaysMs: readonly number[] | undefined) {
+    this.asyncInvocation = { configOf: (name) => this.#asyncInvokeConfigs.get(name), retryDelaysMs };
+  }
+
+  serveFunctions(functions: readonly LocalFunction[], invokers: ReadonlyMap<string, LocalInvoker>): void {
+    Object.assign(this.functions, Object.fromEntries(invokers));
+    for (const fn of functions) this.#asyncInvokeConfigs.set(fn.name, fn.asyncInvokeConfig);
+  }
+}
+
+/** The Lambda Invoke endpoint, and the edge in front of it and the emulators. */
+async function startEndpoints(teardown: Teardown, emulators: ServiceEndpoints, served: ServedApp) {
+  const lambda = await teardown.started(
+    startLambdaInvokeEndpoint({ functions: served.functions, asyncInvocation: served.asyncInvocation }),
+    (endpoint) => endpoint.stop(),
+  );
+  const edge = await teardown.started(
+    startEdgeEndpoint({
+      targets: { ...emulators, lambda: lambda.endpoint },
+      deployment: () => served.deployment,
+    }),
+    (endpoint) => endpoint.stop(),
+  );
+  return { lambda, edge };
+}
+
+/** Every stack of the app provisioned, in order: a stack may import what those before it export. */
+async function provisionApp(
+  stacks: readonly AssemblyStack[],
+  clients: LocalClients,
+): Promise<ProvisionedApp> {
+  const provisionedStacks: ProvisionedStack[] = [];
+  const exports = new Map<string, string>();
+  for (const stack of stacks) {
+    const provisioned = await provisionTemplate(stack.template, {
+      sqs: clients.sqs,
+      dynamodb: clients.dynamodb,
+      stackName: stack.stackName,
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+      assemblyDirectory: stack.assemblyDirectory,
+      exports,
+    });
+    for (const [name, value] of provisioned.exports) exports.set(name, value);
+    provisionedStacks.push(provisioned);
+  }
+  return {
+    stacks: provisionedStacks,
+    queues: provisionedStacks.flatMap((stack) => stack.queues),
+    tables: provisionedStacks.flatMap((stack) => stack.tables),
+    functions: provisionedStacks.flatMap((stack) => stack.functions),
+    eventSources: provisionedStacks.flatMap((stack) => stack.eventSources),
+    streamSources: provisionedStacks.flatMap((stack) => stack.streamSources),
+    schedules: provisionedStacks.flatMap((stack) => stack.schedules),
+    notEmulated: provisionedStacks.flatMap((stack) => stack.notEmulated),
+  };
+}
+
+/**
+ * A function's environment here: the template's, with local AWS settings (SQS and DynamoDB where
+ * `routeFunctions` sends them) and the options' variables over it.
+ */
+async function functionEnvironments(
+  queues: readonly LocalQueue[],
+  emulators: ServiceEndpoints,
+  edgeEndpoint: string,
+  options: SandboxOptions,
+): Promise<(fn: LocalFunction) => Record<string, string>> {
+  const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
+  const awsEnvironment = {
+    AWS_REGION: LOCAL_REGION,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    // Any other service the functions call answers at the edge (Lambda), or says it is not emulated.
+    AWS_ENDPOINT_URL: edgeEndpoint,
+    AWS_ENDPOINT_URL_SQS: routed.sqs,
+    AWS_ENDPOINT_URL_DYNAMODB: routed.dynamodb,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+  // A function's queue URLs name the SQS endpoint it is given, as on AWS: the SDK would send to
+  // the URL's host instead (with a warning on every request), past a routed proxy.
+  const queueUrlForFunctions = new Map(
+    queues.map((queue) => [queue.url, new URL(new URL(queue.url).pathname, routed.sqs).href]),
+  );
+  return (fn) => {
+    const variables = Object.entries(fn.environment).map(([name, value]) => [
+      name,
+      queueUrlForFunctions.get(value) ?? value,
+    ]);
+    return { ...Object.fromEntries(variables), ...awsEnvironment, ...options.environment };
+  };
+}
+
+/** What the event sources and schedules run with. */
+interface SourceParts {
+  clients: LocalClients;
+  functions: AppFunctions;
+  served: ServedApp;
+  sqsEmulator: SqsEmulator;
+  options: SandboxOptions;
+}
+
+/** The app's event sources polled and its schedules run, each invoking its function. */
+async function startSources(
+  teardown: Teardown,
+  provisioned: ProvisionedApp,
+  parts: SourceParts,
+): Promise<void> {
+  startQueuePollers(teardown, provisioned.eventSources, parts);
+  await startStreamPollers(teardown, provisioned.streamSources, parts);
+  startScheduleRunners(teardown, provisioned.schedules, parts);
+}
+
+function startQueuePollers(
+  teardown: Teardown,
+  sources: readonly LocalEventSource[],
+  { clients, functions, sqsEmulator, options }: SourceParts,
+): void {
+  // A disabled mapping is deployed (the read API lists it) but not polled, as on AWS.
+  for (const source of sources.filter((candidate) => candidate.enabled)) {
+    const poller = startEventSourcePoller({
+      sqs: clients.sqs,
+      source,
+      region: LOCAL_REGION,
+      invoke: (event: SQSEvent) => functions.invoke(source.functionName, event),
+      onBatch: (report) => options.onBatch?.(source.functionName, report),
+      duplicateDeliveries: options.duplicateDeliveries
+        ? { receiveAgain: sqsEmulator.receiveAgain }
+        : undefined,
+    });
+    // Pollers stop before the functions and emulators they use.
+    teardown.add(() => poller.stop());
+  }
+}
+
+async function startStreamPollers(
+  teardown: Teardown,
+  sources: readonly LocalStreamSource[],
+  { clients, functions, options }: SourceParts,
+): Promise<void> {
+  for (const source of sources) {
+    await teardown.started(
+      startStreamPoller({
+        streams: clients.streams,
+        sqs: clients.sqs,
+        source,
+        region: LOCAL_REGION,
+        invoke: (event: DynamoDBStreamEvent, awsRequestId) =>
+          functions.invoke(source.functionName, event, awsRequestId),
+        onBatch: (report) => options.onStreamBatch?.(source.functionName, report),
+      }),
+      (streamPoller) => streamPoller.stop(),
+    );
+  }
+}
+
+function startScheduleRunners(
+  teardown: Teardown,
+  schedules: readonly LocalSchedule[],
+  { functions, served, options }: SourceParts,
+): void {
+  for (const schedule of schedules) {
+    const runner = startScheduleRunner({
+      schedule,
+      intervalMs: options.scheduleIntervalMs,
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+      invoke: functions.invoke,
+      asyncInvokeConfigOf: served.asyncInvocation.configOf,
+      asyncRetryDelaysMs: served.asyncInvocation.retryDelaysMs,
+      onRun: (functionName, result, attempt) =>
+        options.onScheduledRun?.(schedule.name, functionName, result, attempt),
+    });
+    teardown.add(() => runner.stop());
+  }
+}
+
+/** The ready file's content: the endpoints, the pipeline's stack and resources, every output. */
+function describeSandbox(
+  provisioned: ProvisionedApp,
+  pipeline: ReturnType<typeof findPipeline>,
+  endpoints: SandboxDescription['endpoints'],
+): SandboxDescription {
+  const { stacks } = provisioned;
+  const outputs = Object.fromEntries(
+    stacks.flatMap((stack) => stack.outputs.map((output) => [output.OutputKey, output.OutputValue])),
+  );
+  return {
+    region: LOCAL_REGION,
+    stackName: pipeline?.stackName ?? stacks[0].stackName,
+    endpoints,
+    ...(pipeline && { resources: pipeline.resources }),
+    outputs,
+    notEmulated: provisioned.notEmulated,
+  };
+}
+
+/** What a started sandbox is made of. */
+interface SandboxParts {
+  appDirectory: string;
+  assemblyDirectory: string;
+  provisioned: ProvisionedApp;
+  endpoints: SandboxDescription['endpoints'];
+  functions: AppFunctions;
+  dynamodbLocalPid: number;
+  teardown: Teardown;
+}
+
+function runningSandbox(parts: SandboxParts): Sandbox {
+  const { appDirectory, provisioned, functions, teardown } = parts;
+  const pipeline = findPipeline(provisioned.stacks);
+  return {
+    description: describeSandbox(provisioned, pipeline, parts.endpoints),
+    provisioned,
+    assemblyDirectory: parts.assemblyDirectory,
+    pipelineResources: () => {
+      if (pipeline) return pipeline.resources;
+      throw new NoPipelineError(
+        `No stack of the app in ${appDirectory} has an OncelyPipeline's outputs (${PIPELINE_OUTPUTS.queueUrl}, …).`,
+      );
+    },
+    usage: () => ({
+      functions: functions.usage(),
+      dynamodbLocalResidentBytes: residentBytes(parts.dynamodbLocalPid),
+      hostHeapUsedBytes: process.memoryUsage().heapUsed,
+    }),
+    invoke: functions.invoke,
+    stop: () => teardown.stop(),
+  };
 }
 
 /** The first stack whose outputs are an OncelyPipeline's (with whatever `outputPrefix`), and its resources. */
@@ -437,23 +529,4 @@ function findPipeline(
     }
   }
   return undefined;
-}
-
-/**
- * Installs each Node.js major the functions' runtimes name that no Node found here has
- * (`installNode`), so that every function runs on its runtime's major.
- */
-function installMissingNodes(functions: readonly { runtime: string }[], appDirectory: string): void {
-  const missing = new Set<number>();
-  for (const fn of functions) {
-    const node = nodeBinaryFor(fn.runtime, appDirectory);
-    if (!node.matches && node.wantedMajor !== undefined) missing.add(node.wantedMajor);
-  }
-  for (const major of missing) {
-    console.log(
-      `oncely local: installing Node.js ${major} into ${lambdaNodeCache(major, appDirectory)} (once)…`,
-    );
-    installLambdaNode(major, appDirectory);
-  }
-  forgetNodeBinaries();
 }

@@ -113,33 +113,96 @@ export async function provisionTemplate(
   template: CloudFormationTemplate,
   options: ProvisionOptions,
 ): Promise<ProvisionedStack> {
+  const stack = startProvisioning(template, options);
+  const queues = await createQueues(stack);
+  const tables = await createTables(stack);
+  const functions = describeFunctions(stack);
+  const invokeConfigs = applyEventInvokeConfigs(stack, functions);
+  nameLogGroups(stack);
+  const { eventSources, streamSources } = describeMappings(stack, { queues, tables, functions });
+  const scheduleRules = describeSchedules(stack, functions);
+  const notEmulated = notEmulatedResources(
+    stack,
+    new Set([...scheduleRules.handled, ...invokeConfigs.handled]),
+  );
+  const { outputs, exports } = resolveOutputs(stack, notEmulated);
+  const physicalIds = new Map([...stack.resources].map(([logicalId, { ref }]) => [logicalId, ref]));
+  return {
+    physicalIds,
+    stackName: options.stackName,
+    queues,
+    tables,
+    functions,
+    eventSources,
+    streamSources,
+    schedules: scheduleRules.schedules,
+    notEmulated,
+    outputs,
+    exports,
+  };
+}
+
+/** What the steps of a template's provisioning share. */
+interface Provisioning {
+  template: CloudFormationTemplate;
+  options: ProvisionOptions;
+  /** Each resource provisioned so far, by logical id: what `Ref` and `Fn::GetAtt` of it resolve to. */
+  resources: Map<string, ResourceAttributes>;
+  /** Resources of an emulated type that still cannot run locally, with the reason. */
+  notRun: Map<string, string>;
+  /** A template value, resolved against the resources provisioned so far. */
+  resolve<T>(value: unknown): T;
+  /** The template's resources of one type. */
+  ofType(type: string): [string, TemplateResource][];
+}
+
+function startProvisioning(template: CloudFormationTemplate, options: ProvisionOptions): Provisioning {
   const resources = new Map<string, ResourceAttributes>();
   const context: ResolveContext = { ...options, resources, exports: options.exports ?? new Map() };
-  const resolve = <T>(value: unknown) => resolveValue(value, context) as T;
-  const ofType = (type: string) =>
-    Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
+  return {
+    template,
+    options,
+    resources,
+    notRun: new Map(),
+    resolve: <T>(value: unknown) => resolveValue(value, context) as T,
+    ofType: (type) => Object.entries(template.Resources).filter(([, resource]) => resource.Type === type),
+  };
+}
 
+async function createQueues(stack: Provisioning): Promise<LocalQueue[]> {
   const queues: LocalQueue[] = [];
-  for (const [logicalId, resource] of dependencyOrder(ofType('AWS::SQS::Queue'))) {
-    const queue = await createQueue(logicalId, resource, options, resolve);
-    resources.set(logicalId, {
+  for (const [logicalId, resource] of dependencyOrder(stack.ofType('AWS::SQS::Queue'))) {
+    const queue = await createQueue(logicalId, resource, stack.options, stack.resolve);
+    stack.resources.set(logicalId, {
       ref: queue.url,
       attributes: { Arn: queue.arn, QueueName: queue.name, QueueUrl: queue.url },
     });
     queues.push(queue);
   }
+  return queues;
+}
 
+async function createTables(stack: Provisioning): Promise<LocalTable[]> {
   const tables: LocalTable[] = [];
-  for (const [logicalId, resource] of ofType('AWS::DynamoDB::Table')) {
-    const table = await createTable(logicalId, resource, options);
+  for (const [logicalId, resource] of stack.ofType('AWS::DynamoDB::Table')) {
+    const table = await createTable(logicalId, resource, stack.options);
     const attributes: Record<string, string> = { Arn: table.arn };
     if (table.streamArn !== undefined) attributes.StreamArn = table.streamArn;
-    resources.set(logicalId, { ref: table.name, attributes });
+    stack.resources.set(logicalId, { ref: table.name, attributes });
     tables.push(table);
   }
+  return tables;
+}
 
-  // Resources of an emulated type that still cannot run locally, with the reason.
-  const notRun = new Map<string, string>();
+/** The functions that run locally, named as deployed; the others go to `notRun` with the reason. */
+function describeFunctions({
+  template,
+  options,
+  resources,
+  notRun,
+  resolve,
+  ofType,
+}: Provisioning): LocalFunction[] {
   const functions: LocalFunction[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::Function')) {
     const properties = resource.Properties ?? {};
@@ -161,35 +224,51 @@ export async function provisionTemplate(
       throw new UnresolvableValueError(`The environment of function ${fn.logicalId}: ${error.message}`);
     }
   }
+  return functions;
+}
 
+/** Gives each function its `AWS::Lambda::EventInvokeConfig`; the configs it handles get a physical id. */
+function applyEventInvokeConfigs(stack: Provisioning, functions: LocalFunction[]): { handled: Set<string> } {
   const invokeConfigs = describeEventInvokeConfigs({
-    configs: ofType('AWS::Lambda::EventInvokeConfig'),
+    configs: stack.ofType('AWS::Lambda::EventInvokeConfig'),
     functions,
-    resolve,
+    resolve: stack.resolve,
   });
   for (const fn of functions) {
     const config = invokeConfigs.byFunction.get(fn.name);
     if (config) fn.asyncInvokeConfig = config;
   }
-  for (const [logicalId, note] of invokeConfigs.notRun) notRun.set(logicalId, note);
+  for (const [logicalId, note] of invokeConfigs.notRun) stack.notRun.set(logicalId, note);
   for (const logicalId of invokeConfigs.handled) {
-    resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
+    stack.resources.set(logicalId, {
+      ref: physicalName(stack.options.stackName, logicalId, 64),
+      attributes: {},
+    });
   }
+  return invokeConfigs;
+}
 
-  // Not emulated (functions log to the sandbox's output), but named as deployed: the pipeline's
-  // outputs name each function's log group for the runbook.
+/**
+ * Not emulated (functions log to the sandbox's output), but named as deployed: the pipeline's
+ * outputs name each function's log group for the runbook.
+ */
+function nameLogGroups({ options, resources, ofType }: Provisioning): void {
   for (const [logicalId, resource] of ofType('AWS::Logs::LogGroup')) {
     const name = String(resource.Properties?.LogGroupName ?? physicalName(options.stackName, logicalId, 512));
     resources.set(logicalId, { ref: name, attributes: {} });
   }
+}
 
+/** The event source mappings that run locally, of queues and of table streams. */
+function describeMappings(
+  { template, options, notRun, resolve, ofType }: Provisioning,
+  targets: Pick<MappingContext, 'queues' | 'tables' | 'functions'>,
+): { eventSources: LocalEventSource[]; streamSources: LocalStreamSource[] } {
   const eventSources: LocalEventSource[] = [];
   const streamSources: LocalStreamSource[] = [];
   for (const [logicalId, resource] of ofType('AWS::Lambda::EventSourceMapping')) {
     const source = describeMapping(logicalId, resource, {
-      queues,
-      tables,
-      functions,
+      ...targets,
       resolve,
       template,
       stackName: options.stackName,
@@ -198,7 +277,14 @@ export async function provisionTemplate(
     else if ('queue' in source) eventSources.push(source);
     else streamSources.push(source);
   }
+  return { eventSources, streamSources };
+}
 
+/** The rules, named as deployed, and the schedules among them that run locally. */
+function describeSchedules(
+  { options, resources, notRun, resolve, ofType }: Provisioning,
+  functions: LocalFunction[],
+): { schedules: LocalSchedule[]; handled: Set<string> } {
   const rules = ofType('AWS::Events::Rule');
   for (const [logicalId, resource] of rules) {
     const name = String(resource.Properties?.Name ?? physicalName(options.stackName, logicalId, 64));
@@ -218,21 +304,35 @@ export async function provisionTemplate(
       resources.set(logicalId, { ref: physicalName(options.stackName, logicalId, 64), attributes: {} });
     }
   }
+  return scheduleRules;
+}
 
+/**
+ * The resources with no local effect: those of a type it does not emulate (but for the ones a step
+ * `handled`), and those of an emulated type that cannot run.
+ */
+function notEmulatedResources(
+  { template, options, notRun }: Provisioning,
+  handled: ReadonlySet<string>,
+): NotEmulatedResource[] {
   const { stackName } = options;
-  const notEmulated = Object.entries(template.Resources)
+  return Object.entries(template.Resources)
     .filter(
       ([logicalId, resource]) =>
-        notRun.has(logicalId) ||
-        (!EMULATED.has(resource.Type) &&
-          !scheduleRules.handled.has(logicalId) &&
-          !invokeConfigs.handled.has(logicalId)),
+        notRun.has(logicalId) || (!EMULATED.has(resource.Type) && !handled.has(logicalId)),
     )
     .map(([logicalId, resource]): NotEmulatedResource => {
       const note = notRun.get(logicalId);
       const entry = { stackName, logicalId, type: resource.Type };
       return note ? { ...entry, note } : entry;
     });
+}
+
+/** The template's outputs with their local values, and its exports; an output without one goes to `notEmulated`. */
+function resolveOutputs(
+  { template, options, resolve }: Provisioning,
+  notEmulated: NotEmulatedResource[],
+): Pick<ProvisionedStack, 'outputs' | 'exports'> {
   const outputs: ProvisionedStack['outputs'] = [];
   const exports = new Map<string, string>();
   for (const [key, output] of Object.entries(template.Outputs ?? {})) {
@@ -242,28 +342,14 @@ export async function provisionTemplate(
     } catch (error) {
       // An output of a resource it does not emulate (an API's URL, a bucket's name) has no local value.
       if (!(error instanceof UnresolvableValueError)) throw error;
-      notEmulated.push({ stackName, logicalId: key, type: 'Output', note: error.message });
+      notEmulated.push({ stackName: options.stackName, logicalId: key, type: 'Output', note: error.message });
       continue;
     }
     const exportName = output.Export ? String(resolve<unknown>(output.Export.Name)) : undefined;
     outputs.push({ OutputKey: key, OutputValue: value, ...(exportName && { ExportName: exportName }) });
     if (exportName) exports.set(exportName, value);
   }
-  const { schedules } = scheduleRules;
-  const physicalIds = new Map([...resources].map(([logicalId, { ref }]) => [logicalId, ref]));
-  return {
-    physicalIds,
-    stackName,
-    queues,
-    tables,
-    functions,
-    eventSources,
-    streamSources,
-    schedules,
-    notEmulated,
-    outputs,
-    exports,
-  };
+  return { outputs, exports };
 }
 
 /** CloudFormation's own naming, shortened: stack name and logical id, within the service's limit. */

@@ -22,7 +22,7 @@ export function createIdempotencyFreeConsumerHandler(options: IdempotencyFreeCon
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const groups = planGroups(event.Records, (record) => record.attributes.MessageGroupId ?? '');
     const { failed, skipped } = await runGroups(groups, DEFAULT_MAX_CONCURRENT_GROUPS, () => ({
-      process: async (record) => {
+      processRecord: async (record) => {
         try {
           await effect(parseEnvelope(record.body));
           return 'succeeded';

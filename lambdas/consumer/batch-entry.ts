@@ -7,7 +7,7 @@ import { RecordTelemetry } from './telemetry.js';
 
 /** What `fifoBatch` and `standardBatch` run: one batch in, its partial batch response out. */
 export interface BatchConsumer {
-  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse>;
+  processBatch(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse>;
 }
 
 /**
@@ -35,7 +35,7 @@ export function batchMiddleware(
   return {
     name,
     after: async (request) => {
-      request.response = await consumer.process(request.event, request.context);
+      request.response = await consumer.processBatch(request.event, request.context);
     },
   };
 }

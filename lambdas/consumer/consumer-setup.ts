@@ -172,7 +172,7 @@ export class ConsumerSetup<V extends ConsumerVariable> {
    * that fails the whole batch is logged with its message ids, and the metrics it created are
    * published at the end.
    */
-  async process(
+  async processBatch(
     event: SQSEvent,
     lambdaContext: Context,
     batch: (telemetry: Telemetry) => Promise<SQSBatchResponse>,

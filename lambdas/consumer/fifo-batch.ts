@@ -156,7 +156,7 @@ export function processFifoBatch(
   lambdaContext: Context,
   options: FifoBatchOptions,
 ): Promise<SQSBatchResponse> {
-  return consumerFor(options).process(event, lambdaContext);
+  return consumerFor(options).processBatch(event, lambdaContext);
 }
 
 // Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
@@ -188,9 +188,9 @@ class FifoBatchConsumer {
     this.#parse = options.parse ?? parseEnvelopeRecord;
   }
 
-  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
-    return this.#setup.process(event, lambdaContext, (telemetry) =>
-      this.#processBatch(this.#settingsOnce(), telemetry, event, lambdaContext),
+  processBatch(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    return this.#setup.processBatch(event, lambdaContext, (telemetry) =>
+      this.#processRecords(this.#settingsOnce(), telemetry, event, lambdaContext),
     );
   }
 
@@ -204,7 +204,7 @@ class FifoBatchConsumer {
     };
   }
 
-  async #processBatch(
+  async #processRecords(
     settings: BatchSettings,
     telemetry: Telemetry,
     event: SQSEvent,
@@ -235,7 +235,7 @@ class FifoBatchConsumer {
           ),
           () => !stopped.aborted && deadline.allowsStart(lambdaContext, budgetMs, false),
         );
-        const process = async (record: BatchRecord): Promise<RecordStep> => {
+        const processGroupRecord = async (record: BatchRecord): Promise<RecordStep> => {
           // A record its predecessor's completion already marked started was checked then.
           if (!leases.started(record) && !deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) {
             return 'deferred';
@@ -258,7 +258,7 @@ class FifoBatchConsumer {
           else step.settling.then(finished, finished);
           return step;
         };
-        return { process, done: () => leases.close() };
+        return { processRecord: processGroupRecord, done: () => leases.close() };
       },
     );
     for (const { telemetry } of report.skipped) {

@@ -34,7 +34,7 @@ export interface GroupProcessor<R> {
    * One record's turn. Throws only for an error that affects the whole batch: then no further
    * record starts, the running ones finish, and that error is thrown.
    */
-  process(record: R): Promise<RecordStep>;
+  processRecord(record: R): Promise<RecordStep>;
   /** The group has no more turns (finished, stopped, or the batch failed); its last outcomes may still settle. */
   done?(): Promise<void>;
 }
@@ -77,7 +77,7 @@ export async function runGroups<R>(
         if (stopped.aborted) break;
         let step: RecordStep;
         try {
-          step = await processor.process(record);
+          step = await processor.processRecord(record);
         } catch (error) {
           abort(error);
           break;

@@ -1,6 +1,9 @@
 // `oncely/consumer`: the FIFO and standard batch consumers and their per-record operations (README "Writing a consumer").
 // What a consumer's code names from the core (the store, the errors it throws, the modes' options)
 // is exported here too, the same classes as `oncely/idempotency`'s, so one import is enough.
+// Of the consumer's own errors, those a DLQ copy's `ErrorName` carries are exported, for tools
+// that read it; those of a consumer wired to the wrong queue fail every batch until the stack is
+// fixed, so no code handles them, and they stay in `errors.js` (DESIGN §10).
 export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { InvalidEnvelopeError } from '../common/envelope.js';
 export type { StandardSchemaV1 } from '../common/standard-schema.js';
@@ -20,21 +23,13 @@ export {
 } from '../idempotency/store.js';
 export type { TransactionalIdempotencyOptions, TransactionPlan } from '../idempotency/transactional.js';
 export { type DeadLetterQueueOptions, DLQ_ATTRIBUTES } from './dead-letter-queue.js';
-export {
-  CONSUMER_ENVIRONMENT,
-  type ConsumerEnvironment,
-  type ConsumerVariable,
-  readConsumerEnvironment,
-} from './environment.js';
+export { CONSUMER_ENVIRONMENT } from './environment.js';
 export {
   AttemptsExhaustedError,
   BusinessRuleViolationError,
-  FifoQueueRecordError,
   IdempotencyStoreUnavailableError,
   InvalidPayloadError,
-  MissingMessageGroupError,
   PastDedupHorizonError,
-  StandardQueueRecordError,
   UnknownMessageTypeError,
   UnparsableMessageError,
 } from './errors.js';

@@ -125,7 +125,7 @@ export function processStandardBatch(
   lambdaContext: Context,
   options: StandardBatchOptions,
 ): Promise<SQSBatchResponse> {
-  return consumerFor(options).process(event, lambdaContext);
+  return consumerFor(options).processBatch(event, lambdaContext);
 }
 
 // Pure: a bundle that never uses this middleware drops its module (a call at module scope would keep it).
@@ -176,13 +176,13 @@ class StandardBatchConsumer {
     this.#deadline = new DeadlineGuard(options.recordTimeReserveMs);
   }
 
-  process(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
-    return this.#setup.process(event, lambdaContext, (telemetry) =>
-      this.#processBatch(telemetry, event, lambdaContext),
+  processBatch(event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> {
+    return this.#setup.processBatch(event, lambdaContext, (telemetry) =>
+      this.#processRecords(telemetry, event, lambdaContext),
     );
   }
 
-  async #processBatch(
+  async #processRecords(
     telemetry: Telemetry,
     event: SQSEvent,
     lambdaContext: Context,
@@ -209,7 +209,7 @@ class StandardBatchConsumer {
     // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
     const chains = planGroups(records, ({ received }) => chainKeyOf(received, processor));
     const report = await runGroups(chains, maxConcurrentRecords, (_chain, signal) => ({
-      process: async ({ received, telemetry }): Promise<RecordStep> => {
+      processRecord: async ({ received, telemetry }): Promise<RecordStep> => {
         if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
         anyStarted = true;
         const started = Date.now();

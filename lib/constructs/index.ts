@@ -27,7 +27,6 @@ export {
   PIPELINE_OUTPUTS,
   type PipelineOutputKey,
   type PipelineResources,
-  resourcesFromOutputs,
 } from './pipeline-outputs.js';
 export type { PipelineQueueType, PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
 export { SANDBOX_CONTEXT } from './sandbox-context.js';

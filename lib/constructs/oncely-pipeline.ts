@@ -192,147 +192,24 @@ export class OncelyPipeline extends Construct {
     const serviceName = props.serviceName ?? 'oncely';
     // Every metric the pipeline's functions publish carries it, and its alarms select it.
     const scopeName = constructScope(this);
-    const metricsScope = { [METRICS_SCOPE_ENVIRONMENT.pipeline]: scopeName };
+    const telemetryOf = (role: string) => ({
+      POWERTOOLS_SERVICE_NAME: `${serviceName}-${role}`,
+      POWERTOOLS_METRICS_NAMESPACE: serviceName,
+      [METRICS_SCOPE_ENVIRONMENT.pipeline]: scopeName,
+    });
     this.encryptionKey = props.encryptionKey;
-    const encryption = props.encryptionKey
-      ? { encryption: QueueEncryption.KMS, encryptionMasterKey: props.encryptionKey }
-      : { encryption: QueueEncryption.SQS_MANAGED };
-
-    // High-throughput FIFO, the DLQ too (a poison storm on a busy pipeline must not be throttled at
-    // 300 sends a second): deduplication and throughput are per message group. A standard queue has
-    // neither setting, nor one for fairness: a message with a MessageGroupId makes it fair. A FIFO
-    // queue's DLQ must be FIFO; a standard queue's must be standard.
-    const queueKind =
-      settings.queueType === 'fifo'
-        ? {
-            fifo: true,
-            deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
-            fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-          }
-        : {};
-    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
-      ...queueKind,
-      retentionPeriod: settings.dlqRetention,
-      maxMessageSizeBytes: settings.maxMessageSizeBytes,
-      ...encryption,
-      enforceSSL: true,
-      removalPolicy: settings.removalPolicy,
-    });
-    const queue = new Queue(this, 'Queue', {
-      ...queueKind,
-      retentionPeriod: settings.queueRetention,
-      visibilityTimeout: settings.visibilityTimeout,
-      maxMessageSizeBytes: settings.maxMessageSizeBytes,
-      ...encryption,
-      enforceSSL: true,
-      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
-      removalPolicy: settings.removalPolicy,
-    });
+    const { queue, deadLetterQueue } = this.#queues();
     this.deadLetterQueue = deadLetterQueue;
     this.queue = queue;
-
-    const idempotencyTable = new Table(this, 'IdempotencyTable', {
-      partitionKey: { name: ID_ATTRIBUTE, type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
-      ...(props.encryptionKey
-        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
-        : {}),
-      deletionProtection: settings.deletionProtection,
-      removalPolicy: settings.removalPolicy,
-    });
-    this.idempotencyTable = idempotencyTable;
-    // Sparse: only records an operator must resolve carry the key, so listing them never scans.
-    // It projects what the monitor and `in-doubt list` read, not the kept messages, which counting
-    // would otherwise read too (docs/capacity.md).
-    idempotencyTable.addGlobalSecondaryIndex({
-      indexName: UNRESOLVED_INDEX_NAME,
-      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
-      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
-      projectionType: ProjectionType.INCLUDE,
-      nonKeyAttributes: [...UNRESOLVED_INDEX_ATTRIBUTES],
-    });
-    // The earlier versions' index, projecting everything: CloudFormation creates or deletes one
-    // index per table update, so it goes in the next version; readers fall back on it meanwhile.
-    idempotencyTable.addGlobalSecondaryIndex({
-      indexName: LEGACY_UNRESOLVED_INDEX_NAME,
-      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
-      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
-      projectionType: ProjectionType.ALL,
-    });
-
-    this.publisher = this.#function('Publisher', packageEntry('../../lambdas/publisher/handler'), {
-      timeout: Duration.seconds(30),
-      memorySize: 256,
-      environment: {
-        [PUBLISHER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
-        // The same figure as the queue's limit, so the publisher refuses exactly what SQS would.
-        [PUBLISHER_ENVIRONMENT.queueMaxMessageBytes]: String(settings.maxMessageSizeBytes),
-        [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
-        [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
-        POWERTOOLS_SERVICE_NAME: `${serviceName}-publisher`,
-        POWERTOOLS_METRICS_NAMESPACE: serviceName,
-        ...metricsScope,
-      },
-    });
-    this.consumerEnvironment = {
-      [CONSUMER_ENVIRONMENT.idempotencyTableName]: idempotencyTable.tableName,
-      [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
-      [CONSUMER_ENVIRONMENT.dlqUrl]: deadLetterQueue.queueUrl,
-      [CONSUMER_ENVIRONMENT.queueUrl]: queue.queueUrl,
-      // Each middleware's own bound: fifoBatch's groups, standardBatch's records (DESIGN §5.1).
-      ...(settings.queueType === 'fifo'
-        ? { [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups) }
-        : { [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: String(settings.maxConcurrentRecords) }),
-      [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
-      POWERTOOLS_SERVICE_NAME: `${serviceName}-consumer`,
-      POWERTOOLS_METRICS_NAMESPACE: serviceName,
-      ...metricsScope,
-    };
+    this.idempotencyTable = this.#idempotencyTable();
+    this.publisher = this.#publisher(telemetryOf('publisher'));
+    this.consumerEnvironment = this.#consumerEnvironmentOf(telemetryOf('consumer'));
     this.consumer = this.#consumer(props.consumer);
-    this.consumer.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: settings.batchSize,
-        reportBatchItemFailures: true,
-        maxConcurrency: settings.maxConcurrency,
-        maxBatchingWindow: settings.maxBatchingWindow,
-      }),
-    );
-    this.unresolvedMonitor = this.#function('Monitor', packageEntry('../../lambdas/monitor/handler'), {
-      timeout: Duration.minutes(1),
-      memorySize: 256,
-      environment: {
-        [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
-        POWERTOOLS_SERVICE_NAME: `${serviceName}-monitor`,
-        POWERTOOLS_METRICS_NAMESPACE: serviceName,
-        ...metricsScope,
-      },
-    });
-    this.unresolvedCheckSchedule = new Rule(this, 'UnresolvedCheckSchedule', {
-      description: 'Runs the unresolved-records monitor, whose counts keep the in-doubt alarm current.',
-      schedule: Schedule.rate(settings.unresolvedCheckInterval),
-      // A count older than one interval is superseded by the next run: not worth EventBridge's retries.
-      targets: [
-        new LambdaFunction(this.unresolvedMonitor, { maxEventAge: settings.unresolvedCheckInterval }),
-      ],
-    });
+    this.#feedConsumer();
+    this.unresolvedMonitor = this.#unresolvedMonitor(telemetryOf('monitor'));
+    this.unresolvedCheckSchedule = this.#unresolvedCheckSchedule();
     this.#grantLeastPrivilege();
-
-    this.alarms = new PipelineAlarms(this, 'Alarms', {
-      queue,
-      deadLetterQueue,
-      consumer: this.consumer,
-      publisher: this.publisher,
-      metricsNamespace: serviceName,
-      scopeDimensions: { pipeline: scopeName },
-      monitorServiceName: `${serviceName}-monitor`,
-      consumerServiceName: `${serviceName}-consumer`,
-      publisherServiceName: `${serviceName}-publisher`,
-      unresolvedCheckInterval: settings.unresolvedCheckInterval,
-      oldestMessageAgeThreshold: settings.oldestMessageAgeThreshold,
-      topic: props.alarmTopic,
-    });
+    this.alarms = this.#alarms(serviceName, scopeName, props.alarmTopic);
     this.#addOutputs(props.outputPrefix ?? '');
   }
 
@@ -360,6 +237,163 @@ export class OncelyPipeline extends Construct {
         fn.addEnvironment(name, this.consumerEnvironment[name] as string);
       }
     }
+  }
+
+  /**
+   * High-throughput FIFO, the DLQ too (a poison storm on a busy pipeline must not be throttled at
+   * 300 sends a second): deduplication and throughput are per message group. A standard queue has
+   * neither setting, nor one for fairness: a message with a MessageGroupId makes it fair. A FIFO
+   * queue's DLQ must be FIFO; a standard queue's must be standard.
+   */
+  #queues(): { queue: Queue; deadLetterQueue: Queue } {
+    const { settings } = this;
+    const queueKind =
+      settings.queueType === 'fifo'
+        ? {
+            fifo: true,
+            deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+            fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+          }
+        : {};
+    const encryption = this.encryptionKey
+      ? { encryption: QueueEncryption.KMS, encryptionMasterKey: this.encryptionKey }
+      : { encryption: QueueEncryption.SQS_MANAGED };
+    const deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      ...queueKind,
+      retentionPeriod: settings.dlqRetention,
+      maxMessageSizeBytes: settings.maxMessageSizeBytes,
+      ...encryption,
+      enforceSSL: true,
+      removalPolicy: settings.removalPolicy,
+    });
+    const queue = new Queue(this, 'Queue', {
+      ...queueKind,
+      retentionPeriod: settings.queueRetention,
+      visibilityTimeout: settings.visibilityTimeout,
+      maxMessageSizeBytes: settings.maxMessageSizeBytes,
+      ...encryption,
+      enforceSSL: true,
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+      removalPolicy: settings.removalPolicy,
+    });
+    return { queue, deadLetterQueue };
+  }
+
+  /** The idempotency table (DESIGN §3) with its index of unresolved records. */
+  #idempotencyTable(): Table {
+    const table = new Table(this, 'IdempotencyTable', {
+      partitionKey: { name: ID_ATTRIBUTE, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
+      ...(this.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.encryptionKey }
+        : {}),
+      deletionProtection: this.settings.deletionProtection,
+      removalPolicy: this.settings.removalPolicy,
+    });
+    // Sparse: only records an operator must resolve carry the key, so listing them never scans.
+    // It projects what the monitor and `in-doubt list` read, not the kept messages, which counting
+    // would otherwise read too (docs/capacity.md).
+    table.addGlobalSecondaryIndex({
+      indexName: UNRESOLVED_INDEX_NAME,
+      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
+      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
+      projectionType: ProjectionType.INCLUDE,
+      nonKeyAttributes: [...UNRESOLVED_INDEX_ATTRIBUTES],
+    });
+    // The earlier versions' index, projecting everything: CloudFormation creates or deletes one
+    // index per table update, so it goes in the next version; readers fall back on it meanwhile.
+    table.addGlobalSecondaryIndex({
+      indexName: LEGACY_UNRESOLVED_INDEX_NAME,
+      partitionKey: { name: UNRESOLVED_ATTRIBUTE, type: AttributeType.STRING },
+      sortKey: { name: UPDATED_AT_ATTRIBUTE, type: AttributeType.NUMBER },
+      projectionType: ProjectionType.ALL,
+    });
+    return table;
+  }
+
+  /** `telemetry`: its Powertools service name and namespace, and the pipeline's metrics scope. */
+  #publisher(telemetry: Record<string, string>): NodejsFunction {
+    return this.#function('Publisher', packageEntry('../../lambdas/publisher/handler'), {
+      timeout: Duration.seconds(30),
+      memorySize: 256,
+      environment: {
+        [PUBLISHER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
+        // The same figure as the queue's limit, so the publisher refuses exactly what SQS would.
+        [PUBLISHER_ENVIRONMENT.queueMaxMessageBytes]: String(this.settings.maxMessageSizeBytes),
+        [PUBLISHER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        [PUBLISHER_ENVIRONMENT.idempotencyTtlSeconds]: String(this.settings.idempotencyTtl.toSeconds()),
+        ...telemetry,
+      },
+    });
+  }
+
+  /** What the consumer reads (`CONSUMER_ENVIRONMENT`), with its `telemetry` as the publisher's. */
+  #consumerEnvironmentOf(telemetry: Record<string, string>): Record<string, string> {
+    const { settings } = this;
+    return {
+      [CONSUMER_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+      [CONSUMER_ENVIRONMENT.idempotencyTtlSeconds]: String(settings.idempotencyTtl.toSeconds()),
+      [CONSUMER_ENVIRONMENT.dlqUrl]: this.deadLetterQueue.queueUrl,
+      [CONSUMER_ENVIRONMENT.queueUrl]: this.queue.queueUrl,
+      // Each middleware's own bound: fifoBatch's groups, standardBatch's records (DESIGN §5.1).
+      ...(settings.queueType === 'fifo'
+        ? { [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups) }
+        : { [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: String(settings.maxConcurrentRecords) }),
+      [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
+      ...telemetry,
+    };
+  }
+
+  /** The queue's event source on the consumer, with partial batch responses. */
+  #feedConsumer(): void {
+    this.consumer.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: this.settings.batchSize,
+        reportBatchItemFailures: true,
+        maxConcurrency: this.settings.maxConcurrency,
+        maxBatchingWindow: this.settings.maxBatchingWindow,
+      }),
+    );
+  }
+
+  #unresolvedMonitor(telemetry: Record<string, string>): NodejsFunction {
+    return this.#function('Monitor', packageEntry('../../lambdas/monitor/handler'), {
+      timeout: Duration.minutes(1),
+      memorySize: 256,
+      environment: {
+        [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        ...telemetry,
+      },
+    });
+  }
+
+  #unresolvedCheckSchedule(): Rule {
+    const interval = this.settings.unresolvedCheckInterval;
+    return new Rule(this, 'UnresolvedCheckSchedule', {
+      description: 'Runs the unresolved-records monitor, whose counts keep the in-doubt alarm current.',
+      schedule: Schedule.rate(interval),
+      // A count older than one interval is superseded by the next run: not worth EventBridge's retries.
+      targets: [new LambdaFunction(this.unresolvedMonitor, { maxEventAge: interval })],
+    });
+  }
+
+  #alarms(serviceName: string, scopeName: string, topic: ITopic | undefined): PipelineAlarms {
+    return new PipelineAlarms(this, 'Alarms', {
+      queue: this.queue,
+      deadLetterQueue: this.deadLetterQueue,
+      consumer: this.consumer,
+      publisher: this.publisher,
+      metricsNamespace: serviceName,
+      scopeDimensions: { pipeline: scopeName },
+      monitorServiceName: `${serviceName}-monitor`,
+      consumerServiceName: `${serviceName}-consumer`,
+      publisherServiceName: `${serviceName}-publisher`,
+      unresolvedCheckInterval: this.settings.unresolvedCheckInterval,
+      oldestMessageAgeThreshold: this.settings.oldestMessageAgeThreshold,
+      topic,
+    });
   }
 
   #consumer(consumer: OncelyConsumerEntry | OncelyConsumerFunction): IFunction {

@@ -64,61 +64,59 @@ export class PipelineAlarms extends Construct {
   /** A `resolve --as retry` did not finish: the record's message may not be back on the queue. */
   readonly retryPendingRecords: Alarm;
 
+  readonly #props: PipelineAlarmsProps;
+  readonly #action: IAlarmAction | undefined;
+
   /** @internal `OncelyPipeline` creates its alarms: see `OncelyPipeline.alarms`. */
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
     super(scope, id);
-    const action: IAlarmAction | undefined = props.topic ? new SnsAction(props.topic) : undefined;
-    const alarm = (
-      alarmId: string,
-      description: string,
-      metric: Metric | MathExpression,
-      threshold: number,
-      options: Partial<CreateAlarmOptions> = {},
-    ): Alarm => {
-      const created = metric.createAlarm(this, alarmId, {
-        alarmDescription: description,
-        threshold,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-        ...options,
-      });
-      if (action) created.addAlarmAction(action);
-      return created;
-    };
-    const monitorMetric = (statistic: string, metricName: string = UNRESOLVED_METRICS.inDoubt) =>
-      new Metric({
-        namespace: props.metricsNamespace,
-        metricName,
-        dimensionsMap: { service: props.monitorServiceName, ...props.scopeDimensions },
-        statistic,
-        period: props.unresolvedCheckInterval,
-      });
+    this.#props = props;
+    this.#action = props.topic ? new SnsAction(props.topic) : undefined;
+    this.deadLetterQueueNotEmpty = this.#deadLetterQueueNotEmpty();
+    this.inDoubtRecords = this.#inDoubtRecords();
+    this.unresolvedMonitorSilent = this.#unresolvedMonitorSilent();
+    this.consumerErrors = this.#consumerErrors();
+    this.recordLivesNotExtended = this.#recordLivesNotExtended();
+    this.retryPendingRecords = this.#retryPendingRecords();
+    this.publisherErrors = this.#publisherErrors();
+    this.oldestMessageAge = this.#oldestMessageAge();
+  }
 
-    this.deadLetterQueueNotEmpty = alarm(
+  #deadLetterQueueNotEmpty(): Alarm {
+    return this.#alarm(
       'DeadLetterQueueNotEmpty',
       'Messages are in the DLQ: inspect them with `oncely dlq list`, fix the cause, `oncely dlq redrive`.',
-      props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum' }),
+      this.#props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum' }),
       0,
     );
-    // The monitor publishes the live count every interval, so this stays raised while any IN_DOUBT
-    // record exists. IGNORE: a rate schedule is not aligned to CloudWatch's periods, so a healthy
-    // monitor can leave a period empty; that must neither clear a raised alarm (it would notify
-    // again a period later) nor raise one. A monitor that stops reporting is the next alarm's job.
-    this.inDoubtRecords = alarm(
+  }
+
+  /**
+   * The monitor publishes the live count every interval, so this stays raised while any IN_DOUBT
+   * record exists. IGNORE: a rate schedule is not aligned to CloudWatch's periods, so a healthy
+   * monitor can leave a period empty; that must neither clear a raised alarm (it would notify
+   * again a period later) nor raise one. A monitor that stops reporting is the next alarm's job.
+   */
+  #inDoubtRecords(): Alarm {
+    return this.#alarm(
       'InDoubtRecords',
       'At-most-once effects may or may not have happened: check each, then `oncely in-doubt resolve`.',
-      monitorMetric('Maximum'),
+      this.#monitorMetric('Maximum'),
       0,
       { treatMissingData: TreatMissingData.IGNORE },
     );
-    // No count for several intervals in a row (the monitor fails, is throttled or is not invoked):
-    // the in-doubt alarm above can then neither raise nor clear, so silence must not look healthy.
-    this.unresolvedMonitorSilent = alarm(
+  }
+
+  /**
+   * No count for several intervals in a row (the monitor fails, is throttled or is not invoked):
+   * the in-doubt alarm can then neither raise nor clear, so silence must not look healthy.
+   */
+  #unresolvedMonitorSilent(): Alarm {
+    return this.#alarm(
       'UnresolvedMonitorSilent',
       'The unresolved-records monitor has stopped reporting, so the InDoubtRecords alarm cannot be trusted: ' +
         'see the monitor’s logs and errors, and `oncely in-doubt list` meanwhile.',
-      silentPeriods(monitorMetric('SampleCount'), props.unresolvedCheckInterval),
+      silentPeriods(this.#monitorMetric('SampleCount'), this.#props.unresolvedCheckInterval),
       1,
       {
         comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -126,68 +124,121 @@ export class PipelineAlarms extends Construct {
         treatMissingData: TreatMissingData.IGNORE,
       },
     );
-    this.consumerErrors = alarm(
+  }
+
+  #consumerErrors(): Alarm {
+    return this.#alarm(
       'ConsumerErrors',
       'The consumer failed whole batches (e.g. DynamoDB unreachable): see its logs.',
-      props.consumer.metricErrors({ statistic: 'Sum' }),
+      this.#props.consumer.metricErrors({ statistic: 'Sum' }),
       0,
     );
-    // DESIGN §2: a copy going back to SQS could not make its key's record outlive its dedup horizon.
-    // Its next delivery tries again; only if none ever does can a redrive after the record expired
-    // run it twice, so each failure is worth an operator's look before redriving.
-    this.recordLivesNotExtended = alarm(
+  }
+
+  /**
+   * DESIGN §2: a copy going back to SQS could not make its key's record outlive its dedup horizon.
+   * Its next delivery tries again; only if none ever does can a redrive after the record expired
+   * run it twice, so each failure is worth an operator's look before redriving.
+   */
+  #recordLivesNotExtended(): Alarm {
+    return this.#alarm(
       'RecordLivesNotExtended',
       "A message went back to SQS but its key's idempotency record could not be made to outlive its " +
         'dedup horizon: see the consumer’s logs, and do not redrive its DLQ copies after that record expired.',
-      new Metric({
-        namespace: props.metricsNamespace,
-        metricName: CONSUMER_METRICS.recordLifeNotExtended,
-        dimensionsMap: { service: props.consumerServiceName, ...props.scopeDimensions },
-        statistic: 'Sum',
-      }),
+      this.#serviceMetric(this.#props.consumerServiceName, CONSUMER_METRICS.recordLifeNotExtended),
       0,
     );
-    // DESIGN §3: as for IN_DOUBT, the monitor's live count, so it stays raised while any record's
-    // retry is unfinished (its message perhaps never sent), and missing periods change nothing.
-    this.retryPendingRecords = alarm(
+  }
+
+  /**
+   * DESIGN §3: as for IN_DOUBT, the monitor's live count, so it stays raised while any record's
+   * retry is unfinished (its message perhaps never sent), and missing periods change nothing.
+   */
+  #retryPendingRecords(): Alarm {
+    return this.#alarm(
       'RetryPendingRecords',
       'A `oncely in-doubt resolve --as retry` did not finish: the message may not be back on the queue. ' +
         'See `oncely in-doubt list`, and run the same command again.',
-      monitorMetric('Maximum', UNRESOLVED_METRICS.retryPending),
+      this.#monitorMetric('Maximum', UNRESOLVED_METRICS.retryPending),
       0,
       { treatMissingData: TreatMissingData.IGNORE },
     );
-    // A caller of a failed or throttled invocation gets an error, not a status per message: it does
-    // not know what was sent until it retries. Lambda's Errors also count the requests the publisher
-    // refuses (invalid, a requestId reused with other messages, one still in progress): a caller's
-    // bug or race, not a fault, so they are subtracted; the publisher counts them with the
-    // invocation's timestamp, as Lambda does its Errors. Missing data (no invocations) is zero.
-    this.publisherErrors = alarm(
+  }
+
+  /**
+   * A caller of a failed or throttled invocation gets an error, not a status per message: it does
+   * not know what was sent until it retries. Lambda's Errors also count the requests the publisher
+   * refuses (invalid, a requestId reused with other messages, one still in progress): a caller's
+   * bug or race, not a fault, so they are subtracted; the publisher counts them with the
+   * invocation's timestamp, as Lambda does its Errors. Missing data (no invocations) is zero.
+   */
+  #publisherErrors(): Alarm {
+    const { publisher, publisherServiceName } = this.#props;
+    return this.#alarm(
       'PublisherErrors',
       'The publisher failed or was throttled on invocations (refused requests excluded): see its logs ' +
         'and its concurrency.',
       new MathExpression({
         expression: 'FILL(errors, 0) - FILL(refused, 0) + FILL(throttles, 0)',
         usingMetrics: {
-          errors: props.publisher.metricErrors({ statistic: 'Sum' }),
-          refused: new Metric({
-            namespace: props.metricsNamespace,
-            metricName: PUBLISHER_METRICS.refused,
-            dimensionsMap: { service: props.publisherServiceName, ...props.scopeDimensions },
-            statistic: 'Sum',
-          }),
-          throttles: props.publisher.metricThrottles({ statistic: 'Sum' }),
+          errors: publisher.metricErrors({ statistic: 'Sum' }),
+          refused: this.#serviceMetric(publisherServiceName, PUBLISHER_METRICS.refused),
+          throttles: publisher.metricThrottles({ statistic: 'Sum' }),
         },
         label: 'Publisher faults and throttles',
       }),
       0,
     );
-    this.oldestMessageAge = alarm(
+  }
+
+  #oldestMessageAge(): Alarm {
+    return this.#alarm(
       'OldestMessageAge',
       'Messages wait too long: a message group is blocked or the consumer falls behind.',
-      props.queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum' }),
-      props.oldestMessageAgeThreshold.toSeconds(),
+      this.#props.queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum' }),
+      this.#props.oldestMessageAgeThreshold.toSeconds(),
     );
+  }
+
+  /** Raised above `threshold` for one period, missing data not breaching, unless `options` say otherwise. */
+  #alarm(
+    alarmId: string,
+    description: string,
+    metric: Metric | MathExpression,
+    threshold: number,
+    options: Partial<CreateAlarmOptions> = {},
+  ): Alarm {
+    const created = metric.createAlarm(this, alarmId, {
+      alarmDescription: description,
+      threshold,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      ...options,
+    });
+    if (this.#action) created.addAlarmAction(this.#action);
+    return created;
+  }
+
+  /** A count the unresolved-records monitor publishes every `unresolvedCheckInterval`. */
+  #monitorMetric(statistic: string, metricName: string = UNRESOLVED_METRICS.inDoubt): Metric {
+    return new Metric({
+      namespace: this.#props.metricsNamespace,
+      metricName,
+      dimensionsMap: { service: this.#props.monitorServiceName, ...this.#props.scopeDimensions },
+      statistic,
+      period: this.#props.unresolvedCheckInterval,
+    });
+  }
+
+  /** The sum of a metric one of the pipeline's functions (`serviceName`) publishes. */
+  #serviceMetric(serviceName: string, metricName: string): Metric {
+    return new Metric({
+      namespace: this.#props.metricsNamespace,
+      metricName,
+      dimensionsMap: { service: serviceName, ...this.#props.scopeDimensions },
+      statistic: 'Sum',
+    });
   }
 }
 

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnvelope } from '../../lambdas/common/envelope.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
+import { readConsumerEnvironment } from '../../lambdas/consumer/environment.js';
 import {
   CONSUMER_METRICS,
   type ConsumerOperation,
@@ -14,7 +15,6 @@ import {
   type FifoBatchOptions,
   fifoBatch,
   leaseOperation,
-  readConsumerEnvironment,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';

@@ -11,6 +11,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { defaultSqsClient } from '../../lambdas/consumer/dead-letter-queue.js';
+import { readConsumerEnvironment } from '../../lambdas/consumer/environment.js';
 import {
   CONSUMER_ENVIRONMENT,
   CONSUMER_METRICS,
@@ -18,7 +19,6 @@ import {
   fifoBatch,
   leaseOperation,
   OncelyConfigurationError,
-  readConsumerEnvironment,
   standardBatch,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';

@@ -7,7 +7,7 @@ const groupOf = (record: string) => record.slice(0, 1);
 const batch = (...records: string[]) => planGroups(records, groupOf);
 const yieldToOtherGroups = () => new Promise((resolve) => setImmediate(resolve));
 /** Every group processed by the same function of a record. */
-const each = (process: (record: string) => Promise<RecordStep>) => () => ({ process });
+const each = (processRecord: (record: string) => Promise<RecordStep>) => () => ({ processRecord });
 
 describe('planGroups', () => {
   it('keeps delivery order within a group and orders groups by their first record', () => {
@@ -82,7 +82,7 @@ describe('runGroups', () => {
     const b1Failed = new Promise<void>((resolve) => (failB1 = resolve));
 
     const run = runGroups(batch('A1', 'B1', 'A2', 'C1'), 2, (_group, signal) => ({
-      process: async (record) => {
+      processRecord: async (record) => {
         signals.push(signal);
         if (record === 'B1') {
           failB1();
@@ -105,7 +105,7 @@ describe('runGroups', () => {
     const a1 = new Promise<'succeeded' | 'failed'>((resolve) => (settleA1 = resolve));
     const done: string[] = [];
     const report = await runGroups(batch('A1', 'A2', 'A3', 'A4', 'B1'), 10, (group) => ({
-      process: async (record) => {
+      processRecord: async (record) => {
         events.push(`start ${record}`);
         if (record === 'A1') return { settling: a1 };
         // A1's record write fails once A2 has run: A3 is the first record that never starts.
@@ -125,7 +125,7 @@ describe('runGroups', () => {
   it('waits for every settling record before it reports, and tells each group when it has no more turns', async () => {
     const order: string[] = [];
     const report = await runGroups(batch('A1', 'A2', 'A3'), 10, () => ({
-      process: async (record): Promise<RecordStep> => {
+      processRecord: async (record): Promise<RecordStep> => {
         order.push(`turn ${record}`);
         if (record === 'A3') return 'deferred';
         return {
@@ -149,7 +149,7 @@ describe('runGroups', () => {
     const outage = new Error('table unreachable');
     let done = false;
     const run = runGroups(batch('A1', 'A2'), 10, () => ({
-      process: async (record) => (record === 'A1' ? { settling: Promise.reject(outage) } : 'succeeded'),
+      processRecord: async (record) => (record === 'A1' ? { settling: Promise.reject(outage) } : 'succeeded'),
       done: async () => {
         done = true;
       },
@@ -163,7 +163,7 @@ describe('runGroups', () => {
     const a1 = new Promise<'succeeded' | 'failed'>((resolve) => (settleA1 = resolve));
     const outage = new Error('table unreachable');
     const run = runGroups(batch('A1', 'A2', 'B1', 'C1'), 10, (_group, _signal, stopped) => ({
-      process: async (record): Promise<RecordStep> => {
+      processRecord: async (record): Promise<RecordStep> => {
         if (record === 'A1') return { settling: a1 };
         if (record === 'A2') {
           settleA1('failed');

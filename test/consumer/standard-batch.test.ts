@@ -10,12 +10,12 @@ import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { DEFAULT_MAX_CONCURRENT_RECORDS } from '../../lambdas/consumer/environment.js';
+import { FifoQueueRecordError, StandardQueueRecordError } from '../../lambdas/consumer/errors.js';
 import {
   CONSUMER_METRICS,
   type ConsumerHooks,
   type ConsumerOperation,
   DLQ_ATTRIBUTES,
-  FifoQueueRecordError,
   type InDoubtHookEvent,
   leaseOperation,
   OutcomeUnknownError,
@@ -23,7 +23,6 @@ import {
   processStandardBatch,
   type RecordHookEvent,
   type StandardBatchOptions,
-  StandardQueueRecordError,
   standardBatch,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as client from '../../lambdas/client/index.js';
+import * as consumerErrors from '../../lambdas/consumer/errors.js';
 import * as consumer from '../../lambdas/consumer/index.js';
 import * as idempotency from '../../lambdas/idempotency/index.js';
 import * as outbox from '../../lambdas/outbox/index.js';
@@ -12,6 +13,8 @@ import * as cdk from '../../lib/constructs/index.js';
 // minifying bundler renames the classes themselves. And one class per name, across the package.
 
 const ENTRY_POINTS = { consumer, idempotency, client, outbox, cdk };
+/** Modules whose error classes no entry point exports (a consumer wired to the wrong queue): checked alike. */
+const INTERNAL = { 'consumer/errors': consumerErrors };
 
 type ErrorClass = (abstract new (...args: never[]) => Error) & { errorName?: unknown };
 
@@ -48,10 +51,10 @@ function isErrorClass(value: unknown): value is ErrorClass {
   return typeof value === 'function' && value.prototype instanceof Error;
 }
 
-/** Every exported error class with the entry points exporting it, and the Error classes it extends. */
+/** Every exported error class (and the internal ones) with the modules exporting it. */
 function exportedErrorClasses(): Map<ErrorClass, string[]> {
   const found = new Map<ErrorClass, string[]>();
-  for (const [entryPoint, exports] of Object.entries(ENTRY_POINTS)) {
+  for (const [entryPoint, exports] of Object.entries({ ...ENTRY_POINTS, ...INTERNAL })) {
     for (const [exportName, value] of Object.entries(exports)) {
       if (isErrorClass(value)) found.set(value, [...(found.get(value) ?? []), `${entryPoint}.${exportName}`]);
     }
