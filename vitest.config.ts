@@ -93,6 +93,9 @@ export default defineConfig({
           ...SHARED,
           name: 'unit',
           include: FAST_TESTS,
+          // The files share their workers' module graph: each worker loads aws-cdk-lib and the SDK
+          // once, not once per file (most of the tier's time). Each file still owns its state.
+          isolate: false,
           setupFiles: ['test/support/fast-tier-guard.ts'],
         },
       },
