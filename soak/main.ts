@@ -2,7 +2,7 @@
  * `npm run soak [-- --quick --messages N --groups G --rate R --seed S]`: the shop's pipeline in the
  * sandbox under steady load (docs/soak.md). Full size: at least 100,000 messages over 5,000 groups
  * for at least 15 minutes, figures and chart to bench/SOAK.md and bench/soak.svg. `--quick` (about
- * a minute, what `npm test` runs): 3,000 messages over 300 groups, to .oncely/soak-quick/.
+ * a minute, what `npm test` runs): 1,500 messages over 150 groups, to .oncely/soak-quick/.
  * Exit code 1 if a check failed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

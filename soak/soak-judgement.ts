@@ -31,17 +31,20 @@ export const SOAK_SIZES: Record<'full' | 'quick', { run: RunSize; minimum: SoakM
     minimum: { messages: 100_000, groups: 5_000, seconds: 15 * 60, memoryJudgedFromSeconds: 300 },
   },
   quick: {
+    // Small enough that a busy 2-core machine settles it well inside npm test's bound: 1,500
+    // messages (10 a group, as the full run) at 50 a second, 30 s of producing, with every kind of
+    // trouble still met (poison messages, republished and late ones, hangs, faults).
     run: {
-      messages: 3_000,
-      groups: 300,
+      messages: 1_500,
+      groups: 150,
       outboxShare: 0.15,
-      poisonEvery: 500,
-      ratePerSecond: 60,
-      maxQueued: 1_000,
+      poisonEvery: 375,
+      ratePerSecond: 50,
+      maxQueued: 750,
       sampleEveryMs: 2_000,
-      settleTimeoutMs: 120_000,
+      settleTimeoutMs: 240_000,
     },
-    minimum: { messages: 3_000, groups: 300, seconds: 45, memoryJudgedFromSeconds: 300 },
+    minimum: { messages: 1_500, groups: 150, seconds: 25, memoryJudgedFromSeconds: 300 },
   },
 };
 

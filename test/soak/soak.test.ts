@@ -7,7 +7,7 @@ import { runSoak } from '../../soak/soak-run.js';
 
 describe('the soak, quick', () => {
   it('carries every message once, in group order, the outbox emptied by its relay and sweeper, under faults', {
-    timeout: 300_000,
+    timeout: 600_000,
   }, async () => {
     const { run, minimum } = SOAK_SIZES.quick;
     const result = await runSoak({ ...run, seed: 7 });
