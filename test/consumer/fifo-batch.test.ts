@@ -13,7 +13,6 @@ import {
   type FifoBatchOptions,
   fifoBatch,
   IdempotencyStoreUnavailableError,
-  type LeaseOperationOptions,
   type LogFields,
   leaseOperation,
   type ParsedMessage,
@@ -22,6 +21,7 @@ import {
 import { DynamoDBIdempotencyStore, NonRetryableError } from '../../lambdas/idempotency/index.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { recordingOperation } from '../support/recording-operation.js';
 import { failRequests } from '../support/sdk-middleware.js';
 import { type FifoQueue, named, publish, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
@@ -40,30 +40,6 @@ beforeAll(() => {
 });
 
 const queuePair = (maxReceiveCount = 5) => world.queuePair({ maxReceiveCount });
-
-const namedPayload = z.object({ name: z.string() });
-
-/** A lease-mode operation that records the names it ran, in order. */
-function recordingOperation({
-  fail,
-  ...overrides
-}: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
-  fail?: (name: string, attempt: number) => void;
-} = {}) {
-  const ran: string[] = [];
-  const operation = leaseOperation({
-    namespace: `test-${randomUUID().slice(0, 8)}`,
-    mode: 'at-least-once',
-    payload: namedPayload,
-    run: async (message, { attempt }) => {
-      ran.push(message.payload.name);
-      fail?.(message.payload.name, attempt);
-      return { ran: message.payload.name };
-    },
-    ...overrides,
-  });
-  return { ran, operation };
-}
 
 function consumer(
   operations: Record<string, ConsumerOperation>,

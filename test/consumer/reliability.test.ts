@@ -19,7 +19,6 @@ import {
   type FifoBatchOptions,
   fifoBatch,
   IdempotencyStoreUnavailableError,
-  type LeaseOperationOptions,
   leaseOperation,
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
@@ -35,6 +34,7 @@ import {
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { namedPayload, recordingOperation } from '../support/recording-operation.js';
 import { failRequests, setsStatus } from '../support/sdk-middleware.js';
 import {
   createFifoQueue,
@@ -75,30 +75,6 @@ async function smallQueuePair(maximumMessageSize: number) {
   });
   world.own(queue, dlq);
   return { queue, dlq };
-}
-
-const namedPayload = z.object({ name: z.string() });
-
-/** A lease-mode operation that records the names it ran, in order. */
-function recordingOperation({
-  fail,
-  ...overrides
-}: Partial<LeaseOperationOptions<{ name: string }, unknown>> & {
-  fail?: (name: string, attempt: number) => void;
-} = {}) {
-  const ran: string[] = [];
-  const operation = leaseOperation({
-    namespace: `test-${randomUUID().slice(0, 8)}`,
-    mode: 'at-least-once',
-    payload: namedPayload,
-    run: async (message, { attempt }) => {
-      ran.push(message.payload.name);
-      fail?.(message.payload.name, attempt);
-      return { ran: message.payload.name };
-    },
-    ...overrides,
-  });
-  return { ran, operation };
 }
 
 interface ConsumerSetup {
