@@ -84,18 +84,12 @@ const EMULATORS = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    // Two files at once on the 2-core machine (Vitest's default there is one): most of a file's
-    // time is spent waiting on emulators, functions and queues, not computing.
-    maxWorkers: 2,
     projects: [
       {
         test: {
           ...SHARED,
           name: 'unit',
           include: FAST_TESTS,
-          // The files share their workers' module graph: each worker loads aws-cdk-lib and the SDK
-          // once, not once per file (most of the tier's time). Each file still owns its state.
-          isolate: false,
           setupFiles: ['test/support/fast-tier-guard.ts'],
         },
       },
