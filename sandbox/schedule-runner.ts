@@ -37,7 +37,10 @@ export function startScheduleRunner(options: ScheduleRunnerOptions): { stop: () 
     const run = runOnce(options, controller.signal);
     running.add(run);
     void run.finally(() => running.delete(run));
+    // This run was the one due: the next is at least one interval on, even when Date.now() reads
+    // a little behind the monotonic clock the timer fired by (or was stepped back).
     const now = Date.now();
+    due += intervalMs;
     while (due <= now) due += intervalMs;
     timer = setTimeout(tick, due - now);
   };

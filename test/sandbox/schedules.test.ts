@@ -1,5 +1,5 @@
 import type { ScheduledEvent } from 'aws-lambda';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AsyncAttempt, AsyncInvokeConfig } from '../../sandbox/async-invocation.js';
 import { inProcessFunction } from '../../sandbox/in-process-function.js';
 import type { InvocationResult } from '../../sandbox/lambda-context.js';
@@ -110,6 +110,25 @@ describe('schedule runner', () => {
       detail: {},
     });
     expect(runs[1].event.id).not.toBe(runs[0].event.id);
+  });
+
+  it('runs one tick per interval when the wall clock reads a little behind the timers', async () => {
+    // Timers run on Node's monotonic clock, the runner reads Date.now(): the two are whole
+    // milliseconds of different clocks, so a timer can fire when Date.now() says its time is a
+    // millisecond away (or more, when the wall clock is stepped back).
+    const realNow = Date.now.bind(Date);
+    let offsetMs = 0;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow() - offsetMs);
+    try {
+      const { runs, results, startedAt } = run();
+      offsetMs = 3;
+      await waitFor(() => results.length >= 2, 'two runs');
+
+      expect(runs[1].startedAt - runs[0].startedAt).toBeGreaterThanOrEqual(INTERVAL_MS - 5);
+      expect(runs[1].startedAt - startedAt).toBeGreaterThanOrEqual(2 * INTERVAL_MS - 10);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('fires every tick while a previous run is still going, as EventBridge does: runs overlap', async () => {
