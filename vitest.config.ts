@@ -46,6 +46,7 @@ const FAST_TESTS = [
   'test/shop/shop-settings.test.ts',
   'test/soak/soak-parts.test.ts',
   'test/stack/as-aws-runs-it.test.ts',
+  'test/stack/cloudformation-validation.test.ts',
   'test/stack/grants.test.ts',
   'test/stack/managed-instances.test.ts',
   'test/stack/outbox.test.ts',
@@ -74,7 +75,13 @@ const MIDDY_FLOOR_SUITES = [
  * condition holds, so they are wide enough for a machine busy with other work.
  */
 const SHARED = {
-  env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+  env: {
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // aws-cdk-lib checks each synthesised template against CloudFormation's schemas in WebAssembly
+    // (about 4 s a synthesis, warnings unless an app asks for errors): `npm run synth`, the deploy
+    // test and test/stack/cloudformation-validation.test.ts keep it; other syntheses skip it.
+    CDK_VALIDATION: 'false',
+  },
   testTimeout: 120_000,
   hookTimeout: 240_000,
 };
@@ -90,6 +97,9 @@ export default defineConfig({
           ...SHARED,
           name: 'unit',
           include: FAST_TESTS,
+          // The files share their workers' module graph: each worker loads aws-cdk-lib and the SDK
+          // once, not once per file (most of the tier's time). Each file still owns its state.
+          isolate: false,
           setupFiles: ['test/support/fast-tier-guard.ts'],
         },
       },
