@@ -25,6 +25,8 @@ export interface PipelineChaosOptions {
   ordersPerCustomer: number;
   /** How long the stock load may take to apply, and the queue to empty after the last publish; 120 s by default. */
   settleTimeoutMs?: number;
+  /** The shop's cloud assembly, synthesised before (a test run's shared one); synthesised anew by default. */
+  cloudAssembly?: string;
   print?: (line: string) => void;
 }
 
@@ -66,6 +68,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
   let crashes = 0;
   const sandbox = await startShopUnderFaults({
     gatewayUrl: gateway.url,
+    cloudAssembly: options.cloudAssembly,
     onCrash: () => crashes++,
     routeFunctions: async (emulators) => {
       const [dynamodb, sqs] = await Promise.all([

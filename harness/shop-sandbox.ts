@@ -15,9 +15,12 @@ export function startShopUnderFaults(options: {
   onCrash: () => void;
   /** How often the schedules run (the outbox's sweeper, the monitor); each rule's own rate by default. */
   scheduleIntervalMs?: number;
+  /** The shop's cloud assembly, synthesised before (a test run's shared one); synthesised anew by default. */
+  cloudAssembly?: string;
 }): Promise<Sandbox> {
   return startSandbox({
     appDirectory: SHOP_APP,
+    cloudAssembly: options.cloudAssembly,
     environment: {
       NOTIFICATION_URL: options.gatewayUrl,
       // Under the consumer's 2 s timeout: a hung send is an unknown outcome, not a dead invocation.

@@ -35,7 +35,13 @@ import { startScheduleRunner } from './schedule-runner.js';
 import { type SqsEmulator, startSqsEmulator } from './sqs-emulator.js';
 import { type StreamBatchReport, startStreamPoller } from './stream-poller.js';
 import type { LocalStreamSource } from './stream-source.js';
-import { type AssemblyStack, synthesizeApp } from './synthesize.js';
+import {
+  type AssemblyStack,
+  CdkAppConfigError,
+  type CloudAssembly,
+  readCloudAssembly,
+  synthesizeApp,
+} from './synthesize.js';
 import { Teardown } from './teardown.js';
 
 /** Where the functions reach SQS and DynamoDB. */
@@ -49,6 +55,13 @@ export interface SandboxOptions {
   appDirectory?: string;
   /** CDK context for the synth, over cdk.json's and cdk.context.json's (`--context KEY=VALUE`). */
   context?: Record<string, unknown>;
+  /**
+   * A cloud assembly of the app that {@link synthesizeApp} wrote before (with the context it
+   * needs): run as it is, not synthesised again, and left in place on stop, so that several
+   * sandboxes of one app (a test suite's) pay for one synthesis. Not with `context`, which only a
+   * synthesis applies. By default the sandbox synthesises the app, and removes the assembly on stop.
+   */
+  cloudAssembly?: string;
   /**
    * Routes the functions' SQS and DynamoDB requests elsewhere once the emulators run — e.g. through
    * a fault-injecting proxy in front of them. The pollers and the ready file keep the emulators'.
@@ -134,7 +147,7 @@ export interface ProvisionedApp
 export interface Sandbox {
   readonly description: SandboxDescription;
   readonly provisioned: ProvisionedApp;
-  /** The synthesised cloud assembly the functions run from; removed on stop. */
+  /** The cloud assembly the functions run from; removed on stop unless it was given (`cloudAssembly`). */
   readonly assemblyDirectory: string;
   /** The pipeline's resources; throws {@link NoPipelineError} when the app has no OncelyPipeline. */
   pipelineResources(): PipelineResources;
@@ -142,7 +155,7 @@ export interface Sandbox {
   usage(): SandboxUsage;
   /** Invokes a function of the app by name or ARN, as Lambda would. */
   invoke(functionName: string, event: unknown): Promise<InvocationResult>;
-  /** Stops everything it started, DynamoDB Local's JVM included, and removes the cloud assembly. */
+  /** Stops everything it started, DynamoDB Local's JVM included, and removes the cloud assembly it synthesised. */
   stop(): Promise<void>;
 }
 
@@ -176,6 +189,11 @@ const ONCELY_DIRECTORY = fileURLToPath(new URL('.', import.meta.url));
  * Whatever fails during start-up stops what had started.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  if (options.cloudAssembly !== undefined && options.context !== undefined) {
+    throw new CdkAppConfigError(
+      'Give the sandbox a context or a cloudAssembly, not both: the context applies to a synthesis, and a given assembly is not synthesised again.',
+    );
+  }
   const teardown = new Teardown();
   try {
     const appDirectory = resolve(options.appDirectory ?? '.');
@@ -228,9 +246,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 async function startAppAndEmulators(teardown: Teardown, appDirectory: string, options: SandboxOptions) {
   // The synth takes longest (a bundler per function): the emulators start meanwhile.
   const starting = [
-    teardown.started(synthesizeApp({ appDirectory, context: options.context }), (assembly) =>
-      assembly.remove(),
-    ),
+    teardown.started(assemblyOf(appDirectory, options), (assembly) => assembly.remove()),
     teardown.started(startDynamoDbLocal(), (dynamodbLocal) => dynamodbLocal.stop()),
     teardown.started(startSqsEmulator({ oneGroupPerReceive: options.oneGroupPerReceive }), (sqsEmulator) =>
       sqsEmulator.stop(),
@@ -241,6 +257,12 @@ async function startAppAndEmulators(teardown: Teardown, appDirectory: string, op
   const [assembly, dynamodbLocal, sqsEmulator] = await Promise.all(starting);
   const emulators: ServiceEndpoints = { sqs: sqsEmulator.endpoint, dynamodb: dynamodbLocal.endpoint };
   return { assembly, emulators, sqsEmulator, dynamodbLocal };
+}
+
+/** The app's cloud assembly: the one given, or synthesised now. */
+async function assemblyOf(appDirectory: string, options: SandboxOptions): Promise<CloudAssembly> {
+  if (options.cloudAssembly === undefined) return synthesizeApp({ appDirectory, context: options.context });
+  return readCloudAssembly(options.cloudAssembly);
 }
 
 /** The sandbox's own clients of the emulators: they provision the stacks and poll the sources. */

@@ -99,6 +99,21 @@ export async function synthesizeApp(options: SynthOptions): Promise<CloudAssembl
   }
 }
 
+/**
+ * A cloud assembly {@link synthesizeApp} wrote before, read as it is: its stacks, in order. The
+ * caller keeps the directory (its `remove()` leaves it), so that several sandboxes can run one.
+ */
+export function readCloudAssembly(directory: string): CloudAssembly {
+  const resolved = resolve(directory);
+  if (!existsSync(join(resolved, 'manifest.json'))) {
+    throw new CdkAppConfigError(`${resolved} is not a cloud assembly: it has no manifest.json.`);
+  }
+  const stacks = readStacks(resolved);
+  if (stacks.length === 0)
+    throw new CdkAppConfigError(`The cloud assembly in ${resolved} has no stack to run.`);
+  return { directory: resolved, stacks, remove: () => undefined };
+}
+
 /** Runs the app's command through a shell, as the CLI does, in its own process group (stopped with it). */
 async function runApp(command: string, cwd: string, env: Record<string, string>): Promise<void> {
   const child = spawn(command, {

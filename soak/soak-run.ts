@@ -40,6 +40,8 @@ export interface SoakOptions extends SoakWorkloadSize {
   sampleEveryMs: number;
   /** How long the queue and the outbox may take to empty once the producers are done. */
   settleTimeoutMs: number;
+  /** The shop's cloud assembly, synthesised before (a test run's shared one); synthesised anew by default. */
+  cloudAssembly?: string;
   print?: (line: string) => void;
 }
 
@@ -85,6 +87,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   let crashes = 0;
   const sandbox = await startShopUnderFaults({
     gatewayUrl: gateway.url,
+    cloudAssembly: options.cloudAssembly,
     scheduleIntervalMs: SCHEDULE_INTERVAL_MS,
     onCrash: () => crashes++,
     routeFunctions: async (emulators) => {

@@ -1,12 +1,19 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type PipelineChaosReport, runPipelineChaos } from '../../chaos/pipeline-run.js';
+import { sharedAssembly } from '../support/shared-assembly.js';
 
 // The whole pipeline in its own sandbox under faults — `npm run chaos` runs a larger one.
 
 const SEED = 3;
 // A generous settle bound: on a busy machine many invocations die of their 2 s timeout.
-const run = () =>
-  runPipelineChaos({ seed: SEED, customers: 8, ordersPerCustomer: 5, settleTimeoutMs: 300_000 });
+const run = async () =>
+  runPipelineChaos({
+    seed: SEED,
+    customers: 8,
+    ordersPerCustomer: 5,
+    settleTimeoutMs: 300_000,
+    cloudAssembly: await sharedAssembly('.'),
+  });
 
 describe('the whole pipeline in the sandbox, under faults', () => {
   let report: PipelineChaosReport;

@@ -45,6 +45,7 @@ import { freePort } from '../../sandbox/free-port.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import { startGateway } from '../support/http-gateway.js';
+import { sharedAssembly } from '../support/shared-assembly.js';
 import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 
 // The operations commands against one real sandbox (DynamoDB Local, the SQS emulator, the functions
@@ -69,6 +70,7 @@ beforeAll(async () => {
   gateway = await startGateway(() => 200);
   sandbox = await startSandbox({
     appDirectory: SHOP_APP,
+    cloudAssembly: await sharedAssembly(SHOP_APP),
     // The consumer's notifications go to the stand-in gateway, which records them in order.
     environment: { NOTIFICATION_URL: gateway.url, POWERTOOLS_LOG_LEVEL: 'ERROR' },
   });

@@ -9,6 +9,7 @@ import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import type { StreamBatchReport } from '../../sandbox/stream-poller.js';
+import { sharedAssembly } from '../support/shared-assembly.js';
 
 // The example shop in the sandbox, its functions' SQS requests through a fault proxy: orders placed
 // while SQS refuses every send stay in the outbox through the relay's retries, and the sweeper
@@ -24,6 +25,7 @@ const relayBatches: StreamBatchReport[] = [];
 beforeAll(async () => {
   sandbox = await startSandbox({
     appDirectory: '.',
+    cloudAssembly: await sharedAssembly('.'),
     environment: { POWERTOOLS_LOG_LEVEL: 'CRITICAL' },
     functionOutput: () => undefined,
     // The sweeper every second (its rule's rate is a minute); in the sandbox it sweeps what is 10 s old.

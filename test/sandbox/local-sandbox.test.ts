@@ -235,6 +235,30 @@ describe('the sandbox of a CDK app', () => {
     );
   });
 
+  it('runs an assembly synthesised before as it is, and leaves it in place on stop', async () => {
+    const second = await startSandbox({
+      appDirectory: '.',
+      cloudAssembly: sandbox.assemblyDirectory,
+      functionOutput: () => undefined,
+    });
+    try {
+      expect(second.assemblyDirectory).toBe(sandbox.assemblyDirectory);
+      expect(second.description.stackName).toBe(sandbox.description.stackName);
+      // Its own emulators, provisioned from the given templates: the monitor runs and answers.
+      const monitor = second.provisioned.functions.find((fn) => fn.name.includes('Monitor'));
+      expect(await second.invoke(String(monitor?.name), {})).toMatchObject({ ok: true });
+    } finally {
+      await second.stop();
+    }
+    expect(existsSync(join(sandbox.assemblyDirectory, 'manifest.json'))).toBe(true);
+  });
+
+  it('refuses a context beside an assembly synthesised before: only a synthesis applies one', async () => {
+    await expect(
+      startSandbox({ appDirectory: '.', cloudAssembly: sandbox.assemblyDirectory, context: { stage: 'x' } }),
+    ).rejects.toThrow(/a context or a cloudAssembly, not both/);
+  });
+
   it('stops everything it started and removes the cloud assembly', async () => {
     const { endpoints } = sandbox.description;
     await sandbox.stop();

@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from '../../sandbox/local-aws-config.js';
-import { CdkAppConfigError, CdkSynthError, synthesizeApp } from '../../sandbox/synthesize.js';
+import {
+  CdkAppConfigError,
+  CdkSynthError,
+  readCloudAssembly,
+  synthesizeApp,
+} from '../../sandbox/synthesize.js';
 
 const APPS = resolve('test/sandbox/fixtures/apps');
 
@@ -43,6 +48,23 @@ describe('synthesising a CDK app as the CDK CLI does', () => {
       assembly.remove();
     }
     expect(existsSync(assembly.directory)).toBe(false);
+  });
+
+  it('reads an assembly it wrote before as it is, and leaves it when asked to remove it', async () => {
+    const written = await synthesizeApp({ appDirectory: join(APPS, 'assembly-writer') });
+    try {
+      const read = readCloudAssembly(written.directory);
+      expect(read.stacks).toEqual(written.stacks);
+      read.remove();
+      expect(existsSync(written.directory)).toBe(true);
+    } finally {
+      written.remove();
+    }
+  });
+
+  it('says so when a directory given as an assembly is none', () => {
+    expect(() => readCloudAssembly(APPS)).toThrow(CdkAppConfigError);
+    expect(() => readCloudAssembly(APPS)).toThrow(/is not a cloud assembly: it has no manifest\.json/);
   });
 
   it('prefers cdk.json’s context to cdk.context.json’s', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { judgeSoak, RELAYED_SHARE_CHECK, SOAK_SIZES } from '../../soak/soak-judgement.js';
 import { runSoak } from '../../soak/soak-run.js';
+import { sharedAssembly } from '../support/shared-assembly.js';
 
 // `npm run soak -- --quick`: the soak's whole path at a minute's size (the full run is its own
 // command; its figures are in bench/SOAK.md).
@@ -10,7 +11,7 @@ describe('the soak, quick', () => {
     timeout: 600_000,
   }, async () => {
     const { run, minimum } = SOAK_SIZES.quick;
-    const result = await runSoak({ ...run, seed: 7 });
+    const result = await runSoak({ ...run, seed: 7, cloudAssembly: await sharedAssembly('.') });
     const judgement = judgeSoak(result, minimum);
 
     expect(result.verdict.violations).toEqual([]);

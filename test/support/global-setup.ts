@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
@@ -8,12 +11,15 @@ declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
     sqsEndpoint: string;
+    /** Where test/support/shared-assembly.ts keeps the run's cloud assemblies, one per app and context. */
+    assemblyCache: string;
   }
 }
 
 interface Emulators {
   dynamodbEndpoint: string;
   sqsEndpoint: string;
+  assemblyCache: string;
   stop: () => Promise<void>;
 }
 
@@ -33,17 +39,23 @@ async function startEmulators(): Promise<Emulators> {
     await dynamodb.stop();
     throw error;
   });
+  const assemblyCache = mkdtempSync(join(tmpdir(), 'oncely-test-assemblies-'));
   return {
     dynamodbEndpoint: dynamodb.endpoint,
     sqsEndpoint: sqs.endpoint,
+    assemblyCache,
     stop: async () => {
       await sqs.stop();
       await dynamodb.stop();
+      rmSync(assemblyCache, { recursive: true, force: true });
     },
   };
 }
 
-/** Starts the emulators once for the whole run; every test file isolates itself with its own tables/queues. */
+/**
+ * Starts the emulators once for the whole run (every test file isolates itself with its own
+ * tables/queues), and makes the directory the run's shared cloud assemblies go to.
+ */
 export default async function setup(project: TestProject) {
   shared.oncelyEmulators ??= { started: startEmulators(), users: 0 };
   const entry = shared.oncelyEmulators;
@@ -51,6 +63,7 @@ export default async function setup(project: TestProject) {
   const emulators = await entry.started;
   project.provide('dynamodbEndpoint', emulators.dynamodbEndpoint);
   project.provide('sqsEndpoint', emulators.sqsEndpoint);
+  project.provide('assemblyCache', emulators.assemblyCache);
   return async () => {
     entry.users -= 1;
     if (entry.users > 0) return;

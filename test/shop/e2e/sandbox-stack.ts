@@ -1,4 +1,5 @@
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../../sandbox/local-sandbox.js';
+import { sharedAssembly } from '../../support/shared-assembly.js';
 
 /**
  * Starts the shop's app (the repository's root) in a sandbox and points this process's environment
@@ -6,9 +7,16 @@ import { type Sandbox, type SandboxOptions, startSandbox } from '../../../sandbo
  * edge as `AWS_ENDPOINT_URL`, and credentials, as a user would run the suite against a stack.
  */
 export async function startSandboxAsStack(
-  options: Pick<SandboxOptions, 'context' | 'duplicateDeliveries'> = {},
+  options: { context?: Record<string, unknown> } & Pick<SandboxOptions, 'duplicateDeliveries'> = {},
 ): Promise<Sandbox> {
-  const sandbox = await startSandbox({ appDirectory: '.', functionOutput: () => undefined, ...options });
+  const { context, ...rest } = options;
+  const sandbox = await startSandbox({
+    appDirectory: '.',
+    // One synthesis of each context for the whole test run.
+    cloudAssembly: await sharedAssembly('.', context),
+    functionOutput: () => undefined,
+    ...rest,
+  });
   const { endpoints, region, stackName } = sandbox.description;
   Object.assign(process.env, {
     ONCELY_TARGET: 'stack',

@@ -9,6 +9,7 @@ import type { PipelineResources } from '../../../lib/constructs/pipeline-outputs
 import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../../../lib/shop/shop-stack.js';
 import { localAwsConfig } from '../../../sandbox/local-aws-config.js';
 import { startSandbox } from '../../../sandbox/local-sandbox.js';
+import { sharedAssembly } from '../../support/shared-assembly.js';
 
 /** The shop's CDK app: the directory of its cdk.json. */
 const SHOP_APP = fileURLToPath(new URL('../../..', import.meta.url));
@@ -95,7 +96,9 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
   const sandbox = await startSandbox({
     appDirectory: SHOP_APP,
     functionOutput: () => undefined,
-    ...(queueType === 'standard' ? { context: { queueType }, duplicateDeliveries: true } : {}),
+    // One synthesis of each queue type for the whole test run.
+    cloudAssembly: await sharedAssembly(SHOP_APP, queueType === 'standard' ? { queueType } : {}),
+    ...(queueType === 'standard' ? { duplicateDeliveries: true } : {}),
     onBatch: (_functionName, report) => {
       receivedRecords += report.received;
     },
