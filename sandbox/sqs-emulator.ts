@@ -77,7 +77,10 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
     // Tests create and delete queues freely; AWS's 60 s wait before re-creating a name would only slow them.
     emulateQueueCreationLifecycle: false,
   });
-  const server = createServer(requestHandler);
+  // Idle connections stay open until their client closes them (or stop() does): with Node's default
+  // 5 s timeout, a client reusing an idle connection as the server closed it saw "socket hang up",
+  // which a client with one attempt (the publisher's, a benchmark's) reports as a failed call.
+  const server = createServer({ keepAliveTimeout: 0 }, requestHandler);
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', (error) =>
       reject(

@@ -1,3 +1,5 @@
+import { Agent, request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
 import {
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
@@ -195,4 +197,50 @@ describe('a FIFO backlog larger than 20,000 messages, on the sandbox', () => {
     await expect.poll(() => delivered, { timeout: 60_000, interval: 250 }).toBe(total);
     await expect.poll(() => messagesInQueue(sqs, queue.url), { timeout: 60_000 }).toBe(0);
   }, 240_000);
+});
+
+describe('a client connection the SQS emulator keeps', () => {
+  it('stays open while idle past Node’s 5 s keep-alive timeout: no "socket hang up" on its next request', async () => {
+    const emulator = await startSqsEmulator();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<Socket>();
+    const listQueues = () =>
+      new Promise<number>((resolve, reject) => {
+        const request = httpRequest(
+          emulator.endpoint,
+          {
+            agent,
+            method: 'POST',
+            headers: {
+              'content-type': 'application/x-amz-json-1.0',
+              'x-amz-target': 'AmazonSQS.ListQueues',
+            },
+          },
+          (response) => {
+            response.resume();
+            response.once('end', () => resolve(response.statusCode ?? 0));
+          },
+        );
+        request.once('socket', (socket) => sockets.add(socket));
+        request.once('error', reject);
+        request.end('{}');
+      });
+    try {
+      expect(await listQueues()).toBe(200);
+      const [socket] = [...sockets];
+      let closedByServer = false;
+      socket?.once('close', () => {
+        closedByServer = true;
+      });
+      // Longer than the server's default keep-alive timeout, after which it would close the socket.
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+
+      expect(closedByServer).toBe(false);
+      expect(await listQueues()).toBe(200);
+      expect(sockets.size).toBe(1);
+    } finally {
+      agent.destroy();
+      await emulator.stop();
+    }
+  });
 });
