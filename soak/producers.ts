@@ -89,17 +89,25 @@ export async function runClientProducer(options: ClientProducerOptions): Promise
   }
 }
 
-/** The publish call itself may fail (its Invoke, under faults): the same chunk again is safe. */
+/** How long a producer keeps calling again a publish that fails, before the run fails with it. */
+const PUBLISH_RETRY_MS = 120_000;
+
+/**
+ * The publish call itself may fail (its Invoke, under faults, or the publisher's own SQS request
+ * timing out on a busy machine): the same chunk again is safe. Tried again for a time, not a
+ * number of times, as a busy machine can fail several calls in a row.
+ */
 async function publishWithRetry(
   publish: ClientProducerOptions['publish'],
   messages: SoakMessage[],
 ): Promise<PublishResult> {
+  const deadline = Date.now() + PUBLISH_RETRY_MS;
   for (let attempt = 1; ; attempt++) {
     try {
       return await publish(messages);
     } catch (error) {
-      if (attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(200 * attempt, 2_000)));
     }
   }
 }
