@@ -11,8 +11,8 @@ import { CliUsageError, parseCommandLine, USAGE } from '../cli/command-line.js';
 import { runOperation } from '../cli/operations-command.js';
 import { assertToolchain, TOOLCHAINS } from '../lib/constructs/missing-toolchain.js';
 
-// The project supports Node 20 (package.json engines); the SDK's notice about its own future
-// support would only clutter an operator's output.
+// On a Node.js older than the SDK's coming floor (22, as package.json's engines), the SDK's notice
+// about its own future support would only clutter an operator's output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 async function main(argv: string[]): Promise<number> {

@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,9 +10,10 @@ import { installedCopies } from '../../bench/installs.js';
 import { createScratchProject } from '../../bench/scratch-project.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { installLambdaNode } from '../../sandbox/node-binary.js';
 import { groupAlive } from '../support/process-group.js';
 
-// A user's project, outside the repository: it installs the packed tarball with README.md's commands
+// A user's project, outside the repository, on the oldest Node.js the package supports: it installs the packed tarball with README.md's commands
 // (Middy 7, its AWS SDK clients pinned to the oldest Oncely supports), writes a consumer and a
 // stack with the public entry points only, type-checks, synthesises, runs in `npx oncely local`,
 // publishes with `oncely/client` and sees each effect once. Its SDK is the only one: one copy of
@@ -29,6 +30,10 @@ const PINNED = {
 };
 
 const run = promisify(execFile);
+
+/** The oldest Node.js major package.json's engines allow: everything the project runs, runs on it. */
+const OLDEST_NODE = 22;
+const pathBefore = process.env.PATH;
 
 let project: string;
 let effects: Server;
@@ -95,6 +100,9 @@ console.log(JSON.stringify([...first.results, ...again.results].map((result) => 
 };
 
 beforeAll(async () => {
+  // npm, npx and every package's command run on the first `node` of PATH: this file's own commands
+  // only (each test file runs in a process of its own).
+  process.env.PATH = `${dirname(installLambdaNode(OLDEST_NODE))}${delimiter}${pathBefore ?? ''}`;
   project = (await createScratchProject(FILES, PINNED)).directory;
   effects = createServer((request, response) => {
     received.push(String(request.headers['idempotency-key']));
@@ -111,6 +119,7 @@ afterAll(async () => {
   }
   effects.close();
   rmSync(project, { recursive: true, force: true });
+  process.env.PATH = pathBefore;
 });
 
 describe('Oncely installed in a project of its own', () => {
@@ -123,6 +132,13 @@ describe('Oncely installed in a project of its own', () => {
       (name) => name !== 'node_modules',
     );
     expect(shipped.sort()).toEqual(['README.md', 'dist', 'package.json']);
+    const manifest = JSON.parse(
+      readFileSync(join(project, 'node_modules', 'oncely', 'package.json'), 'utf8'),
+    );
+    expect(manifest.engines.node).toBe(`>=${OLDEST_NODE}`);
+    expect((await run('node', ['--version'], { cwd: project })).stdout).toMatch(
+      new RegExp(`^v${OLDEST_NODE}\\.`),
+    );
 
     await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: project });
     const env = { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' };
