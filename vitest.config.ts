@@ -64,6 +64,19 @@ const FAST_TESTS = [
  * hook and the batch response) and the idempotency middleware (`before`, `after`, `onError`, and
  * the early return of a completed request).
  */
+/**
+ * The files that keep the machine busy for a minute or more (a whole shop under faults, a user's
+ * project installed and run, the benchmarks): they run after the others, one at a time, so that
+ * on a machine already busy with other work they do not also share it with another test file.
+ */
+const ALONE_TESTS = [
+  'test/soak/soak.test.ts',
+  'test/chaos/pipeline.test.ts',
+  'test/outbox/sandbox-outbox.test.ts',
+  'test/package/scratch-project.test.ts',
+  'test/bench/benchmarks.test.ts',
+];
+
 const MIDDY_FLOOR_SUITES = [
   'test/consumer/fifo-batch.test.ts',
   'test/idempotency/middleware.test.ts',
@@ -91,16 +104,16 @@ const EMULATORS = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    // Two files at once on the 2-core machine (Vitest's default there is one): a file spends about
-    // half its time waiting on emulators, functions and queues (the suite's CPU time is about its
-    // length at one file at a time), so two take 640 s where one at a time took 960.
-    maxWorkers: 2,
     projects: [
       {
         test: {
           ...SHARED,
           name: 'unit',
           include: FAST_TESTS,
+          // Two files at once (Vitest's default on 2 cores is one): in the whole suite a file of
+          // the oncely project spends about half its time waiting on emulators, functions and
+          // queues. A group's projects run with one worker count: this one's and oncely's.
+          maxWorkers: 2,
           // The files share their workers' module graph: each worker loads aws-cdk-lib and the SDK
           // once, not once per file (most of the tier's time). Each file still owns its state.
           isolate: false,
@@ -112,9 +125,20 @@ export default defineConfig({
           ...SHARED,
           name: 'oncely',
           sequence: { groupOrder: 0 },
+          maxWorkers: 2,
           include: ['test/**/*.test.ts'],
           // The deploy test needs moto and runs on its own: `npm run test:deploy`.
-          exclude: [...FAST_TESTS, 'test/deploy/**', 'node_modules/**'],
+          exclude: [...FAST_TESTS, ...ALONE_TESTS, 'test/deploy/**', 'node_modules/**'],
+          globalSetup: EMULATORS,
+        },
+      },
+      {
+        test: {
+          ...SHARED,
+          name: 'alone',
+          sequence: { groupOrder: 1 },
+          maxWorkers: 1,
+          include: ALONE_TESTS,
           globalSetup: EMULATORS,
         },
       },
@@ -129,6 +153,7 @@ export default defineConfig({
           // After the main project, not beside it: the suite's 1-second visibility timeouts are
           // sensitive to load, and its second copy would double the load of its first.
           sequence: { groupOrder: 1 },
+          maxWorkers: 1,
         },
       },
     ],

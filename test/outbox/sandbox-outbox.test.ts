@@ -1,7 +1,7 @@
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { publish } from '../../lambdas/client/index.js';
 import { OUTBOX_ATTRIBUTES } from '../../lambdas/outbox/layout.js';
@@ -45,6 +45,11 @@ beforeAll(async () => {
   lambda = new LambdaClient({ ...localAwsConfig(endpoints.lambda), region, maxAttempts: 1 });
   dynamodb = new DynamoDBClient(localAwsConfig(endpoints.dynamodb));
 }, 180_000);
+
+// SQS comes back after each test, whether it passed or not: the next one starts with it up.
+afterEach(() => {
+  sqsDown = false;
+});
 
 afterAll(async () => {
   lambda?.destroy();
