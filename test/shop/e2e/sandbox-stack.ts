@@ -7,7 +7,7 @@ import { sharedAssembly } from '../../support/shared-assembly.js';
  * edge as `AWS_ENDPOINT_URL`, and credentials, as a user would run the suite against a stack.
  */
 export async function startSandboxAsStack(
-  options: { context?: Record<string, unknown> } & Pick<SandboxOptions, 'duplicateDeliveries'> = {},
+  options: Pick<SandboxOptions, 'context' | 'duplicateDeliveries'> = {},
 ): Promise<Sandbox> {
   const { context, ...rest } = options;
   const sandbox = await startSandbox({
