@@ -8,7 +8,7 @@ import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/e
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 import { moveInOrder } from './dead-letter-move.js';
-import { groupOf, type SweepEnd, sweepDeadLetters } from './dead-letter-sweep.js';
+import { groupOf, type SweepEnd, type SweepResult, sweepDeadLetters } from './dead-letter-sweep.js';
 import { DedupHorizonUnknownError } from './operations-errors.js';
 
 export interface RedriveOptions {
@@ -42,10 +42,18 @@ export interface RedriveResult {
   skipped: SkippedDeadLetter[];
   /** Moved by this run, failed again and back in the DLQ: left for the next run. */
   returned: number;
-  /** Not of `--group`/`--key`, or beyond `--limit`: left in the DLQ. */
+  /**
+   * Not of `--group`/`--key`, or beyond `--limit`: left in the DLQ. Also those never reached that
+   * cannot be: behind the first 10 of a group not selected, or beyond `--limit`.
+   */
   notSelected: number;
-  /** Visible in the DLQ at the end and never reached (behind messages held back, or cut off by the time bound). */
+  /** Visible in the DLQ at the end and never reached, and perhaps selected (behind messages held back, or cut off by the time bound). */
   left: number;
+  /**
+   * The groups whose first messages, not selected (`--key` not found among those reached), the
+   * `left` messages may wait behind: `--group` reaches them. Empty unless the redrive was blocked.
+   */
+  waitingBehind: string[];
   /** In flight elsewhere at the end (another operator's `dlq list` or redrive): not reached. */
   hidden: number;
   /** The time bound ended the redrive before the DLQ was seen through. */
@@ -88,6 +96,10 @@ export async function redriveDeadLetters(
   /** Queue message ids of what this run sent: a copy the consumer sends back names one as its original. */
   const sent = new Set<string>();
   const room = () => (options.limit ?? Number.POSITIVE_INFINITY) - moved;
+  /** Whether a message with `--key` was reached (moved, or left past the horizon). */
+  let keyReached = false;
+  /** The groups of the messages left as not selected: what waits behind them is out of this run's reach. */
+  const notSelectedGroups = new Set<string>();
   const sweep = await sweepDeadLetters(sqs, resources.dlqUrl, {
     deadline: Date.now() + (options.timeoutMs ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS * 1000),
     visibilitySeconds: REDRIVE_VISIBILITY_TIMEOUT_SECONDS,
@@ -98,9 +110,13 @@ export async function redriveDeadLetters(
         const id = String(message.MessageId);
         const original = message.MessageAttributes?.[DLQ_ATTRIBUTES.originalMessageId]?.StringValue;
         if (original !== undefined && sent.has(original)) left.set(id, 'returned');
-        else if (!isSelected(message, options) || movable.length >= room()) left.set(id, 'not-selected');
-        else if (isPast(message, horizon, Date.now())) left.set(id, skippedOf(message));
+        else if (!isSelected(message, options) || movable.length >= room()) {
+          left.set(id, 'not-selected');
+          notSelectedGroups.add(groupOf(message));
+        } else if (isPast(message, horizon, Date.now())) left.set(id, skippedOf(message));
         else movable.push(message);
+        if (options.key !== undefined && isSelected(message, options) && left.get(id) !== 'not-selected')
+          keyReached = true;
       }
       if (dryRun) {
         moved += movable.length;
@@ -113,22 +129,48 @@ export async function redriveDeadLetters(
     },
   });
   const reasons = [...left.values()];
+  const unreached = unreachedOf(sweep, options, keyReached, notSelectedGroups);
   return {
-    finished: finishedBy(sweep.end) && sweep.left === 0 && sweep.hidden === 0,
+    finished: finishedBy(sweep.end) && unreached.left === 0 && unreached.hidden === 0,
     dryRun,
     moved,
     skipped: reasons.filter((reason) => typeof reason === 'object'),
     returned: reasons.filter((reason) => reason === 'returned').length,
-    notSelected: reasons.filter((reason) => reason === 'not-selected').length,
-    left: sweep.left,
-    hidden: sweep.hidden,
+    notSelected: reasons.filter((reason) => reason === 'not-selected').length + unreached.notSelected,
+    left: unreached.left,
+    hidden: unreached.hidden,
+    waitingBehind: unreached.waitingBehind,
     timedOut: sweep.end === 'timed-out',
     stillHidden: sweep.stillHidden,
   };
 }
 
+/**
+ * What the sweep did not reach, and whether it is the redrive's to move. Past `--limit` (`stopped`)
+ * nothing is. Blocked, the messages left wait behind the groups the sweep held (dead-letter-sweep.ts):
+ * none is selected when `--group` names none of those groups, or when `--key` was reached already.
+ * Otherwise they count as left, and the groups they wait behind are named.
+ */
+function unreachedOf(
+  sweep: SweepResult,
+  options: RedriveOptions,
+  keyReached: boolean,
+  notSelectedGroups: ReadonlySet<string>,
+): Pick<RedriveResult, 'left' | 'hidden' | 'notSelected' | 'waitingBehind'> {
+  const notOurs = (notSelected: number) => ({ left: 0, hidden: 0, notSelected, waitingBehind: [] });
+  if (sweep.end === 'stopped') return notOurs(sweep.left + sweep.hidden);
+  if (sweep.end !== 'blocked')
+    return { left: sweep.left, hidden: sweep.hidden, notSelected: 0, waitingBehind: [] };
+  const groups = [...sweep.heldGroups];
+  const otherGroupsOnly =
+    options.groupId !== undefined && groups.every((groupId) => groupId !== options.groupId);
+  if (otherGroupsOnly || keyReached) return { ...notOurs(sweep.left), hidden: sweep.hidden };
+  const waitingBehind = groups.filter((groupId) => notSelectedGroups.has(groupId)).sort();
+  return { left: sweep.left, hidden: sweep.hidden, notSelected: 0, waitingBehind };
+}
+
 function finishedBy(end: SweepEnd): boolean {
-  return end === 'seen-through' || end === 'stopped';
+  return end === 'seen-through' || end === 'stopped' || end === 'blocked';
 }
 
 function isSelected(message: Message, options: RedriveOptions): boolean {

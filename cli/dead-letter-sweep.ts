@@ -24,6 +24,11 @@ export interface SweepResult {
   hidden: number;
   /** Held messages that could not be made visible again: they reappear after the visibility timeout. */
   stillHidden: number;
+  /**
+   * The groups of the messages the sweep held when it ended. A `blocked` sweep's `left` messages are
+   * all of these groups: on a FIFO queue only a group's own message in flight holds its later ones back.
+   */
+  heldGroups: ReadonlySet<string>;
 }
 
 export interface SweepOptions {
@@ -144,13 +149,15 @@ export async function sweepDeadLetters(
     await release(sqs, dlqUrl, held);
     throw error;
   }
+  const heldGroups = new Set([...held.values()].map((entry) => entry.groupId));
   const stillHidden = await release(sqs, dlqUrl, held);
-  if (end === 'seen-through') return { end, left: 0, hidden: 0, stillHidden };
+  if (end === 'seen-through') return { end, left: 0, hidden: 0, stillHidden, heldGroups };
   return {
     end,
     left: counts.visible,
     hidden: Math.max(0, counts.inFlight - held.size),
     stillHidden,
+    heldGroups,
   };
 }
 

@@ -88,7 +88,15 @@ export function describeRedrive(result: RedriveResult, queueUrl: string): string
         'were not reached: run `oncely dlq redrive` again once it has finished.',
     );
   }
-  if (result.left > 0) {
+  if (result.left > 0 && result.waitingBehind.length > 0) {
+    const them = result.left === 1 ? 'it may wait' : 'they wait';
+    const groups = result.waitingBehind.map(describeGroup).join(', ');
+    const first = result.waitingBehind[0] as string;
+    lines.push(
+      `${count(result.left, 'message')} in the DLQ not reached: ${them} behind the first messages of ${groups}, ` +
+        `which this redrive does not move (\`oncely dlq redrive --group ${first}\` moves them).`,
+    );
+  } else if (result.left > 0) {
     const them = result.left === 1 ? 'it waits' : 'they wait';
     lines.push(
       `${count(result.left, 'message')} in the DLQ not reached${result.timedOut ? ' before the time bound' : ''}: ` +

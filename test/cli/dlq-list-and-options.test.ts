@@ -92,7 +92,7 @@ describe('oncely dlq list', () => {
 });
 
 describe('oncely dlq redrive options', () => {
-  it('--dry-run moves nothing; --group and --key move only theirs; --limit stops after N, exit 3 with the rest left', async () => {
+  it('--dry-run moves nothing; --group and --key move only theirs; --limit stops after N, exit 0 with the rest not selected', async () => {
     const pipeline = await world.pipeline();
     await fill(pipeline, 4, 2);
     const dry = parsed<RedriveResult>(
@@ -114,12 +114,57 @@ describe('oncely dlq redrive options', () => {
     const limited = parsed<RedriveResult>(
       await world.oncely(pipeline, ['dlq', 'redrive', '--limit', '2', '--json']),
     );
-    expect(limited).toMatchObject({ code: 3, result: { moved: 2, finished: false } });
-    expect(limited.result.left + limited.result.notSelected).toBe(3);
+    // Issue 42, item 4: what --limit leaves is not the run's to move (the exit-code table).
+    expect(limited).toMatchObject({ code: 0, result: { moved: 2, finished: true, left: 0, notSelected: 3 } });
     const text = await world.oncely(pipeline, ['dlq', 'redrive']);
     expect(text).toMatchObject({ code: 0 });
     expect(text.text).toMatch(/^Moved 3 messages from the DLQ back to /);
     expect(text.text).toContain('Finished: the DLQ holds nothing this redrive should move.');
+  });
+
+  // Issue 42, item 4: a group of more than 10 that a redrive does not select keeps its later
+  // messages out of reach; they are not the redrive's to move, so it finishes.
+  it('finishes --group and --key while a group it does not move holds more than 10; an unfound key says where it may wait', async () => {
+    const pipeline = await world.pipeline();
+    await fill(pipeline, 1, 12);
+    const mine = ['mine-0', 'mine-1', 'mine-2'];
+    for (const key of mine) await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(key, 'mine'), 'mine');
+
+    const group = parsed<RedriveResult>(
+      await world.oncely(pipeline, ['dlq', 'redrive', '--group', 'mine', '--limit', '2', '--json']),
+    );
+    expect(group).toMatchObject({ code: 0, result: { moved: 2, finished: true, left: 0, hidden: 0 } });
+    const rest = parsed<RedriveResult>(
+      await world.oncely(pipeline, ['dlq', 'redrive', '--group', 'mine', '--yes', '--json']),
+    );
+    expect(rest).toMatchObject({
+      code: 0,
+      result: { moved: 1, notSelected: 12, finished: true, left: 0, hidden: 0, waitingBehind: [] },
+    });
+
+    await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('mine-3', 'mine'), 'mine');
+    const key = parsed<RedriveResult>(
+      await world.oncely(pipeline, ['dlq', 'redrive', '--key', 'mine-3', '--yes', '--json']),
+    );
+    expect(key).toMatchObject({ code: 0, result: { moved: 1, finished: true, left: 0, hidden: 0 } });
+    expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual([...mine, 'mine-3']);
+
+    // A key not among the messages reached may be among the 2 behind g0's first 10: not finished,
+    // and the account names the group to redrive to reach them.
+    const absent = parsed<RedriveResult>(
+      await world.oncely(pipeline, ['dlq', 'redrive', '--key', 'k0-11', '--yes', '--json']),
+    );
+    expect(absent).toMatchObject({
+      code: 3,
+      result: { moved: 0, finished: false, left: 2, notSelected: 10, waitingBehind: ['g0'] },
+    });
+    const text = await world.oncely(pipeline, ['dlq', 'redrive', '--key', 'k0-11', '--yes']);
+    expect(text.code).toBe(3);
+    expect(text.text).toContain(
+      '2 messages in the DLQ not reached: they wait behind the first messages of group g0, which this ' +
+        'redrive does not move (`oncely dlq redrive --group g0` moves them).',
+    );
+    expect(await messagesInQueue(world.sqs, pipeline.dlqUrl)).toBe(12);
   });
 
   it('asks before moving more than 10; without a terminal and without --yes it refuses with exit code 4', async () => {
@@ -140,8 +185,8 @@ describe('oncely dlq redrive options', () => {
       expect.stringMatching(/^Move up to 11 of the 11 messages in \S+ back to \S+\? \[y\/N\] $/),
     ]);
     expect(await messagesInQueue(world.sqs, pipeline.queueUrl)).toBe(0);
-    // A limit of 10 needs no confirmation; one message is then left (exit 3), which --yes moves.
-    expect((await world.oncely(pipeline, ['dlq', 'redrive', '--limit', '10'])).code).toBe(3);
+    // A limit of 10 needs no confirmation; one message is then left, not selected (exit 0), which --yes moves.
+    expect((await world.oncely(pipeline, ['dlq', 'redrive', '--limit', '10'])).code).toBe(0);
     expect((await world.oncely(pipeline, ['dlq', 'redrive', '--yes'])).code).toBe(0);
     expect(await messagesInQueue(world.sqs, pipeline.queueUrl)).toBe(11);
   });
