@@ -13,4 +13,6 @@ export const EXIT_CODES = {
   unfinished: 3,
   /** It would act on more than a few messages and got no confirmation (no terminal and no `--yes`, or the answer no). */
   notConfirmed: 4,
+  /** Interrupted (Ctrl-C, SIGINT), as shells count it: 128 + 2. A `dlq redrive` gives its lease back first. */
+  interrupted: 130,
 } as const;

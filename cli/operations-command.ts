@@ -88,13 +88,25 @@ export async function runOperation(
         const lease = dryRun
           ? undefined
           : await acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
+        // Ctrl-C gives the lease back before exiting, so the next redrive need not wait for it to
+        // run out. What the run held reappears in the DLQ within a minute (its visibility timeout).
+        const giveBackOnInterrupt = () => {
+          void lease
+            ?.release()
+            .catch(() => undefined)
+            .finally(() => process.exit(EXIT_CODES.interrupted));
+        };
+        if (lease) process.once('SIGINT', giveBackOnInterrupt);
         const result = await redriveDeadLetters(pipeline.sqs, resources, {
           timeoutMs,
           dryRun,
           groupId,
           key,
           limit,
-        }).finally(() => lease?.release());
+        }).finally(() => {
+          process.off('SIGINT', giveBackOnInterrupt);
+          return lease?.release();
+        });
         report(result, (described) => describeRedrive(described, resources.queueUrl));
         return result.finished ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }
@@ -115,12 +127,14 @@ export async function runOperation(
             command.as === 'completed' ? 'it happened: never run it' : 'it did not happen: run it again';
           const answer = await terminal.ask(`Resolve ${command.id} --as ${command.as} (${meaning})? [y/N] `);
           if (answer !== true) {
-            terminal.show(
+            const refusal =
               answer === false
                 ? 'Not resolved: nothing changed.'
                 : 'Not resolved: this command asks before it acts and there is no terminal to ask on. Check the ' +
-                    'record above, then run it again with --yes.',
-            );
+                  'record above, then run it again with --yes.';
+            // As `dlq redrive`'s: a script reading --json gets a document saying why nothing happened.
+            if (command.json) print(JSON.stringify({ refused: refusal }, null, 2));
+            else terminal.show(refusal);
             return EXIT_CODES.notConfirmed;
           }
         }

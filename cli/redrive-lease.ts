@@ -68,7 +68,8 @@ async function inProgress(dynamodb: DynamoDBClient, tableName: string): Promise<
   const until = new Date(Number(Item?.leaseUntil?.N ?? 0)).toISOString();
   return new RedriveInProgressError(
     `Another \`oncely dlq redrive\` is running (${Item?.owner?.S}, since ${Item?.startedAt?.S}): two at once would ` +
-      `hide messages from each other. Wait for it to end; if it was killed, its lease runs out at ${until}.`,
+      `hide messages from each other. Wait for it to end; if it was killed, its lease runs out at ${until}. ` +
+      `Sure that it no longer runs? Delete the item "${REDRIVE_LEASE_ID}" from the table ${tableName} to go on now.`,
   );
 }
 

@@ -1,4 +1,8 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../../cli/exit-codes.js';
 import { RedriveInProgressError } from '../../cli/operations-errors.js';
 import { acquireRedriveLease, REDRIVE_LEASE_ID } from '../../cli/redrive-lease.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
@@ -7,6 +11,9 @@ import { type DlqWorld, deadLetter, drain, envelopeBody, startDlqWorld } from '.
 // Item 6a of issue 31: two `dlq redrive` runs at once. Without a lease each held messages the other
 // then saw as hidden, and redrove the other's returned failures: now the second one refuses, saying
 // who runs and until when, and a run that ends (or fails) gives the lease back.
+
+/** The package's `oncely` command as `npm run build` leaves it. */
+const ONCELY_COMMAND = fileURLToPath(new URL('../../dist/bin/oncely.js', import.meta.url));
 
 let world: DlqWorld;
 beforeAll(async () => {
@@ -25,6 +32,10 @@ describe('two dlq redrives at once', () => {
     await expect(second).rejects.toThrow(RedriveInProgressError);
     await expect(second).rejects.toThrow(
       /^Another `oncely dlq redrive` is running \(\S+, since \d{4}-\S+\): two at once would hide messages from each other\. Wait for it to end; if it was killed, its lease runs out at \d{4}-/,
+    );
+    // Issue 42, item 11: and how to go on now when it is known to be dead.
+    await expect(second).rejects.toThrow(
+      `Sure that it no longer runs? Delete the item "${REDRIVE_LEASE_ID}" from the table ${pipeline.idempotencyTableName} to go on now.`,
     );
     expect(await drain(world.sqs, pipeline.queueUrl)).toEqual([]);
 
@@ -62,5 +73,34 @@ describe('two dlq redrives at once', () => {
     expect(next.owner).not.toBe(killed.owner);
     await next.release();
     dynamodb.destroy();
+  });
+
+  // Issue 42, item 11: Ctrl-C had no handler, so a redrive stopped so blocked the next for its
+  // --timeout plus 2 minutes (7 minutes by default).
+  it('gives its lease back on Ctrl-C and exits 130, so the next redrive need not wait', async () => {
+    const pipeline = await world.pipeline();
+    await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('held', 'g-held'), 'g-held');
+    // Another operator's listing holds the message: the redrive keeps receiving until its --timeout.
+    const { Messages = [] } = await world.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: pipeline.dlqUrl, VisibilityTimeout: 120 }),
+    );
+    expect(Messages).toHaveLength(1);
+    const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...env } = process.env;
+    const child = spawn(
+      process.execPath,
+      [ONCELY_COMMAND, 'dlq', 'redrive', '--timeout', '120', '--ready-file', pipeline.readyFile],
+      { env, stdio: 'ignore' },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await expect
+        .poll(() => readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID), { timeout: 60_000 })
+        .toBeDefined();
+      child.kill('SIGINT');
+      expect(await exited).toBe(EXIT_CODES.interrupted);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(await readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID)).toBeUndefined();
   });
 });

@@ -107,6 +107,24 @@ describe('oncely in-doubt resolve asks first', () => {
     expect(await record(id)).toEqual(before);
   });
 
+  // Issue 42, item 11: a script reading --json got nothing on standard output, where `dlq redrive
+  // --json` prints a refusal document.
+  it('prints a refusal document with --json when it is not confirmed, as dlq redrive does', async () => {
+    const id = await park(target, 'refused-json');
+    const before = await record(id);
+    const unasked = await resolve(id, undefined, '--as', 'retry', '--json');
+    expect(unasked.code).toBe(EXIT_CODES.notConfirmed);
+    expect(JSON.parse(unasked.printed)).toEqual({
+      refused:
+        'Not resolved: this command asks before it acts and there is no terminal to ask on. Check the record ' +
+        'above, then run it again with --yes.',
+    });
+    const declined = await resolve(id, false, '--as', 'retry', '--json');
+    expect(declined.code).toBe(EXIT_CODES.notConfirmed);
+    expect(JSON.parse(declined.printed)).toEqual({ refused: 'Not resolved: nothing changed.' });
+    expect(await record(id)).toEqual(before);
+  });
+
   it('acts without asking with --yes, and prints only the result as JSON with --json', async () => {
     const id = await park(target, 'scripted');
     const { code, printed, shown, asked } = await resolve(id, undefined, '--as', 'retry', '--yes', '--json');
