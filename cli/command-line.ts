@@ -31,7 +31,7 @@ export const USAGE = `Usage:
       messages, that key's message; --limit moves at most N. Asks before moving more than 10 unless
       --yes (without a terminal it refuses: exit code 4). Stops after --timeout seconds (default 300).
       Exit code 0 when the DLQ holds nothing it should move, 3 when messages are left (the output
-      says which and why): run it again.
+      says which and why): run it again. Ctrl-C gives its lease back: exit code 130.
   oncely dlq discard   MESSAGE_ID... --reason TEXT [--ready-file PATH | --stack NAME] [--json]
       Delete these messages from the DLQ for good, each recorded first in the idempotency table
       (oncely/discarded#MESSAGE_ID, with its body and the reason). Exit code 3 if one was not found.
