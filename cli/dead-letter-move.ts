@@ -67,17 +67,22 @@ export async function moveInOrder(
   const deletable = isFifoQueueUrl(queues.queueUrl)
     ? inOrderPrefix(messages, sent)
     : messages.filter((message) => sent.has(String(message.MessageId)));
-  const deleteFailure = await deleteAll(sqs, queues.dlqUrl, deletable);
-  const deleted = new Set(deletable.map((message) => String(message.MessageId)));
+  const deletes = await deleteAll(sqs, queues.dlqUrl, deletable);
+  const deleted = new Set(
+    deletable.map((message) => String(message.MessageId)).filter((id) => !deletes.notDeleted.has(id)),
+  );
+  const deleteFailure = deletes.failure;
   const stop = failure
     ? { ...failure, step: 'sending' }
     : deleteFailure
       ? { ...deleteFailure, step: 'deleting' }
       : undefined;
   if (stop) {
-    const moved = movedSoFar + (failure ? deleted.size : 0);
+    const moved = movedSoFar + deleted.size;
+    const sentOnly = sent.size - deleted.size;
+    const alsoSent = sentOnly > 0 ? `, and sending ${sentOnly} more that may still be in the DLQ` : '';
     throw new RedriveInterruptedError(
-      `The redrive stopped after moving ${moved} messages: ${stop.step} message ${stop.message.MessageId} (` +
+      `The redrive stopped after moving ${moved} messages${alsoSent}: ${stop.step} message ${stop.message.MessageId} (` +
         `${describeGroup(groupOf(stop.message))}) failed (${String(stop.cause)}). What was not moved is still in the DLQ, each group ` +
         'in order: run `oncely dlq redrive` again (a message moved twice is recognised by its key).',
       { cause: stop.cause },
@@ -96,13 +101,16 @@ function inOrderPrefix(messages: Message[], sent: Map<string, string>): Message[
   });
 }
 
-/** Deletes from the DLQ; the first message whose delete failed, if any. */
+/**
+ * Deletes from the DLQ: the ids of the messages not deleted (all of them when the call failed:
+ * perhaps deleted, and then harmless to send again), and the first failure, if any.
+ */
 async function deleteAll(
   sqs: SQSClient,
   dlqUrl: string,
   messages: Message[],
-): Promise<{ message: Message; cause: unknown } | undefined> {
-  if (messages.length === 0) return undefined;
+): Promise<{ notDeleted: ReadonlySet<string>; failure?: { message: Message; cause: unknown } }> {
+  if (messages.length === 0) return { notDeleted: new Set() };
   try {
     const { Failed = [] } = await sqs.send(
       new DeleteMessageBatchCommand({
@@ -113,15 +121,19 @@ async function deleteAll(
         })),
       }),
     );
-    const [first] = Failed;
-    return (
-      first && {
-        message: messages[Number(first.Id)] as Message,
-        cause: new Error(`${first.Code}: ${first.Message}`),
-      }
-    );
+    const failed = Failed.map(({ Id, Code, Message: reason }) => ({
+      message: messages[Number(Id)] as Message,
+      cause: new Error(`${Code}: ${reason}`),
+    }));
+    return {
+      notDeleted: new Set(failed.map(({ message }) => String(message.MessageId))),
+      failure: failed[0],
+    };
   } catch (cause) {
-    return { message: messages[0] as Message, cause };
+    return {
+      notDeleted: new Set(messages.map((message) => String(message.MessageId))),
+      failure: { message: messages[0] as Message, cause },
+    };
   }
 }
 

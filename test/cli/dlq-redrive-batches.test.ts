@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sizeOf } from '../../cli/dead-letter-move.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { RedriveInterruptedError } from '../../cli/operations-errors.js';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { receiveMessages } from '../support/sqs.js';
 import { type DlqWorld, deadLetter, drain, envelopeBody, PAST, startDlqWorld } from './dlq-fifo.js';
 import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
@@ -198,5 +199,37 @@ describe('dlq redrive in batches', () => {
     // The second run's sends carry the same deduplication ids: SQS kept one copy of each, in order.
     expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('cut', 4));
     expect(await drain(world.sqs, pipeline.dlqUrl)).toEqual([]);
+  });
+
+  // Issue 42, item 9: a delete batch that SQS answered in part said "after moving 0 messages" though
+  // it had deleted some of them: those are moved.
+  it('counts as moved the messages a partly failed delete batch deleted, and the others as sent, perhaps still in the DLQ', async () => {
+    const pipeline = await world.pipeline();
+    for (const key of keys('part', 4))
+      await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(key, 'part'), 'part');
+    const client = world.client();
+    let spoiled = false;
+    // SQS refuses the second entry's receipt handle (as one gone stale), and deletes the others.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as {
+          QueueUrl?: string;
+          Entries?: { ReceiptHandle?: string; VisibilityTimeout?: number }[];
+        };
+        const second = input.Entries?.[1];
+        if (!spoiled && input.QueueUrl === pipeline.dlqUrl && second && !('VisibilityTimeout' in second)) {
+          spoiled = true;
+          second.ReceiptHandle = 'stale-receipt-handle';
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'spoilOneDelete' },
+    );
+    const error = await redriveDeadLetters(client, pipeline).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(RedriveInterruptedError);
+    expect((error as Error).message).toMatch(
+      /^The redrive stopped after moving 3 messages, and sending 1 more that may still be in the DLQ: deleting message \S+ \(group part\) failed/,
+    );
+    expect(await messagesInQueue(world.sqs, pipeline.dlqUrl)).toBe(1);
   });
 });
