@@ -2,7 +2,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { metricsScope } from '../common/metrics-scope.js';
 import { UNRESOLVED_METRICS } from './metrics.js';
-import { countUnresolved, type UnresolvedCounts } from './unresolved-counts.js';
+import { surveyUnresolved, type UnresolvedCounts } from './unresolved-counts.js';
 import { removeUnresolvedExpiries } from './unresolved-expiries.js';
 
 export interface MonitorDependencies {
@@ -20,7 +20,7 @@ export interface MonitorDependencies {
  * RETRY_PENDING records and publishes both counts, zeros included, so an alarm on them stays raised
  * while any record exists and a missing data point means the monitor did not run. Then it removes
  * the expiry of any such record parked by an older version, which gave them one: unresolved, a
- * record must not expire with the message it keeps. The counts go out first, so that a failure
+ * record must not expire with the message it keeps. One read of the index per reason finds both. The counts go out first, so that a failure
  * there never silences the alarms.
  */
 export function createMonitorHandler({
@@ -29,11 +29,15 @@ export function createMonitorHandler({
   metrics = new Metrics({ defaultDimensions: metricsScope() }),
 }: MonitorDependencies): () => Promise<UnresolvedCounts> {
   return async () => {
-    const counts = await countUnresolved(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000));
+    const { counts, expiring } = await surveyUnresolved(
+      dynamodb,
+      idempotencyTableName,
+      Math.floor(Date.now() / 1000),
+    );
     metrics.addMetric(UNRESOLVED_METRICS.inDoubt, MetricUnit.Count, counts.inDoubt);
     metrics.addMetric(UNRESOLVED_METRICS.retryPending, MetricUnit.Count, counts.retryPending);
     metrics.publishStoredMetrics();
-    await removeUnresolvedExpiries(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000));
+    await removeUnresolvedExpiries(dynamodb, idempotencyTableName, expiring, Math.floor(Date.now() / 1000));
     return counts;
   };
 }

@@ -2,59 +2,29 @@ import {
   type AttributeValue,
   ConditionalCheckFailedException,
   type DynamoDBClient,
-  paginateQuery,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_ATTRIBUTE, UNRESOLVED_REASONS } from '../idempotency/record.js';
-import { onUnresolvedIndex } from '../idempotency/unresolved-index.js';
+import { EXPIRES_AT_ATTRIBUTE, UNRESOLVED_ATTRIBUTE } from '../idempotency/record.js';
+import type { UnresolvedSurvey } from './unresolved-counts.js';
 
 /**
- * Removes the expiry of every live unresolved record that still has one: records parked by a
- * version that gave them a TTL (this one parks them without, DESIGN §3). Unresolved, a record keeps
- * a message acknowledged long ago; expired, both would be gone. Each removal is conditioned on the
- * record being still unresolved and still alive, so a record resolved meanwhile (which has its own
- * expiry again) or already expired (gone for everyone) is left as it is. Returns how many it kept.
+ * Removes the expiry of the live unresolved records that still have one (`surveyUnresolved` found
+ * them): records parked by a version that gave them a TTL (this one parks them without, DESIGN §3).
+ * Unresolved, a record keeps a message acknowledged long ago; expired, both would be gone. Each
+ * removal is conditioned on the record being still unresolved and still alive, so a record resolved
+ * meanwhile (which has its own expiry again) or already expired (gone for everyone) is left as it
+ * is. Returns how many it kept.
  */
 export async function removeUnresolvedExpiries(
   client: DynamoDBClient,
   tableName: string,
+  expiring: UnresolvedSurvey['expiring'],
   nowSeconds: number,
 ): Promise<number> {
   let kept = 0;
-  for (const reason of UNRESOLVED_REASONS) {
-    const ids = await onUnresolvedIndex((indexName) =>
-      expiringIds(client, tableName, indexName, reason, nowSeconds),
-    );
-    for (const id of ids) if (await removeExpiry(client, tableName, id, reason, nowSeconds)) kept++;
-  }
+  for (const { id, reason } of expiring)
+    if (await removeExpiry(client, tableName, id, reason, nowSeconds)) kept++;
   return kept;
-}
-
-/** The ids of the live records of `reason` that still have an expiry. */
-async function expiringIds(
-  client: DynamoDBClient,
-  tableName: string,
-  indexName: string,
-  reason: string,
-  nowSeconds: number,
-): Promise<AttributeValue[]> {
-  const ids: AttributeValue[] = [];
-  const pages = paginateQuery(
-    { client },
-    {
-      TableName: tableName,
-      IndexName: indexName,
-      KeyConditionExpression: '#reason = :reason',
-      FilterExpression: 'attribute_exists(#expiresAt) AND #expiresAt > :now',
-      ProjectionExpression: 'id',
-      ExpressionAttributeNames: { '#reason': UNRESOLVED_ATTRIBUTE, '#expiresAt': EXPIRES_AT_ATTRIBUTE },
-      ExpressionAttributeValues: { ':reason': { S: reason }, ':now': { N: String(nowSeconds) } },
-    },
-  );
-  for await (const page of pages) {
-    for (const item of page.Items ?? []) if (item.id) ids.push(item.id);
-  }
-  return ids;
 }
 
 async function removeExpiry(

@@ -2,13 +2,17 @@ import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { METRICS_SCOPE_ENVIRONMENT } from '../../lambdas/common/metrics-scope.js';
-import type { IdempotencyRecord, UnresolvedReason } from '../../lambdas/idempotency/record.js';
+import {
+  type IdempotencyRecord,
+  UNRESOLVED_INDEX_NAME,
+  type UnresolvedReason,
+} from '../../lambdas/idempotency/record.js';
 import { MONITOR_ENVIRONMENT, readMonitorEnvironment } from '../../lambdas/monitor/environment.js';
 import { handler } from '../../lambdas/monitor/handler.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
-import { createTable, localDynamoClient } from '../support/dynamodb.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { capturingStdout } from '../support/telemetry.js';
 
@@ -114,6 +118,36 @@ describe('unresolved-records monitor', () => {
       _aws: { CloudWatchMetrics: [{ Dimensions: [['service', 'pipeline']] }] },
       pipeline: 'Shop-dev/Pipeline',
     });
+  });
+
+  // Issue 42, item 10: a run read the index twice per reason, a COUNT query and then one for the
+  // records to keep from expiring: 4 queries where docs/capacity.md sizes one per reason.
+  it('reads the index once per reason, counting the records and keeping from expiring those that would', async () => {
+    const table = await createTable(dynamodb, 'monitor-queries');
+    const live = nowSeconds() + 3600;
+    // Parked by an older version, with an expiry: the monitor removes it.
+    await put(table, 'in-doubt-old', unresolved('IN_DOUBT', live));
+    const { expiresAt: _none, ...withoutExpiry } = unresolved('RETRY_PENDING', live);
+    await put(table, 'retry-new', withoutExpiry);
+    const client = localDynamoClient();
+    const queries: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'QueryCommand')
+          queries.push(String((args.input as { IndexName?: string }).IndexName));
+        return next(args);
+      },
+      { step: 'initialize', name: 'countQueries' },
+    );
+    const monitor = createMonitorHandler({ dynamodb: client, idempotencyTableName: table });
+
+    const { result } = await capturingStdout(() => monitor());
+
+    expect(result).toEqual({ inDoubt: 1, retryPending: 1 });
+    expect(queries).toEqual([UNRESOLVED_INDEX_NAME, UNRESOLVED_INDEX_NAME]);
+    expect(await readItem(table, 'in-doubt-old')).not.toHaveProperty('expiresAt');
+    expect(await readItem(table, 'retry-new')).not.toHaveProperty('expiresAt');
+    client.destroy();
   });
 
   it('names the missing table variable', () => {

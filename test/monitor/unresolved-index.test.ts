@@ -10,7 +10,7 @@ import {
   UNRESOLVED_INDEX_NAME,
   UPDATED_AT_ATTRIBUTE,
 } from '../../lambdas/idempotency/record.js';
-import { countUnresolved } from '../../lambdas/monitor/unresolved-counts.js';
+import { surveyUnresolved } from '../../lambdas/monitor/unresolved-counts.js';
 import { localDynamoClient, uniqueName } from '../support/dynamodb.js';
 
 // Item 9b of issue 31: the unresolved index projected every attribute, so the monitor's COUNT
@@ -112,10 +112,10 @@ describe('the unresolved index', () => {
 
     const counted = { summary: 0, legacy: 0 };
     const summaryUnits = await readUnits(dynamodb, async () => {
-      counted.summary = (await countUnresolved(dynamodb, both, now)).inDoubt;
+      counted.summary = (await surveyUnresolved(dynamodb, both, now)).counts.inDoubt;
     });
     const legacyUnits = await readUnits(dynamodb, async () => {
-      counted.legacy = (await countUnresolved(dynamodb, legacyOnly, now)).inDoubt;
+      counted.legacy = (await surveyUnresolved(dynamodb, legacyOnly, now)).counts.inDoubt;
     });
 
     expect(counted).toEqual({ summary: RECORDS, legacy: RECORDS });
@@ -131,7 +131,7 @@ describe('the unresolved index', () => {
 
   it('the monitor and the list fall back on the earlier index while the new one is missing', async () => {
     const legacyOnly = await tableWith('legacy');
-    expect(await countUnresolved(dynamodb, legacyOnly, Math.floor(Date.now() / 1000))).toEqual({
+    expect((await surveyUnresolved(dynamodb, legacyOnly, Math.floor(Date.now() / 1000))).counts).toEqual({
       inDoubt: RECORDS,
       retryPending: 0,
     });
