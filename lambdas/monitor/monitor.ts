@@ -18,10 +18,11 @@ export interface MonitorDependencies {
 /**
  * The unresolved-records monitor (DESIGN §3): on each scheduled run it counts the live IN_DOUBT and
  * RETRY_PENDING records and publishes both counts, zeros included, so an alarm on them stays raised
- * while any record exists and a missing data point means the monitor did not run. Then it removes
+ * while any record exists and a missing data point means the monitor did not run. First it removes
  * the expiry of any such record parked by an older version, which gave them one: unresolved, a
- * record must not expire with the message it keeps. One read of the index per reason finds both. The counts go out first, so that a failure
- * there never silences the alarms.
+ * record must not expire with the message it keeps. One read of the index per reason finds both.
+ * The counts go out last: a run that fails publishes nothing, and its silence raises
+ * `UnresolvedMonitorSilent`, the only alarm on the monitor (a failure after them would look healthy).
  */
 export function createMonitorHandler({
   dynamodb,
@@ -34,10 +35,10 @@ export function createMonitorHandler({
       idempotencyTableName,
       Math.floor(Date.now() / 1000),
     );
+    await removeUnresolvedExpiries(dynamodb, idempotencyTableName, expiring, Math.floor(Date.now() / 1000));
     metrics.addMetric(UNRESOLVED_METRICS.inDoubt, MetricUnit.Count, counts.inDoubt);
     metrics.addMetric(UNRESOLVED_METRICS.retryPending, MetricUnit.Count, counts.retryPending);
     metrics.publishStoredMetrics();
-    await removeUnresolvedExpiries(dynamodb, idempotencyTableName, expiring, Math.floor(Date.now() / 1000));
     return counts;
   };
 }

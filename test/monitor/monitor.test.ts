@@ -150,6 +150,38 @@ describe('unresolved-records monitor', () => {
     client.destroy();
   });
 
+  // Issue 42, item 10: the counts went out before the expiries were removed, so a run that then
+  // failed looked healthy: no alarm watches the monitor's errors, only its silence.
+  it('publishes nothing when it cannot keep a record from expiring, so that its silence raises the alarm', async () => {
+    const table = await createTable(dynamodb, 'monitor-fails');
+    await put(table, 'in-doubt-old', unresolved('IN_DOUBT', nowSeconds() + 3600));
+    const client = localDynamoClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand')
+          throw new Error('injected: the table refused the write');
+        return next(args);
+      },
+      { step: 'initialize', name: 'refuseUpdates' },
+    );
+    const monitor = createMonitorHandler({ dynamodb: client, idempotencyTableName: table });
+
+    const written: string[] = [];
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      await expect(monitor()).rejects.toThrow('injected: the table refused the write');
+    } finally {
+      stdout.mockRestore();
+    }
+
+    expect(written.join('')).not.toContain(UNRESOLVED_METRICS.inDoubt);
+    expect(await readItem(table, 'in-doubt-old')).toHaveProperty('expiresAt');
+    client.destroy();
+  });
+
   it('names the missing table variable', () => {
     expect(() => readMonitorEnvironment({})).toThrow(OncelyConfigurationError);
     expect(() => readMonitorEnvironment({})).toThrow(
