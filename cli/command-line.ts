@@ -32,9 +32,12 @@ export const USAGE = `Usage:
       --yes (without a terminal it refuses: exit code 4). Stops after --timeout seconds (default 300).
       Exit code 0 when the DLQ holds nothing it should move, 3 when messages are left (the output
       says which and why): run it again. Ctrl-C gives its lease back: exit code 130.
-  oncely dlq discard   MESSAGE_ID... --reason TEXT [--ready-file PATH | --stack NAME] [--json]
+  oncely dlq discard   MESSAGE_ID... --reason TEXT [--timeout SECONDS] [--ready-file PATH | --stack NAME]
+                       [--json]
       Delete these messages from the DLQ for good, each recorded first in the idempotency table
-      (oncely/discarded#MESSAGE_ID, with its body and the reason). Exit code 3 if one was not found.
+      (oncely/discarded#MESSAGE_ID, with its body and the reason). Waits up to --timeout seconds
+      (default 60) for messages in flight elsewhere. Exit code 3 if one was not found (one
+      discarded before is found: by its record).
   oncely in-doubt list [--limit N] [--after TOKEN] [--ready-file PATH | --stack NAME] [--json]
       Show the records to resolve, oldest first: IN_DOUBT (effects that may or may not have
       happened) and RETRY_PENDING (a \`resolve --as retry\` that did not finish). At most --limit
@@ -104,7 +107,14 @@ export type Command =
       /** Move more than a few without asking. */
       yes: boolean;
     }
-  | { name: 'dlq-discard'; target: Target; json: boolean; messageIds: string[]; reason: string }
+  | {
+      name: 'dlq-discard';
+      target: Target;
+      json: boolean;
+      messageIds: string[];
+      reason: string;
+      timeoutSeconds?: number;
+    }
   | {
       name: 'in-doubt-resolve';
       target: Target;
@@ -181,7 +191,14 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       throw new CliUsageError('dlq discard needs the ids of the messages, as `dlq list` shows them.');
     if (!values.reason)
       throw new CliUsageError('dlq discard needs --reason TEXT: it is kept with each message.');
-    return { name: 'dlq-discard', target, json, messageIds: rest, reason: values.reason };
+    return {
+      name: 'dlq-discard',
+      target,
+      json,
+      messageIds: rest,
+      reason: values.reason,
+      timeoutSeconds: seconds(values.timeout, '--timeout'),
+    };
   }
   if (group === 'in-doubt' && action === 'list') {
     expectNoMore(rest);

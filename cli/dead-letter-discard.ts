@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
@@ -20,13 +20,28 @@ export interface DiscardedDeadLetter {
 
 export interface DiscardResult {
   discarded: DiscardedDeadLetter[];
-  /** Ids not found in the DLQ: already gone, never there, or behind other messages of their group. */
+  /** Ids not in the DLQ whose discard record exists: discarded before (a repeat, or another operator). */
+  alreadyDiscarded: string[];
+  /**
+   * Ids neither found in the DLQ nor discarded before: in flight elsewhere (see `hidden`), behind
+   * other messages of their group, redriven, gone with the DLQ's retention, or never there.
+   */
   notFound: string[];
+  /** Messages in flight elsewhere (another operator's redrive or listing) when the search ended. */
+  hidden: number;
+}
+
+export interface DiscardOptions {
+  /**
+   * How long to look for the messages while others hold some in flight.
+   * @default 60_000
+   */
+  timeoutMs?: number;
 }
 
 /** A body longer than this is kept cut in its record (with its length and hash): a DynamoDB item holds 400 KB. */
 const KEPT_BODY_BYTES = 350_000;
-const DISCARD_TIMEOUT_MS = 60_000;
+export const DEFAULT_DISCARD_TIMEOUT_MS = 60_000;
 const DISCARD_VISIBILITY_TIMEOUT_SECONDS = 60;
 
 /**
@@ -42,11 +57,12 @@ export async function discardDeadLetters(
   resources: Pick<PipelineResources, 'dlqUrl' | 'idempotencyTableName'>,
   messageIds: readonly string[],
   reason: string,
+  options: DiscardOptions = {},
 ): Promise<DiscardResult> {
   const wanted = new Set(messageIds);
   const discarded: DiscardedDeadLetter[] = [];
-  await sweepDeadLetters(clients.sqs, resources.dlqUrl, {
-    deadline: Date.now() + DISCARD_TIMEOUT_MS,
+  const sweep = await sweepDeadLetters(clients.sqs, resources.dlqUrl, {
+    deadline: Date.now() + (options.timeoutMs ?? DEFAULT_DISCARD_TIMEOUT_MS),
     visibilitySeconds: DISCARD_VISIBILITY_TIMEOUT_SECONDS,
     done: () => discarded.length === wanted.size,
     handle: async (messages) => {
@@ -77,7 +93,31 @@ export async function discardDeadLetters(
     },
   });
   const found = new Set(discarded.map((message) => message.messageId));
-  return { discarded, notFound: messageIds.filter((id) => !found.has(id)) };
+  const missing = messageIds.filter((id) => !found.has(id));
+  // Not in the DLQ does not mean discarded: only a record says so.
+  const recorded = await Promise.all(missing.map((id) => hasDiscardRecord(clients.dynamodb, resources, id)));
+  return {
+    discarded,
+    alreadyDiscarded: missing.filter((_, i) => recorded[i]),
+    notFound: missing.filter((_, i) => !recorded[i]),
+    hidden: sweep.hidden,
+  };
+}
+
+async function hasDiscardRecord(
+  dynamodb: DynamoDBClient,
+  resources: Pick<PipelineResources, 'idempotencyTableName'>,
+  messageId: string,
+): Promise<boolean> {
+  const { Item } = await dynamodb.send(
+    new GetItemCommand({
+      TableName: resources.idempotencyTableName,
+      Key: { id: { S: `${DISCARDED_ID_PREFIX}${messageId}` } },
+      ProjectionExpression: 'id',
+      ConsistentRead: true,
+    }),
+  );
+  return Item !== undefined;
 }
 
 function discardedOf(message: Message): DiscardedDeadLetter {

@@ -111,7 +111,10 @@ export async function runOperation(
         return result.finished ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }
       case 'dlq-discard': {
-        const result = await discardDeadLetters(pipeline, resources, command.messageIds, command.reason);
+        const timeoutMs = command.timeoutSeconds === undefined ? undefined : command.timeoutSeconds * 1000;
+        const result = await discardDeadLetters(pipeline, resources, command.messageIds, command.reason, {
+          timeoutMs,
+        });
         report(result, (described) => describeDiscard(described, resources.idempotencyTableName));
         return result.notFound.length === 0 ? EXIT_CODES.done : EXIT_CODES.unfinished;
       }

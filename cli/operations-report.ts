@@ -1,6 +1,6 @@
 /** What the operations commands print, for people; `--json` prints the results themselves instead. */
 
-import type { DiscardResult } from './dead-letter-discard.js';
+import { DISCARDED_ID_PREFIX, type DiscardResult } from './dead-letter-discard.js';
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
 import type { RedriveResult } from './dead-letter-redrive.js';
 import { describeGroup } from './dead-letter-sweep.js';
@@ -125,10 +125,20 @@ export function describeDiscard(result: DiscardResult, tableName: string): strin
       `Discarded ${message.messageId} (${describeGroup(message.groupId)}${message.key ? `, key ${message.key}` : ''}): ` +
       `deleted from the DLQ, recorded as ${message.recordId} in ${tableName}.`,
   );
-  if (result.notFound.length > 0) {
+  for (const id of result.alreadyDiscarded) {
+    lines.push(`Already discarded: ${id} (its record is ${DISCARDED_ID_PREFIX}${id}).`);
+  }
+  if (result.notFound.length > 0 && result.hidden > 0) {
+    const them = result.hidden === 1 ? '1 message is' : `${result.hidden} messages are`;
     lines.push(
-      `Not found in the DLQ: ${result.notFound.join(', ')}. Already discarded or redriven (look for its ` +
-        'oncely/discarded# record), or behind 10 other messages of its group (exit code 3).',
+      `Not found in the DLQ: ${result.notFound.join(', ')}. ${them} in flight elsewhere (a redrive, a listing): it ` +
+        'may be one of them. Run `oncely dlq discard` again once they are done (a listing lets go within ' +
+        `${LISTING_VISIBILITY_TIMEOUT_SECONDS} s).`,
+    );
+  } else if (result.notFound.length > 0) {
+    lines.push(
+      `Not found in the DLQ: ${result.notFound.join(', ')}. Redriven, gone with the DLQ's retention, never there, ` +
+        'or behind 10 other messages of its group (exit code 3).',
     );
   }
   return lines.join('\n');

@@ -1,3 +1,4 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discardDeadLetters } from '../../cli/dead-letter-discard.js';
 import type { RedriveResult } from '../../cli/dead-letter-redrive.js';
@@ -71,5 +72,55 @@ describe('oncely dlq discard', () => {
     });
     dynamodb.destroy();
     expect(await drain(world.sqs, pipeline.dlqUrl)).toEqual([]);
+  });
+
+  // Issue 42, item 7: a message held by a redrive or a listing was "not found: already discarded or
+  // redriven", with no discard record, while it was still in the DLQ.
+  it('says a message it did not find may be held elsewhere, and tells one already discarded apart', async () => {
+    const pipeline = await world.pipeline();
+    const held = await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('held-1', 'held', PAST), 'held');
+    const gone = await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('gone-1', 'gone', PAST), 'gone');
+    expect((await world.oncely(pipeline, ['dlq', 'discard', gone, '--reason', 'first'])).code).toBe(0);
+    // Another operator's listing holds the other one.
+    const { Messages = [] } = await world.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: pipeline.dlqUrl, VisibilityTimeout: 120 }),
+    );
+    expect(Messages.map((message) => message.MessageId)).toEqual([held]);
+
+    const run = await world.oncely(pipeline, [
+      'dlq',
+      'discard',
+      held,
+      gone,
+      '--reason',
+      'second',
+      '--timeout',
+      '2',
+      '--json',
+    ]);
+    expect(run.code).toBe(3);
+    expect(JSON.parse(run.text)).toEqual({
+      discarded: [],
+      alreadyDiscarded: [gone],
+      notFound: [held],
+      hidden: 1,
+    });
+    const text = await world.oncely(pipeline, [
+      'dlq',
+      'discard',
+      held,
+      gone,
+      '--reason',
+      'third',
+      '--timeout',
+      '2',
+    ]);
+    expect(text.text).toContain(`Already discarded: ${gone} (its record is oncely/discarded#${gone}).`);
+    expect(text.text).toContain(
+      `Not found in the DLQ: ${held}. 1 message is in flight elsewhere (a redrive, a listing): it may be ` +
+        'one of them. Run `oncely dlq discard` again once they are done (a listing lets go within 60 s).',
+    );
+    expect(text.text).not.toContain('Already discarded or redriven');
+    expect(await readItem(pipeline.idempotencyTableName, `oncely/discarded#${held}`)).toBeUndefined();
   });
 });

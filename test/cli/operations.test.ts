@@ -352,7 +352,7 @@ describe('oncely dlq', () => {
     client.destroy();
     expect(error).toBeInstanceOf(RedriveInterruptedError);
     expect((error as Error).message).toMatch(
-      /^The redrive stopped after moving 0 messages: deleting message \S+ \(group ops-cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ, each group in order: run `oncely dlq redrive` again/,
+      /^The redrive stopped after moving 0 messages, and sending 3 more that may still be in the DLQ: deleting message \S+ \(group ops-cut\) failed \(Error: injected: the connection dropped\)\. What was not moved is still in the DLQ, each group in order: run `oncely dlq redrive` again/,
     );
     await expect.poll(() => sentToGateway(...ids), WAIT).toEqual(ids);
     // All three are back to be received at once (none left in flight to block the group); SQS drops the
