@@ -95,7 +95,15 @@ export async function sweepDeadLetters(
       );
       if (Messages.length === 0) {
         counts = await depth(sqs, dlqUrl);
-        const elsewhere = counts.inFlight - held.size;
+        let elsewhere = counts.inFlight - held.size;
+        // About to judge by what it holds: a held message deleted meanwhile (retention, another
+        // operator) would count as its own and hide another holder's.
+        if (
+          elsewhere <= 0 &&
+          held.size > 0 &&
+          (await forgetGone(sqs, dlqUrl, held, options.visibilitySeconds)) > 0
+        )
+          elsewhere = counts.inFlight - held.size;
         if (counts.visible === 0 && elsewhere <= 0) end = 'seen-through';
         // Holding nothing, nothing of the sweep's can block them: SQS's counts lag (up to a minute),
         // or messages are arriving. It keeps receiving, until the deadline at most.
@@ -191,6 +199,38 @@ async function depth(sqs: SQSClient, queueUrl: string): Promise<{ visible: numbe
     visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
     inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
   };
+}
+
+/**
+ * Renews the hold on every held message, and forgets those SQS refuses: no longer in flight under
+ * this sweep's receipt handle (deleted, or received again by another). Returns how many it forgot.
+ */
+async function forgetGone(
+  sqs: SQSClient,
+  dlqUrl: string,
+  held: Map<string, Held>,
+  visibilitySeconds: number,
+): Promise<number> {
+  const entries = [...held.entries()];
+  let forgotten = 0;
+  for (let i = 0; i < entries.length; i += 10) {
+    const batch = entries.slice(i, i + 10);
+    const { Failed = [] } = await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: batch.map(([, entry], index) => ({
+          Id: String(index),
+          ReceiptHandle: entry.receiptHandle,
+          VisibilityTimeout: visibilitySeconds,
+        })),
+      }),
+    );
+    for (const { Id } of Failed) {
+      const [id] = batch[Number(Id)] ?? [];
+      if (id !== undefined && held.delete(id)) forgotten++;
+    }
+  }
+  return forgotten;
 }
 
 /** Lets every held message go; returns how many could not be (they reappear after the visibility timeout). */

@@ -1,4 +1,4 @@
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { mulberry32 } from '../../harness/hash.js';
@@ -89,6 +89,37 @@ describe('dlq redrive, a receive bringing one group in any order', () => {
       'k-g01',
       'k-g02',
     ]);
+    expect(await messagesInQueue(world.sqs, pipeline.dlqUrl)).toBe(1);
+  });
+
+  // Issue 42, item 5: a message the redrive held, deleted meanwhile by someone else (retention, a
+  // discard), still counted as its own in flight, and hid another operator's movable message.
+  it('does not count a held message deleted meanwhile as its own: another holder’s message stays hidden, not finished', async () => {
+    const pipeline = await world.pipeline();
+    await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('theirs', 'theirs'), 'theirs');
+    const { Messages: theirs = [] } = await world.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: pipeline.dlqUrl, VisibilityTimeout: 120 }),
+    );
+    expect(theirs).toHaveLength(1);
+    await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody('old', 'old', PAST), 'old');
+    const client = world.client();
+    // Once the redrive has received the past-horizon message (which it holds, unmoved), it is deleted.
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const output = await next(args);
+        if (context.commandName !== 'ReceiveMessageCommand') return output;
+        const { Messages = [] } = output.output as { Messages?: { ReceiptHandle?: string }[] };
+        for (const { ReceiptHandle } of Messages) {
+          await world.sqs.send(new DeleteMessageCommand({ QueueUrl: pipeline.dlqUrl, ReceiptHandle }));
+        }
+        return output;
+      },
+      { step: 'initialize', name: 'deleteWhatItReceives' },
+    );
+
+    const result = await redriveDeadLetters(client, pipeline, { timeoutMs: 3_000 });
+
+    expect(result).toMatchObject({ finished: false, moved: 0, hidden: 1 });
     expect(await messagesInQueue(world.sqs, pipeline.dlqUrl)).toBe(1);
   });
 });
