@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
-import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageBatchCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
@@ -66,13 +76,15 @@ export async function discardDeadLetters(
     visibilitySeconds: DISCARD_VISIBILITY_TIMEOUT_SECONDS,
     done: () => discarded.length === wanted.size,
     handle: async (messages) => {
-      const chosen = messages.filter((message) => wanted.has(String(message.MessageId)));
-      if (chosen.length === 0) return new Set();
-      for (const message of chosen) {
+      const received = messages.filter((message) => wanted.has(String(message.MessageId)));
+      if (received.length === 0) return new Set();
+      for (const message of received) {
         await clients.dynamodb.send(
           new PutItemCommand({ TableName: resources.idempotencyTableName, Item: recordOf(message, reason) }),
         );
       }
+      const chosen = await stillHeld(clients, resources, received);
+      if (chosen.length === 0) return new Set();
       const { Failed = [] } = await clients.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: resources.dlqUrl,
@@ -102,6 +114,49 @@ export async function discardDeadLetters(
     notFound: missing.filter((_, i) => !recorded[i]),
     hidden: sweep.hidden,
   };
+}
+
+/**
+ * The messages still held under this receive's handles, their hold renewed: records written slowly
+ * may outlast it, and another receive then replaces the handle — with which a delete on a standard
+ * queue succeeds without deleting. The records of the others are taken back, since a record says
+ * a message is discarded; those messages are found again, or reported not found.
+ */
+async function stillHeld(
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
+  resources: Pick<PipelineResources, 'dlqUrl' | 'idempotencyTableName'>,
+  messages: Message[],
+): Promise<Message[]> {
+  const { Failed = [] } = await clients.sqs.send(
+    new ChangeMessageVisibilityBatchCommand({
+      QueueUrl: resources.dlqUrl,
+      Entries: messages.map((message, index) => ({
+        Id: String(index),
+        ReceiptHandle: message.ReceiptHandle,
+        VisibilityTimeout: DISCARD_VISIBILITY_TIMEOUT_SECONDS,
+      })),
+    }),
+  );
+  const lost = new Set(Failed.map(({ Id }) => messages[Number(Id)]));
+  for (const message of lost) {
+    if (!message) continue;
+    await clients.dynamodb
+      .send(
+        new DeleteItemCommand({
+          TableName: resources.idempotencyTableName,
+          Key: { id: { S: `${DISCARDED_ID_PREFIX}${message.MessageId}` } },
+        }),
+      )
+      .catch((cause: unknown) => {
+        throw new DiscardInterruptedError(
+          `Message ${message.MessageId} was received by another meanwhile and is still in the DLQ, but its ` +
+            `record ${DISCARDED_ID_PREFIX}${message.MessageId} could not be taken back (${String(cause)}): ` +
+            'run `oncely dlq discard` again with the same ids.',
+          { cause },
+        );
+      });
+  }
+  return messages.filter((message) => !lost.has(message));
 }
 
 async function hasDiscardRecord(

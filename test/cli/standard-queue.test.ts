@@ -1,10 +1,18 @@
-import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discardDeadLetters } from '../../cli/dead-letter-discard.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { resolveAsRetry } from '../../cli/in-doubt-retry.js';
 import { RedriveInterruptedError, ResendFailedError } from '../../cli/operations-errors.js';
 import { describeRedrive, describeResolution } from '../../cli/operations-report.js';
-import { readItem } from '../support/dynamodb.js';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
+import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { loseAnswers } from '../support/sdk-middleware.js';
 import {
   createStandardQueue,
@@ -118,6 +126,55 @@ describe('oncely dlq redrive to a standard queue', () => {
     }
     await drainQueue(sqs, pipeline.dlqUrl, 0);
     losing.destroy();
+  });
+});
+
+describe('oncely dlq discard on a standard DLQ', () => {
+  // Issue 42, item 6: its records written slowly, the discard's hold ran out and another receive got
+  // the message; the delete with the old receipt handle "succeeded" without deleting, and the
+  // message was reported discarded while it stayed in the DLQ, for the next redrive to run.
+  it('neither deletes nor reports discarded a message received again by another while its record was written', async () => {
+    const { dlqUrl } = await standardPipeline();
+    await deadLetter(dlqUrl, 'slow', '', PAST);
+    const { Messages: [peeked] = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: dlqUrl, VisibilityTimeout: 0 }),
+    );
+    const messageId = String(peeked?.MessageId);
+    const dynamodb = localDynamoClient();
+    const idempotencyTableName = await createTable(dynamodb, 'discard-standard');
+    const discarding = localSqsClient();
+    // Once the discard holds the message, its hold runs out (as after 60 s of slow writes) and a
+    // colleague's listing receives it, with a receipt handle of its own.
+    discarding.middlewareStack.add(
+      (next, context) => async (args) => {
+        const output = await next(args);
+        if (context.commandName !== 'ReceiveMessageCommand') return output;
+        for (const { ReceiptHandle } of (output.output as { Messages?: { ReceiptHandle?: string }[] })
+          .Messages ?? []) {
+          await sqs.send(
+            new ChangeMessageVisibilityCommand({ QueueUrl: dlqUrl, ReceiptHandle, VisibilityTimeout: 0 }),
+          );
+          await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, VisibilityTimeout: 120 }));
+        }
+        return output;
+      },
+      { step: 'initialize', name: 'holdRunsOut' },
+    );
+
+    const result = await discardDeadLetters(
+      { sqs: discarding, dynamodb },
+      { dlqUrl, idempotencyTableName },
+      [messageId],
+      'refunded',
+      { timeoutMs: 2_000 },
+    );
+
+    expect(result).toMatchObject({ discarded: [], alreadyDiscarded: [], notFound: [messageId], hidden: 1 });
+    expect(await messagesInQueue(sqs, dlqUrl)).toBe(1);
+    // No record says it was discarded: the next discard, once the colleague lets go, does it.
+    expect(await readItem(idempotencyTableName, `oncely/discarded#${messageId}`)).toBeUndefined();
+    discarding.destroy();
+    dynamodb.destroy();
   });
 });
 
