@@ -155,7 +155,8 @@ describe('local function runtime: what its containers use', () => {
       await Promise.all([busy.invoke({ ms: 400 }), waiting.invoke({ ms: 400 })]);
       const busyCpu = (busy.usage().cpuMs ?? Number.NaN) - (busyBefore.cpuMs ?? Number.NaN);
       const waitingCpu = (waiting.usage().cpuMs ?? Number.NaN) - (waitingBefore.cpuMs ?? Number.NaN);
-      // 400 ms spinning, of which a busy machine may take some; 400 ms waiting costs next to nothing.
+      // 400 ms of the process's CPU spent spinning, nearly all on its main thread, however busy the
+      // machine (which stretches it); 400 ms waiting costs next to nothing.
       expect(busyCpu).toBeGreaterThan(150);
       expect(waitingCpu).toBeLessThan(50);
       expect(busy.usage()).toMatchObject({ invocations: 2, heapUsedBytes: [expect.any(Number)] });
@@ -171,7 +172,7 @@ describe('local function runtime: what its containers use', () => {
     const mainBefore = fn.usage().cpuMs;
     await fn.invoke({ ms: 400 });
     const whole = fn.processCpuMs() - before;
-    // 400 ms spinning, of which a busy machine may take some (as for the main thread's figure above).
+    // 400 ms of its CPU spent spinning, however busy the machine.
     expect(whole).toBeGreaterThan(150);
     // The main thread's share is part of it (read a moment earlier in the container: a little slack).
     const main = fn.usage().cpuMs;
