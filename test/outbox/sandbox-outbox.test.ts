@@ -9,6 +9,7 @@ import { ledgerItemId } from '../../lambdas/shop/consumer/ledger.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import type { StreamBatchReport } from '../../sandbox/stream-poller.js';
+import { BUSY_MACHINE_RETRY } from '../support/publisher.js';
 import { sharedAssembly } from '../support/shared-assembly.js';
 
 // The example shop in the sandbox, its functions' SQS requests through a fault proxy: orders placed
@@ -100,10 +101,7 @@ describe('the shop’s orders through the outbox, with SQS down for a while', ()
           payload: { sku: 'sku-outage', quantity: 100 },
         },
       ],
-      {
-        functionName: resources.publisherFunctionName,
-        lambda,
-      },
+      { functionName: resources.publisherFunctionName, lambda, retry: BUSY_MACHINE_RETRY },
     );
     await expect
       .poll(() => ledgerNumber(ledgerItemId.stock('sku-outage'), 'available'), { timeout: 60_000 })

@@ -10,6 +10,7 @@ import { LAMBDA_ASSET_PACKAGE_JSON, lambdaBundleFile } from '../../lib/construct
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import type { LocalFunction } from '../../sandbox/provision.js';
+import { BUSY_MACHINE_RETRY } from '../support/publisher.js';
 
 // Issue 20: an OncelyPipeline whose consumer is an ES module using `import.meta.url`, a top-level
 // `await` and a CommonJS dependency reading `__dirname` (fixtures/apps/esm-consumer/consumer.ts),
@@ -69,7 +70,7 @@ describe('an OncelyPipeline consumer that is an ES module, in the sandbox', () =
     const keys = ['esm-1', 'esm-2'];
     const { results } = await publish(
       keys.map((key, n) => ({ type: 'Observe', groupId: 'esm', key, payload: { n } })),
-      { functionName: sandbox.pipelineResources().publisherFunctionName, lambda },
+      { functionName: sandbox.pipelineResources().publisherFunctionName, lambda, retry: BUSY_MACHINE_RETRY },
     );
     expect(results.map((result) => result.status)).toEqual(['sent', 'sent']);
     await expect.poll(async () => Object.keys(await seen()).sort(), { timeout: 30_000 }).toEqual(keys);

@@ -19,6 +19,7 @@ import type { FunctionError, InvocationResult } from '../../sandbox/lambda-conte
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import { isLoopback, listeningSocketsOf } from '../support/listening-sockets.js';
+import { BUSY_MACHINE_RETRY } from '../support/publisher.js';
 
 // The example shop in the sandbox, as `oncely local` runs it: one sandbox for the file, since its
 // start is a synth with bundling and a JVM.
@@ -146,7 +147,11 @@ describe('the sandbox of a CDK app', () => {
             payload: { sku: 'edge-sku', quantity: 7 },
           },
         ],
-        { functionName: sandbox.pipelineResources().publisherFunctionName, lambda },
+        {
+          functionName: sandbox.pipelineResources().publisherFunctionName,
+          lambda,
+          retry: BUSY_MACHINE_RETRY,
+        },
       );
       expect(results.map((result) => result.status)).toEqual(['sent']);
       // The shop's ledger item of a SKU (lambdas/shop/consumer/ledger-writes.ts).

@@ -13,6 +13,14 @@ import { createFifoQueue, createStandardQueue, localSqsClient } from './sqs.js';
 export const FAST_RETRY = { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 4 };
 
 /**
+ * The client's retries for a test that publishes through a sandbox's publisher function. Its
+ * defaults wait 1.5 s at most in all; a machine busy with other work (CI) has kept the sandbox's
+ * DynamoDB Local slower than the publisher's 1 s store timeout for longer than that. These wait 16
+ * to 31 s. A failure that is not retryable still fails at once.
+ */
+export const BUSY_MACHINE_RETRY = { maxAttempts: 12, baseDelayMs: 100, maxDelayMs: 5_000 };
+
+/**
  * `count` order messages spread over `groups` groups in a scrambled, fixed order; every other one
  * has no key, so its key is derived (DESIGN §2).
  */

@@ -13,6 +13,7 @@ import { PublishConflictError, PublishValidationError, publish } from '../../../
 import { createEnvelope, type OutgoingMessage } from '../../../lambdas/common/envelope.js';
 import { ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
 import { orderPlacedKey } from '../../../lambdas/shop/orders/place-order.js';
+import { BUSY_MACHINE_RETRY } from '../../support/publisher.js';
 import {
   outboxStatus,
   placeOrder,
@@ -44,11 +45,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await target?.stop();
 });
-
-// The client's default retries wait 1.5 s at most in all. A machine busy with other work (CI) has
-// kept the sandbox's DynamoDB Local slower than the publisher's 1 s store timeout for longer than
-// that; these wait 16 to 31 s. A failure that is not retryable still fails at once.
-const BUSY_MACHINE_RETRY = { maxAttempts: 12, baseDelayMs: 100, maxDelayMs: 5_000 };
 
 const send = (messages: OutgoingMessage[], requestId?: string) =>
   publish(messages, {
