@@ -5,16 +5,11 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import {
-  ChangeMessageVisibilityBatchCommand,
-  DeleteMessageBatchCommand,
-  type Message,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
-import { groupOf, sweepDeadLetters } from './dead-letter-sweep.js';
+import { changeVisibility, groupOf, sweepDeadLetters } from './dead-letter-sweep.js';
 import { DiscardInterruptedError } from './operations-errors.js';
 
 /** The idempotency table item that records a discarded DLQ message. */
@@ -127,17 +122,13 @@ async function stillHeld(
   resources: Pick<PipelineResources, 'dlqUrl' | 'idempotencyTableName'>,
   messages: Message[],
 ): Promise<Message[]> {
-  const { Failed = [] } = await clients.sqs.send(
-    new ChangeMessageVisibilityBatchCommand({
-      QueueUrl: resources.dlqUrl,
-      Entries: messages.map((message, index) => ({
-        Id: String(index),
-        ReceiptHandle: message.ReceiptHandle,
-        VisibilityTimeout: DISCARD_VISIBILITY_TIMEOUT_SECONDS,
-      })),
-    }),
+  const refused = await changeVisibility(
+    clients.sqs,
+    resources.dlqUrl,
+    messages.map((message) => String(message.ReceiptHandle)),
+    DISCARD_VISIBILITY_TIMEOUT_SECONDS,
   );
-  const lost = new Set(Failed.map(({ Id }) => messages[Number(Id)]));
+  const lost = new Set([...refused].map((index) => messages[index]));
   for (const message of lost) {
     if (!message) continue;
     await clients.dynamodb

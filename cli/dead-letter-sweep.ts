@@ -212,25 +212,14 @@ async function forgetGone(
   visibilitySeconds: number,
 ): Promise<number> {
   const entries = [...held.entries()];
-  let forgotten = 0;
-  for (let i = 0; i < entries.length; i += 10) {
-    const batch = entries.slice(i, i + 10);
-    const { Failed = [] } = await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: dlqUrl,
-        Entries: batch.map(([, entry], index) => ({
-          Id: String(index),
-          ReceiptHandle: entry.receiptHandle,
-          VisibilityTimeout: visibilitySeconds,
-        })),
-      }),
-    );
-    for (const { Id } of Failed) {
-      const [id] = batch[Number(Id)] ?? [];
-      if (id !== undefined && held.delete(id)) forgotten++;
-    }
-  }
-  return forgotten;
+  const refused = await changeVisibility(
+    sqs,
+    dlqUrl,
+    entries.map(([, entry]) => entry.receiptHandle),
+    visibilitySeconds,
+  );
+  for (const index of refused) held.delete((entries[index] as [string, Held])[0]);
+  return refused.size;
 }
 
 /** Lets every held message go; returns how many could not be (they reappear after the visibility timeout). */
@@ -245,7 +234,20 @@ export async function makeVisible(
   queueUrl: string,
   receiptHandles: string[],
 ): Promise<number> {
-  let failed = 0;
+  return (await changeVisibility(sqs, queueUrl, receiptHandles, 0)).size;
+}
+
+/**
+ * Sets the visibility timeout of received messages, 10 a call: the indexes of those SQS refused
+ * (no longer in flight under that receipt handle).
+ */
+export async function changeVisibility(
+  sqs: SQSClient,
+  queueUrl: string,
+  receiptHandles: string[],
+  visibilitySeconds: number,
+): Promise<Set<number>> {
+  const refused = new Set<number>();
   for (let i = 0; i < receiptHandles.length; i += 10) {
     const { Failed = [] } = await sqs.send(
       new ChangeMessageVisibilityBatchCommand({
@@ -253,11 +255,11 @@ export async function makeVisible(
         Entries: receiptHandles.slice(i, i + 10).map((ReceiptHandle, index) => ({
           Id: String(index),
           ReceiptHandle,
-          VisibilityTimeout: 0,
+          VisibilityTimeout: visibilitySeconds,
         })),
       }),
     );
-    failed += Failed.length;
+    for (const { Id } of Failed) refused.add(i + Number(Id));
   }
-  return failed;
+  return refused;
 }
