@@ -24,11 +24,19 @@ export interface RedriveOptions {
   limit?: number;
 }
 
-/** A message left in the DLQ because it is past the dedup horizon. */
+/**
+ * Why a redrive leaves a message in the DLQ, since it would run as a new message: it is past the
+ * dedup horizon, or it is an envelope whose key is gone (DESIGN §2: keyed by a deduplication id
+ * that SQS replaced when it moved the message, and the consumer did not write into its body).
+ */
+export type SkipReason = 'past-dedup-horizon' | 'key-lost';
+
+/** A message left in the DLQ, for a reason. */
 export interface SkippedDeadLetter {
   messageId: string;
   groupId: string;
   key?: string;
+  reason: SkipReason;
 }
 
 export interface RedriveResult {
@@ -38,7 +46,7 @@ export interface RedriveResult {
   dryRun: boolean;
   /** Sent back to the queue (and deleted from the DLQ). */
   moved: number;
-  /** Past the dedup horizon: left in place in the DLQ, to discard (`oncely dlq discard`). */
+  /** Past the dedup horizon, or without their key: left in place in the DLQ, to discard (`oncely dlq discard`). */
   skipped: SkippedDeadLetter[];
   /** Moved by this run, failed again and back in the DLQ: left for the next run. */
   returned: number;
@@ -73,7 +81,8 @@ const REDRIVE_VISIBILITY_TIMEOUT_SECONDS = 60;
  * did not reach. A message past the dedup horizon (DESIGN §2; or already dead-lettered as
  * `PastDedupHorizon`) is never sent, since it would run as a new message, and never re-sent to the
  * DLQ, since that would reset its retention: it stays where it is, and the rest of its group moves
- * on past it. Messages that are not Oncely envelopes are moved as they are. A moved message that
+ * on past it. So does an envelope without a key (`key-lost`), which would run under the redrive's
+ * deduplication id. Messages that are not Oncely envelopes are moved as they are. A moved message that
  * fails again and comes back during the run stays for the next run.
  *
  * A crash between a send and its delete leaves the message in both places: harmless, the consumer
@@ -113,7 +122,9 @@ export async function redriveDeadLetters(
         else if (!isSelected(message, options) || movable.length >= room()) {
           left.set(id, 'not-selected');
           notSelectedGroups.add(groupOf(message));
-        } else if (isPast(message, horizon, Date.now())) left.set(id, skippedOf(message));
+        } else if (isPast(message, horizon, Date.now()))
+          left.set(id, skippedOf(message, 'past-dedup-horizon'));
+        else if (isKeyless(message)) left.set(id, skippedOf(message, 'key-lost'));
         else movable.push(message);
         if (options.key !== undefined && isSelected(message, options) && left.get(id) !== 'not-selected')
           keyReached = true;
@@ -187,9 +198,19 @@ function keyOf(message: Message): string | undefined {
   }
 }
 
-function skippedOf(message: Message): SkippedDeadLetter {
+function skippedOf(message: Message, reason: SkipReason): SkippedDeadLetter {
   const key = keyOf(message);
-  return { messageId: String(message.MessageId), groupId: groupOf(message), ...(key ? { key } : {}) };
+  return { messageId: String(message.MessageId), groupId: groupOf(message), ...(key ? { key } : {}), reason };
+}
+
+/** An envelope without a key: its key was its deduplication id, which the redrive's send would replace. */
+function isKeyless(message: Message): boolean {
+  try {
+    return parseReceivedEnvelope(message.Body ?? '').key === undefined;
+  } catch (error) {
+    if (error instanceof InvalidEnvelopeError) return false; // not an envelope: moved as it is
+    throw error;
+  }
 }
 
 function isPast(message: Message, horizon: DedupHorizon, nowMs: number): boolean {

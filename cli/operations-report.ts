@@ -2,7 +2,7 @@
 
 import { DISCARDED_ID_PREFIX, type DiscardResult } from './dead-letter-discard.js';
 import { type DeadLetterListing, LISTING_VISIBILITY_TIMEOUT_SECONDS } from './dead-letter-list.js';
-import type { RedriveResult } from './dead-letter-redrive.js';
+import type { RedriveResult, SkipReason } from './dead-letter-redrive.js';
 import { describeGroup } from './dead-letter-sweep.js';
 import type { Resolution, UnresolvedPage } from './in-doubt-records.js';
 import type { OutboxListing } from './outbox-list.js';
@@ -63,17 +63,27 @@ export function describeRedrive(result: RedriveResult, queueUrl: string): string
       : `Moved ${count(result.moved, 'message')} from the DLQ back to ${queueUrl}, each group in order. The consumer ` +
         'runs them again; those that had completed are recognised by their key and not run twice.',
   ];
-  if (result.skipped.length > 0) {
+  const skipped = (reason: SkipReason, why: string) => {
+    const these = result.skipped.filter((each) => each.reason === reason);
+    if (these.length === 0) return;
     lines.push(
-      `Left ${count(result.skipped.length, 'message')} past the dedup horizon in the DLQ: they can no longer be told ` +
-        'apart from new messages; see DESIGN §2. To run one anyway, publish it again under a new key; then ' +
+      `Left ${count(these.length, 'message')} ${why}. To run one anyway, publish it again under a new key; then ` +
         '`oncely dlq discard MESSAGE_ID…` deletes it for good, keeping a record:',
-      ...result.skipped.map(
-        (skipped) =>
-          `  ${skipped.messageId} (${describeGroup(skipped.groupId)}${skipped.key ? `, key ${skipped.key}` : ''})`,
+      ...these.map(
+        (each) =>
+          `  ${each.messageId} (${describeGroup(each.groupId)}${each.key ? `, key ${each.key}` : ''})`,
       ),
     );
-  }
+  };
+  skipped(
+    'past-dedup-horizon',
+    'past the dedup horizon in the DLQ: they can no longer be told apart from new messages; see DESIGN §2',
+  );
+  skipped(
+    'key-lost',
+    'without a key in the DLQ: each was keyed by its deduplication id, which SQS replaced when it moved it there, ' +
+      'so it would run under a key not its own; see DESIGN §2',
+  );
   if (result.returned > 0) {
     lines.push(
       `${count(result.returned, 'moved message')} failed again and came back during the run: left for the next redrive.`,

@@ -7,6 +7,7 @@ import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { DeadLetterClaim } from '../idempotency/record.js';
 import { deadLetterAttributes } from './dead-letter-attributes.js';
+import { deadLetterBody } from './dead-letter-body.js';
 
 /** The message attributes a record sent to the DLQ carries, so an operator sees why without the logs. */
 export const DLQ_ATTRIBUTES = {
@@ -136,7 +137,8 @@ export class DeadLetterQueue {
    * Attributes count towards SQS's message size limit, and a poison message may be at that limit
    * already: if SQS refuses the message as too long, it goes again with fewer of the consumer's,
    * then with the producer's alone, last with none, so that it reaches the DLQ all the same (the
-   * consumer's log has the whole error).
+   * consumer's log has the whole error). A body with its key written in (`deadLetterBody`) goes last
+   * as it came, when even that is too long: the key is then lost, and a redrive says so.
    */
   async #sendFitting(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
     const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
@@ -151,19 +153,26 @@ export class DeadLetterQueue {
     };
     const { [DLQ_ATTRIBUTES.errorName]: errorName } = all;
     const producer = record.messageAttributes;
+    const body = deadLetterBody(record);
     const attempts = [
-      deadLetterAttributes(producer, all),
-      deadLetterAttributes(producer, { [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue }),
-      deadLetterAttributes(producer, {}),
-      undefined,
+      { body, attributes: deadLetterAttributes(producer, all) },
+      {
+        body,
+        attributes: deadLetterAttributes(producer, {
+          [DLQ_ATTRIBUTES.errorName]: errorName as MessageAttributeValue,
+        }),
+      },
+      { body, attributes: deadLetterAttributes(producer, {}) },
+      { body, attributes: undefined },
+      ...(body === record.body ? [] : [{ body: record.body, attributes: undefined }]),
     ];
     const [client, { SendMessageCommand }] = await Promise.all([this.#client(), sqsModule()]);
-    for (const [index, attributes] of attempts.entries()) {
+    for (const [index, { body: messageBody, attributes }] of attempts.entries()) {
       try {
         await client.send(
           new SendMessageCommand({
             QueueUrl: this.options.queueUrl,
-            MessageBody: record.body,
+            MessageBody: messageBody,
             ...this.#grouping(record, groupId),
             MessageAttributes: attributes,
           }),

@@ -23,7 +23,9 @@ describe('oncely dlq discard', () => {
     const redrive = JSON.parse(
       (await world.oncely(pipeline, ['dlq', 'redrive', '--json'])).text,
     ) as RedriveResult;
-    expect(redrive.skipped).toEqual([{ messageId: id, groupId: 'old', key: 'old-1' }]);
+    expect(redrive.skipped).toEqual([
+      { messageId: id, groupId: 'old', key: 'old-1', reason: 'past-dedup-horizon' },
+    ]);
     const text = (await world.oncely(pipeline, ['dlq', 'redrive'])).text;
     expect(text).toContain(`  ${id} (group old, key old-1)`);
     expect(text).toContain('`oncely dlq discard MESSAGE_ID…` deletes it for good');

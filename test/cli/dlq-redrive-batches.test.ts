@@ -70,8 +70,8 @@ describe('dlq redrive in batches', () => {
     ]);
     expect(result).toMatchObject({ finished: true, moved: 26, returned: 0, left: 0, hidden: 0 });
     expect(result.skipped).toEqual([
-      { messageId: ids.get('long-00'), groupId: 'long', key: 'long-00' },
-      { messageId: ids.get('long-12'), groupId: 'long', key: 'long-12' },
+      { messageId: ids.get('long-00'), groupId: 'long', key: 'long-00', reason: 'past-dedup-horizon' },
+      { messageId: ids.get('long-12'), groupId: 'long', key: 'long-12', reason: 'past-dedup-horizon' },
     ]);
     expect([requests.get('SendMessageCommand'), requests.get('DeleteMessageCommand')]).toEqual([
       undefined,

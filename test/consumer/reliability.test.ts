@@ -490,20 +490,30 @@ describe.concurrent('consumer reliability', () => {
     };
     const atLimit = named('A', 'at-limit', 'NoSuchType');
     const nearLimit = named('B', 'refused-near-limit');
-    const bodies = { atLimit: bodyOf(atLimit, maxBytes), nearLimit: bodyOf(nearLimit, maxBytes - 100) };
+    // Without a key, keyed by its deduplication id: no room to write the key in (dead-letter-body.ts).
+    const keyless = named('C', 'keyless-at-limit', 'NoSuchType');
+    const bodies = {
+      atLimit: bodyOf(atLimit, maxBytes),
+      nearLimit: bodyOf(nearLimit, maxBytes - 100),
+      keyless: bodyOf(keyless, maxBytes).replace(
+        `"key":"${keyless.key}",`,
+        `"kez":"${'y'.repeat(keyless.key.length)}",`,
+      ),
+    };
     const ids = {
       atLimit: await sendBody(sqs, queue.url, bodies.atLimit, 'A', atLimit.key),
       nearLimit: await sendBody(sqs, queue.url, bodies.nearLimit, 'B', nearLimit.key),
+      keyless: await sendBody(sqs, queue.url, bodies.keyless, 'C', keyless.key),
     };
 
     const poll = await pollOnce(sqs, queue, handler);
-    expect(poll.records).toHaveLength(2);
+    expect(poll.records).toHaveLength(3);
     expect(failureIds(poll.response)).toEqual([]);
     expect(poll.deleted.sort()).toEqual(Object.values(ids).sort());
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(3);
     expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBeUndefined();
 
-    const dead = (await receiveMessages(sqs, dlq.url, 2)).map(dlqCopy);
+    const dead = (await receiveMessages(sqs, dlq.url, 3)).map(dlqCopy);
     const atLimitCopy = dead.find((copy) => copy.body === bodies.atLimit);
     const nearLimitCopy = dead.find((copy) => copy.body === bodies.nearLimit);
     // At the limit, not even the error's name fits: the body alone, in its group.
@@ -513,6 +523,11 @@ describe.concurrent('consumer reliability', () => {
       group: 'B',
       attributeNames: [DLQ_ATTRIBUTES.errorName],
       errorName: 'NonRetryableError',
+    });
+    // Its key does not fit in: it goes as it came, and a redrive will say its key is gone.
+    expect(dead.find((copy) => copy.group === 'C')).toMatchObject({
+      body: bodies.keyless,
+      attributeNames: [],
     });
   });
 
