@@ -107,10 +107,6 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     maxBatchBytes: options.maxBatchBytes,
     retry: options.retry,
     timeLeftMs: options.timeLeftMs,
-    // The outbox never gives a message up, so a failed one is always sent again: had SQS accepted
-    // a later message of its group in the same call, that retry would land behind it (issue 26).
-    // A standard queue keeps no order to break: there the run shares calls.
-    onePerGroupPerCall: true,
     ordered: options.ordered,
   });
   // On a FIFO queue only the run's leading sent messages are marked: one not sent keeps the rest

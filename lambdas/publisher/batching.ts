@@ -35,21 +35,40 @@ export function chunkByCountAndBytes<T extends { bytes: number }>(
 }
 
 /**
- * Splits items, in order, into batches that hold at most one item of each group: every group's
- * first item, then every group's second, and so on, each of these waves split by the limits. A
- * group's items stay in order from batch to batch.
+ * Splits items into batches that hold at most one item of each group, a group's items in order
+ * from batch to batch. Each batch takes the groups' next items, earliest in `items` first, as many
+ * as the limits allow: so batches stay full while ten groups or more have items left, and a
+ * request over many groups of uneven length takes as few calls as one cut by count alone.
  */
 export function chunkOnePerGroup<T extends { bytes: number; groupId: string }>(
   items: readonly T[],
   limits: BatchLimits,
 ): T[][] {
-  const waves: T[][] = [];
-  const seen = new Map<string, number>();
-  for (const item of items) {
-    const index = seen.get(item.groupId) ?? 0;
-    seen.set(item.groupId, index + 1);
-    if (index === waves.length) waves.push([]);
-    waves[index]?.push(item);
+  /** Each group's items not yet in a batch, in order, with their places in `items`. */
+  const waiting = new Map<string, { item: T; place: number }[]>();
+  items.forEach((item, place) => {
+    const queue = waiting.get(item.groupId) ?? [];
+    queue.push({ item, place });
+    waiting.set(item.groupId, queue);
+  });
+  const batches: T[][] = [];
+  while (waiting.size > 0) {
+    const heads = [...waiting.values()]
+      .map((queue) => queue[0] as { item: T; place: number })
+      .sort((a, b) => a.place - b.place);
+    const batch: T[] = [];
+    let bytes = 0;
+    for (const { item } of heads) {
+      if (batch.length === limits.maxEntries) break;
+      // The first always goes, even over the limit on its own (validation prevents it), for SQS to refuse.
+      if (batch.length > 0 && bytes + item.bytes > limits.maxBytes) continue;
+      batch.push(item);
+      bytes += item.bytes;
+      const queue = waiting.get(item.groupId) as { item: T; place: number }[];
+      queue.shift();
+      if (queue.length === 0) waiting.delete(item.groupId);
+    }
+    batches.push(batch);
   }
-  return waves.flatMap((wave) => chunkByCountAndBytes(wave, limits));
+  return batches;
 }

@@ -28,15 +28,6 @@ export interface OrderedSendOptions {
   /** How long sending may still take (the invocation's remaining time, less what finishing needs). */
   timeLeftMs: () => number;
   /**
-   * At most one message of each group per call, groups batched together. SQS answers each entry of
-   * a batch on its own and may accept a later message of a group after failing an earlier one;
-   * then nothing can put the earlier one first again. One message of a group per call leaves
-   * nothing after a failure, so a failed message is retried before its group goes on, whatever
-   * SQS answers. It costs a call per message of a group (DESIGN §9). Without it (the publisher),
-   * such a failure is final and the results name the gap (DESIGN §6).
-   */
-  onePerGroupPerCall?: boolean;
-  /**
    * Whether the queue keeps a group's order (FIFO). `false` for a standard queue, which keeps none
    * (DESIGN §5.1): each message then stands alone, as if in a group of its own: a failed one holds
    * back nothing, none is `blocked`, and messages of one group share a call.
@@ -57,7 +48,14 @@ const MIN_TIME_FOR_A_CALL_MS = 100;
 export const MAX_REASON_LENGTH = 200;
 
 /**
- * Sends prepared messages in batches and never reorders a message group (DESIGN §6).
+ * Sends prepared messages in batches and never reorders a message group (DESIGN §6, §9).
+ *
+ * A call carries at most one message of each group, groups batched together. SQS answers each
+ * entry of a batch on its own and may accept a later message of a group after failing an earlier
+ * one, and a lost answer hides that it did: a retry would then land behind the later one, and
+ * nothing could put it first again. One message of a group per call leaves nothing behind a
+ * failure, so a failed message is retried before its group goes on, whatever SQS answers. It
+ * costs a call per message of a group (per ten when a request spreads over ten groups or more).
  *
  * Entries that fail retryably are sent again — with the same body and deduplication id — in the
  * next round, after an exponential backoff, while attempts and time remain; until then no later
@@ -75,7 +73,7 @@ export async function sendInGroupOrder(
   const laneOf = options.ordered === false ? alone : byGroup;
   const ledger = new ResultLedger(messages.length, laneOf);
   const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: options.maxBatchBytes };
-  const chunk = options.onePerGroupPerCall && laneOf === byGroup ? chunkOnePerGroup : chunkByCountAndBytes;
+  const chunk = laneOf === byGroup ? chunkOnePerGroup : chunkByCountAndBytes;
   let pending = [...messages];
   for (let attempt = 1; pending.length > 0; attempt++) {
     /** Lane → why its first message in `nextRound` has to be sent again. */
@@ -90,12 +88,12 @@ export async function sendInGroupOrder(
       }
       if (batch.length === 0) continue;
       const outcomes = await attemptBatch(batch, options);
-      for (const entries of entriesByLane(batch, outcomes, laneOf)) {
-        const retry = settleLane(entries, ledger);
-        if (!retry) continue;
-        retrying.set(laneOf(retry.messages[0] as PreparedMessage), retry.reason);
-        nextRound.push(...retry.messages);
-      }
+      batch.forEach((message, i) => {
+        const retry = settle(message, outcomes[i] as EntryOutcome, ledger);
+        if (retry === undefined) return;
+        retrying.set(laneOf(message), retry);
+        nextRound.push(message);
+      });
     }
     if (nextRound.length === 0) break;
 
@@ -120,71 +118,19 @@ export async function sendInGroupOrder(
   return ledger.results;
 }
 
-interface GroupEntry {
-  message: PreparedMessage;
-  outcome: EntryOutcome;
-}
-
 /**
- * Records one batch's outcomes for the entries of one lane (in batch order). Returns the
- * messages to send again when the lane's first failure is retryable.
+ * Records one entry's outcome: the only message of its lane in its call. Returns why it is to be
+ * sent again, when its failure is retryable.
  */
-function settleLane(
-  entries: readonly GroupEntry[],
-  ledger: ResultLedger,
-): { reason: string; messages: PreparedMessage[] } | undefined {
-  for (const { message, outcome } of entries) ledger.note(message, outcome);
-  let accepted = 0;
-  for (const { message, outcome } of entries) {
-    if (!outcome.sent) break;
+function settle(message: PreparedMessage, outcome: EntryOutcome, ledger: ResultLedger): string | undefined {
+  ledger.note(message, outcome);
+  if (outcome.sent) {
     ledger.record(message, outcome);
-    accepted++;
-  }
-  const rest = entries.slice(accepted);
-  const first = rest[0];
-  if (!first || first.outcome.sent) return undefined;
-  const { message: firstMessage } = first;
-  const failure = first.outcome;
-
-  if (rest.some((entry) => entry.outcome.sent)) {
-    // SQS accepted a later message of the group although an earlier one failed. A retry would land
-    // after it, so the failures are final: the group keeps its order, with gaps the results name.
-    for (const { message, outcome: later } of rest) {
-      if (later.sent) {
-        ledger.record(message, later);
-      } else {
-        ledger.fail(
-          message,
-          `${later.reason}; not retried: a later message of its group was already accepted`,
-        );
-      }
-    }
     return undefined;
   }
-  if (failure.retryable) {
-    return {
-      reason: failure.reason,
-      messages: rest.map((entry) => entry.message),
-    };
-  }
-  ledger.fail(firstMessage, failure.reason);
-  for (const { message } of rest.slice(1)) ledger.block(message);
+  if (outcome.retryable) return outcome.reason;
+  ledger.fail(message, outcome.reason);
   return undefined;
-}
-
-/** The batch's entries with their outcomes, per lane, each lane in batch order. */
-function entriesByLane(
-  batch: readonly PreparedMessage[],
-  outcomes: readonly EntryOutcome[],
-  laneOf: LaneOf,
-): GroupEntry[][] {
-  const lanes = new Map<string, GroupEntry[]>();
-  batch.forEach((message, i) => {
-    const entries = lanes.get(laneOf(message)) ?? [];
-    entries.push({ message, outcome: outcomes[i] as EntryOutcome });
-    lanes.set(laneOf(message), entries);
-  });
-  return [...lanes.values()];
 }
 
 async function attemptBatch(batch: readonly PreparedMessage[], options: OrderedSendOptions) {

@@ -103,7 +103,7 @@ function loseSendsOfGroup(groupId: string, active: () => boolean = () => true) {
   );
 }
 
-/** Twelve messages of one group: a batch of 10, and 2 that wait behind it. */
+/** Twelve messages of one group, sent one a call: the first, and 11 that wait behind it. */
 const lostGroup = () => orders(12, 1, 'lost').map((message) => ({ ...message, groupId: 'customer-lost' }));
 
 const throttled = () => Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
@@ -174,7 +174,8 @@ describe('publish (oncely/client)', () => {
     const { requestId, results } = await publish(messages, options());
 
     expect(invocations.map((event) => event.requestId)).toEqual([requestId, requestId]);
-    expect(sends.counts.SendMessageBatch).toBe(2); // the first invocation's two batches, and nothing more
+    // The first invocation's calls (3 groups, the longest of 5: one message of each per call), and nothing more.
+    expect(sends.counts.SendMessageBatch).toBe(5);
     const record = await readItem(fixture.table, `publish#${requestId}`);
     expect(JSON.parse(record?.result ?? 'null')).toEqual({ results, callId: invocations[0]?.callId });
     expect(statuses(results)).toEqual(messages.map(() => 'sent'));
@@ -200,7 +201,7 @@ describe('publish (oncely/client)', () => {
 
     const [firstResult, secondResult] = await Promise.all([first, second]);
     expect(secondResult).toEqual(firstResult);
-    expect(sends.counts.SendMessageBatch).toBe(1);
+    expect(sends.counts.SendMessageBatch).toBe(5); // the first publish's: one message of the group per call
   });
 
   it('waits out the lease of an attempt that died, past its retry attempts, then publishes', async () => {
@@ -268,13 +269,12 @@ describe('publish (oncely/client)', () => {
     expect(results.map((result) => result.key)).toEqual(messages.map(expectedKey));
     const round1 = `${requestId}~${invocations[0]?.callId}.r1`;
     expect(invocations.map((event) => event.requestId)).toEqual([requestId, round1, round1]);
-    // The first invocation's 5 attempts at the batch of 10, then the round's 2 batches; the replay sends nothing.
-    expect(sends.counts.SendMessageBatch).toBe(7);
+    // The first invocation's 5 attempts at the first message, then the round's 12 calls; the replay sends nothing.
+    expect(sends.counts.SendMessageBatch).toBe(17);
     const first = await readItem(fixture.table, `publish#${requestId}`);
     expect(JSON.parse(first?.result ?? 'null').results.map((r: { status: string }) => r.status)).toEqual([
-      ...Array(10).fill('unknown'),
-      'blocked',
-      'blocked',
+      'unknown',
+      ...Array(11).fill('blocked'),
     ]);
     const received = await drainQueue(fixture.sqs, fixture.queueUrl, messages.length); // and not one more
     expect(keysOfGroup(received, 'customer-lost')).toEqual(messages.map(expectedKey));
@@ -286,7 +286,7 @@ describe('publish (oncely/client)', () => {
   });
 
   it('answers unknown once the re-send rounds run out, naming blockers by their place in the request', async () => {
-    loseSendsOfGroup('customer-lost');
+    hideAnswersOfGroup('customer-lost', () => true);
     const messages = [...orders(10, 1, 'paid'), ...lostGroup()];
 
     const { requestId, results } = await publish(messages, { ...options(), resendUnknownRounds: 2 });
@@ -297,17 +297,12 @@ describe('publish (oncely/client)', () => {
       `${requestId}~${callId}.r1`,
       `${requestId}~${callId}.r2`,
     ]);
-    expect(statuses(results)).toEqual([
-      ...Array(10).fill('sent'),
-      ...Array(10).fill('unknown'),
-      'blocked',
-      'blocked',
-    ]);
+    expect(statuses(results)).toEqual([...Array(10).fill('sent'), 'unknown', ...Array(11).fill('blocked')]);
     // The last round sent only the lost group: its messages[0] is this request's messages[10].
-    expect(results[20]).toMatchObject({
+    expect(results[11]).toMatchObject({
       reason: expect.stringContaining('messages[10] of the same group may not have been sent'),
     });
-    await drainQueue(fixture.sqs, fixture.queueUrl, 20); // the lost ones are there all the same, once
+    await drainQueue(fixture.sqs, fixture.queueUrl, 11); // the lost one is there all the same, once
   });
 
   it('raises PublishValidationError with every problem, without retrying', async () => {
@@ -397,18 +392,19 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
 
     const { results } = await publish(messages, options());
 
-    expect(statuses(results)).toEqual([...Array(10).fill('unknown'), 'blocked', 'blocked']);
-    // Round 0 answered 10 unknown, 2 blocked; each of the 3 rounds then answered failed and blocked.
+    expect(statuses(results)).toEqual(['unknown', ...Array(11).fill('blocked')]);
+    // Round 0 answered 1 unknown, 11 blocked; each of the 3 rounds then answered failed and blocked.
     expect(invocations).toHaveLength(4);
-    expect(results[10]).toMatchObject({
+    expect(results[1]).toMatchObject({
       reason: expect.stringContaining('messages[0] of the same group may not have been sent'),
     });
-    await drainQueue(fixture.sqs, fixture.queueUrl, 10); // the unknown ones are on the queue
+    await drainQueue(fixture.sqs, fixture.queueUrl, 1); // the unknown one is on the queue
   });
 
-  it('never re-sends a message behind a later one of its group that SQS accepted (item 11a)', async () => {
-    // Call 1: SQS answers nothing for either entry (maybe sent). Call 2: it fails the first, not
-    // enqueued, and accepts the second. The first is unknown; sent again, it would land second.
+  it('leaves SQS no later message of a group to accept while it refuses an earlier one (issue 42, item 3)', async () => {
+    // Call 1: SQS answers nothing for its entries (maybe sent). Call 2: it fails the first, not
+    // enqueued, and accepts the rest. With a group's two messages in one call, the first ended
+    // unknown and the second sent ahead of it. One message of a group per call leaves no rest.
     let calls = 0;
     fixture.sqs.middlewareStack.add(
       (next, context) => async (args) => {
@@ -417,7 +413,10 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
         const [first, ...rest] = input.Entries ?? [];
         if (++calls === 1) return { output: { $metadata: {}, Successful: [], Failed: [] }, response: {} };
         if (calls > 2 || !first) return next(args);
-        const result = await next({ ...args, input: { ...input, Entries: rest } });
+        const result =
+          rest.length > 0
+            ? await next({ ...args, input: { ...input, Entries: rest } })
+            : { output: { $metadata: {} }, response: {} };
         const output = result.output as SendMessageBatchCommandOutput;
         const failed = { Id: first.Id, Code: 'InternalError', SenderFault: false, Message: 'injected' };
         return { ...result, output: { ...output, Failed: [...(output.Failed ?? []), failed] } };
@@ -428,11 +427,10 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
 
     const { results } = await publish(messages, options());
 
-    expect(statuses(results)).toEqual(['unknown', 'sent']);
-    expect(results[0]).toMatchObject({ reason: expect.stringContaining('a later message of its group') });
+    expect(statuses(results)).toEqual(['sent', 'sent']);
     expect(invocations).toHaveLength(1);
-    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 1);
-    expect(keysOfGroup(received, 'customer-0')).toEqual([expectedKey(messages[1] as PublishMessage)]);
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 2);
+    expect(keysOfGroup(received, 'customer-0')).toEqual(messages.map(expectedKey));
   });
 
   it("names its rounds so that no caller's requestId can be one (item 11b)", async () => {
@@ -464,9 +462,10 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
     expect(invocations).toHaveLength(2);
   });
 
-  it('publishing again never sends a failed message behind a later one of its group that may be on the queue', async () => {
-    // Call 1, every try: SQS fails the first entry, not enqueued, and enqueues the second without
-    // saying so. The first ends failed, the second unknown (on the queue, in fact).
+  it('publishing again sends a failed message and its blocked group in order: none of them went ahead', async () => {
+    // Call 1, every try: SQS fails the first entry, not enqueued, and enqueues the rest without
+    // saying so. With a group's two messages in one call, the first ended failed and the second
+    // unknown, on the queue ahead of it. One message of a group per call leaves no rest to enqueue.
     let firstCall = true;
     fixture.sqs.middlewareStack.add(
       (next, context) => async (args) => {
@@ -481,16 +480,15 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
     );
     const messages = orders(2, 1);
     const first = await publish(messages, { ...options(), requestId: 'checkout-10' });
-    expect(statuses(first.results)).toEqual(['failed', 'unknown']);
+    expect(statuses(first.results)).toEqual(['failed', 'blocked']);
 
     firstCall = false;
     const again = await publish(messages, { ...options(), requestId: 'checkout-10' });
 
-    // Sent again, the first would land behind the second: it stays failed, a gap its result names.
-    expect(statuses(again.results)).toEqual(['failed', 'sent']);
-    expect(invoked().at(-1)).toMatchObject({ messages: 1 });
-    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 1);
-    expect(keysOfGroup(received, 'customer-0')).toEqual([expectedKey(messages[1] as PublishMessage)]);
+    expect(statuses(again.results)).toEqual(['sent', 'sent']);
+    expect(invoked().at(-1)).toMatchObject({ messages: 2 });
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 2);
+    expect(keysOfGroup(received, 'customer-0')).toEqual(messages.map(expectedKey));
   });
 
   it('publishing again with the same requestId sends what the first call did not, each message once (item 2)', async () => {
@@ -519,7 +517,7 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
       'blocked',
       'blocked',
       'unknown',
-      'unknown',
+      'blocked',
     ]);
     // The retry within the call replayed round 0 and re-sent no failed message: its rounds carry the unknown two.
     expect(invoked().map((invocation) => invocation.messages)).toEqual([7, 7, 2, 2, 2]);
