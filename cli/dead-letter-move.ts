@@ -7,6 +7,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { groupingFor, isFifoQueueUrl } from '../lambdas/common/queue-type.js';
+import { chunkByCountAndBytes, chunkOnePerGroup, MAX_BATCH_ENTRIES } from '../lambdas/publisher/batching.js';
 import { describeGroup, groupOf } from './dead-letter-sweep.js';
 import { RedriveInterruptedError } from './operations-errors.js';
 
@@ -22,8 +23,8 @@ export interface MovedBatch {
 
 /**
  * Sends `messages` (at most 10, in the order the DLQ handed them out) to the queue with
- * SendMessageBatch, which keeps a FIFO group's order within a batch, then deletes them from the DLQ
- * with DeleteMessageBatch. A batch over SQS's size limit goes as several, one after the other.
+ * SendMessageBatch, one message of a group per call on a FIFO queue (`bySize`), then deletes them
+ * from the DLQ with DeleteMessageBatch. The calls go one after the other.
  *
  * A message is deleted only once it is on the queue, and only if every earlier message of its group
  * is too: so a failure leaves each group's rest in the DLQ, in order. A message sent whose delete
@@ -137,36 +138,36 @@ async function deleteAll(
   }
 }
 
-/** The messages as batch entries, in order, cut into batches within SQS's size limit. */
+/**
+ * The messages as batch entries, cut into batches within SQS's size limit. To a FIFO queue a batch
+ * carries at most one message of each group (`chunkOnePerGroup`, as the publisher sends): SQS may
+ * fail an earlier message of a group and accept a later one in the same call, and nothing could
+ * then put the earlier one first again. To a standard queue, in order, as many as fit.
+ */
 function bySize(
   messages: Message[],
   queueUrl: string,
   attributesOf: (message: Message) => Record<string, MessageAttributeValue>,
 ): { message: Message; entry: SendMessageBatchRequestEntry }[][] {
-  const batches: { message: Message; entry: SendMessageBatchRequestEntry }[][] = [];
-  let current: { message: Message; entry: SendMessageBatchRequestEntry }[] = [];
-  let bytes = 0;
-  for (const message of messages) {
+  const items = messages.map((message) => {
     const attributes = attributesOf(message);
-    const size = sizeOf(message.Body ?? '', attributes);
-    if (current.length > 0 && bytes + size > BATCH_BYTES) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push({
+    return { message, attributes, groupId: groupOf(message), bytes: sizeOf(message.Body ?? '', attributes) };
+  });
+  const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: BATCH_BYTES };
+  const batches = isFifoQueueUrl(queueUrl)
+    ? chunkOnePerGroup(items, limits)
+    : chunkByCountAndBytes(items, limits);
+  return batches.map((batch) =>
+    batch.map(({ message, attributes, groupId }, index) => ({
       message,
       entry: {
-        Id: String(current.length),
+        Id: String(index),
         MessageBody: message.Body,
-        ...groupingFor(queueUrl, groupOf(message), `redriven-${message.MessageId}`),
+        ...groupingFor(queueUrl, groupId, `redriven-${message.MessageId}`),
         MessageAttributes: attributes,
       },
-    });
-    bytes += size;
-  }
-  if (current.length > 0) batches.push(current);
-  return batches;
+    })),
+  );
 }
 
 /** A message's size as SQS counts it: the body, and each attribute's name, type and value. */

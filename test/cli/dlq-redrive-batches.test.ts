@@ -1,10 +1,19 @@
+import type { SendMessageBatchCommandInput, SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sizeOf } from '../../cli/dead-letter-move.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { RedriveInterruptedError } from '../../cli/operations-errors.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
-import { receiveMessages } from '../support/sqs.js';
-import { type DlqWorld, deadLetter, drain, envelopeBody, PAST, startDlqWorld } from './dlq-fifo.js';
+import { createQueueWithDlq, deleteQueues, localSqsClient, receiveMessages } from '../support/sqs.js';
+import {
+  type DlqWorld,
+  deadLetter,
+  drain,
+  envelopeBody,
+  PAST,
+  startDlqWorld,
+  TTL_SECONDS,
+} from './dlq-fifo.js';
 import { beforeRequests, fail, once, type RequestInput } from './sdk-faults.js';
 
 // Items 9a and 5 of issue 31: a redrive sends and deletes in batches, keeping each group's order and
@@ -77,44 +86,50 @@ describe('dlq redrive in batches', () => {
       undefined,
       undefined,
     ]);
-    // One batch per receive: 3 for the group (9, 9, 6 past its held messages), 3 for the single ones.
-    expect(requests.get('SendMessageBatchCommand')).toBe(6);
+    // A send per message (one message of a group per call); a delete per receive: 3 for the group
+    // (9, 9, 6 past its held messages), 3 for the single ones.
+    expect(requests.get('SendMessageBatchCommand')).toBe(26);
     expect(requests.get('DeleteMessageBatchCommand')).toBe(6);
   });
 
   it("splits a receive's messages into SendMessageBatches of at most SQS's 1 MiB together, in order", async () => {
-    const pipeline = await world.pipeline();
-    // Ten messages of 200 KiB: one receive, 2 MB, more than one batch may carry and more than one
-    // message per batch fits.
-    for (const key of keys('big', 10)) {
-      const envelope = envelopeBody(key, 'big');
-      await deadLetter(
-        world.sqs,
-        pipeline.dlqUrl,
-        `${envelope.slice(0, -1)},"pad":"${'p'.repeat(200 * 1024)}"}`,
-        'big',
+    // Ten messages of 200 KiB over ten groups, on the run's shared emulator, whose receive hands
+    // out several groups at once: 2 MB, more than one batch may carry, and more than one message per
+    // batch fits (one message of a group each).
+    const sqs = localSqsClient(1);
+    const { queue, dlq } = await createQueueWithDlq(sqs, {
+      visibilityTimeoutSeconds: 30,
+      maxReceiveCount: 5,
+    });
+    const pipeline = { queueUrl: queue.url, dlqUrl: dlq.url, idempotencyTtlSeconds: TTL_SECONDS };
+    try {
+      for (const key of keys('big', 10)) {
+        const envelope = envelopeBody(key, key);
+        await deadLetter(sqs, dlq.url, `${envelope.slice(0, -1)},"pad":"${'p'.repeat(200 * 1024)}"}`, key);
+      }
+      const batches: number[][] = [];
+      sqs.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'SendMessageBatchCommand') {
+            const { Entries = [] } = args.input as { Entries?: { MessageBody?: string }[] };
+            batches.push(Entries.map((entry) => Buffer.byteLength(entry.MessageBody ?? '')));
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'recordBatches' },
       );
+
+      const result = await redriveDeadLetters(sqs, pipeline);
+
+      expect(result).toMatchObject({ finished: true, moved: 10 });
+      expect((await drain(sqs, queue.url)).map((m) => m.key).sort()).toEqual(keys('big', 10));
+      expect(batches.flat()).toHaveLength(10);
+      for (const batch of batches) expect(batch.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1024 * 1024);
+      expect(Math.max(...batches.map((batch) => batch.length))).toBeGreaterThan(1);
+    } finally {
+      await deleteQueues(sqs, [queue, dlq]);
+      sqs.destroy();
     }
-    const client = world.client();
-    const batches: number[][] = [];
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'SendMessageBatchCommand') {
-          const { Entries = [] } = args.input as { Entries?: { MessageBody?: string }[] };
-          batches.push(Entries.map((entry) => Buffer.byteLength(entry.MessageBody ?? '')));
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'recordBatches' },
-    );
-
-    const result = await redriveDeadLetters(client, pipeline);
-
-    expect(result).toMatchObject({ finished: true, moved: 10 });
-    expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('big', 10));
-    expect(batches.flat()).toHaveLength(10);
-    for (const batch of batches) expect(batch.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1024 * 1024);
-    expect(Math.max(...batches.map((batch) => batch.length))).toBeGreaterThan(1);
   });
 
   it("moves a message at SQS's limits (10 attributes, 256 KiB) with its producer's attributes only; adds none to one it leaves", async () => {
@@ -199,6 +214,44 @@ describe('dlq redrive in batches', () => {
     // The second run's sends carry the same deduplication ids: SQS kept one copy of each, in order.
     expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('cut', 4));
     expect(await drain(world.sqs, pipeline.dlqUrl)).toEqual([]);
+  });
+
+  // Issue 42, item 9: SQS may fail an earlier message of a group and accept a later one in the same
+  // SendMessageBatch. The redrive then stopped, and its next run sent the earlier one behind it.
+  it('keeps a group in order when SQS refuses its first message and would accept the next in the same call', async () => {
+    const pipeline = await world.pipeline();
+    for (const key of keys('refused', 3))
+      await deadLetter(world.sqs, pipeline.dlqUrl, envelopeBody(key, 'refused'), 'refused');
+    const client = world.client();
+    let refused = false;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as SendMessageBatchCommandInput;
+        if (
+          refused ||
+          context.commandName !== 'SendMessageBatchCommand' ||
+          input.QueueUrl !== pipeline.queueUrl
+        )
+          return next(args);
+        refused = true;
+        const [first, ...rest] = input.Entries ?? [];
+        const failed = { Id: first?.Id, Code: 'InternalError', SenderFault: false, Message: 'injected' };
+        if (rest.length === 0)
+          return { output: { $metadata: {}, Successful: [], Failed: [failed] }, response: {} };
+        const result = await next({ ...args, input: { ...input, Entries: rest } });
+        const output = result.output as SendMessageBatchCommandOutput;
+        return { ...result, output: { ...output, Failed: [...(output.Failed ?? []), failed] } };
+      },
+      { step: 'initialize', name: 'refuseFirstEntryOnce' },
+    );
+
+    await expect(redriveDeadLetters(client, pipeline)).rejects.toThrow(
+      /: sending message \S+ \(group refused\) failed \(Error: InternalError: injected\)/,
+    );
+    expect(await redriveDeadLetters(client, pipeline)).toMatchObject({ finished: true, moved: 3 });
+
+    // None of the group went ahead of its refused first message.
+    expect((await drain(world.sqs, pipeline.queueUrl)).map((m) => m.key)).toEqual(keys('refused', 3));
   });
 
   // Issue 42, item 9: a delete batch that SQS answered in part said "after moving 0 messages" though

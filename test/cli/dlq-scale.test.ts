@@ -14,8 +14,9 @@ describe('dlq redrive and list at scale', () => {
       // A FIFO receive reaches a group's first 10: the listing says the other 10 of each are left.
       list: { listed: 500, end: 'blocked', left: 500 },
     });
-    // Batches: about one send and one delete per 10 messages.
-    expect(result.redrive.requests.SendMessageBatchCommand).toBe(100);
+    // A receive brings one group: a send per message (one message of a group per call), a delete per 10.
+    expect(result.redrive.requests.SendMessageBatchCommand).toBe(1_000);
+    expect(result.redrive.requests.DeleteMessageBatchCommand).toBe(100);
     expect(result.redrive.requests.SendMessageCommand).toBeUndefined();
   });
 });
