@@ -19,6 +19,7 @@ import {
   PublishValidationError,
   publisherErrorFromFunctionError,
 } from '../publisher/errors.js';
+import { MAX_REASON_LENGTH } from '../publisher/ordered-sender.js';
 import { PublisherInvocationError, PublisherResponseError, PublisherTimeoutError } from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
@@ -125,12 +126,14 @@ const LEASE_EXPIRY_MARGIN_MS = 250;
  * replaces a message's result; its `failed` or `blocked` does not replace `unknown`, as the message
  * may be on the queue. A message a later message of its group overtook (its reason says so) is
  * never re-sent: it would land behind it. A round that still fails once its retries run out ends
- * the re-sending, and the messages keep their results.
+ * the re-sending; it may have sent its messages, so those not `sent` end `unknown`.
  *
  * Called again with the same requestId (after a crash, or to finish what a call left), the first
  * request replays the earlier call's first response, which says so (its `callId` is the earlier
  * call's): one round then sends every message not `sent` — `failed`, `blocked` and `unknown` —
- * before the rounds for `unknown` ones. A retry within one call only replays.
+ * before the rounds for `unknown` ones. A retry within one call only replays. What the earlier
+ * call's rounds did is not in that response: any message it does not call `sent` may be on the
+ * queue, so this call answers `sent` or `unknown` for each, never `failed` or `blocked`.
  *
  * Resolves with one result per message, in order: `sent`, `failed` (certainly not on the queue),
  * `blocked`, or — once the rounds run out — `unknown`: publish again later with the same requestId
@@ -177,6 +180,16 @@ export async function publish(
   // An earlier call's response, replayed: this call is a new decision to publish, so one round
   // sends every message not sent, before the rounds for `unknown` ones.
   let everyUnsent = first.callId !== undefined && first.callId !== callId;
+  /**
+   * The messages that may be on the queue, by index, and why: a result of theirs other than `sent`
+   * becomes `unknown`. An earlier call's rounds, or another call's with this requestId, are not in
+   * the replayed response: any message it does not call `sent` may have been sent by them.
+   */
+  const mayBeOnQueue = new Map<number, string>();
+  results.forEach(({ status }, index) => {
+    if (everyUnsent && status !== 'sent')
+      mayBeOnQueue.set(index, 'an earlier call with this requestId may have sent it');
+  });
   const rounds = (options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS) + (everyUnsent ? 1 : 0);
   for (let round = 1; round <= rounds; round++) {
     const indexes = ordered
@@ -196,10 +209,15 @@ export async function publish(
         callId,
         messages: resent,
       });
-    } catch {
-      break; // what is known stays as it was: the caller gets the `unknown` results and publishes again
+    } catch (error) {
+      // The round may have sent any of its messages before it failed: none is more certain than unknown.
+      const why = `the round that re-sent it failed (${error instanceof Error ? error.message : String(error)})`;
+      for (const index of indexes) mayBeOnQueue.set(index, mayBeOnQueue.get(index) ?? why);
+      settleUncertain(results, mayBeOnQueue);
+      break;
     }
     settleRound(messages, results, indexes, response.results);
+    settleUncertain(results, mayBeOnQueue);
   }
   return { requestId, results, ...(ordered ? {} : { queueType: 'standard' as const }) };
 }
@@ -341,6 +359,16 @@ function settleRound(
         ? { ...now, reason: `not sent: ${blockedBy(blocker, true)}` }
         : now;
   });
+}
+
+/** Each message that may be on the queue and is not `sent` is `unknown`, saying why. */
+function settleUncertain(results: MessageResult[], mayBeOnQueue: ReadonlyMap<number, string>): void {
+  for (const [index, why] of mayBeOnQueue) {
+    const result = resultAt(results, index);
+    if (result.status === 'sent' || result.status === 'unknown') continue;
+    const reason = `may be on the queue: ${why} (this call: ${result.reason})`;
+    results[index] = { key: result.key, status: 'unknown', reason: reason.slice(0, MAX_REASON_LENGTH) };
+  }
 }
 
 /**

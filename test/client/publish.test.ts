@@ -540,6 +540,68 @@ describe('publish: what a result may become, and publishing again (issue 30)', (
   });
 });
 
+describe('publish: rounds that fail, and calls that cannot see each other (issue 42)', () => {
+  /** A group of two: the first's answers lost in the first invocation, the second blocked behind it. */
+  const pair = () => orders(2, 1, 'pair').map((message) => ({ ...message, groupId: 'customer-pair' }));
+
+  it('a round that fails after its retries leaves its messages unknown: it may have sent them (item 1)', async () => {
+    let firstInvocation = true;
+    loseSendsOfGroup('customer-pair', () => firstInvocation);
+    // Each round publishes, then its invocation dies before it answers: every retry replays, and dies.
+    behaviour = async (event, context, publisher) => {
+      if (firstInvocation) {
+        try {
+          return await publisher(event, context);
+        } finally {
+          firstInvocation = false;
+        }
+      }
+      await publisher(event, context);
+      throw new Error('the invocation died after publishing');
+    };
+    const messages = pair();
+
+    const { results } = await publish(messages, { ...options(), retry: { ...FAST, maxAttempts: 3 } });
+
+    // The round sent the blocked one, though no answer said so: it is unknown, never blocked.
+    expect(statuses(results)).toEqual(['unknown', 'unknown']);
+    expect(results[1]).toMatchObject({ reason: expect.stringContaining('the round that re-sent it failed') });
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 2);
+    expect(keysOfGroup(received, 'customer-pair')).toEqual(messages.map(expectedKey));
+  });
+
+  it('a repeat call never calls certain what an earlier call it cannot see may have sent (item 2)', async () => {
+    let firstInvocation = true;
+    loseSendsOfGroup('customer-pair', () => firstInvocation);
+    behaviour = async (event, context, publisher) => {
+      try {
+        return await publisher(event, context);
+      } finally {
+        firstInvocation = false;
+      }
+    };
+    const messages = pair();
+    // The first call's round sends both; the repeat call sees only the first call's first response.
+    const first = await publish(messages, { ...options(), requestId: 'checkout-42-2' });
+    expect(statuses(first.results)).toEqual(['sent', 'sent']);
+    // Now SQS refuses the group for good: the repeat's own round fails the first and blocks the second.
+    injectEntryFaults(fixture.sqs, ({ groupId }) =>
+      groupId === 'customer-pair'
+        ? { when: 'before-sending', code: 'InvalidMessageContents', senderFault: true }
+        : undefined,
+    );
+
+    const again = await publish(messages, { ...options(), requestId: 'checkout-42-2' });
+
+    expect(statuses(again.results)).toEqual(['unknown', 'unknown']);
+    expect(again.results[1]).toMatchObject({
+      reason: expect.stringContaining('an earlier call with this requestId may have sent it'),
+    });
+    const received = await drainQueue(fixture.sqs, fixture.queueUrl, 2);
+    expect(keysOfGroup(received, 'customer-pair')).toEqual(messages.map(expectedKey));
+  });
+});
+
 describe('publish: a stalled Invoke (issue 30, item 8)', () => {
   let proxy: FaultProxy;
   let viaProxy: LambdaClient;
