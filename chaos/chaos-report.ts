@@ -61,7 +61,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     '',
     ...scheduleRows(s, {
       afterSteps: [
-        `| publishes with round faults (issue 30), by what their re-send rounds met | ${kinds(s.publishRounds)} |`,
+        `| publishes with round faults (issues 30, 42), by what their first request and re-send rounds met, and their repeat call | ${kinds(s.publishRounds)} |`,
       ],
     }),
     '',

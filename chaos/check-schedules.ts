@@ -32,7 +32,7 @@ export interface ScheduleCheckReport {
   crashes: number;
   /** How many steps of each kind the schedules generated (a crashing delivery as `deliver+crash`). */
   steps: Record<string, number>;
-  /** Schedules whose publish met round faults (`Schedule.publishRounds`), by what its later rounds met. */
+  /** Schedules whose publish met round faults (`Schedule.publishRounds`), by what its first request and later rounds met, and its repeat call. */
   publishRounds: Record<string, number>;
   durationMs: number;
   /** Copies delivered while another copy was being processed, by how (`ScheduleRun.duplicatesDelivered`). */
@@ -77,8 +77,15 @@ export async function checkSchedules(options: ScheduleCheckOptions): Promise<Sch
         totals.needlessInDoubt += verdict.needlessInDoubt;
         totals.unexplainedNeedlessInDoubt += verdict.unexplainedNeedlessInDoubt;
         totals.crashes += [...run.crashed.values()].reduce((sum, points) => sum + points.size, 0);
-        const rounds = schedule.publishRounds?.later;
-        if (rounds) totals.publishRounds[rounds] = (totals.publishRounds[rounds] ?? 0) + 1;
+        const rounds = schedule.publishRounds;
+        if (rounds) {
+          for (const kind of [
+            `first ${rounds.first}`,
+            `later ${rounds.later}`,
+            `repeat ${rounds.repeat ?? 'none'}`,
+          ])
+            totals.publishRounds[kind] = (totals.publishRounds[kind] ?? 0) + 1;
+        }
         for (const [how, n] of Object.entries(run.duplicatesDelivered)) {
           if (n > 0) totals.duplicatesDelivered[how] = (totals.duplicatesDelivered[how] ?? 0) + n;
         }

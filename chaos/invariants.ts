@@ -12,7 +12,8 @@ export interface Violation {
     | 'dead-lettered-twice'
     | 'needless-in-doubt'
     | 'copy-not-acknowledged'
-    | 'unknown-became-certain';
+    | 'unknown-became-certain'
+    | 'certain-but-on-queue';
   detail: string;
 }
 
@@ -171,17 +172,46 @@ const STARTED_CRASH_MARKS: readonly CrashMark[] = [
 ];
 
 /**
- * A message a response of the publish called `unknown` may be on the queue: the publish never ends
- * it `failed` (certainly not on the queue) or `blocked` (issue 30, item 1).
+ * What the publish answered is true (issues 30 and 42). A message a response of a call called
+ * `unknown` may be on the queue: that call never ends it `failed` (certainly not on the queue) or
+ * `blocked`. And a message on the queue — received, and not put there by a later step — is not
+ * `failed` or `blocked` in what the last call answered (calls one after the other: it saw all
+ * the earlier ones could do), nor, for calls at once, in what every call answered (each answers
+ * for its own requests, and one may send after the other answered).
  */
 function checkPublication(run: ScheduleRun, violations: Violation[]): void {
-  for (const key of run.publication.reportedUnknown) {
-    const status = run.publication.final.get(key);
-    if (status === 'failed' || status === 'blocked') {
+  const { finals, reportedUnknown } = run.publication;
+  const certain = (status: string | undefined) => status === 'failed' || status === 'blocked';
+  const concurrent = run.schedule.publishRounds?.repeat === 'concurrent';
+  // Calls at once share one set of responses: which call a response belonged to is not known.
+  if (!concurrent) {
+    reportedUnknown.forEach((keys, call) => {
+      for (const key of keys) {
+        const status = finals[call]?.get(key);
+        if (certain(status)) {
+          violations.push({
+            key,
+            rule: 'unknown-became-certain',
+            detail: `a response called it unknown, the publish ended it ${status}`,
+          });
+        }
+      }
+    });
+  }
+  const putLater = new Set(run.resent);
+  for (const step of run.schedule.steps) {
+    if (step.kind === 'republish' || step.kind === 'late-republication')
+      putLater.add(run.keys[step.index] ?? '');
+  }
+  const last = finals.at(-1);
+  for (const key of run.received) {
+    if (putLater.has(key) || finals.length === 0) continue;
+    const wrong = concurrent ? finals.every((final) => certain(final.get(key))) : certain(last?.get(key));
+    if (wrong) {
       violations.push({
         key,
-        rule: 'unknown-became-certain',
-        detail: `a response called it unknown, the publish ended it ${status}`,
+        rule: 'certain-but-on-queue',
+        detail: `it reached the queue, and the publish answered ${finals.map((final) => final.get(key)).join(', ')}`,
       });
     }
   }

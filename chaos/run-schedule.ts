@@ -185,7 +185,7 @@ export async function runSchedule(
     const messages = schedule.messages.map((message, index) => chaosMessage(id, index, message));
     const publishedAtMs = Date.now();
     run.publication.active = true;
-    await publishQuietly(world, publisherName, messages, run.sent, run.publication.final);
+    await publishTheSchedule(world, publisherName, messages, run, `${id}-publish`);
     run.publication.active = false;
     let warm = newContainer();
     for (const step of schedule.steps) {
@@ -711,28 +711,55 @@ function registerPublisher(
 }
 
 /**
+ * The schedule's publish: one call, or with `publishRounds.repeat` a second under the same
+ * requestId, after the first or alongside it. Each call's result goes to `run.publication.finals`.
+ */
+async function publishTheSchedule(
+  world: ChaosWorld,
+  functionName: string,
+  messages: ReturnType<typeof chaosMessage>[],
+  run: Omit<ScheduleRun, 'outcome'>,
+  requestId: string,
+): Promise<void> {
+  const { publication } = run;
+  const call = async () => {
+    const final = await publishQuietly(world, functionName, messages, run.sent, requestId);
+    if (final) publication.finals.push(final);
+  };
+  const repeat = run.schedule.publishRounds?.repeat;
+  if (repeat === 'concurrent') {
+    await Promise.all([call(), call()]);
+    return;
+  }
+  await call();
+  if (repeat !== 'after') return;
+  publication.callIndex = 1;
+  await call();
+}
+
+/**
  * Publishes through the real client; a publish that fails for good leaves its messages unaccepted.
- * `final`, when given, gets each key's status in the result.
+ * Returns each key's status in the result, or nothing when the publish threw.
  */
 async function publishQuietly(
   world: ChaosWorld,
   functionName: string,
   messages: ReturnType<typeof chaosMessage>[],
   sent: Set<string>,
-  final?: Map<string, MessageStatus>,
-): Promise<void> {
+  requestId?: string,
+): Promise<Map<string, MessageStatus> | undefined> {
   try {
     const { results } = await publish(messages, {
       functionName,
       lambda: world.lambda,
       retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+      ...(requestId === undefined ? {} : { requestId }),
     });
-    for (const result of results) {
-      if (result.status === 'sent') sent.add(result.key);
-      final?.set(result.key, result.status);
-    }
+    for (const result of results) if (result.status === 'sent') sent.add(result.key);
+    return new Map(results.map((result) => [result.key, result.status]));
   } catch {
     // Retries ran out under faults: what reached the queue anyway shows up as received.
+    return undefined;
   }
 }
 

@@ -98,13 +98,21 @@ export interface FaultProfile {
 }
 
 /**
- * The schedule's publish as rounds (issue 30, item 1): its first request loses the answers of
- * every call with a message of `group` (those end `unknown`); the client's re-send rounds then
- * go through (`ok`) or have SQS fail each call's first entry on every try (`fail-entry`).
+ * The schedule's publish as rounds (issue 30, item 1; issue 42): its first request's calls with a
+ * message of `group` reach SQS and lose their answers (`lose-answer`: those end `unknown`), or SQS
+ * fails that message's entry, accepts the call's others, and the answer is lost
+ * (`fail-entry-lose-answer`: two faults at once). The client's re-send rounds then go through
+ * (`ok`), have SQS fail each call's first entry on every try (`fail-entry`), lose every answer
+ * (`lose-answer`), or publish and die before answering, every try (`die-after-publish`: a round that
+ * fails after its retries, as through a brownout of the completion write). With `repeat`, a second
+ * publish of the same messages under the same requestId follows the first (`after`) or runs
+ * alongside it (`concurrent`).
  */
 export interface PublishRounds {
   group: number;
-  later: 'ok' | 'fail-entry';
+  first: 'lose-answer' | 'fail-entry-lose-answer';
+  later: 'ok' | 'fail-entry' | 'lose-answer' | 'die-after-publish';
+  repeat?: 'after' | 'concurrent';
 }
 
 export interface Schedule {
@@ -186,10 +194,15 @@ function step(messageCount: number): fc.Arbitrary<Step> {
   );
 }
 
-const publishRounds: fc.Arbitrary<PublishRounds> = fc.record({
-  group: fc.integer({ min: 0, max: 2 }),
-  later: fc.constantFrom<PublishRounds['later']>('ok', 'fail-entry'),
-});
+const publishRounds: fc.Arbitrary<PublishRounds> = fc.record(
+  {
+    group: fc.integer({ min: 0, max: 2 }),
+    first: fc.constantFrom<PublishRounds['first']>('lose-answer', 'fail-entry-lose-answer'),
+    later: fc.constantFrom<PublishRounds['later']>('ok', 'fail-entry', 'lose-answer', 'die-after-publish'),
+    repeat: fc.constantFrom<PublishRounds['repeat']>('after', 'concurrent'),
+  },
+  { requiredKeys: ['group', 'first', 'later'] },
+);
 
 /**
  * Schedules of 1–6 messages in up to 3 groups, 1–8 steps drawn by `stepOf` (given the number of

@@ -102,8 +102,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         if (fault?.kind !== 'lose-answer') watcher?.(request, fault);
         throw error;
       });
-    if (fault?.kind === 'fail-entry')
-      return sendAnswer(response, await failOneEntry(body, fault.entry, send));
+    if (fault?.kind === 'fail-entry') {
+      const answer = await failOneEntry(body, fault.entry, send);
+      return fault.loseAnswer
+        ? sendError(response, errorAnswer(options.service, 'internal'))
+        : sendAnswer(response, answer);
+    }
     const answer = await send(body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
     if (fault.reset) return void response.destroy();

@@ -22,7 +22,8 @@ export interface ChaosRequest {
  * read: DynamoDB's answer when it throttles a batch read (an error only when it throttles it all).
  * `fail-entry` answers a SendMessageBatch as SQS may when one entry fails on its side: the entry at
  * `entry` is left out of the forwarded request and listed as failed (`InternalError`, not the
- * sender's fault), while the others, later entries of its group included, are forwarded and accepted.
+ * sender's fault), while the others, later entries of its group included, are forwarded and accepted;
+ * with `loseAnswer`, that answer is then lost (a retryable 500): two faults at once.
  */
 export type Fault =
   | { readonly kind: 'fail-before' }
@@ -31,7 +32,7 @@ export type Fault =
   | { readonly kind: 'delay'; readonly ms: number }
   | { readonly kind: 'hang' }
   | { readonly kind: 'unprocessed-keys' }
-  | { readonly kind: 'fail-entry'; readonly entry: number };
+  | { readonly kind: 'fail-entry'; readonly entry: number; readonly loseAnswer?: boolean };
 
 export type FaultKind = Fault['kind'];
 

@@ -353,6 +353,21 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
     expect(received.map(({ envelope }) => envelope.key)).toEqual([keys[0], keys[2], keys[3]]);
   });
 
+  it('fail-entry with loseAnswer fails one entry unsent, lets SQS accept the others, and loses the answer', async () => {
+    proxy.setPlan(onOperation('SendMessageBatch', { kind: 'fail-entry', entry: 0, loseAnswer: true }, 1));
+    const keys = [randomUUID(), randomUUID()];
+
+    const output = await client.send(batchOf(keys));
+
+    // The SDK retried the whole batch after the lost answer: both accepted, the first behind the
+    // second — why Oncely sends one message of a group per call (DESIGN §6).
+    expect(output.$metadata.attempts).toBe(2);
+    expect(output.Successful?.map((entry) => entry.Id)).toEqual(['0', '1']);
+    expect(proxy.stats().faults['fail-entry']).toBe(1);
+    const received = await drainQueue(direct, queue.url, 2);
+    expect(received.map(({ envelope }) => envelope.key)).toEqual([keys[1], keys[0]]);
+  });
+
   it('fail-entry on a batch of one answers it failed without asking SQS', async () => {
     proxy.setPlan(onOperation('SendMessageBatch', { kind: 'fail-entry', entry: 0 }, 1));
 

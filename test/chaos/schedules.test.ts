@@ -31,9 +31,21 @@ describe('generated fault schedules', () => {
     expect(report.faults['lose-answer']).toBeGreaterThan(0);
     expect(report.faults.throttle).toBeGreaterThan(0);
     expect(report.crashes).toBeGreaterThan(0);
-    // Publishes whose first request lost answers, and whose re-send rounds failed or went through.
-    expect(report.publishRounds['fail-entry']).toBeGreaterThan(0);
-    expect(report.publishRounds.ok).toBeGreaterThan(0);
+    // Publishes whose first request lost answers, whose re-send rounds met each fault, repeated.
+    for (const kind of [
+      'first lose-answer',
+      'first fail-entry-lose-answer',
+      'later fail-entry',
+      'later ok',
+    ]) {
+      expect(report.publishRounds[kind], kind).toBeGreaterThan(0);
+    }
+    expect(
+      report.publishRounds['later lose-answer'] + report.publishRounds['later die-after-publish'],
+    ).toBeGreaterThan(0);
+    expect(report.publishRounds['repeat after'] + report.publishRounds['repeat concurrent']).toBeGreaterThan(
+      0,
+    );
   });
 });
 
@@ -61,12 +73,37 @@ describe('regressions: schedules that broke an invariant once', () => {
       ],
       steps: [{ kind: 'deliver' }],
       faults: { seed: 0, rates: {} },
-      publishRounds: { group: 0, later: 'fail-entry' },
+      publishRounds: { group: 0, first: 'lose-answer', later: 'fail-entry' },
     };
     const run = await runSchedule(world, schedule);
-    // Every message was in the first call that lost its answer; each round then failed m0.
-    expect([...run.publication.reportedUnknown].sort()).toEqual([...run.keys].sort());
-    expect(run.publication.final.get(run.keys[0] as string)).toBe('unknown');
+    // m0 and m2 were in the first call that lost its answer (one message of a group per call: m1
+    // waited behind m0); each round then failed m0.
+    const [m0, m1, m2] = run.keys as [string, string, string];
+    expect([...(run.publication.reportedUnknown[0] ?? [])].sort()).toEqual([m0, m2].sort());
+    expect(run.publication.finals[0]?.get(m0)).toBe('unknown');
+    expect(run.publication.finals[0]?.get(m1)).toBe('blocked');
+    expect(checkInvariants(run).violations).toEqual([]);
+  });
+
+  it('a message a failed round may have sent is never answered blocked (issue 42, item 1; seed 618308442, path 7:10:0:0:0:0:0:0:0:1:1:1)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'transactional', behaviour: 'ok' },
+        { group: 1, operation: 'at-least-once', behaviour: 'unknown-once' },
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 0, operation: 'transactional', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'deliver' }],
+      faults: { seed: 0, rates: {} },
+      clockSkewsMs: [0],
+      publishRounds: { group: 0, first: 'lose-answer', later: 'die-after-publish' },
+    };
+    const run = await runSchedule(world, schedule);
+    // The round sent m2 and m3 behind m0, then died on every try: the client said blocked.
+    const [, , m2, m3] = run.keys as string[];
+    expect(run.publication.finals[0]?.get(m2 as string)).toBe('unknown');
+    expect(run.publication.finals[0]?.get(m3 as string)).toBe('unknown');
+    expect(run.received.has(m3 as string)).toBe(true);
     expect(checkInvariants(run).violations).toEqual([]);
   });
 
