@@ -60,13 +60,28 @@ const IDEMPOTENT_REQUEST_OPTION_KEYS = {
 export function idempotentRequest<TEvent, TResult>(
   options: IdempotentRequestOptions<TEvent>,
 ): MiddlewareObj<TEvent, TResult, Error, Context> {
+  return requestIdempotency<TEvent, TResult>(options).middleware;
+}
+
+/**
+ * `idempotentRequest`'s middleware, and the run of its request an invocation holds (`attemptOf`: 1
+ * for the first, more once a run before it ended without an outcome), for a later middleware's
+ * `after`, which runs before this one records the response. The publisher's (DESIGN §6): a run
+ * after another may find on the queue what that one sent.
+ */
+export function requestIdempotency<TEvent, TResult>(
+  options: IdempotentRequestOptions<TEvent>,
+): {
+  middleware: MiddlewareObj<TEvent, TResult, Error, Context>;
+  attemptOf(request: Request<TEvent, TResult, Error, Context>): number | undefined;
+} {
   refuseUnknownKeys('idempotentRequest()', options, IDEMPOTENT_REQUEST_OPTION_KEYS);
   // Its own options stay here: the lease refuses keys it does not take.
   const { key: _key, payload: _payload, ...leaseOptions } = options;
   const idempotency = new LeaseIdempotency({ ...leaseOptions, mode: options.mode ?? 'at-least-once' });
   const leases = new WeakMap<Request, Lease>();
 
-  return {
+  const middleware: MiddlewareObj<TEvent, TResult, Error, Context> = {
     name: 'oncely-idempotent-request',
     before: async (request) => {
       const key = options.key(request.event);
@@ -106,4 +121,5 @@ export function idempotentRequest<TEvent, TResult>(
       await idempotency.recordFailure(lease, request.error).catch(() => undefined);
     },
   };
+  return { middleware, attemptOf: (request) => leases.get(request)?.attempt };
 }

@@ -7,16 +7,13 @@ import { RECORD_WRITE_RETRY, type RetryPolicy, retriedWorstCaseMs } from '../com
 import type { Environment } from '../common/environment.js';
 import { metricsScope } from '../common/metrics-scope.js';
 import { isFifoQueueUrl } from '../common/queue-type.js';
-import {
-  type CompletedRecordCache,
-  DynamoDBIdempotencyStore,
-  idempotentRequest,
-} from '../idempotency/index.js';
+import { type CompletedRecordCache, DynamoDBIdempotencyStore } from '../idempotency/index.js';
 import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
+import { requestIdempotency } from '../idempotency/middleware.js';
 import type { PublishResponse } from './contract.js';
 import { readPublisherEnvironment } from './environment.js';
 import { refusalMetrics } from './metrics.js';
-import { publisherErrors, validation } from './middlewares.js';
+import { earlierRunUncertainty, publisherErrors, validation } from './middlewares.js';
 import { sendInGroupOrder } from './ordered-sender.js';
 import { sqsBatchSender } from './sqs-batch.js';
 import type { PublishCommand } from './validation.js';
@@ -98,21 +95,21 @@ export function createPublisherHandler(options: PublisherOptions): PublisherHand
     ...(ordered ? {} : { queueType: 'standard' as const }),
   });
 
+  const idempotency = requestIdempotency<PublishCommand, PublishResponse>({
+    store: options.store,
+    namespace: PUBLISH_NAMESPACE,
+    key: (command) => command.requestId,
+    // The messages as given: the prepared bodies carry a timestamp that differs on every repeat.
+    payload: (command) => command.messages,
+    cache: options.cache,
+  });
   const handler = middy<PublishCommand, PublishResponse>(publish)
     // Before publisherErrors(), so that it counts the refusals under their publisher names.
     .use(refusalMetrics(options.metrics ?? new Metrics({ defaultDimensions: metricsScope() })))
     .use(publisherErrors())
     .use(validation({ maxMessageBytes: options.maxMessageBytes }))
-    .use(
-      idempotentRequest<PublishCommand, PublishResponse>({
-        store: options.store,
-        namespace: PUBLISH_NAMESPACE,
-        key: (command) => command.requestId,
-        // The messages as given: the prepared bodies carry a timestamp that differs on every repeat.
-        payload: (command) => command.messages,
-        cache: options.cache,
-      }),
-    );
+    .use(idempotency.middleware)
+    .use(earlierRunUncertainty(idempotency.attemptOf));
   // The validation middleware turns the raw event into a command before anything else sees it.
   return handler as PublisherHandler;
 }

@@ -1,8 +1,10 @@
-import type { MiddlewareObj } from '@middy/core';
+import type { MiddlewareObj, Request } from '@middy/core';
+import type { Context } from 'aws-lambda';
 import { IdempotencyConflictError, IdempotencyInProgressError } from '../idempotency/errors.js';
 import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
-import type { PublishResponse } from './contract.js';
+import type { MessageResult, PublishResponse } from './contract.js';
 import { PublishConflictError, PublishInProgressError } from './errors.js';
+import { MAX_REASON_LENGTH } from './ordered-sender.js';
 import { type PublishCommand, type ValidationLimits, validatePublishRequest } from './validation.js';
 
 /**
@@ -40,4 +42,30 @@ export function publisherErrors(): MiddlewareObj<PublishCommand, PublishResponse
 
 function requestIdOf(recordId: string): string {
   return recordId.slice(PUBLISH_NAMESPACE.length + 1);
+}
+
+/**
+ * A run of a request after one that ended without an outcome (its invocation died, its completion
+ * write kept failing) sees nothing of what that one sent, and SQS's answers to this run cannot
+ * tell either: no message of it is certainly not on the queue. So its `failed` and `blocked`
+ * results are `unknown` (DESIGN §6). Used after the idempotency middleware, whose `after` then
+ * records the response as this one leaves it.
+ */
+export function earlierRunUncertainty(
+  attemptOf: (request: Request<PublishCommand, PublishResponse, Error, Context>) => number | undefined,
+): MiddlewareObj<PublishCommand, PublishResponse, Error, Context> {
+  return {
+    name: 'oncely-publisher-earlier-run',
+    after: (request) => {
+      const { response } = request;
+      if (!response || (attemptOf(request) ?? 1) <= 1) return;
+      request.response = { ...response, results: response.results.map(mayBeOnQueue) };
+    },
+  };
+}
+
+function mayBeOnQueue(result: MessageResult): MessageResult {
+  if (result.status !== 'failed' && result.status !== 'blocked') return result;
+  const reason = `may be on the queue: an earlier run of this request may have sent it (this run: ${result.reason})`;
+  return { key: result.key, status: 'unknown', reason: reason.slice(0, MAX_REASON_LENGTH) };
 }

@@ -1,11 +1,12 @@
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import { DynamoDBIdempotencyStore, RecordNotWrittenError } from '../../lambdas/idempotency/index.js';
 import type { MessageResult, PublishResponse } from '../../lambdas/publisher/contract.js';
 import { countRequests } from '../../sandbox/request-counter.js';
-import { readItem } from '../support/dynamodb.js';
+import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { expectedKey, nth, orders, requestedKeysOfGroup, usePublisherFixture } from '../support/publisher.js';
+import { failRequests } from '../support/sdk-middleware.js';
 import { drainQueue, keysOfGroup } from '../support/sqs.js';
 import {
   holdSends,
@@ -233,6 +234,48 @@ describe('publisher: what is known of a message', () => {
       reason: 'ThrottlingException: Rate exceeded (gave up after 5 attempts)',
     });
     await drainQueue(fixture.sqs, fixture.queueUrl, 0);
+  });
+});
+
+describe('publisher: a request run again', () => {
+  it('never calls failed or blocked what an earlier run of the request may have sent', async () => {
+    // The first run sends, then its completion write fails on every try: the record stays
+    // IN_PROGRESS, and once its lease expires the client's retry runs the request again, which
+    // sees nothing of the first run. Now SQS refuses the group's first message for good.
+    let clock = Date.now();
+    const dynamodb = localDynamoClient();
+    const store = new DynamoDBIdempotencyStore({
+      client: dynamodb,
+      tableName: fixture.table,
+      now: () => clock,
+    });
+    const completion = failRequests(
+      dynamodb,
+      (operation, input) => operation === 'UpdateItem' && JSON.stringify(input).includes('COMPLETED'),
+    );
+    const request = { requestId: 'checkout-rerun', messages: orders(2, 1) };
+    try {
+      await expect(fixture.publisher({ store })(request, lambdaContext())).rejects.toBeInstanceOf(
+        RecordNotWrittenError,
+      );
+      completion.stop();
+      clock += 20 * 60 * 1000; // past the lease: Lambda's longest timeout and its margin
+      const firstKey = expectedKey(nth(request.messages, 0));
+      injectEntryFaults(fixture.sqs, ({ key }) =>
+        key === firstKey ? { when: 'before-sending', ...PERMANENT } : undefined,
+      );
+
+      const { results } = await fixture.publisher({ store })(structuredClone(request), lambdaContext());
+
+      expect(statuses(results)).toEqual(['unknown', 'unknown']);
+      expect(results[0]).toMatchObject({
+        reason: expect.stringContaining('an earlier run of this request may have sent it'),
+      });
+      const received = await drainQueue(fixture.sqs, fixture.queueUrl, 2); // the first run's
+      expect(received.map((m) => m.envelope.key)).toEqual(request.messages.map(expectedKey));
+    } finally {
+      dynamodb.destroy();
+    }
   });
 });
 
