@@ -1,3 +1,4 @@
+import type { OperatorCheckReport } from './check-operator-schedules.js';
 import type { OutboxCheckReport } from './check-outbox-schedules.js';
 import type { ScheduleCheckReport } from './check-schedules.js';
 import { unexpectedDeadLetters } from './dead-letter-causes.js';
@@ -13,6 +14,8 @@ export interface ChaosRun {
   outbox?: OutboxCheckReport;
   /** The standard-queue schedules (issue 32). */
   standard?: ScheduleCheckReport;
+  /** The operator's commands' schedules (issue 42). */
+  operator?: OperatorCheckReport;
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
@@ -21,16 +24,19 @@ export function chaosPassed(run: {
   pipeline?: PipelineChaosReport;
   outbox?: OutboxCheckReport;
   standard?: ScheduleCheckReport;
+  operator?: OperatorCheckReport;
 }): boolean {
-  const { schedules, pipeline, outbox, standard } = run;
+  const { schedules, pipeline, outbox, standard, operator } = run;
   const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
+  const operatorPassed = !operator || (operator.violations === 0 && !operator.counterexample);
   const schedulesPassed = (report: ScheduleCheckReport) =>
     report.violations === 0 && report.unexplainedNeedlessInDoubt === 0 && !report.counterexample;
   return (
     schedulesPassed(schedules) &&
     (!standard || schedulesPassed(standard)) &&
     (!pipeline || pipelinePassed(pipeline)) &&
-    outboxPassed
+    outboxPassed &&
+    operatorPassed
   );
 }
 
@@ -69,6 +75,7 @@ export function chaosMarkdown(run: ChaosRun): string {
   ];
   if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
   if (run.standard) lines.push('', ...standardMarkdown(run.standard));
+  if (run.operator) lines.push('', ...operatorMarkdown(run.operator));
   if (s.counterexample) {
     lines.push(
       '',
@@ -174,6 +181,28 @@ function counts(figures: Record<string, number>): string {
 }
 
 /** The outbox schedules' section of bench/CHAOS.md. */
+function operatorMarkdown(o: OperatorCheckReport): string[] {
+  const lines = [
+    "## The operator's commands",
+    '',
+    '`dlq redrive`, `dlq discard` and `dlq list` on a FIFO DLQ (some messages past the dedup horizon), one at a',
+    'time or two operators at once, under faults, the consumer running or not (issue 42; docs/faults.md).',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| schedules | ${o.schedules.toLocaleString('en')} (fast-check seed ${o.seed}) |`,
+    `| DLQ messages | ${o.messages.toLocaleString('en')} |`,
+    `| steps with two operators at once | ${o.concurrentSteps.toLocaleString('en')} |`,
+    `| how the commands ended | ${counts(o.endings)} |`,
+    `| requests through the fault proxies | ${o.requests.toLocaleString('en')} |`,
+    `| faults injected | ${counts(o.faults)} |`,
+    `| violations | ${o.violations} |`,
+    `| time | ${(o.durationMs / 1000).toFixed(0)} s |`,
+  ];
+  if (o.counterexample) lines.push('', `Counterexample: \`${JSON.stringify(o.counterexample)}\``);
+  return lines;
+}
+
 function outboxMarkdown(o: OutboxCheckReport): string[] {
   const lines = [
     '## Outbox schedules',

@@ -1,9 +1,9 @@
 /**
- * `npm run chaos [-- --schedules N --outbox-schedules N --standard-schedules N --seed S --workers W
+ * `npm run chaos [-- --schedules N --outbox-schedules N --standard-schedules N --operator-schedules N --seed S --workers W
  * --path P --outbox-path P --standard-path P --quick --no-pipeline --pipeline-only]`: runs the
- * generated fault schedules (10,000 by default), the outbox's (2,000), the standard queue's (5,000)
- * and the whole pipeline under faults in the sandbox, prints the figures and writes them to
- * bench/CHAOS.md (`--quick`: 300, 100 and 300 schedules, a smaller pipeline, written to
+ * generated fault schedules (10,000 by default), the outbox's (2,000), the standard queue's (5,000),
+ * the operator's commands' (300) and the whole pipeline under faults in the sandbox, prints the figures and writes them to
+ * bench/CHAOS.md (`--quick`: 300, 100, 300 and 30 schedules, a smaller pipeline, written to
  * .oncely/chaos-quick/). `--pipeline-only`: the pipeline alone (seed `--seed`, a random one by
  * default), its section of the file rewritten and the rest kept. Exit code 1 if any invariant broke.
  */
@@ -21,6 +21,7 @@ import {
   standardReplay,
   withPipelineSection,
 } from './chaos-report.js';
+import { checkOperatorSchedules, type OperatorCheckReport } from './check-operator-schedules.js';
 import { checkOutboxSchedules, type OutboxCheckReport } from './check-outbox-schedules.js';
 import { checkSchedules, type ScheduleCheckReport } from './check-schedules.js';
 import { type PipelineChaosReport, runPipelineChaos } from './pipeline-run.js';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     'outbox-path': { type: 'string' },
     'standard-schedules': { type: 'string' },
     'standard-path': { type: 'string' },
+    'operator-schedules': { type: 'string' },
     workers: { type: 'string', default: '4' },
     quick: { type: 'boolean', default: false },
     'no-pipeline': { type: 'boolean', default: false },
@@ -45,6 +47,7 @@ const { values } = parseArgs({
 const schedules = Number(values.schedules ?? (values.quick ? 300 : 10_000));
 const outboxSchedules = Number(values['outbox-schedules'] ?? (values.quick ? 100 : 2_000));
 const standardSchedules = Number(values['standard-schedules'] ?? (values.quick ? 300 : 5_000));
+const operatorSchedules = Number(values['operator-schedules'] ?? (values.quick ? 30 : 300));
 const seed = values.seed === undefined ? undefined : Number(values.seed);
 const output = values.quick ? '.oncely/chaos-quick/CHAOS.md' : 'bench/CHAOS.md';
 const machine = `${cpus().length} cores, Node ${process.versions.node}`;
@@ -90,6 +93,7 @@ async function runEverything(): Promise<boolean> {
   let schedulesReport: Awaited<ReturnType<typeof checkSchedules>>;
   let outbox: OutboxCheckReport;
   let standard: ScheduleCheckReport;
+  let operator: OperatorCheckReport;
   try {
     console.log(
       `Fault schedules: ${schedules.toLocaleString('en')} generated workloads, ${values.workers} at a time …`,
@@ -130,6 +134,16 @@ async function runEverything(): Promise<boolean> {
       workers: Number(values.workers),
       onProgress: progress('standard-queue schedules'),
     });
+    console.log(
+      `Operator schedules: ${operatorSchedules.toLocaleString('en')}, ${values.workers} at a time …`,
+    );
+    operator = await checkOperatorSchedules({
+      emulators: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint },
+      schedules: operatorSchedules,
+      seed,
+      workers: Number(values.workers),
+      onProgress: progress('operator schedules'),
+    });
   } finally {
     await sqs.stop();
     await dynamodb.stop();
@@ -164,6 +178,14 @@ async function runEverything(): Promise<boolean> {
     console.log(`  replay: npm run chaos -- ${standardReplay(standard.counterexample)}`);
   }
 
+  console.log(
+    `  ${operator.schedules.toLocaleString('en')} operator schedules in ${(operator.durationMs / 1000).toFixed(0)} s ` +
+      `(seed ${operator.seed}): ${operator.messages} DLQ messages, ${operator.violations} violations, ` +
+      `${operator.concurrentSteps} steps with two operators, endings ${JSON.stringify(operator.endings)}, faults ${JSON.stringify(operator.faults)}`,
+  );
+  if (operator.counterexample)
+    console.log(`  OPERATOR COUNTEREXAMPLE: ${JSON.stringify(operator.counterexample)}`);
+
   const pipeline = values['no-pipeline'] ? undefined : await runPipeline(seed ?? r.seed);
 
   const replaying = [values.path, values['outbox-path'], values['standard-path']].some(
@@ -177,12 +199,13 @@ async function runEverything(): Promise<boolean> {
       pipeline,
       outbox,
       standard,
+      operator,
     };
     mkdirSync(dirname(output), { recursive: true });
     writeFileSync(output, chaosMarkdown(run));
     console.log(`\nWritten to ${output}.`);
   }
-  return chaosPassed({ schedules: r, pipeline, outbox, standard });
+  return chaosPassed({ schedules: r, pipeline, outbox, standard, operator });
 }
 
 const passed = values['pipeline-only'] ? await runPipelineOnly() : await runEverything();
