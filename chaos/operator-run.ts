@@ -35,6 +35,11 @@ export interface OperatorRun {
   endings: string[];
 }
 
+/** What a killed run's requests meet: its process is gone. */
+class ProcessDiedError extends Error {
+  override readonly name = 'ProcessDiedError';
+}
+
 /** The sandbox's TTL (19 days): the dedup horizon a redrive judges by. */
 const TTL_SECONDS = String(19 * 86_400);
 /** Short bounds, so that a schedule whose commands hold each other's messages still ends in seconds. */
@@ -95,6 +100,8 @@ export async function runOperatorSchedule(
   const violations: OperatorViolation[] = [];
   const endings: string[] = [];
   const discarded = new Set<string>();
+  /** The clients of killed runs, closed with the others. */
+  const dying: { destroy(): void }[] = [];
   try {
     for (const step of schedule.steps) {
       await Promise.all(
@@ -112,6 +119,7 @@ export async function runOperatorSchedule(
     await consumer?.stop();
     clients.sqs.destroy();
     clients.dynamodb.destroy();
+    for (const client of dying) client.destroy();
   }
   arrivals.push(...(await drainAll(world.sqs, queueUrl)));
   await checkOutcome();
@@ -126,12 +134,9 @@ export async function runOperatorSchedule(
     try {
       switch (command.kind) {
         case 'redrive': {
-          const lease = await acquireRedriveLease(
-            clients.dynamodb,
-            world.idempotencyTable,
-            REDRIVE_TIMEOUT_MS,
-          );
-          const redrive = await redriveDeadLetters(clients.sqs, resources, {
+          const own = command.killAfter === undefined ? clients : dyingClients(command.killAfter);
+          const lease = await acquireRedriveLease(own.dynamodb, world.idempotencyTable, REDRIVE_TIMEOUT_MS);
+          const redrive = await redriveDeadLetters(own.sqs, resources, {
             timeoutMs: REDRIVE_TIMEOUT_MS,
             ...(command.group === undefined ? {} : { groupId: `${id}-g${command.group}` }),
             ...(command.limit === undefined ? {} : { limit: command.limit }),
@@ -152,8 +157,26 @@ export async function runOperatorSchedule(
       }
     } catch (error) {
       if (error instanceof RedriveInProgressError) return { text: 'redrive refused' };
+      if (error instanceof ProcessDiedError || (error as Error).cause instanceof ProcessDiedError)
+        return { text: `${command.kind} killed` };
       return { text: `${command.kind} threw` };
     }
+  }
+
+  /** Clients of a process that dies after `requests` requests: every later one fails, as none is made. */
+  function dyingClients(requests: number): typeof clients {
+    const own = { sqs: sqsClientVia(world.sqsProxy), dynamodb: dynamoDbClientVia(world.dynamodbProxy) };
+    dying.push(own.sqs, own.dynamodb);
+    let made = 0;
+    const die = { step: 'initialize', name: 'processDies' } as const;
+    const middleware = (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
+      made++;
+      if (made > requests) throw new ProcessDiedError();
+      return next(args);
+    };
+    own.sqs.middlewareStack.add(middleware as never, die);
+    own.dynamodb.middlewareStack.add(middleware as never, die);
+    return own;
   }
 
   /**

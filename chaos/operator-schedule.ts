@@ -3,8 +3,12 @@ import type { FaultProfile } from './schedule.js';
 
 /** One operator's command, as `oncely dlq …` runs it. */
 export type OperatorCommand =
-  /** `dlq redrive`, taking the redrive lease first; `--group` and `--limit` when given. */
-  | { kind: 'redrive'; group?: number; limit?: number }
+  /**
+   * `dlq redrive`, taking the redrive lease first; `--group` and `--limit` when given. With
+   * `killAfter`, its process dies after that many requests: it gives back neither its lease nor
+   * what it held, which reappears in the DLQ once its visibility runs out (60 s).
+   */
+  | { kind: 'redrive'; group?: number; limit?: number; killAfter?: number }
   /** `dlq discard` of the DLQ's messages at these places in the order they were dead-lettered. */
   | { kind: 'discard'; indexes: number[] }
   /** `dlq list`, which holds what it received until it ends. */
@@ -32,18 +36,29 @@ const OPERATOR_FAULT_RATES: readonly FaultProfile['rates'][] = [
   { 'fail-entry': 0.3, 'lose-answer': 0.05 },
 ];
 
+/** `arbitrary`'s values once in `1 + absentWeight` draws; `undefined` the rest of the time. */
+function sometimes<T>(arbitrary: fc.Arbitrary<T>, absentWeight: number): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ weight: absentWeight, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
+}
+
 function command(messageCount: number): fc.Arbitrary<OperatorCommand> {
   return fc.oneof(
     {
       weight: 3,
-      arbitrary: fc.record(
-        {
-          kind: fc.constant('redrive' as const),
-          group: fc.integer({ min: 0, max: 2 }),
-          limit: fc.integer({ min: 1, max: 6 }),
-        },
-        { requiredKeys: ['kind'] },
-      ),
+      arbitrary: fc
+        .record({
+          group: sometimes(fc.integer({ min: 0, max: 2 }), 1),
+          limit: sometimes(fc.integer({ min: 1, max: 6 }), 1),
+          killAfter: sometimes(fc.integer({ min: 1, max: 12 }), 4),
+        })
+        .map(
+          ({ group, limit, killAfter }): OperatorCommand => ({
+            kind: 'redrive',
+            ...(group === undefined ? {} : { group }),
+            ...(limit === undefined ? {} : { limit }),
+            ...(killAfter === undefined ? {} : { killAfter }),
+          }),
+        ),
     },
     {
       weight: 1,

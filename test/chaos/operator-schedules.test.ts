@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { checkOperatorSchedules } from '../../chaos/check-operator-schedules.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
-// Issue 42: the operator's commands under generated schedules — `dlq redrive`, `dlq discard` and
-// `dlq list`, one at a time or two operators at once, under faults, the consumer running or not —
+// Issue 42: the operator's commands under generated schedules — `dlq redrive` (some killed mid-run),
+// `dlq discard` and `dlq list`, one at a time or two operators at once, under faults, the consumer
+// running or not —
 // checked against what must stay true and what each command said (chaos/operator-run.ts).
 // `npm run chaos` runs 300; here a few. Against the redrive before issue 42's item 9 (a group's
 // messages in one SendMessageBatch), 60 of them found a group out of order.
