@@ -4,7 +4,6 @@ import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   DeleteQueueCommand,
-  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
@@ -18,6 +17,7 @@ import type { ChaosWorld } from '../harness/chaos-world.js';
 import { noFaults } from '../harness/faults.js';
 import { seededFaultPlan } from '../harness/seeded-plan.js';
 import { createEnvelope } from '../lambdas/common/envelope.js';
+import { messagesInQueue } from '../lambdas/common/queue-depth.js';
 import type { OperatorCommand, OperatorSchedule } from './operator-schedule.js';
 import { dynamoDbClientVia, sqsClientVia } from './sdk-clients.js';
 
@@ -187,7 +187,7 @@ export async function runOperatorSchedule(
   async function checkFinished(result: RedriveResult, command: OperatorCommand, alone: boolean) {
     if (!alone || !result.finished || command.kind !== 'redrive') return;
     if (command.group !== undefined || command.limit !== undefined) return;
-    const inDlq = await depth(world.sqs, dlqUrl);
+    const inDlq = await messagesInQueue(world.sqs, dlqUrl);
     const accounted = result.skipped.length + result.returned;
     if (inDlq > accounted) {
       violations.push({
@@ -220,7 +220,7 @@ export async function runOperatorSchedule(
       }
       if (!arrived.has(key) && !(await hasDiscardRecord(messageId))) missing.push(key);
     }
-    const inDlq = await depth(world.sqs, dlqUrl);
+    const inDlq = await messagesInQueue(world.sqs, dlqUrl);
     if (inDlq < missing.length) {
       violations.push({
         message: '*',
@@ -264,20 +264,6 @@ async function fifoQueue(sqs: SQSClient, name: string): Promise<string> {
   return String(QueueUrl);
 }
 
-/** Messages in the queue, visible or in flight: exact on the emulator. */
-async function depth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes.ApproximateNumberOfMessages ?? 0) +
-    Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0)
-  );
-}
-
 /** The consumer, while the commands run: takes each message that reaches the queue, in order, and deletes it. */
 function consume(sqs: SQSClient, queueUrl: string, arrivals: string[]) {
   let running = true;
@@ -297,7 +283,7 @@ async function drainAll(sqs: SQSClient, queueUrl: string): Promise<string[]> {
   const keys: string[] = [];
   for (;;) {
     const received = await receiveAndDelete(sqs, queueUrl, 0);
-    if (received.length === 0 && (await depth(sqs, queueUrl)) === 0) return keys;
+    if (received.length === 0 && (await messagesInQueue(sqs, queueUrl)) === 0) return keys;
     keys.push(...received);
   }
 }
