@@ -213,12 +213,11 @@ export async function publish(
       // The round may have sent any of its messages before it failed: none is more certain than unknown.
       const why = `the round that re-sent it failed (${error instanceof Error ? error.message : String(error)})`;
       for (const index of indexes) mayBeOnQueue.set(index, mayBeOnQueue.get(index) ?? why);
-      settleUncertain(results, mayBeOnQueue);
       break;
     }
     settleRound(messages, results, indexes, response.results);
-    settleUncertain(results, mayBeOnQueue);
   }
+  settleUncertain(results, mayBeOnQueue);
   return { requestId, results, ...(ordered ? {} : { queueType: 'standard' as const }) };
 }
 
