@@ -27,13 +27,18 @@ export interface OperatorSchedule {
   consumerRunning: boolean;
 }
 
-/** The rates of the operators' faults: none, light, heavy, a quarter of all answers lost, entries failed. */
+/**
+ * The rates of the operators' faults: none, light, heavy, a quarter of all answers lost, entries of
+ * `SendMessageBatch` failed, or receipt handles gone stale (another receive got the message after
+ * its visibility ran out) in deletes and visibility changes.
+ */
 const OPERATOR_FAULT_RATES: readonly FaultProfile['rates'][] = [
   {},
   { 'fail-before': 0.05, 'lose-answer': 0.05, throttle: 0.02 },
   { 'fail-before': 0.12, 'lose-answer': 0.12, throttle: 0.05, delay: 0.05 },
   { 'lose-answer': 0.25 },
   { 'fail-entry': 0.3, 'lose-answer': 0.05 },
+  { 'stale-handle': 0.3, 'lose-answer': 0.05 },
 ];
 
 /** `arbitrary`'s values once in `1 + absentWeight` draws; `undefined` the rest of the time. */

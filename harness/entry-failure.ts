@@ -6,6 +6,18 @@ interface BatchRequest {
 }
 
 /**
+ * A DeleteMessageBatch or ChangeMessageVisibilityBatch body with the entry at `index` carrying a
+ * receipt handle SQS no longer honours (another receive's, since): the request as it comes, else.
+ */
+export function withStaleHandle(body: Buffer, index: number): Buffer {
+  const request = JSON.parse(body.toString('utf8')) as { Entries?: { ReceiptHandle?: string }[] };
+  const entry = request.Entries?.[index];
+  if (!entry) return body;
+  entry.ReceiptHandle = `stale-${randomUUID()}`;
+  return Buffer.from(JSON.stringify(request));
+}
+
+/**
  * Answers a SendMessageBatch with the entry at `index` failed on SQS's side: the request goes on
  * without that entry (so it is never enqueued), and the answer lists it in `Failed` as
  * `InternalError`, not the sender's fault, next to whatever SQS made of the other entries. SQS

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorAnswer, errorAnswer } from './aws-errors.js';
-import { failOneEntry } from './entry-failure.js';
+import { failOneEntry, withStaleHandle } from './entry-failure.js';
 import {
   type ChaosRequest,
   type ChaosService,
@@ -108,7 +108,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         ? sendError(response, errorAnswer(options.service, 'internal'))
         : sendAnswer(response, answer);
     }
-    const answer = await send(body);
+    const answer = await send(fault?.kind === 'stale-handle' ? withStaleHandle(body, fault.entry) : body);
     if (fault?.kind !== 'lose-answer') return sendAnswer(response, answer);
     if (fault.reset) return void response.destroy();
     sendError(response, errorAnswer(options.service, 'internal'));

@@ -24,6 +24,9 @@ export interface ChaosRequest {
  * `entry` is left out of the forwarded request and listed as failed (`InternalError`, not the
  * sender's fault), while the others, later entries of its group included, are forwarded and accepted;
  * with `loseAnswer`, that answer is then lost (a retryable 500): two faults at once.
+ * `stale-handle` forwards a DeleteMessageBatch or ChangeMessageVisibilityBatch with the receipt
+ * handle of its entry at `entry` replaced by one SQS no longer honours, as after the message's
+ * visibility ran out and another receive got it: SQS answers that entry as it answers a stale one.
  */
 export type Fault =
   | { readonly kind: 'fail-before' }
@@ -32,7 +35,8 @@ export type Fault =
   | { readonly kind: 'delay'; readonly ms: number }
   | { readonly kind: 'hang' }
   | { readonly kind: 'unprocessed-keys' }
-  | { readonly kind: 'fail-entry'; readonly entry: number; readonly loseAnswer?: boolean };
+  | { readonly kind: 'fail-entry'; readonly entry: number; readonly loseAnswer?: boolean }
+  | { readonly kind: 'stale-handle'; readonly entry: number };
 
 export type FaultKind = Fault['kind'];
 
@@ -44,6 +48,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'hang',
   'unprocessed-keys',
   'fail-entry',
+  'stale-handle',
 ];
 
 /** Decides each request's fault; `undefined` lets the request through untouched. */

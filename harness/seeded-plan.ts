@@ -3,7 +3,13 @@ import { requestFingerprint } from './fingerprint.js';
 import { fnv1a32, mulberry32 } from './hash.js';
 
 /** The faults a seeded plan scatters; `hang` is for targeted plans, as it stops its caller for good. */
-export type SeededFaultKind = 'fail-before' | 'lose-answer' | 'throttle' | 'delay' | 'fail-entry';
+export type SeededFaultKind =
+  | 'fail-before'
+  | 'lose-answer'
+  | 'throttle'
+  | 'delay'
+  | 'fail-entry'
+  | 'stale-handle';
 
 /**
  * Fixed order in which the rates partition [0, 1): part of what makes a seed reproducible. A kind
@@ -15,6 +21,7 @@ const SEEDED_KINDS: readonly SeededFaultKind[] = [
   'throttle',
   'delay',
   'fail-entry',
+  'stale-handle',
 ];
 
 export interface SeededFaultPlanOptions {
@@ -64,7 +71,16 @@ function cumulativeRates(rates: SeededFaultPlanOptions['rates']) {
 function faultOf(kind: SeededFaultKind, delayMs: number, request: ChaosRequest): Fault | undefined {
   if (kind === 'delay') return { kind, ms: delayMs };
   if (kind === 'fail-entry') return entryToFail(request);
+  if (kind === 'stale-handle') return handleToSpoil(request);
   return { kind };
+}
+
+/** `stale-handle` hits a DeleteMessageBatch or ChangeMessageVisibilityBatch only, at its first entry. */
+function handleToSpoil(request: ChaosRequest): Fault | undefined {
+  const batch =
+    request.operation === 'DeleteMessageBatch' || request.operation === 'ChangeMessageVisibilityBatch';
+  const entries = batch ? request.body.Entries : undefined;
+  return Array.isArray(entries) && entries.length > 0 ? { kind: 'stale-handle', entry: 0 } : undefined;
 }
 
 /**

@@ -6,7 +6,13 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dynamoDbClientVia, sqsClientVia } from '../../chaos/sdk-clients.js';
 import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
@@ -366,6 +372,27 @@ describe('fault proxy in front of the SQS emulator, with the real SDK', () => {
     expect(proxy.stats().faults['fail-entry']).toBe(1);
     const received = await drainQueue(direct, queue.url, 2);
     expect(received.map(({ envelope }) => envelope.key)).toEqual([keys[1], keys[0]]);
+  });
+
+  it('stale-handle makes SQS refuse one entry of a delete batch, as a receipt handle gone stale', async () => {
+    const keys = [randomUUID(), randomUUID()];
+    await direct.send(batchOf(keys));
+    const { Messages = [] } = await direct.send(
+      new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect(Messages).toHaveLength(2);
+    proxy.setPlan(onOperation('DeleteMessageBatch', { kind: 'stale-handle', entry: 0 }, 1));
+
+    const output = await client.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: Messages.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle })),
+      }),
+    );
+
+    expect(output.Successful?.map((entry) => entry.Id)).toEqual(['1']);
+    expect(output.Failed?.map((entry) => entry.Id)).toEqual(['0']);
+    expect(proxy.stats().faults['stale-handle']).toBe(1);
   });
 
   it('fail-entry on a batch of one answers it failed without asking SQS', async () => {
