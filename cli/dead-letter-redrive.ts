@@ -4,7 +4,11 @@ import {
   isPastDedupHorizon,
   PAST_DEDUP_HORIZON,
 } from '../lambdas/common/dedup-horizon.js';
-import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
+import {
+  InvalidEnvelopeError,
+  isKeylessEnvelope,
+  parseReceivedEnvelope,
+} from '../lambdas/common/envelope.js';
 import { DLQ_ATTRIBUTES } from '../lambdas/consumer/dead-letter-queue.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 import { moveInOrder } from './dead-letter-move.js';
@@ -124,7 +128,7 @@ export async function redriveDeadLetters(
           notSelectedGroups.add(groupOf(message));
         } else if (isPast(message, horizon, Date.now()))
           left.set(id, skippedOf(message, 'past-dedup-horizon'));
-        else if (isKeyless(message)) left.set(id, skippedOf(message, 'key-lost'));
+        else if (isKeylessEnvelope(message.Body ?? '')) left.set(id, skippedOf(message, 'key-lost'));
         else movable.push(message);
         if (options.key !== undefined && isSelected(message, options) && left.get(id) !== 'not-selected')
           keyReached = true;
@@ -201,16 +205,6 @@ function keyOf(message: Message): string | undefined {
 function skippedOf(message: Message, reason: SkipReason): SkippedDeadLetter {
   const key = keyOf(message);
   return { messageId: String(message.MessageId), groupId: groupOf(message), ...(key ? { key } : {}), reason };
-}
-
-/** An envelope without a key: its key was its deduplication id, which the redrive's send would replace. */
-function isKeyless(message: Message): boolean {
-  try {
-    return parseReceivedEnvelope(message.Body ?? '').key === undefined;
-  } catch (error) {
-    if (error instanceof InvalidEnvelopeError) return false; // not an envelope: moved as it is
-    throw error;
-  }
 }
 
 function isPast(message: Message, horizon: DedupHorizon, nowMs: number): boolean {

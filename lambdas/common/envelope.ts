@@ -102,6 +102,19 @@ export function parseReceivedEnvelope(body: string): ReceivedEnvelope {
   return parseBody(body, true);
 }
 
+/**
+ * Whether the body is an Oncely envelope without a `key`: keyed by its MessageDeduplicationId, which
+ * SQS replaces when it moves the message to a FIFO DLQ and a redrive's send would replace (DESIGN §2).
+ */
+export function isKeylessEnvelope(body: string): boolean {
+  try {
+    return parseReceivedEnvelope(body).key === undefined;
+  } catch (error) {
+    if (error instanceof InvalidEnvelopeError) return false;
+    throw error;
+  }
+}
+
 function parseBody(body: string, keyOptional: boolean): ReceivedEnvelope {
   let json: unknown;
   try {

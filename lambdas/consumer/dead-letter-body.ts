@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { InvalidEnvelopeError, parseReceivedEnvelope } from '../common/envelope.js';
+import { isKeylessEnvelope } from '../common/envelope.js';
 
 /**
  * The body of a record's DLQ copy (DESIGN §2, §5): its own, with the key written in when it is an
@@ -14,13 +14,4 @@ export function deadLetterBody(record: SQSRecord): string {
   if (key === undefined || !isKeylessEnvelope(record.body)) return record.body;
   const brace = record.body.indexOf('{');
   return `${record.body.slice(0, brace + 1)}"key":${JSON.stringify(key)},${record.body.slice(brace + 1)}`;
-}
-
-function isKeylessEnvelope(body: string): boolean {
-  try {
-    return parseReceivedEnvelope(body).key === undefined;
-  } catch (error) {
-    if (error instanceof InvalidEnvelopeError) return false;
-    throw error;
-  }
 }
