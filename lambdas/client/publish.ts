@@ -19,7 +19,7 @@ import {
   PublishValidationError,
   publisherErrorFromFunctionError,
 } from '../publisher/errors.js';
-import { MAX_REASON_LENGTH } from '../publisher/ordered-sender.js';
+import { mayBeOnQueue } from '../publisher/ordered-sender.js';
 import { PublisherInvocationError, PublisherResponseError, PublisherTimeoutError } from './errors.js';
 
 /** Names the publisher function (name or ARN) when `functionName` is not given. */
@@ -185,10 +185,10 @@ export async function publish(
    * becomes `unknown`. An earlier call's rounds, or another call's with this requestId, are not in
    * the replayed response: any message it does not call `sent` may have been sent by them.
    */
-  const mayBeOnQueue = new Map<number, string>();
+  const uncertain = new Map<number, string>();
   results.forEach(({ status }, index) => {
     if (everyUnsent && status !== 'sent')
-      mayBeOnQueue.set(index, 'an earlier call with this requestId may have sent it');
+      uncertain.set(index, 'an earlier call with this requestId may have sent it');
   });
   const rounds = (options.resendUnknownRounds ?? DEFAULT_RESEND_UNKNOWN_ROUNDS) + (everyUnsent ? 1 : 0);
   for (let round = 1; round <= rounds; round++) {
@@ -212,12 +212,12 @@ export async function publish(
     } catch (error) {
       // The round may have sent any of its messages before it failed: none is more certain than unknown.
       const why = `the round that re-sent it failed (${error instanceof Error ? error.message : String(error)})`;
-      for (const index of indexes) mayBeOnQueue.set(index, mayBeOnQueue.get(index) ?? why);
+      for (const index of indexes) uncertain.set(index, uncertain.get(index) ?? why);
       break;
     }
     settleRound(messages, results, indexes, response.results);
   }
-  settleUncertain(results, mayBeOnQueue);
+  settleUncertain(results, uncertain);
   return { requestId, results, ...(ordered ? {} : { queueType: 'standard' as const }) };
 }
 
@@ -360,14 +360,9 @@ function settleRound(
   });
 }
 
-/** Each message that may be on the queue and is not `sent` is `unknown`, saying why. */
-function settleUncertain(results: MessageResult[], mayBeOnQueue: ReadonlyMap<number, string>): void {
-  for (const [index, why] of mayBeOnQueue) {
-    const result = resultAt(results, index);
-    if (result.status === 'sent' || result.status === 'unknown') continue;
-    const reason = `may be on the queue: ${why} (this call: ${result.reason})`;
-    results[index] = { key: result.key, status: 'unknown', reason: reason.slice(0, MAX_REASON_LENGTH) };
-  }
+/** Each message that may be on the queue and is `failed` or `blocked` is `unknown`, saying why. */
+function settleUncertain(results: MessageResult[], uncertain: ReadonlyMap<number, string>): void {
+  for (const [index, why] of uncertain) results[index] = mayBeOnQueue(resultAt(results, index), why);
 }
 
 /**

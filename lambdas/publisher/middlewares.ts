@@ -2,9 +2,9 @@ import type { MiddlewareObj, Request } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { IdempotencyConflictError, IdempotencyInProgressError } from '../idempotency/errors.js';
 import { PUBLISH_NAMESPACE } from '../idempotency/keys.js';
-import type { MessageResult, PublishResponse } from './contract.js';
+import type { PublishResponse } from './contract.js';
 import { PublishConflictError, PublishInProgressError } from './errors.js';
-import { MAX_REASON_LENGTH } from './ordered-sender.js';
+import { mayBeOnQueue } from './ordered-sender.js';
 import { type PublishCommand, type ValidationLimits, validatePublishRequest } from './validation.js';
 
 /**
@@ -44,6 +44,9 @@ function requestIdOf(recordId: string): string {
   return recordId.slice(PUBLISH_NAMESPACE.length + 1);
 }
 
+/** Why a rerun's `failed` or `blocked` message may be on the queue after all. */
+const EARLIER_RUN = 'an earlier run of this request may have sent it';
+
 /**
  * A run of a request after one that ended without an outcome (its invocation died, its completion
  * write kept failing) sees nothing of what that one sent, and SQS's answers to this run cannot
@@ -59,13 +62,10 @@ export function earlierRunUncertainty(
     after: (request) => {
       const { response } = request;
       if (!response || (attemptOf(request) ?? 1) <= 1) return;
-      request.response = { ...response, results: response.results.map(mayBeOnQueue) };
+      request.response = {
+        ...response,
+        results: response.results.map((result) => mayBeOnQueue(result, EARLIER_RUN)),
+      };
     },
   };
-}
-
-function mayBeOnQueue(result: MessageResult): MessageResult {
-  if (result.status !== 'failed' && result.status !== 'blocked') return result;
-  const reason = `may be on the queue: an earlier run of this request may have sent it (this run: ${result.reason})`;
-  return { key: result.key, status: 'unknown', reason: reason.slice(0, MAX_REASON_LENGTH) };
 }

@@ -199,6 +199,20 @@ class ResultLedger {
   }
 }
 
+/**
+ * A result that another request may have sent after all (an earlier run of the request, a round
+ * that failed, an earlier call): `failed` and `blocked` become `unknown`, saying `why` and what they
+ * said; any other result stays as it is.
+ */
+export function mayBeOnQueue(result: MessageResult, why: string): MessageResult {
+  if (result.status !== 'failed' && result.status !== 'blocked') return result;
+  return {
+    key: result.key,
+    status: 'unknown',
+    reason: cut(`may be on the queue: ${why} (${result.reason})`),
+  };
+}
+
 function cut(reason: string): string {
   return reason.slice(0, MAX_REASON_LENGTH);
 }
