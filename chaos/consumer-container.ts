@@ -301,7 +301,12 @@ const DEAD_LETTER_MARK = deadLetterMarkId('');
 
 interface MarshalledInput {
   Key?: { id?: { S?: string } };
-  Item?: { id?: { S?: string }; deadLetteredAt?: { N?: string } };
+  Item?: {
+    id?: { S?: string };
+    deadLetteredAt?: { N?: string };
+    status?: { S?: string };
+    unstarted?: { BOOL?: boolean };
+  };
   UpdateExpression?: string;
   ExpressionAttributeValues?: Record<string, { S?: string; M?: { id?: { S?: string } } }>;
   TransactItems?: { Put?: { Item?: { id?: { S?: string } } } }[];
@@ -332,6 +337,9 @@ function classify(
     const puts = input.TransactItems.map((item) => item.Put?.Item?.id?.S).filter(present);
     return { kind: 'transaction', ids: puts };
   }
+  // An acquire that creates its record (the acquire's first write, DESIGN §3).
+  if (input.Item?.status?.S === 'IN_PROGRESS' && input.Item.id?.S)
+    return { kind: 'acquire', ids: [input.Item.id.S], started: !input.Item.unstarted?.BOOL };
   const id = input.Key?.id?.S;
   const expression = input.UpdateExpression ?? '';
   if (!id) return undefined;

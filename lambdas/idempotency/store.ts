@@ -150,11 +150,12 @@ export class DynamoDBIdempotencyStore {
    * effect never started — each only for the same payload. With `takeOverExpiredLease` any expired
    * lease is taken over; without, only an `unstarted` one, and one that names the record whose
    * completion may have let it start (`after`) only if it is the lease `takeOverUnstarted` names:
-   * the caller has read that record and found it did not. One conditional UpdateItem, which also
-   * counts the attempt. With `unstarted`, the record says that the effect has not started yet
-   * ({@link markStarted} says it may, or the completion of the record `after` names, with
-   * `startedNext`). If the SDK retried it after its answer was lost, the retry finds the record
-   * holding this call's own token: the lease is ours all the same.
+   * the caller has read that record and found it did not. A conditional PutItem creates an absent
+   * record; if the key has one, a conditional UpdateItem takes it, counting the attempt, unless the
+   * record the PutItem found cannot be taken anyway (DESIGN §3). With `unstarted`, the record says
+   * that the effect has not started yet ({@link markStarted} says it may, or the completion of the
+   * record `after` names, with `startedNext`). If the SDK retried either write after its answer was
+   * lost, the retry finds the record holding this call's own token: the lease is ours all the same.
    * @internal
    */
   async acquire(input: {
@@ -207,6 +208,36 @@ export class DynamoDBIdempotencyStore {
           : undefined,
       },
     });
+    // Put first: a first delivery, the common case, costs DynamoDB less as a PutItem than as the
+    // UpdateItem below, and a failed PutItem returns the record, which settles a duplicate.
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            id: input.id,
+            status: IN_PROGRESS,
+            payloadHash: input.payloadHash,
+            leaseToken: token,
+            leaseExpiresAt,
+            expiresAt: recordExpiresAt,
+            updatedAt: now,
+            attempts: runCounted ? 1 : 0,
+            [ATTEMPTS_AT_DEAD_LETTER]: 0,
+            ...(input.unstarted ? { [UNSTARTED]: true } : {}),
+            ...(after ? { [AFTER]: after } : {}),
+          },
+          ConditionExpression: 'attribute_not_exists(id)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return lease({});
+    } catch (error) {
+      const existing = await this.#existingAfterFailedAcquire(error, input.id, token);
+      // Only this call's PutItem writes its token: a retry of it after a lost answer found its record.
+      if (existing.status === IN_PROGRESS && existing.leaseToken === token) return lease({});
+      if (!mayTakeLease(existing, now, input)) return { acquired: false, existing };
+    }
     try {
       const output = await this.#documents.send(
         new UpdateCommand({
@@ -254,14 +285,7 @@ export class DynamoDBIdempotencyStore {
       );
       return lease((output.Attributes ?? {}) as Partial<IdempotencyRecord>);
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) {
-        // The SDK gave up, and one of its tries may have been applied: give back a lease that is
-        // perhaps ours, so that no at-most-once delivery later finds it expired and parks it IN_DOUBT.
-        await this.releaseWithRetries({ id: input.id, token } as Lease);
-        throw error;
-      }
-      const existing = existingItem(error);
-      if (!existing) throw error;
+      const existing = await this.#existingAfterFailedAcquire(error, input.id, token);
       if (existing.status === IN_PROGRESS && existing.leaseToken === token)
         // Its earlier values are gone: whether it took a lease over too (counted at its turn then).
         return lease(existing, (existing.attempts ?? 1) + (runCounted ? 0 : 1), true);
@@ -765,6 +789,21 @@ export class DynamoDBIdempotencyStore {
     };
   }
 
+  /**
+   * The record an acquire's write found in its way. Any other failure means the SDK gave up, and one
+   * of its tries may have been applied: it gives back a lease that is perhaps ours, so that no
+   * at-most-once delivery later finds it expired and parks it IN_DOUBT, and rethrows.
+   */
+  async #existingAfterFailedAcquire(error: unknown, id: string, token: string): Promise<IdempotencyRecord> {
+    if (!(error instanceof ConditionalCheckFailedException)) {
+      await this.releaseWithRetries({ id, token } as Lease);
+      throw error;
+    }
+    const existing = existingItem(error);
+    if (!existing) throw error;
+    return existing;
+  }
+
   #recordExpiresAt(nowMs: number): number {
     return Math.floor(nowMs / 1000) + this.ttlSeconds;
   }
@@ -774,6 +813,27 @@ export class DynamoDBIdempotencyStore {
 function keepable(message: KeptMessage | undefined): KeptMessage | undefined {
   if (!message || Buffer.byteLength(message.body, 'utf8') > MAX_KEPT_MESSAGE_BYTES) return undefined;
   return message;
+}
+
+/**
+ * The acquire's UpdateItem condition, judged on the record its PutItem found: false saves a write
+ * that would fail. The record may change in between; the UpdateItem's own condition decides then.
+ */
+function mayTakeLease(
+  existing: IdempotencyRecord,
+  nowMs: number,
+  input: { payloadHash: string; takeOverExpiredLease: boolean; takeOverUnstarted?: string },
+): boolean {
+  if ((existing.expiresAt ?? Number.POSITIVE_INFINITY) <= Math.floor(nowMs / 1000)) return true;
+  if (existing.payloadHash !== input.payloadHash) return false;
+  if (existing.status === 'FAILED') return true;
+  if (existing.status !== IN_PROGRESS || (existing.leaseExpiresAt ?? 0) > nowMs) return false;
+  if (input.takeOverExpiredLease) return true;
+  return (
+    existing.unstarted !== undefined &&
+    (existing.after === undefined ||
+      (input.takeOverUnstarted !== undefined && existing.leaseToken === input.takeOverUnstarted))
+  );
 }
 
 /** DynamoDBDocumentClient leaves the item of a failed condition marshalled: unmarshall it here. */

@@ -304,7 +304,9 @@ describe('a late re-publication, dead-lettered and redriven after its key’s re
         { group: 1, operation: 'transactional', behaviour: 'ok' },
       ],
       steps: [{ kind: 'deliver' }, { kind: 'late-republication', index: 4 }, { kind: 'deliver' }],
-      faults: { seed: 338433675, rates: heavy },
+      // Faults are drawn per request: when the acquire's first write became a PutItem, the draws
+      // moved, and this seed is the first after the old one (338433675) that leads here again.
+      faults: { seed: 338433711, rates: heavy },
       clockSkewsMs: [0],
     };
     const run = await runSchedule(world, schedule);

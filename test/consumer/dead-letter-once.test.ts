@@ -16,7 +16,7 @@ import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
-import { failRequests } from '../support/sdk-middleware.js';
+import { failRequests, isAcquire } from '../support/sdk-middleware.js';
 import { createQueueWithDlq, deleteQueues, type FifoQueue, named, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
@@ -158,7 +158,7 @@ describe('a dead-lettered record in the DLQ once, past SQS’s deduplication win
     const acquires = failRequests(
       consumer.client,
       (name, input) =>
-        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
       connectionRefused,
     );
     const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));

@@ -304,7 +304,7 @@ describe.concurrent('FIFO batch middleware', () => {
     failRequests(
       client,
       (operationName, input) =>
-        (operationName === 'UpdateItem' || operationName === 'DeleteItem') &&
+        (operationName === 'PutItem' || operationName === 'UpdateItem' || operationName === 'DeleteItem') &&
         JSON.stringify(input).includes(idOf(b1)),
       () => {
         if (++b1GiveBacks === 4) b1Failed();
@@ -502,11 +502,12 @@ async function visibleMessages(queue: FifoQueue): Promise<number> {
 function holdAcquire(client: DynamoDBClient, id: string, release: Promise<void>): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      if (context.commandName === 'UpdateCommand' || context.commandName === 'UpdateItemCommand') {
+      // The acquire's writes: the put that creates the record, the update that takes one.
+      if (/^(Put|Update)(Item)?Command$/.test(String(context.commandName))) {
         if (JSON.stringify((args as { input: unknown }).input).includes(id)) await release;
       }
       return next(args);
     },
-    { step: 'build', name: 'holdPutItem' },
+    { step: 'build', name: 'holdAcquire' },
   );
 }

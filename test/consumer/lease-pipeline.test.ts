@@ -25,7 +25,7 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
+import { failRequests, isAcquire, loseAnswers, recordIdOf, setsStatus } from '../support/sdk-middleware.js';
 import { type FifoQueue, named, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
@@ -91,14 +91,17 @@ function loggingOperation(
  */
 function watchRequests(client: DynamoDBClient, timeline: string[]): void {
   client.middlewareStack.add(
-    (next) => async (args) => {
+    (next, context) => async (args) => {
       const input = args.input as {
         Key?: { id?: { S?: string } };
         UpdateExpression?: string;
         ExpressionAttributeValues?: { ':startedNext'?: { M?: { id?: { S?: string } } } };
       };
-      const id = input.Key?.id?.S;
-      if (id && input.UpdateExpression?.startsWith('SET #status = :inProgress'))
+      const id = recordIdOf(args.input as Record<string, unknown>);
+      if (
+        id &&
+        isAcquire(String(context.commandName).replace(/Command$/, ''), args.input as Record<string, unknown>)
+      )
         timeline.push(`acquire ${nameOf(id)}`);
       const result = await next(args);
       // A completion that lets the next record start names it.
@@ -214,8 +217,8 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(failureIds(poll.response)).toEqual([]);
     expect(poll.deleted).toEqual(ids);
     expect(ran).toEqual(messages.map((message) => message.payload.name));
-    // Two requests per record, as before: the lease and the completion.
-    expect(requests.counts).toEqual({ UpdateItem: 20 });
+    // Two requests per record, as before: the lease (a put, the record being new) and the completion.
+    expect(requests.counts).toEqual({ PutItem: 10, UpdateItem: 10 });
     // Every lease was asked for before the first effect ran.
     const firstEffect = timeline.indexOf('effect A1');
     expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
@@ -239,7 +242,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(poll.deleted).toEqual(ids);
     expect(ran).toEqual(messages.map((message) => message.payload.name));
     // 10 leases and 10 completions, 9 of them starting the next record: as many writes as at-least-once.
-    expect(requests.counts).toEqual({ UpdateItem: 20 });
+    expect(requests.counts).toEqual({ PutItem: 10, UpdateItem: 10 });
     const firstEffect = timeline.indexOf('effect A1');
     expect(timeline.slice(0, firstEffect).filter((event) => event.startsWith('acquire'))).toHaveLength(10);
     for (const { payload } of messages.slice(1)) {
@@ -328,7 +331,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(2);
     // A1's completion went alone: A2 could not be marked started. A2 and A3 go back to SQS, so
     // each also asks its record (given back: none) to outlive its dedup horizon (DESIGN §2).
-    expect(requests.counts).toEqual({ UpdateItem: 6, DeleteItem: 2 });
+    expect(requests.counts).toEqual({ PutItem: 3, UpdateItem: 3, DeleteItem: 2 });
     for (const message of messages.slice(1))
       expect(await readItem(idempotencyTable, idOf(message))).toBeUndefined();
 
@@ -441,10 +444,7 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
     const [firstAcquire, firstStart, firstChained] = [once(), once(), once()];
     const acquiresLost = loseAnswers(
       client,
-      (name, input) =>
-        name === 'UpdateItem' &&
-        String(input.UpdateExpression).startsWith('SET #status = :inProgress') &&
-        firstAcquire(input),
+      (name, input) => isAcquire(name, input) && firstAcquire(input),
       100,
     );
     const startsLost = loseAnswers(
@@ -544,14 +544,11 @@ describe.concurrent('lease mode: a group’s records pipelined', () => {
   });
 });
 
-/** The request's key is the record `id` (marshalled or not, as the middleware's step sees it). */
+/** The request's key (or the item it puts) is the record `id` (marshalled or not, as the middleware's step sees it). */
 const touches = (input: Record<string, unknown>, id: string) => {
-  const key = (input.Key as { id?: string | { S?: string } } | undefined)?.id;
+  const key = ((input.Key ?? input.Item) as { id?: string | { S?: string } } | undefined)?.id;
   return (typeof key === 'string' ? key : key?.S) === id;
 };
-/** An acquire: the UpdateItem that takes a lease. */
-const isAcquire = (operation: string, input: Record<string, unknown>) =>
-  operation === 'UpdateItem' && String(input.UpdateExpression).startsWith('SET #status = :inProgress');
 /** A give-back: the DeleteItem of a lease never used. */
 const isRelease = (operation: string) => operation === 'DeleteItem';
 

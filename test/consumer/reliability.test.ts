@@ -35,7 +35,7 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { namedPayload, recordingOperation } from '../support/recording-operation.js';
-import { failRequests, setsStatus } from '../support/sdk-middleware.js';
+import { failRequests, isAcquire, setsStatus } from '../support/sdk-middleware.js';
 import {
   createFifoQueue,
   type FifoQueue,
@@ -539,7 +539,7 @@ describe.concurrent('consumer reliability', () => {
     const failing = failRequests(
       client,
       (name, input) =>
-        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
       connectionRefused,
     );
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
@@ -584,7 +584,7 @@ describe.concurrent('consumer reliability', () => {
     const failing = failRequests(
       client,
       (name, input) =>
-        name === 'UpdateItem' && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
+        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
       connectionRefused,
     );
     const { handler, metrics } = consumer({ Named: operation }, dlq.url, { client });

@@ -64,19 +64,19 @@ function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
 }
 
 describe('lease mode: first delivery and duplicates', () => {
-  it('costs two writes for a first delivery and one failed conditional update for a duplicate', async () => {
+  it('costs a put and an update for a first delivery, and one failed conditional put for a duplicate', async () => {
     const idempotency = lease();
     let runs = 0;
     const effect = async () => ({ sent: ++runs });
 
     const first = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
     expect(first).toEqual({ status: 'executed', result: { sent: 1 }, recorded: true });
-    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
 
     requests.reset();
     const again = await idempotency.run({ key: 'k1', payload: { to: 'a@example.com' } }, effect);
     expect(again).toEqual({ status: 'duplicate', result: { sent: 1 }, fromCache: false });
-    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect(requests.counts).toEqual({ PutItem: 1 });
     expect(runs).toBe(1);
 
     const record = await readItem(table, 'mail#k1');
@@ -232,8 +232,11 @@ describe('failures, rejections, conflicts and expiry', () => {
       error: { name: 'Error', message: 'gateway 503' },
     });
 
+    requests.reset();
     const retried = await idempotency.run({ key: 'k1', payload: 1 }, async ({ attempt }) => attempt);
     expect(retried).toEqual({ status: 'executed', result: 2, recorded: true });
+    // The put finds the FAILED record; the update takes it, counting the attempt; then the completion.
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 2 });
   });
 
   it('records REJECTED and replays the same error to duplicates without running', async () => {
@@ -304,7 +307,7 @@ describe('unknown outcomes and unrecordable completions', () => {
     await idempotency.run({ key: 'unknown', payload: 1, message }, async () => {
       throw new OutcomeUnknownError('timed out');
     });
-    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
     expect(await readItem(table, 'mail#unknown')).toMatchObject({ status: 'IN_DOUBT', message });
 
     // The other way in: a later delivery parks an expired lease, with the message it carries.
@@ -313,7 +316,7 @@ describe('unknown outcomes and unrecordable completions', () => {
     requests.reset();
     const parked = await idempotency.start({ key: 'expired', payload: 1, message });
     expect(parked.status).toBe('in-doubt');
-    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1 });
     expect(await readItem(table, 'mail#expired')).toMatchObject({ status: 'IN_DOUBT', message });
   });
 
@@ -393,7 +396,7 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
     const idempotency = lease({ mode: 'at-most-once', leaseMs: 1_000, observer });
     const ahead = await idempotency.startAhead({ key: 'k2', payload: 1 });
     expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
-    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect(requests.counts).toEqual({ PutItem: 1 });
     expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_PROGRESS', unstarted: true });
 
     // The invocation dies before the record's turn; the redelivery finds the lease expired.
@@ -462,7 +465,7 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
     const redelivery = await idempotency.run({ key: 'k2', payload: 2 }, async () => ++runs);
     expect(redelivery.status).toBe('in-doubt');
     expect(runs).toBe(0);
-    expect(requests.counts).toEqual({ UpdateItem: 2, GetItem: 1 });
+    expect(requests.counts).toEqual({ PutItem: 1, UpdateItem: 1, GetItem: 1 });
     expect(await readItem(table, 'mail#k2')).toMatchObject({ status: 'IN_DOUBT' });
   });
 
@@ -559,7 +562,7 @@ describe('leases taken ahead of their turn (the later records of a FIFO group)',
     expect(await idempotency.startAhead({ key: 'k2', payload: 2 }, { after: 'mail#k1' })).toEqual({
       status: 'deferred',
     });
-    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect(requests.counts).toEqual({ PutItem: 1 });
   });
 
   it('takes over the lease after a record this invocation holds: its completion starts nothing unknown', async () => {

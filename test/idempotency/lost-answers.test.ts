@@ -15,7 +15,7 @@ import {
 import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
-import { failRequests, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
+import { failRequests, isAcquire, loseAnswers, setsStatus } from '../support/sdk-middleware.js';
 
 // DESIGN §3 and §11: a request applied with its answer lost (the SDK retries it) must be recognised
 // as this call's own, never taken for somebody else's work; a record write that keeps failing must
@@ -63,18 +63,30 @@ function lease(options: Partial<LeaseIdempotencyOptions> = {}) {
 const key = () => `k-${Math.random().toString(36).slice(2)}`;
 
 describe('answers lost after the request was applied', () => {
-  it('an acquire retried by the SDK recognises its own lease: the effect runs, nothing is parked', async () => {
+  it('an acquire that creates its record, retried by the SDK, recognises its own lease: the effect runs, nothing is parked', async () => {
     const k = key();
-    const lost = loseAnswers(
-      client,
-      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'),
-    );
+    const lost = loseAnswers(client, (operation, input) => isAcquire(operation, input, 'put'));
     let runs = 0;
     const outcome = await lease({ leaseMs: 60_000 }).run({ key: k, payload: 1 }, async () => ++runs);
     expect(lost.lost).toBe(1);
     expect(outcome).toEqual({ status: 'executed', result: 1, recorded: true });
-    expect(requests.counts.UpdateItem).toBe(3); // acquire, its retry, complete
+    expect(requests.counts).toMatchObject({ PutItem: 2, UpdateItem: 1 }); // the put, its retry, complete
     expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'COMPLETED', attempts: 1 });
+  });
+
+  it('an acquire that takes a FAILED record, retried by the SDK, recognises its own lease and counts one attempt', async () => {
+    const k = key();
+    const idempotency = lease({ mode: 'at-least-once', leaseMs: 60_000 });
+    await expect(
+      idempotency.run({ key: k, payload: 1 }, async () => {
+        throw new Error('gateway 503');
+      }),
+    ).rejects.toThrow('gateway 503');
+    const lost = loseAnswers(client, (operation, input) => isAcquire(operation, input, 'update'));
+    const outcome = await idempotency.run({ key: k, payload: 1 }, async ({ attempt }) => attempt);
+    expect(lost.lost).toBe(1);
+    expect(outcome).toEqual({ status: 'executed', result: 2, recorded: true });
+    expect(await readItem(table, `lost#${k}`)).toMatchObject({ status: 'COMPLETED', attempts: 2 });
   });
 
   it('a completion retried by the SDK recognises its own earlier write as done, not as a lost lease', async () => {
@@ -185,10 +197,7 @@ describe('the requests of leases taken ahead', () => {
 
   it('an ahead acquire retried by the SDK recognises its own lease, still unstarted', async () => {
     const k = key();
-    const lost = loseAnswers(
-      client,
-      (operation, input) => operation === 'UpdateItem' && setsStatus(input, 'IN_PROGRESS'),
-    );
+    const lost = loseAnswers(client, (operation, input) => isAcquire(operation, input, 'put'));
     const ahead = await lease().startAhead({ key: k, payload: 1 });
     expect(lost.lost).toBe(1);
     expect(ahead).toMatchObject({ status: 'acquired', awaitingStart: true });
@@ -295,7 +304,9 @@ describe('an acquire applied with its answer lost, the SDK giving up', () => {
       service: 'dynamodb',
       upstream: emulatorEndpoint('dynamodbEndpoint'),
       plan: ({ operation, body }: ChaosRequest) =>
-        (body.Key as { id?: { S?: string } } | undefined)?.id?.S === target ? faults[operation] : undefined,
+        ((body.Key ?? body.Item) as { id?: { S?: string } } | undefined)?.id?.S === target
+          ? faults[operation]
+          : undefined,
     });
     viaProxy = dynamoDbClientVia(proxy);
   });
@@ -318,7 +329,7 @@ describe('an acquire applied with its answer lost, the SDK giving up', () => {
   it('gives the lease back, so the next delivery runs the effect', async () => {
     const k = key();
     target = `lost#${k}`;
-    faults = { UpdateItem: { kind: 'lose-answer' } };
+    faults = { PutItem: { kind: 'lose-answer' } };
     const idempotency = leaseViaProxy();
     let runs = 0;
     await expect(idempotency.run({ key: k, payload: 1 }, async () => ++runs)).rejects.toThrow();
@@ -333,10 +344,32 @@ describe('an acquire applied with its answer lost, the SDK giving up', () => {
     expect(runs).toBe(1);
   });
 
+  it('gives back the lease its update took of a FAILED record, so the next delivery runs the effect', async () => {
+    const k = key();
+    target = `lost#${k}`;
+    const idempotency = leaseViaProxy();
+    let runs = 0;
+    await expect(
+      idempotency.run({ key: k, payload: 1 }, async () => {
+        throw new Error('gateway 503');
+      }),
+    ).rejects.toThrow('gateway 503');
+    faults = { UpdateItem: { kind: 'lose-answer' } };
+    await expect(idempotency.run({ key: k, payload: 1 }, async () => ++runs)).rejects.toThrow();
+    expect(runs).toBe(0);
+    expect(await readItem(table, target)).toBeUndefined();
+
+    faults = {};
+    expect(await idempotency.run({ key: k, payload: 1 }, async () => ++runs)).toMatchObject({
+      status: 'executed',
+    });
+    expect(runs).toBe(1);
+  });
+
   it('leaves it when the give-back fails too: at-most-once parks it, the residue DESIGN §3 states', async () => {
     const k = key();
     target = `lost#${k}`;
-    faults = { UpdateItem: { kind: 'lose-answer' }, DeleteItem: { kind: 'fail-before' } };
+    faults = { PutItem: { kind: 'lose-answer' }, DeleteItem: { kind: 'fail-before' } };
     const idempotency = leaseViaProxy();
     let runs = 0;
     await expect(idempotency.run({ key: k, payload: 1 }, async () => ++runs)).rejects.toThrow();

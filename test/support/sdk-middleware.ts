@@ -94,3 +94,26 @@ export function setsStatus(input: Record<string, unknown>, status: string): bool
     JSON.stringify(input).includes('#status')
   );
 }
+
+/**
+ * Whether a request is one of an acquire's writes (DESIGN §3): the PutItem that creates a record
+ * IN_PROGRESS, or the UpdateItem that takes an existing one. `write` picks one of the two. The
+ * input may be marshalled or not, as the middleware's step sees it.
+ */
+export function isAcquire(
+  operation: string,
+  input: Record<string, unknown>,
+  write?: 'put' | 'update',
+): boolean {
+  const status = (input.Item as { status?: string | { S?: string } } | undefined)?.status;
+  const put = operation === 'PutItem' && (typeof status === 'string' ? status : status?.S) === 'IN_PROGRESS';
+  const update =
+    operation === 'UpdateItem' && String(input.UpdateExpression).startsWith('SET #status = :inProgress');
+  return write === 'put' ? put : write === 'update' ? update : put || update;
+}
+
+/** The record id a request names (marshalled or not): its key's, or the item's it puts. */
+export function recordIdOf(input: Record<string, unknown>): string | undefined {
+  const id = ((input.Key ?? input.Item) as { id?: string | { S?: string } } | undefined)?.id;
+  return typeof id === 'string' ? id : id?.S;
+}
