@@ -53,23 +53,34 @@ const output = values.quick ? '.oncely/chaos-quick/CHAOS.md' : 'bench/CHAOS.md';
 const machine = `${cpus().length} cores, Node ${process.versions.node}`;
 const today = () => new Date().toISOString().slice(0, 10);
 
-/** The whole pipeline under faults, its figures printed. */
+/** The whole pipeline under faults, run twice with one seed (its faults must come out the same), its figures printed. */
 async function runPipeline(pipelineSeed: number): Promise<PipelineChaosReport> {
+  const runOnce = () =>
+    runPipelineChaos({
+      seed: pipelineSeed,
+      customers: values.quick ? 15 : 40,
+      ordersPerCustomer: values.quick ? 6 : 8,
+      // A bound, not a measure (a run takes about 35 s): on a busy machine many invocations time out.
+      settleTimeoutMs: 300_000,
+      print: (line) => console.log(line),
+    });
   console.log('\nThe whole pipeline in the sandbox, under faults …');
-  const pipeline = await runPipelineChaos({
-    seed: pipelineSeed,
-    customers: values.quick ? 15 : 40,
-    ordersPerCustomer: values.quick ? 6 : 8,
-    // A bound, not a measure (a run takes about 35 s): on a busy machine many invocations time out.
-    settleTimeoutMs: 300_000,
-    print: (line) => console.log(line),
-  });
+  const first = await runOnce();
+  console.log('The same seed again: its faults must come out the same …');
+  const again = await runOnce();
+  const pipeline = {
+    ...first,
+    violations: [...first.violations, ...again.violations.map((violation) => `(run again) ${violation}`)],
+    faultsNotMet: first.faultsNotMet + again.faultsNotMet,
+    rerunFaults: again.faults,
+  };
   const causes = pipeline.deadLetterCauses;
   console.log(
     `  ${pipeline.published} published, ${pipeline.keysChecked} keys checked, ${pipeline.violations.length} violations, ` +
       `${pipeline.inDoubt} in doubt (${pipeline.needlessInDoubt} needless), ${pipeline.deadLettered} in the DLQ ` +
       `(${causes.intended} intended poison, ${causes.businessRule.length} business rule unmeant, ${causes.other.length} other), ` +
-      `faults ${JSON.stringify(pipeline.faults)}, ${pipeline.crashes} invocations died, ${(pipeline.durationMs / 1000).toFixed(0)} s`,
+      `faults ${JSON.stringify(pipeline.faults)} (run again: ${JSON.stringify(pipeline.rerunFaults)}; ` +
+      `${pipeline.faultsNotMet} drawn and not met), ${pipeline.crashes} invocations died, ${(pipeline.durationMs / 1000).toFixed(0)} s`,
   );
   for (const violation of pipeline.violations) console.log(`  VIOLATION: ${violation}`);
   for (const key of causes.businessRule) console.log(`  UNEXPECTED IN THE DLQ: ${key} broke a business rule`);

@@ -5,12 +5,15 @@ import { fnv1a32 } from '../harness/hash.js';
 import { targetedFaultPlan } from '../harness/targeted-plan.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
-import { firstTryFaultPlan } from './first-try-plan.js';
+import { subjectFaultPlan } from './subject-fault-plan.js';
 
 /*
- * The faults of the pipeline run, each drawn from the seed and the message a request first names
- * (issue 40): retries and redeliveries, as many as the run's timing makes, add none.
+ * The faults of the pipeline run, each drawn from the seed and a message (issue 40, item 18):
+ * retries and redeliveries, as many as the run's timing makes, add none, and move none.
  */
+
+/** A plan, and the faults it drew that no request met yet (0 once a run met them all). */
+export type PipelinePlan = FaultPlan & { readonly pending: () => number };
 
 const RATES = { 'fail-before': 0.04, 'lose-answer': 0.04, throttle: 0.02 };
 
@@ -21,19 +24,20 @@ export function gatewayAnswer(seed: number, key: string): FirstAnswer {
 }
 
 /**
- * The functions' DynamoDB requests: seeded faults on the first request that names each message's
- * idempotency record (its transaction, its acquire), and two crashes: one notification's acquire, and another's
- * completion, hang until the consumer times out (its worker is terminated); both notifications
- * are picked by the seed, the second among those the gateway accepts at once, so that its
- * completion is written.
+ * The functions' DynamoDB requests: a seeded fault for each message's idempotency record that
+ * draws one, on a write naming that record (its transaction, its acquire, a retry of them), and
+ * two crashes: one notification's acquire, and another's completion, hang until the consumer
+ * times out (its worker is terminated); both notifications are picked by the seed, the second
+ * among those the gateway accepts at once, so that its completion is written.
  */
-export function pipelineDynamoDbPlan(seed: number, notificationKeys: readonly string[]): FaultPlan {
+export function pipelineDynamoDbPlan(seed: number, notificationKeys: readonly string[]): PipelinePlan {
   const [acquired, completed] = hangTargets(seed, notificationKeys);
   const names = (request: ChaosRequest, key: string) =>
     body(request).includes(`"${NOTIFICATIONS_NAMESPACE}#${key}"`);
-  return combinePlans(
+  const seeded = subjectFaultPlan({ seed, rates: RATES, subjects: recordsWritten });
+  const plan = combinePlans(
     targetedFaultPlan({
-      match: (r) => r.operation === 'UpdateItem' && body(r).includes(':inProgress') && names(r, acquired),
+      match: (r) => isAcquire(r) && names(r, acquired),
       times: 1,
       fault: { kind: 'hang' },
     }),
@@ -42,30 +46,31 @@ export function pipelineDynamoDbPlan(seed: number, notificationKeys: readonly st
       times: 1,
       fault: { kind: 'hang' },
     }),
-    firstTryFaultPlan({ seed, rates: RATES, subjects: recordWritten }),
+    seeded,
   );
+  return Object.assign(plan, { pending: seeded.pending });
 }
 
 /**
- * The functions' SQS requests: seeded faults on the first send of each message (the publisher's
- * first batches, whose entries the workload fixes; the DLQ's). A receipt handle's request (delete,
- * change visibility) or a schedule's poll names no message, and comes as often as timing makes it.
+ * The functions' SQS requests: a seeded fault for each message sent that draws one (to the queue
+ * by the publisher, to the DLQ by the consumer), on a send of it. A receipt handle's request
+ * (delete, change visibility) or a schedule's poll names no message, and meets none.
  */
-export function pipelineSqsPlan(seed: number): FaultPlan {
-  return firstTryFaultPlan({ seed, rates: RATES, subjects: sentMessages });
+export function pipelineSqsPlan(seed: number): PipelinePlan {
+  return subjectFaultPlan({ seed, rates: RATES, subjects: sentMessages });
 }
 
 const body = (request: ChaosRequest) => JSON.stringify(request.body);
 
-/**
- * The one record a write names. A read names the records its batch happened to hold (a lookup of
- * one record or of ten), and so does a write naming two, or one twice (a group's joint acquire, a
- * copy in its original's batch): they are left to the records' own writes.
- */
-function recordWritten(request: ChaosRequest): string[] {
-  if (!WRITES.includes(request.operation)) return [];
-  const entries = recordEntries(request);
-  return entries.length === 1 ? entries : [];
+/** An acquire's write (DESIGN §3): the PutItem that creates the record, or the UpdateItem that takes it. */
+const isAcquire = (request: ChaosRequest) =>
+  (request.operation === 'PutItem' && body(request).includes('"IN_PROGRESS"')) ||
+  (request.operation === 'UpdateItem' &&
+    String(request.body.UpdateExpression).startsWith('SET #status = :inProgress'));
+
+/** The records a write names, each once. A read meets no fault: it decides nothing by itself. */
+function recordsWritten(request: ChaosRequest): string[] {
+  return WRITES.includes(request.operation) ? [...new Set(recordEntries(request))] : [];
 }
 
 const WRITES = ['TransactWriteItems', 'UpdateItem', 'PutItem', 'DeleteItem'];
@@ -79,16 +84,28 @@ function recordEntries(request: ChaosRequest): string[] {
   return Array.from(body(request).matchAll(pattern), (match) => match[1] as string);
 }
 
-/** The messages an SQS send carries, by queue and deduplication id. */
+/**
+ * The messages an SQS send carries, by queue and the envelope's key: the same in every run, where a
+ * DLQ copy's deduplication id is not (the consumer derives it from SQS's message id).
+ */
 function sentMessages(request: ChaosRequest): string[] {
   const queue = String(request.body.QueueUrl ?? '')
     .split('/')
     .pop();
   const entries = Array.isArray(request.body.Entries) ? request.body.Entries : [request.body];
   return entries.flatMap((entry) => {
-    const dedupId = (entry as { MessageDeduplicationId?: unknown }).MessageDeduplicationId;
-    return typeof dedupId === 'string' ? [`${queue}:${dedupId}`] : [];
+    const key = envelopeKey((entry as { MessageBody?: unknown }).MessageBody);
+    return key === undefined ? [] : [`${queue}:${key}`];
   });
+}
+
+function envelopeKey(body: unknown): string | undefined {
+  try {
+    const key = typeof body === 'string' ? (JSON.parse(body) as { key?: unknown }).key : undefined;
+    return typeof key === 'string' ? key : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Two distinct notifications picked by the seed; the second one's first send is accepted. */

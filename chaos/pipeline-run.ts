@@ -44,6 +44,13 @@ export interface PipelineChaosReport {
   /** DLQ copies by cause: the intended poison, and the unexpected ones that fail the run. */
   deadLetterCauses: DeadLetterCauses;
   faults: Record<FaultKind, number>;
+  /** Seeded faults drawn that no request met: 0, or the faults of one seed differ between runs. */
+  faultsNotMet: number;
+  /**
+   * The faults of a second run of the same seed, when `npm run chaos` ran one: equal to `faults`,
+   * as one seed gives one set of counts (docs/faults.md).
+   */
+  rerunFaults?: Record<FaultKind, number>;
   /** Invocations that died: timed out holding a request, or crashed. */
   crashes: number;
   durationMs: number;
@@ -65,6 +72,10 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
   });
   const gateway = await startEmailGateway((key) => gatewayAnswer(options.seed, key));
   const proxies: FaultProxy[] = [];
+  const plans = {
+    dynamodb: pipelineDynamoDbPlan(options.seed, workload.notificationKeys),
+    sqs: pipelineSqsPlan(options.seed),
+  };
   let crashes = 0;
   const sandbox = await startShopUnderFaults({
     gatewayUrl: gateway.url,
@@ -72,12 +83,8 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
     onCrash: () => crashes++,
     routeFunctions: async (emulators) => {
       const [dynamodb, sqs] = await Promise.all([
-        startFaultProxy({
-          service: 'dynamodb',
-          upstream: emulators.dynamodb,
-          plan: pipelineDynamoDbPlan(options.seed, workload.notificationKeys),
-        }),
-        startFaultProxy({ service: 'sqs', upstream: emulators.sqs, plan: pipelineSqsPlan(options.seed) }),
+        startFaultProxy({ service: 'dynamodb', upstream: emulators.dynamodb, plan: plans.dynamodb }),
+        startFaultProxy({ service: 'sqs', upstream: emulators.sqs, plan: plans.sqs }),
       ]);
       proxies.push(dynamodb, sqs);
       return { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint };
@@ -177,6 +184,7 @@ export async function runPipelineChaos(options: PipelineChaosOptions): Promise<P
       deadLetterReasons,
       deadLetterCauses: deadLetterCauses(deadLetterEntries, workload.poisonReasons),
       faults,
+      faultsNotMet: plans.dynamodb.pending() + plans.sqs.pending(),
       crashes,
       durationMs: Date.now() - started,
     };

@@ -40,7 +40,7 @@ export interface SeededFaultPlanOptions {
  * requests interleave — so a seed that breaks a scenario breaks it again.
  */
 export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
-  const thresholds = cumulativeRates(options.rates);
+  const draw = faultDraw(options);
   const delayMs = options.delayMs ?? 20;
   const seen = new Map<string, number>();
   return (request) => {
@@ -48,9 +48,22 @@ export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
     const fingerprint = requestFingerprint(request);
     const occurrence = (seen.get(fingerprint) ?? 0) + 1;
     seen.set(fingerprint, occurrence);
-    const draw = mulberry32(fnv1a32(`${options.seed}\u0000${fingerprint}\u0000${occurrence}`))();
-    const kind = thresholds.find(({ upTo }) => draw < upTo)?.kind;
-    return kind ? faultOf(kind, delayMs, request) : undefined;
+    const kind = draw(`${fingerprint}\u0000${occurrence}`);
+    return kind ? seededFault(kind, request, delayMs) : undefined;
+  };
+}
+
+/**
+ * The fault kind (or none) that the seed and `rates` give an identity: the same identity, the same
+ * kind, in every run.
+ */
+export function faultDraw(
+  options: Pick<SeededFaultPlanOptions, 'seed' | 'rates'>,
+): (identity: string) => SeededFaultKind | undefined {
+  const thresholds = cumulativeRates(options.rates);
+  return (identity) => {
+    const draw = mulberry32(fnv1a32(`${options.seed}\u0000${identity}`))();
+    return thresholds.find(({ upTo }) => draw < upTo)?.kind;
   };
 }
 
@@ -68,7 +81,8 @@ function cumulativeRates(rates: SeededFaultPlanOptions['rates']) {
   return thresholds;
 }
 
-function faultOf(kind: SeededFaultKind, delayMs: number, request: ChaosRequest): Fault | undefined {
+/** The fault of `kind` for `request`, or undefined where the kind does not apply to it (`fail-entry` off a batch send). */
+export function seededFault(kind: SeededFaultKind, request: ChaosRequest, delayMs = 20): Fault | undefined {
   if (kind === 'delay') return { kind, ms: delayMs };
   if (kind === 'fail-entry') return entryToFail(request);
   if (kind === 'stale-handle') return handleToSpoil(request);

@@ -14,6 +14,7 @@ const report = (causes: Partial<PipelineChaosReport['deadLetterCauses']> = {}): 
   deadLetterReasons: { UnknownMessageTypeError: 1, BusinessRuleViolationError: 1 },
   deadLetterCauses: { intended: 2, businessRule: [], other: [], ...causes },
   faults: Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>,
+  faultsNotMet: 0,
   crashes: 2,
   durationMs: 35_000,
 });
@@ -54,5 +55,14 @@ describe('the pipeline’s section of bench/CHAOS.md', () => {
     const rewritten = withPipelineSection(file, { ...run, pipeline: unexpected });
     expect(rewritten).toContain('- placed-o-3-0: a business rule');
     expect(rewritten).toContain('**VIOLATIONS FOUND.**');
+  });
+
+  it('fails the run when one seed gave two sets of faults, or drew a fault no request met', () => {
+    const faults = { ...report().faults, 'fail-before': 3 };
+    expect(pipelinePassed({ ...report(), faults, rerunFaults: { ...faults } })).toBe(true);
+    const differing = { ...report(), faults, rerunFaults: { ...faults, 'fail-before': 4 } };
+    expect(pipelinePassed(differing)).toBe(false);
+    expect(withPipelineSection(file, { ...run, pipeline: differing })).toContain('DIFFERENT');
+    expect(pipelinePassed({ ...report(), faultsNotMet: 1 })).toBe(false);
   });
 });

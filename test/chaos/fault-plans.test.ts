@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstTryFaultPlan } from '../../chaos/first-try-plan.js';
+import { subjectFaultPlan } from '../../chaos/subject-fault-plan.js';
 import { combinePlans } from '../../harness/combine-plans.js';
 import { type ChaosRequest, type Fault, type FaultPlan, FaultPlanError } from '../../harness/faults.js';
 import { requestFingerprint } from '../../harness/fingerprint.js';
@@ -148,36 +148,58 @@ describe('targetedFaultPlan', () => {
   });
 });
 
-describe('firstTryFaultPlan', () => {
+describe('subjectFaultPlan', () => {
   const keys = Array.from({ length: 400 }, (_, i) => `k-${i}`);
-  const plan = () =>
-    firstTryFaultPlan({
-      seed: 5,
-      rates: RATES,
-      subjects: (r) =>
-        r.operation === 'PutItem' ? [String((r.body.Item as { id: { S: string } }).id.S)] : [],
-    });
+  /** A write naming the records `ids`: one, or a group's joint write naming several. */
+  const write = (...ids: string[]): Omit<ChaosRequest, 'ordinal'> => ({
+    service: 'dynamodb',
+    operation: 'TransactWriteItems',
+    body: { TransactItems: ids.map((id) => ({ Put: { Item: { id: { S: id } } } })) },
+  });
+  const subjects = (request: ChaosRequest) =>
+    ((request.body.TransactItems as { Put: { Item: { id: { S: string } } } }[] | undefined) ?? []).map(
+      (item) => item.Put.Item.id.S,
+    );
+  const plan = () => subjectFaultPlan({ seed: 5, rates: RATES, subjects });
+  /** The faults injected by kind, and the faults drawn that no request met. */
   const faultsOf = (requests: Omit<ChaosRequest, 'ordinal'>[]) => {
     const decide = plan();
-    return requests.map((request, i) => decide({ ...request, ordinal: i + 1 })).filter(Boolean).length;
+    const kinds: Record<string, number> = {};
+    requests.forEach((request, i) => {
+      const fault = decide({ ...request, ordinal: i + 1 });
+      if (fault) kinds[fault.kind] = (kinds[fault.kind] ?? 0) + 1;
+    });
+    return { kinds, pending: decide.pending() };
   };
 
-  it('injects as many faults however many times, and in whatever order, the requests come again', () => {
-    const once = keys.map(putItem);
-    const retried = shuffled([...once, ...once, ...shuffled(once, 2).slice(0, 150)], 9);
-    expect(faultsOf(once)).toBeGreaterThan(0);
-    expect(faultsOf(retried)).toBe(faultsOf(once));
+  it('injects the same faults, kind by kind, however the requests interleave, repeat or join', () => {
+    const once = keys.map((key) => write(key));
+    // Another run: retries, a batch brought back, and joint writes naming two or three records
+    // first, each followed by a retry naming the same records, as a faulted request's retry does.
+    const joint = shuffled(keys, 3).flatMap((key, i, all) =>
+      i % 3 === 0 ? [write(key, ...all.slice(i + 1, i + 3)), write(key, ...all.slice(i + 1, i + 3))] : [],
+    );
+    const retried = [...joint, ...joint, ...shuffled([...once, ...once], 9)];
+    const first = faultsOf(once);
+    expect(Object.values(first.kinds).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(20);
+    expect(first.pending).toBe(0);
+    expect(faultsOf(retried)).toEqual(first);
   });
 
-  it('decides a first try as the seeded plan does, and spares a request that names no subject', () => {
-    const seeded = seededFaultPlan({ seed: 5, rates: RATES });
+  it('gives a joint write one fault, and the other record’s fault to the next write naming it', () => {
+    const [a, b] = keys.filter((key) => Object.keys(faultsOf([write(key)]).kinds).length > 0);
+    if (a === undefined || b === undefined) throw new Error('expected two records that draw a fault');
     const decide = plan();
-    for (const [i, key] of keys.entries())
-      expect(decide({ ...putItem(key), ordinal: i + 1 })).toEqual(
-        seeded({ ...putItem(key), ordinal: i + 1 }),
-      );
+    expect(decide({ ...write(a, b), ordinal: 1 })).toBeDefined();
+    expect(decide.pending()).toBe(1);
+    expect(decide({ ...write(a, b), ordinal: 2 })).toBeDefined();
+    expect(decide.pending()).toBe(0);
+    expect(decide({ ...write(a, b), ordinal: 3 })).toBeUndefined();
+  });
+
+  it('spares a request that names no subject', () => {
     const poll = { service: 'sqs', operation: 'GetQueueAttributes', body: { QueueUrl: 'q' } } as const;
-    expect(faultsOf(Array.from({ length: 200 }, () => poll))).toBe(0);
+    expect(faultsOf(Array.from({ length: 200 }, () => poll))).toEqual({ kinds: {}, pending: 0 });
   });
 });
 
