@@ -13,7 +13,8 @@ const PUBLISHER_RECORDS = `${PUBLISH_NAMESPACE}#*`;
 const DEAD_LETTER_MARKS = deadLetterMarkId('*');
 
 /**
- * What the idempotency core sends: records are taken with UpdateItem, released with DeleteItem,
+ * What the idempotency core sends: records are created with PutItem or taken with UpdateItem (the
+ * acquire, DESIGN §3), released with DeleteItem,
  * committed with business writes in TransactWriteItems (authorised per item as a Put), and read
  * (GetItem) only to recover the at-most-once chain: the record before an expired unstarted lease
  * says whether that lease started (DESIGN §4.1). The consumer's DLQ marks are Puts (the claim, conditional, and `sent`) and a Delete (a claim given back).
@@ -28,10 +29,10 @@ const IDEMPOTENCY_ACTIONS = [
 export type RecordGrantee = 'publisher' | 'consumer' | 'core' | 'monitor';
 
 const RECORD_GRANTS: Record<RecordGrantee, { actions: string[]; conditions: Record<string, unknown> }> = {
-  // Request records are at-least-once leases, never taken ahead, so the publisher reads none, and
-  // acquires and completes them with UpdateItem: it never puts one.
+  // Request records are at-least-once leases, never taken ahead, so the publisher reads none: it
+  // creates them with PutItem (or takes one again with UpdateItem), completes them with UpdateItem.
   publisher: {
-    actions: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+    actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
     conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [PUBLISHER_RECORDS] } },
   },
   // Its operations' records and its DLQ marks: anything but a publish request, which it could

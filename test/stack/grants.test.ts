@@ -57,11 +57,11 @@ function tableStatements(
 describe('the idempotency table’s grants (DESIGN §3: record ids)', () => {
   const { stack, pipeline, template } = build();
 
-  it('let the publisher update and delete its own request records (publish#…) and nothing else', () => {
+  it('let the publisher put, update and delete its own request records (publish#…) and nothing else', () => {
     expect(tableStatements(template, stack, pipeline, pipeline.publisher.role)).toEqual([
       {
         Effect: 'Allow',
-        Action: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+        Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
         Resource: expect.anything(),
         Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['publish#*'] } },
       },

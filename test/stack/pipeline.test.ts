@@ -178,6 +178,7 @@ describe('functions', () => {
         .sort();
     expect(actionsOf('Publisher')).toEqual([
       'dynamodb:DeleteItem',
+      'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'logs:CreateLogStream',
       'logs:PutLogEvents',
