@@ -443,7 +443,9 @@ async function checkPipeline(
   expect(actionsOn(publisherRole, resources.queueArn)).toEqual(['sqs:SendMessage']);
   // moto enforces no IAM: the template tests check the conditions that confine these to the
   // publisher's own records (test/stack/grants.test.ts), and that each is a request it sends.
-  expect(actionsOn(publisherRole, tableArn)).toEqual(['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'].sort());
+  expect(actionsOn(publisherRole, tableArn)).toEqual(
+    ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'].sort(),
+  );
   for (const statement of [...consumerRole, ...publisherRole]) {
     expect([statement.Resource].flat()).not.toContain('*');
   }
