@@ -3,6 +3,7 @@ import type { FirstAnswer } from '../harness/email-gateway.js';
 import { type ChaosRequest, type FaultPlan, FaultPlanError } from '../harness/faults.js';
 import { fnv1a32 } from '../harness/hash.js';
 import { targetedFaultPlan } from '../harness/targeted-plan.js';
+import { InvalidEnvelopeError, parseReceivedEnvelope } from '../lambdas/common/envelope.js';
 import { LEDGER_NAMESPACE } from '../lambdas/shop/consumer/ledger.js';
 import { NOTIFICATIONS_NAMESPACE } from '../lambdas/shop/consumer/notifications.js';
 import { subjectFaultPlan } from './subject-fault-plan.js';
@@ -99,12 +100,13 @@ function sentMessages(request: ChaosRequest): string[] {
   });
 }
 
+/** The key of the envelope `body` is, or undefined: not an envelope, or one without a key. */
 function envelopeKey(body: unknown): string | undefined {
   try {
-    const key = typeof body === 'string' ? (JSON.parse(body) as { key?: unknown }).key : undefined;
-    return typeof key === 'string' ? key : undefined;
-  } catch {
-    return undefined;
+    return typeof body === 'string' ? parseReceivedEnvelope(body).key : undefined;
+  } catch (error) {
+    if (error instanceof InvalidEnvelopeError) return undefined;
+    throw error;
   }
 }
 
