@@ -15,6 +15,7 @@ const FAST_TESTS = [
   'test/chaos/fingerprint.test.ts',
   'test/chaos/hash.test.ts',
   'test/chaos/outbox-logs.test.ts',
+  'test/chaos/pipeline-faults.test.ts',
   'test/chaos/test-clock.test.ts',
   'test/consumer/deadline.test.ts',
   'test/consumer/fifo-groups.test.ts',
