@@ -239,23 +239,56 @@ function checkCopies(run: ScheduleRun, violations: Violation[]): void {
 }
 
 /**
- * Within a group, effects apply in publish order. Messages that went through the DLQ or came again
- * after the window may come back behind later ones by design, so they are left out.
+ * Within a group, effects apply in publish order: the order the messages were accepted. Messages
+ * that went through the DLQ or came again after the window may come back behind later ones by
+ * design, so they are left out; so is a message whose place is not known (`acceptancePositions`).
  */
 function checkOrder(run: ScheduleRun, violations: Violation[]): void {
-  const position = new Map(run.keys.map((key, index) => [key, index]));
+  const position = acceptancePositions(run);
   const inOrder = (group: string, applied: string[]) => {
     const considered = applied.filter(
-      (key) => !run.resent.has(key) && !(run.outcome.deadLetters.get(key)?.length ?? 0),
+      (key) => position.has(key) && !run.resent.has(key) && !(run.outcome.deadLetters.get(key)?.length ?? 0),
     );
     const firsts = considered.filter((key, index) => considered.indexOf(key) === index);
     for (let i = 1; i < firsts.length; i++) {
       const [before, after] = [firsts[i - 1] as string, firsts[i] as string];
       if ((position.get(before) ?? 0) > (position.get(after) ?? 0)) {
-        violations.push({ key: after, rule: 'order', detail: `${group}: ${after} applied before ${before}` });
+        violations.push({ key: after, rule: 'order', detail: `${group}: ${after} applied after ${before}` });
       }
     }
   };
   for (const [group, applied] of run.outcome.transactionalOrder) inOrder(group, applied);
   for (const [group, applied] of run.ledger.orderByGroup) inOrder(group, applied);
+}
+
+/**
+ * Each key's place in the order of acceptance, where it is known. The schedule's publish accepts
+ * its messages in schedule order. One it answered `failed` or `blocked` (certainly not on the
+ * queue) is accepted by the first `republish` step that may have sent it, behind all of them: a
+ * producer may republish a group's refused messages in any order (found by CI, seed 304056833).
+ * Where two sends may each have placed a key (an `unknown` answer, or a publish that threw, and a
+ * later send of it), its place is not known.
+ */
+export function acceptancePositions(run: ScheduleRun): Map<string, number> {
+  const position = new Map(run.keys.map((key, index) => [key, index]));
+  const { finals } = run.publication;
+  const certain = (status: string | undefined) => status === 'failed' || status === 'blocked';
+  const refused = (key: string) =>
+    finals.length > 0 &&
+    (run.schedule.publishRounds?.repeat === 'concurrent'
+      ? finals.every((final) => certain(final.get(key)))
+      : certain(finals.at(-1)?.get(key)));
+  const sent = (key: string) => finals.some((final) => final.get(key) === 'sent');
+  for (const key of new Set(run.republished.map(({ key }) => key))) {
+    if (sent(key)) continue;
+    position.delete(key);
+    if (!refused(key)) continue;
+    const placing = run.republished.flatMap(({ key: each, status }, order) =>
+      each === key && !certain(status) ? [{ status, order }] : [],
+    );
+    const [first] = placing;
+    if (first && (first.status === 'sent' || placing.length === 1))
+      position.set(key, run.keys.length + first.order);
+  }
+  return position;
 }

@@ -70,6 +70,8 @@ export interface ScheduleRun {
   crashed: Map<string, Set<CrashMark>>;
   /** Keys that went through a redrive, or arrived again after SQS's window. */
   resent: Set<string>;
+  /** Each `republish` step's key, in step order, and what its publish answered (nothing: it threw). */
+  republished: { key: string; status: MessageStatus | undefined }[];
   unrecordedCompletions: Set<string>;
   /** Keys for which a write that lets the effect start was sent (see `ContainerOptions.startsSent`). */
   startsSent: Set<string>;
@@ -127,6 +129,7 @@ export async function runSchedule(
     sent: new Set(),
     crashed: new Map(),
     resent: new Set(),
+    republished: [],
     unrecordedCompletions: new Set(),
     startsSent: new Set(),
     startedNotGivenBack: new Set(),
@@ -255,11 +258,19 @@ async function runStep(step: Step, context: StepContext): Promise<void> {
     case 'expire-visibility':
       await expireVisibility(world.sqs, queue.url, inFlight);
       return;
-    case 'republish':
+    case 'republish': {
+      const key = context.messages[step.index]?.key ?? '';
       // Nothing deduplicates a re-publish on a standard queue: it is a copy, as a resend is.
-      if (run.schedule.queueType === 'standard') run.resent.add(context.messages[step.index]?.key ?? '');
-      await publishQuietly(world, context.publisherName, [context.messages[step.index] as never], run.sent);
+      if (run.schedule.queueType === 'standard') run.resent.add(key);
+      const final = await publishQuietly(
+        world,
+        context.publisherName,
+        [context.messages[step.index] as never],
+        run.sent,
+      );
+      run.republished.push({ key, status: final?.get(key) });
       return;
+    }
     case 'resend-after-window':
       await sendCopy(context, context.messages[step.index]);
       return;

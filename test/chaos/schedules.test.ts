@@ -107,6 +107,33 @@ describe('regressions: schedules that broke an invariant once', () => {
     expect(checkInvariants(run).violations).toEqual([]);
   });
 
+  it('messages the publish refused are in order as the producer republishes them (CI, seed 304056833, path 36:26:0:5:5:6:6:6:6:6:6:6:7:7)', async () => {
+    const schedule: Schedule = {
+      messages: [
+        { group: 0, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 0, operation: 'at-least-once', behaviour: 'fail-once' },
+        { group: 2, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 1, operation: 'at-least-once', behaviour: 'ok' },
+        { group: 2, operation: 'at-most-once', behaviour: 'ok' },
+        { group: 0, operation: 'at-most-once', behaviour: 'ok' },
+      ],
+      steps: [{ kind: 'republish', index: 5 }, { kind: 'republish', index: 1 }, { kind: 'deliver' }],
+      faults: { seed: 0, rates: {} },
+      clockSkewsMs: [0],
+      publishRounds: { group: 0, first: 'lose-answer', later: 'lose-answer' },
+    };
+    const run = await runSchedule(world, schedule);
+    // The publish sent m0, its answers lost: m0 `unknown`, m1 and m5 `blocked` behind it. The
+    // producer then published m5 before m1, and the queue holds them in that order.
+    const [m0, m1, , , , m5] = run.keys as string[];
+    expect([m1, m5].map((key) => run.publication.finals[0]?.get(key as string))).toEqual([
+      'blocked',
+      'blocked',
+    ]);
+    expect(run.ledger.orderByGroup.get(`${run.id}-g0`)).toEqual([m0, m5, m1]);
+    expect(checkInvariants(run).violations).toEqual([]);
+  });
+
   it('a batch that fails while an at-most-once effect runs starts no next lease (issue 26, finding 3; found with seed 1869718703, path 46:27:3:4)', async () => {
     const schedule: Schedule = {
       messages: [
