@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkOperatorSchedules } from '../../chaos/check-operator-schedules.js';
+import { commitSeed } from '../support/commit-seed.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // Issue 42: the operator's commands under generated schedules — `dlq redrive` (some killed mid-run),
@@ -14,6 +15,7 @@ describe('generated operator schedules', () => {
     const report = await checkOperatorSchedules({
       emulators: { dynamodb: emulatorEndpoint('dynamodbEndpoint'), sqs: emulatorEndpoint('sqsEndpoint') },
       schedules: 16,
+      seed: commitSeed(),
       workers: 2,
     });
     expect(report.counterexample, JSON.stringify(report.counterexample)).toBeUndefined();

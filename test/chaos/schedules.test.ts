@@ -8,6 +8,7 @@ import { type ChaosWorld, openChaosWorld } from '../../harness/chaos-world.js';
 import type { ChaosRequest, FaultPlan } from '../../harness/faults.js';
 import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { PAST_DEDUP_HORIZON } from '../../lambdas/common/dedup-horizon.js';
+import { commitSeed } from '../support/commit-seed.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 
 // DESIGN §11 under generated fault schedules: the real publisher, consumer middleware and
@@ -21,7 +22,12 @@ const emulators = () => ({
 
 describe('generated fault schedules', () => {
   it('keep every invariant, per key, over a few hundred schedules', { timeout: 240_000 }, async () => {
-    const report = await checkSchedules({ emulators: emulators(), schedules: 250, workers: 4 });
+    const report = await checkSchedules({
+      emulators: emulators(),
+      schedules: 250,
+      seed: commitSeed(),
+      workers: 4,
+    });
     expect(report.counterexample, JSON.stringify(report.counterexample)).toBeUndefined();
     expect(report.schedules).toBe(250);
     expect(report.violations).toBe(0);
