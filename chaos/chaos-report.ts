@@ -66,7 +66,7 @@ export function chaosMarkdown(run: ChaosRun): string {
     '# Fault schedules',
     '',
     `Written by \`npm run chaos\` on ${run.date} (${run.machine}). ${chaosPassed(run) ? '**0 violations.**' : '**VIOLATIONS FOUND.**'}`,
-    'What is injected and checked is described in the README, "Faults it survives".',
+    'What is injected and checked: [docs/faults.md](../docs/faults.md).',
     '',
     '## Generated schedules',
     '',
