@@ -37,6 +37,7 @@ const FAST_TESTS = [
   'test/publisher/environment.test.ts',
   'test/publisher/errors.test.ts',
   'test/publisher/ordered-sender.test.ts',
+  'test/publisher/trace-context.test.ts',
   'test/runtime/backoff.test.ts',
   'test/runtime/transient-aws-error.test.ts',
   'test/sandbox/async-invocation.test.ts',

@@ -8,6 +8,7 @@
 export type { RetryPolicy } from '../common/backoff.js';
 export { OncelyConfigurationError } from '../common/configuration-error.js';
 export { createEnvelope, type MessageEnvelope, type OutgoingMessage } from '../common/envelope.js';
+export type { TraceContext } from '../common/trace-context.js';
 export { OncelyError } from '../idempotency/errors.js';
 export {
   MAX_MESSAGES_PER_REQUEST,

@@ -5,6 +5,8 @@ import { backoffDelayMs, RETRY_POLICY_KEYS, type RetryPolicy } from '../common/b
 import { EnvironmentReader } from '../common/environment.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
+import { producerTraceContext } from '../common/trace-capture.js';
+import { TRACE_CONTEXT_KEYS, type TraceContext } from '../common/trace-context.js';
 import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
 import { blockedBy } from '../publisher/blocked-reason.js';
@@ -80,6 +82,14 @@ export interface PublishOptions {
    * @default 3
    */
   resendUnknownRounds?: number;
+  /**
+   * The trace context sent with the messages (as SQS attributes: `traceparent`, `tracestate`,
+   * `AWSTraceHeader`), so that a consumer's trace links to this call; `false` sends none. Invalid
+   * fields are left out, never sent.
+   * @default the active OpenTelemetry context as the registered propagator writes it (with
+   * `@opentelemetry/api` installed and an SDK registered), and the Lambda invocation's X-Ray header
+   */
+  traceContext?: TraceContext | false;
 }
 
 const PUBLISH_OPTION_KEYS = {
@@ -90,6 +100,7 @@ const PUBLISH_OPTION_KEYS = {
   maxLeaseWaitMs: true,
   invokeTimeoutMs: true,
   resendUnknownRounds: true,
+  traceContext: true,
 } satisfies KnownKeys<PublishOptions>;
 
 /** What `publish` resolves with: one result per message, and the request's id. */
@@ -160,6 +171,9 @@ export async function publish(
 ): Promise<PublishResult> {
   refuseUnknownKeys('publish()', options, PUBLISH_OPTION_KEYS);
   refuseUnknownKeys('publish({ retry })', options.retry, RETRY_POLICY_KEYS);
+  if (options.traceContext) {
+    refuseUnknownKeys('publish({ traceContext })', options.traceContext, TRACE_CONTEXT_KEYS);
+  }
   const functionName = options.functionName ?? publisherFunctionFromEnvironment();
   const invoker: Invoker = {
     lambda: options.lambda ?? sharedLambdaClient(),
@@ -172,7 +186,10 @@ export async function publish(
   refuseReservedRequestId(requestId);
   // Names this call in every request it sends: its rounds' ids, and what its responses echo.
   const callId = randomUUID();
-  const first = await invokeWithRetries(invoker, { requestId, callId, messages });
+  // Read before the first request, in the caller's context; its rounds carry it too.
+  const traceContext = await producerTraceContext(options.traceContext);
+  const traced = traceContext ? { traceContext } : {};
+  const first = await invokeWithRetries(invoker, { requestId, callId, ...traced, messages });
   const results = [...first.results];
   // A standard queue keeps no order: a message re-sent after a later one of its group loses nothing.
   const ordered = first.queueType !== 'standard';
@@ -207,6 +224,7 @@ export async function publish(
       response = await invokeWithRetries(invoker, {
         requestId: roundRequestId(requestId, callId, round),
         callId,
+        ...traced,
         messages: resent,
       });
     } catch (error) {

@@ -3,6 +3,7 @@
 // derivation are internal; the package's own modules import them from their source files.
 
 export { OncelyConfigurationError } from '../common/configuration-error.js';
+export type { TraceContext } from '../common/trace-context.js';
 export { CompletedRecordCache } from './completed-cache.js';
 export {
   IdempotencyConfigurationError,

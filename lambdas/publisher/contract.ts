@@ -1,3 +1,5 @@
+import type { TraceContext } from '../common/trace-context.js';
+
 /**
  * What the publisher Lambda accepts and answers (DESIGN §6): the contract between it and the
  * `oncely/client` other services call it with. Types only, so the client stays light.
@@ -30,6 +32,12 @@ export interface PublishRequest {
    * an earlier call's response from its own. Not part of the request's hash. Same rule as `requestId`.
    */
   callId?: string;
+  /**
+   * The producer's trace context, sent with every message as SQS attributes (DESIGN §6);
+   * `oncely/client` fills it from the active OpenTelemetry context and X-Ray's. Not part of the
+   * request's hash: a repeat from another trace is still a repeat.
+   */
+  traceContext?: TraceContext;
   messages: readonly PublishMessage[];
 }
 

@@ -4,6 +4,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { groupingFor } from '../common/queue-type.js';
+import { sqsTraceAttributes } from '../common/trace-context.js';
 import { isThrottlingErrorCode, isTransientAwsError } from '../common/transient-aws-error.js';
 import type { EntryOutcome, SendBatch } from './ordered-sender.js';
 import { watchArrival } from './request-arrival.js';
@@ -36,6 +37,7 @@ export function sqsBatchSender(
       Id: `m${message.index}`,
       MessageBody: message.body,
       ...groupingFor(queueUrl, message.groupId, message.key),
+      ...sqsTraceAttributes(message.trace),
     }));
     if (signal.aborted) {
       const reason = 'not sent: the invocation ran out of time';

@@ -1,5 +1,6 @@
 import { createEnvelope, ENVELOPE_RULES, isObject, type StringRule, sqsIdRule } from '../common/envelope.js';
 import { isNestedDeeperThan, MAX_PAYLOAD_DEPTH, PAYLOAD_TOO_DEEP } from '../common/json-depth.js';
+import { type TraceContext, traceAttributeBytes, traceContextProblems } from '../common/trace-context.js';
 import { MAX_MESSAGES_PER_REQUEST, type PublishMessage, type PublishRequest } from './contract.js';
 import { PublishValidationError, type ValidationProblem } from './errors.js';
 
@@ -10,7 +11,9 @@ export interface PreparedMessage {
   key: string;
   groupId: string;
   body: string;
-  /** UTF-8 size of the body, which is what SQS limits. */
+  /** The producer's trace context, sent as the message's attributes; left out where the body leaves no room. */
+  trace?: TraceContext;
+  /** What SQS limits: the body's UTF-8 size, plus the trace context's attributes. */
   bytes: number;
 }
 
@@ -24,7 +27,7 @@ export interface ValidationLimits {
   maxMessageBytes: number;
 }
 
-const REQUEST_FIELDS = ['requestId', 'callId', 'messages'];
+const REQUEST_FIELDS = ['requestId', 'callId', 'traceContext', 'messages'];
 const MESSAGE_FIELDS = ['type', 'groupId', 'key', 'payload'];
 const REQUEST_ID_RULE = sqsIdRule('requestId');
 const CALL_ID_RULE = sqsIdRule('callId');
@@ -44,6 +47,8 @@ export function validatePublishRequest(input: unknown, limits: ValidationLimits,
     ? Array.from((input as { messages: unknown[] }).messages)
     : messagesToCheckAnyway(input);
 
+  const trace = valid ? (input as PublishRequest).traceContext : undefined;
+  const traceBytes = traceAttributeBytes(trace);
   const messages: PublishMessage[] = [];
   const prepared: PreparedMessage[] = [];
   const firstIndexOfKey = new Map<string, number>();
@@ -62,12 +67,26 @@ export function validatePublishRequest(input: unknown, limits: ValidationLimits,
     if (problem) problems.push({ index, path: `messages[${index}]`, message: problem });
     firstIndexOfKey.set(envelope.key, firstIndexOfKey.get(envelope.key) ?? index);
     messages.push(message);
-    prepared.push({ index, key: envelope.key, groupId: message.groupId, body, bytes });
+    // Tracing never makes a message fail: one whose body leaves no room for the context goes without.
+    const traced = trace !== undefined && bytes + traceBytes <= limits.maxMessageBytes;
+    prepared.push({
+      index,
+      key: envelope.key,
+      groupId: message.groupId,
+      body,
+      ...(traced ? { trace, bytes: bytes + traceBytes } : { bytes }),
+    });
   });
 
   if (!valid || problems.length > 0) throw new PublishValidationError(problems);
-  const { requestId, callId } = input as PublishRequest;
-  return { requestId, ...(callId === undefined ? {} : { callId }), messages, prepared };
+  const { requestId, callId, traceContext } = input as PublishRequest;
+  return {
+    requestId,
+    ...(callId === undefined ? {} : { callId }),
+    ...(traceContext === undefined ? {} : { traceContext }),
+    messages,
+    prepared,
+  };
 }
 
 /** The request's own problems, field by field, then its unknown fields. */
@@ -78,6 +97,7 @@ function requestProblems(input: unknown): ValidationProblem[] {
   if (requestId) problems.push({ path: 'requestId', message: requestId });
   const callId = stringProblem(input, 'callId', CALL_ID_RULE, true);
   if (callId) problems.push({ path: 'callId', message: callId });
+  for (const [path, message] of traceContextProblems(input.traceContext)) problems.push({ path, message });
   const { messages } = input;
   const messagesProblem = !Array.isArray(messages)
     ? wrongType('messages', 'array', messages)

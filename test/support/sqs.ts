@@ -159,6 +159,10 @@ export interface ReceivedMessage {
   deduplicationId?: string;
   /** Its MessageGroupId: on a standard queue, what makes it a fair queue's (DESIGN §5.1). */
   groupId?: string;
+  /** Its message attributes' string values, by name. */
+  attributes: Record<string, string | undefined>;
+  /** Its `AWSTraceHeader` system attribute (DESIGN §6). */
+  awsTraceHeader?: string;
 }
 
 /**
@@ -194,6 +198,7 @@ async function receive(client: SQSClient, queueUrl: string, waitSeconds: number)
       MaxNumberOfMessages: 10,
       WaitTimeSeconds: waitSeconds,
       AttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
     }),
   );
   return Messages ?? [];
@@ -215,6 +220,10 @@ function toReceived(message: Message): ReceivedMessage {
     messageId: message.MessageId ?? '',
     deduplicationId: message.Attributes?.MessageDeduplicationId,
     groupId: message.Attributes?.MessageGroupId,
+    attributes: Object.fromEntries(
+      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue]),
+    ),
+    awsTraceHeader: message.Attributes?.AWSTraceHeader,
   };
 }
 

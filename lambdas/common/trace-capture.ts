@@ -1,0 +1,40 @@
+import { sanitizedTraceContext, type TraceContext } from './trace-context.js';
+
+/** Lambda's variable for the invocation's X-Ray trace header, set when the function traces. */
+const X_RAY_HEADER_ENV = '_X_AMZN_TRACE_ID';
+
+type OpenTelemetryApi = typeof import('@opentelemetry/api');
+
+/**
+ * `@opentelemetry/api`, loaded on the first publish; nothing when it is not installed (an optional
+ * peer). A bundler that cannot resolve it leaves the `import()` as it is, so a bundle built without
+ * it carries none of it, and the import fails at run time, once.
+ */
+let openTelemetry: Promise<OpenTelemetryApi | undefined> | undefined;
+
+/**
+ * The caller's trace context, for the messages it publishes: what the registered OpenTelemetry
+ * propagator injects from the active context (W3C's `traceparent` and `tracestate` with the SDKs'
+ * default), and the X-Ray header of the Lambda invocation, if any. Nothing without either.
+ */
+async function captureTraceContext(): Promise<TraceContext | undefined> {
+  openTelemetry ??= import('@opentelemetry/api').catch(() => undefined);
+  const api = await openTelemetry;
+  const carrier: Record<string, unknown> = {};
+  // No SDK registered: the API's propagator is a no-op and injects nothing.
+  api?.propagation.inject(api.context.active(), carrier);
+  const awsTraceHeader = process.env[X_RAY_HEADER_ENV];
+  return sanitizedTraceContext({ ...carrier, ...(awsTraceHeader ? { awsTraceHeader } : {}) });
+}
+
+/**
+ * The context a producer sends with its messages (`publish`, `Outbox.write`): the one it gave (its
+ * valid fields), none for `false`, or by default the one captured from its environment.
+ */
+export async function producerTraceContext(
+  option: TraceContext | false | undefined,
+): Promise<TraceContext | undefined> {
+  if (option === false) return undefined;
+  if (option !== undefined) return sanitizedTraceContext(option as Record<string, unknown>);
+  return captureTraceContext();
+}
