@@ -1,4 +1,5 @@
 import type { RetryPolicy } from '../common/backoff.js';
+import { traceAttributeBytes } from '../common/trace-context.js';
 import type { MessageResult } from '../publisher/contract.js';
 import { type SendBatch, sendInGroupOrder } from '../publisher/ordered-sender.js';
 import type { PreparedMessage } from '../publisher/validation.js';
@@ -100,7 +101,9 @@ async function sendRun(run: OutboxItem[], options: DrainOptions, report: DrainRe
     key: item.key,
     groupId: item.groupId,
     body: item.body,
-    bytes: Buffer.byteLength(item.body),
+    // Its write kept a trace context only where the body left room for its attributes.
+    ...(item.traceContext ? { trace: item.traceContext } : {}),
+    bytes: Buffer.byteLength(item.body) + traceAttributeBytes(item.traceContext),
   }));
   const results = await sendInGroupOrder(prepared, {
     sendBatch: options.sendBatch,

@@ -68,6 +68,8 @@ export const OUTBOX_ATTRIBUTES = {
   expiresAt: 'expiresAt',
   /** The `clientRequestToken` of the write that put the item: a retry of that write finds it. */
   writeToken: 'writeToken',
+  /** On outbox items: the producer's trace context (DESIGN §6), sent with the message; absent without one. */
+  traceContext: 'traceContext',
   /** On pending markers only: the sparse index's partition key. */
   pending: 'outboxPending',
 } as const;

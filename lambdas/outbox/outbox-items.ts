@@ -11,6 +11,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { TraceContext } from '../common/trace-context.js';
 import { forEachAtOnce } from './at-once.js';
 import {
   OUTBOX_ATTRIBUTES as A,
@@ -42,6 +43,8 @@ export interface OutboxItem {
   claimOwner?: string;
   claimExpiresAt?: number;
   messageId?: string;
+  /** The producer's trace context, sent with the message (DESIGN §6). */
+  traceContext?: TraceContext;
 }
 
 /** What a sweep's listing found below its bound. */
@@ -368,5 +371,6 @@ export function toItem(item: Record<string, unknown>): OutboxItem {
     claimOwner: optional<string>(A.claimOwner),
     claimExpiresAt: optional<number>(A.claimExpiresAt),
     messageId: optional<string>(A.messageId),
+    traceContext: optional<TraceContext>(A.traceContext),
   };
 }

@@ -7,6 +7,8 @@ import {
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
+import { producerTraceContext } from '../common/trace-capture.js';
+import { TRACE_CONTEXT_KEYS, type TraceContext } from '../common/trace-context.js';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -85,6 +87,13 @@ export interface OutboxWrite {
    * @default a new token per call (the AWS SDK's own retries of the call reuse it)
    */
   clientRequestToken?: string;
+  /**
+   * The trace context kept with the messages and sent with them by the relay or the sweeper (as
+   * `publish` sends it), so that a consumer's trace links to this write; `false` keeps none.
+   * @default the active OpenTelemetry context as the registered propagator writes it, and the
+   * Lambda invocation's X-Ray header (see `publish`)
+   */
+  traceContext?: TraceContext | false;
 }
 
 const OUTBOX_OPTION_KEYS = {
@@ -101,6 +110,7 @@ const OUTBOX_WRITE_KEYS = {
   writes: true,
   messages: true,
   clientRequestToken: true,
+  traceContext: true,
 } satisfies KnownKeys<OutboxWrite>;
 
 /** What `Outbox.write` resolves with once the transaction committed. */
@@ -167,9 +177,13 @@ export class Outbox {
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
     refuseUnknownKeys('Outbox.write()', input, OUTBOX_WRITE_KEYS);
+    if (input.traceContext) {
+      refuseUnknownKeys('Outbox.write({ traceContext })', input.traceContext, TRACE_CONTEXT_KEYS);
+    }
     const writes = input.writes ?? [];
     const now = this.#now();
-    const prepared = this.#prepare(input.messages, now);
+    const traceContext = await producerTraceContext(input.traceContext);
+    const prepared = this.#prepare(input.messages, traceContext, now);
     const items = writes.length + prepared.length * ITEMS_PER_MESSAGE;
     if (items > MAX_TRANSACTION_ITEMS) {
       throw new OutboxTooManyItemsError(
@@ -281,6 +295,8 @@ export class Outbox {
         [A.createdAt]: committedAt,
         [A.order]: order,
         [A.writeToken]: token,
+        // Where the body leaves room for its attributes (validatePublishRequest), as the publisher.
+        ...(message.trace ? { [A.traceContext]: message.trace } : {}),
       },
       marker: {
         ...markerKey(this.layout, message.groupId, order),
@@ -294,9 +310,14 @@ export class Outbox {
     };
   }
 
-  #prepare(messages: readonly OutboxMessage[], now: Date): PreparedMessage[] {
+  #prepare(
+    messages: readonly OutboxMessage[],
+    traceContext: TraceContext | undefined,
+    now: Date,
+  ): PreparedMessage[] {
     try {
-      return validatePublishRequest({ messages }, { maxMessageBytes: this.#maxMessageBytes }, now).prepared;
+      const request = { messages, ...(traceContext ? { traceContext } : {}) };
+      return validatePublishRequest(request, { maxMessageBytes: this.#maxMessageBytes }, now).prepared;
     } catch (error) {
       if (error instanceof PublishValidationError) throw new OutboxValidationError(error.problems);
       throw error;
