@@ -7,6 +7,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { groupingFor, isFifoQueueUrl } from '../lambdas/common/queue-type.js';
+import { awsTraceHeaderOf } from '../lambdas/common/trace-context.js';
 import { chunkByCountAndBytes, chunkOnePerGroup, MAX_BATCH_ENTRIES } from '../lambdas/publisher/batching.js';
 import { describeGroup, groupOf } from './dead-letter-sweep.js';
 import { RedriveInterruptedError } from './operations-errors.js';
@@ -165,6 +166,8 @@ function bySize(
         MessageBody: message.Body,
         ...groupingFor(queueUrl, groupId, `redriven-${message.MessageId}`),
         MessageAttributes: attributes,
+        // The producer's X-Ray context goes back with it (DESIGN §6), as SQS's own redrive keeps it.
+        ...awsTraceHeaderOf(message.Attributes?.AWSTraceHeader),
       },
     })),
   );

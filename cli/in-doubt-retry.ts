@@ -4,6 +4,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import { groupingFor } from '../lambdas/common/queue-type.js';
+import { sqsTraceAttributes } from '../lambdas/common/trace-context.js';
 import {
   type IdempotencyRecord,
   type KeptMessage,
@@ -70,6 +71,8 @@ export async function resolveAsRetry(
         // on the queue. A standard queue takes none (a retried send is a second copy, a duplicate to
         // the consumer), and a group only when the kept message has one (DESIGN §5.1).
         ...groupingFor(target.resources.queueUrl, message.groupId, randomUUID()),
+        // The producer's trace context, as the message arrived with it (DESIGN §6).
+        ...sqsTraceAttributes(message.traceContext),
       }),
     );
     messageId = String(MessageId);

@@ -4,6 +4,7 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import type { KnownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
 import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
+import { awsTraceHeaderOf } from '../common/trace-context.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { DeadLetterClaim } from '../idempotency/record.js';
 import { deadLetterAttributes } from './dead-letter-attributes.js';
@@ -175,6 +176,8 @@ export class DeadLetterQueue {
             MessageBody: messageBody,
             ...this.#grouping(record, groupId),
             MessageAttributes: attributes,
+            // The producer's X-Ray context goes along (DESIGN §6); a system attribute adds no size.
+            ...awsTraceHeaderOf(record.attributes.AWSTraceHeader),
           }),
         );
         return;

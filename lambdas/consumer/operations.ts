@@ -5,6 +5,7 @@ import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import { TransactionConditionFailedError } from '../idempotency/errors.js';
 import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
 import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
+import type { KeptMessage } from '../idempotency/record.js';
 import {
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
@@ -14,6 +15,7 @@ import { BusinessRuleViolationError, InvalidPayloadError } from './errors.js';
 import { LeaseTurn } from './lease-turn.js';
 import type { ConsumerMessage } from './message.js';
 import type { OperationOutcome, OperationRuntime } from './operation-runtime.js';
+import { recordTraceContext } from './record-trace.js';
 import { asStoreFailure } from './store-failure.js';
 import type { ConsumerLogger } from './telemetry.js';
 
@@ -171,7 +173,7 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
       ...idempotencyInput(message, this.#options.key),
       context: lambdaContext,
       // At-most-once acknowledges a message whose record becomes IN_DOUBT: the record keeps it for a retry.
-      message: { body: message.record.body, groupId: message.groupId },
+      message: keptMessage(message),
     };
     return new LeaseTurn({
       namespace,
@@ -281,4 +283,10 @@ function violation<P>(
     `${message.type} "${message.key}" was refused and nothing was applied: ${rules.join('; ')}`,
     { cause: error },
   );
+}
+
+/** What an at-most-once record keeps of its message, for a retry an operator may decide on. */
+function keptMessage(message: ConsumerMessage): KeptMessage {
+  const traceContext = recordTraceContext(message.record);
+  return { body: message.record.body, groupId: message.groupId, ...(traceContext ? { traceContext } : {}) };
 }

@@ -1,3 +1,4 @@
+import type { TraceContext } from '../common/trace-context.js';
 import type { StoredError } from './errors.js';
 
 /** The table's TTL attribute (epoch seconds). The CDK construct configures TTL from this constant. */
@@ -99,6 +100,11 @@ export interface KeptMessage {
   body: string;
   /** The SQS message group it is re-sent to. */
   groupId: string;
+  /**
+   * The producer's trace context it arrived with, re-sent with it (DESIGN §6).
+   * @default none: it arrived without one
+   */
+  traceContext?: TraceContext;
 }
 
 /** One idempotency record as stored (DESIGN §3). */

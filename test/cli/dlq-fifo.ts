@@ -17,6 +17,7 @@ import { type OperationsCommand, parseCommandLine } from '../../cli/command-line
 import { runOperation } from '../../cli/operations-command.js';
 import type { Terminal } from '../../cli/terminal.js';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { awsTraceHeaderOf } from '../../lambdas/common/trace-context.js';
 import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
@@ -136,6 +137,7 @@ export async function deadLetter(
     ErrorName: { DataType: 'String', StringValue: 'HandlerError' },
     ReceiveCount: { DataType: 'Number', StringValue: '3' },
   },
+  awsTraceHeader?: string,
 ): Promise<string> {
   const { MessageId } = await sqs.send(
     new SendMessageCommand({
@@ -144,6 +146,7 @@ export async function deadLetter(
       MessageGroupId: groupId,
       MessageDeduplicationId: randomUUID(),
       MessageAttributes: attributes,
+      ...awsTraceHeaderOf(awsTraceHeader),
     }),
   );
   return String(MessageId);

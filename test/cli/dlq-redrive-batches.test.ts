@@ -44,6 +44,31 @@ const keys = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
 
 describe('dlq redrive in batches', () => {
+  it("sends each message back with the producer's trace context: its traceparent and its X-Ray header (DESIGN §6)", async () => {
+    const pipeline = await world.pipeline();
+    const traceparent = {
+      DataType: 'String',
+      StringValue: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    };
+    const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+    const errorName = { DataType: 'String', StringValue: 'HandlerError' };
+    await deadLetter(
+      world.sqs,
+      pipeline.dlqUrl,
+      envelopeBody('traced', 'traced'),
+      'traced',
+      { traceparent, ErrorName: errorName },
+      header,
+    );
+
+    await redriveDeadLetters(world.client(), pipeline);
+
+    const [moved] = await receiveMessages(world.sqs, pipeline.queueUrl, 1);
+    expect(moved?.MessageAttributes?.traceparent?.StringValue).toBe(traceparent.StringValue);
+    expect(moved?.MessageAttributes?.ErrorName).toBeUndefined();
+    expect(moved?.Attributes?.AWSTraceHeader).toBe(header);
+  });
+
   it('moves a 25-message group in order with batch requests, past two past-horizon messages it leaves in place', async () => {
     const pipeline = await world.pipeline();
     const ids = new Map<string, string>();

@@ -3,6 +3,7 @@ import { type MessageAttributeValue, SendMessageCommand } from '@aws-sdk/client-
 import type { SQSEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { awsTraceHeaderOf } from '../../lambdas/common/trace-context.js';
 import {
   type ConsumerOperation,
   DLQ_ATTRIBUTES,
@@ -43,7 +44,11 @@ const PRODUCER_ATTRIBUTES: Record<string, MessageAttributeValue> = {
 };
 
 /** Sends a poison message (no operation takes its type) with `attributes`; on FIFO in group `g`. */
-async function sendPoison(queue: FifoQueue, attributes: Record<string, MessageAttributeValue>) {
+async function sendPoison(
+  queue: FifoQueue,
+  attributes: Record<string, MessageAttributeValue>,
+  awsTraceHeader?: string,
+) {
   const envelope = createEnvelope({ type: 'NoSuchType', groupId: 'g', key: randomUUID(), payload: {} });
   const fifo = queue.url.endsWith('.fifo');
   await world.sqs.send(
@@ -51,6 +56,7 @@ async function sendPoison(queue: FifoQueue, attributes: Record<string, MessageAt
       QueueUrl: queue.url,
       MessageBody: JSON.stringify(envelope),
       MessageAttributes: attributes,
+      ...awsTraceHeaderOf(awsTraceHeader),
       ...(fifo ? { MessageGroupId: 'g', MessageDeduplicationId: envelope.key } : {}),
     }),
   );
@@ -76,6 +82,12 @@ function consumerOptions(dlq: FifoQueue) {
 async function deadLetterAttributes(dlq: FifoQueue) {
   const [copy] = await receiveMessages(world.sqs, dlq.url, 1);
   return copy?.MessageAttributes ?? {};
+}
+
+/** The one copy in `dlq`'s `AWSTraceHeader` system attribute. */
+async function deadLetterTraceHeader(dlq: FifoQueue) {
+  const [copy] = await receiveMessages(world.sqs, dlq.url, 1);
+  return copy?.Attributes?.AWSTraceHeader;
 }
 
 function expectProducerAttributes(attributes: Record<string, MessageAttributeValue>) {
@@ -119,6 +131,17 @@ describe("the consumer's DLQ copy", () => {
     expectProducerAttributes(attributes);
     expect(attributes[DLQ_ATTRIBUTES.originalMessageId]?.StringValue).toBeDefined();
     expect(Object.keys(attributes)).toHaveLength(8);
+  });
+
+  it("keeps the producer's X-Ray header, the AWSTraceHeader system attribute (DESIGN §6)", async () => {
+    const { queue, dlq } = await world.queuePair();
+    const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+    await sendPoison(queue, PRODUCER_ATTRIBUTES, header);
+
+    const response = await processFifoBatch(await receiveEvent(queue), lambdaContext(), consumerOptions(dlq));
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(await deadLetterTraceHeader(dlq)).toBe(header);
   });
 
   it("keeps all of the producer's 10 but its stale ErrorName: its own beyond SQS's 10 are dropped", async () => {
