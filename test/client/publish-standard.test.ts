@@ -1,51 +1,40 @@
-import { LambdaClient } from '@aws-sdk/client-lambda';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { SendMessageBatchCommandInput, SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
 // The package's own name: what other services import.
 import { publish } from 'oncely/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inProcessFunction } from '../../sandbox/in-process-function.js';
-import {
-  type LambdaInvokeEndpoint,
-  startLambdaInvokeEndpoint,
-} from '../../sandbox/lambda-invoke-endpoint.js';
-import { localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import { expectedKey, nth, orders, usePublisherFixture } from '../support/publisher.js';
+import {
+  PUBLISHER_FUNCTION,
+  type ServedFunction,
+  servePublisherFunction,
+} from '../support/publisher-function.js';
 import { drainQueue } from '../support/sqs.js';
 import { injectEntryFaults, PERMANENT } from '../support/sqs-faults.js';
 
 /** `publish` through a publisher on a standard queue (DESIGN §5.1); publish.test.ts has the FIFO cases. */
-const FUNCTION = 'oncely-publisher';
+const FUNCTION = PUBLISHER_FUNCTION;
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
 
 const fixture = usePublisherFixture({ standard: true });
-let endpoint: LambdaInvokeEndpoint;
 let lambda: LambdaClient;
+let served: ServedFunction;
 /** Each invocation's requestId and message count, in order. */
 let invocations: { requestId?: string; messages?: number }[];
 
 beforeEach(async () => {
   invocations = [];
   const publisher = fixture.publisher();
-  endpoint = await startLambdaInvokeEndpoint({
-    functions: {
-      [FUNCTION]: inProcessFunction({
-        name: FUNCTION,
-        arn: localFunctionArn(FUNCTION),
-        timeoutMs: 10_000,
-        handler: (event, context) => {
-          const request = event as { requestId?: string; messages?: unknown[] };
-          invocations.push({ requestId: request.requestId, messages: request.messages?.length });
-          return publisher(event, context);
-        },
-      }),
-    },
+  served = await servePublisherFunction((event, context) => {
+    const request = event as { requestId?: string; messages?: unknown[] };
+    invocations.push({ requestId: request.requestId, messages: request.messages?.length });
+    return publisher(event, context);
   });
-  lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });
+  lambda = served.lambda;
 });
 
 afterEach(async () => {
-  lambda.destroy();
-  await endpoint.stop();
+  await served.stop();
 });
 
 const options = () => ({ functionName: FUNCTION, lambda, retry: FAST });

@@ -17,24 +17,26 @@ import { type FaultProxy, startFaultProxy } from '../../harness/fault-proxy.js';
 import { targetedFaultPlan } from '../../harness/targeted-plan.js';
 import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import type { PublisherHandler } from '../../lambdas/publisher/handler.js';
-import { inProcessFunction } from '../../sandbox/in-process-function.js';
-import {
-  type LambdaInvokeEndpoint,
-  startLambdaInvokeEndpoint,
-} from '../../sandbox/lambda-invoke-endpoint.js';
-import { LOCAL_REGION, localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
+import type { LambdaInvokeEndpoint } from '../../sandbox/lambda-invoke-endpoint.js';
+import { LOCAL_REGION, localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { countRequests } from '../../sandbox/request-counter.js';
 import { readItem } from '../support/dynamodb.js';
 import { expectedKey, orders, usePublisherFixture } from '../support/publisher.js';
+import {
+  PUBLISHER_FUNCTION,
+  type ServedFunction,
+  servePublisherFunction,
+} from '../support/publisher-function.js';
 import { drainQueue, keysOfGroup } from '../support/sqs.js';
 import { holdSends, injectCallFaults, injectEntryFaults } from '../support/sqs-faults.js';
 
-const FUNCTION = 'oncely-publisher';
+const FUNCTION = PUBLISHER_FUNCTION;
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
 
 const fixture = usePublisherFixture();
 let endpoint: LambdaInvokeEndpoint;
 let lambda: LambdaClient;
+let served: ServedFunction;
 /** The events the function received, in order. */
 let invocations: { requestId?: string; callId?: string }[];
 /** What the function does around the real publisher; tests replace it to inject trouble. */
@@ -44,25 +46,15 @@ beforeEach(async () => {
   invocations = [];
   behaviour = (event, context, publisher) => publisher(event, context);
   const publisher = fixture.publisher();
-  endpoint = await startLambdaInvokeEndpoint({
-    functions: {
-      [FUNCTION]: inProcessFunction({
-        name: FUNCTION,
-        arn: localFunctionArn(FUNCTION),
-        timeoutMs: 10_000,
-        handler: (event, context) => {
-          invocations.push(event as { requestId?: string; callId?: string });
-          return behaviour(event, context, publisher);
-        },
-      }),
-    },
+  served = await servePublisherFunction((event, context) => {
+    invocations.push(event as { requestId?: string; callId?: string });
+    return behaviour(event, context, publisher);
   });
-  lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });
+  ({ endpoint, lambda } = served);
 });
 
 afterEach(async () => {
-  lambda.destroy();
-  await endpoint.stop();
+  await served.stop();
   vi.unstubAllEnvs();
 });
 

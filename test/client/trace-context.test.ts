@@ -1,4 +1,4 @@
-import { LambdaClient } from '@aws-sdk/client-lambda';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { context, propagation, type Span, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -6,13 +6,12 @@ import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 // The package's own name: what other services import.
 import { OncelyConfigurationError, publish } from 'oncely/client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { inProcessFunction } from '../../sandbox/in-process-function.js';
-import {
-  type LambdaInvokeEndpoint,
-  startLambdaInvokeEndpoint,
-} from '../../sandbox/lambda-invoke-endpoint.js';
-import { localAwsConfig, localFunctionArn } from '../../sandbox/local-aws-config.js';
 import { orders, usePublisherFixture } from '../support/publisher.js';
+import {
+  PUBLISHER_FUNCTION,
+  type ServedFunction,
+  servePublisherFunction,
+} from '../support/publisher-function.js';
 import { drainQueue } from '../support/sqs.js';
 import { injectCallFaults } from '../support/sqs-faults.js';
 
@@ -20,14 +19,14 @@ import { injectCallFaults } from '../support/sqs-faults.js';
 // attributes OpenTelemetry and X-Ray read, through the real client, publisher and SQS emulator,
 // with OpenTelemetry's own SDK registered as an application registers it.
 
-const FUNCTION = 'oncely-publisher';
+const FUNCTION = PUBLISHER_FUNCTION;
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
 const X_RAY = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
 const tracer = () => trace.getTracer('oncely-test');
 
 const fixture = usePublisherFixture();
-let endpoint: LambdaInvokeEndpoint;
 let lambda: LambdaClient;
+let served: ServedFunction;
 /** The trace context of each request the publisher function received, in order. */
 let requestContexts: unknown[];
 
@@ -46,25 +45,15 @@ afterAll(() => {
 beforeEach(async () => {
   requestContexts = [];
   const publisher = fixture.publisher();
-  endpoint = await startLambdaInvokeEndpoint({
-    functions: {
-      [FUNCTION]: inProcessFunction({
-        name: FUNCTION,
-        arn: localFunctionArn(FUNCTION),
-        timeoutMs: 10_000,
-        handler: (event, invocation) => {
-          requestContexts.push((event as { traceContext?: unknown }).traceContext);
-          return publisher(event, invocation);
-        },
-      }),
-    },
+  served = await servePublisherFunction((event, invocation) => {
+    requestContexts.push((event as { traceContext?: unknown }).traceContext);
+    return publisher(event, invocation);
   });
-  lambda = new LambdaClient({ ...localAwsConfig(endpoint.endpoint), maxAttempts: 1 });
+  lambda = served.lambda;
 });
 
 afterEach(async () => {
-  lambda.destroy();
-  await endpoint.stop();
+  await served.stop();
   vi.unstubAllEnvs();
 });
 

@@ -54,7 +54,8 @@ describe('publisher: validation', () => {
       { messages: [valid], priority: 'high' },
       {
         path: 'request',
-        message: 'the request has unknown field "priority" (its fields: requestId, callId, traceContext, messages)',
+        message:
+          'the request has unknown field "priority" (its fields: requestId, callId, traceContext, messages)',
       },
     ],
     [
