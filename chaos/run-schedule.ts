@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { MetricResolution, MetricUnit } from '@aws-lambda-powertools/metrics/types';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   ChangeMessageVisibilityCommand,
@@ -183,7 +185,7 @@ export async function runSchedule(
     sqs: sqsClientVia(world.sqsProxy),
     dynamodb: dynamoDbClientVia(world.dynamodbProxy),
   };
-  const publisherName = registerPublisher(world, id, queue.url, publisherClients, run.publication);
+  const publisherName = registerPublisher(world, id, queue.url, publisherClients, run);
   try {
     const messages = schedule.messages.map((message, index) => chaosMessage(id, index, message));
     const publishedAtMs = Date.now();
@@ -704,12 +706,33 @@ export function scheduleFaultPlan(schedule: Schedule, id: string): FaultPlan {
     seeded({ ...request, body: JSON.parse(JSON.stringify(request.body).replaceAll(id, 'S')) });
 }
 
+/**
+ * The publisher's metrics (its refusals: a repeat that meets its request in progress), counted
+ * with the consumers' in the run rather than printed as EMF lines on the command's output.
+ */
+class CountingMetrics extends Metrics {
+  constructor(readonly counts: Map<string, number>) {
+    super({ namespace: 'OncelyChaos', serviceName: 'chaos-publisher' });
+  }
+
+  override addMetric(name: string, unit: MetricUnit, value: number, resolution?: MetricResolution): this {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+    return super.addMetric(name, unit, value, resolution);
+  }
+
+  override publishStoredMetrics(): this {
+    this.clearMetrics();
+    this.clearMetadata();
+    return this;
+  }
+}
+
 function registerPublisher(
   world: ChaosWorld,
   id: string,
   queueUrl: string,
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
-  publication: PublishRoundWatch,
+  run: Pick<ScheduleRun, 'publication' | 'metrics'>,
 ): string {
   const handler = createPublisherHandler({
     sqs: clients.sqs,
@@ -717,8 +740,9 @@ function registerPublisher(
     maxMessageBytes: 262_144,
     store: new DynamoDBIdempotencyStore({ client: clients.dynamodb, tableName: world.idempotencyTable }),
     retry: { maxAttempts: 4, baseDelayMs: 5, maxDelayMs: 40 },
+    metrics: new CountingMetrics(run.metrics),
   });
-  return world.register(`chaos-publisher-${id}`, publication.wrap(handler));
+  return world.register(`chaos-publisher-${id}`, run.publication.wrap(handler));
 }
 
 /**
