@@ -6,6 +6,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { sqsMessageBytes } from '../lambdas/common/message-size.js';
 import { groupingFor, isFifoQueueUrl } from '../lambdas/common/queue-type.js';
 import { awsTraceHeaderOf } from '../lambdas/common/trace-context.js';
 import { chunkByCountAndBytes, chunkOnePerGroup, MAX_BATCH_ENTRIES } from '../lambdas/publisher/batching.js';
@@ -152,7 +153,12 @@ function bySize(
 ): { message: Message; entry: SendMessageBatchRequestEntry }[][] {
   const items = messages.map((message) => {
     const attributes = attributesOf(message);
-    return { message, attributes, groupId: groupOf(message), bytes: sizeOf(message.Body ?? '', attributes) };
+    return {
+      message,
+      attributes,
+      groupId: groupOf(message),
+      bytes: sqsMessageBytes(message.Body ?? '', attributes),
+    };
   });
   const limits = { maxEntries: MAX_BATCH_ENTRIES, maxBytes: BATCH_BYTES };
   const batches = isFifoQueueUrl(queueUrl)
@@ -171,17 +177,4 @@ function bySize(
       },
     })),
   );
-}
-
-/** A message's size as SQS counts it: the body, and each attribute's name, type and value. */
-export function sizeOf(body: string, attributes: Record<string, MessageAttributeValue>): number {
-  let bytes = Buffer.byteLength(body);
-  for (const [name, value] of Object.entries(attributes)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '');
-    bytes +=
-      value.StringValue !== undefined
-        ? Buffer.byteLength(value.StringValue)
-        : (value.BinaryValue?.length ?? 0);
-  }
-  return bytes;
 }

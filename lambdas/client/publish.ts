@@ -6,7 +6,7 @@ import { EnvironmentReader } from '../common/environment.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
 import { producerTraceContext } from '../common/trace-capture.js';
-import { TRACE_CONTEXT_KEYS, type TraceContext } from '../common/trace-context.js';
+import type { TraceContext } from '../common/trace-context.js';
 import { isTransientAwsError } from '../common/transient-aws-error.js';
 import { OncelyError } from '../idempotency/errors.js';
 import { blockedBy } from '../publisher/blocked-reason.js';
@@ -171,9 +171,6 @@ export async function publish(
 ): Promise<PublishResult> {
   refuseUnknownKeys('publish()', options, PUBLISH_OPTION_KEYS);
   refuseUnknownKeys('publish({ retry })', options.retry, RETRY_POLICY_KEYS);
-  if (options.traceContext) {
-    refuseUnknownKeys('publish({ traceContext })', options.traceContext, TRACE_CONTEXT_KEYS);
-  }
   const functionName = options.functionName ?? publisherFunctionFromEnvironment();
   const invoker: Invoker = {
     lambda: options.lambda ?? sharedLambdaClient(),
@@ -187,7 +184,7 @@ export async function publish(
   // Names this call in every request it sends: its rounds' ids, and what its responses echo.
   const callId = randomUUID();
   // Read before the first request, in the caller's context; its rounds carry it too.
-  const traceContext = await producerTraceContext(options.traceContext);
+  const traceContext = await producerTraceContext(options.traceContext, 'publish');
   const traced = traceContext ? { traceContext } : {};
   const first = await invokeWithRetries(invoker, { requestId, callId, ...traced, messages });
   const results = [...first.results];

@@ -1,4 +1,5 @@
-import { sanitizedTraceContext, type TraceContext } from './trace-context.js';
+import { refuseUnknownKeys } from './known-keys.js';
+import { sanitizedTraceContext, TRACE_CONTEXT_KEYS, type TraceContext } from './trace-context.js';
 
 /** Lambda's variable for the invocation's X-Ray trace header, set when the function traces. */
 const X_RAY_HEADER_ENV = '_X_AMZN_TRACE_ID';
@@ -28,13 +29,18 @@ async function captureTraceContext(): Promise<TraceContext | undefined> {
 }
 
 /**
- * The context a producer sends with its messages (`publish`, `Outbox.write`): the one it gave (its
- * valid fields), none for `false`, or by default the one captured from its environment.
+ * The context a producer sends with its messages (`publish`, `Outbox.write`, named by `where`): the
+ * one it gave (its valid fields; an unknown field is refused), none for `false`, or by default the
+ * one captured from its environment.
  */
 export async function producerTraceContext(
   option: TraceContext | false | undefined,
+  where: string,
 ): Promise<TraceContext | undefined> {
   if (option === false) return undefined;
-  if (option !== undefined) return sanitizedTraceContext(option as Record<string, unknown>);
+  if (option !== undefined) {
+    refuseUnknownKeys(`${where}({ traceContext })`, option, TRACE_CONTEXT_KEYS);
+    return sanitizedTraceContext(option as Record<string, unknown>);
+  }
   return captureTraceContext();
 }

@@ -1,5 +1,6 @@
 import type { MessageAttributeValue, MessageSystemAttributeValue } from '@aws-sdk/client-sqs';
 import type { KnownKeys } from './known-keys.js';
+import { sqsMessageBytes } from './message-size.js';
 
 /**
  * A producer's trace context, carried with each message it publishes (DESIGN §6): OpenTelemetry's
@@ -100,9 +101,7 @@ export function sqsTraceAttributes(context: TraceContext | undefined): {
   if (context.traceparent && context.tracestate) messageAttributes.tracestate = text(context.tracestate);
   return {
     ...(Object.keys(messageAttributes).length > 0 ? { MessageAttributes: messageAttributes } : {}),
-    ...(context.awsTraceHeader
-      ? { MessageSystemAttributes: { AWSTraceHeader: text(context.awsTraceHeader) } }
-      : {}),
+    ...awsTraceHeaderOf(context.awsTraceHeader),
   };
 }
 
@@ -111,12 +110,7 @@ export function sqsTraceAttributes(context: TraceContext | undefined): {
  * name, data type and value. A system attribute (`AWSTraceHeader`) does not count.
  */
 export function traceAttributeBytes(context: TraceContext | undefined): number {
-  const { MessageAttributes = {} } = sqsTraceAttributes(context);
-  let bytes = 0;
-  for (const [name, { DataType = '', StringValue = '' }] of Object.entries(MessageAttributes)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(DataType) + Buffer.byteLength(StringValue);
-  }
-  return bytes;
+  return sqsMessageBytes('', sqsTraceAttributes(context).MessageAttributes);
 }
 
 /** The system attribute that carries X-Ray's header on, for a message sent again (DLQ copy, redrive). */

@@ -8,7 +8,7 @@ import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynam
 import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { producerTraceContext } from '../common/trace-capture.js';
-import { TRACE_CONTEXT_KEYS, type TraceContext } from '../common/trace-context.js';
+import type { TraceContext } from '../common/trace-context.js';
 import type { TransactionWrite } from '../idempotency/store.js';
 import type { PublishMessage } from '../publisher/contract.js';
 import { PublishValidationError } from '../publisher/errors.js';
@@ -177,12 +177,9 @@ export class Outbox {
    */
   async write(input: OutboxWrite): Promise<OutboxWriteResult> {
     refuseUnknownKeys('Outbox.write()', input, OUTBOX_WRITE_KEYS);
-    if (input.traceContext) {
-      refuseUnknownKeys('Outbox.write({ traceContext })', input.traceContext, TRACE_CONTEXT_KEYS);
-    }
     const writes = input.writes ?? [];
     const now = this.#now();
-    const traceContext = await producerTraceContext(input.traceContext);
+    const traceContext = await producerTraceContext(input.traceContext, 'Outbox.write');
     const prepared = this.#prepare(input.messages, traceContext, now);
     const items = writes.length + prepared.length * ITEMS_PER_MESSAGE;
     if (items > MAX_TRANSACTION_ITEMS) {

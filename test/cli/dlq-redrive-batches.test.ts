@@ -1,8 +1,8 @@
 import type { SendMessageBatchCommandInput, SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sizeOf } from '../../cli/dead-letter-move.js';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { RedriveInterruptedError } from '../../cli/operations-errors.js';
+import { sqsMessageBytes } from '../../lambdas/common/message-size.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { createQueueWithDlq, deleteQueues, localSqsClient, receiveMessages } from '../support/sqs.js';
 import {
@@ -170,11 +170,11 @@ describe('dlq redrive in batches', () => {
       ReceiveCount: { DataType: 'Number', StringValue: '3' },
     };
     const attributes = { ...producer, ...dlqAttributes };
-    const attributeBytes = sizeOf('', attributes);
+    const attributeBytes = sqsMessageBytes('', attributes);
     // The body fills the rest of 256 KiB: the message is at both limits in the DLQ.
     const envelope = envelopeBody('full', 'full');
     const body = `${envelope.slice(0, -1)},"pad":"${'p'.repeat(256 * 1024 - attributeBytes - envelope.length - 9)}"}`;
-    expect(sizeOf(body, attributes)).toBe(256 * 1024);
+    expect(sqsMessageBytes(body, attributes)).toBe(256 * 1024);
     await deadLetter(world.sqs, pipeline.dlqUrl, body, 'full', attributes);
     // Past the horizon with 10 attributes of its own (SQS moved it: none of the DLQ's). Re-sending it
     // marked, as a redrive did, took 12 attributes, which SQS refuses: it stopped every redrive there.
