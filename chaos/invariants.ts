@@ -181,7 +181,6 @@ const STARTED_CRASH_MARKS: readonly CrashMark[] = [
  */
 function checkPublication(run: ScheduleRun, violations: Violation[]): void {
   const { finals, reportedUnknown } = run.publication;
-  const certain = (status: string | undefined) => status === 'failed' || status === 'blocked';
   const concurrent = run.schedule.publishRounds?.repeat === 'concurrent';
   // Calls at once share one set of responses: which call a response belonged to is not known.
   if (!concurrent) {
@@ -203,11 +202,9 @@ function checkPublication(run: ScheduleRun, violations: Violation[]): void {
     if (step.kind === 'republish' || step.kind === 'late-republication')
       putLater.add(run.keys[step.index] ?? '');
   }
-  const last = finals.at(-1);
   for (const key of run.received) {
-    if (putLater.has(key) || finals.length === 0) continue;
-    const wrong = concurrent ? finals.every((final) => certain(final.get(key))) : certain(last?.get(key));
-    if (wrong) {
+    if (putLater.has(key)) continue;
+    if (refusedByPublish(run, key)) {
       violations.push({
         key,
         rule: 'certain-but-on-queue',
@@ -272,17 +269,11 @@ function checkOrder(run: ScheduleRun, violations: Violation[]): void {
 export function acceptancePositions(run: ScheduleRun): Map<string, number> {
   const position = new Map(run.keys.map((key, index) => [key, index]));
   const { finals } = run.publication;
-  const certain = (status: string | undefined) => status === 'failed' || status === 'blocked';
-  const refused = (key: string) =>
-    finals.length > 0 &&
-    (run.schedule.publishRounds?.repeat === 'concurrent'
-      ? finals.every((final) => certain(final.get(key)))
-      : certain(finals.at(-1)?.get(key)));
   const sent = (key: string) => finals.some((final) => final.get(key) === 'sent');
   for (const key of new Set(run.republished.map(({ key }) => key))) {
     if (sent(key)) continue;
     position.delete(key);
-    if (!refused(key)) continue;
+    if (!refusedByPublish(run, key)) continue;
     const placing = run.republished.flatMap(({ key: each, status }, order) =>
       each === key && !certain(status) ? [{ status, order }] : [],
     );
@@ -291,4 +282,20 @@ export function acceptancePositions(run: ScheduleRun): Map<string, number> {
       position.set(key, run.keys.length + first.order);
   }
   return position;
+}
+
+/** `failed` or `blocked`: what the publisher answers only for a message certainly not on the queue. */
+const certain = (status: string | undefined) => status === 'failed' || status === 'blocked';
+
+/**
+ * Whether the schedule's publish put `key` certainly not on the queue: in what the last call
+ * answered (calls one after the other: it saw all the earlier ones could do), or, for calls at
+ * once, in what every call answered (each answers for its own requests).
+ */
+function refusedByPublish(run: ScheduleRun, key: string): boolean {
+  const { finals } = run.publication;
+  if (finals.length === 0) return false;
+  return run.schedule.publishRounds?.repeat === 'concurrent'
+    ? finals.every((final) => certain(final.get(key)))
+    : certain(finals.at(-1)?.get(key));
 }

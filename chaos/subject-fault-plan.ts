@@ -36,13 +36,14 @@ export function subjectFaultPlan(options: SubjectFaultPlanOptions): FaultPlan & 
   const drawn = new Set<string>();
   const pending = new Map<string, SeededFaultKind>();
   const plan = (request: ChaosRequest) => {
-    for (const subject of options.subjects(request)) {
+    const subjects = options.subjects(request);
+    for (const subject of subjects) {
       if (drawn.has(subject)) continue;
       drawn.add(subject);
       const kind = draw(subject);
       if (kind) pending.set(subject, kind);
     }
-    for (const subject of options.subjects(request)) {
+    for (const subject of subjects) {
       const kind = pending.get(subject);
       const fault = kind && seededFault(kind, request, options.delayMs);
       if (!fault) continue;

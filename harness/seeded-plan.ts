@@ -41,7 +41,6 @@ export interface SeededFaultPlanOptions {
  */
 export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
   const draw = faultDraw(options);
-  const delayMs = options.delayMs ?? 20;
   const seen = new Map<string, number>();
   return (request) => {
     if (options.operations && !options.operations.includes(request.operation)) return undefined;
@@ -49,7 +48,7 @@ export function seededFaultPlan(options: SeededFaultPlanOptions): FaultPlan {
     const occurrence = (seen.get(fingerprint) ?? 0) + 1;
     seen.set(fingerprint, occurrence);
     const kind = draw(`${fingerprint}\u0000${occurrence}`);
-    return kind ? seededFault(kind, request, delayMs) : undefined;
+    return kind ? seededFault(kind, request, options.delayMs) : undefined;
   };
 }
 
