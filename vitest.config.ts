@@ -39,6 +39,7 @@ const FAST_TESTS = [
   'test/publisher/ordered-sender.test.ts',
   'test/publisher/trace-context.test.ts',
   'test/runtime/backoff.test.ts',
+  'test/runtime/tracing.test.ts',
   'test/runtime/transient-aws-error.test.ts',
   'test/sandbox/async-invocation.test.ts',
   'test/sandbox/event-filter.test.ts',

@@ -1,17 +1,9 @@
 import { refuseUnknownKeys } from './known-keys.js';
+import { loadOpenTelemetry } from './open-telemetry.js';
 import { sanitizedTraceContext, TRACE_CONTEXT_KEYS, type TraceContext } from './trace-context.js';
 
 /** Lambda's variable for the invocation's X-Ray trace header, set when the function traces. */
 const X_RAY_HEADER_ENV = '_X_AMZN_TRACE_ID';
-
-type OpenTelemetryApi = typeof import('@opentelemetry/api');
-
-/**
- * `@opentelemetry/api`, loaded on the first publish; nothing when it is not installed (an optional
- * peer). A bundler that cannot resolve it leaves the `import()` as it is, so a bundle built without
- * it carries none of it, and the import fails at run time, once.
- */
-let openTelemetry: Promise<OpenTelemetryApi | undefined> | undefined;
 
 /**
  * The caller's trace context, for the messages it publishes: what the registered OpenTelemetry
@@ -19,8 +11,7 @@ let openTelemetry: Promise<OpenTelemetryApi | undefined> | undefined;
  * default), and the X-Ray header of the Lambda invocation, if any. Nothing without either.
  */
 async function captureTraceContext(): Promise<TraceContext | undefined> {
-  openTelemetry ??= import('@opentelemetry/api').catch(() => undefined);
-  const api = await openTelemetry;
+  const api = await loadOpenTelemetry();
   const carrier: Record<string, unknown> = {};
   // No SDK registered: the API's propagator is a no-op and injects nothing.
   api?.propagation.inject(api.context.active(), carrier);

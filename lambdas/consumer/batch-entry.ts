@@ -3,6 +3,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Telemetry } from './consumer-setup.js';
 import type { ConsumerHooks } from './hooks.js';
 import { logFieldsOf, type MessageParser, type ReceivedRecord, receiveRecord } from './message.js';
+import { startRecordSpan } from './record-trace.js';
 import { RecordTelemetry } from './telemetry.js';
 
 /** What `fifoBatch` and `standardBatch` run: one batch in, its partial batch response out. */
@@ -46,7 +47,7 @@ export interface BatchRecord {
   telemetry: RecordTelemetry;
 }
 
-/** The batch's records, each parsed and given its telemetry; a standard queue's log lines also say `queueType` (DESIGN §5.1). */
+/** The batch's records, each parsed and given its telemetry (its span starts with its turn); a standard queue's log lines also say `queueType` (DESIGN §5.1). */
 export function receiveBatch(
   event: SQSEvent,
   queueType: 'fifo' | 'standard',
@@ -59,7 +60,9 @@ export function receiveBatch(
     const fields = queueType === 'standard' ? { ...logFieldsOf(received), queueType } : logFieldsOf(received);
     return {
       received,
-      telemetry: RecordTelemetry.forRecord(telemetry, fields, { hooks, message: received.message }),
+      telemetry: RecordTelemetry.forRecord(telemetry, fields, { hooks, message: received.message }, () =>
+        startRecordSpan(telemetry.tracing, received),
+      ),
     };
   });
 }

@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
+import { loadTracing, type Tracing } from '../common/tracing.js';
 import { IdempotencyConfigurationError } from '../idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
@@ -122,6 +123,8 @@ export interface Telemetry {
   ownMetrics?: Metrics;
   /** Set when the consumer created the logger: then it gives it each invocation's context. */
   ownLogger?: Logger;
+  /** Each record's span (DESIGN §6); none without `@opentelemetry/api`. */
+  tracing?: Tracing;
 }
 
 /** What a consumer reads once, on its first batch: the record processor's settings and the variables it asked for. */
@@ -140,6 +143,8 @@ export class ConsumerSetup<V extends ConsumerVariable> {
   /** The variables of the consumer's own options, read with the shared ones when unset. */
   readonly #ownVariables: readonly V[];
   readonly #powertools: Promise<PowertoolsTelemetry>;
+  /** Loaded with Powertools, in the module's init: `@opentelemetry/api` when installed. */
+  readonly #tracing = loadTracing();
   #telemetry: Promise<Telemetry> | undefined;
   #settings: ConsumerSettings<V> | undefined;
 
@@ -195,19 +200,22 @@ export class ConsumerSetup<V extends ConsumerVariable> {
     }
   }
 
-  /** Made on the first batch, once Powertools' classes the options need are imported. */
+  /** Made on the first batch, once Powertools' classes the options need, and `@opentelemetry/api` if installed, are imported. */
   #telemetryOnce(): Promise<Telemetry> {
-    this.#telemetry ??= this.#powertools.then(({ Logger, Metrics }) => {
-      const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
-      const ownMetrics =
-        this.#options.metrics || !Metrics ? undefined : new Metrics({ defaultDimensions: metricsScope() });
-      return {
-        logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
-        metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,
-        ownLogger,
-        ownMetrics,
-      };
-    });
+    this.#telemetry ??= Promise.all([this.#powertools, this.#tracing]).then(
+      ([{ Logger, Metrics }, tracing]) => {
+        const ownLogger = this.#options.logger || !Logger ? undefined : new Logger();
+        const ownMetrics =
+          this.#options.metrics || !Metrics ? undefined : new Metrics({ defaultDimensions: metricsScope() });
+        return {
+          logger: this.#options.logger ?? ownLogger ?? SILENT_LOGGER,
+          metrics: this.#options.metrics ?? ownMetrics ?? UNCOUNTED,
+          ownLogger,
+          ownMetrics,
+          tracing,
+        };
+      },
+    );
     return this.#telemetry;
   }
 

@@ -217,86 +217,93 @@ class FifoBatchConsumer {
     if (standard) throw new StandardQueueRecordError(standard.messageId, standard.eventSourceARN);
     const deadline = this.#deadline;
     const records = receiveBatch(event, 'fifo', this.#parse, telemetry, this.#options.hooks);
-    let anyStarted = false;
-    const budgetMs = lambdaContext.getRemainingTimeInMillis();
-    const deadLettered = new Set<string>();
-    const report = await runGroups(
-      planGroups(records, ({ received }) => received.groupId),
-      settings.maxConcurrentGroups,
-      (group, signal, stopped) => {
-        const invocation = { lambdaContext, signal, deadLettered };
-        // The group's lease-mode records take their leases together when its first record starts.
-        // A completion starts the next lease only if that record will run: the group goes on
-        // (DESIGN §4.1), and the deadline lets it start.
-        const leases = new GroupLeases(
-          group.records,
-          group.records.map(({ received, telemetry }) =>
-            leaseTurnOf(received, telemetry, invocation, settings.processor),
-          ),
-          () => !stopped.aborted && deadline.allowsStart(lambdaContext, budgetMs, false),
-        );
-        const processGroupRecord = async (record: BatchRecord): Promise<RecordStep> => {
-          // A record its predecessor's completion already marked started was checked then.
-          if (!leases.started(record) && !deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) {
-            return 'deferred';
-          }
-          anyStarted = true;
-          leases.open();
-          const started = Date.now();
-          const finished = () => deadline.recordFinished(Date.now() - started);
-          let step: RecordStep;
-          try {
-            const { received, telemetry } = record;
-            const turn = leases.turnOf(record);
-            step = await processRecord(received, telemetry, invocation, settings.processor, turn);
-          } catch (error) {
-            finished();
-            throw error;
-          }
-          // A record's time includes its record write, even when the next record runs meanwhile.
-          if (typeof step === 'string') finished();
-          else step.settling.then(finished, finished);
-          return step;
-        };
-        return { processRecord: processGroupRecord, done: () => leases.close() };
-      },
-    );
-    for (const { telemetry } of report.skipped) {
-      telemetry.count('skipped');
-      telemetry.logger.info('not run: an earlier record of its group failed; SQS redelivers it in order');
-    }
-    for (const { telemetry } of report.deferred) {
-      telemetry.count('deferredAtDeadline');
-      telemetry.logger.info(
-        'not started: too little of the invocation is left to finish it; SQS redelivers it',
-        {
-          remainingMs: lambdaContext.getRemainingTimeInMillis(),
-          reserveMs: deadline.reserveMs(budgetMs),
+    try {
+      let anyStarted = false;
+      const budgetMs = lambdaContext.getRemainingTimeInMillis();
+      const deadLettered = new Set<string>();
+      const report = await runGroups(
+        planGroups(records, ({ received }) => received.groupId),
+        settings.maxConcurrentGroups,
+        (group, signal, stopped) => {
+          const invocation = { lambdaContext, signal, deadLettered };
+          // The group's lease-mode records take their leases together when its first record starts.
+          // A completion starts the next lease only if that record will run: the group goes on
+          // (DESIGN §4.1), and the deadline lets it start.
+          const leases = new GroupLeases(
+            group.records,
+            group.records.map(({ received, telemetry }) =>
+              leaseTurnOf(received, telemetry, invocation, settings.processor),
+            ),
+            () => !stopped.aborted && deadline.allowsStart(lambdaContext, budgetMs, false),
+          );
+          const processGroupRecord = async (record: BatchRecord): Promise<RecordStep> => {
+            // A record its predecessor's completion already marked started was checked then.
+            if (!leases.started(record) && !deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) {
+              return 'deferred';
+            }
+            anyStarted = true;
+            leases.open();
+            const started = Date.now();
+            const finished = () => deadline.recordFinished(Date.now() - started);
+            let step: RecordStep;
+            try {
+              const { received, telemetry } = record;
+              const turn = leases.turnOf(record);
+              step = await processRecord(received, telemetry, invocation, settings.processor, turn);
+            } catch (error) {
+              finished();
+              throw error;
+            }
+            // A record's time includes its record write, even when the next record runs meanwhile.
+            if (typeof step === 'string') finished();
+            else step.settling.then(finished, finished);
+            return step;
+          };
+          return { processRecord: processGroupRecord, done: () => leases.close() };
         },
       );
+      for (const { telemetry } of report.skipped) {
+        telemetry.count('skipped');
+        telemetry.endSpan('given-back');
+        telemetry.logger.info('not run: an earlier record of its group failed; SQS redelivers it in order');
+      }
+      for (const { telemetry } of report.deferred) {
+        telemetry.count('deferredAtDeadline');
+        telemetry.endSpan('deferred');
+        telemetry.logger.info(
+          'not started: too little of the invocation is left to finish it; SQS redelivers it',
+          {
+            remainingMs: lambdaContext.getRemainingTimeInMillis(),
+            reserveMs: deadline.reserveMs(budgetMs),
+          },
+        );
+      }
+      for (const { telemetry } of report.heldBack) {
+        telemetry.count('heldBack');
+        telemetry.logger.info(
+          'processed, but an earlier record of its group could not be recorded: not acknowledged, so that ' +
+            'SQS redelivers the group in order; its redelivery is a duplicate',
+        );
+      }
+      const unacknowledged = new Set([
+        ...report.failed,
+        ...report.skipped,
+        ...report.deferred,
+        ...report.heldBack,
+      ]);
+      await keepRecordsOfReturningCopies([...unacknowledged], settings.processor, {
+        concurrency: settings.maxConcurrentGroups,
+        lambdaContext,
+        logger: telemetry.logger,
+      });
+      return {
+        batchItemFailures: records
+          .filter((record) => unacknowledged.has(record))
+          .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
+      };
+    } finally {
+      // A whole-batch failure leaves records without a verdict: SQS redelivers every one of them.
+      for (const { telemetry } of records) telemetry.endSpan('given-back');
     }
-    for (const { telemetry } of report.heldBack) {
-      telemetry.count('heldBack');
-      telemetry.logger.info(
-        'processed, but an earlier record of its group could not be recorded: not acknowledged, so that ' +
-          'SQS redelivers the group in order; its redelivery is a duplicate',
-      );
-    }
-    const unacknowledged = new Set([
-      ...report.failed,
-      ...report.skipped,
-      ...report.deferred,
-      ...report.heldBack,
-    ]);
-    await keepRecordsOfReturningCopies([...unacknowledged], settings.processor, {
-      concurrency: settings.maxConcurrentGroups,
-      lambdaContext,
-      logger: telemetry.logger,
-    });
-    return {
-      batchItemFailures: records
-        .filter((record) => unacknowledged.has(record))
-        .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
-    };
   }
 }

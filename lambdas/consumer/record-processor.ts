@@ -68,16 +68,22 @@ export async function processRecord(
   let routedId: string | undefined;
   const failed = async (error: unknown) => {
     // Once the batch fails as a whole, SQS redelivers every record: nothing else to decide here.
-    if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) throw error;
+    if (error instanceof IdempotencyStoreUnavailableError || invocation.signal.aborted) {
+      telemetry.endSpan('given-back', error);
+      throw error;
+    }
     const verdict = exhausted(error, receiveCount, options);
     // The DLQ send's claim outlives this invocation, whose death it must survive (DESIGN §5).
     const claimMs = invocation.lambdaContext.getRemainingTimeInMillis() + DEFAULT_LEASE_MARGIN_MS;
     const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs);
+    // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery.
+    telemetry.endSpan(step === 'succeeded' ? 'dead-lettered' : 'given-back', verdict);
     if (routedId && step === 'succeeded' && verdict instanceof AttemptsExhaustedError) {
       invocation.deadLettered.add(routedId);
     }
     return step;
   };
+  telemetry.beginSpan();
   try {
     const { operation, message } = routeRecord(received, options);
     const id = operation.recordIdOf(message);
@@ -87,14 +93,18 @@ export async function processRecord(
         'a copy of a message this batch sent to the DLQ for failing maxAttempts times: acknowledged, not run; ' +
           'the DLQ holds its key',
       );
+      telemetry.endSpan('dead-lettered');
       return 'succeeded';
     }
     const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
     if (!(operation instanceof LeaseOperation)) receiveCount = message.receiveCount;
+    // Inside the record's span: the spans of the effect's own calls nest under it.
     const run = () =>
-      turn && operation instanceof LeaseOperation
-        ? turn.turn.run(turn.successor)
-        : operation.execute(message, runtime);
+      telemetry.withinSpan(() =>
+        turn && operation instanceof LeaseOperation
+          ? turn.turn.run(turn.successor)
+          : operation.execute(message, runtime),
+      );
     const step = await run().catch(async (error: unknown) => {
       // Once: a key taken again by a third invocation meanwhile fails this record after all.
       if (error instanceof IdempotencyInProgressError && (await invocation.waitForKey?.(error))) {
@@ -165,17 +175,20 @@ function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry, id
       telemetry.count('processed');
       telemetry.hook('onComplete', id);
       telemetry.logger.info('processed');
+      telemetry.endSpan('applied');
       return;
     case 'duplicate':
       telemetry.count('duplicate');
       telemetry.hook('onDuplicate', id);
       telemetry.logger.info('duplicate of a completed record: acknowledged without running');
+      telemetry.endSpan('duplicate');
       return;
     case 'in-doubt':
       // Counted where the record became IN_DOUBT (the observer), not on every delivery of it.
       telemetry.logger.warn(
         'the record is IN_DOUBT: acknowledged without running; an operator must resolve it',
       );
+      telemetry.endSpan('in-doubt');
       return;
   }
 }

@@ -200,74 +200,81 @@ class StandardBatchConsumer {
     const parse = this.#options.parse ?? parseEnvelopeRecord;
     const inFlightWaitMs = this.#options.inFlightWaitMs ?? 0;
     const records = receiveBatch(event, 'standard', parse, telemetry, this.#options.hooks);
-    const deadline = this.#deadline;
-    const budgetMs = lambdaContext.getRemainingTimeInMillis();
-    const batchStartedMs = Date.now();
-    let anyStarted = false;
-    const deadLettered = new Set<string>();
-    // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
-    // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
-    const chains = planGroups(records, ({ received }) => chainKeyOf(received, processor));
-    const report = await runGroups(chains, maxConcurrentRecords, (_chain, signal) => ({
-      processRecord: async ({ received, telemetry }): Promise<RecordStep> => {
-        if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
-        anyStarted = true;
-        const started = Date.now();
-        try {
-          const waitForHeldKey =
-            inFlightWaitMs > 0
-              ? (held: IdempotencyInProgressError) =>
-                  waitForKey(held, {
-                    store: processor.store,
-                    maxWaitMs: inFlightWaitMs,
-                    lambdaContext,
-                    reserveMs: deadline.reserveMs(budgetMs),
-                    signal,
-                  })
-              : undefined;
-          return await processRecord(
-            received,
-            telemetry,
-            { lambdaContext, signal, waitForKey: waitForHeldKey, deadLettered },
-            processor,
-          );
-        } finally {
-          deadline.recordFinished(Date.now() - started);
-        }
-      },
-    }));
-    for (const { telemetry } of report.skipped) {
-      telemetry.count('skipped');
-      telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
-    }
-    for (const { telemetry } of report.deferred) {
-      telemetry.count('deferredAtDeadline');
-      telemetry.logger.info(
-        'not started: too little of the invocation is left to finish it; SQS redelivers it',
-        {
-          remainingMs: lambdaContext.getRemainingTimeInMillis(),
-          reserveMs: deadline.reserveMs(budgetMs),
+    try {
+      const deadline = this.#deadline;
+      const budgetMs = lambdaContext.getRemainingTimeInMillis();
+      const batchStartedMs = Date.now();
+      let anyStarted = false;
+      const deadLettered = new Set<string>();
+      // A chain per key: the runner runs a chain's records one at a time and skips the rest of it
+      // after a failure, so a key's copies wait for its first one and never run it twice in a batch.
+      const chains = planGroups(records, ({ received }) => chainKeyOf(received, processor));
+      const report = await runGroups(chains, maxConcurrentRecords, (_chain, signal) => ({
+        processRecord: async ({ received, telemetry }): Promise<RecordStep> => {
+          if (!deadline.allowsStart(lambdaContext, budgetMs, !anyStarted)) return 'deferred';
+          anyStarted = true;
+          const started = Date.now();
+          try {
+            const waitForHeldKey =
+              inFlightWaitMs > 0
+                ? (held: IdempotencyInProgressError) =>
+                    waitForKey(held, {
+                      store: processor.store,
+                      maxWaitMs: inFlightWaitMs,
+                      lambdaContext,
+                      reserveMs: deadline.reserveMs(budgetMs),
+                      signal,
+                    })
+                : undefined;
+            return await processRecord(
+              received,
+              telemetry,
+              { lambdaContext, signal, waitForKey: waitForHeldKey, deadLettered },
+              processor,
+            );
+          } finally {
+            deadline.recordFinished(Date.now() - started);
+          }
         },
-      );
+      }));
+      for (const { telemetry } of report.skipped) {
+        telemetry.count('skipped');
+        telemetry.endSpan('given-back');
+        telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
+      }
+      for (const { telemetry } of report.deferred) {
+        telemetry.count('deferredAtDeadline');
+        telemetry.endSpan('deferred');
+        telemetry.logger.info(
+          'not started: too little of the invocation is left to finish it; SQS redelivers it',
+          {
+            remainingMs: lambdaContext.getRemainingTimeInMillis(),
+            reserveMs: deadline.reserveMs(budgetMs),
+          },
+        );
+      }
+      const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
+      const end: BatchEnd = { concurrency: maxConcurrentRecords, lambdaContext, logger: telemetry.logger };
+      await Promise.all([
+        keepRecordsOfReturningCopies(unacknowledged, processor, end),
+        this.#delayReturns(
+          unacknowledged,
+          comingBackSoon(chains, report.skipped),
+          batchStartedMs,
+          processor,
+          end,
+        ),
+      ]);
+      const failed = new Set(unacknowledged);
+      return {
+        batchItemFailures: records
+          .filter((record) => failed.has(record))
+          .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
+      };
+    } finally {
+      // A whole-batch failure leaves records without a verdict: SQS redelivers every one of them.
+      for (const { telemetry } of records) telemetry.endSpan('given-back');
     }
-    const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
-    const end: BatchEnd = { concurrency: maxConcurrentRecords, lambdaContext, logger: telemetry.logger };
-    await Promise.all([
-      keepRecordsOfReturningCopies(unacknowledged, processor, end),
-      this.#delayReturns(
-        unacknowledged,
-        comingBackSoon(chains, report.skipped),
-        batchStartedMs,
-        processor,
-        end,
-      ),
-    ]);
-    const failed = new Set(unacknowledged);
-    return {
-      batchItemFailures: records
-        .filter((record) => failed.has(record))
-        .map(({ received }) => ({ itemIdentifier: received.record.messageId })),
-    };
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { MetricUnit as MetricUnitName } from '@aws-lambda-powertools/metrics/types';
+import { NO_SPAN, type OncelySpan } from '../common/tracing.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { IdempotencyObserver } from '../idempotency/observer.js';
 import type { ConsumerHooks, RecordHookEvent } from './hooks.js';
@@ -88,25 +89,79 @@ export interface ConsumerLogger {
 }
 
 /**
- * Logs and metrics of one record. It is the idempotency core's observer for that record, so what
- * the core reports without throwing is logged with the record's key, group and message id too.
+ * How a record's processing in this invocation ended, as its span says (`oncely.outcome`, DESIGN §6):
+ * its effect ran now, it was a duplicate of a completed record, it is IN_DOUBT, it went to the DLQ,
+ * it was not started for lack of time, or it was given back to SQS to be redelivered.
+ */
+export type RecordOutcome =
+  | 'applied'
+  | 'duplicate'
+  | 'in-doubt'
+  | 'dead-lettered'
+  | 'deferred'
+  | 'given-back';
+
+/**
+ * Logs, metrics and span of one record. It is the idempotency core's observer for that record, so
+ * what the core reports without throwing is logged with the record's key, group and message id too.
  */
 export class RecordTelemetry implements IdempotencyObserver {
+  /** This record's logger: every line carries its key, group and message id, and its span's ids once it started. */
+  readonly logger: ConsumerLogger;
+  /** The logger's fields, which the span's ids join when it starts. */
+  readonly #fields: LogFields;
+  readonly #startSpan: () => OncelySpan;
+  #span: OncelySpan | undefined;
+  #spanEnded = false;
+
   constructor(
-    /** This record's logger: every line carries its key, group and message id. */
-    readonly logger: ConsumerLogger,
+    logger: ConsumerLogger,
+    fields: RecordLogFields,
     private readonly metrics: MetricsSink,
     /** The user's hooks, and the message they are told about (none for a record that did not parse). */
     private readonly hooked?: { hooks: ConsumerHooks; message: ConsumerMessage },
-  ) {}
+    /** Starts the record's span; none without tracing. */
+    startSpan: () => OncelySpan = () => NO_SPAN,
+  ) {
+    this.#fields = { ...fields };
+    this.logger = recordLogger(logger, this.#fields);
+    this.#startSpan = startSpan;
+  }
 
   static forRecord(
     base: { logger: ConsumerLogger; metrics: MetricsSink },
     fields: RecordLogFields,
     hooks?: { hooks: ConsumerHooks | undefined; message: ConsumerMessage | undefined },
+    startSpan?: () => OncelySpan,
   ): RecordTelemetry {
     const hooked = hooks?.hooks && hooks.message ? { hooks: hooks.hooks, message: hooks.message } : undefined;
-    return new RecordTelemetry(recordLogger(base.logger, { ...fields }), base.metrics, hooked);
+    return new RecordTelemetry(base.logger, fields, base.metrics, hooked, startSpan);
+  }
+
+  /** Starts the record's span when its turn starts (DESIGN §6); later calls do nothing. */
+  beginSpan(): void {
+    if (this.#span) return;
+    this.#span = this.#startSpan();
+    Object.assign(this.#fields, this.#span.logFields);
+  }
+
+  /** Runs `work` inside the record's span: the spans of the effect's own calls nest under it. */
+  withinSpan<T>(work: () => T): T {
+    return (this.#span ?? NO_SPAN).within(work);
+  }
+
+  /**
+   * Ends the record's span with its outcome, and `error` when one failed it; a record that had no
+   * turn gets its span now. Only the first call counts: a record's verdict is its first.
+   */
+  endSpan(outcome: RecordOutcome, error?: unknown): void {
+    if (this.#spanEnded) return;
+    this.#spanEnded = true;
+    this.beginSpan();
+    const span = this.#span as OncelySpan;
+    span.setAttributes({ 'oncely.outcome': outcome });
+    if (error !== undefined) span.fail(error);
+    span.end();
   }
 
   /** Calls the user's hook, if any, without awaiting it; what it throws is logged, never the record's. */

@@ -10,7 +10,7 @@ const metrics = new Metrics({ defaultDimensions: metricsScope() });
 
 /** The relay's Lambda entry point, on the outbox table's stream (built on first use, then kept). */
 export async function handler(event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> {
-  sender ??= senderFromEnvironment();
+  sender ??= senderFromEnvironment('relay');
   const response = await relayBatch(event, {
     ...sender,
     ...invocationTimes(context),

@@ -4,6 +4,7 @@ import type { Context } from 'aws-lambda';
 import type { RetryPolicy } from '../common/backoff.js';
 import { type Environment, EnvironmentReader } from '../common/environment.js';
 import { isFifoQueueUrl } from '../common/queue-type.js';
+import { tracedSendBatch } from '../publisher/send-span.js';
 import { sqsBatchSender } from '../publisher/sqs-batch.js';
 import {
   DEFAULT_STUCK_AFTER_SECONDS,
@@ -44,9 +45,11 @@ const SENDER_REMEDY =
 
 /**
  * The relay's and sweeper's clients and settings, from OUTBOX_ENVIRONMENT and the AWS SDK's
- * defaults. The OncelyConfigurationError names every variable to fix.
+ * defaults; `sender` names whose sends their spans are (DESIGN §6). The OncelyConfigurationError
+ * names every variable to fix.
  */
 export function senderFromEnvironment(
+  sender: 'relay' | 'sweeper',
   environment: Environment = process.env,
 ): Omit<SenderOptions, 'claimMs'> {
   const read = new EnvironmentReader(environment);
@@ -57,7 +60,7 @@ export function senderFromEnvironment(
   return {
     items: new OutboxItems({ client: new DynamoDBClient({}), layout }),
     // One attempt per call: the ordered sender retries failed entries itself, with the same ids.
-    sendBatch: sqsBatchSender(new SQSClient({ maxAttempts: 1 }), queueUrl),
+    sendBatch: tracedSendBatch(sqsBatchSender(new SQSClient({ maxAttempts: 1 }), queueUrl), queueUrl, sender),
     maxBatchBytes,
     ordered: isFifoQueueUrl(queueUrl),
     retry: OUTBOX_SEND_RETRY,

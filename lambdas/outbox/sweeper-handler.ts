@@ -14,7 +14,7 @@ const metrics = new Metrics({ defaultDimensions: metricsScope() });
  * the oldest pending age on every run, zeros included, so a missing data point means it did not run.
  */
 export async function handler(_event: unknown, context: Context): Promise<SweepReport> {
-  sender ??= senderFromEnvironment();
+  sender ??= senderFromEnvironment('sweeper');
   bounds ??= sweepBoundsFromEnvironment();
   const report = await sweep({ ...sender, ...bounds, ...invocationTimes(context) });
   const swept = report.groups.reduce((sum, group) => sum + group.sent.length, 0);

@@ -15,6 +15,7 @@ import { readPublisherEnvironment } from './environment.js';
 import { refusalMetrics } from './metrics.js';
 import { earlierRunUncertainty, publisherErrors, validation } from './middlewares.js';
 import { sendInGroupOrder } from './ordered-sender.js';
+import { tracedSendBatch } from './send-span.js';
 import { sqsBatchSender } from './sqs-batch.js';
 import type { PublishCommand } from './validation.js';
 
@@ -78,7 +79,11 @@ const DEFAULT_RESERVE_MS = retriedWorstCaseMs(RECORD_WRITE_RETRY, STORE_REQUEST_
  * §5.1), which keeps no order, each message is sent and retried on its own.
  */
 export function createPublisherHandler(options: PublisherOptions): PublisherHandler {
-  const sendBatch = sqsBatchSender(options.sqs, options.queueUrl, options.sqsCallTimeoutMs);
+  const sendBatch = tracedSendBatch(
+    sqsBatchSender(options.sqs, options.queueUrl, options.sqsCallTimeoutMs),
+    options.queueUrl,
+    'publisher',
+  );
   const reserveMs = options.reserveMs ?? DEFAULT_RESERVE_MS;
   const ordered = isFifoQueueUrl(options.queueUrl);
   const publish = async (command: PublishCommand, context: Context): Promise<PublishResponse> => ({

@@ -1,11 +1,8 @@
 import type { LambdaClient } from '@aws-sdk/client-lambda';
-import { context, propagation, type Span, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 // The package's own name: what other services import.
 import { OncelyConfigurationError, publish } from 'oncely/client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { orders, usePublisherFixture } from '../support/publisher.js';
 import {
   PUBLISHER_FUNCTION,
@@ -14,6 +11,7 @@ import {
 } from '../support/publisher-function.js';
 import { drainQueue } from '../support/sqs.js';
 import { injectCallFaults } from '../support/sqs-faults.js';
+import { inProducerSpan as inSpan, linksOf, recordingSpans } from '../support/tracing.js';
 
 // DESIGN §6: the producer's trace context rides with each message it publishes, as the SQS
 // attributes OpenTelemetry and X-Ray read, through the real client, publisher and SQS emulator,
@@ -22,7 +20,6 @@ import { injectCallFaults } from '../support/sqs-faults.js';
 const FUNCTION = PUBLISHER_FUNCTION;
 const FAST = { maxAttempts: 20, baseDelayMs: 2, maxDelayMs: 10 };
 const X_RAY = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
-const tracer = () => trace.getTracer('oncely-test');
 
 const fixture = usePublisherFixture();
 let lambda: LambdaClient;
@@ -30,17 +27,7 @@ let served: ServedFunction;
 /** The trace context of each request the publisher function received, in order. */
 let requestContexts: unknown[];
 
-beforeAll(() => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(new BasicTracerProvider());
-});
-
-afterAll(() => {
-  trace.disable();
-  propagation.disable();
-  context.disable();
-});
+const spans = recordingSpans();
 
 beforeEach(async () => {
   requestContexts = [];
@@ -60,17 +47,8 @@ afterEach(async () => {
 const options = () => ({ functionName: FUNCTION, lambda, retry: FAST });
 const connectionReset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 
-/** Runs `work` inside a new active span; resolves with what it did and the span's W3C traceparent. */
-async function inSpan<T>(work: () => Promise<T>): Promise<{ result: T; traceparent: string }> {
-  return tracer().startActiveSpan('place order', async (span: Span) => {
-    try {
-      const { traceId, spanId } = span.spanContext();
-      return { result: await work(), traceparent: `00-${traceId}-${spanId}-01` };
-    } finally {
-      span.end();
-    }
-  });
-}
+/** The publisher's send spans, in the order they ended. */
+const sendSpans = () => spans.getFinishedSpans().filter(({ kind }) => kind === SpanKind.PRODUCER);
 
 describe('publish carries the trace context (DESIGN §6)', () => {
   it("sends the active span's context with every message, as the traceparent attribute", async () => {
@@ -147,5 +125,45 @@ describe('publish carries the trace context (DESIGN §6)', () => {
       first.traceparent,
       first.traceparent,
     ]);
+  });
+});
+
+describe("the publisher's send spans (DESIGN §6)", () => {
+  it('one per SendMessageBatch, linked to the producer, naming the keys sent', async () => {
+    spans.reset();
+    // Three groups, one call: a call carries at most one message of a group.
+    const messages = orders(3, 3);
+    const { traceparent } = await inSpan(() => publish(messages, options()));
+    await drainQueue(fixture.sqs, fixture.queueUrl, messages.length);
+    const [send, ...more] = sendSpans();
+    expect(more).toEqual([]);
+    expect(send?.name).toBe(`send ${fixture.queueUrl.split('/').pop()}`);
+    // Three messages of one request: one producer, one link.
+    expect(linksOf(send as never)).toEqual([traceparent]);
+    expect(send?.attributes).toMatchObject({
+      'messaging.system': 'aws_sqs',
+      'messaging.operation.type': 'send',
+      'messaging.batch.message_count': 3,
+      'oncely.sender': 'publisher',
+      'oncely.sent_count': 3,
+    });
+    expect(send?.attributes['oncely.message.keys']).toEqual(expect.arrayContaining(['order-0', 'order-2']));
+    expect(send?.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('a send applied but its answer lost fails its span; the re-send has its own, linked alike', async () => {
+    spans.reset();
+    let calls = 0;
+    injectCallFaults(fixture.sqs, () =>
+      ++calls === 1 ? { when: 'after-sending', error: connectionReset() } : undefined,
+    );
+    const { traceparent } = await inSpan(() => publish(orders(2, 2), options()));
+    await drainQueue(fixture.sqs, fixture.queueUrl, 2);
+    const [lost, resent] = sendSpans();
+    expect(lost?.status).toMatchObject({ code: SpanStatusCode.ERROR });
+    expect(lost?.attributes['oncely.sent_count']).toBe(0);
+    expect(resent?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(resent?.attributes['oncely.sent_count']).toBe(2);
+    expect([linksOf(lost as never), linksOf(resent as never)]).toEqual([[traceparent], [traceparent]]);
   });
 });

@@ -75,21 +75,23 @@ describe("the relay's and sweeper's environment", () => {
   const complete = { ...table, OUTBOX_QUEUE_URL: 'http://127.0.0.1:1/000000000000/events.fifo' };
 
   it('reads the queue, the table and the size limit', () => {
-    expect(senderFromEnvironment(complete)).toMatchObject({ maxBatchBytes: DEFAULT_MAX_MESSAGE_BYTES });
-    expect(senderFromEnvironment({ ...complete, OUTBOX_MAX_MESSAGE_BYTES: '4096' })).toMatchObject({
+    expect(senderFromEnvironment('relay', complete)).toMatchObject({
+      maxBatchBytes: DEFAULT_MAX_MESSAGE_BYTES,
+    });
+    expect(senderFromEnvironment('relay', { ...complete, OUTBOX_MAX_MESSAGE_BYTES: '4096' })).toMatchObject({
       maxBatchBytes: 4_096,
     });
   });
 
   it("keeps a group's order only on a FIFO queue: the URL says which (DESIGN §5.1)", () => {
-    expect(senderFromEnvironment(complete)).toMatchObject({ ordered: true });
+    expect(senderFromEnvironment('relay', complete)).toMatchObject({ ordered: true });
     const standard = { ...complete, OUTBOX_QUEUE_URL: 'http://127.0.0.1:1/000000000000/events' };
-    expect(senderFromEnvironment(standard)).toMatchObject({ ordered: false });
+    expect(senderFromEnvironment('relay', standard)).toMatchObject({ ordered: false });
   });
 
   it('names every variable to fix', () => {
     const error = thrown(() =>
-      senderFromEnvironment({ OUTBOX_TABLE_NAME: '', OUTBOX_MAX_MESSAGE_BYTES: '1e6' }),
+      senderFromEnvironment('relay', { OUTBOX_TABLE_NAME: '', OUTBOX_MAX_MESSAGE_BYTES: '1e6' }),
     );
     expect(error.sources).toEqual(['OUTBOX_QUEUE_URL', 'OUTBOX_TABLE_NAME', 'OUTBOX_MAX_MESSAGE_BYTES']);
     expect(error.message).toMatch(
