@@ -46,6 +46,7 @@ const FAST_TESTS = [
   'test/sandbox/function-concurrency.test.ts',
   'test/sandbox/schedules.test.ts',
   'test/sandbox/stream-shards.test.ts',
+  'test/sandbox/trace-collector.test.ts',
   'test/shop/environment.test.ts',
   'test/shop/shop-settings.test.ts',
   'test/soak/soak-parts.test.ts',

@@ -4,7 +4,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
                [--schedule-interval SECONDS] [--async-retry-delay SECONDS] [--one-group-per-receive]
-               [--duplicate-deliveries] [--install-node]
+               [--duplicate-deliveries] [--install-node] [--traces-file PATH | --no-traces]
       Run your CDK app locally until Ctrl-C: synthesise it from its cdk.json (in DIR, or here) as
       \`cdk deploy\` would, then its queues and tables in the SQS emulator and DynamoDB Local, each
       function from its bundled asset, its event sources and schedules, behind one edge endpoint
@@ -18,6 +18,10 @@ export const USAGE = `Usage:
       once more, as SQS's at-least-once delivery may;
       --install-node installs the Node.js major a function's runtime names into .oncely/ when missing
       (once, from the npm registry), rather than running it on this machine's Node.
+      Traces: with OpenTelemetry's SDK installed, each function exports its spans, as the ADOT layer
+      would, to the sandbox's OTLP/HTTP JSON collector, which writes them to --traces-file (default
+      .oncely/traces.otlp.jsonl in the app's directory, emptied at start; the ready file says where);
+      --no-traces turns that off.
 
   oncely dlq list      [--limit N] [--timeout SECONDS] [--ready-file PATH | --stack NAME] [--json]
       Show the messages in the DLQ (without consuming them) and why they are there: at most --limit
@@ -91,6 +95,8 @@ export type Command =
         oneGroupPerReceive: boolean;
         duplicateDeliveries: boolean;
         installNode: boolean;
+        tracesFile?: string;
+        noTraces: boolean;
       };
     }
   | { name: 'in-doubt-list'; target: Target; json: boolean; limit?: number; after?: string }
@@ -157,6 +163,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         oneGroupPerReceive: values['one-group-per-receive'] ?? false,
         duplicateDeliveries: values['duplicate-deliveries'] ?? false,
         installNode: values['install-node'] ?? false,
+        tracesFile: values['traces-file'],
+        noTraces: values['no-traces'] ?? false,
       },
     };
   }
@@ -265,6 +273,8 @@ function parse(argv: string[]) {
         'one-group-per-receive': { type: 'boolean' },
         'duplicate-deliveries': { type: 'boolean' },
         'install-node': { type: 'boolean' },
+        'traces-file': { type: 'string' },
+        'no-traces': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -1,8 +1,9 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
 import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
+import { missingTracePackages } from '../sandbox/trace-packages.js';
 
 export interface LocalOptions {
   /** The CDK app's directory (its cdk.json); the current directory by default. */
@@ -20,7 +21,17 @@ export interface LocalOptions {
   duplicateDeliveries?: boolean;
   /** Installs a function's missing Node.js major into `.oncely/` first (`--install-node`); `false` by default. */
   installNode?: boolean;
+  /**
+   * Where the functions' spans are written (`--traces-file`).
+   * @default `.oncely/traces.otlp.jsonl` in the app's directory, when OpenTelemetry's SDK is installed
+   */
+  tracesFile?: string;
+  /** Collects no spans (`--no-traces`); `false` by default. */
+  noTraces?: boolean;
 }
+
+/** Where `oncely local` writes the functions' spans unless told: beside the Node.js it installs. */
+export const DEFAULT_TRACES_FILE = join('.oncely', 'traces.otlp.jsonl');
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
@@ -49,8 +60,10 @@ export async function runLocal(options: LocalOptions): Promise<number> {
       `Starting the Oncely sandbox for the CDK app in ${appDirectory}: synthesising it (bundling its ` +
         'functions), DynamoDB Local and the SQS emulator…',
     );
+    const traces = tracesOf(options, appDirectory);
     const sandbox = await startSandbox({
       appDirectory,
+      ...(traces && { traces }),
       environment: options.environment,
       context: options.context,
       oneGroupPerReceive: options.oneGroupPerReceive,
@@ -96,6 +109,21 @@ export async function runLocal(options: LocalOptions): Promise<number> {
   }
 }
 
+/**
+ * The sandbox's traces: in the file asked for (the sandbox then fails if the SDK is missing), by
+ * default in {@link DEFAULT_TRACES_FILE} when the SDK is installed, else none, said once.
+ */
+function tracesOf(options: LocalOptions, appDirectory: string): { file: string } | undefined {
+  if (options.noTraces) return undefined;
+  if (options.tracesFile) return { file: resolve(options.tracesFile) };
+  const missing = missingTracePackages();
+  if (missing.length > 0) {
+    console.log(`No traces: to collect the functions' spans, npm install --save-dev ${missing.join(' ')}`);
+    return undefined;
+  }
+  return { file: join(appDirectory, DEFAULT_TRACES_FILE) };
+}
+
 /** Writes to a temporary file beside it, then renames: a reader never sees a half-written file. */
 function writeReadyFile(path: string, description: SandboxDescription): void {
   const partial = `${path}.${process.pid}.tmp`;
@@ -110,6 +138,12 @@ function printDescription(description: SandboxDescription): void {
   console.log(`  Lambda Invoke  ${endpoints.lambda}   (AWS_ENDPOINT_URL_LAMBDA)`);
   console.log(`  SQS            ${endpoints.sqs}   (AWS_ENDPOINT_URL_SQS)`);
   console.log(`  DynamoDB       ${endpoints.dynamodb}   (AWS_ENDPOINT_URL_DYNAMODB)`);
+  if (description.traces) {
+    console.log(
+      `  Traces         ${description.traces.endpoint}   (OTLP/HTTP JSON: your exporter may send here too)`,
+    );
+    console.log(`                 written to ${description.traces.file}`);
+  }
   if (resources) {
     console.log('Pipeline:');
     console.log(`  publisher      ${resources.publisherFunctionName}`);

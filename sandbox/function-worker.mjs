@@ -55,6 +55,12 @@ process.on('unhandledRejection', (reason) => {
   send({ crash }, () => process.exit(128));
 });
 
+/**
+ * With the sandbox collecting traces (`ONCELY_LOCAL_TRACES`, its collector's endpoint), the SDK is
+ * registered before the handler loads, as the ADOT layer's wrapper does on AWS (trace-layer.mjs).
+ */
+const tracing = await startTracing(process.env.ONCELY_LOCAL_TRACES);
+
 const loaded = refuseCallbacks(await loadHandler());
 if (loaded.error) {
   send({ initError: loaded.error, ...usage() });
@@ -63,14 +69,28 @@ if (loaded.error) {
     const event = JSON.parse(eventJson);
     const getRemainingTimeInMillis = () => Math.max(0, deadline - Date.now());
     const context = { ...data, getRemainingTimeInMillis };
-    const reply = invokeStore
-      ? await invokeStore.run({ [REQUEST_ID]: id }, () => invokeAsync(loaded.handler, event, context))
-      : callbacks
-        ? await invokeWithCallbacks(loaded.handler, event, context)
-        : await invokeAsync(loaded.handler, event, context);
+    const invoke = () =>
+      invokeStore
+        ? invokeStore.run({ [REQUEST_ID]: id }, () => invokeAsync(loaded.handler, event, context))
+        : callbacks
+          ? invokeWithCallbacks(loaded.handler, event, context)
+          : invokeAsync(loaded.handler, event, context);
+    const reply = tracing ? await tracing.around(event, context, invoke) : await invoke();
     send({ id, ...reply, ...usage() });
   });
   send({ ready: true, ...usage() });
+}
+
+/** The trace layer, or none: without an endpoint, or when the SDK cannot load (said once, on stderr). */
+async function startTracing(endpoint) {
+  if (!endpoint) return undefined;
+  try {
+    const layer = await import('./trace-layer.mjs');
+    return layer.startTracing(endpoint);
+  } catch (error) {
+    console.error(`oncely local: no traces from this function, the OpenTelemetry SDK did not load: ${error}`);
+    return undefined;
+  }
 }
 
 /**

@@ -43,6 +43,8 @@ import {
   synthesizeApp,
 } from './synthesize.js';
 import { Teardown } from './teardown.js';
+import { startTraceCollector, type TraceCollector, TraceCollectorError } from './trace-collector.js';
+import { missingTracePackages } from './trace-packages.js';
 
 /** Where the functions reach SQS and DynamoDB. */
 export interface ServiceEndpoints {
@@ -119,6 +121,14 @@ export interface SandboxOptions {
    * (nothing; refused). FIFO queues are not affected. `false` by default.
    */
   duplicateDeliveries?: boolean;
+  /**
+   * Collects the functions' spans, as the ADOT layer does on AWS (docs/local.md, "Traces"): each
+   * function gets OpenTelemetry's SDK registered before its handler loads and a span per
+   * invocation, and exports to the sandbox's OTLP/HTTP JSON collector, which writes every export to
+   * `file` (emptied first). Needs `TRACE_PACKAGES` installed. Off by default; `oncely local` turns
+   * it on.
+   */
+  traces?: { file: string };
 }
 
 /** What clients need to use the sandbox: the ready file's content. */
@@ -133,6 +143,11 @@ export interface SandboxDescription {
   /** Every output of the app's stacks, resolved locally (a key two stacks share: the later stack's). */
   outputs: Record<string, string>;
   notEmulated: ProvisionedStack['notEmulated'];
+  /**
+   * Where the functions' spans go (`endpoint`, OTLP/HTTP JSON: your own process may export there
+   * too) and where they are kept (`file`, one OTLP JSON export per line). Absent without `traces`.
+   */
+  traces?: { endpoint: string; file: string };
 }
 
 /** What the app's stacks amount to locally, all together, and each stack's own. */
@@ -203,6 +218,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       options,
     );
     provideRuntimeModules(assembly.directory, [appDirectory, ONCELY_DIRECTORY]);
+    const traces = options.traces && (await startTraces(teardown, options.traces.file));
     const clients = startClients(teardown, emulators);
     const served = new ServedApp(options.asyncRetryDelaysMs);
     const { lambda, edge } = await startEndpoints(teardown, emulators, served);
@@ -211,7 +227,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     // anyway (the SDK prefers that host to its endpoint when the two differ).
     sqsEmulator.nameQueuesAt(edge.port);
     const provisioned = await provisionApp(assembly.stacks, clients);
-    const environmentOf = await functionEnvironments(provisioned.queues, emulators, edge.endpoint, options);
+    const environmentOf = await functionEnvironments(provisioned.queues, emulators, edge.endpoint, {
+      ...options,
+      tracesEndpoint: traces?.endpoint,
+    });
     const functions = startAppFunctions(provisioned.functions, {
       appDirectory,
       environmentOf,
@@ -233,6 +252,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       endpoints: { edge: edge.endpoint, ...emulators, lambda: lambda.endpoint },
       functions,
       dynamodbLocalPid: dynamodbLocal.pid,
+      traces,
       teardown,
     });
   } catch (error) {
@@ -263,6 +283,17 @@ async function startAppAndEmulators(teardown: Teardown, appDirectory: string, op
 async function assemblyOf(appDirectory: string, options: SandboxOptions): Promise<CloudAssembly> {
   if (options.cloudAssembly === undefined) return synthesizeApp({ appDirectory, context: options.context });
   return readCloudAssembly(options.cloudAssembly);
+}
+
+/** The trace collector, once the packages the functions' trace layer loads are known to be installed. */
+async function startTraces(teardown: Teardown, file: string): Promise<TraceCollector> {
+  const missing = missingTracePackages();
+  if (missing.length > 0) {
+    throw new TraceCollectorError(
+      `Collecting traces needs OpenTelemetry's SDK beside Oncely: npm install --save-dev ${missing.join(' ')}`,
+    );
+  }
+  return teardown.started(startTraceCollector(file), (collector) => collector.stop());
 }
 
 /** The sandbox's own clients of the emulators: they provision the stacks and poll the sources. */
@@ -367,7 +398,7 @@ async function functionEnvironments(
   queues: readonly LocalQueue[],
   emulators: ServiceEndpoints,
   edgeEndpoint: string,
-  options: SandboxOptions,
+  options: SandboxOptions & { tracesEndpoint?: string },
 ): Promise<(fn: LocalFunction) => Record<string, string>> {
   const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
   const awsEnvironment = {
@@ -379,6 +410,8 @@ async function functionEnvironments(
     AWS_ENDPOINT_URL_SQS: routed.sqs,
     AWS_ENDPOINT_URL_DYNAMODB: routed.dynamodb,
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // The switch of function-worker.mjs's trace layer: where the functions export their spans.
+    ...(options.tracesEndpoint ? { ONCELY_LOCAL_TRACES: options.tracesEndpoint } : {}),
   };
   // A function's queue URLs name the SQS endpoint it is given, as on AWS: the SDK would send to
   // the URL's host instead (with a warning on every request), past a routed proxy.
@@ -483,6 +516,7 @@ function describeSandbox(
   provisioned: ProvisionedApp,
   pipeline: ReturnType<typeof findPipeline>,
   endpoints: SandboxDescription['endpoints'],
+  traces: TraceCollector | undefined,
 ): SandboxDescription {
   const { stacks } = provisioned;
   const outputs = Object.fromEntries(
@@ -495,6 +529,7 @@ function describeSandbox(
     ...(pipeline && { resources: pipeline.resources }),
     outputs,
     notEmulated: provisioned.notEmulated,
+    ...(traces && { traces: { endpoint: traces.endpoint, file: traces.file } }),
   };
 }
 
@@ -506,6 +541,7 @@ interface SandboxParts {
   endpoints: SandboxDescription['endpoints'];
   functions: AppFunctions;
   dynamodbLocalPid: number;
+  traces: TraceCollector | undefined;
   teardown: Teardown;
 }
 
@@ -513,7 +549,7 @@ function runningSandbox(parts: SandboxParts): Sandbox {
   const { appDirectory, provisioned, functions, teardown } = parts;
   const pipeline = findPipeline(provisioned.stacks);
   return {
-    description: describeSandbox(provisioned, pipeline, parts.endpoints),
+    description: describeSandbox(provisioned, pipeline, parts.endpoints, parts.traces),
     provisioned,
     assemblyDirectory: parts.assemblyDirectory,
     pipelineResources: () => {

@@ -306,6 +306,17 @@ describe('the command line', () => {
     expect(parseCommandLine(['local'], {})).toMatchObject({ options: { installNode: false } });
   });
 
+  it('parses oncely local --traces-file and --no-traces; traces in the default file unless told', () => {
+    expect(parseCommandLine(['local', '--traces-file', 'spans.jsonl'], {})).toMatchObject({
+      name: 'local',
+      options: { tracesFile: 'spans.jsonl', noTraces: false },
+    });
+    expect(parseCommandLine(['local', '--no-traces'], {})).toMatchObject({ options: { noTraces: true } });
+    expect(parseCommandLine(['local'], {})).toMatchObject({
+      options: { tracesFile: undefined, noTraces: false },
+    });
+  });
+
   it('shows ages briefly', () => {
     expect([0, 42, 60, 312, 3_600, 3_840, 86_400, 183_600].map(formatAge)).toEqual([
       '0s',

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_TRACES_FILE } from '../../cli/local-command.js';
 import { groupAlive } from '../support/process-group.js';
 
 describe('interrupting a process that runs DynamoDB Local', () => {
@@ -88,10 +89,14 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     const { child, printed, readyFile, tmp } = oncelyLocal(mark);
     const exited = once(child, 'exit');
     await printed('Press Ctrl-C');
-    const { endpoints } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
+    const { endpoints, traces } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
       endpoints: Record<string, string>;
+      traces?: { endpoint: string; file: string };
     };
     expect(Object.keys(endpoints).sort()).toEqual(['dynamodb', 'edge', 'lambda', 'sqs']);
+    // With OpenTelemetry's SDK installed (here, the repository's), traces are on by default.
+    expect(traces?.file).toBe(join(process.cwd(), DEFAULT_TRACES_FILE));
+    expect(traces?.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
     expect(assemblies(tmp)).toHaveLength(1);
 
     child.kill('SIGTERM');
@@ -101,6 +106,7 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     // tsx's esbuild service leaves when it sees its parent gone: a moment after the exit.
     await expect.poll(() => processesMarked(mark), { timeout: 60_000 }).toEqual([]);
     await expect(fetch(endpoints.dynamodb)).rejects.toThrow();
+    await expect(fetch(String(traces?.endpoint), { method: 'POST' })).rejects.toThrow();
   }, 240_000);
 
   it('stops what had started on SIGINT during the start-up', async () => {
