@@ -49,6 +49,11 @@ export interface SpanOptions {
 
 /** Starts Oncely's spans with the registered tracer provider (the ADOT layer's, or the user's SDK). */
 export interface Tracing {
+  /**
+   * Whether an SDK is registered: without one, the API's spans record nothing, so none is started
+   * and no attribute built. Asked at each span, since an SDK may register after Oncely loads.
+   */
+  enabled(): boolean;
   start(name: string, options: SpanOptions): OncelySpan;
 }
 
@@ -60,15 +65,25 @@ export function loadTracing(): Promise<Tracing | undefined> {
   return tracing;
 }
 
-/** Starts `name` with `tracing`, or gives {@link NO_SPAN} without it. */
-export function startSpan(tracing: Tracing | undefined, name: string, options: SpanOptions): OncelySpan {
-  return tracing ? tracing.start(name, options) : NO_SPAN;
+/** The API's own provider: a proxy that hands out an SDK's tracers once one is registered. */
+interface ProxyTracerProvider {
+  getDelegateTracer?(name: string): unknown;
 }
 
 function openTelemetryTracing(api: OpenTelemetryApi): Tracing {
   const tracer = api.trace.getTracer(TRACER_NAME);
   const kinds = { consumer: api.SpanKind.CONSUMER, producer: api.SpanKind.PRODUCER } as const;
+  // Once an SDK is registered, it stays: only its absence is asked again.
+  let registered = false;
   return {
+    enabled() {
+      if (registered) return true;
+      const provider = api.trace.getTracerProvider() as ProxyTracerProvider;
+      registered =
+        typeof provider.getDelegateTracer !== 'function' ||
+        provider.getDelegateTracer(TRACER_NAME) !== undefined;
+      return registered;
+    },
     start(name, { kind, attributes, links }) {
       const span = tracer.startSpan(name, {
         kind: kinds[kind],

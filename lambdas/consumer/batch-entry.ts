@@ -66,3 +66,31 @@ export function receiveBatch(
     };
   });
 }
+
+/** Records not run because an earlier one failed (`why`): counted, their spans ended given back, logged. */
+export function reportSkipped(records: readonly BatchRecord[], why: string): void {
+  for (const { telemetry } of records) {
+    telemetry.count('skipped');
+    telemetry.endSpan('given-back');
+    telemetry.logger.info(why);
+  }
+}
+
+/** Records not started for lack of time (DESIGN §5): counted, their spans ended deferred, logged. */
+export function reportDeferred(
+  records: readonly BatchRecord[],
+  remainingMs: number,
+  reserveMs: number,
+): void {
+  for (const { telemetry } of records) {
+    telemetry.count('deferredAtDeadline');
+    telemetry.endSpan('deferred');
+    telemetry.logger.info(
+      'not started: too little of the invocation is left to finish it; SQS redelivers it',
+      {
+        remainingMs,
+        reserveMs,
+      },
+    );
+  }
+}

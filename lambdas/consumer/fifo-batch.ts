@@ -2,7 +2,14 @@ import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { KnownKeys } from '../common/known-keys.js';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
-import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
+import {
+  type BatchRecord,
+  batchMiddleware,
+  consumersByOptions,
+  receiveBatch,
+  reportDeferred,
+  reportSkipped,
+} from './batch-entry.js';
 import {
   CONSUMER_OPTION_KEYS,
   ConsumerSetup,
@@ -262,22 +269,11 @@ class FifoBatchConsumer {
           return { processRecord: processGroupRecord, done: () => leases.close() };
         },
       );
-      for (const { telemetry } of report.skipped) {
-        telemetry.count('skipped');
-        telemetry.endSpan('given-back');
-        telemetry.logger.info('not run: an earlier record of its group failed; SQS redelivers it in order');
-      }
-      for (const { telemetry } of report.deferred) {
-        telemetry.count('deferredAtDeadline');
-        telemetry.endSpan('deferred');
-        telemetry.logger.info(
-          'not started: too little of the invocation is left to finish it; SQS redelivers it',
-          {
-            remainingMs: lambdaContext.getRemainingTimeInMillis(),
-            reserveMs: deadline.reserveMs(budgetMs),
-          },
-        );
-      }
+      reportSkipped(
+        report.skipped,
+        'not run: an earlier record of its group failed; SQS redelivers it in order',
+      );
+      reportDeferred(report.deferred, lambdaContext.getRemainingTimeInMillis(), deadline.reserveMs(budgetMs));
       for (const { telemetry } of report.heldBack) {
         telemetry.count('heldBack');
         telemetry.logger.info(

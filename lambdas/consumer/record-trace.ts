@@ -1,6 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { sanitizedTraceContext, type TraceContext } from '../common/trace-context.js';
-import { NO_SPAN, type OncelySpan, queueNameOf, startSpan, type Tracing } from '../common/tracing.js';
+import { NO_SPAN, type OncelySpan, queueNameOf, type Tracing } from '../common/tracing.js';
 import type { ReceivedRecord } from './message.js';
 
 /**
@@ -22,10 +22,10 @@ export function recordTraceContext(record: SQSRecord): TraceContext | undefined 
  * linked to its producer's. Its outcome is set when it ends (`RecordTelemetry.endSpan`).
  */
 export function startRecordSpan(tracing: Tracing | undefined, received: ReceivedRecord): OncelySpan {
-  if (!tracing) return NO_SPAN;
+  if (!tracing?.enabled()) return NO_SPAN;
   const { record, groupId, message } = received;
   const queueName = record.eventSourceARN ? queueNameOf(record.eventSourceARN) : undefined;
-  return startSpan(tracing, queueName ? `process ${queueName}` : 'process', {
+  return tracing.start(queueName ? `process ${queueName}` : 'process', {
     kind: 'consumer',
     attributes: {
       'messaging.system': 'aws_sqs',

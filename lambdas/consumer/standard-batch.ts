@@ -3,7 +3,14 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { KnownKeys } from '../common/known-keys.js';
 import { IdempotencyConfigurationError, type IdempotencyInProgressError } from '../idempotency/errors.js';
 import type { BatchEnd } from './batch-end.js';
-import { type BatchRecord, batchMiddleware, consumersByOptions, receiveBatch } from './batch-entry.js';
+import {
+  type BatchRecord,
+  batchMiddleware,
+  consumersByOptions,
+  receiveBatch,
+  reportDeferred,
+  reportSkipped,
+} from './batch-entry.js';
 import {
   CONSUMER_OPTION_KEYS,
   ConsumerSetup,
@@ -237,22 +244,11 @@ class StandardBatchConsumer {
           }
         },
       }));
-      for (const { telemetry } of report.skipped) {
-        telemetry.count('skipped');
-        telemetry.endSpan('given-back');
-        telemetry.logger.info('not run: an earlier copy of its key in this batch failed; SQS redelivers it');
-      }
-      for (const { telemetry } of report.deferred) {
-        telemetry.count('deferredAtDeadline');
-        telemetry.endSpan('deferred');
-        telemetry.logger.info(
-          'not started: too little of the invocation is left to finish it; SQS redelivers it',
-          {
-            remainingMs: lambdaContext.getRemainingTimeInMillis(),
-            reserveMs: deadline.reserveMs(budgetMs),
-          },
-        );
-      }
+      reportSkipped(
+        report.skipped,
+        'not run: an earlier copy of its key in this batch failed; SQS redelivers it',
+      );
+      reportDeferred(report.deferred, lambdaContext.getRemainingTimeInMillis(), deadline.reserveMs(budgetMs));
       const unacknowledged = [...report.failed, ...report.skipped, ...report.deferred];
       const end: BatchEnd = { concurrency: maxConcurrentRecords, lambdaContext, logger: telemetry.logger };
       await Promise.all([

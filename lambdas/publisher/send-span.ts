@@ -8,13 +8,13 @@ export type MessageSender = 'publisher' | 'relay' | 'sweeper';
  * `sendBatch` with a span per call (DESIGN §6), as OpenTelemetry's messaging conventions name a
  * send: `send <queue>`, of kind producer, a child of the active context and linked to each
  * message's producer. The call runs inside it, so an instrumented AWS SDK's span nests under it.
- * Without `@opentelemetry/api`, `sendBatch` runs as it is.
+ * Without `@opentelemetry/api`, or without an SDK registered, `sendBatch` runs as it is.
  */
 export function tracedSendBatch(sendBatch: SendBatch, queueUrl: string, sender: MessageSender): SendBatch {
   const queueName = queueNameOf(queueUrl);
   return async (batch, signal) => {
     const tracing = await loadTracing();
-    if (!tracing) return sendBatch(batch, signal);
+    if (!tracing?.enabled()) return sendBatch(batch, signal);
     const groups = new Set(batch.map((message) => message.groupId));
     const span = tracing.start(`send ${queueName}`, {
       kind: 'producer',

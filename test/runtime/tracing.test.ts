@@ -73,8 +73,9 @@ describe("Oncely's spans", () => {
     context.disable();
   });
 
-  it('without an SDK registered, record nothing and give log lines no ids', async () => {
+  it('without an SDK registered, are not started; one started anyway records nothing and gives log lines no ids', async () => {
     const tracing = await loadTracing();
+    expect(tracing?.enabled()).toBe(false);
     const span = tracing?.start('process q', {
       kind: 'consumer',
       attributes: {},
@@ -92,6 +93,8 @@ describe("Oncely's spans", () => {
       new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
     );
     const tracing = await loadTracing();
+    // Registered after Oncely loaded the API, as a user's SDK may be.
+    expect(tracing?.enabled()).toBe(true);
     const span = tracing?.start('send q', {
       kind: 'producer',
       attributes: { 'oncely.sender': 'relay', left: undefined },
