@@ -7,6 +7,7 @@ import {
   lambdaBundling,
   type ResolvedLambdaBundling,
 } from '../lib/constructs/bundling.js';
+import { WITHOUT_OPENTELEMETRY_API } from './without-opentelemetry.js';
 
 /** The Lambdas measured in (4) and (6); Powertools' consumer is the baseline of both. */
 export const BUNDLES = {
@@ -96,7 +97,7 @@ export async function buildBundles(
       write: false,
       metafile: true,
       logLevel: 'error',
-      plugins: [onePowertoolsCommons(projectRoot), ...plugins],
+      plugins: [onePowertoolsCommons(projectRoot), WITHOUT_OPENTELEMETRY_API, ...plugins],
     });
     const file = (suffix: string) =>
       result.outputFiles.find((candidate) => candidate.path.endsWith(suffix))?.contents;

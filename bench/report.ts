@@ -38,6 +38,8 @@ import {
   type PipelineConsumer,
   type Throughput,
 } from './throughput.js';
+import type { TracingCost } from './tracing/measure.js';
+import { tracingSection } from './tracing/report.js';
 
 /** Everything one run measured, and what it ran on. */
 export interface BenchResults {
@@ -62,6 +64,8 @@ export interface BenchResults {
   throughput: Throughput[];
   /** (5b), when it was measured. */
   ownCpu?: OwnCpu[];
+  /** (5c), when it was measured. */
+  tracing?: TracingCost;
   startUp: StartUpResults;
   /** (7), when it was measured. */
   cost?: CostReport;
@@ -98,6 +102,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
     bundleSection(results.bundles, results.bundlesWithoutSdk),
     throughputSection(results.throughput, results.settings, results.ownCpu),
     ...(results.ownCpu ? [ownCpuSection(results.ownCpu, results.settings)] : []),
+    ...(results.tracing ? [tracingSection(results.tracing, results.settings.tracing)] : []),
     startUpSection(results.startUp, results.settings),
     ...(results.cost ? [costSection(results.cost, results.settings)] : []),
     ...(results.standard ? [standardQueuesSection(results.standard, results.settings)] : []),
@@ -409,7 +414,8 @@ function bundleSection(deployed: readonly BundleSize[], withoutSdk: readonly Bun
       'consumer built on Powertools batch + idempotency + logger + metrics (`bench/consumers/powertools-consumer.ts`), ' +
       'built the same way. Ratios against Powertools. As deployed, each bundle carries the AWS SDK clients it uses, ' +
       'tree-shaken (the AWS SDK column: `@aws-sdk`, `@smithy`, `@aws-crypto`); the second table leaves the SDK to the ' +
-      "runtime, which shows the libraries' own bytes.",
+      "runtime, which shows the libraries' own bytes. Built as a project that does not install the optional peer " +
+      "`@opentelemetry/api` (the default); what it adds when installed is (5c)'s.",
     '',
     table(
       ['as deployed', 'minified', 'gzipped', 'of which the AWS SDK'],

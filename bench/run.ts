@@ -1,10 +1,10 @@
 /**
- * `npm run bench [-- --quick] [-- --only standard]`: measures Oncely against AWS Lambda Powertools
- * and a naive pipeline, all in one run on DynamoDB Local and the SQS emulator, then writes
- * bench/RESULTS.md and the latency chart and prints the tables (a quick run writes them to
- * .oncely/bench-quick/ instead, so that it never replaces the committed full results; `--only
- * standard` runs section 8 alone and prints it, writing nothing). Figures are printed, never
- * asserted: test/bench checks that it runs.
+ * `npm run bench [-- --quick] [-- --only standard|tracing]`: measures Oncely against AWS Lambda
+ * Powertools and a naive pipeline, all in one run on DynamoDB Local and the SQS emulator, then
+ * writes bench/RESULTS.md and the latency chart and prints the tables (a quick run writes them to
+ * .oncely/bench-quick/ instead, so that it never replaces the committed full results; `--only`
+ * runs section 8, standard queues, or 5c, the cost of tracing, alone and prints it, writing
+ * nothing). Figures are printed, never asserted: test/bench checks that it runs.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
@@ -42,6 +42,8 @@ import { measureStandardBatches, type StandardQueueResults } from './standard-ba
 import { measureStartUp } from './start-up.js';
 import { judgeTargets } from './targets.js';
 import { measureThroughput } from './throughput.js';
+import { BEFORE_TRACING_COMMIT, measureTracingCost } from './tracing/measure.js';
+import { tracingSection } from './tracing/report.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // The consumers' Powertools Metrics would print their EMF to stdout, in between the report.
@@ -54,8 +56,10 @@ const CHART_FILE = 'batch-latency.svg';
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
-if (values.only !== undefined && values.only !== 'standard') {
-  throw new Error(`--only takes "standard" (section 8, standard queues), not ${JSON.stringify(values.only)}`);
+if (values.only !== undefined && values.only !== 'standard' && values.only !== 'tracing') {
+  throw new Error(
+    `--only takes "standard" (section 8, standard queues) or "tracing" (5c), not ${JSON.stringify(values.only)}`,
+  );
 }
 const settings = values.quick ? QUICK : FULL;
 const command = values.quick ? 'npm run bench -- --quick' : 'npm run bench';
@@ -92,9 +96,21 @@ try {
     ),
   });
 
+  const tracing = () =>
+    step('5c. The cost of tracing', () =>
+      measureTracingCost(endpoints, {
+        ...settings.tracing,
+        projectRoot: PROJECT_ROOT,
+        earlierCommit: BEFORE_TRACING_COMMIT,
+        onProgress: progress,
+      }),
+    );
+
+  // One section alone is printed, never written: RESULTS.md comes from whole runs.
   if (values.only === 'standard') {
-    // One section alone is printed, never written: RESULTS.md comes from whole runs.
     console.log(standardQueuesSection(await standardQueues(), settings));
+  } else if (values.only === 'tracing') {
+    console.log(tracingSection(await tracing(), settings.tracing));
   } else {
     const requests = await step('1. DynamoDB requests per message', () =>
       measureRequestsPerMessage(endpoints),
@@ -147,6 +163,7 @@ try {
     const ownCpu = await step("5b. Oncely's own CPU per message: each mode profiled", () =>
       measureOwnCpu(endpoints, { ...settings.ownCpu, projectRoot: PROJECT_ROOT }),
     );
+    const tracingCost = await tracing();
     // The bundles of (4), imported: the bytes (4) measured are the bytes that start.
     const startUp = await step('6. Module start-up', () =>
       measureStartUp(built, { ...settings.startUp, projectRoot: PROJECT_ROOT }),
@@ -173,6 +190,7 @@ try {
       bundlesWithoutSdk,
       throughput,
       ownCpu,
+      tracing: tracingCost,
       startUp,
       cost,
       standard,

@@ -23,6 +23,11 @@ export interface BenchSettings {
   ownCpu: { messages: number; warmupMessages: number; groups: number };
   /** (6): fresh Node processes importing each bundle, and the AWS SDK it imports alone. */
   startUp: { runs: number; warmupRuns: number };
+  /**
+   * (5c): rounds of a fresh process per tracing variant, the messages each times (as many again
+   * profiled), and the loads of each of the consumer's two bundles.
+   */
+  tracing: { rounds: number; messages: number; startUpRuns: number };
   /** (7): batches of first deliveries per way of consuming, whose units and durations are billed. */
   cost: { groupCounts: number[]; batches: number; warmupBatches: number };
   /** (8): standard queues' batches of each size, and the in-flight duplicates (in-flight-duplicates.ts). */
@@ -57,6 +62,8 @@ export const FULL: BenchSettings = {
   // About 10 s per mode on 2 CPUs; 0.15 ms of 600 messages is some 450 samples.
   ownCpu: { messages: 600, warmupMessages: 200, groups: 10 },
   startUp: { runs: 30, warmupRuns: 2 },
+  // About 16 s a process on 2 CPUs: 4 variants × 7 rounds, some 8 minutes.
+  tracing: { rounds: 7, messages: 1_500, startUpRuns: 30 },
   // The extremes of (2): one group, whose records run in turn, and ten, which run at once.
   cost: { groupCounts: [1, 10], batches: 30, warmupBatches: 5 },
   // The event source's default batch and ones of 100 and 1,000 (a batching window; 5 timed batches
@@ -83,6 +90,7 @@ export const QUICK: BenchSettings = {
   throughput: { messages: 200, rounds: 2, groups: 50, maxConcurrency: 2, warmupMessages: 30 },
   ownCpu: { messages: 100, warmupMessages: 50, groups: 10 },
   startUp: { runs: 8, warmupRuns: 1 },
+  tracing: { rounds: 2, messages: 300, startUpRuns: 6 },
   cost: { groupCounts: [1, 10], batches: 3, warmupBatches: 1 },
   // A 3 s visibility timeout, not the construct's 180 s, so that Powertools' copy is back in seconds.
   standard: {

@@ -19,6 +19,7 @@ import {
   DEFAULT_FORMAT,
 } from './bundle-size.js';
 import { type SdkImports, sdkFloorOf, sdkImportsOf } from './sdk-floor.js';
+import { WITHOUT_OPENTELEMETRY_API } from './without-opentelemetry.js';
 
 const run = promisify(execFile);
 
@@ -129,7 +130,7 @@ const LOAD_TIMER = [
   'process.stdout.write(JSON.stringify({ wallMs, cpuMs: (user + system) / 1000 }));',
 ].join(' ');
 
-interface Sample {
+export interface Sample {
   wallMs: number;
   cpuMs: number;
 }
@@ -272,6 +273,7 @@ async function buildOwnLayers(projectRoot: string): Promise<LoadedModule[]> {
       ...lambdaBuildOptions({ projectRoot, entry, outdir: 'bundle' }, bundling),
       write: false,
       logLevel: 'error',
+      plugins: [WITHOUT_OPENTELEMETRY_API],
     });
     const code = outputFiles.find((output) => output.path.endsWith(fileName))?.contents;
     if (!code) throw new Error(`esbuild wrote no ${fileName} for ${entry}`);
@@ -294,16 +296,21 @@ async function writeModule(
 }
 
 async function importTime(module: TimedModule, cwd: string): Promise<Sample> {
-  const sourceMaps = BUNDLE_FORMATS[module.format].bundling.sourceMap ? ['--enable-source-maps'] : [];
+  return timeImport(module.file, cwd, BUNDLE_FORMATS[module.format].bundling.sourceMap);
+}
+
+/** Loads `file` in a fresh Node process as Lambda's init loads a handler (see LOAD_TIMER): its times. */
+export async function timeImport(file: string, cwd: string, sourceMap = false): Promise<Sample> {
+  const sourceMaps = sourceMap ? ['--enable-source-maps'] : [];
   const { stdout } = await run(
     process.execPath,
-    [...sourceMaps, '--input-type=module', '-e', LOAD_TIMER, module.file],
+    [...sourceMaps, '--input-type=module', '-e', LOAD_TIMER, file],
     // Only what the import needs: none of this process's NODE_OPTIONS (tsx's loader) in the child.
     { cwd, env: { PATH: process.env.PATH, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
   );
   const sample = JSON.parse(stdout) as Sample;
   if (!(Number.isFinite(sample.wallMs) && Number.isFinite(sample.cpuMs))) {
-    throw new Error(`importing ${module.file} printed ${JSON.stringify(stdout)}, not its times`);
+    throw new Error(`importing ${file} printed ${JSON.stringify(stdout)}, not its times`);
   }
   return sample;
 }

@@ -23,6 +23,8 @@ import {
   type PipelineConsumer,
   type Throughput,
 } from './throughput.js';
+import type { TracingCost } from './tracing/measure.js';
+import { tracingVerdicts } from './tracing/targets.js';
 
 /** Issues 7's, 13's, 20's and 28's targets, judged on the figures of the run; never on expectations. */
 export interface TargetVerdict {
@@ -47,6 +49,8 @@ export function judgeTargets(figures: {
   /** (5), (5b) and (7), when they were measured. */
   throughput?: readonly Throughput[];
   ownCpu?: readonly OwnCpu[];
+  /** (5c), when it was measured. */
+  tracing?: TracingCost;
   cost?: CostReport;
   /** (8), when it was measured. */
   standard?: StandardQueueResults;
@@ -59,6 +63,7 @@ export function judgeTargets(figures: {
     bundleTarget(figures.bundlesWithoutSdk),
     ...startUpTargets(figures.startUp),
     ...(figures.ownCpu ? [ownCpuTarget(figures.ownCpu, figures.throughput)] : []),
+    ...(figures.tracing ? tracingVerdicts(figures.tracing) : []),
     ...(figures.throughput ? [endToEndFigures(figures.throughput)] : []),
     ...(figures.cost ? [costFigures(figures.cost)] : []),
     ...(figures.standard ? standardTargets(figures.standard) : []),
