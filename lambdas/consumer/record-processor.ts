@@ -76,8 +76,12 @@ export async function processRecord(
     // The DLQ send's claim outlives this invocation, whose death it must survive (DESIGN §5).
     const claimMs = invocation.lambdaContext.getRemainingTimeInMillis() + DEFAULT_LEASE_MARGIN_MS;
     const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs);
-    // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery.
-    telemetry.endSpan(step === 'succeeded' ? 'dead-lettered' : 'given-back', verdict);
+    // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery. A key
+    // another invocation holds is no failure of this record's: its span is not failed for it.
+    telemetry.endSpan(
+      step === 'succeeded' ? 'dead-lettered' : 'given-back',
+      verdict instanceof IdempotencyInProgressError ? undefined : verdict,
+    );
     if (routedId && step === 'succeeded' && verdict instanceof AttemptsExhaustedError) {
       invocation.deadLettered.add(routedId);
     }

@@ -203,6 +203,41 @@ describe('a record span (DESIGN §6)', () => {
     expect(byKey(behind)?.links).toEqual([]);
   });
 
+  it('says given back, not failed, for a copy whose key another invocation holds', async () => {
+    const { queue, dlq } = await world.queuePair();
+    const mail = key('held');
+    await send(queue, [{ type: 'Mail', groupId: 'g', key: mail }]);
+    const event = await batchOf(queue, 1);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const operation = leaseOperation({
+      namespace: 'spans',
+      mode: 'at-least-once',
+      run: async () => {
+        started();
+        await held;
+      },
+    });
+    const options = consumerOptions({ Mail: operation }, dlq);
+    // The first invocation holds the key while the same record reaches a second one.
+    const first = processFifoBatch(event, lambdaContext(), options);
+    await running;
+    const second = await processFifoBatch(event, lambdaContext(), consumerOptions({ Mail: operation }, dlq));
+    release();
+    await first;
+    expect(second.batchItemFailures).toHaveLength(1);
+    const [givenBack, applied] = recordSpans(mail);
+    expect(givenBack?.attributes['oncely.outcome']).toBe('given-back');
+    expect(givenBack?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(applied?.attributes['oncely.outcome']).toBe('applied');
+  });
+
   it('says in doubt for an at-most-once effect whose outcome is unknown', async () => {
     const { queue, dlq } = await world.queuePair();
     const charge = key('unknown');
