@@ -228,7 +228,10 @@ export async function runDemo(
           differences(workload.expected.balances, ledger.balances).length === 0 &&
           receiptsSettled &&
           dlqDepth === workload.poison.length &&
-          inDoubtIds.includes(hangKey)
+          inDoubtIds.includes(hangKey) &&
+          // The consumer's metrics come through its output, which may trail its last batch's
+          // acknowledgement: an empty queue is not yet every duplicate counted.
+          tally.get(CONSUMER_METRICS.duplicate) >= resent.length
         );
       },
       60_000,
