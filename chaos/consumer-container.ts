@@ -5,7 +5,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type ConsumerOperation, fifoBatch, standardBatch } from '../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../lambdas/idempotency/index.js';
-import { deadLetterMarkId } from '../lambdas/idempotency/record.js';
+import { deadLetterLogId, deadLetterMarkId } from '../lambdas/idempotency/record.js';
 import { CHAOS_ABORT_TYPE, PlannedAbort } from './batch-abort.js';
 import { type ChaosEffects, chaosOperations } from './chaos-operations.js';
 import type { EffectLedger } from './effect-ledger.js';
@@ -342,7 +342,8 @@ function classify(
     return { kind: 'acquire', ids: [input.Item.id.S], started: !input.Item.unstarted?.BOOL };
   const id = input.Key?.id?.S;
   const expression = input.UpdateExpression ?? '';
-  if (!id) return undefined;
+  // The dead-letter log is the story's, not the guarantee's (DESIGN §5): no fault point sits on it.
+  if (!id || id.startsWith(deadLetterLogId(''))) return undefined;
   // A read of the record before an unstarted lease decides nothing yet: no crash point sits on it.
   if (input.ConsistentRead) return { kind: 'read', ids: [id] };
   // A DeleteItem gives a lease back unused: no crash point sits on it.

@@ -6,6 +6,7 @@ import {
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { APPEND_HISTORY, appendValues } from '../lambdas/idempotency/history.js';
 import type { StoredError } from '../lambdas/idempotency/index.js';
 import {
   type IdempotencyRecord,
@@ -243,7 +244,7 @@ export async function resolveAsCompleted(target: InDoubtTarget, id: string): Pro
         TableName: tableName,
         Key: { id },
         UpdateExpression:
-          'SET #status = :completed, updatedAt = :nowMs, expiresAt = :expiresAt ' +
+          `SET #status = :completed, updatedAt = :nowMs, expiresAt = :expiresAt, ${APPEND_HISTORY} ` +
           'REMOVE #unresolved, #message, leaseToken, leaseExpiresAt',
         ConditionExpression:
           '#status = :readStatus AND ' +
@@ -258,6 +259,7 @@ export async function resolveAsCompleted(target: InDoubtTarget, id: string): Pro
           ':completed': 'COMPLETED',
           ':nowMs': nowMs,
           ':expiresAt': expiresAt,
+          ...appendValues({ s: 'COMPLETED', t: nowMs, o: 'resolved-completed' }),
           ':readStatus': record.status,
           ...(record.unresolved ? { ':readUnresolved': record.unresolved } : {}),
           ...(record.updatedAt === undefined ? {} : { ':readUpdatedAt': record.updatedAt }),

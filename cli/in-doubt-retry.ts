@@ -5,6 +5,7 @@ import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-
 import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import { groupingFor } from '../lambdas/common/queue-type.js';
 import { sqsTraceAttributes } from '../lambdas/common/trace-context.js';
+import { APPEND_HISTORY, appendValues } from '../lambdas/idempotency/history.js';
 import {
   type IdempotencyRecord,
   type KeptMessage,
@@ -110,8 +111,7 @@ async function markRetryPending(
         TableName: tableName,
         Key: { id },
         // An older version's IN_DOUBT record still has an expiry: unresolved, it must not expire.
-        UpdateExpression:
-          'SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs REMOVE expiresAt',
+        UpdateExpression: `SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs, ${APPEND_HISTORY} REMOVE expiresAt`,
         ConditionExpression:
           '#status = :inDoubt AND (attribute_not_exists(expiresAt) OR expiresAt > :nowSec) AND ' +
           'attribute_exists(#message)',
@@ -126,6 +126,7 @@ async function markRetryPending(
           ':inDoubt': 'IN_DOUBT',
           ':nowMs': nowMs,
           ':nowSec': Math.floor(nowMs / 1000),
+          ...appendValues({ s: 'FAILED', t: nowMs, o: 'resolved-retry' }),
         },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -186,7 +187,7 @@ async function clearOnce(
       new UpdateCommand({
         TableName: tableName,
         Key: { id },
-        UpdateExpression: 'SET expiresAt = :expiresAt REMOVE #unresolved, #message',
+        UpdateExpression: `SET expiresAt = :expiresAt, ${APPEND_HISTORY} REMOVE #unresolved, #message`,
         ConditionExpression: '#status = :failed AND #unresolved = :retryPending',
         ExpressionAttributeNames: {
           '#status': 'status',
@@ -197,6 +198,7 @@ async function clearOnce(
           ':failed': 'FAILED',
           ':retryPending': 'RETRY_PENDING',
           ':expiresAt': expiresAt,
+          ...appendValues({ s: 'FAILED', t: Date.now(), o: 'retry-sent' }),
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),

@@ -88,6 +88,8 @@ export interface DeadLetterMarks {
   claimDeadLetter(messageId: string, claimMs: number): Promise<DeadLetterClaim>;
   releaseDeadLetterClaim(messageId: string, token: string): Promise<void>;
   markDeadLettered(messageId: string): Promise<void>;
+  /** Adds the send to the dead-letter log of the message's record, for `oncely history`. */
+  logDeadLetter(recordId: string, messageId: string, error: StoredError): Promise<void>;
 }
 
 /**
@@ -113,6 +115,7 @@ export class DeadLetterQueue {
     groupId: string,
     error: StoredError,
     claimMs: number,
+    recordId?: string,
   ): Promise<DeadLetterSend> {
     const claim = await this.marks.claimDeadLetter(record.messageId, claimMs);
     if (claim.status === 'claimed-elsewhere') return 'claimed-elsewhere';
@@ -129,6 +132,8 @@ export class DeadLetterQueue {
     }
     // Kept going if it fails: the message is in the DLQ, and acknowledged it does not come back.
     const marked = await retried(RECORD_WRITE_RETRY, () => this.marks.markDeadLettered(record.messageId));
+    // The story's step only (`oncely history`): failing, it is left out, and the DLQ has the message.
+    if (recordId) await this.marks.logDeadLetter(recordId, record.messageId, error).catch(() => undefined);
     if (this.options.sourceQueueUrl) await this.#deleteFromSource(record);
     return marked.error === undefined ? 'sent' : 'sent-unmarked';
   }

@@ -3,6 +3,7 @@ import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import { TransactionConditionFailedError } from '../idempotency/errors.js';
+import type { Delivery } from '../idempotency/history.js';
 import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
 import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
 import type { KeptMessage } from '../idempotency/record.js';
@@ -174,6 +175,7 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
       context: lambdaContext,
       // At-most-once acknowledges a message whose record becomes IN_DOUBT: the record keeps it for a retry.
       message: keptMessage(message),
+      delivery: deliveryOf(message),
     };
     return new LeaseTurn({
       namespace,
@@ -222,7 +224,7 @@ export function transactionalOperation<P = unknown, T = unknown>(
     recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
     async execute(message, { store, telemetry, lambdaContext }) {
       const idempotency = new TransactionalIdempotency({ store, namespace, cache, contentionRetries });
-      const input = idempotencyInput(message, options.key);
+      const input = { ...idempotencyInput(message, options.key), delivery: deliveryOf(message) };
       let planned: ConsumerMessage<P> | undefined;
       let planFailed = false;
       try {
@@ -283,6 +285,15 @@ function violation<P>(
     `${message.type} "${message.key}" was refused and nothing was applied: ${rules.join('; ')}`,
     { cause: error },
   );
+}
+
+/** What the record's history says of the delivery (DESIGN §3). */
+function deliveryOf(message: ConsumerMessage): Delivery {
+  return {
+    messageId: message.messageId,
+    ...(Number.isFinite(message.receiveCount) ? { receiveCount: message.receiveCount } : {}),
+    publishedAt: message.publishedAt,
+  };
 }
 
 /** What an at-most-once record keeps of its message, for a retry an operator may decide on. */

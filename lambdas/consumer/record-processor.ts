@@ -75,7 +75,7 @@ export async function processRecord(
     const verdict = exhausted(error, receiveCount, options);
     // The DLQ send's claim outlives this invocation, whose death it must survive (DESIGN §5).
     const claimMs = invocation.lambdaContext.getRemainingTimeInMillis() + DEFAULT_LEASE_MARGIN_MS;
-    const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs);
+    const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs, routedId);
     // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery. A key
     // another invocation holds is no failure of this record's: its span is not failed for it.
     telemetry.endSpan(
@@ -219,6 +219,7 @@ async function failure(
   telemetry: RecordTelemetry,
   deadLetterQueue: DeadLetterQueue,
   claimMs: number,
+  recordId: string | undefined,
 ): Promise<'succeeded' | 'failed'> {
   if (error instanceof IdempotencyInProgressError) {
     telemetry.count('inProgressElsewhere');
@@ -239,7 +240,8 @@ async function failure(
   if (error instanceof PastDedupHorizonError) telemetry.count('pastDedupHorizon');
   let sent: DeadLetterSend;
   try {
-    sent = await deadLetterQueue.send(received.record, received.groupId, toStoredError(error), claimMs);
+    const stored = toStoredError(error);
+    sent = await deadLetterQueue.send(received.record, received.groupId, stored, claimMs, recordId);
   } catch (sendError) {
     telemetry.count('dlqSendFailed');
     telemetry.logger.error(

@@ -21,6 +21,7 @@ export {
   TransactionConditionFailedError,
   TransactionContentionError,
 } from './errors.js';
+export type { Delivery } from './history.js';
 export {
   type EffectContext,
   type IdempotencyMode,

@@ -10,6 +10,7 @@ import {
   toStoredError,
 } from './errors.js';
 import { judgeExistingRecord } from './existing-record.js';
+import type { Delivery } from './history.js';
 import { payloadHash, recordId } from './keys.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
 import { type IdempotencyRecord, IN_DOUBT_REPORT_PENDING, type KeptMessage } from './record.js';
@@ -93,6 +94,11 @@ export interface LeaseInput {
    * @default none: an IN_DOUBT record keeps no message
    */
   message?: KeptMessage;
+  /**
+   * The delivery being processed: the record's history names it (`oncely history`).
+   * @default none: the history says when a lease was taken, not for which message
+   */
+  delivery?: Delivery;
 }
 
 /** What the effect of `LeaseIdempotency.run` is told. */
@@ -259,6 +265,7 @@ export class LeaseIdempotency {
       after: awaitingStart ? options.after : undefined,
       // DESIGN §5: an at-least-once run counts when it starts; taken ahead, its turn may never come.
       countRun: !(options.ahead === true && mode === 'at-least-once'),
+      delivery: input.delivery,
     });
     if (acquired.acquired) return { status: 'acquired', lease: acquired.lease, awaitingStart };
 
@@ -290,6 +297,7 @@ export class LeaseIdempotency {
               leaseMs: this.#leaseMs(input.context),
               takeOverExpiredLease: false,
               takeOverUnstarted: record.leaseToken,
+              delivery: input.delivery,
             });
             if (retaken.acquired) return { status: 'acquired', lease: retaken.lease, awaitingStart: false };
             throw new IdempotencyInProgressError(id, store.now()); // another invocation took it first

@@ -22,6 +22,15 @@ export function deadLetterMarkId(messageId: string): string {
 }
 
 /**
+ * The id of the dead-letter log of the record `recordId`: each time the consumer sent a message of
+ * its key to the DLQ (`oncely history`, DESIGN §5), also when no record was written (transactional
+ * mode, a conflict, a message past the dedup horizon). An item of its own, written on that path only.
+ */
+export function deadLetterLogId(recordId: string): string {
+  return `oncely/dead-letters#${recordId}`;
+}
+
+/**
  * A DLQ mark as stored: claimed (`claimToken`, `claimExpiresAt`) by the invocation about to send the
  * message, then sent (`deadLetteredAt`, written after the send over the claim). Lives as long as a
  * record (`expiresAt`).
@@ -107,6 +116,35 @@ export interface KeptMessage {
   traceContext?: TraceContext;
 }
 
+/** What an operator's command did to the record: `oncely in-doubt resolve --as completed`, `--as retry` and its send. */
+export type OperatorAction = 'resolved-completed' | 'resolved-retry' | 'retry-sent';
+
+/** One step of a record's life as stored. */
+export interface HistoryEntry {
+  /** The status written, or `TRIMMED` where older entries were dropped. */
+  s: RecordStatus | 'TRIMMED';
+  /** When, epoch milliseconds, by the writer's clock. */
+  t: number;
+  /** The run it belongs to (the record's `attempts`); on outcomes. */
+  a?: number;
+  /** The first 8 characters of the lease token: which lease wrote it (an acquire), or ended (an outcome, a park). */
+  l?: string;
+  /** On an acquire: the SQS message id of the delivery that took the lease. */
+  m?: string;
+  /** On an acquire: SQS's receive count of that delivery. */
+  r?: number;
+  /** On a record's first acquire: the envelope's `publishedAt`. */
+  p?: string;
+  /** On a failure or a park: the error's name (the record keeps the last one whole). */
+  x?: string;
+  /** On a failure the consumer dead-lettered: the id of the message it sent to the DLQ. */
+  d?: string;
+  /** An operator's command wrote it. */
+  o?: OperatorAction;
+  /** On `TRIMMED`: how many entries were dropped. */
+  n?: number;
+}
+
 /** One idempotency record as stored (DESIGN §3). */
 export interface IdempotencyRecord {
   id: string;
@@ -166,6 +204,8 @@ export interface IdempotencyRecord {
   inDoubtReport?: string;
   /** Only on records an operator must resolve: they are in the unresolved index. */
   unresolved?: UnresolvedReason;
+  /** Each status it was written with, oldest first (`history.ts`, DESIGN §3); absent on records written before it. */
+  history?: HistoryEntry[];
 }
 
 /** {@link IdempotencyRecord.inDoubtReport} of a record parked by another record's delivery: not reported yet. */

@@ -19,15 +19,28 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { InvalidRecordWriteError, type StoredError, TransactionConditionFailedError } from './errors.js';
 import {
+  APPEND_HISTORY,
+  acquireEntry,
+  appendValues,
+  type Delivery,
+  HISTORY_ATTRIBUTE,
+  MAX_HISTORY_ENTRIES,
+  shortToken,
+  trimmedHistory,
+} from './history.js';
+import {
   DEFAULT_RECORD_TTL_SECONDS,
   type DeadLetterClaim,
   type DeadLetterMark,
+  deadLetterLogId,
   deadLetterMarkId,
   EXPIRES_AT_ATTRIBUTE,
+  type HistoryEntry,
   type IdempotencyRecord,
   IN_DOUBT_REPORT_PENDING,
   type KeptMessage,
   MAX_KEPT_MESSAGE_BYTES,
+  type RecordStatus,
   UNRESOLVED_ATTRIBUTE,
 } from './record.js';
 
@@ -174,6 +187,11 @@ export class DynamoDBIdempotencyStore {
      * @default true
      */
     countRun?: boolean;
+    /**
+     * The delivery it is taken for, named in the record's history (`oncely history`).
+     * @default none: the history says a lease was taken, not for which message
+     */
+    delivery?: Delivery;
   }): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
@@ -187,6 +205,8 @@ export class DynamoDBIdempotencyStore {
     })`;
     const after = input.unstarted ? input.after : undefined;
     const runCounted = input.countRun ?? true;
+    // What the acquire's UpdateItem does to the history: known once the PutItem found the record.
+    let history = historyUpdate(undefined, acquireEntry(now, token, input.delivery));
     const lease = (
       old: Partial<IdempotencyRecord>,
       attempt = (old.attempts ?? 0) + 1,
@@ -226,6 +246,7 @@ export class DynamoDBIdempotencyStore {
             [ATTEMPTS_AT_DEAD_LETTER]: 0,
             ...(input.unstarted ? { [UNSTARTED]: true } : {}),
             ...(after ? { [AFTER]: after } : {}),
+            [HISTORY_ATTRIBUTE]: [acquireEntry(now, token, input.delivery, true)],
           },
           ConditionExpression: 'attribute_not_exists(id)',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -237,6 +258,7 @@ export class DynamoDBIdempotencyStore {
       // Only this call's PutItem writes its token: a retry of it after a lost answer found its record.
       if (existing.status === IN_PROGRESS && existing.leaseToken === token) return lease({});
       if (!mayTakeLease(existing, now, input)) return { acquired: false, existing };
+      history = historyUpdate(existing.history, acquireEntry(now, token, input.delivery));
     }
     try {
       const output = await this.#documents.send(
@@ -251,7 +273,7 @@ export class DynamoDBIdempotencyStore {
             `expiresAt = :expiresAt, updatedAt = :nowMs, attempts = if_not_exists(attempts, :zero) + :run, ` +
             `${ATTEMPTS_AT_DEAD_LETTER} = if_not_exists(${ATTEMPTS_AT_DEAD_LETTER}, :zero)${
               input.unstarted ? `, ${UNSTARTED} = :true` : ''
-            }${after ? ', #after = :after' : ''} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}, ${IN_DOUBT_REPORT}${
+            }${after ? ', #after = :after' : ''}, ${history.expression} REMOVE #result, resultBytes, #error, #message, startedNext, ${DEAD_LETTERED_MESSAGE_ID}, ${UNRESOLVED_ATTRIBUTE}, ${IN_DOUBT_REPORT}${
               input.unstarted ? '' : `, ${UNSTARTED}`
             }${after ? '' : ', #after'}`,
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (#status = :failed AND payloadHash = :hash) OR ${takeover}`,
@@ -278,6 +300,7 @@ export class DynamoDBIdempotencyStore {
             ':run': runCounted ? 1 : 0,
             ':failed': 'FAILED',
             ...(input.unstarted ? { ':true': true } : {}),
+            ...history.values,
           },
           ReturnValues: 'UPDATED_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -424,7 +447,7 @@ export class DynamoDBIdempotencyStore {
           Key: { id: record.id },
           UpdateExpression:
             `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
-            `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one)${kept ? ', #message = :message' : ''} ` +
+            `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one), ${APPEND_HISTORY}${kept ? ', #message = :message' : ''} ` +
             // Unresolved, it must not expire (see markInDoubt).
             `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
           ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
@@ -442,6 +465,7 @@ export class DynamoDBIdempotencyStore {
             ':report': report,
             ':nowMs': now,
             ':one': 1,
+            ...appendValues({ s: 'IN_DOUBT', t: now, l: shortToken(record.leaseToken), x: reason.name }),
             ...(kept ? { ':message': kept } : {}),
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -622,6 +646,33 @@ export class DynamoDBIdempotencyStore {
   }
 
   /**
+   * Adds to the dead-letter log of `recordId` (`deadLetterLogId`) that the consumer sent its
+   * message `messageId` to the DLQ, for `error`: one UpdateItem, on that path only. A full log
+   * ({@link MAX_HISTORY_ENTRIES}) takes no more: its condition fails, and nothing is written.
+   * @internal
+   */
+  async logDeadLetter(recordId: string, messageId: string, error: StoredError): Promise<void> {
+    const now = this.now();
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { id: deadLetterLogId(recordId) },
+          UpdateExpression: `SET ${APPEND_HISTORY}, ${EXPIRES_AT_ATTRIBUTE} = :expiresAt`,
+          ConditionExpression: `attribute_not_exists(${HISTORY_ATTRIBUTE}) OR size(${HISTORY_ATTRIBUTE}) < :max`,
+          ExpressionAttributeValues: {
+            ...appendValues({ s: 'FAILED', t: now, m: messageId, x: error.name }),
+            ':expiresAt': this.#recordExpiresAt(now),
+            ':max': MAX_HISTORY_ENTRIES,
+          },
+        }),
+      );
+    } catch (failure) {
+      if (!(failure instanceof ConditionalCheckFailedException)) throw failure;
+    }
+  }
+
+  /**
    * Transactional mode: the business writes and a COMPLETED record commit together or not at all.
    * The record goes first; if its condition cancelled the transaction, this is a duplicate and the
    * existing record comes back. A business write's own condition failing is reported as that.
@@ -635,6 +686,8 @@ export class DynamoDBIdempotencyStore {
     result?: string;
     resultBytes?: number;
     writes: readonly TransactionWrite[];
+    /** The delivery it commits for, named in the record's history. */
+    delivery?: Delivery;
   }): Promise<TransactionResult> {
     const now = this.now();
     const recordExpiresAt = this.#recordExpiresAt(now);
@@ -655,6 +708,7 @@ export class DynamoDBIdempotencyStore {
                   attempts: 1,
                   expiresAt: recordExpiresAt,
                   updatedAt: now,
+                  [HISTORY_ATTRIBUTE]: [{ ...committedEntry(input.delivery), s: 'COMPLETED', t: now, a: 1 }],
                 },
                 ConditionExpression: ABSENT_OR_EXPIRED,
                 ExpressionAttributeValues: { ':nowSec': Math.floor(now / 1000) },
@@ -698,7 +752,7 @@ export class DynamoDBIdempotencyStore {
    */
   async #fencedUpdate(
     lease: Lease,
-    status: string,
+    status: RecordStatus,
     fields: Record<string, unknown>,
     remove: readonly string[] = [],
   ): Promise<boolean> {
@@ -746,21 +800,33 @@ export class DynamoDBIdempotencyStore {
   /** The UpdateItem of {@link #fencedUpdate}: sets `status` and the fields given, fenced on the lease. */
   #fencedUpdateInput(
     lease: Lease,
-    status: string,
+    status: RecordStatus,
     fields: Record<string, unknown>,
     remove: readonly string[] = [],
   ) {
     const present = Object.entries(fields).filter(([, value]) => value !== undefined);
     const names: Record<string, string> = { ...STATUS_NAMES };
+    const now = this.now();
+    const error = fields.error as StoredError | undefined;
+    const deadLettered = fields[DEAD_LETTERED_MESSAGE_ID] as string | undefined;
+    const entry: HistoryEntry = {
+      s: status,
+      t: now,
+      a: lease.attempt,
+      l: shortToken(lease.token),
+      ...(error ? { x: error.name } : {}),
+      ...(deadLettered ? { d: deadLettered } : {}),
+    };
     const values: Record<string, unknown> = {
       ':status': status,
       ':inProgress': IN_PROGRESS,
       ':token': lease.token,
-      ':nowMs': this.now(),
+      ':nowMs': now,
       ':attempt': lease.attempt,
+      ...appendValues(entry),
     };
     // The run's count too: a lease taken without counting it is counted by its outcome.
-    const sets = ['#status = :status', 'updatedAt = :nowMs', 'attempts = :attempt'];
+    const sets = ['#status = :status', 'updatedAt = :nowMs', 'attempts = :attempt', APPEND_HISTORY];
     for (const [name, value] of present) {
       names[`#${name}`] = name;
       values[`:${name}`] = value;
@@ -807,6 +873,30 @@ export class DynamoDBIdempotencyStore {
   #recordExpiresAt(nowMs: number): number {
     return Math.floor(nowMs / 1000) + this.ttlSeconds;
   }
+}
+
+/** A transaction's history entry: no lease, the delivery it committed for. */
+function committedEntry(delivery: Delivery | undefined): Omit<HistoryEntry, 's' | 't'> {
+  if (!delivery) return {};
+  return {
+    m: delivery.messageId,
+    ...(delivery.receiveCount === undefined ? {} : { r: delivery.receiveCount }),
+    ...(delivery.publishedAt ? { p: delivery.publishedAt } : {}),
+  };
+}
+
+/**
+ * How a write adds `entry` to a record's history: appended (one request, whatever the history is),
+ * or, on a record whose history is full, written whole as {@link trimmedHistory} says. Only an
+ * acquire trims: each run of a record starts with one, and adds at most a few entries after it.
+ */
+function historyUpdate(
+  existing: readonly HistoryEntry[] | undefined,
+  entry: HistoryEntry,
+): { expression: string; values: Record<string, unknown> } {
+  const trimmed = trimmedHistory(existing, entry);
+  if (trimmed) return { expression: `${HISTORY_ATTRIBUTE} = :history`, values: { ':history': trimmed } };
+  return { expression: APPEND_HISTORY, values: appendValues(entry) };
 }
 
 /** The message an IN_DOUBT record keeps, unless it is too large for the record. */

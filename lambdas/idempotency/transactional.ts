@@ -8,6 +8,7 @@ import {
   TransactionContentionError,
 } from './errors.js';
 import { judgeExistingRecord } from './existing-record.js';
+import type { Delivery } from './history.js';
 import { payloadHash, recordId } from './keys.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
 import type { DynamoDBIdempotencyStore, TransactionWrite } from './store.js';
@@ -87,7 +88,7 @@ export class TransactionalIdempotency {
    * written) and `IdempotencyConflictError` for the same key with another payload.
    */
   async run<T>(
-    input: { key: string; payload: unknown },
+    input: { key: string; payload: unknown; delivery?: Delivery },
     plan: (context: { idempotencyKey: string }) => Promise<TransactionPlan<T>> | TransactionPlan<T>,
   ): Promise<TransactionalOutcome<T>> {
     const { store } = this.#options;
@@ -108,7 +109,10 @@ export class TransactionalIdempotency {
     const tooLarge = tooLargeError(id, serialized);
     if (tooLarge) throw tooLarge;
 
-    const outcome = await this.#commitWithRetries(id, hash, serialized.result, writes);
+    const outcome = await this.#commitWithRetries(
+      { id, payloadHash: hash, result: serialized.result, writes },
+      input.delivery,
+    );
     if (outcome.committed) {
       this.#cache?.set(id, {
         payloadHash: hash,
@@ -132,11 +136,15 @@ export class TransactionalIdempotency {
     return { status: 'duplicate', result: parseResult<T>(verdict.result), fromCache: false };
   }
 
-  async #commitWithRetries(id: string, hash: string, result: string | undefined, writes: TransactionWrite[]) {
+  async #commitWithRetries(
+    commit: { id: string; payloadHash: string; result: string | undefined; writes: TransactionWrite[] },
+    delivery: Delivery | undefined,
+  ) {
     const { store, contentionRetries = 3 } = this.#options;
+    const { id } = commit;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await store.commitTransaction({ id, payloadHash: hash, result, writes });
+        return await store.commitTransaction({ ...commit, delivery });
       } catch (error) {
         if (!isContention(error)) throw error;
         if (attempt >= contentionRetries) throw new TransactionContentionError(id, attempt + 1);

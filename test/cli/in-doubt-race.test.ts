@@ -52,7 +52,7 @@ const markRetryPending = (input: RequestInput) =>
   String(input.UpdateExpression).startsWith('SET #status = :failed');
 const send = (input: RequestInput) => typeof input.MessageBody === 'string';
 const clearMark = (input: RequestInput) =>
-  String(input.UpdateExpression).startsWith('SET expiresAt = :expiresAt REMOVE');
+  String(input.UpdateExpression).startsWith('SET expiresAt = :expiresAt, history');
 const complete = (input: RequestInput) =>
   String(input.UpdateExpression).startsWith('SET #status = :completed');
 

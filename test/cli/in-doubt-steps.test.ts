@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(() => target?.close());
 
 const clearMark = (input: RequestInput) =>
-  String(input.UpdateExpression).startsWith('SET expiresAt = :expiresAt REMOVE');
+  String(input.UpdateExpression).startsWith('SET expiresAt = :expiresAt, history');
 
 /** A retry target whose clearing step fails as `select` picks it. */
 async function failingClear(select: (input: RequestInput) => boolean) {
