@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import { recordId } from '../lambdas/idempotency/keys.js';
 
 export const USAGE = `Usage:
   oncely local [--app-dir DIR] [--ready-file PATH] [--env NAME=VALUE]... [--context KEY=VALUE]...
@@ -60,6 +61,13 @@ export const USAGE = `Usage:
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
       --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
       --output-prefix picks the outbox by its outputPrefix when the target has several.
+  oncely history KEY --namespace NS [--namespace NS]... [--ready-file PATH | --stack NAME] [--json]
+  oncely history NS#KEY [--ready-file PATH | --stack NAME] [--json]
+      Tell what happened to one message, in time order: its publish, its outbox item and send, each
+      delivery with its lease, each outcome and error, dead-lettering, redrives, an operator's
+      resolutions, and in the sandbox its spans; then what you can do next. NS is the namespace of
+      the operation that handles it (its record id is NS#KEY); give several to follow it through
+      several operations. Reads by key only.
 
   These operate a running pipeline: the local sandbox (its ready file) or a deployed stack (by
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
@@ -131,6 +139,14 @@ export type Command =
       republish: boolean;
       /** Act without showing the record and asking first. */
       yes: boolean;
+    }
+  | {
+      name: 'history';
+      target: Target;
+      json: boolean;
+      key: string;
+      /** `namespace#key`: the records to read. */
+      recordIds: string[];
     }
   | {
       name: 'outbox-list';
@@ -241,7 +257,31 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       olderThanSeconds,
     };
   }
+  if (group === 'history') {
+    if (!action) throw new CliUsageError(HISTORY_NEEDS);
+    expectNoMore(rest);
+    return { name: 'history', target, json, ...historyOf(action, values.namespace ?? []) };
+  }
   throw new CliUsageError(`Unknown command: oncely ${positionals.join(' ')}`);
+}
+
+const HISTORY_NEEDS =
+  'history needs the message key and the namespace of the operation that handles it: ' +
+  '`oncely history KEY --namespace NS`, or the record id: `oncely history NS#KEY`.';
+
+/**
+ * The key and record ids of `oncely history`: KEY with its namespaces, or a record id (`NS#KEY`)
+ * alone. A key may hold "#" itself: with --namespace, the whole word is the key.
+ */
+function historyOf(word: string, namespaces: string[]): { key: string; recordIds: string[] } {
+  const at = word.indexOf('#');
+  if (namespaces.length === 0 && at <= 0) throw new CliUsageError(HISTORY_NEEDS);
+  const [key, asked] = namespaces.length > 0 ? [word, namespaces] : [word.slice(at + 1), [word.slice(0, at)]];
+  try {
+    return { key, recordIds: [...new Set(asked)].map((namespace) => recordId(namespace, key)) };
+  } catch (error) {
+    throw new CliUsageError((error as Error).message);
+  }
 }
 
 function parse(argv: string[]) {
@@ -268,6 +308,7 @@ function parse(argv: string[]) {
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
+        namespace: { type: 'string', multiple: true },
         'schedule-interval': { type: 'string' },
         'async-retry-delay': { type: 'string' },
         'one-group-per-receive': { type: 'boolean' },

@@ -4,9 +4,11 @@ import { discardDeadLetters } from './dead-letter-discard.js';
 import { listDeadLetters } from './dead-letter-list.js';
 import { DEFAULT_REDRIVE_TIMEOUT_SECONDS, redriveDeadLetters } from './dead-letter-redrive.js';
 import { EXIT_CODES } from './exit-codes.js';
+import { describeHistory } from './history-report.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
 import { describeRecordToResolve, readRecordToResolve } from './in-doubt-show.js';
+import { readMessageHistory } from './message-history.js';
 import {
   describeDeadLetters,
   describeDiscard,
@@ -17,6 +19,7 @@ import {
 } from './operations-report.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
+import { readReadyFile } from './ready-file.js';
 import { acquireRedriveLease } from './redrive-lease.js';
 import { connect, connectToOutputs } from './target.js';
 import { processTerminal, type Terminal } from './terminal.js';
@@ -117,6 +120,16 @@ export async function runOperation(
         });
         report(result, (described) => describeDiscard(described, resources.idempotencyTableName));
         return result.notFound.length === 0 ? EXIT_CODES.done : EXIT_CODES.unfinished;
+      }
+      case 'history': {
+        // The sandbox's spans, when it collects them; a stack's are in the user's own tracing backend.
+        const tracesFile =
+          command.target.kind === 'sandbox'
+            ? (await readReadyFile(command.target.readyFile, 'outputs')).traces?.file
+            : undefined;
+        const { key, recordIds } = command;
+        report(await readMessageHistory(pipeline, { key, recordIds, tracesFile }), describeHistory);
+        return EXIT_CODES.done;
       }
       case 'in-doubt-list': {
         const page = await listUnresolved(pipeline, { limit: command.limit, after: command.after });

@@ -7,6 +7,8 @@ export interface ReadyFile {
   readonly region: string;
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
   readonly outputs?: Readonly<Record<string, string>>;
+  /** Where the sandbox's collector writes the functions' spans; absent when it collects none. */
+  readonly traces?: { readonly endpoint: string; readonly file: string };
 }
 
 /** A ready file whose sandbox runs a pipeline: its resources, by output key. */

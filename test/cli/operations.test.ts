@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { CliUsageError, type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
 import type { DeadLetterListing } from '../../cli/dead-letter-list.js';
 import { type RedriveResult, redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
+import type { MessageHistory } from '../../cli/history-story.js';
 import { type InDoubtTarget, resolveAsCompleted, type UnresolvedPage } from '../../cli/in-doubt-records.js';
 import { resolveAsRetry } from '../../cli/in-doubt-retry.js';
 import { runOperation } from '../../cli/operations-command.js';
@@ -452,6 +453,21 @@ describe('oncely in-doubt', () => {
       expect(await recordOf(id)).not.toHaveProperty('unresolved');
       expect(await recordOf(id)).not.toHaveProperty('message');
     }
+    // Each resolution is in the record's history: `oncely history` tells it, then the re-sent copy's run.
+    const told = async (id: string) =>
+      (await json<MessageHistory>('history', id)).steps.map((step) => step.event);
+    expect(await told(completed)).toEqual(['resolved by an operator: completed']);
+    // The consumer may take the record before the command clears its mark: then that step is not written.
+    const sentBack = 'sent back to the queue by the operator';
+    const retriedStory = await told(retried);
+    expect(retriedStory.filter((event) => event !== sentBack)).toEqual([
+      'resolved by an operator: retry',
+      'delivered (the re-sent copy): lease taken',
+      'effect applied',
+    ]);
+    expect([[], [1]]).toContainEqual(
+      retriedStory.flatMap((event, index) => (event === sentBack ? [index] : [])),
+    );
 
     await expect(oncely('in-doubt', 'resolve', bare, '--as', 'retry')).rejects.toThrow(MessageNotKeptError);
     await oncely('in-doubt', 'resolve', bare, '--as', 'completed');
@@ -504,7 +520,7 @@ describe('oncely in-doubt', () => {
   it('reports a retry whose record could not be cleared; the consumer takes the record over', async () => {
     const id = await park('ops-uncleared', 'ops-mail-g');
     const target = inDoubtTarget();
-    beforeRequests(target.dynamodb, updating('SET expiresAt = :expiresAt REMOVE'), fail);
+    beforeRequests(target.dynamodb, updating('SET expiresAt = :expiresAt, history'), fail);
     try {
       const resolution = await resolveAsRetry(target, id);
       expect(resolution).toMatchObject({ notCleared: 'Error: injected: the connection dropped' });

@@ -9,9 +9,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type OperationsCommand, parseCommandLine } from '../../../cli/command-line.js';
+import type { MessageHistory } from '../../../cli/history-story.js';
+import { runOperation } from '../../../cli/operations-command.js';
 import { PublishConflictError, PublishValidationError, publish } from '../../../lambdas/client/index.js';
 import { createEnvelope, type OutgoingMessage } from '../../../lambdas/common/envelope.js';
-import { ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
+import { LEDGER_NAMESPACE, ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
 import { orderPlacedKey } from '../../../lambdas/shop/orders/place-order.js';
 import { BUSY_MACHINE_RETRY } from '../../support/publisher.js';
 import {
@@ -113,6 +116,18 @@ async function orderStatuses(orderIds: string[]): Promise<Map<string, string>> {
     }
   }
   return statuses;
+}
+
+/** `oncely history KEY --namespace NS --json` against the target, as a user runs it. */
+async function historyOf(key: string, namespace: string): Promise<MessageHistory> {
+  const where =
+    target.operations.kind === 'stack'
+      ? ['--stack', target.operations.stackName]
+      : ['--ready-file', target.operations.readyFile];
+  const command = parseCommandLine(['history', key, '--namespace', namespace, '--json', ...where], {});
+  let printed = '';
+  expect(await runOperation(command as OperationsCommand, { print: (text) => (printed = text) })).toBe(0);
+  return JSON.parse(printed) as MessageHistory;
 }
 
 /** Messages in a queue, visible or in flight. */
@@ -219,6 +234,21 @@ describe('Oncely end to end', { timeout: 300_000 }, () => {
     await expect.poll(() => depth(target.resources.queueUrl), WAIT).toBe(0);
     expect(await balance(customer)).toBe(-300);
     expect(await stock(sku)).toBe(2);
+
+    // Its story, from the command: published, dead-lettered, redriven, applied — in that order.
+    const story = await historyOf(purchase.placed.key, LEDGER_NAMESPACE);
+    const recordId = `${LEDGER_NAMESPACE}#${purchase.placed.key}`;
+    expect(story.steps.map((step) => [step.source, step.event])).toEqual([
+      ['envelope', 'published'],
+      ['dlq', 'sent to the DLQ'],
+      ['record', 'delivered (a redriven copy): effect applied in one transaction'],
+    ]);
+    expect(story.steps[1]).toMatchObject({ recordId, detail: 'BusinessRuleViolationError' });
+    expect(story.steps[2]?.messageId).not.toBe(story.steps[1]?.messageId);
+    expect(story.records).toEqual([
+      expect.objectContaining({ id: recordId, status: 'COMPLETED', attempts: 1 }),
+    ]);
+    expect(story.next).toEqual([expect.stringMatching(new RegExp(`^${recordId}: done`))]);
   });
 
   // A standard queue keeps no order: the case is FIFO's alone.

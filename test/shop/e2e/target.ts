@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Target } from '../../../cli/command-line.js';
 import { isFifoQueueUrl } from '../../../lambdas/common/queue-type.js';
 import { describeDeployedPipeline } from '../../../lib/constructs/deployed-pipeline.js';
 import type { PipelineResources } from '../../../lib/constructs/pipeline-outputs.js';
@@ -27,6 +31,8 @@ export interface E2eTarget {
   lambda: LambdaClient;
   sqs: SQSClient;
   dynamodb: DynamoDBClient;
+  /** Where `oncely` commands find it: the stack by name, or the sandbox by its ready file. */
+  operations: Target;
   /** A sandbox's count of the records its consumer received, copies included; a stack has none. */
   receivedRecords?: () => number;
   stop(): Promise<void>;
@@ -77,6 +83,7 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
       };
       return {
         kind: 'stack',
+        operations: { kind: 'stack', stackName },
         queueType: queueTypeOf(resources),
         resources,
         ledgerTableName,
@@ -117,8 +124,13 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     dynamodb: new DynamoDBClient(localAwsConfig(endpoints.dynamodb)),
   };
   const resources = sandbox.pipelineResources();
+  // As `oncely local` writes it, for the commands the suite runs.
+  const directory = mkdtempSync(join(tmpdir(), 'oncely-e2e-'));
+  const readyFile = join(directory, 'ready.json');
+  writeFileSync(readyFile, JSON.stringify(sandbox.description));
   return {
     kind: 'sandbox',
+    operations: { kind: 'sandbox', readyFile },
     queueType: queueTypeOf(resources),
     resources,
     ...shop,
@@ -127,6 +139,7 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     stop: async () => {
       destroy(clients);
       await sandbox.stop();
+      rmSync(directory, { recursive: true, force: true });
     },
   };
 }

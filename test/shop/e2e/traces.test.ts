@@ -9,11 +9,12 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../../cli/command-line.js';
+import type { MessageHistory } from '../../../cli/history-story.js';
 import { runOperation } from '../../../cli/operations-command.js';
 import { publish } from '../../../lambdas/client/index.js';
 import { createEnvelope, type OutgoingMessage } from '../../../lambdas/common/envelope.js';
 import { sqsTraceAttributes } from '../../../lambdas/common/trace-context.js';
-import { ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
+import { LEDGER_NAMESPACE, ledgerItemId } from '../../../lambdas/shop/consumer/ledger.js';
 import { orderPlacedKey } from '../../../lambdas/shop/orders/place-order.js';
 import { LEDGER_TABLE_OUTPUT, ORDERS_OUTPUTS } from '../../../lib/shop/shop-stack.js';
 import { localAwsConfig } from '../../../sandbox/local-aws-config.js';
@@ -97,6 +98,17 @@ async function sendSpans(sender: string, key: string): Promise<CollectedSpan[]> 
 /** The span whose child `span` is. */
 async function parentOf(span: CollectedSpan): Promise<CollectedSpan | undefined> {
   return (await spans()).find((candidate) => candidate.spanId === span.parentSpanId);
+}
+
+/** `oncely history KEY --namespace ledger --json`, on the sandbox's ready file. */
+async function ledgerHistory(key: string): Promise<MessageHistory> {
+  const words = ['history', key, '--namespace', LEDGER_NAMESPACE, '--json', '--ready-file', readyFile];
+  let printed = '';
+  const code = await runOperation(parseCommandLine(words, {}) as OperationsCommand, {
+    print: (text) => (printed = text),
+  });
+  expect(code).toBe(0);
+  return JSON.parse(printed) as MessageHistory;
 }
 
 const stockReceived = (sku: string, quantity: number) =>
@@ -200,5 +212,30 @@ describe('traces through the sandbox', { timeout: 300_000 }, () => {
     const [, applied] = (await recordSpans(key)) as [CollectedSpan, CollectedSpan];
     expect(applied.links.map(idOf)).toEqual([idOf(writer as CollectedSpan)]);
     expect(await stock(sku)).toBe(2);
+
+    // `oncely history` tells it in order, its spans beside its records and its outbox item.
+    const story = await ledgerHistory(key);
+    expect(story.spansRead).toBe(true);
+    expect(story.steps.filter((step) => step.source !== 'span').map((step) => step.event)).toEqual([
+      'published',
+      'written to the outbox',
+      'sent to the queue by the relay',
+      'sent to the DLQ',
+      'delivered (a redriven copy): effect applied in one transaction',
+    ]);
+    const spansTold = story.steps.filter((step) => step.source === 'span');
+    expect(spansTold.map((step) => step.detail)).toEqual([
+      undefined,
+      expect.stringMatching(/^dead-lettered, error: /),
+      'applied',
+    ]);
+    expect(spansTold[0]?.event).toBe(`span ${relaySend?.name}`);
+    expect(new Set(spansTold.map((step) => step.traceId))).toEqual(
+      new Set([relaySend?.traceId, deadLettered.traceId, applied.traceId]),
+    );
+    const times = story.steps.map((step) => step.at);
+    expect(times).toEqual([...times].sort());
+    expect(story.outbox).toMatchObject({ status: 'SENT', sentBy: 'relay' });
+    expect(story.next).toEqual([expect.stringMatching(/: done/)]);
   });
 });
