@@ -45,6 +45,15 @@ function consumer(
   );
 }
 
+/** A transactional operation whose plan always fails (retryably): dead-lettered after its attempts, no record written. */
+const unplannable = () =>
+  transactionalOperation({
+    namespace: `history-${randomUUID().slice(0, 8)}`,
+    plan: () => {
+      throw new Error('the plan cannot be made');
+    },
+  });
+
 const drained = (queue: FifoQueue) => async () => (await messagesInQueue(sqs, queue.url)) === 0;
 const story = (key: string, recordId: string) =>
   readMessageHistory(
@@ -107,12 +116,7 @@ describe.concurrent('what the consumer leaves for `oncely history`', () => {
 
   it('transactional mode, whose failures write no record: the DLQ send is in the log all the same', async () => {
     const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
-    const operation = transactionalOperation({
-      namespace: `history-${randomUUID().slice(0, 8)}`,
-      plan: () => {
-        throw new Error('the plan cannot be made');
-      },
-    });
+    const operation = unplannable();
     const handler = consumer({ Named: operation }, dlq.url);
     const message = named('G', 'ledger');
     await publish(sqs, queue.url, message);
@@ -126,12 +130,7 @@ describe.concurrent('what the consumer leaves for `oncely history`', () => {
 
   it('a dead-letter log write that fails leaves the message in the DLQ, acknowledged: the story only misses it', async () => {
     const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5 });
-    const operation = transactionalOperation({
-      namespace: `history-${randomUUID().slice(0, 8)}`,
-      plan: () => {
-        throw new Error('the plan cannot be made');
-      },
-    });
+    const operation = unplannable();
     const client = localDynamoClient();
     const failing = failRequests(
       client,
