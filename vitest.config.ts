@@ -19,6 +19,7 @@ const FAST_TESTS = [
   'test/chaos/pipeline-faults.test.ts',
   'test/chaos/test-clock.test.ts',
   'test/cli/console-command-line.test.ts',
+  'test/cli/console-page.test.ts',
   'test/cli/history-story.test.ts',
   'test/consumer/deadline.test.ts',
   'test/consumer/fifo-groups.test.ts',

@@ -61,10 +61,12 @@ export const USAGE = `Usage:
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
       --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
       --output-prefix picks the outbox by its outputPrefix when the target has several.
-  oncely console [--port PORT] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
+  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
       Serve the console on 127.0.0.1 (--port, default: a free one) until Ctrl-C: the queues, the
-      records to resolve and the outbox, updated every 2 s; a message's story; the DLQ. It only
-      reads. \`oncely local\` serves it too.
+      records to resolve and the outbox, updated every 2 s; a message's story; the DLQ. On a
+      sandbox it also acts (redrive, discard, resolve: each asks first, with the token in the
+      address it prints); on a stack it only reads unless --allow-actions. \`oncely local\` serves
+      it too.
   oncely history KEY --namespace NS [--namespace NS]... [--ready-file PATH | --stack NAME] [--json]
   oncely history NS#KEY [--ready-file PATH | --stack NAME] [--json]
       Tell what happened to one message, in time order: its publish, its outbox item and send, each
@@ -144,7 +146,14 @@ export type Command =
       /** Act without showing the record and asking first. */
       yes: boolean;
     }
-  | { name: 'console'; target: Target; json: boolean; port?: number }
+  | {
+      name: 'console';
+      target: Target;
+      json: boolean;
+      port?: number;
+      /** Let the page act on a stack (a sandbox's always may). */
+      allowActions: boolean;
+    }
   | {
       name: 'history';
       target: Target;
@@ -264,7 +273,13 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
   }
   if (group === 'console') {
     expectNoMore([action, ...rest].filter((word) => word !== undefined));
-    return { name: 'console', target, json, port: portOf(values.port) };
+    return {
+      name: 'console',
+      target,
+      json,
+      port: portOf(values.port),
+      allowActions: values['allow-actions'] ?? false,
+    };
   }
   if (group === 'history') {
     if (!action) throw new CliUsageError(HISTORY_NEEDS);
@@ -319,6 +334,7 @@ function parse(argv: string[]) {
         'output-prefix': { type: 'string' },
         namespace: { type: 'string', multiple: true },
         port: { type: 'string' },
+        'allow-actions': { type: 'boolean' },
         'schedule-interval': { type: 'string' },
         'async-retry-delay': { type: 'string' },
         'one-group-per-receive': { type: 'boolean' },

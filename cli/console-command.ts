@@ -13,10 +13,10 @@ export interface ConsoleCommandOptions {
 /**
  * `oncely console`: serves the console (docs/console.md) on 127.0.0.1 for a running sandbox or a
  * deployed stack, with the target's connection (on a stack, the user's own credentials), until
- * Ctrl-C. It only reads.
+ * Ctrl-C. On a stack it only reads, unless `--allow-actions`.
  */
 export async function runConsole(
-  command: { target: Target; port?: number },
+  command: { target: Target; port?: number; allowActions: boolean },
   options: ConsoleCommandOptions = {},
 ): Promise<number> {
   const print = options.print ?? ((text: string) => console.log(text));
@@ -26,8 +26,11 @@ export async function runConsole(
       command.target.kind === 'sandbox'
         ? (await readReadyFile(command.target.readyFile, 'outputs')).traces?.file
         : undefined;
-    const server = await startConsole(pipeline, { port: command.port, tracesFile });
-    print(`The console of ${pipeline.name}: ${server.url}  (Ctrl-C to stop)`);
+    // A sandbox is the user's own: its page acts. A stack's only when asked to.
+    const actions = command.target.kind === 'sandbox' || command.allowActions;
+    const server = await startConsole(pipeline, { port: command.port, tracesFile, actions });
+    const mode = actions ? 'it acts with the token in this address' : 'it only reads';
+    print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
     try {
       await (options.until ?? untilSignalled());
     } finally {

@@ -14,6 +14,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 <body>
 <header><h1>Oncely console</h1><p id="target" aria-live="polite"></p></header>
 <main>
+<p id="action-status" role="status" aria-live="polite"></p>
 <section aria-labelledby="overview-title">
   <h2 id="overview-title">Overview</h2>
   <p class="note">Read every 2 s. <span id="read-at"></span></p>
@@ -76,6 +77,9 @@ button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid 
 
 export const CONSOLE_SCRIPT = `'use strict';
 const $ = (id) => document.getElementById(id);
+// The token comes in the address's fragment, which no request carries: only this page knows it.
+const token = new URLSearchParams(location.hash.slice(1)).get('token');
+let canAct = false;
 
 function element(tag, text, attributes) {
   const node = document.createElement(tag);
@@ -111,6 +115,63 @@ async function read(path) {
   return body;
 }
 
+/** An action: with the token, after the page asked. Its answer, or the error the command would give. */
+async function act(path, body) {
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-oncely-token': token || '' },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+function say(text, failed) {
+  const status = $('action-status');
+  status.textContent = text;
+  status.className = failed ? 'error' : '';
+}
+
+function actionButton(label, run) {
+  const button = element('button', label, { type: 'button' });
+  button.addEventListener('click', () => run().catch((error) => say(label + ': ' + error.message, true)));
+  return button;
+}
+
+function actionCell(...buttons) {
+  const cell = element('td');
+  cell.append(...buttons);
+  return cell;
+}
+
+async function redrive(key) {
+  const preview = await act('/api/dlq/redrive', { key, dryRun: true });
+  if (!confirm('Move ' + preview.moved + ' message(s) of key ' + key + ' back to the queue?')) return say('Not redriven: nothing changed.');
+  const result = await act('/api/dlq/redrive', { key });
+  say('Redriven: ' + result.moved + ' message(s) of key ' + key + ' back on the queue.');
+  listDlq();
+}
+
+async function discard(messageId) {
+  const reason = prompt('Why discard message ' + messageId + ' for good? The reason is kept with it.');
+  if (!reason) return say('Not discarded: nothing changed.');
+  if (!confirm('Delete message ' + messageId + ' from the DLQ for good?')) return say('Not discarded: nothing changed.');
+  const result = await act('/api/dlq/discard', { messageIds: [messageId], reason });
+  say('Discarded ' + result.discarded.length + ' message(s).');
+  listDlq();
+}
+
+async function resolve(id, as) {
+  const record = await read('/api/in-doubt/record?id=' + encodeURIComponent(id));
+  const shown = id + ': ' + record.status + ', ' + (record.attempts || 0) + ' attempts' + (record.error ? ', ' + record.error.name + ': ' + record.error.message : '');
+  const meaning = as === 'completed' ? 'it happened: never run it' : 'it did not happen: run it again';
+  if (!confirm(shown + '\\n\\nResolve it as ' + as + ' (' + meaning + ')?')) return say('Not resolved: nothing changed.');
+  await act('/api/in-doubt/resolve', { id, as });
+  say(id + ' resolved as ' + as + '.');
+  listInDoubt();
+}
+
 function showError(container, error) {
   container.replaceChildren(element('p', error.message, { class: 'error', role: 'alert' }));
 }
@@ -118,7 +179,8 @@ function showError(container, error) {
 async function refreshOverview() {
   try {
     const overview = await read('/api/overview');
-    $('target').textContent = 'Pipeline: ' + overview.target;
+    canAct = overview.actions && Boolean(token);
+    $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
     $('read-at').textContent = 'Last read ' + overview.readAt + '.';
     const rows = overview.queues.map((q) => {
       const name = element('td');
@@ -196,13 +258,15 @@ async function load(id, path, render) {
 }
 
 const listInDoubt = () => load('in-doubt', '/api/in-doubt', (page) => page.records.length
-  ? table('Records in doubt or pending a retry, oldest first', ['Record (its story)', 'Status', 'Since', 'Attempts', 'Reason'],
-      page.records.map((r) => [storyLink(r.id), r.status, r.since, r.attempts, r.reason ? r.reason.name + ': ' + r.reason.message : undefined]))
+  ? table('Records in doubt or pending a retry, oldest first', ['Record (its story)', 'Status', 'Since', 'Attempts', 'Reason', ...(canAct ? ['Resolve'] : [])],
+      page.records.map((r) => [storyLink(r.id), r.status, r.since, r.attempts, r.reason ? r.reason.name + ': ' + r.reason.message : undefined,
+        ...(canAct ? [actionCell(actionButton('Completed', () => resolve(r.id, 'completed')), actionButton('Retry', () => resolve(r.id, 'retry')))] : [])]))
   : element('p', 'No records are in doubt or pending a retry.'));
 
 const listDlq = () => load('dlq', '/api/dlq', (listing) => listing.messages.length
-  ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Error', 'Body'],
-      listing.messages.map((m) => [m.sentAt, m.groupId, m.type, m.key, m.error ? m.error.name + ': ' + (m.error.message || '') : 'moved by SQS', m.body]))
+  ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Error', 'Body', ...(canAct ? ['Act'] : [])],
+      listing.messages.map((m) => [m.sentAt, m.groupId, m.type, m.key, m.error ? m.error.name + ': ' + (m.error.message || '') : 'moved by SQS', m.body,
+        ...(canAct ? [actionCell(...(m.key ? [actionButton('Redrive', () => redrive(m.key))] : []), actionButton('Discard', () => discard(m.messageId)))] : [])]))
   : element('p', 'The DLQ is empty.'));
 
 document.addEventListener('DOMContentLoaded', () => {

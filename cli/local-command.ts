@@ -99,7 +99,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
         consoleServer = await serveConsole(sandbox.description, options.readyFile);
         const description = {
           ...sandbox.description,
-          ...(consoleServer && { console: { url: consoleServer.url } }),
+          ...(consoleServer && { console: { url: consoleServer.url, token: consoleServer.token } }),
         };
         // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
         if (options.readyFile) writeReadyFile(options.readyFile, description);
@@ -137,22 +137,23 @@ function tracesOf(options: LocalOptions, appDirectory: string): { file: string }
 }
 
 /** What `oncely local` describes: the sandbox's description, and where its console is. */
-type LocalDescription = SandboxDescription & { console?: { url: string } };
+type LocalDescription = SandboxDescription & { console?: { url: string; token?: string } };
 
 /** The console (docs/console.md) of the sandbox's pipeline; none when the app has no OncelyPipeline. */
 async function serveConsole(
   description: SandboxDescription,
   readyFile: string | undefined,
-): Promise<{ url: string; close(): Promise<void> } | undefined> {
+): Promise<{ url: string; token?: string; close(): Promise<void> } | undefined> {
   const { resources } = description;
   if (!resources) return undefined;
   const pipeline = connectToSandboxPipeline(readyFile ?? 'this `oncely local`', {
     ...description,
     resources,
   });
-  const server = await startConsole(pipeline, { tracesFile: description.traces?.file });
+  const server = await startConsole(pipeline, { tracesFile: description.traces?.file, actions: true });
   return {
     url: server.url,
+    token: server.token,
     close: async () => {
       await server.close();
       pipeline.close();

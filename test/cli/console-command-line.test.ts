@@ -12,6 +12,10 @@ describe('oncely console, on the command line', () => {
       target: { kind: 'stack', stackName: 'Shop-dev', outputPrefix: 'Orders' },
       json: false,
       port: 8080,
+      allowActions: false,
+    });
+    expect(parseCommandLine(['console', '--stack', 'S', '--allow-actions'], {})).toMatchObject({
+      allowActions: true,
     });
     expect(parseCommandLine(['console'], { ONCELY_READY_FILE: 'r.json' })).toMatchObject({
       target: { kind: 'sandbox', readyFile: 'r.json' },

@@ -5,12 +5,14 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../../cli/command-line.js';
 import { runConsole } from '../../cli/console-command.js';
-import { type ConsoleServer, startConsole } from '../../cli/console-server.js';
+import { type ConsoleServer, startConsole, TOKEN_HEADER } from '../../cli/console-server.js';
 import type { PipelineConnection } from '../../cli/target.js';
 import { connectToSandboxPipeline } from '../../cli/target.js';
 import { publish } from '../../lambdas/client/index.js';
@@ -35,6 +37,8 @@ let pipeline: PipelineConnection;
 let server: ConsoleServer;
 let browser: Browser;
 let page: Page;
+/** What the page's script threw: nothing, every test says at its end. */
+const pageErrors: string[] = [];
 let lambda: LambdaClient;
 
 beforeAll(async () => {
@@ -52,13 +56,18 @@ beforeAll(async () => {
     ...sandbox.description,
     resources: sandbox.pipelineResources(),
   });
-  server = await startConsole(pipeline);
+  server = await startConsole(pipeline, { actions: true });
   lambda = new LambdaClient(localAwsConfig(sandbox.description.endpoints.lambda));
   // As root (CI), Chromium needs --no-sandbox.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   // axe-core is injected as a script of its own: the console's policy allows its own scripts only.
   page = await (await browser.newContext({ bypassCSP: true })).newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
 }, 240_000);
+
+afterEach(() => {
+  expect(pageErrors).toEqual([]);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -83,20 +92,39 @@ async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: `${directory}${name}.png`, fullPage: true });
 }
 
-/** A raw GET to the console with the Host header given, as another page or process could send it. */
-function rawRequest(method: string, host: string): Promise<number> {
-  const { port } = new URL(server.url);
+/** A raw request to a console, as another page or process could send it: its status. */
+function rawRequest(
+  method: string,
+  options: { host?: string; path?: string; headers?: Record<string, string>; to?: ConsoleServer } = {},
+): Promise<number> {
+  const to = options.to ?? server;
+  const { port, host } = new URL(to.url);
+  const headers = { host: options.host ?? host, 'content-type': 'application/json', ...options.headers };
   return new Promise((resolve, reject) => {
     const sent = request(
-      { host: '127.0.0.1', port, method, path: '/api/overview', headers: { host } },
+      { host: '127.0.0.1', port, method, path: options.path ?? '/api/overview', headers },
       (response) => {
         response.resume();
         resolve(response.statusCode ?? 0);
       },
     );
     sent.on('error', reject);
-    sent.end();
+    sent.end(method === 'POST' ? JSON.stringify({ key: poison.key, dryRun: true }) : undefined);
   });
+}
+
+/** Asks the page to tell `key`'s story until it contains `text`. */
+async function storyUntil(key: string, namespace: string, text: string): Promise<void> {
+  await page.getByLabel('Message key').fill(key);
+  await page.getByLabel('Namespace').fill(namespace);
+  const story = page.locator('#history');
+  await expect
+    .poll(async () => {
+      await page.getByRole('button', { name: 'Tell its story' }).click();
+      await story.getByRole('heading', { name: `The story of ${key}` }).waitFor(WAIT);
+      return story.textContent();
+    }, WAIT)
+    .toContain(text);
 }
 
 describe('the console, in Chromium', { timeout: 300_000 }, () => {
@@ -114,18 +142,9 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     await dlqRow.locator('td').nth(1).filter({ hasText: /^1$/ }).waitFor(WAIT);
     await screenshot('overview');
 
-    await page.getByLabel('Message key').fill(poison.key);
-    await page.getByLabel('Namespace').fill(LEDGER_NAMESPACE);
     // The DLQ may show the message a moment before its send is in the record's log: ask again until it is.
-    const story = page.locator('#history');
-    await expect
-      .poll(async () => {
-        await page.getByRole('button', { name: 'Tell its story' }).click();
-        await story.getByRole('heading', { name: `The story of ${poison.key}` }).waitFor(WAIT);
-        return story.textContent();
-      }, WAIT)
-      .toContain('sent to the DLQ');
-    expect(await story.textContent()).toContain(`oncely dlq redrive --key ${poison.key}`);
+    await storyUntil(poison.key, LEDGER_NAMESPACE, 'sent to the DLQ');
+    expect(await page.locator('#history').textContent()).toContain(`oncely dlq redrive --key ${poison.key}`);
     await screenshot('story');
 
     await page.getByRole('button', { name: 'List the DLQ' }).click();
@@ -172,7 +191,11 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     const command = parseCommandLine(['console', '--ready-file', readyFile], {});
     if (command.name !== 'console') throw new Error(`parsed as ${command.name}`);
     const served = runConsole(command, { print: (text) => (address = text), until });
-    await expect.poll(() => address, WAIT).toMatch(/: http:\/\/127\.0\.0\.1:\d+\/ {2}\(Ctrl-C to stop\)$/);
+    await expect
+      .poll(() => address, WAIT)
+      .toMatch(
+        /: http:\/\/127\.0\.0\.1:\d+\/#token=[\w-]+ {2}\(it acts with the token in this address; Ctrl-C to stop\)$/,
+      );
     const url = String(/http:\S+/.exec(address)?.[0]);
     await page.goto(url);
     await page.locator('#queues tbody tr').first().waitFor(WAIT);
@@ -182,10 +205,96 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     rmSync(directory, { recursive: true, force: true });
   });
 
-  it('answers only its own address, and only reads', async () => {
-    const { host } = new URL(server.url);
-    expect(await rawRequest('GET', host)).toBe(200);
-    expect(await rawRequest('GET', 'attacker.example')).toBe(421);
-    expect(await rawRequest('POST', host)).toBe(405);
+  it('redrives from the page after a preview and a yes; the story then shows the effect applied', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(server.url);
+    await page.locator('#queues tbody tr').first().waitFor(WAIT);
+    const stock = {
+      type: 'StockReceived',
+      groupId: 'warehouse',
+      key: `stock-${run}`,
+      payload: { sku: poison.payload.sku, quantity: 3 },
+    };
+    await publish([stock], {
+      functionName: sandbox.pipelineResources().publisherFunctionName,
+      lambda,
+      retry: BUSY_MACHINE_RETRY,
+    });
+    await storyUntil(stock.key, LEDGER_NAMESPACE, 'effect applied in one transaction');
+    const asked: string[] = [];
+    page.once('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void dialog.accept();
+    });
+    await page.getByRole('button', { name: 'List the DLQ' }).click();
+    await page.locator('#dlq').getByRole('button', { name: 'Redrive' }).click();
+    await page.getByRole('status').getByText(`Redriven: 1 message(s) of key ${poison.key}`).waitFor(WAIT);
+    expect(asked).toEqual([`Move 1 message(s) of key ${poison.key} back to the queue?`]);
+    await storyUntil(
+      poison.key,
+      LEDGER_NAMESPACE,
+      'delivered (a redriven copy): effect applied in one transaction',
+    );
+    await screenshot('redriven');
+  });
+
+  it('resolves a record in doubt from the page, showing the record first', async () => {
+    const table = sandbox.pipelineResources().idempotencyTableName;
+    const id = `notifications#parked-${run}`;
+    await pipeline.dynamodb.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: marshall({
+          id,
+          status: 'IN_DOUBT',
+          unresolved: 'IN_DOUBT',
+          payloadHash: 'h',
+          attempts: 1,
+          updatedAt: Date.now(),
+          error: { name: 'OutcomeUnknownError', message: 'the mail gateway timed out' },
+        }),
+      }),
+    );
+    const asked: string[] = [];
+    page.once('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void dialog.accept();
+    });
+    await page.getByRole('button', { name: 'List them' }).click();
+    await page.locator('#in-doubt tr', { hasText: id }).getByRole('button', { name: 'Completed' }).click();
+    await page.getByRole('status').getByText(`${id} resolved as completed.`).waitFor(WAIT);
+    expect(asked).toEqual([
+      `${id}: IN_DOUBT, 1 attempts, OutcomeUnknownError: the mail gateway timed out\n\n` +
+        'Resolve it as completed (it happened: never run it)?',
+    ]);
+    const { Item } = await pipeline.dynamodb.send(
+      new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true }),
+    );
+    expect(Item?.status?.S).toBe('COMPLETED');
+  });
+
+  it('answers only its own address; acts only with its token, and only when it may', async () => {
+    expect(await rawRequest('GET')).toBe(200);
+    expect(await rawRequest('GET', { host: 'attacker.example' })).toBe(421);
+    expect(await rawRequest('PUT')).toBe(405);
+    const redrive = { path: '/api/dlq/redrive' };
+    const withToken = (token: string, more: Record<string, string> = {}) => ({
+      ...redrive,
+      headers: { [TOKEN_HEADER]: token, ...more },
+    });
+    expect(await rawRequest('POST', redrive)).toBe(403);
+    expect(await rawRequest('POST', withToken('x'.repeat(32)))).toBe(403);
+    expect(await rawRequest('POST', withToken(String(server.token)))).toBe(200);
+    expect(await rawRequest('POST', withToken(String(server.token), { 'content-type': 'text/plain' }))).toBe(
+      415,
+    );
+    const readOnly = await startConsole(pipeline);
+    try {
+      expect(readOnly.token).toBeUndefined();
+      expect(readOnly.url).not.toContain('#token');
+      expect(await rawRequest('POST', { ...redrive, to: readOnly })).toBe(403);
+    } finally {
+      await readOnly.close();
+    }
   });
 });

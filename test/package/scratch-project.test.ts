@@ -205,7 +205,7 @@ describe('Oncely installed in a project of its own', () => {
       ['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`),
     );
     // The installed package's console (docs/console.md) tells a message's story.
-    const story = await fetch(`${ready.console.url}api/history?key=welcome-ada&namespace=welcome`);
+    const story = await fetch(new URL('api/history?key=welcome-ada&namespace=welcome', ready.console.url));
     expect(await story.json()).toMatchObject({
       records: [{ id: 'welcome#welcome-ada', status: 'COMPLETED' }],
     });
