@@ -2,7 +2,8 @@
 
 /**
  * The `oncely` command: `oncely local` runs the whole pipeline on this machine; `oncely dlq`,
- * `oncely in-doubt` and `oncely outbox` operate a running pipeline, local or deployed. Exit codes:
+ * `oncely in-doubt`, `oncely outbox`, `oncely history` and `oncely console` operate a running
+ * pipeline, local or deployed. Exit codes:
  * 0 done, 1 failed, 2 the command line is wrong; the operations commands' others in
  * cli/exit-codes.ts (docs/operations.md, "Exit codes").
  */
@@ -26,6 +27,8 @@ async function main(argv: string[]): Promise<number> {
       // without its optional peer dependencies learns what to install before anything starts.
       assertToolchain('`oncely local`', TOOLCHAINS.local);
       return (await import('../cli/local-command.js')).runLocal(command.options);
+    case 'console':
+      return (await import('../cli/console-command.js')).runConsole(command);
     default:
       return runOperation(command);
   }

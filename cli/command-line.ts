@@ -61,6 +61,12 @@ export const USAGE = `Usage:
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
       --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
       --output-prefix picks the outbox by its outputPrefix when the target has several.
+  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
+      Serve the console on 127.0.0.1 (--port, default: a free one) until Ctrl-C: the queues, the
+      records to resolve and the outbox, updated every 2 s; a message's story; the DLQ. On a
+      sandbox it also acts (redrive, discard, resolve: each asks first, with the token in the
+      address it prints); on a stack it only reads unless --allow-actions. \`oncely local\` serves
+      it too.
   oncely history KEY --namespace NS [--namespace NS]... [--ready-file PATH | --stack NAME] [--json]
   oncely history NS#KEY [--ready-file PATH | --stack NAME] [--json]
       Tell what happened to one message, in time order: its publish, its outbox item and send, each
@@ -141,6 +147,14 @@ export type Command =
       yes: boolean;
     }
   | {
+      name: 'console';
+      target: Target;
+      json: boolean;
+      port?: number;
+      /** Let the page act on a stack (a sandbox's always may). */
+      allowActions: boolean;
+    }
+  | {
       name: 'history';
       target: Target;
       json: boolean;
@@ -158,8 +172,8 @@ export type Command =
       olderThanSeconds?: number;
     };
 
-/** A command that operates a running pipeline. */
-export type OperationsCommand = Extract<Command, { target: Target }>;
+/** A command that operates a running pipeline and ends (`console` serves until stopped). */
+export type OperationsCommand = Exclude<Extract<Command, { target: Target }>, { name: 'console' }>;
 
 export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = process.env): Command {
   const { values, positionals } = parse(argv);
@@ -257,6 +271,16 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       olderThanSeconds,
     };
   }
+  if (group === 'console') {
+    expectNoMore([action, ...rest].filter((word) => word !== undefined));
+    return {
+      name: 'console',
+      target,
+      json,
+      port: portOf(values.port),
+      allowActions: values['allow-actions'] ?? false,
+    };
+  }
   if (group === 'history') {
     if (!action) throw new CliUsageError(HISTORY_NEEDS);
     expectNoMore(rest);
@@ -309,6 +333,8 @@ function parse(argv: string[]) {
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
         namespace: { type: 'string', multiple: true },
+        port: { type: 'string' },
+        'allow-actions': { type: 'boolean' },
         'schedule-interval': { type: 'string' },
         'async-retry-delay': { type: 'string' },
         'one-group-per-receive': { type: 'boolean' },
@@ -342,6 +368,15 @@ function howMany(value: string | undefined): number | undefined {
     throw new CliUsageError(`--limit takes a whole number above 0, got "${value}".`);
   }
   return number;
+}
+
+function portOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+    throw new CliUsageError(`--port takes a port number from 1 to 65535, got "${value}".`);
+  }
+  return port;
 }
 
 function seconds(value: string | undefined, flag: string): number | undefined {

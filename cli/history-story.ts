@@ -160,7 +160,12 @@ export function tellHistory(sources: HistorySources): MessageHistory {
     ...(outbox ? { outbox: withoutTimes(outbox) } : {}),
     spansRead: sources.spans !== undefined,
     steps: steps.map(({ ms: _ms, order: _order, ...step }) => step),
-    next: nextSteps(key, records, outbox),
+    next: nextSteps(
+      key,
+      records,
+      outbox,
+      new Set(sources.records.filter((each) => each.deadLetters.length > 0).map((each) => each.id)),
+    ),
   };
 }
 
@@ -247,7 +252,12 @@ function withoutTimes(outbox: NonNullable<HistorySources['outbox']>): OutboxNow 
 }
 
 /** What an operator can do now, for each record and the outbox item. */
-function nextSteps(key: string, records: readonly RecordNow[], outbox: HistorySources['outbox']): string[] {
+function nextSteps(
+  key: string,
+  records: readonly RecordNow[],
+  outbox: HistorySources['outbox'],
+  sentToDlq: ReadonlySet<string>,
+): string[] {
   const next: string[] = [];
   if (outbox?.status === 'PENDING') {
     next.push(
@@ -256,16 +266,19 @@ function nextSteps(key: string, records: readonly RecordNow[], outbox: HistorySo
     );
   }
   for (const record of records) {
-    const step = nextForRecord(key, record);
+    const step = nextForRecord(key, record, sentToDlq.has(record.id));
     if (step) next.push(step);
   }
   return next;
 }
 
-function nextForRecord(key: string, record: RecordNow): string | undefined {
+function nextForRecord(key: string, record: RecordNow, sentToDlq: boolean): string | undefined {
   const { id } = record;
   switch (record.status) {
     case undefined:
+      // A transactional record is written only by the commit: its dead-lettering left only the log.
+      if (sentToDlq)
+        return `${id}: no record, and its message was sent to the DLQ. Fix the cause, then \`oncely dlq redrive --key ${key}\`.`;
       return `${id}: no record. Not delivered yet, handled under another namespace, or expired; \`oncely dlq list\` shows whether it waits in the DLQ.`;
     case 'COMPLETED':
       return `${id}: done. Its effect happened; copies of it are answered as duplicates until ${record.expiresAt ?? 'it is resolved'}.`;

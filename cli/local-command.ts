@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
 import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
 import { missingTracePackages } from '../sandbox/trace-packages.js';
+import { startConsole } from './console-server.js';
+import { connectToSandboxPipeline } from './target.js';
 
 export interface LocalOptions {
   /** The CDK app's directory (its cdk.json); the current directory by default. */
@@ -91,13 +93,23 @@ export async function runLocal(options: LocalOptions): Promise<number> {
         }
       },
     });
-    if (!received) {
-      // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
-      if (options.readyFile) writeReadyFile(options.readyFile, sandbox.description);
-      printDescription(sandbox.description);
-      await signal;
+    let consoleServer: Awaited<ReturnType<typeof serveConsole>>;
+    try {
+      if (!received) {
+        consoleServer = await serveConsole(sandbox.description, options.readyFile);
+        const description = {
+          ...sandbox.description,
+          ...(consoleServer && { console: { url: consoleServer.url, token: consoleServer.token } }),
+        };
+        // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
+        if (options.readyFile) writeReadyFile(options.readyFile, description);
+        printDescription(description);
+        await signal;
+      }
+    } finally {
+      await consoleServer?.close();
+      await sandbox.stop();
     }
-    await sandbox.stop();
     if (options.readyFile) rmSync(options.readyFile, { force: true });
     return 0;
   } catch (error) {
@@ -124,14 +136,39 @@ function tracesOf(options: LocalOptions, appDirectory: string): { file: string }
   return { file: join(appDirectory, DEFAULT_TRACES_FILE) };
 }
 
+/** What `oncely local` describes: the sandbox's description, and where its console is. */
+type LocalDescription = SandboxDescription & { console?: { url: string; token?: string } };
+
+/** The console (docs/console.md) of the sandbox's pipeline; none when the app has no OncelyPipeline. */
+async function serveConsole(
+  description: SandboxDescription,
+  readyFile: string | undefined,
+): Promise<{ url: string; token?: string; close(): Promise<void> } | undefined> {
+  const { resources } = description;
+  if (!resources) return undefined;
+  const pipeline = connectToSandboxPipeline(readyFile ?? 'this `oncely local`', {
+    ...description,
+    resources,
+  });
+  const server = await startConsole(pipeline, { tracesFile: description.traces?.file, actions: true });
+  return {
+    url: server.url,
+    token: server.token,
+    close: async () => {
+      await server.close();
+      pipeline.close();
+    },
+  };
+}
+
 /** Writes to a temporary file beside it, then renames: a reader never sees a half-written file. */
-function writeReadyFile(path: string, description: SandboxDescription): void {
+function writeReadyFile(path: string, description: LocalDescription): void {
   const partial = `${path}.${process.pid}.tmp`;
   writeFileSync(partial, `${JSON.stringify(description, null, 2)}\n`);
   renameSync(partial, path);
 }
 
-function printDescription(description: SandboxDescription): void {
+function printDescription(description: LocalDescription): void {
   const { endpoints, resources } = description;
   console.log(`Ready (${description.stackName}, region ${description.region}):`);
   console.log(`  Edge           ${endpoints.edge}   (AWS_ENDPOINT_URL: DynamoDB, SQS and Lambda)`);
@@ -144,6 +181,8 @@ function printDescription(description: SandboxDescription): void {
     );
     console.log(`                 written to ${description.traces.file}`);
   }
+  if (description.console)
+    console.log(`  Console        ${description.console.url}   (open it in your browser)`);
   if (resources) {
     console.log('Pipeline:');
     console.log(`  publisher      ${resources.publisherFunctionName}`);

@@ -15,7 +15,7 @@ import {
   PipelineUnreachableError,
   StackNotFoundError,
 } from './operations-errors.js';
-import { type ReadyFile, readReadyFile } from './ready-file.js';
+import { type PipelineReadyFile, type ReadyFile, readReadyFile } from './ready-file.js';
 
 /** A running target, ready to operate on: its stack outputs and clients for its services. */
 export interface TargetConnection {
@@ -41,8 +41,7 @@ export interface PipelineConnection extends TargetConnection {
  */
 export async function connect(target: Target): Promise<PipelineConnection> {
   if (target.kind === 'sandbox' && target.outputPrefix === undefined) {
-    const file = await readReadyFile(target.readyFile, 'resources');
-    return { ...connectToSandbox(target.readyFile, file), resources: file.resources };
+    return connectToSandboxPipeline(target.readyFile, await readReadyFile(target.readyFile, 'resources'));
   }
   // A pipeline picked by its prefix: found among every output, of the sandbox's stacks or the stack's.
   const connection = await connectToOutputs(target);
@@ -52,6 +51,11 @@ export async function connect(target: Target): Promise<PipelineConnection> {
     connection.close();
     throw error;
   }
+}
+
+/** Connects to the pipeline of a running sandbox, from what its ready file holds (`readyFile` names it in errors). */
+export function connectToSandboxPipeline(readyFile: string, file: PipelineReadyFile): PipelineConnection {
+  return { ...connectToSandbox(readyFile, file), resources: file.resources };
 }
 
 /** The resources of the pipeline whose outputs carry `prefix`; missing, the error names the prefixes there are. */

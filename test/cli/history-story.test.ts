@@ -184,6 +184,11 @@ describe('the next step', () => {
       expect.stringContaining(`runs out at ${new Date(at(120)).toISOString()}`),
     ]);
     expect(next(undefined)).toEqual([expect.stringContaining('no record')]);
+    // A transactional message dead-lettered: no record, but its log.
+    const logged = tell({
+      records: [{ id: 'ledger#k', deadLetters: [{ s: 'FAILED', t: at(1), m: 'm-1', x: 'Bad' }] }],
+    });
+    expect(logged.next).toEqual([expect.stringContaining('`oncely dlq redrive --key k`')]);
   });
 
   it('takes an expired record for none, and a pending outbox item for waiting', () => {

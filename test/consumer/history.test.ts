@@ -125,7 +125,7 @@ describe.concurrent('what the consumer leaves for `oncely history`', () => {
     expect(told.steps.map((step) => [step.source, step.event, step.detail])).toEqual([
       ['dlq', 'sent to the DLQ', 'AttemptsExhaustedError'],
     ]);
-    expect(told.next).toEqual([expect.stringContaining('no record')]);
+    expect(told.next).toEqual([expect.stringContaining('sent to the DLQ. Fix the cause')]);
   });
 
   it('a dead-letter log write that fails leaves the message in the DLQ, acknowledged: the story only misses it', async () => {

@@ -204,6 +204,11 @@ describe('Oncely installed in a project of its own', () => {
     expect(received.sort()).toEqual(
       ['ada', 'bob', 'cy', 'dee', 'eve'].map((name) => `welcome#welcome-${name}`),
     );
+    // The installed package's console (docs/console.md) tells a message's story.
+    const story = await fetch(new URL('api/history?key=welcome-ada&namespace=welcome', ready.console.url));
+    expect(await story.json()).toMatchObject({
+      records: [{ id: 'welcome#welcome-ada', status: 'COMPLETED' }],
+    });
   });
 });
 

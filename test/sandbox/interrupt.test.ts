@@ -73,9 +73,12 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     );
     running = child;
     const lines = createInterface({ input: child.stdout });
-    /** Resolves at the first line starting with `prefix`; rejects if the command ends before. */
+    const seen: string[] = [];
+    lines.on('line', (line) => seen.push(line));
+    /** Resolves at the first line starting with `prefix`, printed already or to come; rejects if the command ends before. */
     const printed = (prefix: string) =>
       new Promise<void>((resolve, reject) => {
+        if (seen.some((line) => line.startsWith(prefix))) resolve();
         lines.on('line', (line) => line.startsWith(prefix) && resolve());
         child.once('exit', (code) =>
           reject(new Error(`oncely local exited (${code}) before printing "${prefix}"`)),
@@ -89,15 +92,23 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     const { child, printed, readyFile, tmp } = oncelyLocal(mark);
     const exited = once(child, 'exit');
     await printed('Press Ctrl-C');
-    const { endpoints, traces } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
+    const { endpoints, traces, console } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
       endpoints: Record<string, string>;
       traces?: { endpoint: string; file: string };
+      console?: { url: string };
     };
     expect(Object.keys(endpoints).sort()).toEqual(['dynamodb', 'edge', 'lambda', 'sqs']);
     // With OpenTelemetry's SDK installed (here, the repository's), traces are on by default.
     expect(traces?.file).toBe(join(process.cwd(), DEFAULT_TRACES_FILE));
     expect(traces?.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
     expect(assemblies(tmp)).toHaveLength(1);
+    // The console (docs/console.md), on 127.0.0.1: its page, and the overview it reads.
+    expect(console?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#token=[\w-]{32}$/);
+    await printed(`  Console        ${console?.url}`);
+    expect((await fetch(String(console?.url))).headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await (await fetch(new URL('api/overview', console?.url))).json()).toMatchObject({
+      queues: [{ role: 'queue' }, { role: 'dlq' }],
+    });
 
     child.kill('SIGTERM');
     expect(await exited).toEqual([0, null]);
@@ -107,6 +118,7 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     await expect.poll(() => processesMarked(mark), { timeout: 60_000 }).toEqual([]);
     await expect(fetch(endpoints.dynamodb)).rejects.toThrow();
     await expect(fetch(String(traces?.endpoint), { method: 'POST' })).rejects.toThrow();
+    await expect(fetch(String(console?.url))).rejects.toThrow();
   }, 240_000);
 
   it('stops what had started on SIGINT during the start-up', async () => {

@@ -1,0 +1,53 @@
+import type { Target } from './command-line.js';
+import { startConsole } from './console-server.js';
+import { readReadyFile } from './ready-file.js';
+import { connect } from './target.js';
+
+export interface ConsoleCommandOptions {
+  /** Where the address goes; standard output by default. */
+  print?: (text: string) => void;
+  /** Serves until this settles; by default until SIGINT or SIGTERM. */
+  until?: Promise<unknown>;
+}
+
+/**
+ * `oncely console`: serves the console (docs/console.md) on 127.0.0.1 for a running sandbox or a
+ * deployed stack, with the target's connection (on a stack, the user's own credentials), until
+ * Ctrl-C. On a stack it only reads, unless `--allow-actions`.
+ */
+export async function runConsole(
+  command: { target: Target; port?: number; allowActions: boolean },
+  options: ConsoleCommandOptions = {},
+): Promise<number> {
+  const print = options.print ?? ((text: string) => console.log(text));
+  const pipeline = await connect(command.target);
+  try {
+    const tracesFile =
+      command.target.kind === 'sandbox'
+        ? (await readReadyFile(command.target.readyFile, 'outputs')).traces?.file
+        : undefined;
+    // A sandbox is the user's own: its page acts. A stack's only when asked to.
+    const actions = command.target.kind === 'sandbox' || command.allowActions;
+    const server = await startConsole(pipeline, { port: command.port, tracesFile, actions });
+    const mode = actions ? 'it acts with the token in this address' : 'it only reads';
+    print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
+    try {
+      await (options.until ?? untilSignalled());
+    } finally {
+      await server.close();
+    }
+    return 0;
+  } finally {
+    pipeline.close();
+  }
+}
+
+function untilSignalled(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop).off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop).on('SIGTERM', stop);
+  });
+}

@@ -1,0 +1,282 @@
+// The console's page, script and style (docs/console.md), served by the package itself: no CDN,
+// no build step, nothing inline (the server's Content-Security-Policy allows only these). The
+// script writes every value it shows as text, never as markup.
+
+export const CONSOLE_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Oncely console</title>
+<link rel="stylesheet" href="/console.css">
+<script src="/console.js" defer></script>
+</head>
+<body>
+<header><h1>Oncely console</h1><p id="target" aria-live="polite"></p></header>
+<main>
+<p id="action-status" role="status" aria-live="polite"></p>
+<section aria-labelledby="overview-title">
+  <h2 id="overview-title">Overview</h2>
+  <p class="note">Read every 2 s. <span id="read-at"></span></p>
+  <div class="scroll"><table id="queues"><caption>Queues</caption>
+    <thead><tr><th scope="col">Queue</th><th scope="col">Visible</th><th scope="col">In flight</th><th scope="col">Delayed</th></tr></thead>
+    <tbody></tbody></table></div>
+  <dl id="counts"></dl>
+</section>
+<section aria-labelledby="history-title">
+  <h2 id="history-title">Follow a message</h2>
+  <form id="history-form">
+    <label for="key">Message key</label>
+    <input id="key" name="key" required autocomplete="off" spellcheck="false">
+    <label for="namespace">Namespace</label>
+    <input id="namespace" name="namespace" required autocomplete="off" spellcheck="false" placeholder="the operation's, e.g. ledger">
+    <button type="submit">Tell its story</button>
+  </form>
+  <div id="history" aria-live="polite"></div>
+</section>
+<section aria-labelledby="in-doubt-title">
+  <h2 id="in-doubt-title">Records to resolve</h2>
+  <button type="button" id="in-doubt-load">List them</button>
+  <div id="in-doubt" aria-live="polite"></div>
+</section>
+<section aria-labelledby="dlq-title">
+  <h2 id="dlq-title">Dead-letter queue</h2>
+  <p class="note">Listing receives each message and makes it visible again: a look, not a take.</p>
+  <button type="button" id="dlq-load">List the DLQ</button>
+  <div id="dlq" aria-live="polite"></div>
+</section>
+</main>
+</body>
+</html>
+`;
+
+export const CONSOLE_STYLE = `
+:root { color-scheme: light dark; --line: #8886; --accent: #1d6fd1; }
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 72rem; padding: 0 1rem 3rem; }
+h1 { font-size: 1.4rem; margin: 1rem 0 0; }
+h2 { font-size: 1.15rem; margin-top: 2rem; }
+.note { color: #555; font-size: .9rem; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-size: .9rem; }
+caption { text-align: left; font-weight: 600; padding: .25rem 0; }
+th, td { border-bottom: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; }
+code, .mono { font-family: ui-monospace, monospace; font-size: .85rem; overflow-wrap: anywhere; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+dt { font-weight: 600; }
+form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
+label { display: block; font-size: .9rem; width: 100%; }
+input { font: inherit; padding: .35rem .5rem; min-width: 12rem; flex: 1; }
+button { font: inherit; padding: .35rem .9rem; cursor: pointer; }
+button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+.error { color: #b71c1c; }
+@media (prefers-color-scheme: dark) { .note { color: #bbb; } .error { color: #ff8a80; } }
+.next li { margin: .25rem 0; }
+@media (max-width: 40rem) { body { font-size: 14px; } form { display: block; } input { width: 100%; box-sizing: border-box; margin-bottom: .5rem; } }
+`;
+
+export const CONSOLE_SCRIPT = `'use strict';
+const $ = (id) => document.getElementById(id);
+// The token comes in the address's fragment, which no request carries: only this page knows it.
+const token = new URLSearchParams(location.hash.slice(1)).get('token');
+let canAct = false;
+
+function element(tag, text, attributes) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+  return node;
+}
+
+function table(caption, headers, rows) {
+  const wrap = element('div', undefined, { class: 'scroll' });
+  const t = element('table');
+  t.append(element('caption', caption));
+  const head = element('tr');
+  for (const header of headers) head.append(element('th', header, { scope: 'col' }));
+  const thead = element('thead');
+  thead.append(head);
+  t.append(thead);
+  const body = element('tbody');
+  for (const row of rows) {
+    const tr = element('tr');
+    for (const cell of row) tr.append(cell instanceof Node ? cell : element('td', cell === undefined ? '-' : cell));
+    body.append(tr);
+  }
+  t.append(body);
+  wrap.append(t);
+  return wrap;
+}
+
+async function read(path) {
+  const response = await fetch(path, { headers: { accept: 'application/json' } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+/** An action: with the token, after the page asked. Its answer, or the error the command would give. */
+async function act(path, body) {
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-oncely-token': token || '' },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+function say(text, failed) {
+  const status = $('action-status');
+  status.textContent = text;
+  status.className = failed ? 'error' : '';
+}
+
+function actionButton(label, run) {
+  const button = element('button', label, { type: 'button' });
+  button.addEventListener('click', () => run().catch((error) => say(label + ': ' + error.message, true)));
+  return button;
+}
+
+function actionCell(...buttons) {
+  const cell = element('td');
+  cell.append(...buttons);
+  return cell;
+}
+
+async function redrive(key) {
+  const preview = await act('/api/dlq/redrive', { key, dryRun: true });
+  if (!confirm('Move ' + preview.moved + ' message(s) of key ' + key + ' back to the queue?')) return say('Not redriven: nothing changed.');
+  const result = await act('/api/dlq/redrive', { key });
+  say('Redriven: ' + result.moved + ' message(s) of key ' + key + ' back on the queue.');
+  listDlq();
+}
+
+async function discard(messageId) {
+  const reason = prompt('Why discard message ' + messageId + ' for good? The reason is kept with it.');
+  if (!reason) return say('Not discarded: nothing changed.');
+  if (!confirm('Delete message ' + messageId + ' from the DLQ for good?')) return say('Not discarded: nothing changed.');
+  const result = await act('/api/dlq/discard', { messageIds: [messageId], reason });
+  say('Discarded ' + result.discarded.length + ' message(s).');
+  listDlq();
+}
+
+async function resolve(id, as) {
+  const record = await read('/api/in-doubt/record?id=' + encodeURIComponent(id));
+  const shown = id + ': ' + record.status + ', ' + (record.attempts || 0) + ' attempts' + (record.error ? ', ' + record.error.name + ': ' + record.error.message : '');
+  const meaning = as === 'completed' ? 'it happened: never run it' : 'it did not happen: run it again';
+  if (!confirm(shown + '\\n\\nResolve it as ' + as + ' (' + meaning + ')?')) return say('Not resolved: nothing changed.');
+  await act('/api/in-doubt/resolve', { id, as });
+  say(id + ' resolved as ' + as + '.');
+  listInDoubt();
+}
+
+function showError(container, error) {
+  container.replaceChildren(element('p', error.message, { class: 'error', role: 'alert' }));
+}
+
+async function refreshOverview() {
+  try {
+    const overview = await read('/api/overview');
+    canAct = overview.actions && Boolean(token);
+    $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
+    $('read-at').textContent = 'Last read ' + overview.readAt + '.';
+    const rows = overview.queues.map((q) => {
+      const name = element('td');
+      // Its name, the URL's last part; the whole URL on hover.
+      name.append(element('span', q.role === 'dlq' ? 'DLQ ' : 'Queue '), element('span', q.url.split('/').pop(), { class: 'mono', title: q.url }));
+      return [name, element('td', q.visible, { class: 'number' }), element('td', q.inFlight, { class: 'number' }), element('td', q.delayed, { class: 'number' })];
+    });
+    $('queues').tBodies[0].replaceChildren(...rows.map((cells) => { const tr = element('tr'); tr.append(...cells); return tr; }));
+    const counts = [
+      ['Records in doubt', overview.unresolved.inDoubt + (overview.unresolved.more ? '+' : '')],
+      ['Retries pending', overview.unresolved.retryPending + (overview.unresolved.more ? '+' : '')],
+    ];
+    if (overview.outbox) {
+      counts.push(['Outbox pending', overview.outbox.pending + (overview.outbox.more ? '+' : '')]);
+      counts.push(['Outbox stuck (over ' + overview.outbox.stuckAfterSeconds + ' s)', overview.outbox.stuck]);
+    }
+    $('counts').replaceChildren(...counts.flatMap(([name, value]) => [element('dt', name), element('dd', value, { 'data-count': name })]));
+  } catch (error) {
+    $('read-at').textContent = 'Could not read it: ' + error.message;
+  }
+}
+
+async function tellHistory(key, namespace) {
+  const container = $('history');
+  container.replaceChildren(element('p', 'Reading…'));
+  try {
+    const story = await read('/api/history?key=' + encodeURIComponent(key) + '&namespace=' + encodeURIComponent(namespace));
+    const rows = story.steps.map((step) => [
+      step.at,
+      step.source,
+      step.recordId,
+      step.attempt,
+      step.lease,
+      step.messageId || (step.traceId ? 'trace ' + step.traceId : undefined),
+      [step.event, step.receiveCount === undefined ? '' : '(receive ' + step.receiveCount + ')', step.detail || ''].filter(Boolean).join(' '),
+    ]);
+    const parts = [element('h3', 'The story of ' + story.key)];
+    parts.push(rows.length ? table('Steps, in time order', ['Time', 'From', 'Record', 'Attempt', 'Lease', 'Message id', 'What'], rows) : element('p', 'Nothing found by its key.'));
+    const now = element('ul');
+    for (const record of story.records) now.append(element('li', record.id + ': ' + (record.status || 'no record') + (record.attempts === undefined ? '' : ', ' + record.attempts + ' attempts') + (record.error ? ', last error ' + record.error.name + ': ' + record.error.message : '')));
+    if (story.outbox) now.append(element('li', 'outbox: ' + story.outbox.status + ', written ' + story.outbox.writtenAt + (story.outbox.sentAt ? ', sent ' + story.outbox.sentAt : '')));
+    parts.push(element('h4', 'Now'), now, element('h4', 'Next'));
+    const next = element('ul', undefined, { class: 'next' });
+    for (const step of story.next) next.append(element('li', step));
+    parts.push(next);
+    container.replaceChildren(...parts);
+  } catch (error) {
+    showError(container, error);
+  }
+}
+
+function storyLink(id) {
+  const at = id.indexOf('#');
+  const button = element('button', id, { type: 'button', class: 'mono' });
+  button.addEventListener('click', () => {
+    $('namespace').value = id.slice(0, at);
+    $('key').value = id.slice(at + 1);
+    tellHistory(id.slice(at + 1), id.slice(0, at));
+    $('history-title').scrollIntoView();
+  });
+  const cell = element('td');
+  cell.append(button);
+  return cell;
+}
+
+/** Reads \`path\` into the section \`id\`, as \`render\` shows it, or the error. */
+async function load(id, path, render) {
+  const container = $(id);
+  container.replaceChildren(element('p', 'Reading…'));
+  try {
+    container.replaceChildren(render(await read(path)));
+  } catch (error) {
+    showError(container, error);
+  }
+}
+
+const listInDoubt = () => load('in-doubt', '/api/in-doubt', (page) => page.records.length
+  ? table('Records in doubt or pending a retry, oldest first', ['Record (its story)', 'Status', 'Since', 'Attempts', 'Reason', ...(canAct ? ['Resolve'] : [])],
+      page.records.map((r) => [storyLink(r.id), r.status, r.since, r.attempts, r.reason ? r.reason.name + ': ' + r.reason.message : undefined,
+        ...(canAct ? [actionCell(actionButton('Completed', () => resolve(r.id, 'completed')), actionButton('Retry', () => resolve(r.id, 'retry')))] : [])]))
+  : element('p', 'No records are in doubt or pending a retry.'));
+
+const listDlq = () => load('dlq', '/api/dlq', (listing) => listing.messages.length
+  ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Error', 'Body', ...(canAct ? ['Act'] : [])],
+      listing.messages.map((m) => [m.sentAt, m.groupId, m.type, m.key, m.error ? m.error.name + ': ' + (m.error.message || '') : 'moved by SQS', m.body,
+        ...(canAct ? [actionCell(...(m.key ? [actionButton('Redrive', () => redrive(m.key))] : []), actionButton('Discard', () => discard(m.messageId)))] : [])]))
+  : element('p', 'The DLQ is empty.'));
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('history-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    tellHistory($('key').value.trim(), $('namespace').value.trim());
+  });
+  $('in-doubt-load').addEventListener('click', listInDoubt);
+  $('dlq-load').addEventListener('click', listDlq);
+  refreshOverview();
+  setInterval(refreshOverview, 2000);
+});
+`;
