@@ -203,11 +203,27 @@ async function refreshOverview() {
   }
 }
 
-async function tellHistory(key, namespace) {
+/** What each section shows, as read: a reading again that finds the same changes nothing on the page. */
+const shown = {};
+
+/** Whether \`answer\` should be shown in \`section\`: always when asked for, else only when it changed. */
+function worthShowing(section, answer, again) {
+  const text = JSON.stringify(answer);
+  if (again && shown[section] === text) return false;
+  shown[section] = text;
+  return true;
+}
+
+/** The message whose story is shown, read again with the overview while the pipeline runs. */
+let followed = null;
+
+async function tellHistory(key, namespace, again) {
   const container = $('history');
-  container.replaceChildren(element('p', 'Reading…'));
+  followed = { key, namespace };
+  if (!again) container.replaceChildren(element('p', 'Reading…'));
   try {
     const story = await read('/api/history?key=' + encodeURIComponent(key) + '&namespace=' + encodeURIComponent(namespace));
+    if (!worthShowing('history', story, again)) return;
     const rows = story.steps.map((step) => [
       step.at,
       step.source,
@@ -247,21 +263,25 @@ function storyLink(id) {
 }
 
 /** Reads \`path\` into the section \`id\`, as \`render\` shows it, or the error. */
-async function load(id, path, render) {
+async function load(id, path, render, again) {
   const container = $(id);
-  container.replaceChildren(element('p', 'Reading…'));
+  if (!again) container.replaceChildren(element('p', 'Reading…'));
   try {
-    container.replaceChildren(render(await read(path)));
+    const answer = await read(path);
+    if (worthShowing(id, answer, again)) container.replaceChildren(render(answer));
   } catch (error) {
     showError(container, error);
   }
 }
 
-const listInDoubt = () => load('in-doubt', '/api/in-doubt', (page) => page.records.length
+/** Whether the records to resolve are listed: then read again with the overview (one query, no receive). */
+let inDoubtListed = false;
+
+const listInDoubt = (again) => { inDoubtListed = true; return load('in-doubt', '/api/in-doubt', (page) => page.records.length
   ? table('Records in doubt or pending a retry, oldest first', ['Record (its story)', 'Status', 'Since', 'Attempts', 'Reason', ...(canAct ? ['Resolve'] : [])],
       page.records.map((r) => [storyLink(r.id), r.status, r.since, r.attempts, r.reason ? r.reason.name + ': ' + r.reason.message : undefined,
         ...(canAct ? [actionCell(actionButton('Completed', () => resolve(r.id, 'completed')), actionButton('Retry', () => resolve(r.id, 'retry')))] : [])]))
-  : element('p', 'No records are in doubt or pending a retry.'));
+  : element('p', 'No records are in doubt or pending a retry.'), again); };
 
 const listDlq = () => load('dlq', '/api/dlq', (listing) => listing.messages.length
   ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Error', 'Body', ...(canAct ? ['Act'] : [])],
@@ -274,9 +294,14 @@ document.addEventListener('DOMContentLoaded', () => {
     event.preventDefault();
     tellHistory($('key').value.trim(), $('namespace').value.trim());
   });
-  $('in-doubt-load').addEventListener('click', listInDoubt);
+  $('in-doubt-load').addEventListener('click', () => listInDoubt());
   $('dlq-load').addEventListener('click', listDlq);
   refreshOverview();
-  setInterval(refreshOverview, 2000);
+  // The DLQ is not read again on its own: a listing receives its messages, which a redrive would miss.
+  setInterval(() => {
+    refreshOverview();
+    if (followed) tellHistory(followed.key, followed.namespace, true);
+    if (inDoubtListed) listInDoubt(true);
+  }, 2000);
 });
 `;

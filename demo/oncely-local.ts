@@ -17,6 +17,8 @@ export interface ReadyFile {
   resources?: PipelineResources;
   /** Every output of the app's stacks, the app's own included. */
   outputs: Record<string, string>;
+  /** The console's address, with its token (docs/console.md); absent when the app has no pipeline. */
+  console?: { url: string };
 }
 
 export interface OncelyLocalOptions {

@@ -72,7 +72,7 @@ export async function runDemo(
     await gateway.close();
     throw error;
   });
-  const { endpoints, region, resources, outputs, stackName } = sandbox.description;
+  const { endpoints, region, resources, outputs, stackName, console: pipelineConsole } = sandbox.description;
   const ledgerTableName = outputs[LEDGER_TABLE_OUTPUT];
   const placeOrderFunctionName = outputs[ORDERS_OUTPUTS.placeOrderFunctionName];
   // The edge answers for Lambda, SQS and DynamoDB alike, and the queue URLs name it.
@@ -107,6 +107,7 @@ export async function runDemo(
         Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
       );
     };
+    if (pipelineConsole) print(`Watch it in the console while it runs: ${pipelineConsole.url}`);
     print(
       `Ready in the sandbox (${stackName}); schedules run every ${SCHEDULE_INTERVAL_SECONDS} s; ` +
         `function logs go to ${LOG_FILE}.\n`,
@@ -341,6 +342,10 @@ export async function runDemo(
     print('\nChecks');
     for (const check of checks)
       print(`  ${check.ok ? '✔' : '✘'} ${check.name}${check.ok || !check.detail ? '' : `: ${check.detail}`}`);
+    print(
+      `\nWhere to look: the console (docs/console.md) showed the queues, the DLQ and the receipt in doubt ` +
+        `(${hangKey}) while the demo ran, and closes with it; \`npx oncely local\` serves one for your own runs.`,
+    );
     return { checks };
   } finally {
     lambda.destroy();
