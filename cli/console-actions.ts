@@ -1,4 +1,5 @@
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import type { ConsolePublisher } from './console-publish.js';
 import { discardDeadLetters } from './dead-letter-discard.js';
 import { redriveDeadLetters } from './dead-letter-redrive.js';
 import { resolveAsCompleted } from './in-doubt-records.js';
@@ -22,11 +23,24 @@ export type ConsoleActions = Record<string, (body: Record<string, unknown>) => P
 
 /**
  * The console's actions on `pipeline`: a redrive of one key's messages (`dryRun` first, for the
- * preview the page shows before it asks), a discard with its reason, a resolution of a record.
+ * preview the page shows before it asks), a discard with its reason, a resolution of a record,
+ * and with a `publisher` (a sandbox's), a message published.
  */
-export function consoleActions(pipeline: PipelineConnection): ConsoleActions {
+export function consoleActions(pipeline: PipelineConnection, publisher?: ConsolePublisher): ConsoleActions {
   const { resources } = pipeline;
   return {
+    ...(publisher && {
+      '/api/publish': (body: Record<string, unknown>) => {
+        if (!('payload' in body)) throw new ConsoleActionError('A message needs a payload: any JSON value.');
+        const key = body.key === undefined || body.key === '' ? {} : { key: text(body, 'key') };
+        return publisher.publish({
+          type: text(body, 'type'),
+          groupId: text(body, 'groupId'),
+          ...key,
+          payload: body.payload,
+        });
+      },
+    }),
     '/api/dlq/redrive': async (body) => {
       const key = text(body, 'key');
       const dryRun = body.dryRun === true;

@@ -1,4 +1,5 @@
 import type { Target } from './command-line.js';
+import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
 import { readReadyFile } from './ready-file.js';
 import { connect } from './target.js';
@@ -21,14 +22,27 @@ export async function runConsole(
 ): Promise<number> {
   const print = options.print ?? ((text: string) => console.log(text));
   const pipeline = await connect(command.target);
+  let publisher: ConsolePublisher | undefined;
   try {
-    const tracesFile =
+    const sandbox =
       command.target.kind === 'sandbox'
-        ? (await readReadyFile(command.target.readyFile, 'outputs')).traces?.file
+        ? await readReadyFile(command.target.readyFile, 'outputs')
         : undefined;
-    // A sandbox is the user's own: its page acts. A stack's only when asked to.
-    const actions = command.target.kind === 'sandbox' || command.allowActions;
-    const server = await startConsole(pipeline, { port: command.port, tracesFile, actions });
+    // A sandbox is the user's own: its page acts, and publishes. A stack's only acts when asked to.
+    const actions = sandbox !== undefined || command.allowActions;
+    const lambdaEndpoint = sandbox?.endpoints.lambda;
+    if (sandbox && lambdaEndpoint) {
+      publisher = await sandboxPublisher(
+        { region: sandbox.region, endpoints: { lambda: lambdaEndpoint } },
+        pipeline.resources.publisherFunctionName,
+      );
+    }
+    const server = await startConsole(pipeline, {
+      port: command.port,
+      tracesFile: sandbox?.traces?.file,
+      actions,
+      publisher,
+    });
     const mode = actions ? 'it acts with the token in this address' : 'it only reads';
     print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
     try {
@@ -38,6 +52,7 @@ export async function runConsole(
     }
     return 0;
   } finally {
+    publisher?.close();
     pipeline.close();
   }
 }

@@ -34,6 +34,21 @@ export const CONSOLE_PAGE = `<!doctype html>
   </form>
   <div id="history" aria-live="polite"></div>
 </section>
+<section aria-labelledby="publish-title" id="publish" hidden>
+  <h2 id="publish-title">Publish a message</h2>
+  <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.</p>
+  <form id="publish-form">
+    <label for="publish-type">Type</label>
+    <input id="publish-type" required autocomplete="off" spellcheck="false" placeholder="e.g. StockReceived">
+    <label for="publish-group">Group</label>
+    <input id="publish-group" required autocomplete="off" spellcheck="false">
+    <label for="publish-key">Key (optional: derived from the message when empty)</label>
+    <input id="publish-key" autocomplete="off" spellcheck="false">
+    <label for="publish-payload">Payload (JSON)</label>
+    <textarea id="publish-payload" required rows="4" spellcheck="false">{}</textarea>
+    <button type="submit">Publish</button>
+  </form>
+</section>
 <section aria-labelledby="in-doubt-title">
   <h2 id="in-doubt-title">Records to resolve</h2>
   <button type="button" id="in-doubt-load">List them</button>
@@ -66,13 +81,14 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dt { font-weight: 600; }
 form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
 label { display: block; font-size: .9rem; width: 100%; }
-input { font: inherit; padding: .35rem .5rem; min-width: 12rem; flex: 1; }
+input, textarea { font: inherit; padding: .35rem .5rem; min-width: 12rem; flex: 1; box-sizing: border-box; }
+textarea { width: 100%; font-family: ui-monospace, monospace; }
 button { font: inherit; padding: .35rem .9rem; cursor: pointer; }
-button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+button:focus-visible, input:focus-visible, textarea:focus-visible, a:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .error { color: #b71c1c; }
 @media (prefers-color-scheme: dark) { .note { color: #bbb; } .error { color: #ff8a80; } }
 .next li { margin: .25rem 0; }
-@media (max-width: 40rem) { body { font-size: 14px; } form { display: block; } input { width: 100%; box-sizing: border-box; margin-bottom: .5rem; } }
+@media (max-width: 40rem) { body { font-size: 14px; } form { display: block; } input { width: 100%; margin-bottom: .5rem; } }
 `;
 
 export const CONSOLE_SCRIPT = `'use strict';
@@ -162,6 +178,19 @@ async function discard(messageId) {
   listDlq();
 }
 
+async function publishMessage() {
+  let payload;
+  try {
+    payload = JSON.parse($('publish-payload').value);
+  } catch (error) {
+    return say('Not published: the payload is not JSON (' + error.message + ').', true);
+  }
+  const message = { type: $('publish-type').value.trim(), groupId: $('publish-group').value.trim(), key: $('publish-key').value.trim(), payload };
+  const result = await act('/api/publish', message);
+  const [first] = result.results;
+  say('Published ' + message.type + ': ' + first.status + ', key ' + first.key + (first.reason ? ' (' + first.reason + ')' : '') + '.', first.status !== 'sent');
+}
+
 async function resolve(id, as) {
   const record = await read('/api/in-doubt/record?id=' + encodeURIComponent(id));
   const shown = id + ': ' + record.status + ', ' + (record.attempts || 0) + ' attempts' + (record.error ? ', ' + record.error.name + ': ' + record.error.message : '');
@@ -180,6 +209,7 @@ async function refreshOverview() {
   try {
     const overview = await read('/api/overview');
     canAct = overview.actions && Boolean(token);
+    $('publish').hidden = !(canAct && overview.publish);
     $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
     $('read-at').textContent = 'Last read ' + overview.readAt + '.';
     const rows = overview.queues.map((q) => {
@@ -295,6 +325,10 @@ document.addEventListener('DOMContentLoaded', () => {
     tellHistory($('key').value.trim(), $('namespace').value.trim());
   });
   $('in-doubt-load').addEventListener('click', () => listInDoubt());
+  $('publish-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    publishMessage().catch((error) => say('Not published: ' + error.message, true));
+  });
   $('dlq-load').addEventListener('click', listDlq);
   refreshOverview();
   // The DLQ is not read again on its own: a listing receives its messages, which a redrive would miss.

@@ -6,6 +6,7 @@ import { recordId } from '../lambdas/idempotency/keys.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
 import { readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
+import type { ConsolePublisher } from './console-publish.js';
 import { listDeadLetters } from './dead-letter-list.js';
 import { listUnresolved } from './in-doubt-records.js';
 import { readRecordToResolve } from './in-doubt-show.js';
@@ -35,6 +36,11 @@ export interface ConsoleOptions {
    * @default false: it only reads
    */
   actions?: boolean;
+  /**
+   * Publishes a message from the page (with `actions`): a sandbox's publisher.
+   * @default none: the page has no form to publish
+   */
+  publisher?: ConsolePublisher;
 }
 
 /** The header the page sends the token in: a web page elsewhere can neither read it nor set it here without CORS. */
@@ -72,7 +78,11 @@ export async function startConsole(
 ): Promise<ConsoleServer> {
   const hosts = new Set<string>();
   const routes: Record<string, (query: URLSearchParams) => Promise<unknown>> = {
-    '/api/overview': async () => ({ ...(await readOverview(pipeline)), actions: token !== undefined }),
+    '/api/overview': async () => ({
+      ...(await readOverview(pipeline)),
+      actions: token !== undefined,
+      publish: token !== undefined && options.publisher !== undefined,
+    }),
     '/api/history': (query) =>
       readMessageHistory(pipeline, { ...historyQuery(query), tracesFile: options.tracesFile }),
     '/api/dlq': () =>
@@ -86,7 +96,7 @@ export async function startConsole(
     '/api/in-doubt/record': (query) => readRecordToResolve(pipeline, query.get('id') ?? ''),
   };
   const token = options.actions ? randomBytes(24).toString('base64url') : undefined;
-  const actions = token ? consoleActions(pipeline) : {};
+  const actions = token ? consoleActions(pipeline, options.publisher) : {};
   const assets: Record<string, [string, string]> = {
     '/': ['text/html; charset=utf-8', CONSOLE_PAGE],
     '/console.js': ['text/javascript; charset=utf-8', CONSOLE_SCRIPT],

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
 import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
 import { missingTracePackages } from '../sandbox/trace-packages.js';
+import { sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
 import { connectToSandboxPipeline } from './target.js';
 
@@ -150,12 +151,18 @@ async function serveConsole(
     ...description,
     resources,
   });
-  const server = await startConsole(pipeline, { tracesFile: description.traces?.file, actions: true });
+  const publisher = await sandboxPublisher(description, resources.publisherFunctionName);
+  const server = await startConsole(pipeline, {
+    tracesFile: description.traces?.file,
+    actions: true,
+    publisher,
+  });
   return {
     url: server.url,
     token: server.token,
     close: async () => {
       await server.close();
+      publisher.close();
       pipeline.close();
     },
   };

@@ -12,6 +12,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../../cli/command-line.js';
 import { runConsole } from '../../cli/console-command.js';
+import { type ConsolePublisher, sandboxPublisher } from '../../cli/console-publish.js';
 import { type ConsoleServer, startConsole, TOKEN_HEADER } from '../../cli/console-server.js';
 import type { PipelineConnection } from '../../cli/target.js';
 import { connectToSandboxPipeline } from '../../cli/target.js';
@@ -35,6 +36,7 @@ const run = randomUUID().slice(0, 8);
 let sandbox: Sandbox;
 let pipeline: PipelineConnection;
 let server: ConsoleServer;
+let publisher: ConsolePublisher;
 let browser: Browser;
 let page: Page;
 /** What the page's script threw: nothing, every test says at its end. */
@@ -56,7 +58,8 @@ beforeAll(async () => {
     ...sandbox.description,
     resources: sandbox.pipelineResources(),
   });
-  server = await startConsole(pipeline, { actions: true });
+  publisher = await sandboxPublisher(sandbox.description, sandbox.pipelineResources().publisherFunctionName);
+  server = await startConsole(pipeline, { actions: true, publisher });
   lambda = new LambdaClient(localAwsConfig(sandbox.description.endpoints.lambda));
   // As root (CI), Chromium needs --no-sandbox.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -72,6 +75,7 @@ afterEach(() => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
+  publisher?.close();
   pipeline?.close();
   lambda?.destroy();
   await sandbox?.stop();
@@ -205,22 +209,22 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     rmSync(directory, { recursive: true, force: true });
   });
 
-  it('redrives from the page after a preview and a yes; the story shown updates itself to applied', async () => {
+  it('publishes from its form, then redrives from the page after a preview and a yes; the story shown updates itself', async () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(server.url);
     await page.locator('#queues tbody tr').first().waitFor(WAIT);
-    const stock = {
-      type: 'StockReceived',
-      groupId: 'warehouse',
-      key: `stock-${run}`,
-      payload: { sku: poison.payload.sku, quantity: 3 },
-    };
-    await publish([stock], {
-      functionName: sandbox.pipelineResources().publisherFunctionName,
-      lambda,
-      retry: BUSY_MACHINE_RETRY,
-    });
-    await storyUntil(stock.key, LEDGER_NAMESPACE, 'effect applied in one transaction');
+    // The stock the poison order lacked, published from the form.
+    const stockKey = `stock-${run}`;
+    await page.getByLabel('Type').fill('StockReceived');
+    await page.getByLabel('Group').fill('warehouse');
+    await page.getByLabel('Key (optional').fill(stockKey);
+    await page.getByLabel('Payload (JSON)').fill('{"sku": "oops"');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('status').getByText('Not published: the payload is not JSON').waitFor(WAIT);
+    await page.getByLabel('Payload (JSON)').fill(JSON.stringify({ sku: poison.payload.sku, quantity: 3 }));
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('status').getByText(`Published StockReceived: sent, key ${stockKey}.`).waitFor(WAIT);
+    await storyUntil(stockKey, LEDGER_NAMESPACE, 'effect applied in one transaction');
     await storyUntil(poison.key, LEDGER_NAMESPACE, 'sent to the DLQ');
     const asked: string[] = [];
     page.once('dialog', (dialog) => {
@@ -292,6 +296,8 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     const readOnly = await startConsole(pipeline);
     try {
       expect(readOnly.token).toBeUndefined();
+      const overview = await (await fetch(new URL('api/overview', readOnly.url))).json();
+      expect(overview).toMatchObject({ actions: false, publish: false });
       expect(readOnly.url).not.toContain('#token');
       expect(await rawRequest('POST', { ...redrive, to: readOnly })).toBe(403);
     } finally {
