@@ -49,6 +49,11 @@ export const CONSOLE_PAGE = `<!doctype html>
     <button type="submit">Publish</button>
   </form>
 </section>
+<section aria-labelledby="outbox-title">
+  <h2 id="outbox-title">Outbox</h2>
+  <button type="button" id="outbox-load">List the pending messages</button>
+  <div id="outbox" aria-live="polite"></div>
+</section>
 <section aria-labelledby="in-doubt-title">
   <h2 id="in-doubt-title">Records to resolve</h2>
   <button type="button" id="in-doubt-load">List them</button>
@@ -88,6 +93,12 @@ button:focus-visible, input:focus-visible, textarea:focus-visible, a:focus-visib
 .error { color: #b71c1c; }
 @media (prefers-color-scheme: dark) { .note { color: #bbb; } .error { color: #ff8a80; } }
 .next li { margin: .25rem 0; }
+figure { margin: 1rem 0; }
+figcaption { font-weight: 600; }
+.waterfall { list-style: none; padding: 0; margin: .25rem 0; }
+.waterfall li { margin: .35rem 0; }
+.waterfall .label { display: block; font-size: .85rem; overflow-wrap: anywhere; }
+.waterfall .bar { display: block; height: .6rem; background: var(--accent); border-radius: 2px; }
 @media (max-width: 40rem) { body { font-size: 14px; } form { display: block; } input { width: 100%; margin-bottom: .5rem; } }
 `;
 
@@ -223,6 +234,8 @@ async function refreshOverview() {
       ['Records in doubt', overview.unresolved.inDoubt + (overview.unresolved.more ? '+' : '')],
       ['Retries pending', overview.unresolved.retryPending + (overview.unresolved.more ? '+' : '')],
     ];
+    stuckAfterSeconds = overview.outbox ? overview.outbox.stuckAfterSeconds : undefined;
+    $('outbox-title').parentElement.hidden = !overview.outbox;
     if (overview.outbox) {
       counts.push(['Outbox pending', overview.outbox.pending + (overview.outbox.more ? '+' : '')]);
       counts.push(['Outbox stuck (over ' + overview.outbox.stuckAfterSeconds + ' s)', overview.outbox.stuck]);
@@ -265,6 +278,8 @@ async function tellHistory(key, namespace, again) {
     ]);
     const parts = [element('h3', 'The story of ' + story.key)];
     parts.push(rows.length ? table('Steps, in time order', ['Time', 'From', 'Record', 'Attempt', 'Lease', 'Message id', 'What'], rows) : element('p', 'Nothing found by its key.'));
+    const spans = story.steps.filter((step) => step.source === 'span');
+    if (spans.length) parts.push(waterfall(spans));
     const now = element('ul');
     for (const record of story.records) now.append(element('li', record.id + ': ' + (record.status || 'no record') + (record.attempts === undefined ? '' : ', ' + record.attempts + ' attempts') + (record.error ? ', last error ' + record.error.name + ': ' + record.error.message : '')));
     if (story.outbox) now.append(element('li', 'outbox: ' + story.outbox.status + ', written ' + story.outbox.writtenAt + (story.outbox.sentAt ? ', sent ' + story.outbox.sentAt : '')));
@@ -276,6 +291,26 @@ async function tellHistory(key, namespace, again) {
   } catch (error) {
     showError(container, error);
   }
+}
+
+/** The spans of a story on one time axis: each a bar from its start, as long as it lasted. */
+function waterfall(spans) {
+  const start = Math.min(...spans.map((s) => Date.parse(s.at)));
+  const end = Math.max(...spans.map((s) => Date.parse(s.at) + (s.durationMs || 0)));
+  const scale = 100 / Math.max(end - start, 1);
+  const list = element('ol', undefined, { class: 'waterfall', 'aria-label': 'Spans on one time axis, ' + (end - start) + ' ms in all' });
+  for (const s of spans) {
+    const item = element('li');
+    const bar = element('span', undefined, { class: 'bar' });
+    // Set through the style object, which the page's policy allows, not as markup.
+    bar.style.marginLeft = ((Date.parse(s.at) - start) * scale).toFixed(2) + '%';
+    bar.style.width = Math.max((s.durationMs || 0) * scale, 0.5).toFixed(2) + '%';
+    item.append(element('span', s.event.replace(/^span /, '') + (s.detail ? ' — ' + s.detail : '') + ' (' + (s.durationMs || 0) + ' ms)', { class: 'label' }), bar);
+    list.append(item);
+  }
+  const figure = element('figure');
+  figure.append(element('figcaption', 'Spans, on one time axis'), list);
+  return figure;
 }
 
 function storyLink(id) {
@@ -304,6 +339,21 @@ async function load(id, path, render, again) {
   }
 }
 
+/** The outbox's stuck bound, from the overview: a pending message older than it is stuck. */
+let stuckAfterSeconds;
+/** Whether the outbox's pending messages are listed: then read again with the overview (one query). */
+let outboxListed = false;
+
+const listOutbox = (again) => { outboxListed = true; return load('outbox', '/api/outbox', (listing) => {
+  if (!listing.messages.length) return element('p', 'Nothing is pending in the outbox.');
+  const groups = new Set(listing.messages.map((m) => m.groupId)).size;
+  const stuck = (m) => stuckAfterSeconds !== undefined && m.ageSeconds > stuckAfterSeconds;
+  return table(listing.messages.length + (listing.truncated ? '+' : '') + ' pending, in ' + groups + ' group(s), oldest first',
+    ['Written', 'Age (s)', 'Stuck', 'Group', 'Type', 'Key', 'Failed sends', 'Last error', 'Sender'],
+    listing.messages.map((m) => [m.createdAt, m.ageSeconds, stuck(m) ? 'stuck' : '', m.groupId, m.type, m.key, m.attempts, m.lastError,
+      m.claim ? m.claim.owner + (m.claim.expired ? ' (gone)' : ' until ' + m.claim.expiresAt) : undefined]));
+}, again); };
+
 /** Whether the records to resolve are listed: then read again with the overview (one query, no receive). */
 let inDoubtListed = false;
 
@@ -314,8 +364,8 @@ const listInDoubt = (again) => { inDoubtListed = true; return load('in-doubt', '
   : element('p', 'No records are in doubt or pending a retry.'), again); };
 
 const listDlq = () => load('dlq', '/api/dlq', (listing) => listing.messages.length
-  ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Error', 'Body', ...(canAct ? ['Act'] : [])],
-      listing.messages.map((m) => [m.sentAt, m.groupId, m.type, m.key, m.error ? m.error.name + ': ' + (m.error.message || '') : 'moved by SQS', m.body,
+  ? table('Messages in the DLQ, in the order they were sent there', ['Sent', 'Group', 'Type', 'Key', 'Receives', 'Error', 'Body', ...(canAct ? ['Act'] : [])],
+      listing.messages.map((m) => [m.sentAt, m.groupId, m.type, m.key, m.receiveCount, m.error ? m.error.name + ': ' + (m.error.message || '') : 'moved by SQS after maxReceiveCount deliveries', m.body,
         ...(canAct ? [actionCell(...(m.key ? [actionButton('Redrive', () => redrive(m.key))] : []), actionButton('Discard', () => discard(m.messageId)))] : [])]))
   : element('p', 'The DLQ is empty.'));
 
@@ -325,6 +375,7 @@ document.addEventListener('DOMContentLoaded', () => {
     tellHistory($('key').value.trim(), $('namespace').value.trim());
   });
   $('in-doubt-load').addEventListener('click', () => listInDoubt());
+  $('outbox-load').addEventListener('click', () => listOutbox());
   $('publish-form').addEventListener('submit', (event) => {
     event.preventDefault();
     publishMessage().catch((error) => say('Not published: ' + error.message, true));
@@ -336,6 +387,7 @@ document.addEventListener('DOMContentLoaded', () => {
     refreshOverview();
     if (followed) tellHistory(followed.key, followed.namespace, true);
     if (inDoubtListed) listInDoubt(true);
+    if (outboxListed) listOutbox(true);
   }, 2000);
 });
 `;

@@ -11,6 +11,8 @@ import { listDeadLetters } from './dead-letter-list.js';
 import { listUnresolved } from './in-doubt-records.js';
 import { readRecordToResolve } from './in-doubt-show.js';
 import { readMessageHistory } from './message-history.js';
+import { listPendingOutbox } from './outbox-list.js';
+import { findOutbox } from './outbox-target.js';
 import type { PipelineConnection } from './target.js';
 
 /** A running console: where to open it, and how to stop it. */
@@ -52,6 +54,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 const DLQ_LISTED = 100;
 const DLQ_TIMEOUT_MS = 10_000;
 const BODY_CHARACTERS = 300;
+/** The oldest pending outbox messages the outbox view lists. */
+const OUTBOX_LISTED = 100;
 
 /** A request the console refuses, with the HTTP status it answers. */
 class ConsoleRequestError extends OncelyError {
@@ -92,6 +96,7 @@ export async function startConsole(
         timeoutMs: DLQ_TIMEOUT_MS,
       }),
     '/api/in-doubt': () => listUnresolved(pipeline),
+    '/api/outbox': () => listPendingOutbox(pipeline.dynamodb, findOutbox(pipeline), { limit: OUTBOX_LISTED }),
     // What `oncely in-doubt resolve` shows before it asks.
     '/api/in-doubt/record': (query) => readRecordToResolve(pipeline, query.get('id') ?? ''),
   };

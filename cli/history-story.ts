@@ -26,6 +26,8 @@ export interface StoryStep {
   detail?: string;
   /** A span's trace id, to find the trace in any OTLP viewer. */
   traceId?: string;
+  /** A span's duration, in milliseconds. */
+  durationMs?: number;
 }
 
 /** A record as the story shows it now. */
@@ -148,6 +150,7 @@ export function tellHistory(sources: HistorySources): MessageHistory {
       source: 'span',
       event: `span ${span.name}`,
       traceId: span.traceId,
+      durationMs: span.endMs - span.startMs,
       ...(detail ? { detail } : {}),
     });
   }

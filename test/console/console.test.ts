@@ -17,9 +17,12 @@ import { type ConsoleServer, startConsole, TOKEN_HEADER } from '../../cli/consol
 import type { PipelineConnection } from '../../cli/target.js';
 import { connectToSandboxPipeline } from '../../cli/target.js';
 import { publish } from '../../lambdas/client/index.js';
+import { Outbox } from '../../lambdas/outbox/index.js';
 import { LEDGER_NAMESPACE } from '../../lambdas/shop/consumer/ledger.js';
+import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
+import { createOutboxTable } from '../support/outbox.js';
 import { BUSY_MACHINE_RETRY } from '../support/publisher.js';
 import { sharedAssembly } from '../support/shared-assembly.js';
 
@@ -34,6 +37,7 @@ const WAIT = { timeout: 120_000 };
 const run = randomUUID().slice(0, 8);
 
 let sandbox: Sandbox;
+let scratch: string;
 let pipeline: PipelineConnection;
 let server: ConsoleServer;
 let publisher: ConsolePublisher;
@@ -49,17 +53,24 @@ beforeAll(async () => {
       `No Chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH). .ci/run installs it.`,
     );
   }
+  scratch = mkdtempSync(join(tmpdir(), 'oncely-console-test-'));
   sandbox = await startSandbox({
     appDirectory: SHOP_APP,
     cloudAssembly: await sharedAssembly(SHOP_APP),
     functionOutput: () => undefined,
+    // The functions' spans, which a story shows as a waterfall.
+    traces: { file: join(scratch, 'traces.otlp.jsonl') },
   });
   pipeline = connectToSandboxPipeline('the console test', {
     ...sandbox.description,
     resources: sandbox.pipelineResources(),
   });
   publisher = await sandboxPublisher(sandbox.description, sandbox.pipelineResources().publisherFunctionName);
-  server = await startConsole(pipeline, { actions: true, publisher });
+  server = await startConsole(pipeline, {
+    actions: true,
+    publisher,
+    tracesFile: sandbox.description.traces?.file,
+  });
   lambda = new LambdaClient(localAwsConfig(sandbox.description.endpoints.lambda));
   // As root (CI), Chromium needs --no-sandbox.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -79,6 +90,7 @@ afterAll(async () => {
   pipeline?.close();
   lambda?.destroy();
   await sandbox?.stop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
 /** An order for stock that does not exist: the ledger refuses it, and the consumer dead-letters it. */
@@ -149,6 +161,10 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     // The DLQ may show the message a moment before its send is in the record's log: ask again until it is.
     await storyUntil(poison.key, LEDGER_NAMESPACE, 'sent to the DLQ');
     expect(await page.locator('#history').textContent()).toContain(`oncely dlq redrive --key ${poison.key}`);
+    // Its spans on one time axis: the publisher's send, the consumer's record span that dead-lettered it.
+    const waterfall = page.getByRole('list', { name: /^Spans on one time axis/ });
+    await waterfall.getByText(/dead-lettered/).waitFor(WAIT);
+    expect(await waterfall.getByRole('listitem').count()).toBeGreaterThanOrEqual(2);
     await screenshot('story');
 
     await page.getByRole('button', { name: 'List the DLQ' }).click();
@@ -276,6 +292,43 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
       new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true }),
     );
     expect(Item?.status?.S).toBe('COMPLETED');
+  });
+
+  it('lists the outbox’s pending messages by group, the stuck ones marked, as its overview counts them', async () => {
+    // An outbox table of its own, which no relay reads: what is written stays pending.
+    const layout = await createOutboxTable(pipeline.dynamodb, 'console-outbox');
+    const write = (agoMs: number, key: string) =>
+      new Outbox({ ...layout, client: pipeline.dynamodb, now: () => new Date(Date.now() - agoMs) }).write({
+        messages: [{ type: 'OrderPlaced', groupId: `g-${key}`, key, payload: {} }],
+      });
+    await write(10 * 60_000, `late-${run}`);
+    await write(0, `fresh-${run}`);
+    const outputs = {
+      [OUTBOX_OUTPUTS.tableName]: layout.tableName,
+      [OUTBOX_OUTPUTS.partitionKey]: layout.partitionKey,
+      [OUTBOX_OUTPUTS.sortKey]: layout.sortKey,
+      [OUTBOX_OUTPUTS.stuckAfterSeconds]: '300',
+    };
+    const withOutbox = await startConsole({ ...pipeline, outputs });
+    try {
+      await page.goto(withOutbox.url);
+      await page
+        .locator('dd[data-count="Outbox stuck (over 300 s)"]')
+        .filter({ hasText: /^1$/ })
+        .waitFor(WAIT);
+      expect(await page.locator('dd[data-count="Outbox pending"]').textContent()).toBe('2');
+      await page.getByRole('button', { name: 'List the pending messages' }).click();
+      const rows = page.locator('#outbox tbody tr');
+      await rows.nth(1).waitFor(WAIT);
+      expect(await page.locator('#outbox caption').textContent()).toBe(
+        '2 pending, in 2 group(s), oldest first',
+      );
+      expect(await rows.nth(0).textContent()).toContain(`stuckg-late-${run}OrderPlacedlate-${run}`);
+      expect(await rows.nth(1).textContent()).not.toContain('stuck');
+      await screenshot('outbox');
+    } finally {
+      await withOutbox.close();
+    }
   });
 
   it('answers only its own address; acts only with its token, and only when it may', async () => {
