@@ -18,6 +18,7 @@ const FAST_TESTS = [
   'test/chaos/outbox-logs.test.ts',
   'test/chaos/pipeline-faults.test.ts',
   'test/chaos/test-clock.test.ts',
+  'test/cli/console-activity.test.ts',
   'test/cli/console-command-line.test.ts',
   'test/cli/console-page.test.ts',
   'test/cli/history-story.test.ts',

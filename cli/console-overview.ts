@@ -1,7 +1,8 @@
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { OutboxResources } from '../lib/constructs/outbox-outputs.js';
 import { listUnresolved } from './in-doubt-records.js';
 import { NoOutboxError, SeveralOutboxesError } from './operations-errors.js';
-import { listPendingOutbox } from './outbox-list.js';
+import { listPendingOutbox, type OutboxListing } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import type { PipelineConnection } from './target.js';
 
@@ -74,16 +75,29 @@ async function queueCounts(pipeline: PipelineConnection, role: QueueCounts['role
   };
 }
 
-/** The outbox's pending and stuck counts; none when the target has no outbox, or several (the overview names none). */
-async function outboxCounts(pipeline: PipelineConnection): Promise<ConsoleOverview['outbox']> {
-  let outbox: ReturnType<typeof findOutbox>;
+/**
+ * The oldest `limit` pending messages of the target's outbox, and the outbox; none when the target
+ * has no outbox, or several (the console names none: `oncely outbox list --output-prefix` does).
+ */
+export async function pendingInTheOutbox(
+  pipeline: PipelineConnection,
+  limit: number,
+): Promise<{ outbox: OutboxResources; listing: OutboxListing } | undefined> {
+  let outbox: OutboxResources;
   try {
     outbox = findOutbox(pipeline);
   } catch (error) {
     if (error instanceof NoOutboxError || error instanceof SeveralOutboxesError) return undefined;
     throw error;
   }
-  const listing = await listPendingOutbox(pipeline.dynamodb, outbox, { limit: OUTBOX_COUNTED });
+  return { outbox, listing: await listPendingOutbox(pipeline.dynamodb, outbox, { limit }) };
+}
+
+/** The outbox's pending and stuck counts; none when the target has no outbox, or several (the overview names none). */
+async function outboxCounts(pipeline: PipelineConnection): Promise<ConsoleOverview['outbox']> {
+  const pending = await pendingInTheOutbox(pipeline, OUTBOX_COUNTED);
+  if (!pending) return undefined;
+  const { outbox, listing } = pending;
   return {
     pending: listing.messages.length,
     stuck: listing.messages.filter((message) => message.ageSeconds > outbox.stuckAfterSeconds).length,

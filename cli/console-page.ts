@@ -22,6 +22,27 @@ export const CONSOLE_PAGE = `<!doctype html>
     <thead><tr><th scope="col">Queue</th><th scope="col">Visible</th><th scope="col">In flight</th><th scope="col">Delayed</th></tr></thead>
     <tbody></tbody></table></div>
   <dl id="counts"></dl>
+  <div id="functions"></div>
+</section>
+<section aria-labelledby="messages-title">
+  <h2 id="messages-title">Messages</h2>
+  <p class="note">The latest first, from the sandbox's spans; read every 2 s.</p>
+  <form id="messages-form">
+    <label for="filter-key">Key contains</label>
+    <input id="filter-key" autocomplete="off" spellcheck="false">
+    <label for="filter-type">Of type</label>
+    <input id="filter-type" autocomplete="off" spellcheck="false">
+    <label for="filter-group">In group</label>
+    <input id="filter-group" autocomplete="off" spellcheck="false">
+    <label for="filter-state">In state</label>
+    <select id="filter-state">
+      <option value="">any</option>
+      <option>applied</option><option>duplicate</option><option>in-doubt</option><option>dead-lettered</option>
+      <option>deferred</option><option>given-back</option><option>pending in the outbox</option>
+    </select>
+    <button type="submit">Filter</button>
+  </form>
+  <div id="messages" aria-live="polite"></div>
 </section>
 <section aria-labelledby="history-title">
   <h2 id="history-title">Follow a message</h2>
@@ -86,6 +107,7 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dt { font-weight: 600; }
 form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
 label { display: block; font-size: .9rem; width: 100%; }
+select { font: inherit; padding: .3rem; }
 input, textarea { font: inherit; padding: .35rem .5rem; min-width: 12rem; flex: 1; box-sizing: border-box; }
 textarea { width: 100%; font-family: ui-monospace, monospace; }
 button { font: inherit; padding: .35rem .9rem; cursor: pointer; }
@@ -240,6 +262,10 @@ async function refreshOverview() {
       counts.push(['Outbox pending', overview.outbox.pending + (overview.outbox.more ? '+' : '')]);
       counts.push(['Outbox stuck (over ' + overview.outbox.stuckAfterSeconds + ' s)', overview.outbox.stuck]);
     }
+    $('functions').replaceChildren(overview.functions && overview.functions.length
+      ? table('Functions (from their invocation spans)', ['Function', 'Invocations', 'Errors'],
+          overview.functions.map((f) => [f.name, element('td', f.invocations, { class: 'number' }), element('td', f.errors, { class: 'number' })]))
+      : '');
     $('counts').replaceChildren(...counts.flatMap(([name, value]) => [element('dt', name), element('dd', value, { 'data-count': name })]));
   } catch (error) {
     $('read-at').textContent = 'Could not read it: ' + error.message;
@@ -313,9 +339,9 @@ function waterfall(spans) {
   return figure;
 }
 
-function storyLink(id) {
+function storyLink(id, label) {
   const at = id.indexOf('#');
-  const button = element('button', id, { type: 'button', class: 'mono' });
+  const button = element('button', label || id, { type: 'button', class: 'mono' });
   button.addEventListener('click', () => {
     $('namespace').value = id.slice(0, at);
     $('key').value = id.slice(at + 1);
@@ -338,6 +364,23 @@ async function load(id, path, render, again) {
     showError(container, error);
   }
 }
+
+/** The message list's filter, as the form says it. */
+function messageQuery() {
+  const query = new URLSearchParams();
+  for (const [name, id] of [['key', 'filter-key'], ['type', 'filter-type'], ['group', 'filter-group'], ['state', 'filter-state']]) {
+    if ($(id).value.trim()) query.set(name, $(id).value.trim());
+  }
+  return '/api/messages?' + query;
+}
+
+const listMessages = (again) => load('messages', messageQuery(), (list) => {
+  if (!list.traces) return element('p', 'No spans to list them from: with OpenTelemetry’s SDK installed, the sandbox collects them (docs/local.md, Traces). A stack’s are in your tracing backend.');
+  if (!list.messages.length) return element('p', 'No message matches.');
+  return table(list.messages.length + (list.truncated ? ' (the latest)' : '') + ' message(s), the latest first',
+    ['Last seen', 'Key (its story)', 'Type', 'Group', 'State', 'Deliveries'],
+    list.messages.map((m) => [m.lastAt, m.recordId ? storyLink(m.recordId, m.key) : m.key, m.type, m.group, m.state, m.deliveries]));
+}, again);
 
 /** The outbox's stuck bound, from the overview: a pending message older than it is stuck. */
 let stuckAfterSeconds;
@@ -376,6 +419,11 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('in-doubt-load').addEventListener('click', () => listInDoubt());
   $('outbox-load').addEventListener('click', () => listOutbox());
+  $('messages-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    listMessages();
+  });
+  listMessages();
   $('publish-form').addEventListener('submit', (event) => {
     event.preventDefault();
     publishMessage().catch((error) => say('Not published: ' + error.message, true));
@@ -388,6 +436,7 @@ document.addEventListener('DOMContentLoaded', () => {
     if (followed) tellHistory(followed.key, followed.namespace, true);
     if (inDoubtListed) listInDoubt(true);
     if (outboxListed) listOutbox(true);
+    listMessages(true);
   }, 2000);
 });
 `;

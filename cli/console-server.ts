@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { recordId } from '../lambdas/idempotency/keys.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
-import { readOverview } from './console-overview.js';
+import { functionCounts, recentMessages, TraceActivity } from './console-activity.js';
+import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
 import type { ConsolePublisher } from './console-publish.js';
 import { listDeadLetters } from './dead-letter-list.js';
@@ -81,9 +82,12 @@ export async function startConsole(
   options: ConsoleOptions = {},
 ): Promise<ConsoleServer> {
   const hosts = new Set<string>();
+  const token = options.actions ? randomBytes(24).toString('base64url') : undefined;
+  const activity = options.tracesFile ? new TraceActivity(options.tracesFile) : undefined;
   const routes: Record<string, (query: URLSearchParams) => Promise<unknown>> = {
     '/api/overview': async () => ({
       ...(await readOverview(pipeline)),
+      ...(activity && { functions: functionCounts(await activity.spans()) }),
       actions: token !== undefined,
       publish: token !== undefined && options.publisher !== undefined,
     }),
@@ -97,10 +101,21 @@ export async function startConsole(
       }),
     '/api/in-doubt': () => listUnresolved(pipeline),
     '/api/outbox': () => listPendingOutbox(pipeline.dynamodb, findOutbox(pipeline), { limit: OUTBOX_LISTED }),
+    // From the sandbox's spans: none without traces, and none on a stack (docs/console.md).
+    '/api/messages': async (query) => {
+      if (!activity) return { traces: false, messages: [], truncated: false };
+      const [spans, pending] = await Promise.all([
+        activity.spans(),
+        pendingInTheOutbox(pipeline, OUTBOX_LISTED),
+      ]);
+      const filter = Object.fromEntries(
+        ['type', 'group', 'state', 'key'].map((name) => [name, query.get(name) ?? '']),
+      );
+      return { traces: true, ...recentMessages(spans, pending?.listing.messages ?? [], filter) };
+    },
     // What `oncely in-doubt resolve` shows before it asks.
     '/api/in-doubt/record': (query) => readRecordToResolve(pipeline, query.get('id') ?? ''),
   };
-  const token = options.actions ? randomBytes(24).toString('base64url') : undefined;
   const actions = token ? consoleActions(pipeline, options.publisher) : {};
   const assets: Record<string, [string, string]> = {
     '/': ['text/html; charset=utf-8', CONSOLE_PAGE],

@@ -92,6 +92,7 @@ export async function processRecord(
     const { operation, message } = routeRecord(received, options);
     const id = operation.recordIdOf(message);
     routedId = id;
+    telemetry.nameRecord(id);
     if (invocation.deadLettered.has(id)) {
       telemetry.logger.info(
         'a copy of a message this batch sent to the DLQ for failing maxAttempts times: acknowledged, not run; ' +

@@ -113,6 +113,8 @@ export class RecordTelemetry implements IdempotencyObserver {
   readonly #startSpan: () => OncelySpan;
   #span: OncelySpan | undefined;
   #spanEnded = false;
+  /** The record it was routed to, once routed: a message that did not route has none. */
+  #recordId: string | undefined;
 
   constructor(
     logger: ConsumerLogger,
@@ -138,6 +140,11 @@ export class RecordTelemetry implements IdempotencyObserver {
     return new RecordTelemetry(base.logger, fields, base.metrics, hooked, startSpan);
   }
 
+  /** Names the record the message was routed to (`namespace#key`): its span says it when it ends. */
+  nameRecord(id: string): void {
+    this.#recordId = id;
+  }
+
   /** Starts the record's span when its turn starts (DESIGN §6); later calls do nothing. */
   beginSpan(): void {
     if (this.#span) return;
@@ -159,7 +166,7 @@ export class RecordTelemetry implements IdempotencyObserver {
     this.#spanEnded = true;
     this.beginSpan();
     const span = this.#span as OncelySpan;
-    span.setAttributes({ 'oncely.outcome': outcome });
+    span.setAttributes({ 'oncely.outcome': outcome, 'oncely.record.id': this.#recordId });
     if (error !== undefined) span.fail(error);
     span.end();
   }

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import { type ConsoleServer, startConsole, TOKEN_HEADER } from '../../cli/consol
 import type { PipelineConnection } from '../../cli/target.js';
 import { connectToSandboxPipeline } from '../../cli/target.js';
 import { publish } from '../../lambdas/client/index.js';
+import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import { LEDGER_NAMESPACE } from '../../lambdas/shop/consumer/ledger.js';
 import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
@@ -173,6 +175,48 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     await screenshot('dlq');
   });
 
+  it('lists the messages, finds a duplicate-suppressed one and tells its story; counts each function’s invocations', async () => {
+    const message = {
+      type: 'StockReceived',
+      groupId: 'warehouse',
+      key: `dup-${run}`,
+      payload: { sku: `sku-${run}-dup`, quantity: 2 },
+    };
+    await publish([message], {
+      functionName: sandbox.pipelineResources().publisherFunctionName,
+      lambda,
+      retry: BUSY_MACHINE_RETRY,
+    });
+    // The same message again, as SQS would deliver it after its deduplication window.
+    await pipeline.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: sandbox.pipelineResources().queueUrl,
+        MessageBody: JSON.stringify(createEnvelope(message)),
+        MessageGroupId: message.groupId,
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    await page.getByLabel('In state').selectOption('duplicate');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const row = page.locator('#messages tbody tr', { hasText: message.key });
+    await row.waitFor(WAIT);
+    expect(await row.textContent()).toContain('duplicate');
+    await screenshot('messages');
+    await row.getByRole('button', { name: message.key }).click();
+    await page.locator('#history').getByText('effect applied in one transaction').waitFor(WAIT);
+    expect(await page.getByRole('list', { name: /^Spans on one time axis/ }).textContent()).toMatch(
+      /duplicate/,
+    );
+    const consumer = page.locator('#functions tr', {
+      hasText: sandbox.pipelineResources().consumerFunctionName,
+    });
+    // The poison order's invocation, then this message's: two at least, whatever the batching.
+    await expect
+      .poll(async () => Number(await consumer.locator('td').nth(1).textContent()), WAIT)
+      .toBeGreaterThanOrEqual(2);
+    await page.getByLabel('In state').selectOption('');
+  });
+
   it('has no serious accessibility violations (axe-core), and its form works from the keyboard', async () => {
     await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
     const violations = await page.evaluate(async () => {
@@ -231,8 +275,8 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     await page.locator('#queues tbody tr').first().waitFor(WAIT);
     // The stock the poison order lacked, published from the form.
     const stockKey = `stock-${run}`;
-    await page.getByLabel('Type').fill('StockReceived');
-    await page.getByLabel('Group').fill('warehouse');
+    await page.getByLabel('Type', { exact: true }).fill('StockReceived');
+    await page.getByLabel('Group', { exact: true }).fill('warehouse');
     await page.getByLabel('Key (optional').fill(stockKey);
     await page.getByLabel('Payload (JSON)').fill('{"sku": "oops"');
     await page.getByRole('button', { name: 'Publish' }).click();

@@ -145,6 +145,7 @@ describe('a record span (DESIGN §6)', () => {
       'oncely.message.type': 'Charge',
       'oncely.attempt': 1,
       'oncely.outcome': 'applied',
+      'oncely.record.id': `spans#${charge}`,
     });
     // Linked, not parented: the producer's trace is not this one.
     expect(span?.spanContext().traceId).not.toBe(PRODUCER.traceparent?.split('-')[1]);

@@ -1,0 +1,140 @@
+import { stat } from 'node:fs/promises';
+import { type CollectedSpan, readTraceFile } from '../sandbox/trace-file.js';
+import type { PendingOutboxMessage } from './outbox-list.js';
+
+/** What became of a message, as its latest span says (`oncely.outcome`), or that it waits in the outbox. */
+export type MessageState =
+  | 'applied'
+  | 'duplicate'
+  | 'in-doubt'
+  | 'dead-lettered'
+  | 'deferred'
+  | 'given-back'
+  | 'pending in the outbox';
+
+/** A message the console lists: its latest delivery, and how many there were. */
+export interface RecentMessage {
+  key: string;
+  type?: string;
+  group?: string;
+  /** The record it was routed to (`namespace#key`), whose story the console tells. */
+  recordId?: string;
+  state: MessageState;
+  /** Deliveries seen (record spans): more than one for a retry, a redrive or a duplicate. */
+  deliveries: number;
+  /** ISO time of the latest. */
+  lastAt: string;
+}
+
+/** A function's invocations and errors, from its invocation spans. */
+export interface FunctionCounts {
+  name: string;
+  invocations: number;
+  errors: number;
+}
+
+/** Which messages a list shows: each field narrows it; `key` matches a part of the key. */
+export interface MessageFilter {
+  type?: string;
+  group?: string;
+  state?: string;
+  key?: string;
+}
+
+/** The most messages a list shows, the latest first. */
+export const MESSAGES_LISTED = 200;
+
+/**
+ * Reads a sandbox's trace file (its spans are the console's record of what happened there: the
+ * consumer's record spans, the functions' invocation spans), again only when it grew.
+ */
+export class TraceActivity {
+  #size = -1;
+  #spans: CollectedSpan[] = [];
+
+  constructor(private readonly file: string) {}
+
+  async spans(): Promise<CollectedSpan[]> {
+    const size = await stat(this.file).then(
+      (stats) => stats.size,
+      () => 0,
+    );
+    if (size !== this.#size) {
+      this.#spans = size === 0 ? [] : await readTraceFile(this.file);
+      this.#size = size;
+    }
+    return this.#spans;
+  }
+}
+
+/** The recent messages, each by its latest record span, with those pending in the outbox; filtered, latest first. */
+export function recentMessages(
+  spans: readonly CollectedSpan[],
+  pending: readonly PendingOutboxMessage[],
+  filter: MessageFilter,
+): { messages: RecentMessage[]; truncated: boolean } {
+  const byKey = new Map<string, RecentMessage & { ms: number }>();
+  for (const span of spans) {
+    const key = span.attributes['oncely.message.key'];
+    if (span.kind !== 'consumer' || typeof key !== 'string') continue;
+    const seen = byKey.get(key);
+    const deliveries = (seen?.deliveries ?? 0) + 1;
+    if (seen && seen.ms > span.startMs) {
+      seen.deliveries = deliveries;
+      continue;
+    }
+    byKey.set(key, {
+      key,
+      ...text('type', span.attributes['oncely.message.type']),
+      ...text('group', span.attributes['oncely.message.group']),
+      ...text('recordId', span.attributes['oncely.record.id'] ?? seen?.recordId),
+      state: (span.attributes['oncely.outcome'] as MessageState | undefined) ?? 'given-back',
+      deliveries,
+      lastAt: new Date(span.startMs).toISOString(),
+      ms: span.startMs,
+    });
+  }
+  for (const message of pending) {
+    if (byKey.has(message.key)) continue;
+    const ms = Date.parse(message.createdAt);
+    byKey.set(message.key, {
+      key: message.key,
+      ...text('type', message.type),
+      group: message.groupId,
+      state: 'pending in the outbox',
+      deliveries: 0,
+      lastAt: message.createdAt,
+      ms,
+    });
+  }
+  const matching = [...byKey.values()]
+    .filter(
+      (message) =>
+        (!filter.type || message.type === filter.type) &&
+        (!filter.group || message.group === filter.group) &&
+        (!filter.state || message.state === filter.state) &&
+        (!filter.key || message.key.includes(filter.key)),
+    )
+    .sort((a, b) => b.ms - a.ms);
+  return {
+    messages: matching.slice(0, MESSAGES_LISTED).map(({ ms: _ms, ...message }) => message),
+    truncated: matching.length > MESSAGES_LISTED,
+  };
+}
+
+/** Each function's invocations and errors, from the invocation spans its runtime starts (kind server). */
+export function functionCounts(spans: readonly CollectedSpan[]): FunctionCounts[] {
+  const counts = new Map<string, FunctionCounts>();
+  for (const span of spans) {
+    if (span.kind !== 'server' || !span.service) continue;
+    const count = counts.get(span.service) ?? { name: span.service, invocations: 0, errors: 0 };
+    count.invocations++;
+    if (span.status.code === 'error') count.errors++;
+    counts.set(span.service, count);
+  }
+  return [...counts.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+function text<K extends string>(name: K, value: unknown): Partial<Record<K, string>> {
+  return typeof value === 'string' && value !== '' ? ({ [name]: value } as Record<K, string>) : {};
+}
