@@ -63,10 +63,10 @@ export const USAGE = `Usage:
       --output-prefix picks the outbox by its outputPrefix when the target has several.
   oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
       Serve the console on 127.0.0.1 (--port, default: a free one) until Ctrl-C: the queues, the
-      records to resolve and the outbox, updated every 2 s; a message's story; the DLQ. On a
-      sandbox it also acts (redrive, discard, resolve: each asks first, with the token in the
-      address it prints); on a stack it only reads unless --allow-actions. \`oncely local\` serves
-      it too.
+      records to resolve and the outbox, updated every 2 s; the latest messages and a message's
+      story (from the spans, in a sandbox that collects them); the DLQ. On a sandbox it also acts
+      (redrive, discard, resolve: each asks first; publish), with the token in the address it
+      prints; on a stack it only reads unless --allow-actions. \`oncely local\` serves it too.
   oncely history KEY --namespace NS [--namespace NS]... [--ready-file PATH | --stack NAME] [--json]
   oncely history NS#KEY [--ready-file PATH | --stack NAME] [--json]
       Tell what happened to one message, in time order: its publish, its outbox item and send, each
