@@ -1,8 +1,9 @@
 import type { Target } from './command-line.js';
+import { readStackMetrics, type StackMetrics } from './console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
-import { startConsole } from './console-server.js';
+import { queueNameOf, startConsole } from './console-server.js';
 import { readReadyFile } from './ready-file.js';
-import { connect } from './target.js';
+import { connect, type PipelineConnection } from './target.js';
 
 export interface ConsoleCommandOptions {
   /** Where the address goes; standard output by default. */
@@ -23,6 +24,7 @@ export async function runConsole(
   const print = options.print ?? ((text: string) => console.log(text));
   const pipeline = await connect(command.target);
   let publisher: ConsolePublisher | undefined;
+  let metrics: Awaited<ReturnType<typeof stackMetrics>>;
   try {
     const sandbox =
       command.target.kind === 'sandbox'
@@ -37,11 +39,13 @@ export async function runConsole(
         pipeline.resources.publisherFunctionName,
       );
     }
+    metrics = sandbox ? undefined : await stackMetrics(pipeline, print);
     const server = await startConsole(pipeline, {
       port: command.port,
       tracesFile: sandbox?.traces?.file,
       actions,
       publisher,
+      metrics: metrics?.read,
     });
     const mode = actions ? 'it acts with the token in this address' : 'it only reads';
     print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
@@ -53,8 +57,34 @@ export async function runConsole(
     return 0;
   } finally {
     publisher?.close();
+    metrics?.close();
     pipeline.close();
   }
+}
+
+/**
+ * A stack's CloudWatch figures, read with the user's credentials: its publisher's and consumer's
+ * counts, its queue's and DLQ's oldest ages. Without the optional `@aws-sdk/client-cloudwatch`,
+ * none, said once.
+ */
+async function stackMetrics(
+  pipeline: PipelineConnection,
+  print: (text: string) => void,
+): Promise<{ read: () => Promise<StackMetrics>; close(): void } | undefined> {
+  let module: typeof import('@aws-sdk/client-cloudwatch');
+  try {
+    module = await import('@aws-sdk/client-cloudwatch');
+  } catch {
+    print(
+      "No CloudWatch figures (the functions' counts, the queues' oldest ages): npm install --save-dev @aws-sdk/client-cloudwatch",
+    );
+    return undefined;
+  }
+  const cloudwatch = new module.CloudWatchClient({});
+  const { resources } = pipeline;
+  const functions = [resources.publisherFunctionName, resources.consumerFunctionName];
+  const queues = [resources.queueUrl, resources.dlqUrl].map(queueNameOf);
+  return { read: () => readStackMetrics(cloudwatch, functions, queues), close: () => cloudwatch.destroy() };
 }
 
 function untilSignalled(): Promise<void> {

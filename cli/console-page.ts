@@ -238,6 +238,15 @@ function showError(container, error) {
   container.replaceChildren(element('p', error.message, { class: 'error', role: 'alert' }));
 }
 
+function functionsTable(functions) {
+  // A stack's come from CloudWatch, with throttles; a sandbox's from its invocation spans.
+  const throttles = functions.some((f) => f.throttles !== undefined);
+  const number = (value) => element('td', value, { class: 'number' });
+  return table(throttles ? 'Functions, the last 15 minutes (CloudWatch)' : 'Functions (from their invocation spans)',
+    ['Function', 'Invocations', 'Errors', ...(throttles ? ['Throttles'] : [])],
+    functions.map((f) => [f.name, number(f.invocations), number(f.errors), ...(throttles ? [number(f.throttles)] : [])]));
+}
+
 async function refreshOverview() {
   try {
     const overview = await read('/api/overview');
@@ -245,11 +254,14 @@ async function refreshOverview() {
     $('publish').hidden = !(canAct && overview.publish);
     $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
     $('read-at').textContent = 'Last read ' + overview.readAt + '.';
+    const ages = overview.queues.some((q) => q.oldestAgeSeconds !== undefined);
+    $('queues').tHead.rows[0].replaceChildren(...['Queue', 'Visible', 'In flight', 'Delayed', ...(ages ? ['Oldest (s)'] : [])].map((h) => element('th', h, { scope: 'col' })));
     const rows = overview.queues.map((q) => {
       const name = element('td');
       // Its name, the URL's last part; the whole URL on hover.
       name.append(element('span', q.role === 'dlq' ? 'DLQ ' : 'Queue '), element('span', q.url.split('/').pop(), { class: 'mono', title: q.url }));
-      return [name, element('td', q.visible, { class: 'number' }), element('td', q.inFlight, { class: 'number' }), element('td', q.delayed, { class: 'number' })];
+      return [name, element('td', q.visible, { class: 'number' }), element('td', q.inFlight, { class: 'number' }), element('td', q.delayed, { class: 'number' }),
+        ...(ages ? [element('td', q.oldestAgeSeconds === undefined ? '-' : q.oldestAgeSeconds, { class: 'number' })] : [])];
     });
     $('queues').tBodies[0].replaceChildren(...rows.map((cells) => { const tr = element('tr'); tr.append(...cells); return tr; }));
     const counts = [
@@ -263,8 +275,7 @@ async function refreshOverview() {
       counts.push(['Outbox stuck (over ' + overview.outbox.stuckAfterSeconds + ' s)', overview.outbox.stuck]);
     }
     $('functions').replaceChildren(overview.functions && overview.functions.length
-      ? table('Functions (from their invocation spans)', ['Function', 'Invocations', 'Errors'],
-          overview.functions.map((f) => [f.name, element('td', f.invocations, { class: 'number' }), element('td', f.errors, { class: 'number' })]))
+      ? functionsTable(overview.functions)
       : '');
     $('counts').replaceChildren(...counts.flatMap(([name, value]) => [element('dt', name), element('dd', value, { 'data-count': name })]));
   } catch (error) {

@@ -5,6 +5,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { recordId } from '../lambdas/idempotency/keys.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
 import { functionCounts, recentMessages, TraceActivity } from './console-activity.js';
+import type { StackMetrics } from './console-metrics.js';
 import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
 import type { ConsolePublisher } from './console-publish.js';
@@ -39,6 +40,11 @@ export interface ConsoleOptions {
    * @default false: it only reads
    */
   actions?: boolean;
+  /**
+   * A stack's CloudWatch figures for the overview: its functions' counts, its queues' oldest ages.
+   * @default none: a sandbox counts its functions from its spans
+   */
+  metrics?: () => Promise<StackMetrics>;
   /**
    * Publishes a message from the page (with `actions`): a sandbox's publisher.
    * @default none: the page has no form to publish
@@ -84,9 +90,19 @@ export async function startConsole(
   const hosts = new Set<string>();
   const token = options.actions ? randomBytes(24).toString('base64url') : undefined;
   const activity = options.tracesFile ? new TraceActivity(options.tracesFile) : undefined;
+  /** The overview, with a stack's CloudWatch figures when it has them. */
+  const overviewWithMetrics = async () => {
+    const [overview, metrics] = await Promise.all([readOverview(pipeline), options.metrics?.()]);
+    if (!metrics) return overview;
+    const queues = overview.queues.map((queue) => {
+      const age = metrics.oldestAgeSeconds[queueNameOf(queue.url)];
+      return age === undefined ? queue : { ...queue, oldestAgeSeconds: age };
+    });
+    return { ...overview, queues, functions: metrics.functions };
+  };
   const routes: Record<string, (query: URLSearchParams) => Promise<unknown>> = {
     '/api/overview': async () => ({
-      ...(await readOverview(pipeline)),
+      ...(await overviewWithMetrics()),
       ...(activity && { functions: functionCounts(await activity.spans()) }),
       actions: token !== undefined,
       publish: token !== undefined && options.publisher !== undefined,
@@ -164,6 +180,11 @@ export async function startConsole(
         server.close(() => resolve());
       }),
   };
+}
+
+/** A queue's name: its URL's last part, as CloudWatch's `QueueName` dimension names it. */
+export function queueNameOf(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
 }
 
 /** `?key=K&namespace=NS` (namespace repeatable), as `oncely history` takes them. */

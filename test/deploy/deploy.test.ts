@@ -1,7 +1,9 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
@@ -173,6 +175,38 @@ describe('cdk deploy against an independent AWS implementation (moto)', () => {
       );
       const { dlqUrl } = await describeDeployedPipeline(SHOP, clients.cloudformation);
       expect(stdout).toContain(`The DLQ is empty (${dlqUrl}).`);
+    });
+
+    it('serves the console for the stack: read-only, with its queues and CloudWatch’s figures', {
+      timeout: 60_000,
+    }, async () => {
+      const child = spawn(process.execPath, [ONCELY_COMMAND, 'console', '--stack', SHOP], { env });
+      try {
+        const lines = createInterface({ input: child.stdout });
+        const url = await new Promise<string>((resolve, reject) => {
+          lines.on('line', (line) => {
+            const address = /(http:\/\/127\.0\.0\.1:\d+\/)\s+\(it only reads/.exec(line)?.[1];
+            if (address) resolve(address);
+          });
+          child.once('exit', (code) =>
+            reject(new Error(`oncely console exited (${code}) before its address`)),
+          );
+        });
+        const overview = (await (await fetch(new URL('api/overview', url))).json()) as {
+          functions: { name: string }[];
+        };
+        const { publisherFunctionName, consumerFunctionName } = await describeDeployedPipeline(
+          SHOP,
+          clients.cloudformation,
+        );
+        expect(overview).toMatchObject({ actions: false, queues: [{ role: 'queue' }, { role: 'dlq' }] });
+        expect(overview.functions.map((f) => f.name)).toEqual([publisherFunctionName, consumerFunctionName]);
+        expect((await fetch(new URL('api/dlq/redrive', url), { method: 'POST' })).status).toBe(403);
+      } finally {
+        const exited = once(child, 'exit');
+        child.kill('SIGTERM');
+        expect(await exited).toEqual([0, null]);
+      }
     });
 
     it('deploys again with no change', { timeout: 300_000 }, async () => {
