@@ -48,6 +48,7 @@ const FAST_TESTS = [
   'test/sandbox/async-invocation.test.ts',
   'test/sandbox/event-filter.test.ts',
   'test/sandbox/function-concurrency.test.ts',
+  'test/sandbox/function-log.test.ts',
   'test/sandbox/schedules.test.ts',
   'test/sandbox/stream-shards.test.ts',
   'test/sandbox/trace-collector.test.ts',

@@ -43,6 +43,7 @@ export async function runConsole(
     const server = await startConsole(pipeline, {
       port: command.port,
       tracesFile: sandbox?.traces?.file,
+      logsFile: sandbox?.logs?.file,
       actions,
       publisher,
       metrics: metrics?.read,

@@ -34,6 +34,8 @@ export interface ConsoleOptions {
   port?: number;
   /** The sandbox's trace file, whose spans a message's story shows; absent on a stack. */
   tracesFile?: string;
+  /** The sandbox's function log, whose lines about a message its story shows; absent on a stack. */
+  logsFile?: string;
   /**
    * Whether the page may act (redrive, discard, resolve), each action with the token and after
    * asking. `oncely local` and a sandbox target allow them; a stack only with `--allow-actions`.
@@ -108,7 +110,11 @@ export async function startConsole(
       publish: token !== undefined && options.publisher !== undefined,
     }),
     '/api/history': (query) =>
-      readMessageHistory(pipeline, { ...historyQuery(query), tracesFile: options.tracesFile }),
+      readMessageHistory(pipeline, {
+        ...historyQuery(query),
+        tracesFile: options.tracesFile,
+        logsFile: options.logsFile,
+      }),
     '/api/dlq': () =>
       listDeadLetters(pipeline.sqs, pipeline.resources.dlqUrl, {
         limit: DLQ_LISTED,

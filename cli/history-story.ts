@@ -1,9 +1,10 @@
 import type { StoredError } from '../lambdas/idempotency/errors.js';
 import type { HistoryEntry, IdempotencyRecord } from '../lambdas/idempotency/record.js';
+import type { LoggedLine } from '../sandbox/function-log.js';
 import type { CollectedSpan } from '../sandbox/trace-file.js';
 
 /** Where a step of the story was read: the envelope, the outbox item, a record, its dead-letter log, a span. */
-export type StorySource = 'envelope' | 'outbox' | 'record' | 'dlq' | 'span';
+export type StorySource = 'envelope' | 'outbox' | 'record' | 'dlq' | 'span' | 'log';
 
 /** One step of a message's story (`oncely history`), in time order. */
 export interface StoryStep {
@@ -84,6 +85,8 @@ export interface HistorySources {
   outbox?: OutboxNow & { writtenAtMs: number; sentAtMs?: number };
   /** Absent when the target collects none. */
   spans?: readonly CollectedSpan[];
+  /** The sandbox's function log lines about the key (its `messageKey`); absent on a stack. */
+  logs?: readonly (LoggedLine & { entry: Record<string, unknown> })[];
   nowMs: number;
 }
 
@@ -152,6 +155,17 @@ export function tellHistory(sources: HistorySources): MessageHistory {
       traceId: span.traceId,
       durationMs: span.endMs - span.startMs,
       ...(detail ? { detail } : {}),
+    });
+  }
+  for (const logged of sources.logs ?? []) {
+    const { entry } = logged;
+    const level = typeof entry.level === 'string' ? entry.level.toLowerCase() : 'log';
+    const at = typeof entry.timestamp === 'string' ? Date.parse(entry.timestamp) : Number.NaN;
+    add(Number.isFinite(at) ? at : logged.at, {
+      source: 'log',
+      event: `${level}: ${String(entry.message ?? logged.line)}`,
+      detail: logged.function,
+      ...(typeof entry.messageId === 'string' ? { messageId: entry.messageId } : {}),
     });
   }
   // Stable: steps written in the same millisecond keep the order they were read in.

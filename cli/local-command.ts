@@ -2,6 +2,7 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
+import { functionLog } from '../sandbox/function-log.js';
 import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
 import { missingTracePackages } from '../sandbox/trace-packages.js';
 import { sandboxPublisher } from './console-publish.js';
@@ -35,6 +36,8 @@ export interface LocalOptions {
 
 /** Where `oncely local` writes the functions' spans unless told: beside the Node.js it installs. */
 export const DEFAULT_TRACES_FILE = join('.oncely', 'traces.otlp.jsonl');
+/** Where `oncely local` keeps every line its functions write (emptied at start), in the app's directory. */
+export const DEFAULT_LOGS_FILE = join('.oncely', 'functions.log.jsonl');
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
@@ -58,6 +61,10 @@ export async function runLocal(options: LocalOptions): Promise<number> {
     signalled(name);
   };
   for (const name of SIGNALS) process.on(name, onSignal);
+  // Printed as they come, and kept, so that a message's story shows the lines about it.
+  const logs = functionLog(join(appDirectory, DEFAULT_LOGS_FILE), (line) =>
+    process.stdout.write(`${line}\n`),
+  );
   try {
     console.log(
       `Starting the Oncely sandbox for the CDK app in ${appDirectory}: synthesising it (bundling its ` +
@@ -67,6 +74,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
     const sandbox = await startSandbox({
       appDirectory,
       ...(traces && { traces }),
+      functionOutput: logs.output,
       environment: options.environment,
       context: options.context,
       oneGroupPerReceive: options.oneGroupPerReceive,
@@ -97,9 +105,10 @@ export async function runLocal(options: LocalOptions): Promise<number> {
     let consoleServer: Awaited<ReturnType<typeof serveConsole>>;
     try {
       if (!received) {
-        consoleServer = await serveConsole(sandbox.description, options.readyFile);
+        consoleServer = await serveConsole(sandbox.description, options.readyFile, logs.file);
         const description = {
           ...sandbox.description,
+          logs: { file: logs.file },
           ...(consoleServer && { console: { url: consoleServer.url, token: consoleServer.token } }),
         };
         // Written before "ready" is printed, and whole: whoever waits for either reads complete JSON.
@@ -119,6 +128,7 @@ export async function runLocal(options: LocalOptions): Promise<number> {
     throw error;
   } finally {
     for (const name of SIGNALS) process.off(name, onSignal);
+    await logs.close();
   }
 }
 
@@ -138,12 +148,16 @@ function tracesOf(options: LocalOptions, appDirectory: string): { file: string }
 }
 
 /** What `oncely local` describes: the sandbox's description, and where its console is. */
-type LocalDescription = SandboxDescription & { console?: { url: string; token?: string } };
+type LocalDescription = SandboxDescription & {
+  console?: { url: string; token?: string };
+  logs?: { file: string };
+};
 
 /** The console (docs/console.md) of the sandbox's pipeline; none when the app has no OncelyPipeline. */
 async function serveConsole(
   description: SandboxDescription,
   readyFile: string | undefined,
+  logsFile: string,
 ): Promise<{ url: string; token?: string; close(): Promise<void> } | undefined> {
   const { resources } = description;
   if (!resources) return undefined;
@@ -154,6 +168,7 @@ async function serveConsole(
   const publisher = await sandboxPublisher(description, resources.publisherFunctionName);
   const server = await startConsole(pipeline, {
     tracesFile: description.traces?.file,
+    logsFile,
     actions: true,
     publisher,
   });
@@ -188,6 +203,7 @@ function printDescription(description: LocalDescription): void {
     );
     console.log(`                 written to ${description.traces.file}`);
   }
+  if (description.logs) console.log(`  Logs           written to ${description.logs.file}`);
   if (description.console)
     console.log(`  Console        ${description.console.url}   (open it in your browser)`);
   if (resources) {

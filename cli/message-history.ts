@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { deadLetterLogId, type HistoryEntry, type IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { OUTBOX_ATTRIBUTES as A, itemKey } from '../lambdas/outbox/layout.js';
 import { OUTBOX_OUTPUTS, outboxFromOutputs } from '../lib/constructs/outbox-outputs.js';
+import { linesAbout } from '../sandbox/function-log.js';
 import { type CollectedSpan, readTraceFile } from '../sandbox/trace-file.js';
 import { type HistorySources, type MessageHistory, tellHistory } from './history-story.js';
 import type { PipelineConnection } from './target.js';
@@ -18,6 +19,8 @@ export interface HistoryQuery {
   recordIds: readonly string[];
   /** The sandbox's trace file (its ready file's `traces.file`); absent on a stack, or with traces off. */
   tracesFile?: string;
+  /** The sandbox's function log (its ready file's `logs.file`); absent on a stack. */
+  logsFile?: string;
 }
 
 /**
@@ -49,6 +52,7 @@ export async function readMessageHistory(
     records,
     outbox: await readOutboxItem(pipeline, query.key, read),
     spans: query.tracesFile === undefined ? undefined : await spansOf(query.tracesFile),
+    ...(query.logsFile === undefined ? {} : { logs: await linesAbout(query.logsFile, query.key) }),
     nowMs: now(),
   });
 }

@@ -123,12 +123,13 @@ export async function runOperation(
       }
       case 'history': {
         // The sandbox's spans, when it collects them; a stack's are in the user's own tracing backend.
-        const tracesFile =
+        const sandbox =
           command.target.kind === 'sandbox'
-            ? (await readReadyFile(command.target.readyFile, 'outputs')).traces?.file
+            ? await readReadyFile(command.target.readyFile, 'outputs')
             : undefined;
         const { key, recordIds } = command;
-        report(await readMessageHistory(pipeline, { key, recordIds, tracesFile }), describeHistory);
+        const files = { tracesFile: sandbox?.traces?.file, logsFile: sandbox?.logs?.file };
+        report(await readMessageHistory(pipeline, { key, recordIds, ...files }), describeHistory);
         return EXIT_CODES.done;
       }
       case 'in-doubt-list': {

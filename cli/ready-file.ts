@@ -10,6 +10,8 @@ export interface ReadyFile {
   readonly outputs?: Readonly<Record<string, string>>;
   /** Where the sandbox's collector writes the functions' spans; absent when it collects none. */
   readonly traces?: { readonly endpoint: string; readonly file: string };
+  /** Where `oncely local` keeps the functions' output, one JSON line each. */
+  readonly logs?: { readonly file: string };
 }
 
 /** A ready file whose sandbox runs a pipeline: its resources, by output key. */

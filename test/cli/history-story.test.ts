@@ -160,6 +160,37 @@ describe('the story, in time order', () => {
   });
 });
 
+describe('the log lines', () => {
+  it("shows the function log's lines about the key, at their own time, by their function", () => {
+    const story = tell({
+      logs: [
+        {
+          at: at(9),
+          function: 'consumer',
+          line: '{}',
+          entry: {
+            level: 'WARN',
+            message: 'sent to the DLQ at once',
+            timestamp: new Date(at(2)).toISOString(),
+            messageId: 'm-1',
+          },
+        },
+        { at: at(3), function: 'consumer', line: 'plain', entry: {} },
+      ],
+    });
+    expect(story.steps).toEqual([
+      {
+        at: new Date(at(2)).toISOString(),
+        source: 'log',
+        event: 'warn: sent to the DLQ at once',
+        detail: 'consumer',
+        messageId: 'm-1',
+      },
+      { at: new Date(at(3)).toISOString(), source: 'log', event: 'log: plain', detail: 'consumer' },
+    ]);
+  });
+});
+
 describe('the next step', () => {
   const next = (status: IdempotencyRecord['status'] | undefined, extra: Partial<IdempotencyRecord> = {}) =>
     tell({

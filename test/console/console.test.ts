@@ -22,6 +22,7 @@ import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { Outbox } from '../../lambdas/outbox/index.js';
 import { LEDGER_NAMESPACE } from '../../lambdas/shop/consumer/ledger.js';
 import { OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
+import { functionLog } from '../../sandbox/function-log.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import { createOutboxTable } from '../support/outbox.js';
@@ -40,6 +41,7 @@ const run = randomUUID().slice(0, 8);
 
 let sandbox: Sandbox;
 let scratch: string;
+let logs: ReturnType<typeof functionLog>;
 let pipeline: PipelineConnection;
 let server: ConsoleServer;
 let publisher: ConsolePublisher;
@@ -56,10 +58,12 @@ beforeAll(async () => {
     );
   }
   scratch = mkdtempSync(join(tmpdir(), 'oncely-console-test-'));
+  logs = functionLog(join(scratch, 'functions.log.jsonl'), () => undefined);
   sandbox = await startSandbox({
     appDirectory: SHOP_APP,
     cloudAssembly: await sharedAssembly(SHOP_APP),
-    functionOutput: () => undefined,
+    // What `oncely local` keeps of the functions' output, which a story shows the lines of.
+    functionOutput: logs.output,
     // The functions' spans, which a story shows as a waterfall.
     traces: { file: join(scratch, 'traces.otlp.jsonl') },
   });
@@ -69,6 +73,7 @@ beforeAll(async () => {
   });
   publisher = await sandboxPublisher(sandbox.description, sandbox.pipelineResources().publisherFunctionName);
   server = await startConsole(pipeline, {
+    logsFile: logs.file,
     actions: true,
     publisher,
     tracesFile: sandbox.description.traces?.file,
@@ -92,6 +97,7 @@ afterAll(async () => {
   pipeline?.close();
   lambda?.destroy();
   await sandbox?.stop();
+  await logs?.close();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -163,6 +169,8 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     // The DLQ may show the message a moment before its send is in the record's log: ask again until it is.
     await storyUntil(poison.key, LEDGER_NAMESPACE, 'sent to the DLQ');
     expect(await page.locator('#history').textContent()).toContain(`oncely dlq redrive --key ${poison.key}`);
+    // The consumer's log line about it, beside its steps.
+    expect(await page.locator('#history').textContent()).toContain('warn: sent to the DLQ at once');
     // Its spans on one time axis: the publisher's send, the consumer's record span that dead-lettered it.
     const waterfall = page.getByRole('list', { name: /^Spans on one time axis/ });
     await waterfall.getByText(/dead-lettered/).waitFor(WAIT);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_TRACES_FILE } from '../../cli/local-command.js';
+import { DEFAULT_LOGS_FILE, DEFAULT_TRACES_FILE } from '../../cli/local-command.js';
 import { groupAlive } from '../support/process-group.js';
 
 describe('interrupting a process that runs DynamoDB Local', () => {
@@ -92,11 +92,15 @@ describe.skipIf(process.platform !== 'linux')('interrupting `oncely local`', () 
     const { child, printed, readyFile, tmp } = oncelyLocal(mark);
     const exited = once(child, 'exit');
     await printed('Press Ctrl-C');
-    const { endpoints, traces, console } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
+    const { endpoints, traces, console, logs } = JSON.parse(readFileSync(readyFile, 'utf8')) as {
       endpoints: Record<string, string>;
       traces?: { endpoint: string; file: string };
       console?: { url: string };
+      logs?: { file: string };
     };
+    // The functions' output is kept, emptied at the start, in the app's directory.
+    expect(logs?.file).toBe(join(process.cwd(), DEFAULT_LOGS_FILE));
+    expect(existsSync(String(logs?.file))).toBe(true);
     expect(Object.keys(endpoints).sort()).toEqual(['dynamodb', 'edge', 'lambda', 'sqs']);
     // With OpenTelemetry's SDK installed (here, the repository's), traces are on by default.
     expect(traces?.file).toBe(join(process.cwd(), DEFAULT_TRACES_FILE));
