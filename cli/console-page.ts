@@ -115,6 +115,7 @@ button:focus-visible, input:focus-visible, textarea:focus-visible, a:focus-visib
 .error { color: #b71c1c; }
 @media (prefers-color-scheme: dark) { .note { color: #bbb; } .error { color: #ff8a80; } }
 .next li { margin: .25rem 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .8rem; margin: .25rem 0; }
 figure { margin: 1rem 0; }
 figcaption { font-weight: 600; }
 .waterfall { list-style: none; padding: 0; margin: .25rem 0; }
@@ -311,7 +312,7 @@ async function tellHistory(key, namespace, again) {
       step.attempt,
       step.lease,
       step.messageId || (step.traceId ? 'trace ' + step.traceId : undefined),
-      [step.event, step.receiveCount === undefined ? '' : '(receive ' + step.receiveCount + ')', step.detail || ''].filter(Boolean).join(' '),
+      whatCell(step),
     ]);
     const parts = [element('h3', 'The story of ' + story.key)];
     parts.push(rows.length ? table('Steps, in time order', ['Time', 'From', 'Record', 'Attempt', 'Lease', 'Message id', 'What'], rows) : element('p', 'Nothing found by its key.'));
@@ -328,6 +329,17 @@ async function tellHistory(key, namespace, again) {
   } catch (error) {
     showError(container, error);
   }
+}
+
+/** What a step says; a logged error's stack folded beneath it, opened on demand. */
+function whatCell(step) {
+  const cell = element('td', [step.event, step.receiveCount === undefined ? '' : '(receive ' + step.receiveCount + ')', step.detail || ''].filter(Boolean).join(' '));
+  if (step.error) {
+    const details = element('details');
+    details.append(element('summary', (step.error.name || 'Error') + ': ' + (step.error.message || '')), element('pre', step.error.stack || '', { class: 'mono' }));
+    cell.append(details);
+  }
+  return cell;
 }
 
 /** The spans of a story on one time axis: each a bar from its start, as long as it lasted. */

@@ -29,6 +29,8 @@ export interface StoryStep {
   traceId?: string;
   /** A span's duration, in milliseconds. */
   durationMs?: number;
+  /** A log line's error, with its stack, as the function logged it (Powertools' `error` field). */
+  error?: { name?: string; message?: string; stack?: string };
 }
 
 /** A record as the story shows it now. */
@@ -166,6 +168,7 @@ export function tellHistory(sources: HistorySources): MessageHistory {
       event: `${level}: ${String(entry.message ?? logged.line)}`,
       detail: logged.function,
       ...(typeof entry.messageId === 'string' ? { messageId: entry.messageId } : {}),
+      ...loggedError(entry.error),
     });
   }
   // Stable: steps written in the same millisecond keep the order they were read in.
@@ -184,6 +187,15 @@ export function tellHistory(sources: HistorySources): MessageHistory {
       new Set(sources.records.filter((each) => each.deadLetters.length > 0).map((each) => each.id)),
     ),
   };
+}
+
+/** The error a log line carries, when it is one with a stack or a message: the story shows it whole. */
+function loggedError(value: unknown): Pick<StoryStep, 'error'> {
+  if (typeof value !== 'object' || value === null) return {};
+  const { name, message, stack } = value as Record<string, unknown>;
+  const text = (field: unknown) => (typeof field === 'string' ? field : undefined);
+  if (text(stack) === undefined && text(message) === undefined) return {};
+  return { error: { name: text(name), message: text(message), stack: text(stack) } };
 }
 
 function describeEntry(

@@ -161,7 +161,9 @@ describe('the story, in time order', () => {
 });
 
 describe('the log lines', () => {
-  it("shows the function log's lines about the key, at their own time, by their function", () => {
+  const STACK = 'BusinessRuleViolationError: no stock\n    at plan (index.mjs:1:1)';
+
+  it("shows the function log's lines about the key, at their own time, by their function, with a logged error's stack", () => {
     const story = tell({
       logs: [
         {
@@ -173,6 +175,7 @@ describe('the log lines', () => {
             message: 'sent to the DLQ at once',
             timestamp: new Date(at(2)).toISOString(),
             messageId: 'm-1',
+            error: { name: 'BusinessRuleViolationError', message: 'no stock', stack: STACK },
           },
         },
         { at: at(3), function: 'consumer', line: 'plain', entry: {} },
@@ -185,6 +188,7 @@ describe('the log lines', () => {
         event: 'warn: sent to the DLQ at once',
         detail: 'consumer',
         messageId: 'm-1',
+        error: { name: 'BusinessRuleViolationError', message: 'no stock', stack: STACK },
       },
       { at: new Date(at(3)).toISOString(), source: 'log', event: 'log: plain', detail: 'consumer' },
     ]);

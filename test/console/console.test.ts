@@ -171,6 +171,10 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     expect(await page.locator('#history').textContent()).toContain(`oncely dlq redrive --key ${poison.key}`);
     // The consumer's log line about it, beside its steps.
     expect(await page.locator('#history').textContent()).toContain('warn: sent to the DLQ at once');
+    // The error it was refused with, its stack folded beneath the line that logged it.
+    const error = page.locator('#history details', { hasText: 'BusinessRuleViolationError' }).first();
+    await error.locator('summary').click();
+    expect(await error.locator('pre').textContent()).toMatch(/\n\s+at /);
     // Its spans on one time axis: the publisher's send, the consumer's record span that dead-lettered it.
     const waterfall = page.getByRole('list', { name: /^Spans on one time axis/ });
     await waterfall.getByText(/dead-lettered/).waitFor(WAIT);
