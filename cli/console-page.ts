@@ -2,7 +2,7 @@
 // no build step, nothing inline (the server's Content-Security-Policy allows only these). The
 // script writes every value it shows as text, never as markup.
 
-export const CONSOLE_PAGE = `<!doctype html>
+export const CONSOLE_PAGE: string = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -91,7 +91,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 </html>
 `;
 
-export const CONSOLE_STYLE = `
+export const CONSOLE_STYLE: string = `
 :root { color-scheme: light dark; --line: #8886; --accent: #1d6fd1; }
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 72rem; padding: 0 1rem 3rem; }
 h1 { font-size: 1.4rem; margin: 1rem 0 0; }
@@ -125,7 +125,7 @@ figcaption { font-weight: 600; }
 @media (max-width: 40rem) { body { font-size: 14px; } form { display: block; } input { width: 100%; margin-bottom: .5rem; } }
 `;
 
-export const CONSOLE_SCRIPT = `'use strict';
+export const CONSOLE_SCRIPT: string = `'use strict';
 const $ = (id) => document.getElementById(id);
 // The token comes in the address's fragment, which no request carries: only this page knows it.
 const token = new URLSearchParams(location.hash.slice(1)).get('token');
