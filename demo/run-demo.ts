@@ -192,6 +192,9 @@ export async function runDemo(
       `   - a producer retried ${retried.results.length} messages with a new requestId: SQS deduplicated ${stoppedBySqs}`,
     );
     const resent = stream.slice(300, 500).filter((m) => m.type !== 'OrderShipped');
+    // A copy of the receipt left in doubt is acknowledged as in doubt (an operator's to resolve), not
+    // counted as a duplicate: every other re-sent copy must be.
+    const resentDuplicates = resent.filter((m) => `${NOTIFICATIONS_NAMESPACE}#${m.key}` !== hangKey).length;
     await resendAfterDedupWindow(sqs, resources.queueUrl, resent);
     print(
       `   - ${resent.length} messages re-sent as after SQS’s 5-minute window (fresh dedup ids, same keys)`,
@@ -232,7 +235,7 @@ export async function runDemo(
           inDoubtIds.includes(hangKey) &&
           // The consumer's metrics come through its output, which may trail its last batch's
           // acknowledgement: an empty queue is not yet every duplicate counted.
-          tally.get(CONSUMER_METRICS.duplicate) >= resent.length
+          tally.get(CONSUMER_METRICS.duplicate) >= resentDuplicates
         );
       },
       60_000,
@@ -336,7 +339,7 @@ export async function runDemo(
       { name: 'SQS deduplicated every retried message', ok: stoppedBySqs === retried.results.length },
       {
         name: 'the consumer stopped every re-sent duplicate',
-        ok: tally.get(CONSUMER_METRICS.duplicate) >= resent.length,
+        ok: tally.get(CONSUMER_METRICS.duplicate) >= resentDuplicates,
       },
     ];
     print('\nChecks');
