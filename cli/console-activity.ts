@@ -1,5 +1,4 @@
-import { stat } from 'node:fs/promises';
-import { type CollectedSpan, readTraceFile } from '../sandbox/trace-file.js';
+import type { CollectedSpan } from '../sandbox/trace-file.js';
 import type { PendingOutboxMessage } from './outbox-list.js';
 
 /** What became of a message, as its latest span says (`oncely.outcome`), or that it waits in the outbox. */
@@ -43,29 +42,6 @@ export interface MessageFilter {
 
 /** The most messages a list shows, the latest first. */
 export const MESSAGES_LISTED = 200;
-
-/**
- * Reads a sandbox's trace file (its spans are the console's record of what happened there: the
- * consumer's record spans, the functions' invocation spans), again only when it grew.
- */
-export class TraceActivity {
-  #size = -1;
-  #spans: CollectedSpan[] = [];
-
-  constructor(private readonly file: string) {}
-
-  async spans(): Promise<CollectedSpan[]> {
-    const size = await stat(this.file).then(
-      (stats) => stats.size,
-      () => 0,
-    );
-    if (size !== this.#size) {
-      this.#spans = size === 0 ? [] : await readTraceFile(this.file);
-      this.#size = size;
-    }
-    return this.#spans;
-  }
-}
 
 /** The recent messages, each by its latest record span, with those pending in the outbox; filtered, latest first. */
 export function recentMessages(

@@ -1,7 +1,8 @@
+import { queueNameOf } from '../lambdas/common/tracing.js';
 import type { Target } from './command-line.js';
 import { readStackMetrics, type StackMetrics } from './console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
-import { queueNameOf, startConsole } from './console-server.js';
+import { startConsole } from './console-server.js';
 import { readReadyFile } from './ready-file.js';
 import { connect, type PipelineConnection } from './target.js';
 

@@ -2,9 +2,11 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
+import { queueNameOf } from '../lambdas/common/tracing.js';
 import { recordId } from '../lambdas/idempotency/keys.js';
+import { TraceFileReader } from '../sandbox/trace-file.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
-import { functionCounts, recentMessages, TraceActivity } from './console-activity.js';
+import { functionCounts, recentMessages } from './console-activity.js';
 import type { StackMetrics } from './console-metrics.js';
 import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
@@ -91,7 +93,7 @@ export async function startConsole(
 ): Promise<ConsoleServer> {
   const hosts = new Set<string>();
   const token = options.actions ? randomBytes(24).toString('base64url') : undefined;
-  const activity = options.tracesFile ? new TraceActivity(options.tracesFile) : undefined;
+  const activity = options.tracesFile ? new TraceFileReader(options.tracesFile) : undefined;
   /** The overview, with a stack's CloudWatch figures when it has them. */
   const overviewWithMetrics = async () => {
     const [overview, metrics] = await Promise.all([readOverview(pipeline), options.metrics?.()]);
@@ -112,7 +114,7 @@ export async function startConsole(
     '/api/history': (query) =>
       readMessageHistory(pipeline, {
         ...historyQuery(query),
-        tracesFile: options.tracesFile,
+        spans: activity,
         logsFile: options.logsFile,
       }),
     '/api/dlq': () =>
@@ -186,11 +188,6 @@ export async function startConsole(
         server.close(() => resolve());
       }),
   };
-}
-
-/** A queue's name: its URL's last part, as CloudWatch's `QueueName` dimension names it. */
-export function queueNameOf(url: string): string {
-  return url.slice(url.lastIndexOf('/') + 1);
 }
 
 /** `?key=K&namespace=NS` (namespace repeatable), as `oncely history` takes them. */

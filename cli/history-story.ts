@@ -1,5 +1,5 @@
 import type { StoredError } from '../lambdas/idempotency/errors.js';
-import type { HistoryEntry, IdempotencyRecord } from '../lambdas/idempotency/record.js';
+import { type HistoryEntry, type IdempotencyRecord, isExpired } from '../lambdas/idempotency/record.js';
 import type { LoggedLine } from '../sandbox/function-log.js';
 import type { CollectedSpan } from '../sandbox/trace-file.js';
 
@@ -252,8 +252,7 @@ function mentions(span: CollectedSpan, key: string): boolean {
 }
 
 function recordNow(id: string, record: IdempotencyRecord | undefined, nowMs: number): RecordNow {
-  const expired = record?.expiresAt !== undefined && record.expiresAt * 1000 <= nowMs;
-  if (!record || expired) return { id };
+  if (!record || isExpired(record, nowMs)) return { id };
   const leaseHeld = record.status === 'IN_PROGRESS' && record.leaseToken && record.leaseExpiresAt;
   return {
     id,

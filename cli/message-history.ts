@@ -1,11 +1,11 @@
-import { access } from 'node:fs/promises';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { deadLetterLogId, type HistoryEntry, type IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { OUTBOX_ATTRIBUTES as A, itemKey } from '../lambdas/outbox/layout.js';
-import { OUTBOX_OUTPUTS, outboxFromOutputs } from '../lib/constructs/outbox-outputs.js';
+import { outboxFromOutputs } from '../lib/constructs/outbox-outputs.js';
 import { linesAbout } from '../sandbox/function-log.js';
-import { type CollectedSpan, readTraceFile } from '../sandbox/trace-file.js';
+import type { TraceFileReader } from '../sandbox/trace-file.js';
 import { type HistorySources, type MessageHistory, tellHistory } from './history-story.js';
+import { outboxPrefixes } from './outbox-target.js';
 import type { PipelineConnection } from './target.js';
 
 /** What the story reads from: a pipeline's idempotency table, and its target's outputs for the outboxes. */
@@ -18,7 +18,7 @@ export interface HistoryQuery {
   /** The records to read: `namespace#key` each. */
   recordIds: readonly string[];
   /** The sandbox's trace file (its ready file's `traces.file`); absent on a stack, or with traces off. */
-  tracesFile?: string;
+  spans?: TraceFileReader;
   /** The sandbox's function log (its ready file's `logs.file`); absent on a stack. */
   logsFile?: string;
 }
@@ -51,7 +51,7 @@ export async function readMessageHistory(
     key: query.key,
     records,
     outbox: await readOutboxItem(pipeline, query.key, read),
-    spans: query.tracesFile === undefined ? undefined : await spansOf(query.tracesFile),
+    spans: await query.spans?.spans(),
     ...(query.logsFile === undefined ? {} : { logs: await linesAbout(query.logsFile, query.key) }),
     nowMs: now(),
   });
@@ -63,11 +63,7 @@ async function readOutboxItem(
   key: string,
   read: (table: string, key: Record<string, unknown>) => Promise<Record<string, unknown> | undefined>,
 ): Promise<HistorySources['outbox']> {
-  const marker = OUTBOX_OUTPUTS.tableName;
-  const prefixes = Object.keys(target.outputs)
-    .filter((output) => output.endsWith(marker))
-    .map((output) => output.slice(0, -marker.length));
-  for (const prefix of prefixes) {
+  for (const prefix of outboxPrefixes(target.outputs)) {
     const outbox = outboxFromOutputs(target.name, target.outputs, prefix);
     const item = await read(outbox.tableName, itemKey(outbox, key));
     if (!item) continue;
@@ -86,14 +82,4 @@ async function readOutboxItem(
     };
   }
   return undefined;
-}
-
-/** The trace file's spans; none yet while nothing has exported any (the file is written on the first). */
-async function spansOf(file: string): Promise<CollectedSpan[]> {
-  try {
-    await access(file);
-  } catch {
-    return [];
-  }
-  return readTraceFile(file);
 }

@@ -1,3 +1,4 @@
+import { TraceFileReader } from '../sandbox/trace-file.js';
 import type { OperationsCommand } from './command-line.js';
 import { confirmRedrive } from './dead-letter-confirm.js';
 import { discardDeadLetters } from './dead-letter-discard.js';
@@ -128,7 +129,11 @@ export async function runOperation(
             ? await readReadyFile(command.target.readyFile, 'outputs')
             : undefined;
         const { key, recordIds } = command;
-        const files = { tracesFile: sandbox?.traces?.file, logsFile: sandbox?.logs?.file };
+        const tracesFile = sandbox?.traces?.file;
+        const files = {
+          spans: tracesFile ? new TraceFileReader(tracesFile) : undefined,
+          logsFile: sandbox?.logs?.file,
+        };
         report(await readMessageHistory(pipeline, { key, recordIds, ...files }), describeHistory);
         return EXIT_CODES.done;
       }

@@ -8,14 +8,11 @@ import type { TargetConnection } from './target.js';
  */
 export function findOutbox(target: TargetConnection, outputPrefix?: string): OutboxResources {
   if (outputPrefix !== undefined) return outboxFromOutputs(target.name, target.outputs, outputPrefix);
-  const marker = OUTBOX_OUTPUTS.tableName;
-  const prefixes = Object.keys(target.outputs)
-    .filter((key) => key.endsWith(marker))
-    .map((key) => key.slice(0, -marker.length));
+  const prefixes = outboxPrefixes(target.outputs);
   const [prefix] = prefixes;
   if (prefix === undefined) {
     throw new NoOutboxError(
-      `${capitalised(target.name)} has no OncelyOutbox: none of its outputs is named ${marker}. Deploy the stack ` +
+      `${capitalised(target.name)} has no OncelyOutbox: none of its outputs is named ${OUTBOX_OUTPUTS.tableName}. Deploy the stack ` +
         'with its outbox, or give the target that has it.',
     );
   }
@@ -27,6 +24,14 @@ export function findOutbox(target: TargetConnection, outputPrefix?: string): Out
     );
   }
   return outboxFromOutputs(target.name, target.outputs, prefix);
+}
+
+/** The output prefix of each outbox among a target's outputs (`''` for the unprefixed one). */
+export function outboxPrefixes(outputs: Readonly<Record<string, string>>): string[] {
+  const marker = OUTBOX_OUTPUTS.tableName;
+  return Object.keys(outputs)
+    .filter((key) => key.endsWith(marker))
+    .map((key) => key.slice(0, -marker.length));
 }
 
 function capitalised(text: string): string {

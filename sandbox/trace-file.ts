@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 
 /** An attribute value as OTLP's JSON mapping writes it. */
 type AnyValue =
@@ -46,6 +46,29 @@ export interface CollectedSpan {
   links: { traceId: string; spanId: string }[];
   /** `error` when its status says so, with the message. */
   status: { code: 'unset' | 'ok' | 'error'; message?: string };
+}
+
+/**
+ * A trace file's spans, read again only when the file grew: the console reads them every 2 s, and
+ * the demo's file holds megabytes. A missing file holds none yet (it is written on the first export).
+ */
+export class TraceFileReader {
+  #size = -1;
+  #spans: CollectedSpan[] = [];
+
+  constructor(readonly file: string) {}
+
+  async spans(): Promise<CollectedSpan[]> {
+    const size = await stat(this.file).then(
+      (stats) => stats.size,
+      () => 0,
+    );
+    if (size !== this.#size) {
+      this.#spans = size === 0 ? [] : await readTraceFile(this.file);
+      this.#size = size;
+    }
+    return this.#spans;
+  }
 }
 
 /** Every span of a trace file the sandbox's collector wrote (one OTLP JSON export per line), in file order. */

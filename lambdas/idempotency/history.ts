@@ -26,13 +26,19 @@ export interface Delivery {
 
 /** An entry for a lease taken (an acquire), for `delivery` if the caller named it. */
 export function acquireEntry(now: number, token: string, delivery?: Delivery, first = false): HistoryEntry {
+  return { s: 'IN_PROGRESS', t: now, l: shortToken(token), ...deliveryFields(delivery, first) };
+}
+
+/** What an entry says of `delivery`: its message id and receive count, and with `first` its publish time. */
+export function deliveryFields(
+  delivery: Delivery | undefined,
+  first: boolean,
+): Pick<HistoryEntry, 'm' | 'r' | 'p'> {
+  if (!delivery) return {};
   return {
-    s: 'IN_PROGRESS',
-    t: now,
-    l: shortToken(token),
-    ...(delivery ? { m: delivery.messageId } : {}),
-    ...(delivery?.receiveCount === undefined ? {} : { r: delivery.receiveCount }),
-    ...(first && delivery?.publishedAt ? { p: delivery.publishedAt } : {}),
+    m: delivery.messageId,
+    ...(delivery.receiveCount === undefined ? {} : { r: delivery.receiveCount }),
+    ...(first && delivery.publishedAt ? { p: delivery.publishedAt } : {}),
   };
 }
 

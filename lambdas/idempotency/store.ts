@@ -23,6 +23,7 @@ import {
   acquireEntry,
   appendValues,
   type Delivery,
+  deliveryFields,
   HISTORY_ATTRIBUTE,
   MAX_HISTORY_ENTRIES,
   shortToken,
@@ -708,7 +709,9 @@ export class DynamoDBIdempotencyStore {
                   attempts: 1,
                   expiresAt: recordExpiresAt,
                   updatedAt: now,
-                  [HISTORY_ATTRIBUTE]: [{ ...committedEntry(input.delivery), s: 'COMPLETED', t: now, a: 1 }],
+                  [HISTORY_ATTRIBUTE]: [
+                    { s: 'COMPLETED', t: now, a: 1, ...deliveryFields(input.delivery, true) },
+                  ],
                 },
                 ConditionExpression: ABSENT_OR_EXPIRED,
                 ExpressionAttributeValues: { ':nowSec': Math.floor(now / 1000) },
@@ -873,16 +876,6 @@ export class DynamoDBIdempotencyStore {
   #recordExpiresAt(nowMs: number): number {
     return Math.floor(nowMs / 1000) + this.ttlSeconds;
   }
-}
-
-/** A transaction's history entry: no lease, the delivery it committed for. */
-function committedEntry(delivery: Delivery | undefined): Omit<HistoryEntry, 's' | 't'> {
-  if (!delivery) return {};
-  return {
-    m: delivery.messageId,
-    ...(delivery.receiveCount === undefined ? {} : { r: delivery.receiveCount }),
-    ...(delivery.publishedAt ? { p: delivery.publishedAt } : {}),
-  };
 }
 
 /**
