@@ -30,15 +30,15 @@ export function backoffDelayMs(
   return ceiling / 2 + random() * (ceiling / 2);
 }
 
+/** What {@link retried} came to: the value of the try that succeeded, or the last try's error. */
+export type Retried<T> = { value: T; error?: undefined } | { value?: undefined; error: unknown };
+
 /**
  * Runs `action` up to `policy.maxAttempts` times, waiting {@link backoffDelayMs} between tries;
  * the last error if every try failed. For writes that must not be given up lightly (a record after
  * its effect, a lease given back), on top of the AWS SDK's own retries.
  */
-export async function retried<T>(
-  policy: RetryPolicy,
-  action: () => Promise<T>,
-): Promise<{ value: T; error?: undefined } | { value?: undefined; error: unknown }> {
+export async function retried<T>(policy: RetryPolicy, action: () => Promise<T>): Promise<Retried<T>> {
   for (let attempt = 1; ; attempt++) {
     try {
       return { value: await action() };

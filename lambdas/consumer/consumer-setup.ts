@@ -5,8 +5,10 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
 import { loadTracing, type Tracing } from '../common/tracing.js';
-import { IdempotencyConfigurationError } from '../idempotency/errors.js';
+import { IdempotencyConfigurationError, TransactionalStoreError } from '../idempotency/errors.js';
+import type { LeaseStore } from '../idempotency/lease-store.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import { storeName } from '../idempotency/transactional.js';
 import {
   DEAD_LETTER_QUEUE_OPTION_KEYS,
   DeadLetterQueue,
@@ -31,7 +33,7 @@ import type { ConsumerLogger, MetricsSink } from './telemetry.js';
  */
 export interface SharedConsumerOptions {
   operations: Readonly<Record<string, ConsumerOperation>>;
-  store?: DynamoDBIdempotencyStore;
+  store?: LeaseStore;
   deadLetterQueue?: DeadLetterQueueOptions;
   logger?: ConsumerLogger;
   metrics?: MetricsSink;
@@ -72,6 +74,18 @@ export function refuseUnknownConsumerKeys(
     DEAD_LETTER_QUEUE_OPTION_KEYS,
   );
   refuseUnknownKeys(`${consumer}({ hooks })`, options.hooks, CONSUMER_HOOK_KEYS);
+}
+
+/**
+ * Refuses, where the consumer is made, a store other than DynamoDB's for transactional operations:
+ * their record commits in one DynamoDB transaction with their own writes (`TransactionalStoreError`).
+ */
+function refuseTransactionalStore({ store, operations }: SharedConsumerOptions): void {
+  if (!store || store instanceof DynamoDBIdempotencyStore) return;
+  const transactional = Object.entries(operations ?? {})
+    .filter(([, operation]) => operation.transactional)
+    .map(([type, operation]) => `${type} (namespace ${operation.namespace})`);
+  if (transactional.length > 0) throw new TransactionalStoreError(transactional, storeName(store));
 }
 
 const TELEMETRY_CHOICES = ['powertools', 'off'] as const;
@@ -167,6 +181,7 @@ export class ConsumerSetup<V extends ConsumerVariable> {
         `telemetry must be ${TELEMETRY_CHOICES.map((choice) => `'${choice}'`).join(' or ')}, not ${JSON.stringify(options.telemetry)}.`,
       );
     }
+    refuseTransactionalStore(options);
     this.#options = options;
     this.#ownVariables = ownVariables;
     this.#powertools = importPowertools(options);

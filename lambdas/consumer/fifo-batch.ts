@@ -1,7 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { KnownKeys } from '../common/known-keys.js';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { LeaseStore } from '../idempotency/lease-store.js';
 import {
   type BatchRecord,
   batchMiddleware,
@@ -43,7 +43,7 @@ export interface FifoBatchOptions {
    * `IDEMPOTENCY_TTL_SECONDS` (30 days when unset), through a `DynamoDBClient` with the function's
    * region and credentials
    */
-  store?: DynamoDBIdempotencyStore;
+  store?: LeaseStore;
   /**
    * Where non-retryable records go at once.
    * @default the queue `DLQ_URL` through an `SQSClient` with the function's region and credentials,

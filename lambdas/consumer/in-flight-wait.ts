@@ -2,14 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelayMs, type RetryPolicy } from '../common/backoff.js';
 import type { IdempotencyInProgressError } from '../idempotency/errors.js';
 import type { RemainingTime } from '../idempotency/lease.js';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { LeaseStore } from '../idempotency/lease-store.js';
 
 /** The reads of a held key's record: 100 ms apart at first, doubling to 1 s, jittered. */
 const READS: RetryPolicy = { maxAttempts: Number.POSITIVE_INFINITY, baseDelayMs: 100, maxDelayMs: 1_000 };
 
 /** What a wait for a key held elsewhere may use. */
 export interface InFlightWait {
-  store: DynamoDBIdempotencyStore;
+  store: LeaseStore;
   /** The longest it waits for one key. */
   maxWaitMs: number;
   /** The invocation: the wait ends this long before its deadline at the latest. */
@@ -34,7 +34,7 @@ export async function waitForKey(held: IdempotencyInProgressError, wait: InFligh
     const pause = backoffDelayMs(read, READS);
     if (Date.now() + pause > endsAt || signal.aborted) return false;
     await sleep(pause);
-    let record: Awaited<ReturnType<DynamoDBIdempotencyStore['read']>>;
+    let record: Awaited<ReturnType<LeaseStore['read']>>;
     try {
       record = await store.read(held.id);
     } catch {

@@ -13,8 +13,10 @@ export {
   OncelyError,
   OutcomeUnknownError,
   type StoredError,
+  TransactionalStoreError,
 } from '../idempotency/errors.js';
 export type { IdempotencyMode, LeaseIdempotencyOptions } from '../idempotency/lease.js';
+export type { LeaseStore } from '../idempotency/lease-store.js';
 export type { IdempotencyObserver } from '../idempotency/observer.js';
 export {
   DynamoDBIdempotencyStore,

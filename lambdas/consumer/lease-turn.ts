@@ -9,7 +9,7 @@ import type {
   LeaseInput,
   LeaseStart,
 } from '../idempotency/lease.js';
-import type { Lease } from '../idempotency/store.js';
+import type { Lease } from '../idempotency/lease-store.js';
 import { AttemptsExhaustedError } from './errors.js';
 import type { OperationOutcome, OperationRuntime } from './operation-runtime.js';
 import { asStoreFailure } from './store-failure.js';

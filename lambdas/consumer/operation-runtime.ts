@@ -1,10 +1,10 @@
 import type { Context } from 'aws-lambda';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { LeaseStore } from '../idempotency/lease-store.js';
 import type { RecordTelemetry } from './telemetry.js';
 
 /** What the batch middleware gives an operation for one record. */
 export interface OperationRuntime {
-  store: DynamoDBIdempotencyStore;
+  store: LeaseStore;
   telemetry: RecordTelemetry;
   lambdaContext: Context;
   /** Aborted when the batch fails as a whole: a lease acquired after that is released unused. */

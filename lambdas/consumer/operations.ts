@@ -2,12 +2,14 @@ import type { Context } from 'aws-lambda';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
-import { TransactionConditionFailedError } from '../idempotency/errors.js';
+import { TransactionalStoreError, TransactionConditionFailedError } from '../idempotency/errors.js';
 import type { Delivery } from '../idempotency/history.js';
 import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
 import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
 import type { KeptMessage } from '../idempotency/record.js';
+import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
+  storeName,
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
   type TransactionPlan,
@@ -42,6 +44,11 @@ export interface ConsumerOperation {
   readonly namespace: string;
   /** The id of the message's idempotency record, `namespace#key` (DESIGN §2). @internal */
   recordIdOf(message: ConsumerMessage): string;
+  /**
+   * Set on a transactional operation: it needs a `DynamoDBIdempotencyStore` (`TransactionalStoreError`).
+   * @internal
+   */
+  readonly transactional?: true;
   /** Throws the record's failure; `IdempotencyStoreUnavailableError` when DynamoDB itself failed. @internal */
   execute(message: ConsumerMessage, runtime: OperationRuntime): Promise<OperationOutcome>;
 }
@@ -221,8 +228,13 @@ export function transactionalOperation<P = unknown, T = unknown>(
   const cache = completedCacheOf(options);
   return {
     namespace,
+    transactional: true,
     recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
     async execute(message, { store, telemetry, lambdaContext }) {
+      // The consumer refused such a store when it was made (`refuseTransactionalStore`).
+      if (!(store instanceof DynamoDBIdempotencyStore)) {
+        throw new TransactionalStoreError([namespace], storeName(store));
+      }
       const idempotency = new TransactionalIdempotency({ store, namespace, cache, contentionRetries });
       const input = { ...idempotencyInput(message, options.key), delivery: deliveryOf(message) };
       let planned: ConsumerMessage<P> | undefined;

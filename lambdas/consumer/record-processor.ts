@@ -7,7 +7,7 @@ import {
   toStoredError,
 } from '../idempotency/errors.js';
 import { DEFAULT_LEASE_MARGIN_MS } from '../idempotency/lease.js';
-import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { LeaseStore } from '../idempotency/lease-store.js';
 import type { DeadLetterQueue, DeadLetterSend } from './dead-letter-queue.js';
 import {
   AttemptsExhaustedError,
@@ -24,7 +24,7 @@ import { type ConsumerOperation, LeaseOperation } from './operations.js';
 import type { RecordTelemetry } from './telemetry.js';
 
 export interface RecordProcessorOptions {
-  store: DynamoDBIdempotencyStore;
+  store: LeaseStore;
   operations: Readonly<Record<string, ConsumerOperation>>;
   deadLetterQueue: DeadLetterQueue;
   horizon: DedupHorizon;

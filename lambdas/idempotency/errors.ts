@@ -190,6 +190,33 @@ export class InvalidRecordWriteError extends NonRetryableError {
   }
 }
 
+/**
+ * A transactional operation was given a store other than `DynamoDBIdempotencyStore` (a
+ * `ValkeyIdempotencyStore`). Transactional mode's point is one DynamoDB transaction holding the
+ * handler's own writes and the COMPLETED record (DESIGN §4): a record kept elsewhere cannot commit
+ * in it, and two separate writes would bring back the window between effect and record that the
+ * mode exists to close. Refused where the consumer (or `TransactionalIdempotency`) is made.
+ */
+export class TransactionalStoreError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'TransactionalStoreError';
+  /** `false`: the same store is refused again; change the configuration. */
+  readonly retryable = false;
+  constructor(
+    /** The transactional operations' namespaces (or message types) that were given the store. */
+    readonly operations: readonly string[],
+    /** The store's class name. */
+    readonly storeName: string,
+  ) {
+    super(
+      `transactional mode needs a DynamoDBIdempotencyStore, not a ${storeName} (${operations.join(', ')}): it ` +
+        "commits the record in one DynamoDB transaction with the handler's own writes, which a record kept " +
+        'elsewhere cannot join. Give these operations a consumer with a DynamoDBIdempotencyStore, or make them ' +
+        'lease operations (leaseOperation), which any store serves.',
+    );
+  }
+}
+
 /** Input the idempotency core cannot work with (a bad key, namespace or option). */
 export class IdempotencyConfigurationError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */

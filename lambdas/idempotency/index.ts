@@ -18,6 +18,7 @@ export {
   RecordNotWrittenError,
   ResultTooLargeError,
   type StoredError,
+  TransactionalStoreError,
   TransactionConditionFailedError,
   TransactionContentionError,
 } from './errors.js';
@@ -31,6 +32,7 @@ export {
   type LeaseOutcome,
   type RemainingTime,
 } from './lease.js';
+export type { LeaseStore } from './lease-store.js';
 export { type IdempotentRequestOptions, idempotentRequest } from './middleware.js';
 export type { IdempotencyObserver } from './observer.js';
 export { type KeptMessage, MAX_RESULT_BYTES } from './record.js';

@@ -12,10 +12,10 @@ import {
 import { judgeExistingRecord } from './existing-record.js';
 import type { Delivery } from './history.js';
 import { payloadHash, recordId } from './keys.js';
+import type { Lease, LeaseStore } from './lease-store.js';
 import { consoleObserver, type IdempotencyObserver } from './observer.js';
 import { type IdempotencyRecord, IN_DOUBT_REPORT_PENDING, type KeptMessage } from './record.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
-import type { DynamoDBIdempotencyStore, Lease } from './store.js';
 
 /**
  * What happens when a lease expires without a completion (DESIGN §4): `at-least-once` runs the
@@ -31,8 +31,8 @@ export interface RemainingTime {
 
 /** How a `LeaseIdempotency` keeps its records. */
 export interface LeaseIdempotencyOptions {
-  /** The idempotency table. */
-  store: DynamoDBIdempotencyStore;
+  /** Where the records are kept: a `DynamoDBIdempotencyStore` or a `ValkeyIdempotencyStore`. */
+  store: LeaseStore;
   /** The operation, e.g. "notifications": keys of different namespaces never collide. */
   namespace: string;
   /** What happens when a lease expires without completion: re-run (at-least-once) or IN_DOUBT (at-most-once). */

@@ -9,8 +9,8 @@ import {
   LeaseIdempotency,
   type LeaseIdempotencyOptions,
 } from './lease.js';
+import type { Lease } from './lease-store.js';
 import { tooLargeError } from './result-json.js';
-import type { Lease } from './store.js';
 
 /** `LeaseIdempotency`'s options, with how to read a request's key and payload from its event. */
 export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyOptions, 'mode'> {

@@ -29,6 +29,7 @@ import {
   shortToken,
   trimmedHistory,
 } from './history.js';
+import type { AcquireInput, AcquireResult, Lease, LeaseStore } from './lease-store.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
   type DeadLetterClaim,
@@ -47,41 +48,6 @@ import {
 
 /** One business write of a transactional handler, in DynamoDBDocumentClient's format. */
 export type TransactionWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-/** The right to run the effect for one record, proven by `token` on every later write. */
-export interface Lease {
-  readonly id: string;
-  readonly token: string;
-  readonly payloadHash: string;
-  /** Epoch milliseconds. */
-  readonly expiresAt: number;
-  /** Epoch seconds: when the record itself expires. */
-  readonly recordExpiresAt: number;
-  /** 1 for the first run of this key, more after failures or lease takeovers. */
-  readonly attempt: number;
-  /**
-   * The record's `attempts` when the consumer last sent its key to the DLQ for failing too often
-   * (0 if never): its attempts since then are `attempt` less this (DESIGN §5).
-   */
-  readonly attemptsAtDeadLetter: number;
-  /**
-   * False for a lease taken without counting its run (an at-least-once lease taken ahead of its
-   * turn): its record's `attempts` is `attempt` less one until its outcome is written, or
-   * `countRun` counts it (DESIGN §5).
-   */
-  readonly runCounted: boolean;
-  /** It took over an expired lease: a run before it ended without an outcome (or never started). */
-  readonly tookOver: boolean;
-  /**
-   * Set when the record was FAILED by a delivery the consumer sent to the DLQ: that SQS message's
-   * id and its error. The same message back again must not run (DESIGN §5).
-   */
-  readonly deadLettered?: { messageId: string; error?: StoredError };
-}
-
-export type AcquireResult =
-  | { acquired: true; lease: Lease }
-  | { acquired: false; existing: IdempotencyRecord };
 
 export type TransactionResult =
   | { committed: true; recordExpiresAt: number }
@@ -140,7 +106,9 @@ const FENCED = '#status = :inProgress AND leaseToken = :token';
  * export const handler = middy().use(fifoBatch({ store, operations }));
  * ```
  */
-export class DynamoDBIdempotencyStore {
+export class DynamoDBIdempotencyStore implements LeaseStore {
+  /** {@inheritDoc LeaseStore.kind} */
+  readonly kind = 'dynamodb' as const;
   /** @internal */
   readonly tableName: string;
   /** @internal */
@@ -172,28 +140,7 @@ export class DynamoDBIdempotencyStore {
    * lost, the retry finds the record holding this call's own token: the lease is ours all the same.
    * @internal
    */
-  async acquire(input: {
-    id: string;
-    payloadHash: string;
-    leaseMs: number;
-    takeOverExpiredLease: boolean;
-    unstarted?: boolean;
-    /** With `unstarted`: the id of the record whose completion may let this lease start. */
-    after?: string;
-    /** The token of an expired unstarted lease `after` a record, found safe to take over (`LeaseIdempotency.start`). */
-    takeOverUnstarted?: string;
-    /**
-     * Whether the acquire counts a run in `attempts`; false for an at-least-once lease taken ahead,
-     * whose run may never come (its outcome write or `countRun` counts it then).
-     * @default true
-     */
-    countRun?: boolean;
-    /**
-     * The delivery it is taken for, named in the record's history (`oncely history`).
-     * @default none: the history says a lease was taken, not for which message
-     */
-    delivery?: Delivery;
-  }): Promise<AcquireResult> {
+  async acquire(input: AcquireInput): Promise<AcquireResult> {
     const now = this.now();
     const token = randomUUID();
     const leaseExpiresAt = now + input.leaseMs;

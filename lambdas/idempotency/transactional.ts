@@ -5,13 +5,14 @@ import { CompletedRecordCache } from './completed-cache.js';
 import {
   IdempotencyConfigurationError,
   IdempotencyInProgressError,
+  TransactionalStoreError,
   TransactionContentionError,
 } from './errors.js';
 import { judgeExistingRecord } from './existing-record.js';
 import type { Delivery } from './history.js';
 import { payloadHash, recordId } from './keys.js';
 import { parseResult, serializeResult, tooLargeError } from './result-json.js';
-import type { DynamoDBIdempotencyStore, TransactionWrite } from './store.js';
+import { DynamoDBIdempotencyStore, type TransactionWrite } from './store.js';
 
 /** DynamoDB allows 100 items per transaction; one of them is the idempotency record. */
 export const MAX_TRANSACTION_WRITES = 99;
@@ -78,6 +79,10 @@ export class TransactionalIdempotency {
   constructor(options: TransactionalIdempotencyOptions) {
     refuseUnknownKeys('new TransactionalIdempotency()', options, TRANSACTIONAL_IDEMPOTENCY_OPTION_KEYS);
     recordId(options.namespace, 'probe'); // fail fast on a bad namespace
+    // From JavaScript, a Valkey store would get this far: refused here rather than at the first commit.
+    if (!((options.store as unknown) instanceof DynamoDBIdempotencyStore)) {
+      throw new TransactionalStoreError([options.namespace], storeName(options.store));
+    }
     this.#options = options;
     this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());
   }
@@ -159,4 +164,9 @@ function isContention(error: unknown): boolean {
     error instanceof TransactionCanceledException &&
     (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict')
   );
+}
+
+/** A store's class name, for the error that refuses it. */
+export function storeName(store: unknown): string {
+  return (store as { constructor?: { name?: string } } | undefined)?.constructor?.name ?? String(store);
 }
