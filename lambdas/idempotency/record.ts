@@ -116,6 +116,12 @@ export interface KeptMessage {
   traceContext?: TraceContext;
 }
 
+/** The message an IN_DOUBT record keeps, unless it is too large for the record ({@link MAX_KEPT_MESSAGE_BYTES}). */
+export function keepable(message: KeptMessage | undefined): KeptMessage | undefined {
+  if (!message || Buffer.byteLength(message.body, 'utf8') > MAX_KEPT_MESSAGE_BYTES) return undefined;
+  return message;
+}
+
 /** What an operator's command did to the record: `oncely in-doubt resolve --as completed`, `--as retry` and its send. */
 export type OperatorAction = 'resolved-completed' | 'resolved-retry' | 'retry-sent';
 

@@ -41,7 +41,7 @@ import {
   type IdempotencyRecord,
   IN_DOUBT_REPORT_PENDING,
   type KeptMessage,
-  MAX_KEPT_MESSAGE_BYTES,
+  keepable,
   type RecordStatus,
   UNRESOLVED_ATTRIBUTE,
 } from './record.js';
@@ -837,12 +837,6 @@ function historyUpdate(
   const trimmed = trimmedHistory(existing, entry);
   if (trimmed) return { expression: `${HISTORY_ATTRIBUTE} = :history`, values: { ':history': trimmed } };
   return { expression: APPEND_HISTORY, values: appendValues(entry) };
-}
-
-/** The message an IN_DOUBT record keeps, unless it is too large for the record. */
-function keepable(message: KeptMessage | undefined): KeptMessage | undefined {
-  if (!message || Buffer.byteLength(message.body, 'utf8') > MAX_KEPT_MESSAGE_BYTES) return undefined;
-  return message;
 }
 
 /**
