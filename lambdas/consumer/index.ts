@@ -24,6 +24,11 @@ export {
   type TransactionWrite,
 } from '../idempotency/store.js';
 export type { TransactionalIdempotencyOptions, TransactionPlan } from '../idempotency/transactional.js';
+export {
+  ValkeyIdempotencyStore,
+  type ValkeyIdempotencyStoreOptions,
+  type ValkeyScriptClient,
+} from '../idempotency/valkey-store.js';
 export { type DeadLetterQueueOptions, DLQ_ATTRIBUTES } from './dead-letter-queue.js';
 export { CONSUMER_ENVIRONMENT } from './environment.js';
 export {

@@ -44,3 +44,8 @@ export {
   type TransactionalOutcome,
   type TransactionPlan,
 } from './transactional.js';
+export {
+  ValkeyIdempotencyStore,
+  type ValkeyIdempotencyStoreOptions,
+  type ValkeyScriptClient,
+} from './valkey-store.js';

@@ -38,6 +38,7 @@ const ARGUMENTS: Record<string, unknown[]> = {
   TransactionContentionError: ['k-1', 3],
   RecordNotWrittenError: ['k-1', 'COMPLETED', new Error('throttled')],
   InvalidRecordWriteError: ['k-1', new Error('too large')],
+  TransactionalStoreError: [['ledger'], 'ValkeyIdempotencyStore'],
   PublishValidationError: [[{ path: 'messages[0].groupId', message: 'is missing' }]],
   PublishConflictError: ['r-1'],
   PublishInProgressError: ['r-1', 0],

@@ -13,6 +13,7 @@ import {
   processStandardBatch,
   standardBatch,
   transactionalOperation,
+  ValkeyIdempotencyStore,
 } from '../../lambdas/consumer/index.js';
 import {
   idempotentRequest,
@@ -30,6 +31,8 @@ import { lambdaContext } from '../support/lambda-context.js';
 const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', maxAttempts: 1 });
 const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName: 'idempotency' });
 const sqs = {} as SQSClient;
+/** A Valkey client that is never called: the options are refused first. */
+const valkey = { evalsha: async () => null, eval: async () => null };
 const noEvent = { Records: [] };
 
 /** Runs `call`, sync or async, and returns what it threw. */
@@ -101,6 +104,12 @@ const CASES: [entry: string, call: () => unknown, misspelt: string, meant: strin
     () => new DynamoDBIdempotencyStore({ client: dynamodb, tablename: 'idempotency' } as never),
     'tablename',
     'tableName',
+  ],
+  [
+    'ValkeyIdempotencyStore',
+    () => new ValkeyIdempotencyStore({ client: valkey, keyPrefx: 'oncely:' } as never),
+    'keyPrefx',
+    'keyPrefix',
   ],
   [
     'LeaseIdempotency',
