@@ -24,7 +24,9 @@ import {
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/valkey-store.js';
 import { countScripts, startValkey, type ValkeyServer } from '../support/valkey.js';
-import { leaseContract, manualClock, recordingObserver } from './lease-contract.js';
+import { clockSkewContract } from './clock-skew-contract.js';
+import { historyContract } from './history-contract.js';
+import { leaseContract, manualClock, recordingObserver, type StoreHarness } from './lease-contract.js';
 
 // The Valkey store against a real redis-server of this file's own: the lease-mode contract
 // (lease-contract.ts), then what is Valkey's own — one script a step, the NOSCRIPT fallback, a
@@ -49,7 +51,8 @@ afterAll(async () => {
 /** Each test's records under a prefix of their own, so no test sees another's. */
 const freshPrefix = () => `t-${randomUUID().slice(0, 8)}:`;
 
-leaseContract('Valkey', async () => {
+/** A harness on a fresh prefix, counting this test's scripts. */
+async function valkeyHarness(): Promise<StoreHarness> {
   const client = server.client();
   const scripts = countScripts(client);
   const keyPrefix = freshPrefix();
@@ -64,7 +67,11 @@ leaseContract('Valkey', async () => {
     reads: () => scripts.calls.filter((call) => call.sha === VALKEY_SCRIPTS.read.sha).length,
     close: () => client.disconnect(),
   };
-});
+}
+
+leaseContract('Valkey', valkeyHarness);
+historyContract('Valkey', valkeyHarness);
+clockSkewContract('Valkey', valkeyHarness);
 
 /** A store on a fresh prefix through `client`, its clock by hand, records living an hour. */
 function valkeyStore(client: ValkeyScriptClient, clock = manualClock()) {
