@@ -38,7 +38,8 @@ export interface FifoBatchOptions {
   /** The operation for each message type; a message of another type goes to the DLQ. */
   operations: Readonly<Record<string, ConsumerOperation>>;
   /**
-   * The idempotency table.
+   * Where the records are kept: the idempotency table, or a `ValkeyIdempotencyStore` when every
+   * operation is a lease operation (transactional ones need DynamoDB: `TransactionalStoreError`).
    * @default a `DynamoDBIdempotencyStore` on the table `IDEMPOTENCY_TABLE_NAME`, whose records live
    * `IDEMPOTENCY_TTL_SECONDS` (30 days when unset), through a `DynamoDBClient` with the function's
    * region and credentials

@@ -27,7 +27,9 @@ import { VALKEY_SCRIPTS, type ValkeyScript } from './valkey-scripts.js';
  * loads one.
  */
 export interface ValkeyScriptClient {
+  /** Runs the script the server holds under `sha1` on `numkeys` keys, then its arguments; fails `NOSCRIPT` if it holds none. */
   evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /** Runs (and loads) `script` on `numkeys` keys, then its arguments. */
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
 }
 
@@ -94,7 +96,7 @@ interface ScriptReply {
  * bound, the DLQ marks. Each method is one Lua script, one round trip (EVALSHA; EVAL once more if
  * the server lost its script cache). Transactional mode needs DynamoDB (`TransactionalStoreError`).
  *
- * A record's key expires with its `expiresAt` (plus {@link VALKEY_KEY_GRACE_MS}): IN_PROGRESS,
+ * A record's key expires with its `expiresAt` (plus an hour of grace, `VALKEY_KEY_GRACE_MS`): IN_PROGRESS,
  * COMPLETED, FAILED and REJECTED records, DLQ marks and logs live the TTL from their acquire (or
  * `keepUntil`); an IN_DOUBT record has no expiry until an operator resolves it. The unresolved
  * index is one sorted set per reason, scored by `updatedAt`. The keys of one record and the index
