@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Redis } from 'iovalkey';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../harness/tcp-fault-proxy.js';
-import { fifoBatch, transactionalOperation } from '../../lambdas/consumer/index.js';
+import {
+  fifoBatch,
+  leaseOperation,
+  NonRetryableError,
+  processFifoBatch,
+  transactionalOperation,
+} from '../../lambdas/consumer/index.js';
 import {
   IdempotencyConfigurationError,
   LeaseIdempotency,
@@ -23,6 +31,7 @@ import {
   ValkeyIdempotencyStore,
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/valkey-store.js';
+import { lambdaContext } from '../support/lambda-context.js';
 import { countScripts, startValkey, type ValkeyServer } from '../support/valkey.js';
 import { clockSkewContract } from './clock-skew-contract.js';
 import { historyContract } from './history-contract.js';
@@ -395,5 +404,83 @@ describe('Valkey: configuration', () => {
     expect(() => new TransactionalIdempotency({ store: store as never, namespace: 'ledger' })).toThrow(
       TransactionalStoreError,
     );
+  });
+});
+
+describe('Valkey: a FIFO consumer on it', () => {
+  /** An SQS record of group `g` carrying an Oncely envelope. */
+  const sqsRecord = (key: string, payload: unknown, receiveCount = 1): SQSRecord => ({
+    messageId: `m-${key}`,
+    receiptHandle: `r-${key}`,
+    body: JSON.stringify({ type: 'Mail', key, groupId: 'g', payload, publishedAt: new Date().toISOString() }),
+    attributes: {
+      ApproximateReceiveCount: String(receiveCount),
+      SentTimestamp: String(Date.now()),
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+      MessageGroupId: 'g',
+      MessageDeduplicationId: key,
+      SequenceNumber: '1',
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:mail.fifo',
+    awsRegion: 'us-east-1',
+  });
+
+  it('runs a group pipelined, dead-letters a poison record once, and answers its redelivery from the records', async () => {
+    const client = server.client();
+    try {
+      const { store, read } = valkeyStore(client);
+      const sent: unknown[] = [];
+      const sqs = {
+        send: async (command: { input: unknown }) => sent.push(command.input),
+      } as unknown as SQSClient;
+      const ran: string[] = [];
+      const mail = leaseOperation({
+        namespace: 'mail',
+        mode: 'at-most-once',
+        cache: false,
+        run: ({ key, payload }) => {
+          ran.push(key);
+          if (payload === 'poison') throw new NonRetryableError('no such address');
+          return `sent ${key}`;
+        },
+      });
+      const options = {
+        store,
+        operations: { Mail: mail },
+        deadLetterQueue: {
+          client: sqs,
+          queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/mail-dlq.fifo',
+        },
+        telemetry: 'off' as const,
+      };
+      const batch = (receiveCount: number): SQSEvent => ({
+        Records: [
+          sqsRecord('a', 1, receiveCount),
+          sqsRecord('b', 2, receiveCount),
+          sqsRecord('p', 'poison', receiveCount),
+          sqsRecord('c', 3, receiveCount),
+        ],
+      });
+
+      expect(await processFifoBatch(batch(1), lambdaContext(), options)).toEqual({ batchItemFailures: [] });
+      expect(ran).toEqual(['a', 'b', 'p', 'c']);
+      expect(sent).toHaveLength(1);
+      // b's lease was started by a's completion: one write between two effects (DESIGN §4.1).
+      expect(await read('mail#a')).toMatchObject({ status: 'COMPLETED', startedNext: { id: 'mail#b' } });
+      expect(await read('mail#p')).toMatchObject({ status: 'REJECTED' });
+      expect(await read('mail#c')).toMatchObject({ status: 'COMPLETED', result: '"sent c"' });
+      expect(await read(deadLetterMarkId('m-p'))).toMatchObject({ deadLetteredAt: expect.any(Number) });
+
+      // The whole batch again (its answer was lost): nothing runs, nothing is sent again.
+      expect(await processFifoBatch(batch(2), lambdaContext(), options)).toEqual({ batchItemFailures: [] });
+      expect(ran).toEqual(['a', 'b', 'p', 'c']);
+      expect(sent).toHaveLength(1);
+    } finally {
+      client.disconnect();
+    }
   });
 });
