@@ -266,18 +266,21 @@ function script(name: string, ...parts: string[]): ValkeyScript {
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
-/** Every step of `ValkeyIdempotencyStore`, loaded by EVALSHA, or by EVAL when the server lacks it. */
+/**
+ * Every step of `ValkeyIdempotencyStore`, loaded by EVALSHA, or by EVAL when the server lacks it.
+ * Pure: a consumer bundle that never makes a Valkey store drops the scripts and their hashing.
+ */
 export const VALKEY_SCRIPTS = {
-  acquire: script('acquire', APPEND_OR_TRIM, ACQUIRE),
-  outcome: script('outcome', FENCED, OUTCOME),
-  touch: script('touch', FENCED, TOUCH),
-  park: script('park', FENCED, PARK),
-  claimReport: script('claimReport', CLAIM_REPORT),
-  release: script('release', FENCED, RELEASE),
-  keepUntil: script('keepUntil', KEEP_UNTIL),
-  read: script('read', READ),
-  claimDeadLetter: script('claimDeadLetter', CLAIM_DEAD_LETTER),
-  releaseDeadLetterClaim: script('releaseDeadLetterClaim', RELEASE_DEAD_LETTER_CLAIM),
-  markDeadLettered: script('markDeadLettered', MARK_DEAD_LETTERED),
-  logDeadLetter: script('logDeadLetter', LOG_DEAD_LETTER),
+  acquire: /* @__PURE__ */ script('acquire', APPEND_OR_TRIM, ACQUIRE),
+  outcome: /* @__PURE__ */ script('outcome', FENCED, OUTCOME),
+  touch: /* @__PURE__ */ script('touch', FENCED, TOUCH),
+  park: /* @__PURE__ */ script('park', FENCED, PARK),
+  claimReport: /* @__PURE__ */ script('claimReport', CLAIM_REPORT),
+  release: /* @__PURE__ */ script('release', FENCED, RELEASE),
+  keepUntil: /* @__PURE__ */ script('keepUntil', KEEP_UNTIL),
+  read: /* @__PURE__ */ script('read', READ),
+  claimDeadLetter: /* @__PURE__ */ script('claimDeadLetter', CLAIM_DEAD_LETTER),
+  releaseDeadLetterClaim: /* @__PURE__ */ script('releaseDeadLetterClaim', RELEASE_DEAD_LETTER_CLAIM),
+  markDeadLettered: /* @__PURE__ */ script('markDeadLettered', MARK_DEAD_LETTERED),
+  logDeadLetter: /* @__PURE__ */ script('logDeadLetter', LOG_DEAD_LETTER),
 } as const;
