@@ -25,7 +25,7 @@ export interface RecentMessage {
   lastAt: string;
 }
 
-/** A function's invocations and errors, from its invocation spans. */
+/** A function's invocations and errors (CloudWatch's, a stack's or the sandbox's). */
 export interface FunctionCounts {
   name: string;
   invocations: number;
@@ -96,19 +96,6 @@ export function recentMessages(
     messages: matching.slice(0, MESSAGES_LISTED).map(({ ms: _ms, ...message }) => message),
     truncated: matching.length > MESSAGES_LISTED,
   };
-}
-
-/** Each function's invocations and errors, from the invocation spans its runtime starts (kind server). */
-export function functionCounts(spans: readonly CollectedSpan[]): FunctionCounts[] {
-  const counts = new Map<string, FunctionCounts>();
-  for (const span of spans) {
-    if (span.kind !== 'server' || !span.service) continue;
-    const count = counts.get(span.service) ?? { name: span.service, invocations: 0, errors: 0 };
-    count.invocations++;
-    if (span.status.code === 'error') count.errors++;
-    counts.set(span.service, count);
-  }
-  return [...counts.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
 function text<K extends string>(name: K, value: unknown): Partial<Record<K, string>> {

@@ -240,12 +240,10 @@ function showError(container, error) {
 }
 
 function functionsTable(functions) {
-  // A stack's come from CloudWatch, with throttles; a sandbox's from its invocation spans.
-  const throttles = functions.some((f) => f.throttles !== undefined);
+  // From CloudWatch: a stack's, or the sandbox's edge's, which answers it from what it measures.
   const number = (value) => element('td', value, { class: 'number' });
-  return table(throttles ? 'Functions, the last 15 minutes (CloudWatch)' : 'Functions (from their invocation spans)',
-    ['Function', 'Invocations', 'Errors', ...(throttles ? ['Throttles'] : [])],
-    functions.map((f) => [f.name, number(f.invocations), number(f.errors), ...(throttles ? [number(f.throttles)] : [])]));
+  return table('Functions, the last 15 minutes (CloudWatch)', ['Function', 'Invocations', 'Errors', 'Throttles'],
+    functions.map((f) => [f.name, number(f.invocations), number(f.errors), number(f.throttles)]));
 }
 
 async function refreshOverview() {

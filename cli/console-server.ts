@@ -6,7 +6,7 @@ import { queueNameOf } from '../lambdas/common/tracing.js';
 import { recordId } from '../lambdas/idempotency/keys.js';
 import { TraceFileReader } from '../sandbox/trace-file.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
-import { functionCounts, recentMessages } from './console-activity.js';
+import { recentMessages } from './console-activity.js';
 import type { StackMetrics } from './console-metrics.js';
 import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
@@ -45,8 +45,9 @@ export interface ConsoleOptions {
    */
   actions?: boolean;
   /**
-   * A stack's CloudWatch figures for the overview: its functions' counts, its queues' oldest ages.
-   * @default none: a sandbox counts its functions from its spans
+   * The pipeline's CloudWatch figures for the overview (a stack's, or the sandbox's edge's): its
+   * functions' counts, its queues' oldest ages.
+   * @default none: the overview shows the queues' counts alone
    */
   metrics?: () => Promise<StackMetrics>;
   /**
@@ -107,7 +108,6 @@ export async function startConsole(
   const routes: Record<string, (query: URLSearchParams) => Promise<unknown>> = {
     '/api/overview': async () => ({
       ...(await overviewWithMetrics()),
-      ...(activity && { functions: functionCounts(await activity.spans()) }),
       actions: token !== undefined,
       publish: token !== undefined && options.publisher !== undefined,
     }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { functionCounts, MESSAGES_LISTED, recentMessages } from '../../cli/console-activity.js';
+import { MESSAGES_LISTED, recentMessages } from '../../cli/console-activity.js';
 import type { CollectedSpan } from '../../sandbox/trace-file.js';
 
 // The console's message list and function counts, from a sandbox's spans (pure).
@@ -104,23 +104,5 @@ describe('the message list', () => {
     expect(list.truncated).toBe(true);
     expect(list.messages).toHaveLength(MESSAGES_LISTED);
     expect(list.messages[0]?.key).toBe(`k${MESSAGES_LISTED}`);
-  });
-});
-
-describe('the function counts', () => {
-  it('counts each function’s invocation spans and the failed ones', () => {
-    const invocation = (service: string, failed = false) =>
-      span('server', T0, {}, { service, status: { code: failed ? 'error' : 'unset' } });
-    expect(
-      functionCounts([
-        invocation('consumer'),
-        invocation('consumer', true),
-        invocation('publisher'),
-        record('a', 1, 'applied'),
-      ]),
-    ).toEqual([
-      { name: 'consumer', invocations: 2, errors: 1 },
-      { name: 'publisher', invocations: 1, errors: 0 },
-    ]);
   });
 });
