@@ -19,7 +19,7 @@ export interface RecentMessage {
   /** The record it was routed to (`namespace#key`), whose story the console tells. */
   recordId?: string;
   state: MessageState;
-  /** Deliveries seen (record spans): more than one for a retry, a redrive or a duplicate. */
+  /** Deliveries seen (record spans, or verdict lines): more than one for a retry, a redrive or a duplicate. */
   deliveries: number;
   /** ISO time of the latest. */
   lastAt: string;
@@ -43,31 +43,77 @@ export interface MessageFilter {
 /** The most messages a list shows, the latest first. */
 export const MESSAGES_LISTED = 200;
 
-/** The recent messages, each by its latest record span, with those pending in the outbox; filtered, latest first. */
+/** One delivery of a message and what became of it: from its record span, or its consumer's verdict line. */
+export interface SeenDelivery {
+  key: string;
+  type?: string;
+  group?: string;
+  recordId?: string;
+  state: MessageState;
+  atMs: number;
+}
+
+/** The deliveries the sandbox's record spans tell (kind consumer, with `oncely.outcome`). */
+export function deliveriesInSpans(spans: readonly CollectedSpan[]): SeenDelivery[] {
+  const deliveries: SeenDelivery[] = [];
+  for (const span of spans) {
+    const key = span.attributes['oncely.message.key'];
+    if (span.kind !== 'consumer' || typeof key !== 'string') continue;
+    deliveries.push({
+      key,
+      ...text('type', span.attributes['oncely.message.type']),
+      ...text('group', span.attributes['oncely.message.group']),
+      ...text('recordId', span.attributes['oncely.record.id']),
+      state: (span.attributes['oncely.outcome'] as MessageState | undefined) ?? 'given-back',
+      atMs: span.startMs,
+    });
+  }
+  return deliveries;
+}
+
+/**
+ * The deliveries the consumer's log lines tell: each line that says a record's verdict (`outcome`,
+ * with the record's `messageKey`) is one delivery's, as a stack's CloudWatch Logs hold them.
+ */
+export function deliveriesInLogLines(
+  lines: readonly { at: number; entry: Record<string, unknown> }[],
+): SeenDelivery[] {
+  const deliveries: SeenDelivery[] = [];
+  for (const { at, entry } of lines) {
+    if (typeof entry.messageKey !== 'string' || typeof entry.outcome !== 'string') continue;
+    deliveries.push({
+      key: entry.messageKey,
+      ...text('type', entry.messageType),
+      ...text('group', entry.groupId),
+      ...text('recordId', entry.recordId),
+      state: entry.outcome as MessageState,
+      atMs: at,
+    });
+  }
+  return deliveries;
+}
+
+/** The recent messages, each by its latest delivery, with those pending in the outbox; filtered, latest first. */
 export function recentMessages(
-  spans: readonly CollectedSpan[],
+  deliveries: readonly SeenDelivery[],
   pending: readonly PendingOutboxMessage[],
   filter: MessageFilter,
 ): { messages: RecentMessage[]; truncated: boolean } {
   const byKey = new Map<string, RecentMessage & { ms: number }>();
-  for (const span of spans) {
-    const key = span.attributes['oncely.message.key'];
-    if (span.kind !== 'consumer' || typeof key !== 'string') continue;
-    const seen = byKey.get(key);
-    const deliveries = (seen?.deliveries ?? 0) + 1;
-    if (seen && seen.ms > span.startMs) {
-      seen.deliveries = deliveries;
+  for (const delivery of deliveries) {
+    const seen = byKey.get(delivery.key);
+    const count = (seen?.deliveries ?? 0) + 1;
+    if (seen && seen.ms > delivery.atMs) {
+      seen.deliveries = count;
       continue;
     }
-    byKey.set(key, {
-      key,
-      ...text('type', span.attributes['oncely.message.type']),
-      ...text('group', span.attributes['oncely.message.group']),
-      ...text('recordId', span.attributes['oncely.record.id'] ?? seen?.recordId),
-      state: (span.attributes['oncely.outcome'] as MessageState | undefined) ?? 'given-back',
-      deliveries,
-      lastAt: new Date(span.startMs).toISOString(),
-      ms: span.startMs,
+    const { atMs, ...latest } = delivery;
+    byKey.set(delivery.key, {
+      ...latest,
+      ...(latest.recordId === undefined && seen?.recordId !== undefined ? { recordId: seen.recordId } : {}),
+      deliveries: count,
+      lastAt: new Date(atMs).toISOString(),
+      ms: atMs,
     });
   }
   for (const message of pending) {

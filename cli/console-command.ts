@@ -4,6 +4,7 @@ import { type PipelineFigures, pipelineFigures } from './console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
 import { readReadyFile } from './ready-file.js';
+import { type StackLogs, stackLogs } from './stack-logs.js';
 import { connect } from './target.js';
 
 export interface ConsoleCommandOptions {
@@ -26,6 +27,7 @@ export async function runConsole(
   const pipeline = await connect(command.target);
   let publisher: ConsolePublisher | undefined;
   let metrics: PipelineFigures | undefined;
+  let logs: StackLogs | undefined;
   try {
     const sandbox =
       command.target.kind === 'sandbox'
@@ -50,6 +52,8 @@ export async function runConsole(
             edge ? { ...localAwsConfig(edge), region: sandbox?.region } : {},
             print,
           );
+    // A stack's message list and log lines, from CloudWatch Logs; a sandbox's from its own files.
+    logs = sandbox ? undefined : await stackLogs(pipeline, command.target.outputPrefix ?? '', {}, print);
     const server = await startConsole(pipeline, {
       port: command.port,
       tracesFile: sandbox?.traces?.file,
@@ -57,6 +61,7 @@ export async function runConsole(
       actions,
       publisher,
       metrics: metrics?.read,
+      stackLogs: logs,
     });
     const mode = actions ? 'it acts with the token in this address' : 'it only reads';
     print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
@@ -69,6 +74,7 @@ export async function runConsole(
   } finally {
     publisher?.close();
     metrics?.close();
+    logs?.close();
     pipeline.close();
   }
 }

@@ -26,7 +26,7 @@ export const CONSOLE_PAGE: string = `<!doctype html>
 </section>
 <section aria-labelledby="messages-title">
   <h2 id="messages-title">Messages</h2>
-  <p class="note">The latest first, from the sandbox's spans; read every 2 s.</p>
+  <p class="note">The latest first, from the sandbox's spans or a stack's consumer log lines; read every 2 s.</p>
   <form id="messages-form">
     <label for="filter-key">Key contains</label>
     <input id="filter-key" autocomplete="off" spellcheck="false">
@@ -60,7 +60,9 @@ export const CONSOLE_PAGE: string = `<!doctype html>
   <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.</p>
   <form id="publish-form">
     <label for="publish-type">Type</label>
-    <input id="publish-type" required autocomplete="off" spellcheck="false" placeholder="e.g. StockReceived">
+    <input id="publish-type" required autocomplete="off" spellcheck="false" list="publish-types" aria-describedby="publish-types-note">
+    <datalist id="publish-types"></datalist>
+    <p class="note" id="publish-types-note"></p>
     <label for="publish-group">Group</label>
     <input id="publish-group" required autocomplete="off" spellcheck="false">
     <label for="publish-key">Key (optional: derived from the message when empty)</label>
@@ -212,6 +214,21 @@ async function discard(messageId) {
   listDlq();
 }
 
+/** Offers the types the consumer said it handles (its first batch logs them), as the type field's suggestions. */
+async function offerTypes() {
+  let types;
+  try {
+    ({ types } = await read('/api/publish/types'));
+  } catch (error) {
+    $('publish-types-note').textContent = 'Could not read the types your consumer handles: ' + error.message;
+    return;
+  }
+  $('publish-types').replaceChildren(...types.map((type) => element('option', undefined, { value: type })));
+  $('publish-types-note').textContent = types.length
+    ? 'Your consumer handles: ' + types.join(', ') + '.'
+    : 'A type your consumer handles: it says which once it first runs; another is dead-lettered.';
+}
+
 async function publishMessage() {
   let payload;
   try {
@@ -250,7 +267,9 @@ async function refreshOverview() {
   try {
     const overview = await read('/api/overview');
     canAct = overview.actions && Boolean(token);
+    const publishShown = $('publish').hidden && canAct && overview.publish;
     $('publish').hidden = !(canAct && overview.publish);
+    if (publishShown) offerTypes();
     $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
     $('read-at').textContent = 'Last read ' + overview.readAt + '.';
     const ages = overview.queues.some((q) => q.oldestAgeSeconds !== undefined);
@@ -396,9 +415,10 @@ function messageQuery() {
 }
 
 const listMessages = (again) => load('messages', messageQuery(), (list) => {
-  if (!list.traces) return element('p', 'No spans to list them from: with OpenTelemetry’s SDK installed, the sandbox collects them (docs/local.md, Traces). A stack’s are in your tracing backend.');
+  if (!list.source) return element('p', 'Nothing to list them from: the sandbox collects spans with OpenTelemetry’s SDK installed (docs/local.md, Traces); a stack’s list is read from CloudWatch Logs with @aws-sdk/client-cloudwatch-logs installed (docs/console.md).');
   if (!list.messages.length) return element('p', 'No message matches.');
-  return table(list.messages.length + (list.truncated ? ' (the latest)' : '') + ' message(s), the latest first',
+  const from = list.source === 'logs' ? ' (the consumer’s log lines, the last 15 minutes)' : '';
+  return table(list.messages.length + (list.truncated ? ' (the latest)' : '') + ' message(s), the latest first' + from,
     ['Last seen', 'Key (its story)', 'Type', 'Group', 'State', 'Deliveries'],
     list.messages.map((m) => [m.lastAt, m.recordId ? storyLink(m.recordId, m.key) : m.key, m.type, m.group, m.state, m.deliveries]));
 }, again);
@@ -445,6 +465,7 @@ document.addEventListener('DOMContentLoaded', () => {
     listMessages();
   });
   listMessages();
+  $('publish-type').addEventListener('focus', () => offerTypes());
   $('publish-form').addEventListener('submit', (event) => {
     event.preventDefault();
     publishMessage().catch((error) => say('Not published: ' + error.message, true));

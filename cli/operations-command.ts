@@ -1,3 +1,4 @@
+import { linesAbout } from '../sandbox/function-log.js';
 import { TraceFileReader } from '../sandbox/trace-file.js';
 import type { OperationsCommand } from './command-line.js';
 import { confirmRedrive } from './dead-letter-confirm.js';
@@ -22,6 +23,7 @@ import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import { readReadyFile } from './ready-file.js';
 import { acquireRedriveLease } from './redrive-lease.js';
+import { stackLogs } from './stack-logs.js';
 import { connect, connectToOutputs } from './target.js';
 import { processTerminal, type Terminal } from './terminal.js';
 
@@ -124,17 +126,26 @@ export async function runOperation(
       }
       case 'history': {
         // The sandbox's spans, when it collects them; a stack's are in the user's own tracing backend.
+        // Log lines from the sandbox's function log, or a stack's CloudWatch Logs.
         const sandbox =
           command.target.kind === 'sandbox'
             ? await readReadyFile(command.target.readyFile, 'outputs')
             : undefined;
         const { key, recordIds } = command;
         const tracesFile = sandbox?.traces?.file;
-        const files = {
-          spans: tracesFile ? new TraceFileReader(tracesFile) : undefined,
-          logsFile: sandbox?.logs?.file,
-        };
-        report(await readMessageHistory(pipeline, { key, recordIds, ...files }), describeHistory);
+        const logsFile = sandbox?.logs?.file;
+        const cloudwatchLogs = sandbox
+          ? undefined
+          : await stackLogs(pipeline, command.target.outputPrefix ?? '', {}, (text) => console.error(text));
+        try {
+          const sources = {
+            spans: tracesFile ? new TraceFileReader(tracesFile) : undefined,
+            logs: logsFile ? (about: string) => linesAbout(logsFile, about) : cloudwatchLogs?.linesAbout,
+          };
+          report(await readMessageHistory(pipeline, { key, recordIds, ...sources }), describeHistory);
+        } finally {
+          cloudwatchLogs?.close();
+        }
         return EXIT_CODES.done;
       }
       case 'in-doubt-list': {

@@ -297,6 +297,13 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     await page.locator('#queues tbody tr').first().waitFor(WAIT);
     // The stock the poison order lacked, published from the form.
     const stockKey = `stock-${run}`;
+    // The consumer ran (the tests before): it said which types it handles, which the form offers.
+    await page.getByLabel('Type', { exact: true }).focus();
+    await page
+      .locator('#publish-types-note')
+      .getByText(/Your consumer handles: .*StockReceived/)
+      .waitFor(WAIT);
+    expect(await page.locator('#publish-types option[value="OrderPlaced"]').count()).toBe(1);
     await page.getByLabel('Type', { exact: true }).fill('StockReceived');
     await page.getByLabel('Group', { exact: true }).fill('warehouse');
     await page.getByLabel('Key (optional').fill(stockKey);
