@@ -57,12 +57,12 @@ export const CONSOLE_PAGE: string = `<!doctype html>
 </section>
 <section aria-labelledby="publish-title" id="publish" hidden>
   <h2 id="publish-title">Publish a message</h2>
-  <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.</p>
+  <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.
+    <span id="publish-types-note"></span></p>
+  <datalist id="publish-types"></datalist>
   <form id="publish-form">
     <label for="publish-type">Type</label>
     <input id="publish-type" required autocomplete="off" spellcheck="false" list="publish-types" aria-describedby="publish-types-note">
-    <datalist id="publish-types"></datalist>
-    <p class="note" id="publish-types-note"></p>
     <label for="publish-group">Group</label>
     <input id="publish-group" required autocomplete="off" spellcheck="false">
     <label for="publish-key">Key (optional: derived from the message when empty)</label>
@@ -226,7 +226,7 @@ async function offerTypes() {
   $('publish-types').replaceChildren(...types.map((type) => element('option', undefined, { value: type })));
   $('publish-types-note').textContent = types.length
     ? 'Your consumer handles: ' + types.join(', ') + '.'
-    : 'A type your consumer handles: it says which once it first runs; another is dead-lettered.';
+    : 'Which types it handles, it says once it first runs; another type is dead-lettered.';
 }
 
 async function publishMessage() {
