@@ -1,8 +1,13 @@
 import type { CollectedSpan } from '../sandbox/trace-file.js';
 import type { PendingOutboxMessage } from './outbox-list.js';
 
-/** What became of a message, as its latest span says (`oncely.outcome`), or that it waits in the outbox. */
+/**
+ * What became of a message, as its latest delivery's verdict says (`oncely.outcome`); that it runs
+ * again now (given back or deferred, and its record held under a live lease); or that it waits in
+ * the outbox.
+ */
 export type MessageState =
+  | 'in progress'
   | 'applied'
   | 'duplicate'
   | 'in-doubt'
@@ -93,11 +98,33 @@ export function deliveriesInLogLines(
   return deliveries;
 }
 
-/** The recent messages, each by its latest delivery, with those pending in the outbox; filtered, latest first. */
+/** Verdicts after which the message comes back: its record may be running again now. */
+const UNSETTLED = new Set<MessageState>(['given-back', 'deferred']);
+
+/** The records of the latest {@link MESSAGES_LISTED} keys whose latest delivery left them unsettled: those that may be in progress. */
+export function unsettledRecordIds(deliveries: readonly SeenDelivery[]): string[] {
+  const latest = new Map<string, SeenDelivery>();
+  for (const delivery of deliveries) {
+    const seen = latest.get(delivery.key);
+    if (!seen || seen.atMs <= delivery.atMs) latest.set(delivery.key, delivery);
+  }
+  return [...latest.values()]
+    .filter((delivery) => UNSETTLED.has(delivery.state) && delivery.recordId !== undefined)
+    .sort((a, b) => b.atMs - a.atMs)
+    .slice(0, MESSAGES_LISTED)
+    .map((delivery) => delivery.recordId as string);
+}
+
+/**
+ * The recent messages, each by its latest delivery, with those pending in the outbox; filtered,
+ * latest first. A message left unsettled whose record is in `inProgress` (held under a live lease
+ * now) is `in progress`.
+ */
 export function recentMessages(
   deliveries: readonly SeenDelivery[],
   pending: readonly PendingOutboxMessage[],
   filter: MessageFilter,
+  inProgress: ReadonlySet<string> = new Set(),
 ): { messages: RecentMessage[]; truncated: boolean } {
   const byKey = new Map<string, RecentMessage & { ms: number }>();
   for (const delivery of deliveries) {
@@ -128,6 +155,11 @@ export function recentMessages(
       lastAt: message.createdAt,
       ms,
     });
+  }
+  for (const message of byKey.values()) {
+    if (UNSETTLED.has(message.state) && message.recordId && inProgress.has(message.recordId)) {
+      message.state = 'in progress';
+    }
   }
   const matching = [...byKey.values()]
     .filter(

@@ -37,7 +37,7 @@ export const CONSOLE_PAGE: string = `<!doctype html>
     <label for="filter-state">In state</label>
     <select id="filter-state">
       <option value="">any</option>
-      <option>applied</option><option>duplicate</option><option>in-doubt</option><option>dead-lettered</option>
+      <option>in progress</option><option>applied</option><option>duplicate</option><option>in-doubt</option><option>dead-lettered</option>
       <option>deferred</option><option>given-back</option><option>pending in the outbox</option>
     </select>
     <button type="submit">Filter</button>

@@ -7,7 +7,12 @@ import { recordId } from '../lambdas/idempotency/keys.js';
 import { linesAbout, messageTypesOf } from '../sandbox/function-log.js';
 import { TraceFileReader } from '../sandbox/trace-file.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
-import { deliveriesInLogLines, deliveriesInSpans, recentMessages } from './console-activity.js';
+import {
+  deliveriesInLogLines,
+  deliveriesInSpans,
+  recentMessages,
+  unsettledRecordIds,
+} from './console-activity.js';
 import type { StackMetrics } from './console-metrics.js';
 import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
@@ -18,6 +23,7 @@ import { readRecordToResolve } from './in-doubt-show.js';
 import { type HistoryQuery, readMessageHistory } from './message-history.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
+import { recordsInProgress } from './record-batches.js';
 import type { StackLogs } from './stack-logs.js';
 import type { PipelineConnection } from './target.js';
 
@@ -146,7 +152,8 @@ export async function startConsole(
       const filter = Object.fromEntries(
         ['type', 'group', 'state', 'key'].map((name) => [name, query.get(name) ?? '']),
       );
-      return { source, ...recentMessages(deliveries, pending?.listing.messages ?? [], filter) };
+      const inProgress = await recordsInProgress(pipeline, unsettledRecordIds(deliveries));
+      return { source, ...recentMessages(deliveries, pending?.listing.messages ?? [], filter, inProgress) };
     },
     // The types the consumer said it handles, for the publish form (a sandbox's, once it ran).
     '/api/publish/types': async () => ({

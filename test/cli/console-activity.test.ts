@@ -4,6 +4,7 @@ import {
   deliveriesInSpans,
   MESSAGES_LISTED,
   recentMessages,
+  unsettledRecordIds,
 } from '../../cli/console-activity.js';
 import type { CollectedSpan } from '../../sandbox/trace-file.js';
 
@@ -161,5 +162,37 @@ describe('the message list on a stack, from the consumer’s log lines', () => {
         lastAt: new Date(T0 + 3).toISOString(),
       },
     ]);
+  });
+});
+
+describe('a message in progress', () => {
+  it('is one whose latest delivery was given back or deferred, its record held under a live lease now', () => {
+    const spans = [
+      record('retried', 1, 'given-back'),
+      record('late', 2, 'deferred'),
+      record('settled', 3, 'given-back'),
+      record('settled', 4, 'applied'),
+      record('idle', 5, 'given-back'),
+    ];
+    const deliveries = deliveriesInSpans(spans);
+    // Only the unsettled ones are read: the latest first.
+    expect(unsettledRecordIds(deliveries)).toEqual(['ledger#idle', 'ledger#late', 'ledger#retried']);
+    const states = recentMessages(
+      deliveries,
+      [],
+      {},
+      new Set(['ledger#retried', 'ledger#late', 'ledger#settled']),
+    ).messages.map(({ key, state }) => [key, state]);
+    expect(states).toEqual([
+      ['idle', 'given-back'],
+      ['settled', 'applied'],
+      ['late', 'in progress'],
+      ['retried', 'in progress'],
+    ]);
+    expect(
+      recentMessages(deliveries, [], { state: 'in progress' }, new Set(['ledger#late'])).messages.map(
+        (m) => m.key,
+      ),
+    ).toEqual(['late']);
   });
 });
