@@ -142,13 +142,11 @@ export async function startConsole(
     // From the sandbox's spans, or a stack's verdict lines in CloudWatch Logs (docs/console.md).
     '/api/messages': async (query) => {
       const source = activity ? 'spans' : options.stackLogs ? 'logs' : undefined;
-      if (!source) return { source, messages: [], truncated: false };
-      const [deliveries, pending] = await Promise.all([
-        activity
-          ? activity.spans().then(deliveriesInSpans)
-          : (options.stackLogs as StackLogs).verdicts().then(deliveriesInLogLines),
-        pendingInTheOutbox(pipeline, OUTBOX_LISTED),
-      ]);
+      const seen = activity
+        ? activity.spans().then(deliveriesInSpans)
+        : options.stackLogs?.verdicts().then(deliveriesInLogLines);
+      if (!seen) return { source, messages: [], truncated: false };
+      const [deliveries, pending] = await Promise.all([seen, pendingInTheOutbox(pipeline, OUTBOX_LISTED)]);
       const filter = Object.fromEntries(
         ['type', 'group', 'state', 'key'].map((name) => [name, query.get(name) ?? '']),
       );
