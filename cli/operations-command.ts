@@ -91,18 +91,23 @@ export async function runOperation(
         const timeoutMs = (command.timeoutSeconds ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS) * 1000;
         const { dryRun, groupId, key, limit } = command;
         // One redrive at a time (a dry run moves nothing, and needs none).
-        const lease = dryRun
+        const leased = dryRun
           ? undefined
-          : await acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
+          : acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
         // Ctrl-C gives the lease back before exiting, so the next redrive need not wait for it to
-        // run out. What the run held reappears in the DLQ within a minute (its visibility timeout).
+        // run out; from before the lease is asked for, as one may be written before its answer
+        // comes. What the run held reappears in the DLQ within a minute (its visibility timeout).
         const giveBackOnInterrupt = () => {
-          void lease
-            ?.release()
+          void leased
+            ?.then((taken) => taken.release())
             .catch(() => undefined)
             .finally(() => process.exit(EXIT_CODES.interrupted));
         };
-        if (lease) process.once('SIGINT', giveBackOnInterrupt);
+        if (leased) process.once('SIGINT', giveBackOnInterrupt);
+        const lease = await leased?.catch((error: unknown) => {
+          process.off('SIGINT', giveBackOnInterrupt);
+          throw error;
+        });
         const result = await redriveDeadLetters(pipeline.sqs, resources, {
           timeoutMs,
           dryRun,
