@@ -333,6 +333,7 @@ async function tellHistory(key, namespace, again) {
     ]);
     const parts = [element('h3', 'The story of ' + story.key)];
     parts.push(rows.length ? table('Steps, in time order', ['Time', 'From', 'Record', 'Attempt', 'Lease', 'Message id', 'What'], rows) : element('p', 'Nothing found by its key.'));
+    for (const source of story.unread || []) parts.push(element('p', 'Not read: ' + source + '.', { class: 'note' }));
     const spans = story.steps.filter((step) => step.source === 'span');
     if (spans.length) parts.push(waterfall(spans));
     const now = element('ul');

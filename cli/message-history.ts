@@ -63,12 +63,20 @@ export async function readMessageHistory(
     ...(outbox ? [outbox.writtenAtMs] : []),
   ];
   const sinceMs = known.length ? Math.min(...known) - LOGS_BEFORE_MS : nowMs - LOGS_WITHOUT_STEPS_MS;
+  // Log lines are an addition to the story: one that cannot be read (no permission, a service
+  // that is not there) is said, and the story told without them.
+  const unread: string[] = [];
+  const logs = await query.logs?.(query.key, sinceMs).catch((error: unknown) => {
+    unread.push(`the log lines (${(error as Error).name}: ${(error as Error).message})`);
+    return undefined;
+  });
   return tellHistory({
     key: query.key,
     records,
     outbox,
     spans: await query.spans?.spans(),
-    ...(query.logs && { logs: await query.logs(query.key, sinceMs) }),
+    ...(logs && { logs }),
+    unread,
     nowMs,
   });
 }
