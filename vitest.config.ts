@@ -46,6 +46,7 @@ const FAST_TESTS = [
   'test/runtime/tracing.test.ts',
   'test/runtime/transient-aws-error.test.ts',
   'test/sandbox/async-invocation.test.ts',
+  'test/sandbox/cloudwatch-api.test.ts',
   'test/sandbox/event-filter.test.ts',
   'test/sandbox/function-concurrency.test.ts',
   'test/sandbox/function-log.test.ts',

@@ -1,10 +1,11 @@
-import { queueNameOf } from '../lambdas/common/tracing.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
-import { readStackMetrics, type StackMetrics } from './console-metrics.js';
+import { type PipelineFigures, pipelineFigures } from './console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
 import { readReadyFile } from './ready-file.js';
-import { connect, type PipelineConnection } from './target.js';
+import { type StackLogs, stackLogs } from './stack-logs.js';
+import { connect } from './target.js';
 
 export interface ConsoleCommandOptions {
   /** Where the address goes; standard output by default. */
@@ -25,7 +26,8 @@ export async function runConsole(
   const print = options.print ?? ((text: string) => console.log(text));
   const pipeline = await connect(command.target);
   let publisher: ConsolePublisher | undefined;
-  let metrics: Awaited<ReturnType<typeof stackMetrics>>;
+  let metrics: PipelineFigures | undefined;
+  let logs: StackLogs | undefined;
   try {
     const sandbox =
       command.target.kind === 'sandbox'
@@ -40,7 +42,18 @@ export async function runConsole(
         pipeline.resources.publisherFunctionName,
       );
     }
-    metrics = sandbox ? undefined : await stackMetrics(pipeline, print);
+    // The sandbox's edge answers CloudWatch's GetMetricData from what it measures.
+    const edge = sandbox?.endpoints.edge;
+    metrics =
+      sandbox && !edge
+        ? undefined
+        : await pipelineFigures(
+            pipeline,
+            edge ? { ...localAwsConfig(edge), region: sandbox?.region } : {},
+            print,
+          );
+    // A stack's message list and log lines, from CloudWatch Logs; a sandbox's from its own files.
+    logs = sandbox ? undefined : await stackLogs(pipeline, command.target.outputPrefix ?? '', {}, print);
     const server = await startConsole(pipeline, {
       port: command.port,
       tracesFile: sandbox?.traces?.file,
@@ -48,6 +61,7 @@ export async function runConsole(
       actions,
       publisher,
       metrics: metrics?.read,
+      stackLogs: logs,
     });
     const mode = actions ? 'it acts with the token in this address' : 'it only reads';
     print(`The console of ${pipeline.name}: ${server.url}  (${mode}; Ctrl-C to stop)`);
@@ -60,33 +74,9 @@ export async function runConsole(
   } finally {
     publisher?.close();
     metrics?.close();
+    logs?.close();
     pipeline.close();
   }
-}
-
-/**
- * A stack's CloudWatch figures, read with the user's credentials: its publisher's and consumer's
- * counts, its queue's and DLQ's oldest ages. Without the optional `@aws-sdk/client-cloudwatch`,
- * none, said once.
- */
-async function stackMetrics(
-  pipeline: PipelineConnection,
-  print: (text: string) => void,
-): Promise<{ read: () => Promise<StackMetrics>; close(): void } | undefined> {
-  let module: typeof import('@aws-sdk/client-cloudwatch');
-  try {
-    module = await import('@aws-sdk/client-cloudwatch');
-  } catch {
-    print(
-      "No CloudWatch figures (the functions' counts, the queues' oldest ages): npm install --save-dev @aws-sdk/client-cloudwatch",
-    );
-    return undefined;
-  }
-  const cloudwatch = new module.CloudWatchClient({});
-  const { resources } = pipeline;
-  const functions = [resources.publisherFunctionName, resources.consumerFunctionName];
-  const queues = [resources.queueUrl, resources.dlqUrl].map(queueNameOf);
-  return { read: () => readStackMetrics(cloudwatch, functions, queues), close: () => cloudwatch.destroy() };
 }
 
 function untilSignalled(): Promise<void> {

@@ -1,7 +1,12 @@
-import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import type { CloudWatchClient, CloudWatchClientConfig } from '@aws-sdk/client-cloudwatch';
+import { queueNameOf } from '../lambdas/common/tracing.js';
 import type { FunctionCounts } from './console-activity.js';
+import type { PipelineConnection } from './target.js';
 
-/** What a stack's console reads of CloudWatch: its functions' counts and its queues' oldest messages. */
+/**
+ * What the console reads of CloudWatch — a stack's, or the sandbox's (its edge answers GetMetricData
+ * from what it measures): the functions' counts and the queues' oldest messages.
+ */
 export interface StackMetrics {
   /** Over the last {@link METRICS_WINDOW_MINUTES} minutes, each function's. */
   functions: (FunctionCounts & { throttles: number })[];
@@ -87,4 +92,36 @@ export async function readStackMetrics(
     })),
     oldestAgeSeconds,
   };
+}
+
+/** A pipeline's CloudWatch figures, read as often as the overview is; `close` ends the client. */
+export interface PipelineFigures {
+  read(): Promise<StackMetrics>;
+  close(): void;
+}
+
+/**
+ * The figures of a pipeline's publisher and consumer and of its queue and DLQ, through a CloudWatch
+ * client of `config` (a stack: the user's credentials; a sandbox: its edge). Without the optional
+ * `@aws-sdk/client-cloudwatch`, none, said once through `print`.
+ */
+export async function pipelineFigures(
+  pipeline: PipelineConnection,
+  config: CloudWatchClientConfig,
+  print: (text: string) => void,
+): Promise<PipelineFigures | undefined> {
+  let module: typeof import('@aws-sdk/client-cloudwatch');
+  try {
+    module = await import('@aws-sdk/client-cloudwatch');
+  } catch {
+    print(
+      "No CloudWatch figures (the functions' counts, the queues' oldest ages): npm install --save-dev @aws-sdk/client-cloudwatch",
+    );
+    return undefined;
+  }
+  const cloudwatch = new module.CloudWatchClient(config);
+  const { resources } = pipeline;
+  const functions = [resources.publisherFunctionName, resources.consumerFunctionName];
+  const queues = [resources.queueUrl, resources.dlqUrl].map(queueNameOf);
+  return { read: () => readStackMetrics(cloudwatch, functions, queues), close: () => cloudwatch.destroy() };
 }

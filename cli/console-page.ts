@@ -26,7 +26,7 @@ export const CONSOLE_PAGE: string = `<!doctype html>
 </section>
 <section aria-labelledby="messages-title">
   <h2 id="messages-title">Messages</h2>
-  <p class="note">The latest first, from the sandbox's spans; read every 2 s.</p>
+  <p class="note">The latest first, from the sandbox's spans or a stack's consumer log lines; read every 2 s.</p>
   <form id="messages-form">
     <label for="filter-key">Key contains</label>
     <input id="filter-key" autocomplete="off" spellcheck="false">
@@ -37,7 +37,7 @@ export const CONSOLE_PAGE: string = `<!doctype html>
     <label for="filter-state">In state</label>
     <select id="filter-state">
       <option value="">any</option>
-      <option>applied</option><option>duplicate</option><option>in-doubt</option><option>dead-lettered</option>
+      <option>in progress</option><option>applied</option><option>duplicate</option><option>in-doubt</option><option>dead-lettered</option>
       <option>deferred</option><option>given-back</option><option>pending in the outbox</option>
     </select>
     <button type="submit">Filter</button>
@@ -57,10 +57,12 @@ export const CONSOLE_PAGE: string = `<!doctype html>
 </section>
 <section aria-labelledby="publish-title" id="publish" hidden>
   <h2 id="publish-title">Publish a message</h2>
-  <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.</p>
+  <p class="note">Through the pipeline's publisher, as a service would: a type your consumer handles.
+    <span id="publish-types-note"></span></p>
+  <datalist id="publish-types"></datalist>
   <form id="publish-form">
     <label for="publish-type">Type</label>
-    <input id="publish-type" required autocomplete="off" spellcheck="false" placeholder="e.g. StockReceived">
+    <input id="publish-type" required autocomplete="off" spellcheck="false" list="publish-types" aria-describedby="publish-types-note">
     <label for="publish-group">Group</label>
     <input id="publish-group" required autocomplete="off" spellcheck="false">
     <label for="publish-key">Key (optional: derived from the message when empty)</label>
@@ -212,6 +214,21 @@ async function discard(messageId) {
   listDlq();
 }
 
+/** Offers the types the consumer said it handles (its first batch logs them), as the type field's suggestions. */
+async function offerTypes() {
+  let types;
+  try {
+    ({ types } = await read('/api/publish/types'));
+  } catch (error) {
+    $('publish-types-note').textContent = 'Could not read the types your consumer handles: ' + error.message;
+    return;
+  }
+  $('publish-types').replaceChildren(...types.map((type) => element('option', undefined, { value: type })));
+  $('publish-types-note').textContent = types.length
+    ? 'Your consumer handles: ' + types.join(', ') + '.'
+    : 'Which types it handles, it says once it first runs; another type is dead-lettered.';
+}
+
 async function publishMessage() {
   let payload;
   try {
@@ -240,19 +257,19 @@ function showError(container, error) {
 }
 
 function functionsTable(functions) {
-  // A stack's come from CloudWatch, with throttles; a sandbox's from its invocation spans.
-  const throttles = functions.some((f) => f.throttles !== undefined);
+  // From CloudWatch: a stack's, or the sandbox's edge's, which answers it from what it measures.
   const number = (value) => element('td', value, { class: 'number' });
-  return table(throttles ? 'Functions, the last 15 minutes (CloudWatch)' : 'Functions (from their invocation spans)',
-    ['Function', 'Invocations', 'Errors', ...(throttles ? ['Throttles'] : [])],
-    functions.map((f) => [f.name, number(f.invocations), number(f.errors), ...(throttles ? [number(f.throttles)] : [])]));
+  return table('Functions, the last 15 minutes (CloudWatch)', ['Function', 'Invocations', 'Errors', 'Throttles'],
+    functions.map((f) => [f.name, number(f.invocations), number(f.errors), number(f.throttles)]));
 }
 
 async function refreshOverview() {
   try {
     const overview = await read('/api/overview');
     canAct = overview.actions && Boolean(token);
+    const publishShown = $('publish').hidden && canAct && overview.publish;
     $('publish').hidden = !(canAct && overview.publish);
+    if (publishShown) offerTypes();
     $('target').textContent = 'Pipeline: ' + overview.target + (canAct ? '' : overview.actions ? ' (open the address with its token to act)' : ' (read-only)');
     $('read-at').textContent = 'Last read ' + overview.readAt + '.';
     const ages = overview.queues.some((q) => q.oldestAgeSeconds !== undefined);
@@ -316,6 +333,7 @@ async function tellHistory(key, namespace, again) {
     ]);
     const parts = [element('h3', 'The story of ' + story.key)];
     parts.push(rows.length ? table('Steps, in time order', ['Time', 'From', 'Record', 'Attempt', 'Lease', 'Message id', 'What'], rows) : element('p', 'Nothing found by its key.'));
+    for (const source of story.unread || []) parts.push(element('p', 'Not read: ' + source + '.', { class: 'note' }));
     const spans = story.steps.filter((step) => step.source === 'span');
     if (spans.length) parts.push(waterfall(spans));
     const now = element('ul');
@@ -398,9 +416,10 @@ function messageQuery() {
 }
 
 const listMessages = (again) => load('messages', messageQuery(), (list) => {
-  if (!list.traces) return element('p', 'No spans to list them from: with OpenTelemetry’s SDK installed, the sandbox collects them (docs/local.md, Traces). A stack’s are in your tracing backend.');
+  if (!list.source) return element('p', 'Nothing to list them from: the sandbox collects spans with OpenTelemetry’s SDK installed (docs/local.md, Traces); a stack’s list is read from CloudWatch Logs with @aws-sdk/client-cloudwatch-logs installed (docs/console.md).');
   if (!list.messages.length) return element('p', 'No message matches.');
-  return table(list.messages.length + (list.truncated ? ' (the latest)' : '') + ' message(s), the latest first',
+  const from = list.source === 'logs' ? ' (the consumer’s log lines, the last 15 minutes)' : '';
+  return table(list.messages.length + (list.truncated ? ' (the latest)' : '') + ' message(s), the latest first' + from,
     ['Last seen', 'Key (its story)', 'Type', 'Group', 'State', 'Deliveries'],
     list.messages.map((m) => [m.lastAt, m.recordId ? storyLink(m.recordId, m.key) : m.key, m.type, m.group, m.state, m.deliveries]));
 }, again);
@@ -447,6 +466,7 @@ document.addEventListener('DOMContentLoaded', () => {
     listMessages();
   });
   listMessages();
+  $('publish-type').addEventListener('focus', () => offerTypes());
   $('publish-form').addEventListener('submit', (event) => {
     event.preventDefault();
     publishMessage().catch((error) => say('Not published: ' + error.message, true));

@@ -4,9 +4,15 @@ import type { AddressInfo } from 'node:net';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { queueNameOf } from '../lambdas/common/tracing.js';
 import { recordId } from '../lambdas/idempotency/keys.js';
+import { linesAbout, messageTypesOf } from '../sandbox/function-log.js';
 import { TraceFileReader } from '../sandbox/trace-file.js';
 import { ConsoleActionError, consoleActions } from './console-actions.js';
-import { functionCounts, recentMessages } from './console-activity.js';
+import {
+  deliveriesInLogLines,
+  deliveriesInSpans,
+  recentMessages,
+  unsettledRecordIds,
+} from './console-activity.js';
 import type { StackMetrics } from './console-metrics.js';
 import { pendingInTheOutbox, readOverview } from './console-overview.js';
 import { CONSOLE_PAGE, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
@@ -14,9 +20,11 @@ import type { ConsolePublisher } from './console-publish.js';
 import { listDeadLetters } from './dead-letter-list.js';
 import { listUnresolved } from './in-doubt-records.js';
 import { readRecordToResolve } from './in-doubt-show.js';
-import { readMessageHistory } from './message-history.js';
+import { type HistoryQuery, readMessageHistory } from './message-history.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
+import { recordsInProgress } from './record-batches.js';
+import type { StackLogs } from './stack-logs.js';
 import type { PipelineConnection } from './target.js';
 
 /** A running console: where to open it, and how to stop it. */
@@ -39,14 +47,21 @@ export interface ConsoleOptions {
   /** The sandbox's function log, whose lines about a message its story shows; absent on a stack. */
   logsFile?: string;
   /**
+   * A stack's CloudWatch Logs: the consumer's verdict lines, which the message list shows, and a
+   * message's lines, which its story shows.
+   * @default none: on a stack, no message list and no log lines
+   */
+  stackLogs?: StackLogs;
+  /**
    * Whether the page may act (redrive, discard, resolve), each action with the token and after
    * asking. `oncely local` and a sandbox target allow them; a stack only with `--allow-actions`.
    * @default false: it only reads
    */
   actions?: boolean;
   /**
-   * A stack's CloudWatch figures for the overview: its functions' counts, its queues' oldest ages.
-   * @default none: a sandbox counts its functions from its spans
+   * The pipeline's CloudWatch figures for the overview (a stack's, or the sandbox's edge's): its
+   * functions' counts, its queues' oldest ages.
+   * @default none: the overview shows the queues' counts alone
    */
   metrics?: () => Promise<StackMetrics>;
   /**
@@ -107,7 +122,6 @@ export async function startConsole(
   const routes: Record<string, (query: URLSearchParams) => Promise<unknown>> = {
     '/api/overview': async () => ({
       ...(await overviewWithMetrics()),
-      ...(activity && { functions: functionCounts(await activity.spans()) }),
       actions: token !== undefined,
       publish: token !== undefined && options.publisher !== undefined,
     }),
@@ -115,7 +129,7 @@ export async function startConsole(
       readMessageHistory(pipeline, {
         ...historyQuery(query),
         spans: activity,
-        logsFile: options.logsFile,
+        logs: linesAboutKeys(options),
       }),
     '/api/dlq': () =>
       listDeadLetters(pipeline.sqs, pipeline.resources.dlqUrl, {
@@ -125,18 +139,27 @@ export async function startConsole(
       }),
     '/api/in-doubt': () => listUnresolved(pipeline),
     '/api/outbox': () => listPendingOutbox(pipeline.dynamodb, findOutbox(pipeline), { limit: OUTBOX_LISTED }),
-    // From the sandbox's spans: none without traces, and none on a stack (docs/console.md).
+    // From the sandbox's spans, or a stack's verdict lines in CloudWatch Logs (docs/console.md).
     '/api/messages': async (query) => {
-      if (!activity) return { traces: false, messages: [], truncated: false };
-      const [spans, pending] = await Promise.all([
-        activity.spans(),
-        pendingInTheOutbox(pipeline, OUTBOX_LISTED),
-      ]);
+      const source = activity ? 'spans' : options.stackLogs ? 'logs' : undefined;
+      const seen = activity
+        ? activity.spans().then(deliveriesInSpans)
+        : options.stackLogs?.verdicts().then(deliveriesInLogLines);
+      if (!seen) return { source, messages: [], truncated: false };
+      const [deliveries, pending] = await Promise.all([seen, pendingInTheOutbox(pipeline, OUTBOX_LISTED)]);
       const filter = Object.fromEntries(
         ['type', 'group', 'state', 'key'].map((name) => [name, query.get(name) ?? '']),
       );
-      return { traces: true, ...recentMessages(spans, pending?.listing.messages ?? [], filter) };
+      const inProgress = await recordsInProgress(pipeline, unsettledRecordIds(deliveries));
+      return { source, ...recentMessages(deliveries, pending?.listing.messages ?? [], filter, inProgress) };
     },
+    // The types the consumer said it handles, for the publish form (a sandbox's, once it ran).
+    '/api/publish/types': async () => ({
+      types:
+        options.publisher && options.logsFile !== undefined
+          ? await messageTypesOf(options.logsFile, pipeline.resources.consumerFunctionName)
+          : [],
+    }),
     // What `oncely in-doubt resolve` shows before it asks.
     '/api/in-doubt/record': (query) => readRecordToResolve(pipeline, query.get('id') ?? ''),
   };
@@ -256,4 +279,11 @@ function send(response: ServerResponse, status: number, type: string, body: stri
     'x-content-type-options': 'nosniff',
   });
   response.end(body);
+}
+
+/** Where a story's log lines come from: the sandbox's function log, or a stack's CloudWatch Logs. */
+function linesAboutKeys(options: ConsoleOptions): HistoryQuery['logs'] {
+  const { logsFile } = options;
+  if (logsFile !== undefined) return (key) => linesAbout(logsFile, key);
+  return options.stackLogs?.linesAbout;
 }

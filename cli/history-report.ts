@@ -15,6 +15,7 @@ export function describeHistory(history: MessageHistory): string {
       "(Spans are not read from a stack: find the trace by the message's key in your tracing backend, docs/tracing.md.)",
     );
   }
+  for (const source of history.unread) lines.push(`(Not read: ${source}.)`);
   lines.push('', 'Now:', ...history.records.map((record) => `  ${describeRecord(record)}`));
   if (history.outbox) lines.push(`  outbox: ${describeOutbox(history.outbox)}`);
   lines.push('', 'Next:', ...history.next.map((step) => `  ${step}`));

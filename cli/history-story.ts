@@ -77,6 +77,8 @@ export interface MessageHistory {
   steps: StoryStep[];
   /** What an operator can do now, in commands. */
   next: string[];
+  /** The sources that could not be read, each with why (a stack's log lines without the permission, say). */
+  unread: string[];
 }
 
 /** What was read, by key, for {@link tellHistory}. */
@@ -87,8 +89,10 @@ export interface HistorySources {
   outbox?: OutboxNow & { writtenAtMs: number; sentAtMs?: number };
   /** Absent when the target collects none. */
   spans?: readonly CollectedSpan[];
-  /** The sandbox's function log lines about the key (its `messageKey`); absent on a stack. */
+  /** The functions' log lines about the key (their `messageKey`); absent where none are read. */
   logs?: readonly (LoggedLine & { entry: Record<string, unknown> })[];
+  /** The sources that could not be read, each with why: the story is told without them. */
+  unread?: readonly string[];
   nowMs: number;
 }
 
@@ -179,6 +183,7 @@ export function tellHistory(sources: HistorySources): MessageHistory {
     records,
     ...(outbox ? { outbox: withoutTimes(outbox) } : {}),
     spansRead: sources.spans !== undefined,
+    unread: [...(sources.unread ?? [])],
     steps: steps.map(({ ms: _ms, order: _order, ...step }) => step),
     next: nextSteps(
       key,

@@ -3,8 +3,10 @@ import { constants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PIPELINE_OUTPUTS } from '../lib/constructs/pipeline-outputs.js';
 import { functionLog } from '../sandbox/function-log.js';
+import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import { type SandboxDescription, startSandbox } from '../sandbox/local-sandbox.js';
 import { missingTracePackages } from '../sandbox/trace-packages.js';
+import { pipelineFigures } from './console-metrics.js';
 import { sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
 import { connectToSandboxPipeline } from './target.js';
@@ -166,11 +168,16 @@ async function serveConsole(
     resources,
   });
   const publisher = await sandboxPublisher(description, resources.publisherFunctionName);
+  // Its edge answers CloudWatch's GetMetricData from what the sandbox measures.
+  const figures = await pipelineFigures(pipeline, localAwsConfig(description.endpoints.edge), (text) =>
+    console.log(text),
+  );
   const server = await startConsole(pipeline, {
     tracesFile: description.traces?.file,
     logsFile,
     actions: true,
     publisher,
+    metrics: figures?.read,
   });
   return {
     url: server.url,
@@ -178,6 +185,7 @@ async function serveConsole(
     close: async () => {
       await server.close();
       publisher.close();
+      figures?.close();
       pipeline.close();
     },
   };

@@ -2,7 +2,7 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { deadLetterLogId, type HistoryEntry, type IdempotencyRecord } from '../lambdas/idempotency/record.js';
 import { OUTBOX_ATTRIBUTES as A, itemKey } from '../lambdas/outbox/layout.js';
 import { outboxFromOutputs } from '../lib/constructs/outbox-outputs.js';
-import { linesAbout } from '../sandbox/function-log.js';
+import type { LoggedEntry } from '../sandbox/function-log.js';
 import type { TraceFileReader } from '../sandbox/trace-file.js';
 import { type HistorySources, type MessageHistory, tellHistory } from './history-story.js';
 import { outboxPrefixes } from './outbox-target.js';
@@ -19,9 +19,16 @@ export interface HistoryQuery {
   recordIds: readonly string[];
   /** The sandbox's trace file (its ready file's `traces.file`); absent on a stack, or with traces off. */
   spans?: TraceFileReader;
-  /** The sandbox's function log (its ready file's `logs.file`); absent on a stack. */
-  logsFile?: string;
+  /**
+   * The functions' log lines about the key, written since `sinceMs` (a little before the story's
+   * first step): the sandbox's function log, or a stack's CloudWatch Logs; absent, none.
+   */
+  logs?: (key: string, sinceMs: number) => Promise<readonly LoggedEntry[]>;
 }
+
+/** How long before the story's first known step its log lines are looked for, and how far back without one. */
+const LOGS_BEFORE_MS = 60_000;
+const LOGS_WITHOUT_STEPS_MS = 60 * 60_000;
 
 /**
  * The story of one message (`oncely history`): its records and their dead-letter logs (one strongly
@@ -47,13 +54,30 @@ export async function readMessageHistory(
       return { id, record: record as IdempotencyRecord | undefined, deadLetters };
     }),
   );
+  const outbox = await readOutboxItem(pipeline, query.key, read);
+  const nowMs = now();
+  const known = [
+    ...records.flatMap(({ record, deadLetters }) =>
+      [...(record?.history ?? []), ...deadLetters].map((entry) => entry.t),
+    ),
+    ...(outbox ? [outbox.writtenAtMs] : []),
+  ];
+  const sinceMs = known.length ? Math.min(...known) - LOGS_BEFORE_MS : nowMs - LOGS_WITHOUT_STEPS_MS;
+  // Log lines are an addition to the story: one that cannot be read (no permission, a service
+  // that is not there) is said, and the story told without them.
+  const unread: string[] = [];
+  const logs = await query.logs?.(query.key, sinceMs).catch((error: unknown) => {
+    unread.push(`the log lines (${(error as Error).name}: ${(error as Error).message})`);
+    return undefined;
+  });
   return tellHistory({
     key: query.key,
     records,
-    outbox: await readOutboxItem(pipeline, query.key, read),
+    outbox,
     spans: await query.spans?.spans(),
-    ...(query.logsFile === undefined ? {} : { logs: await linesAbout(query.logsFile, query.key) }),
-    nowMs: now(),
+    ...(logs && { logs }),
+    unread,
+    nowMs,
   });
 }
 

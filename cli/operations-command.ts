@@ -1,3 +1,4 @@
+import { linesAbout } from '../sandbox/function-log.js';
 import { TraceFileReader } from '../sandbox/trace-file.js';
 import type { OperationsCommand } from './command-line.js';
 import { confirmRedrive } from './dead-letter-confirm.js';
@@ -22,6 +23,7 @@ import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import { readReadyFile } from './ready-file.js';
 import { acquireRedriveLease } from './redrive-lease.js';
+import { stackLogs } from './stack-logs.js';
 import { connect, connectToOutputs } from './target.js';
 import { processTerminal, type Terminal } from './terminal.js';
 
@@ -89,18 +91,23 @@ export async function runOperation(
         const timeoutMs = (command.timeoutSeconds ?? DEFAULT_REDRIVE_TIMEOUT_SECONDS) * 1000;
         const { dryRun, groupId, key, limit } = command;
         // One redrive at a time (a dry run moves nothing, and needs none).
-        const lease = dryRun
+        const leased = dryRun
           ? undefined
-          : await acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
+          : acquireRedriveLease(pipeline.dynamodb, resources.idempotencyTableName, timeoutMs);
         // Ctrl-C gives the lease back before exiting, so the next redrive need not wait for it to
-        // run out. What the run held reappears in the DLQ within a minute (its visibility timeout).
+        // run out; from before the lease is asked for, as one may be written before its answer
+        // comes. What the run held reappears in the DLQ within a minute (its visibility timeout).
         const giveBackOnInterrupt = () => {
-          void lease
-            ?.release()
+          void leased
+            ?.then((taken) => taken.release())
             .catch(() => undefined)
             .finally(() => process.exit(EXIT_CODES.interrupted));
         };
-        if (lease) process.once('SIGINT', giveBackOnInterrupt);
+        if (leased) process.once('SIGINT', giveBackOnInterrupt);
+        const lease = await leased?.catch((error: unknown) => {
+          process.off('SIGINT', giveBackOnInterrupt);
+          throw error;
+        });
         const result = await redriveDeadLetters(pipeline.sqs, resources, {
           timeoutMs,
           dryRun,
@@ -124,17 +131,26 @@ export async function runOperation(
       }
       case 'history': {
         // The sandbox's spans, when it collects them; a stack's are in the user's own tracing backend.
+        // Log lines from the sandbox's function log, or a stack's CloudWatch Logs.
         const sandbox =
           command.target.kind === 'sandbox'
             ? await readReadyFile(command.target.readyFile, 'outputs')
             : undefined;
         const { key, recordIds } = command;
         const tracesFile = sandbox?.traces?.file;
-        const files = {
-          spans: tracesFile ? new TraceFileReader(tracesFile) : undefined,
-          logsFile: sandbox?.logs?.file,
-        };
-        report(await readMessageHistory(pipeline, { key, recordIds, ...files }), describeHistory);
+        const logsFile = sandbox?.logs?.file;
+        const cloudwatchLogs = sandbox
+          ? undefined
+          : await stackLogs(pipeline, command.target.outputPrefix ?? '', {}, (text) => console.error(text));
+        try {
+          const sources = {
+            spans: tracesFile ? new TraceFileReader(tracesFile) : undefined,
+            logs: logsFile ? (about: string) => linesAbout(logsFile, about) : cloudwatchLogs?.linesAbout,
+          };
+          report(await readMessageHistory(pipeline, { key, recordIds, ...sources }), describeHistory);
+        } finally {
+          cloudwatchLogs?.close();
+        }
         return EXIT_CODES.done;
       }
       case 'in-doubt-list': {

@@ -5,8 +5,16 @@ import { ReadyFileError } from './operations-errors.js';
 /** What the operations commands read of the ready file `oncely local` writes (cli/local-command.ts). */
 export interface ReadyFile {
   readonly region: string;
-  /** `lambda`: the sandbox's Lambda Invoke endpoint, which the console publishes through. */
-  readonly endpoints: { readonly sqs: string; readonly dynamodb: string; readonly lambda?: string };
+  /**
+   * `lambda`: the sandbox's Lambda Invoke endpoint, which the console publishes through; `edge`: the
+   * one endpoint in front of all, whose CloudWatch the console reads its figures from.
+   */
+  readonly endpoints: {
+    readonly sqs: string;
+    readonly dynamodb: string;
+    readonly lambda?: string;
+    readonly edge?: string;
+  };
   readonly outputs?: Readonly<Record<string, string>>;
   /** Where the sandbox's collector writes the functions' spans; absent when it collects none. */
   readonly traces?: { readonly endpoint: string; readonly file: string };

@@ -1,5 +1,6 @@
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { limitConcurrency } from './function-concurrency.js';
+import { FunctionMetrics } from './function-metrics.js';
 import { type FunctionOutput, type FunctionUsage, LocalFunctionRuntime } from './function-runtime.js';
 import type { InvocationResult, LocalInvoker } from './lambda-context.js';
 import { forgetNodeBinaries, installLambdaNode, lambdaNodeCache, nodeBinaryFor } from './node-binary.js';
@@ -18,10 +19,12 @@ export interface AppFunctionsOptions {
   installNode?: boolean;
 }
 
-/** The app's functions running locally, each invoked through its reserved concurrency, as on AWS. */
+/** The app's functions running locally, each invoked through its reserved concurrency and counted, as on AWS. */
 export interface AppFunctions {
   /** Each function's invoker, by name: what the sources and the Lambda endpoint invoke. */
   readonly invokers: ReadonlyMap<string, LocalInvoker>;
+  /** Each function's invocations, errors and throttles by minute, as Lambda counts them for CloudWatch. */
+  readonly metrics: FunctionMetrics;
   /** Invokes a function by name or ARN. */
   invoke(functionName: string, event: unknown, awsRequestId?: string): Promise<InvocationResult>;
   /** Each function's containers: CPU, invocations and heap per running container. */
@@ -45,11 +48,16 @@ export function startAppFunctions(
   const runtimes = new Map(functions.map((fn) => [fn.name, startRuntime(fn, options)]));
   // Every source invokes through the function's reserved concurrency, as on AWS.
   const reserved = new Map(functions.map((fn) => [fn.name, fn.reservedConcurrency]));
+  const metrics = new FunctionMetrics();
   const invokers = new Map(
-    [...runtimes].map(([name, runtime]) => [name, limitConcurrency(runtime, reserved.get(name))]),
+    [...runtimes].map(([name, runtime]) => [
+      name,
+      metrics.counted(name, limitConcurrency(runtime, reserved.get(name))),
+    ]),
   );
   return {
     invokers,
+    metrics,
     invoke: (functionName, event, awsRequestId) => {
       const name = runtimes.has(functionName)
         ? functionName

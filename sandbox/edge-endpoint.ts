@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { OncelyError } from '../lambdas/common/oncely-error.js';
 import { answerCloudFormation } from './cloudformation-api.js';
+import { answerCloudWatch, CLOUDWATCH_TARGET_PREFIX, type SandboxFigures } from './cloudwatch-api.js';
 import type { Deployment } from './deployment.js';
 import { answerLambda, isLambdaControlPath } from './lambda-read-api.js';
 
@@ -29,6 +30,11 @@ export interface EdgeEndpointOptions {
    * the app is provisioned (they then answer that the sandbox is still starting).
    */
   deployment?: () => Deployment | undefined;
+  /**
+   * What CloudWatch's GetMetricData answers from (cloudwatch-api.ts), once the functions run;
+   * undefined until then, and on an edge without control.
+   */
+  figures?: () => SandboxFigures | undefined;
   /** Port to listen on (loopback only); 0, the default, takes a free one. */
   port?: number;
 }
@@ -55,7 +61,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'up
 
 type Route =
   | { service: keyof EdgeTargets }
-  | { control: 'cloudformation' | 'lambda' }
+  | { control: 'cloudformation' | 'lambda' | 'cloudwatch' }
   | { health: true }
   | { unknown: string };
 
@@ -66,7 +72,8 @@ type Route =
  * protocol), its path (Lambda's REST API), or the service its signature is scoped to (SQS's query
  * protocol, a form body with `Action=`). CloudFormation's and Lambda's read operations are answered
  * here, from what the sandbox deployed, so that tools that find resources through a stack's outputs
- * work as against AWS or LocalStack; their write operations are refused. `GET /_localstack/health`
+ * work as against AWS or LocalStack; their write operations are refused. CloudWatch's GetMetricData
+ * answers the functions' and queues' figures the sandbox measures (cloudwatch-api.ts). `GET /_localstack/health`
  * reports the services; anything else gets an AWS-style error naming what the sandbox serves.
  */
 export async function startEdgeEndpoint(options: EdgeEndpointOptions): Promise<EdgeEndpoint> {
@@ -79,6 +86,17 @@ export async function startEdgeEndpoint(options: EdgeEndpointOptions): Promise<E
         `The Oncely sandbox serves DynamoDB, DynamoDB Streams, SQS and Lambda here, not ${route.unknown}. ` +
         'Resources of other services in the app are listed as notEmulated in its ready file.';
       return sendError(request, response, 400, 'UnsupportedOperation', message);
+    }
+    if ('control' in route && route.control === 'cloudwatch') {
+      const figures = options.figures?.();
+      if (figures) return void sendCloudWatchAnswer(request, response, figures);
+      return sendError(
+        request,
+        response,
+        503,
+        'ServiceUnavailable',
+        'The sandbox is still starting its functions.',
+      );
     }
     if ('control' in route) {
       const deployment = options.deployment?.();
@@ -129,6 +147,7 @@ function routeOf(request: IncomingMessage, control: boolean): Route {
   if (target !== undefined) {
     if (/^DynamoDB(Streams)?_20120810\./.test(target)) return { service: 'dynamodb' };
     if (target.startsWith('AmazonSQS.')) return { service: 'sqs' };
+    if (control && target.startsWith(CLOUDWATCH_TARGET_PREFIX)) return { control: 'cloudwatch' };
     return { unknown: `X-Amz-Target ${target}` };
   }
   if (control && isLambdaControlPath(path)) return { control: 'lambda' };
@@ -184,6 +203,21 @@ async function sendCloudFormationAnswer(
   response.writeHead(answer.status, { 'Content-Type': 'text/xml' }).end(answer.xml);
 }
 
+async function sendCloudWatchAnswer(
+  request: IncomingMessage,
+  response: ServerResponse,
+  figures: SandboxFigures,
+): Promise<void> {
+  const target = header(request.headers, 'x-amz-target') ?? '';
+  const answer = answerCloudWatch(target, await text(request), figures);
+  response
+    .writeHead(answer.status, {
+      'Content-Type': 'application/x-amz-json-1.0',
+      'x-amzn-RequestId': randomUUID(),
+    })
+    .end(answer.body);
+}
+
 function sendLambdaAnswer(request: IncomingMessage, response: ServerResponse, deployment: Deployment): void {
   request.resume();
   const answer = answerLambda(
@@ -207,7 +241,7 @@ function sendHealth(request: IncomingMessage, response: ServerResponse, control:
       dynamodb: 'running',
       sqs: 'running',
       lambda: 'running',
-      ...(control && { cloudformation: 'running' }),
+      ...(control && { cloudformation: 'running', cloudwatch: 'running' }),
     },
     edition: 'oncely-sandbox',
     version: VERSION,

@@ -13,6 +13,9 @@ export interface LoggedLine {
   line: string;
 }
 
+/** A function's log line as a JSON entry: a sandbox's from its function log, a stack's from CloudWatch Logs. */
+export type LoggedEntry = LoggedLine & { entry: Record<string, unknown> };
+
 /**
  * The sandbox's function log: every line the functions write, also printed as `oncely local`
  * prints it, kept in `file` (emptied first) so that a message's story can show the lines about it.
@@ -37,12 +40,9 @@ export function functionLog(
 }
 
 /** The lines of a function log that name `key` as their message's (`messageKey`, as the consumer logs it). */
-export async function linesAbout(
-  file: string,
-  key: string,
-): Promise<(LoggedLine & { entry: Record<string, unknown> })[]> {
+export async function linesAbout(file: string, key: string): Promise<LoggedEntry[]> {
   const text = await readFile(file, 'utf8').catch(() => '');
-  const found: (LoggedLine & { entry: Record<string, unknown> })[] = [];
+  const found: LoggedEntry[] = [];
   for (const row of text.split('\n')) {
     if (row === '') continue;
     const logged = JSON.parse(row) as LoggedLine;
@@ -61,4 +61,26 @@ export async function linesAbout(
     }
   }
   return found;
+}
+
+/**
+ * The message types `functionName` said it handles in the latest line that lists them
+ * (`messageTypes`, as a consumer logs on its first batch); none before its first invocation.
+ */
+export async function messageTypesOf(file: string, functionName: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  let types: string[] = [];
+  for (const row of text.split('\n')) {
+    // Most lines are not it: parse only a line of that function that names the field.
+    if (!row.includes('messageTypes')) continue;
+    const logged = JSON.parse(row) as LoggedLine;
+    if (logged.function !== functionName) continue;
+    try {
+      const entry = JSON.parse(logged.line) as { messageTypes?: unknown };
+      if (Array.isArray(entry.messageTypes)) types = entry.messageTypes.filter((t) => typeof t === 'string');
+    } catch {
+      // plain text: not a consumer's line
+    }
+  }
+  return types;
 }

@@ -13,6 +13,7 @@ import {
 } from '../lib/constructs/pipeline-outputs.js';
 import { type AppFunctions, startAppFunctions } from './app-functions.js';
 import type { AsyncAttempt, AsyncInvokeConfig } from './async-invocation.js';
+import type { SandboxFigures } from './cloudwatch-api.js';
 import { type Deployment, describeDeployment } from './deployment.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startEdgeEndpoint } from './edge-endpoint.js';
@@ -240,6 +241,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     });
     teardown.add(() => functions.stop());
     served.serveFunctions(provisioned.functions, functions.invokers);
+    served.figures = { functions: functions.metrics, oldestSentAt: () => sqsEmulator.oldestSentAt() };
     await startSources(teardown, provisioned, { clients, functions, served, sqsEmulator, options });
     served.deployment = describeDeployment(
       provisioned.stacks.map((stack, index) => ({ stack, template: assembly.stacks[index].template })),
@@ -330,6 +332,8 @@ class ServedApp {
     retryDelaysMs?: readonly number[];
   };
   deployment: Deployment | undefined;
+  /** What the edge's CloudWatch answers from, once the functions run. */
+  figures: SandboxFigures | undefined;
   readonly #asyncInvokeConfigs = new Map<string, AsyncInvokeConfig | undefined>();
 
   constructor(retryDelaysMs: readonly number[] | undefined) {
@@ -352,6 +356,7 @@ async function startEndpoints(teardown: Teardown, emulators: ServiceEndpoints, s
     startEdgeEndpoint({
       targets: { ...emulators, lambda: lambda.endpoint },
       deployment: () => served.deployment,
+      figures: () => served.figures,
     }),
     (endpoint) => endpoint.stop(),
   );

@@ -18,7 +18,7 @@ import { OncelyError } from '../lambdas/common/oncely-error.js';
 const PACKAGE = 'local-aws-sqs';
 const VERSION = '2.0.2';
 /** The version of the patch: bump it when the replacements change, and give new ones this `since`. */
-const PATCH_VERSION = 3;
+const PATCH_VERSION = 4;
 const MARKER = `/* oncely-patch v${PATCH_VERSION} */`;
 /** The first line of a bundle Oncely patched, in place (v1) or beside it. */
 const ANY_MARKER = /^\/\* oncely-patch v(\d+) \*\/[^\n]*\n/;
@@ -482,6 +482,24 @@ changeVisibility(t, e) {
   // SQS: a message received again is changed with its latest receipt handle only; an earlier one is
   // refused (ReceiptHandleIsInvalid, as for a message that is gone). The original took any.
   if (!this.FifoQueue && entry && t != entry.record.ReceiptHandle) return false;`,
+  },
+  {
+    since: 4,
+    what: "the oldest message's sent time, for the sandbox's ApproximateAgeOfOldestMessage",
+    find: 'oncelyReceiveAgain(receiptHandle) {',
+    replace: `/**
+ * Oncely's sandbox (its CloudWatch figures): the SentTimestamp of the oldest message the queue holds,
+ * visible, in flight or delayed, as SQS's ApproximateAgeOfOldestMessage counts them; undefined when empty.
+ */
+oncelyOldestSentAt() {
+  let oldest;
+  for (const entry of S(this, E)) {
+    const sent = Number(entry.record.attributes.SentTimestamp);
+    if (oldest === undefined || sent < oldest) oldest = sent;
+  }
+  return oldest;
+}
+oncelyReceiveAgain(receiptHandle) {`,
   },
 ];
 

@@ -23,6 +23,11 @@ export interface SqsEmulator {
    * late duplicate does, and no `receiveCount`.
    */
   receiveAgain(queueUrl: string, receiptHandle: string): Redelivery;
+  /**
+   * When the oldest message each queue holds (visible, in flight or delayed) was sent, in epoch
+   * milliseconds, by queue name; an empty queue is absent. For the sandbox's CloudWatch figures.
+   */
+  oldestSentAt(): Map<string, number>;
   stop(): Promise<void>;
 }
 
@@ -46,6 +51,7 @@ export interface SqsEmulatorOptions {
 /** A queue of the patched emulator, as far as the sandbox drives it directly (sqs-emulator-patch.ts). */
 interface EmulatedQueue {
   QueueName: string;
+  oncelyOldestSentAt(): number | undefined;
   oncelyReceiveAgain(receiptHandle: string): { ReceiptHandle: string; ApproximateReceiveCount?: string };
 }
 
@@ -98,6 +104,7 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
   service.PORT = port;
   // Read by the patched FIFO receive (sqs-emulator-patch.ts).
   Object.assign(service, { oncelyOneGroupPerReceive: options.oneGroupPerReceive ?? false });
+  const queues = () => (service as unknown as { Queues: EmulatedQueue[] }).Queues;
 
   return {
     endpoint: `http://${HOST}:${port}`,
@@ -108,14 +115,20 @@ export async function startSqsEmulator(options: SqsEmulatorOptions = {}): Promis
     receiveAgain: (queueUrl, receiptHandle) => {
       // The queue by the URL's last segment, as a request finds it.
       const name = new URL(queueUrl).pathname.split('/').pop();
-      const queue = (service as unknown as { Queues: EmulatedQueue[] }).Queues.find(
-        (candidate) => candidate.QueueName === name,
-      );
+      const queue = queues().find((candidate) => candidate.QueueName === name);
       if (!queue) throw new Error(`the SQS emulator has no queue ${queueUrl}`);
       const { ReceiptHandle, ApproximateReceiveCount } = queue.oncelyReceiveAgain(receiptHandle);
       return ApproximateReceiveCount === undefined
         ? { receiptHandle: ReceiptHandle }
         : { receiptHandle: ReceiptHandle, receiveCount: Number(ApproximateReceiveCount) };
+    },
+    oldestSentAt: () => {
+      const oldest = new Map<string, number>();
+      for (const queue of queues()) {
+        const sentAt = queue.oncelyOldestSentAt();
+        if (sentAt !== undefined) oldest.set(queue.QueueName, sentAt);
+      }
+      return oldest;
     },
     stop: () =>
       new Promise<void>((resolve, reject) => {

@@ -478,6 +478,31 @@ describe.concurrent('SQS emulator (FIFO conformance)', () => {
     }
   });
 
+  it('tells when the oldest message a queue holds was sent, in flight or not, for the sandbox’s CloudWatch', async ({
+    expect,
+  }) => {
+    const own = await startSqsEmulator();
+    const client = new SQSClient(localAwsConfig(own.endpoint));
+    try {
+      const { url } = await createFifoQueue({}, client);
+      const name = new URL(url).pathname.split('/').pop() ?? '';
+      expect(own.oldestSentAt().has(name)).toBe(false);
+      await send(url, 'a1', 'A', 'a1', client);
+      await send(url, 'b1', 'B', 'b1', client);
+      const [first] = await receive(url, { MaxNumberOfMessages: 1 }, client);
+      // In flight, it is still the oldest.
+      expect(own.oldestSentAt().get(name)).toBe(Number(first?.Attributes?.SentTimestamp));
+      if (first) await deleteMessage(url, first, client);
+      const [second] = await receive(url, {}, client);
+      expect(own.oldestSentAt().get(name)).toBe(Number(second?.Attributes?.SentTimestamp));
+      if (second) await deleteMessage(url, second, client);
+      expect(own.oldestSentAt().has(name)).toBe(false);
+    } finally {
+      client.destroy();
+      await own.stop();
+    }
+  });
+
   it('counts in-flight messages in ApproximateNumberOfMessagesNotVisible, not in ApproximateNumberOfMessages', async ({
     expect,
   }) => {
@@ -566,13 +591,13 @@ describe('the emulator patch, applied when the emulator starts (no install scrip
       const own = join(copy, 'dist', 'index.js');
       const before = readFileSync(own, 'utf8');
       const patchedPath = ensureSqsEmulatorPatched(copy);
-      expect(patchedPath).toBe(join(copy, 'dist', 'index.oncely-v3.js'));
+      expect(patchedPath).toBe(join(copy, 'dist', 'index.oncely-v4.js'));
       const patched = readFileSync(patchedPath, 'utf8');
-      expect(patched.startsWith('/* oncely-patch v3 */')).toBe(true);
+      expect(patched.startsWith('/* oncely-patch v4 */')).toBe(true);
       expect(patched).toBe(running());
       expect(readFileSync(own, 'utf8')).toBe(before);
       // No temporary file left beside it.
-      expect(readdirSync(join(copy, 'dist')).sort()).toEqual(['index.js', 'index.oncely-v3.js']);
+      expect(readdirSync(join(copy, 'dist')).sort()).toEqual(['index.js', 'index.oncely-v4.js']);
 
       expect(ensureSqsEmulatorPatched(copy)).toBe(patchedPath);
       expect(readFileSync(patchedPath, 'utf8')).toBe(patched);

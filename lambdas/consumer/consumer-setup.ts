@@ -98,6 +98,9 @@ function defaultDynamoDBClient(): DynamoDBClient {
   return dynamodbClient;
 }
 
+/** The line a consumer logs on its first batch, with the message types it handles (`messageTypes`). */
+export const CONSUMER_READY_MESSAGE = 'the consumer handles these message types';
+
 /** What the consumer uses when `telemetry: 'off'` leaves it no logger or metrics. */
 const SILENT_LOGGER: ConsumerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const UNCOUNTED: MetricsSink = { addMetric() {} };
@@ -197,10 +200,16 @@ export class ConsumerSetup<V extends ConsumerVariable> {
     lambdaContext: Context,
     batch: (telemetry: Telemetry) => Promise<SQSBatchResponse>,
   ): Promise<SQSBatchResponse> {
+    const first = this.#telemetry === undefined;
     const telemetry = await this.#telemetryOnce();
     // The logger it created gets each invocation's context (request id, cold start), as Powertools'
     // injectLambdaContext would give it; a logger passed in is its owner's to set up.
     telemetry.ownLogger?.addContext(lambdaContext);
+    // Once a container: the types it handles, which an operator asks first, and which a sandbox's
+    // console offers to publish (docs/console.md).
+    if (first) {
+      telemetry.logger.info(CONSUMER_READY_MESSAGE, { messageTypes: Object.keys(this.#options.operations) });
+    }
     try {
       return await batch(telemetry);
     } catch (error) {

@@ -76,12 +76,6 @@ export async function processRecord(
     // The DLQ send's claim outlives this invocation, whose death it must survive (DESIGN §5).
     const claimMs = invocation.lambdaContext.getRemainingTimeInMillis() + DEFAULT_LEASE_MARGIN_MS;
     const step = await failure(received, verdict, telemetry, options.deadLetterQueue, claimMs, routedId);
-    // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery. A key
-    // another invocation holds is no failure of this record's: its span is not failed for it.
-    telemetry.endSpan(
-      step === 'succeeded' ? 'dead-lettered' : 'given-back',
-      verdict instanceof IdempotencyInProgressError ? undefined : verdict,
-    );
     if (routedId && step === 'succeeded' && verdict instanceof AttemptsExhaustedError) {
       invocation.deadLettered.add(routedId);
     }
@@ -94,11 +88,11 @@ export async function processRecord(
     routedId = id;
     telemetry.nameRecord(id);
     if (invocation.deadLettered.has(id)) {
+      telemetry.endSpan('dead-lettered');
       telemetry.logger.info(
         'a copy of a message this batch sent to the DLQ for failing maxAttempts times: acknowledged, not run; ' +
           'the DLQ holds its key',
       );
-      telemetry.endSpan('dead-lettered');
       return 'succeeded';
     }
     const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
@@ -179,21 +173,21 @@ function reportSuccess(outcome: OperationOutcome, telemetry: RecordTelemetry, id
     case 'executed':
       telemetry.count('processed');
       telemetry.hook('onComplete', id);
-      telemetry.logger.info('processed');
       telemetry.endSpan('applied');
+      telemetry.logger.info('processed');
       return;
     case 'duplicate':
       telemetry.count('duplicate');
       telemetry.hook('onDuplicate', id);
-      telemetry.logger.info('duplicate of a completed record: acknowledged without running');
       telemetry.endSpan('duplicate');
+      telemetry.logger.info('duplicate of a completed record: acknowledged without running');
       return;
     case 'in-doubt':
       // Counted where the record became IN_DOUBT (the observer), not on every delivery of it.
+      telemetry.endSpan('in-doubt');
       telemetry.logger.warn(
         'the record is IN_DOUBT: acknowledged without running; an operator must resolve it',
       );
-      telemetry.endSpan('in-doubt');
       return;
   }
 }
@@ -222,8 +216,11 @@ async function failure(
   claimMs: number,
   recordId: string | undefined,
 ): Promise<'succeeded' | 'failed'> {
+  // The span ends with the verdict before the line that tells it, which then carries the outcome.
+  // A key another invocation holds is no failure of this record's: its span is not failed for it.
   if (error instanceof IdempotencyInProgressError) {
     telemetry.count('inProgressElsewhere');
+    telemetry.endSpan('given-back');
     telemetry.logger.warn(
       'another invocation is processing this key: the record fails and SQS redelivers it',
       {
@@ -234,6 +231,7 @@ async function failure(
   }
   if (isRetryable(error)) {
     telemetry.count('failed');
+    telemetry.endSpan('given-back', error);
     telemetry.logger.warn('the record failed and SQS redelivers it', { error });
     return 'failed';
   }
@@ -245,6 +243,7 @@ async function failure(
     sent = await deadLetterQueue.send(received.record, received.groupId, stored, claimMs, recordId);
   } catch (sendError) {
     telemetry.count('dlqSendFailed');
+    telemetry.endSpan('given-back', error);
     telemetry.logger.error(
       'could not send a non-retryable record to the DLQ: it fails and SQS redelivers it',
       {
@@ -256,6 +255,7 @@ async function failure(
   }
   if (sent === 'claimed-elsewhere') {
     telemetry.count('inProgressElsewhere');
+    telemetry.endSpan('given-back', error);
     telemetry.logger.warn(
       'another invocation is sending this record to the DLQ: it fails and SQS redelivers it, then acknowledged ' +
         'if it was sent, or sent by that delivery once the claim expired',
@@ -263,6 +263,8 @@ async function failure(
     );
     return 'failed';
   }
+  // A failure that succeeds is a record sent to the DLQ, now or by an earlier delivery.
+  telemetry.endSpan('dead-lettered', error);
   if (sent === 'already-sent') {
     telemetry.logger.info('already sent to the DLQ by an earlier delivery of this message: not sent again', {
       error,

@@ -140,9 +140,13 @@ export class RecordTelemetry implements IdempotencyObserver {
     return new RecordTelemetry(base.logger, fields, base.metrics, hooked, startSpan);
   }
 
-  /** Names the record the message was routed to (`namespace#key`): its span says it when it ends. */
+  /**
+   * Names the record the message was routed to (`namespace#key`): its span says it when it ends, and
+   * the log lines from now on (`recordId`), by which a message's story is found from a log line.
+   */
   nameRecord(id: string): void {
     this.#recordId = id;
+    this.#fields.recordId = id;
   }
 
   /** Starts the record's span when its turn starts (DESIGN §6); later calls do nothing. */
@@ -159,11 +163,14 @@ export class RecordTelemetry implements IdempotencyObserver {
 
   /**
    * Ends the record's span with its outcome, and `error` when one failed it; a record that had no
-   * turn gets its span now. Only the first call counts: a record's verdict is its first.
+   * turn gets its span now. The record's log lines after it carry the outcome (`outcome`). Only the
+   * first call counts: a record's verdict is its first.
    */
   endSpan(outcome: RecordOutcome, error?: unknown): void {
     if (this.#spanEnded) return;
     this.#spanEnded = true;
+    // The lines logged from now on say it, as `outcome`: what a stack's console lists messages by.
+    this.#fields.outcome = outcome;
     this.beginSpan();
     const span = this.#span as OncelySpan;
     span.setAttributes({ 'oncely.outcome': outcome, 'oncely.record.id': this.#recordId });

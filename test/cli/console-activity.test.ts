@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { functionCounts, MESSAGES_LISTED, recentMessages } from '../../cli/console-activity.js';
+import {
+  deliveriesInLogLines,
+  deliveriesInSpans,
+  MESSAGES_LISTED,
+  recentMessages,
+  unsettledRecordIds,
+} from '../../cli/console-activity.js';
 import type { CollectedSpan } from '../../sandbox/trace-file.js';
 
-// The console's message list and function counts, from a sandbox's spans (pure).
+// The console's message list, from a sandbox's spans or a stack's log lines (pure).
 
 const T0 = Date.parse('2026-11-29T10:00:00.000Z');
 
@@ -55,7 +61,7 @@ describe('the message list', () => {
   ];
 
   it('shows each key by its latest delivery, with how many there were, and what waits in the outbox; latest first', () => {
-    expect(recentMessages(spans, pending, {})).toEqual({
+    expect(recentMessages(deliveriesInSpans(spans), pending, {})).toEqual({
       truncated: false,
       messages: [
         {
@@ -90,7 +96,7 @@ describe('the message list', () => {
 
   it('filters by type, group, state and a part of the key', () => {
     const keys = (filter: Parameters<typeof recentMessages>[2]) =>
-      recentMessages(spans, pending, filter).messages.map((m) => m.key);
+      recentMessages(deliveriesInSpans(spans), pending, filter).messages.map((m) => m.key);
     expect(keys({ state: 'dead-lettered' })).toEqual(['b']);
     expect(keys({ group: 'g1' })).toEqual(['a']);
     expect(keys({ type: 'OrderPaid' })).toEqual(['c']);
@@ -100,27 +106,93 @@ describe('the message list', () => {
 
   it(`shows the latest ${MESSAGES_LISTED}, and says there are more`, () => {
     const many = Array.from({ length: MESSAGES_LISTED + 1 }, (_, i) => record(`k${i}`, i, 'applied'));
-    const list = recentMessages(many, [], {});
+    const list = recentMessages(deliveriesInSpans(many), [], {});
     expect(list.truncated).toBe(true);
     expect(list.messages).toHaveLength(MESSAGES_LISTED);
     expect(list.messages[0]?.key).toBe(`k${MESSAGES_LISTED}`);
   });
 });
 
-describe('the function counts', () => {
-  it('counts each function’s invocation spans and the failed ones', () => {
-    const invocation = (service: string, failed = false) =>
-      span('server', T0, {}, { service, status: { code: failed ? 'error' : 'unset' } });
-    expect(
-      functionCounts([
-        invocation('consumer'),
-        invocation('consumer', true),
-        invocation('publisher'),
-        record('a', 1, 'applied'),
-      ]),
-    ).toEqual([
-      { name: 'consumer', invocations: 2, errors: 1 },
-      { name: 'publisher', invocations: 1, errors: 0 },
+describe('the message list on a stack, from the consumer’s log lines', () => {
+  /** A line as Powertools' Logger writes the consumer's, after the record's verdict. */
+  const line = (
+    at: number,
+    key: string,
+    outcome: string | undefined,
+    more: Record<string, unknown> = {},
+  ) => ({
+    at: T0 + at,
+    entry: {
+      level: 'INFO',
+      message: 'processed',
+      messageKey: key,
+      messageType: 'OrderPlaced',
+      groupId: 'g1',
+      recordId: `ledger#${key}`,
+      ...(outcome === undefined ? {} : { outcome }),
+      ...more,
+    },
+  });
+
+  it('counts each verdict line as a delivery, and ignores the lines that tell none', () => {
+    const lines = [
+      line(1, 'a', 'given-back', { level: 'WARN', message: 'the record failed and SQS redelivers it' }),
+      line(2, 'a', undefined, { message: 'waited for the key another invocation held' }),
+      line(3, 'a', 'applied'),
+      line(4, 'b', 'dead-lettered', { groupId: 'g2' }),
+      { at: T0 + 5, entry: { level: 'ERROR', message: 'the whole batch failed' } },
+    ];
+    expect(recentMessages(deliveriesInLogLines(lines), [], {}).messages).toEqual([
+      {
+        key: 'b',
+        type: 'OrderPlaced',
+        group: 'g2',
+        recordId: 'ledger#b',
+        state: 'dead-lettered',
+        deliveries: 1,
+        lastAt: new Date(T0 + 4).toISOString(),
+      },
+      {
+        key: 'a',
+        type: 'OrderPlaced',
+        group: 'g1',
+        recordId: 'ledger#a',
+        state: 'applied',
+        deliveries: 2,
+        lastAt: new Date(T0 + 3).toISOString(),
+      },
     ]);
+  });
+});
+
+describe('a message in progress', () => {
+  it('is one whose latest delivery was given back or deferred, its record held under a live lease now', () => {
+    const spans = [
+      record('retried', 1, 'given-back'),
+      record('late', 2, 'deferred'),
+      record('settled', 3, 'given-back'),
+      record('settled', 4, 'applied'),
+      record('idle', 5, 'given-back'),
+    ];
+    const deliveries = deliveriesInSpans(spans);
+    // Only the unsettled ones are read: the latest first.
+    expect(unsettledRecordIds(deliveries)).toEqual(['ledger#idle', 'ledger#late', 'ledger#retried']);
+    const states = recentMessages(
+      deliveries,
+      [],
+      {},
+      new Set(['ledger#retried', 'ledger#late', 'ledger#settled']),
+    ).messages.map(({ key, state }) => [key, state]);
+    expect(states).toEqual([
+      ['idle', 'given-back'],
+      ['settled', 'applied'],
+      ['late', 'in progress'],
+      ['retried', 'in progress'],
+    ]);
+    expect(
+      recentMessages(deliveries, [], { state: 'in progress' }, new Set(['ledger#late'])).messages.map(
+        (m) => m.key,
+      ),
+    ).toEqual(['late']);
   });
 });

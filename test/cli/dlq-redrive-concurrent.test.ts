@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../../cli/exit-codes.js';
 import { RedriveInProgressError } from '../../cli/operations-errors.js';
 import { acquireRedriveLease, REDRIVE_LEASE_ID } from '../../cli/redrive-lease.js';
+import { startFaultProxy } from '../../harness/fault-proxy.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { type DlqWorld, deadLetter, drain, envelopeBody, startDlqWorld } from './dlq-fifo.js';
 
 // Item 6a of issue 31: two `dlq redrive` runs at once. Without a lease each held messages the other
@@ -100,6 +103,46 @@ describe('two dlq redrives at once', () => {
       expect(await exited).toBe(EXIT_CODES.interrupted);
     } finally {
       child.kill('SIGKILL');
+    }
+    expect(await readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID)).toBeUndefined();
+  });
+
+  // Found by CI under load: the handler was installed once the lease's PutItem had answered, so a
+  // Ctrl-C while it was being written killed the run (no exit code) and left its lease behind.
+  it('gives its lease back on a Ctrl-C that comes while the lease is being written', async () => {
+    const pipeline = await world.pipeline();
+    const proxy = await startFaultProxy({
+      service: 'dynamodb',
+      upstream: emulatorEndpoint('dynamodbEndpoint'),
+      // The lease's write is held before DynamoDB, until the Ctrl-C has been sent.
+      plan: (request) =>
+        request.operation === 'PutItem' &&
+        (request.body.Item as { id?: { S?: string } } | undefined)?.id?.S === REDRIVE_LEASE_ID
+          ? { kind: 'hang' }
+          : undefined,
+    });
+    const readyFile = `${pipeline.readyFile}.proxied.json`;
+    const ready = JSON.parse(readFileSync(pipeline.readyFile, 'utf8')) as {
+      endpoints: Record<string, string>;
+    };
+    writeFileSync(
+      readyFile,
+      JSON.stringify({ ...ready, endpoints: { ...ready.endpoints, dynamodb: proxy.endpoint } }),
+    );
+    const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...env } = process.env;
+    const child = spawn(process.execPath, [ONCELY_COMMAND, 'dlq', 'redrive', '--ready-file', readyFile], {
+      env,
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await proxy.waitForHung(1, 60_000);
+      child.kill('SIGINT');
+      proxy.releaseHung();
+      expect(await exited).toBe(EXIT_CODES.interrupted);
+    } finally {
+      child.kill('SIGKILL');
+      await proxy.close();
     }
     expect(await readItem(pipeline.idempotencyTableName, REDRIVE_LEASE_ID)).toBeUndefined();
   });

@@ -13,6 +13,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../../cli/command-line.js';
 import { runConsole } from '../../cli/console-command.js';
+import { type PipelineFigures, pipelineFigures } from '../../cli/console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from '../../cli/console-publish.js';
 import { type ConsoleServer, startConsole, TOKEN_HEADER } from '../../cli/console-server.js';
 import type { PipelineConnection } from '../../cli/target.js';
@@ -45,6 +46,7 @@ let logs: ReturnType<typeof functionLog>;
 let pipeline: PipelineConnection;
 let server: ConsoleServer;
 let publisher: ConsolePublisher;
+let figures: PipelineFigures | undefined;
 let browser: Browser;
 let page: Page;
 /** What the page's script threw: nothing, every test says at its end. */
@@ -72,11 +74,16 @@ beforeAll(async () => {
     resources: sandbox.pipelineResources(),
   });
   publisher = await sandboxPublisher(sandbox.description, sandbox.pipelineResources().publisherFunctionName);
+  // As `oncely local` reads them: from its edge's CloudWatch.
+  figures = await pipelineFigures(pipeline, localAwsConfig(sandbox.description.endpoints.edge), (text) => {
+    throw new Error(text);
+  });
   server = await startConsole(pipeline, {
     logsFile: logs.file,
     actions: true,
     publisher,
     tracesFile: sandbox.description.traces?.file,
+    metrics: figures?.read,
   });
   lambda = new LambdaClient(localAwsConfig(sandbox.description.endpoints.lambda));
   // As root (CI), Chromium needs --no-sandbox.
@@ -94,6 +101,7 @@ afterAll(async () => {
   await browser?.close();
   await server?.close();
   publisher?.close();
+  figures?.close();
   pipeline?.close();
   lambda?.destroy();
   await sandbox?.stop();
@@ -164,6 +172,8 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     // The overview reads itself every 2 s: the DLQ's row shows the message.
     const dlqRow = page.locator('#queues tbody tr', { hasText: 'DLQ' });
     await dlqRow.locator('td').nth(1).filter({ hasText: /^1$/ }).waitFor(WAIT);
+    // Its oldest message's age, from the sandbox's CloudWatch: a number of seconds.
+    expect(await dlqRow.locator('td').nth(4).textContent()).toMatch(/^\d+$/);
     await screenshot('overview');
 
     // The DLQ may show the message a moment before its send is in the record's log: ask again until it is.
@@ -287,6 +297,13 @@ describe('the console, in Chromium', { timeout: 300_000 }, () => {
     await page.locator('#queues tbody tr').first().waitFor(WAIT);
     // The stock the poison order lacked, published from the form.
     const stockKey = `stock-${run}`;
+    // The consumer ran (the tests before): it said which types it handles, which the form offers.
+    await page.getByLabel('Type', { exact: true }).focus();
+    await page
+      .locator('#publish-types-note')
+      .getByText(/Your consumer handles: .*StockReceived/)
+      .waitFor(WAIT);
+    expect(await page.locator('#publish-types option[value="OrderPlaced"]').count()).toBe(1);
     await page.getByLabel('Type', { exact: true }).fill('StockReceived');
     await page.getByLabel('Group', { exact: true }).fill('warehouse');
     await page.getByLabel('Key (optional').fill(stockKey);

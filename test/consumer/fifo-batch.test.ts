@@ -474,13 +474,19 @@ describe.concurrent('FIFO batch middleware', () => {
     const poisonId = await publish(sqs, queue.url, named('H', 'poison', 'NoSuchType'));
 
     expect(failureIds((await pollOnce(sqs, queue, handler)).response)).toEqual([]);
-    const fields = { messageId: id, groupId: 'G', messageKey: message.key, messageType: 'Named' };
+    const recordId = `${operation.namespace}#${message.key}`;
+    const fields = { messageId: id, groupId: 'G', messageKey: message.key, messageType: 'Named', recordId };
     expect(lines).toContainEqual({
       level: 'info',
       message: 'charging',
       fields: { ...fields, amountCents: 1250 },
     });
-    expect(lines).toContainEqual({ level: 'info', message: 'processed', fields });
+    // The line of its verdict says it.
+    expect(lines).toContainEqual({
+      level: 'info',
+      message: 'processed',
+      fields: { ...fields, outcome: 'applied' },
+    });
     expect(lines).toContainEqual(
       expect.objectContaining({
         level: 'warn',

@@ -107,6 +107,10 @@ function recordSpans(...keys: string[]): ReadableSpan[] {
     );
 }
 
+/** The outcome the last line logged about `key` says: a stack's console lists messages by it. */
+const loggedOutcome = (logger: ReturnType<typeof capturingLogger>, key: string) =>
+  logger.lines.filter(({ fields }) => fields.messageKey === key).at(-1)?.fields.outcome;
+
 const outcomes = (found: ReadableSpan[]) =>
   found.map((span) => [span.attributes['oncely.message.key'], span.attributes['oncely.outcome']]);
 
@@ -163,6 +167,12 @@ describe('a record span (DESIGN §6)', () => {
     await processFifoBatch(event, lambdaContext(), options);
     const [, again] = recordSpans(charge);
     expect(again?.attributes['oncely.outcome']).toBe('duplicate');
+    // The line that told the verdict says it too, as the span does.
+    expect(processed?.fields).toMatchObject({
+      outcome: 'applied',
+      recordId: span?.attributes['oncely.record.id'],
+    });
+    expect(loggedOutcome(logger, charge)).toBe('duplicate');
     expect(linksOf(again as ReadableSpan)).toEqual([PRODUCER.traceparent]);
     expect(again?.spanContext().spanId).not.toBe(span?.spanContext().spanId);
   });
@@ -183,14 +193,19 @@ describe('a record span (DESIGN §6)', () => {
         throw new Error('the mail server is down');
       },
     });
-    const response = await processFifoBatch(event, lambdaContext(), consumerOptions({ Flaky: flaky }, dlq));
+    const logger = capturingLogger();
+    const response = await processFifoBatch(
+      event,
+      lambdaContext(),
+      consumerOptions({ Flaky: flaky }, dlq, { logger }),
+    );
     expect(response.batchItemFailures).toHaveLength(2);
     const found = recordSpans(failing, behind, poison);
-    expect(Object.fromEntries(outcomes(found))).toEqual({
-      [failing]: 'given-back',
-      [behind]: 'given-back',
-      [poison]: 'dead-lettered',
-    });
+    const expected = { [failing]: 'given-back', [behind]: 'given-back', [poison]: 'dead-lettered' };
+    expect(Object.fromEntries(outcomes(found))).toEqual(expected);
+    expect(Object.fromEntries([failing, behind, poison].map((k) => [k, loggedOutcome(logger, k)]))).toEqual(
+      expected,
+    );
     const byKey = (name: string) => found.find((span) => span.attributes['oncely.message.key'] === name);
     expect(byKey(failing)?.status).toMatchObject({
       code: SpanStatusCode.ERROR,
@@ -251,8 +266,10 @@ describe('a record span (DESIGN §6)', () => {
       },
     });
     const event = await batchOf(queue, 1);
-    await processFifoBatch(event, lambdaContext(), consumerOptions({ Charge: uncertain }, dlq));
+    const logger = capturingLogger();
+    await processFifoBatch(event, lambdaContext(), consumerOptions({ Charge: uncertain }, dlq, { logger }));
     expect(outcomes(recordSpans(charge))).toEqual([[charge, 'in-doubt']]);
+    expect(loggedOutcome(logger, charge)).toBe('in-doubt');
   });
 
   it('says deferred for a record not started for lack of time', async () => {

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CONSUMER_READY_MESSAGE } from '../../lambdas/consumer/consumer-setup.js';
 import {
   CONSUMER_METRICS,
   type FifoBatchOptions,
@@ -102,11 +103,12 @@ describe("fifoBatch's telemetry option", () => {
   });
 
   it('by default makes what the options leave unset: with a logger passed, only Metrics, which it publishes', async () => {
-    const logged: { level: string; message: string }[] = [];
+    const logged: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
     const logger = Object.fromEntries(
       (['debug', 'info', 'warn', 'error'] as const).map((level) => [
         level,
-        (message: string) => logged.push({ level, message }),
+        (message: string, fields?: Record<string, unknown>) =>
+          logged.push({ level, message, ...(message === CONSUMER_READY_MESSAGE && { fields }) }),
       ]),
     ) as unknown as FifoBatchOptions['logger'];
     const { ran, options } = consumerOptions({ logger });
@@ -116,6 +118,17 @@ describe("fifoBatch's telemetry option", () => {
     vi.restoreAllMocks();
     expect(ran).toEqual(['A1']);
     expect(logged).toContainEqual(expect.objectContaining({ level: 'warn' }));
+    // Its first batch says which types it handles; the next does not say it again.
+    const ready = (line: { message: string }) => line.message === CONSUMER_READY_MESSAGE;
+    expect(logged.filter(ready)).toEqual([
+      {
+        level: 'info',
+        message: CONSUMER_READY_MESSAGE,
+        fields: { messageTypes: Object.keys(options.operations) },
+      },
+    ]);
+    await processFifoBatch(batch(), lambdaContext(), options);
+    expect(logged.filter(ready)).toHaveLength(1);
     const emf = output.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
     expect(emf).toMatchObject([
       {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { CreateLogStreamCommand, PutLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import { createScratchProject, type ScratchProject } from '../../bench/scratch-p
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
 import { LEGACY_UNRESOLVED_INDEX_NAME, UNRESOLVED_INDEX_NAME } from '../../lambdas/idempotency/record.js';
 import { OUTBOX_PENDING_INDEX } from '../../lambdas/outbox/layout.js';
-import { describeDeployedPipeline } from '../../lib/constructs/deployed-pipeline.js';
+import { describeDeployedPipeline, describeStackOutputs } from '../../lib/constructs/deployed-pipeline.js';
 import { outboxFromOutputs } from '../../lib/constructs/outbox-outputs.js';
 import type { PipelineResources } from '../../lib/constructs/pipeline-outputs.js';
 import { ACCOUNT, awsEnvironment, cdk, REGION } from './cdk-cli.js';
@@ -177,9 +178,30 @@ describe('cdk deploy against an independent AWS implementation (moto)', () => {
       expect(stdout).toContain(`The DLQ is empty (${dlqUrl}).`);
     });
 
-    it('serves the console for the stack: read-only, with its queues and CloudWatch’s figures', {
+    it('serves the console for the stack: read-only, with its queues, CloudWatch’s figures and the consumer’s log lines', {
       timeout: 60_000,
     }, async () => {
+      // A verdict line in the consumer's log group, as its Powertools Logger writes it on Lambda.
+      const stackOutputs = await describeStackOutputs(SHOP, clients.cloudformation);
+      const logGroupName = stackOutputs.ConsumerLogGroupName as string;
+      const key = `o-console-${Date.now()}`;
+      const verdict = {
+        level: 'INFO',
+        message: 'processed',
+        messageKey: key,
+        messageType: 'OrderPlaced',
+        groupId: 'c-1',
+        recordId: `ledger#${key}`,
+        outcome: 'applied',
+      };
+      await clients.logs.send(new CreateLogStreamCommand({ logGroupName, logStreamName: 'console-test' }));
+      await clients.logs.send(
+        new PutLogEventsCommand({
+          logGroupName,
+          logStreamName: 'console-test',
+          logEvents: [{ timestamp: Date.now(), message: JSON.stringify(verdict) }],
+        }),
+      );
       const child = spawn(process.execPath, [ONCELY_COMMAND, 'console', '--stack', SHOP], { env });
       try {
         const lines = createInterface({ input: child.stdout });
@@ -202,6 +224,18 @@ describe('cdk deploy against an independent AWS implementation (moto)', () => {
         expect(overview).toMatchObject({ actions: false, queues: [{ role: 'queue' }, { role: 'dlq' }] });
         expect(overview.functions.map((f) => f.name)).toEqual([publisherFunctionName, consumerFunctionName]);
         expect((await fetch(new URL('api/dlq/redrive', url), { method: 'POST' })).status).toBe(403);
+        const listed = (await (await fetch(new URL('api/messages', url))).json()) as {
+          source: string;
+          messages: { key: string; state: string; recordId: string }[];
+        };
+        expect(listed.source).toBe('logs');
+        expect(listed.messages).toContainEqual(
+          expect.objectContaining({ key, state: 'applied', recordId: `ledger#${key}` }),
+        );
+        const story = (await (
+          await fetch(new URL(`api/history?key=${key}&namespace=ledger`, url))
+        ).json()) as { steps: { source: string; what: string }[] };
+        expect(story.steps).toContainEqual(expect.objectContaining({ source: 'log' }));
       } finally {
         const exited = once(child, 'exit');
         child.kill('SIGTERM');

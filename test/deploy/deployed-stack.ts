@@ -5,6 +5,7 @@ import {
   ListStackResourcesCommand,
   type StackResourceSummary,
 } from '@aws-sdk/client-cloudformation';
+import { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DescribeTableCommand, DynamoDBClient, type TableDescription } from '@aws-sdk/client-dynamodb';
 import { GetRolePolicyCommand, IAMClient, ListRolePoliciesCommand } from '@aws-sdk/client-iam';
 import {
@@ -23,6 +24,7 @@ export interface AwsClients {
   dynamodb: DynamoDBClient;
   iam: IAMClient;
   lambda: LambdaClient;
+  logs: CloudWatchLogsClient;
   sqs: SQSClient;
 }
 
@@ -37,6 +39,7 @@ export function awsClients(endpoint: string): AwsClients {
     dynamodb: new DynamoDBClient(config),
     iam: new IAMClient(config),
     lambda: new LambdaClient(config),
+    logs: new CloudWatchLogsClient(config),
     sqs: new SQSClient(config),
   };
 }

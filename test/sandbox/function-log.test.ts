@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { functionLog, linesAbout } from '../../sandbox/function-log.js';
+import { functionLog, linesAbout, messageTypesOf } from '../../sandbox/function-log.js';
 
 // `oncely local`'s function log (docs/local.md): every line printed and kept; a key's lines found
 // by its `messageKey`, as the consumer logs it.
@@ -39,5 +39,20 @@ describe('the function log', () => {
     await functionLog(file, () => undefined).close();
     expect(readFileSync(file, 'utf8')).toBe('');
     expect(await linesAbout(join(directory, 'none.jsonl'), 'k')).toEqual([]);
+  });
+
+  it('tells the types a function said it handles, by its latest line that lists them', async () => {
+    const file = join(directory, 'types.jsonl');
+    const log = functionLog(file, () => undefined);
+    expect(await messageTypesOf(file, 'consumer')).toEqual([]);
+    const ready = (types: string[]) =>
+      JSON.stringify({ level: 'INFO', message: 'ready', messageTypes: types });
+    log.output(ready(['OrderPlaced']), 'consumer');
+    log.output(ready(['Other']), 'another-consumer');
+    log.output('a plain line naming messageTypes', 'consumer');
+    log.output(ready(['OrderPlaced', 'StockReceived']), 'consumer');
+    await log.close();
+    expect(await messageTypesOf(file, 'consumer')).toEqual(['OrderPlaced', 'StockReceived']);
+    expect(await messageTypesOf(file, 'publisher')).toEqual([]);
   });
 });

@@ -1,0 +1,58 @@
+import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { PipelineConnection } from './target.js';
+
+/** BatchGetItem's most keys per request. */
+const BATCH_GET_KEYS = 100;
+
+/**
+ * The records of `ids` that exist, each with the attributes `projection` names (`names` maps its
+ * placeholders), read in batches of 100 by key, never by scan. Keys DynamoDB leaves unprocessed
+ * (throttling) are asked again until none is left.
+ */
+export async function readRecordsByKey(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  ids: readonly string[],
+  projection: { expression: string; names?: Record<string, string> },
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  for (let start = 0; start < ids.length; start += BATCH_GET_KEYS) {
+    let keys: Record<string, unknown>[] = ids.slice(start, start + BATCH_GET_KEYS).map((id) => ({ id }));
+    while (keys.length > 0) {
+      const { Responses, UnprocessedKeys } = await documents.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [tableName]: {
+              Keys: keys,
+              ProjectionExpression: projection.expression,
+              ...(projection.names && { ExpressionAttributeNames: projection.names }),
+            },
+          },
+        }),
+      );
+      items.push(...(Responses?.[tableName] ?? []));
+      keys = UnprocessedKeys?.[tableName]?.Keys ?? [];
+    }
+  }
+  return items;
+}
+
+/** Of the records `ids`, those IN_PROGRESS under a lease that has not run out: running now (two reads of 100 at most). */
+export async function recordsInProgress(
+  pipeline: Pick<PipelineConnection, 'dynamodb' | 'resources'>,
+  ids: readonly string[],
+  nowMs = Date.now(),
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const items = await readRecordsByKey(
+    DynamoDBDocumentClient.from(pipeline.dynamodb),
+    pipeline.resources.idempotencyTableName,
+    ids,
+    { expression: 'id, #status, leaseExpiresAt', names: { '#status': 'status' } },
+  );
+  return new Set(
+    items
+      .filter((item) => item.status === 'IN_PROGRESS' && Number(item.leaseExpiresAt) > nowMs)
+      .map((item) => String(item.id)),
+  );
+}
