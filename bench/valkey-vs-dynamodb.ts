@@ -82,7 +82,7 @@ export interface ValkeyComparisonOptions {
 export interface LatencyPoint {
   /** Added to every store request, before it is sent. */
   latencyMs: number;
-  /** The median store request at this point, from the added wait to the answer. */
+  /** The consumer's median store request at this point, from the added wait to the answer. */
   roundTripMs: number;
   /** Milliseconds from invocation to the partial batch response. */
   batch: Spread;
@@ -108,6 +108,12 @@ export interface StoreWorkload {
   roundTrips: number;
   /** The slope's p10 and p90 over resamples of the timed rounds (round-trips.ts, `slopeInterval`). */
   roundTripsInterval: { p10: number; p90: number };
+  /**
+   * The same slope over the consumer's measured request instead ((2d)'s abscissa), which holds what
+   * a longer wait adds to a request beyond the wait itself on a busy machine, and DynamoDB Local's
+   * queue.
+   */
+  roundTripsOverRequest: number;
   /** The consumer's thread CPU per message (Linux's /proc), each round's, no latency added. */
   cpuMsPerMessage: Spread;
   /** What a record takes where it is kept: `MEMORY USAGE` of its key; an item's size plus DynamoDB's 100 bytes. */
@@ -261,6 +267,10 @@ export async function measureValkeyAgainstDynamoDb(
           addedMs,
           same.map(({ rounds }) => rounds),
         ),
+        roundTripsOverRequest: leastSquaresSlope(
+          same.map(({ point }) => point.roundTripMs),
+          same.map(({ point }) => point.batch.median),
+        ),
         cpuMsPerMessage: spreadOf(cpu.msPerMessage.get(consumer) ?? []),
         storedBytesPerRecord: await consumer.storedBytesPerRecord(),
         ...(consumer.writeUnits ? { writeUnitsPerMessage: measured.writeUnits / messages } : {}),
@@ -317,12 +327,9 @@ async function timeAtLatencies(
   const pointsOf = (store: StoreKind) =>
     [...new Set([...options.sameLatenciesMs, options.typicalLatencyMs[store]])].sort((a, b) => a - b);
   const allPoints = [...new Set([...pointsOf('valkey'), ...pointsOf('dynamodb')])].sort((a, b) => a - b);
-  // samples[consumer][latency]: batch times; roundTrips[store][latency]: request times.
+  // Each consumer's batch times and request times, by latency.
   const batchTimes = new Map(consumers.map((consumer) => [consumer, new Map<number, number[]>()]));
-  const requestTimes = new Map<StoreKind, Map<number, number[]>>([
-    ['valkey', new Map()],
-    ['dynamodb', new Map()],
-  ]);
+  const requestTimes = new Map(consumers.map((consumer) => [consumer, new Map<number, number[]>()]));
   const rounds = options.warmupBatches + options.batches;
   let batchesDelivered = 0;
   let serverBefore = 0;
@@ -339,7 +346,7 @@ async function timeAtLatencies(
       for (const consumer of rotate(consumers, round)) {
         if (!pointsOf(consumer.store).includes(point)) continue;
         latencyMs[consumer.store] = point;
-        const requests = requestTimes.get(consumer.store) as Map<number, number[]>;
+        const requests = requestTimes.get(consumer) as Map<number, number[]>;
         if (!requests.has(point)) requests.set(point, []);
         consumer.timing.samples = timed ? requests.get(point) : undefined;
         const elapsed = await timeBatch(
@@ -363,7 +370,7 @@ async function timeAtLatencies(
     const rounds = pointsOf(consumer.store).map((point) => times.get(point) ?? []);
     const points = pointsOf(consumer.store).map((point, index) => ({
       latencyMs: point,
-      roundTripMs: spreadOf(requestTimes.get(consumer.store)?.get(point) ?? []).median,
+      roundTripMs: spreadOf(requestTimes.get(consumer)?.get(point) ?? []).median,
       batch: spreadOf(rounds[index] as number[]),
       p95: percentile(
         [...(rounds[index] as number[])].sort((a, b) => a - b),
