@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
 const FAST_TESTS = [
   'test/bench/cost.test.ts',
   'test/bench/cpu-profile.test.ts',
+  'test/bench/valkey-cost.test.ts',
   'test/chaos/acceptance-order.test.ts',
   'test/chaos/chaos-report.test.ts',
   'test/chaos/dead-letter-causes.test.ts',

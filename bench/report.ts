@@ -40,6 +40,7 @@ import {
 } from './throughput.js';
 import type { TracingCost } from './tracing/measure.js';
 import { tracingSection } from './tracing/report.js';
+import { type ValkeySectionInput, valkeySection } from './valkey-report.js';
 
 /** Everything one run measured, and what it ran on. */
 export interface BenchResults {
@@ -71,6 +72,8 @@ export interface BenchResults {
   cost?: CostReport;
   /** (8), when it was measured. */
   standard?: StandardQueueResults;
+  /** (9), when it was measured. */
+  valkey?: ValkeySectionInput;
   targets: TargetVerdict[];
 }
 
@@ -106,6 +109,7 @@ export function resultsMarkdown(results: BenchResults, chartFile: string): strin
     startUpSection(results.startUp, results.settings),
     ...(results.cost ? [costSection(results.cost, results.settings)] : []),
     ...(results.standard ? [standardQueuesSection(results.standard, results.settings)] : []),
+    ...(results.valkey ? [valkeySection(results.valkey)] : []),
     notesSection(results),
   ].join('\n');
 }

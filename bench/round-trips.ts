@@ -147,7 +147,7 @@ export const SLOPE_RESAMPLES = 500;
  * every point so that a round's batches stay together: p10 and p90. Seeded: the same samples give
  * the same interval.
  */
-function slopeInterval(
+export function slopeInterval(
   roundTripsMs: readonly number[],
   samples: readonly (readonly number[])[],
 ): { p10: number; p90: number } {
@@ -178,7 +178,7 @@ function seededRandom(seed: number): () => number {
  * The slope of the line through (x, y) of least squares. Over every point rather than the two outer
  * ones: the middle points' time is then not spent for nothing, and one noisy point weighs less.
  */
-function leastSquaresSlope(xs: readonly number[], ys: readonly number[]): number {
+export function leastSquaresSlope(xs: readonly number[], ys: readonly number[]): number {
   const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   const [meanX, meanY] = [mean(xs), mean(ys)];
   let covariance = 0;

@@ -1,16 +1,20 @@
 /**
- * `npm run bench [-- --quick] [-- --only standard|tracing]`: measures Oncely against AWS Lambda
+ * `npm run bench [-- --quick] [-- --only standard|tracing|valkey]`: measures Oncely against AWS Lambda
  * Powertools and a naive pipeline, all in one run on DynamoDB Local and the SQS emulator, then
  * writes bench/RESULTS.md and the latency chart and prints the tables (a quick run writes them to
  * .oncely/bench-quick/ instead, so that it never replaces the committed full results; `--only`
  * runs section 8, standard queues, or 5c, the cost of tracing, alone and prints it, writing
- * nothing). Figures are printed, never asserted: test/bench checks that it runs.
+ * nothing). `--only valkey` runs section 9, the Valkey store against DynamoDB's, on a redis-server
+ * of its own, and writes it into bench/RESULTS.md in place of its last run: the section says where
+ * and when it was measured, apart from the rest (a quick run only prints it). Figures are printed,
+ * never asserted: test/bench checks that it runs.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { currentLoad, describeMachine } from '../harness/machine.js';
+import { startValkey, type ValkeyServer } from '../harness/valkey-server.js';
 import { resolveSettings } from '../lib/constructs/pipeline-settings.js';
 import { startDynamoDbLocal } from '../sandbox/dynamodb-local.js';
 import { startSqsEmulator } from '../sandbox/sqs-emulator.js';
@@ -44,6 +48,8 @@ import { judgeTargets } from './targets.js';
 import { measureThroughput } from './throughput.js';
 import { BEFORE_TRACING_COMMIT, measureTracingCost } from './tracing/measure.js';
 import { tracingSection } from './tracing/report.js';
+import { spliceSection, type ValkeySectionInput, valkeySection } from './valkey-report.js';
+import { measureValkeyAgainstDynamoDb } from './valkey-vs-dynamodb.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // The consumers' Powertools Metrics would print their EMF to stdout, in between the report.
@@ -56,9 +62,10 @@ const CHART_FILE = 'batch-latency.svg';
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
-if (values.only !== undefined && values.only !== 'standard' && values.only !== 'tracing') {
+if (values.only !== undefined && !['standard', 'tracing', 'valkey'].includes(values.only)) {
   throw new Error(
-    `--only takes "standard" (section 8, standard queues) or "tracing" (5c), not ${JSON.stringify(values.only)}`,
+    '--only takes "standard" (section 8, standard queues), "tracing" (5c) or "valkey" (9), ' +
+      `not ${JSON.stringify(values.only)}`,
   );
 }
 const settings = values.quick ? QUICK : FULL;
@@ -70,6 +77,7 @@ const progress = (line: string) => console.log(`   ${line}`);
 
 console.log(`Oncely benchmarks, ${settings.mode} run: ${machine.cpus} CPUs, Node ${machine.node}\n`);
 const [dynamodb, sqs] = await Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+let valkey: ValkeyServer | undefined;
 try {
   const endpoints: BenchEndpoints = { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint };
   const step = async <T>(title: string, measure: () => Promise<T>): Promise<T> => {
@@ -106,8 +114,43 @@ try {
       }),
     );
 
-  // One section alone is printed, never written: RESULTS.md comes from whole runs.
-  if (values.only === 'standard') {
+  // (9) on a redis-server of its own, started for it and stopped below.
+  const valkeyComparison = async (): Promise<ValkeySectionInput> => {
+    valkey = await startValkey();
+    const server = valkey;
+    const comparison = await step('9. Lease records in Valkey against DynamoDB', () =>
+      measureValkeyAgainstDynamoDb(endpoints, server, { ...settings.valkey, onProgress: progress }),
+    );
+    return {
+      comparison,
+      options: settings.valkey,
+      assumptions: {
+        recordHours: resolveSettings().idempotencyTtl.toHours(),
+        lambdaMemoryMiB: resolveSettings().consumerMemoryMiB,
+      },
+    };
+  };
+
+  // One section alone is printed, never written: RESULTS.md comes from whole runs. Section 9 says
+  // where and when it was measured, so that a run of it alone can replace its last one.
+  if (values.only === 'valkey') {
+    const section = valkeySection({
+      ...(await valkeyComparison()),
+      provenance: {
+        command: values.quick ? 'npm run bench -- --quick --only valkey' : 'npm run bench -- --only valkey',
+        startedAt,
+        seconds: (Date.now() - startedAt.getTime()) / 1000,
+        machine,
+        loadAverageAtEnd: currentLoad(),
+      },
+    });
+    console.log(section);
+    if (!values.quick) {
+      const file = join(BENCH_DIR, 'RESULTS.md');
+      await writeFile(file, spliceSection(await readFile(file, 'utf8'), section));
+      console.log(`Written: section 9 of ${relative(PROJECT_ROOT, file)}`);
+    }
+  } else if (values.only === 'standard') {
     console.log(standardQueuesSection(await standardQueues(), settings));
   } else if (values.only === 'tracing') {
     console.log(tracingSection(await tracing(), settings.tracing));
@@ -178,6 +221,7 @@ try {
       lambdaMemoryMiB: resolveSettings().consumerMemoryMiB,
     });
     const standard = await standardQueues();
+    const valkeyFigures = await valkeyComparison();
 
     const figures = {
       requests,
@@ -203,6 +247,7 @@ try {
       machine,
       loadAverageAtEnd: currentLoad(),
       ...figures,
+      valkey: valkeyFigures,
       targets: judgeTargets(figures),
     };
     const markdown = resultsMarkdown(results, CHART_FILE);
@@ -215,6 +260,7 @@ try {
     );
   }
 } finally {
+  await valkey?.stop();
   await sqs.stop();
   await dynamodb.stop();
 }

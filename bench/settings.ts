@@ -1,4 +1,6 @@
 import type { InFlightOptions } from './in-flight-duplicates.js';
+import { TYPICAL_LATENCY } from './valkey-latency.js';
+import type { ValkeyComparisonOptions } from './valkey-vs-dynamodb.js';
 
 /** How much of everything a run measures. */
 export interface BenchSettings {
@@ -39,6 +41,8 @@ export interface BenchSettings {
     maxTimedRecords?: number;
     inFlight: InFlightOptions;
   };
+  /** (9): the Valkey store against the DynamoDB store (valkey-vs-dynamodb.ts). */
+  valkey: Omit<ValkeyComparisonOptions, 'onProgress'>;
 }
 
 const GROUP_COUNTS = [1, 2, 5, 10];
@@ -49,6 +53,9 @@ const STANDARD_RECORD_COUNTS = [10, 100, 1_000];
 /** (8): the original's effect takes this long, and the waiting consumer may wait this long for it. */
 const IN_FLIGHT_HOLD_MS = 1_000;
 const IN_FLIGHT_WAIT_MS = 5_000;
+/** (9): the same latencies on both stores, far enough apart for a steady slope; then each its typical one. */
+const VALKEY_SAME_LATENCIES_MS = [0, 2, 5, 10];
+const TYPICAL_LATENCY_MS = { valkey: TYPICAL_LATENCY.valkey.ms, dynamodb: TYPICAL_LATENCY.dynamodb.ms };
 
 export const FULL: BenchSettings = {
   mode: 'full',
@@ -75,6 +82,14 @@ export const FULL: BenchSettings = {
     warmupBatches: 5,
     maxTimedRecords: 5_000,
     inFlight: { pairs: 10, holdMs: IN_FLIGHT_HOLD_MS, inFlightWaitMs: IN_FLIGHT_WAIT_MS },
+  },
+  // About 1 s a round (DynamoDB's 10 ms group the most) and 40 s of CPU rounds: 3 minutes on 2 CPUs.
+  valkey: {
+    sameLatenciesMs: VALKEY_SAME_LATENCIES_MS,
+    typicalLatencyMs: TYPICAL_LATENCY_MS,
+    batches: 100,
+    warmupBatches: 10,
+    cpu: { rounds: 10, batchesPerRound: 20, warmupBatches: 10 },
   },
 };
 
@@ -103,5 +118,12 @@ export const QUICK: BenchSettings = {
       inFlightWaitMs: IN_FLIGHT_WAIT_MS,
       visibilityTimeoutSeconds: 3,
     },
+  },
+  valkey: {
+    sameLatenciesMs: VALKEY_SAME_LATENCIES_MS,
+    typicalLatencyMs: TYPICAL_LATENCY_MS,
+    batches: 5,
+    warmupBatches: 2,
+    cpu: { rounds: 2, batchesPerRound: 3, warmupBatches: 2 },
   },
 };

@@ -9,7 +9,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 // The package's modules, as the example consumer imports them: (5b) profiles them as compiled.
 import { fifoBatch, leaseOperation } from 'oncely/consumer';
-import { DynamoDBIdempotencyStore, type IdempotencyMode } from 'oncely/idempotency';
+import { DynamoDBIdempotencyStore, type IdempotencyMode, type LeaseStore } from 'oncely/idempotency';
 import { SEND_NOTIFICATION } from '../notification-events.js';
 import { STOCK_RECEIVED } from '../stock-events.js';
 import {
@@ -31,6 +31,11 @@ export interface LeaseConsumerOptions extends ShopSettings {
   sqs?: SQSClient;
   dlqUrl?: string;
   idempotencyTableName: string;
+  /**
+   * Where the records are kept: the DynamoDB store on `idempotencyTableName` unless told (the Valkey
+   * store, in bench/valkey-vs-dynamodb.ts).
+   */
+  store?: LeaseStore;
   logger: Logger;
   metrics: Metrics;
 }
@@ -46,7 +51,9 @@ export function createLeaseConsumerHandler(options: LeaseConsumerOptions) {
   const effect = shopEventEffect(DynamoDBDocumentClient.from(dynamodb), options);
   return withTelemetry(logger, metrics).use(
     fifoBatch({
-      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
+      store:
+        options.store ??
+        new DynamoDBIdempotencyStore({ client: dynamodb, tableName: options.idempotencyTableName }),
       logger,
       metrics,
       deadLetterQueue:
