@@ -9,6 +9,7 @@ import { IdempotencyConfigurationError, TransactionalStoreError } from '../idemp
 import type { LeaseStore } from '../idempotency/lease-store.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { storeName } from '../idempotency/transactional.js';
+import { ValkeyIdempotencyStore } from '../idempotency/valkey-store.js';
 import {
   DEAD_LETTER_QUEUE_OPTION_KEYS,
   DeadLetterQueue,
@@ -20,12 +21,14 @@ import {
   type ConsumerVariable,
   DEFAULT_MAX_ATTEMPTS,
   readConsumerEnvironment,
+  SERVERLESS_KEY_PREFIX,
 } from './environment.js';
 import { CONSUMER_HOOK_KEYS } from './hooks.js';
 import type { MessageParser } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import type { RecordProcessorOptions } from './record-processor.js';
 import type { ConsumerLogger, MetricsSink } from './telemetry.js';
+import { elastiCacheValkeyClient } from './valkey-client.js';
 
 /**
  * The options `fifoBatch` and `standardBatch` share (each documents them on its own options type):
@@ -34,6 +37,7 @@ import type { ConsumerLogger, MetricsSink } from './telemetry.js';
 export interface SharedConsumerOptions {
   operations: Readonly<Record<string, ConsumerOperation>>;
   store?: LeaseStore;
+  transactionalStore?: DynamoDBIdempotencyStore;
   deadLetterQueue?: DeadLetterQueueOptions;
   logger?: ConsumerLogger;
   metrics?: MetricsSink;
@@ -50,6 +54,7 @@ export interface SharedConsumerOptions {
 export const CONSUMER_OPTION_KEYS = {
   operations: true,
   store: true,
+  transactionalStore: true,
   deadLetterQueue: true,
   logger: true,
   metrics: true,
@@ -77,15 +82,24 @@ export function refuseUnknownConsumerKeys(
 }
 
 /**
- * Refuses, where the consumer is made, a store other than DynamoDB's for transactional operations:
- * their record commits in one DynamoDB transaction with their own writes (`TransactionalStoreError`).
+ * Refuses, where the consumer is made, transactional operations without a DynamoDB store: their
+ * record commits in one DynamoDB transaction with their own writes (`TransactionalStoreError`). A
+ * consumer given another `store` (Valkey's) runs them on its `transactionalStore`; one given neither
+ * runs them on the DynamoDB store of its environment (`IDEMPOTENCY_TABLE_NAME`), whatever keeps its
+ * lease records.
  */
-function refuseTransactionalStore({ store, operations }: SharedConsumerOptions): void {
-  if (!store || store instanceof DynamoDBIdempotencyStore) return;
+function refuseTransactionalStore({ store, transactionalStore, operations }: SharedConsumerOptions): void {
+  const given = transactionalStore ?? store;
+  if (!given || given instanceof DynamoDBIdempotencyStore) return;
   const transactional = Object.entries(operations ?? {})
     .filter(([, operation]) => operation.transactional)
     .map(([type, operation]) => `${type} (namespace ${operation.namespace})`);
-  if (transactional.length > 0) throw new TransactionalStoreError(transactional, storeName(store));
+  if (transactional.length > 0 || transactionalStore) {
+    throw new TransactionalStoreError(
+      transactional.length > 0 ? transactional : ['transactionalStore'],
+      storeName(given),
+    );
+  }
 }
 
 const TELEMETRY_CHOICES = ['powertools', 'off'] as const;
@@ -96,6 +110,49 @@ let dynamodbClient: DynamoDBClient | undefined;
 function defaultDynamoDBClient(): DynamoDBClient {
   dynamodbClient ??= new DynamoDBClient({});
   return dynamodbClient;
+}
+
+/** What the default stores read: the table, the records' lifetime, and the Valkey cache when there is one. */
+const STORE_VARIABLES = [
+  'idempotencyTableName',
+  'idempotencyTtlSeconds',
+  'valkeyEndpoint',
+  'valkeyUserId',
+  'valkeyCacheName',
+] as const satisfies readonly ConsumerVariable[];
+
+/** The DynamoDB store on the environment's table: the default store, and transactional operations' default. */
+function defaultTableStore(environment: ConsumerEnvironment): DynamoDBIdempotencyStore {
+  return new DynamoDBIdempotencyStore({
+    client: defaultDynamoDBClient(),
+    tableName: environment.idempotencyTableName,
+    ttlSeconds: environment.idempotencyTtlSeconds,
+  });
+}
+
+/**
+ * The Valkey store on the environment's ElastiCache Serverless cache (`IDEMPOTENCY_VALKEY_ENDPOINT`,
+ * as the OncelyPipeline construct sets it with `leaseRecords: 'valkey'`), or none without one. Its
+ * client connects on the first command, with IAM authentication under the function's credentials.
+ * Its keys carry the `{oncely}` hash tag: a serverless cache is a cluster, and each script's keys
+ * must share a slot.
+ */
+function defaultValkeyStore(environment: ConsumerEnvironment): ValkeyIdempotencyStore | undefined {
+  const { valkeyEndpoint, valkeyUserId, valkeyCacheName } = environment;
+  if (!valkeyEndpoint || !valkeyUserId || !valkeyCacheName) return undefined;
+  const dynamodb = defaultDynamoDBClient();
+  return new ValkeyIdempotencyStore({
+    client: elastiCacheValkeyClient({
+      ...valkeyEndpoint,
+      userId: valkeyUserId,
+      cacheName: valkeyCacheName,
+      region: process.env.AWS_REGION ?? '',
+      // The SDK's default chain, as the DynamoDB client resolved it: the function's role.
+      credentials: () => dynamodb.config.credentials(),
+    }),
+    keyPrefix: SERVERLESS_KEY_PREFIX,
+    ttlSeconds: environment.idempotencyTtlSeconds,
+  });
 }
 
 /** The line a consumer logs on its first batch, with the message types it handles (`messageTypes`). */
@@ -249,25 +306,23 @@ export class ConsumerSetup<V extends ConsumerVariable> {
    */
   settings(): ConsumerSettings<V> {
     if (this.#settings) return this.#settings;
-    const { operations, store, deadLetterQueue, maxAttempts } = this.#options;
+    const { operations, store, transactionalStore, deadLetterQueue, maxAttempts } = this.#options;
     const variables: ConsumerVariable[] = [
-      ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
+      ...(store ? [] : STORE_VARIABLES),
       ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
       ...this.#ownVariables,
       ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
     ];
     const environment = readConsumerEnvironment(variables) as ConsumerEnvironment;
+    const tableStore = store ? undefined : defaultTableStore(environment);
     const resolvedStore =
-      store ??
-      new DynamoDBIdempotencyStore({
-        client: defaultDynamoDBClient(),
-        tableName: environment.idempotencyTableName,
-        ttlSeconds: environment.idempotencyTtlSeconds,
-      });
+      store ?? defaultValkeyStore(environment) ?? (tableStore as DynamoDBIdempotencyStore);
     this.#settings = {
       environment,
       processor: {
         store: resolvedStore,
+        transactionalStore:
+          transactionalStore ?? (store instanceof DynamoDBIdempotencyStore ? store : tableStore),
         operations,
         deadLetterQueue: new DeadLetterQueue(
           deadLetterQueue ?? {

@@ -32,6 +32,13 @@ export const CONSUMER_ENVIRONMENT = {
   valkeyCacheName: 'IDEMPOTENCY_VALKEY_CACHE_NAME',
 } as const;
 
+/**
+ * The key prefix of the default Valkey store on the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names: a
+ * serverless cache is a cluster, and the keys one script writes (a record, its log, the unresolved
+ * index) must share a slot, which the `{oncely}` hash tag gives them.
+ */
+export const SERVERLESS_KEY_PREFIX = '{oncely}:';
+
 /** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 

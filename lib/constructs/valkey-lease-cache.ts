@@ -10,6 +10,7 @@ import {
 import { CfnServerlessCache, CfnUser, CfnUserGroup } from 'aws-cdk-lib/aws-elasticache';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { SERVERLESS_KEY_PREFIX } from '../../lambdas/consumer/environment.js';
 
 /**
  * The ports of a serverless Valkey cache: 6379 for reads and writes, 6380 for reads a client sends to
@@ -20,14 +21,7 @@ export const VALKEY_PORT = 6379;
 export const VALKEY_READER_PORT = 6380;
 
 /**
- * The key prefix of the lease records in the cache. A serverless cache is a cluster: each script's
- * keys (a record, its log, the unresolved index) must hash to one slot, which the `{oncely}` hash tag
- * ensures (ValkeyIdempotencyStore's `keyPrefix`).
- */
-export const SERVERLESS_KEY_PREFIX = '{oncely}:';
-
-/**
- * What the consumer's ElastiCache user may do: the commands of the store's scripts and of the
+ * What the consumer's ElastiCache user may do (its keys: the default store's, `SERVERLESS_KEY_PREFIX`): the commands of the store's scripts and of the
  * client's connection, on its own keys only. `-@dangerous` (FLUSHALL, KEYS, CONFIG…) is taken back
  * after the categories that would grant some of it; `info` is given back for iovalkey's ready check.
  */
