@@ -5,9 +5,9 @@ import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { OncelyPipeline } from '../../../lib/constructs/oncely-pipeline.js';
 
 const app = new App();
-const stack = new Stack(app, 'ValkeyLeases', {
-  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
-});
+// Environment-agnostic, like the shop's stacks: the VPC's AZs are Fn::GetAZs, and no lookup
+// writes a cdk.context.json into the repository.
+const stack = new Stack(app, 'ValkeyLeases');
 new OncelyPipeline(stack, 'Pipeline', {
   consumer: { entry: fileURLToPath(new URL('../../fixtures/minimal-consumer.ts', import.meta.url)) },
   leaseRecords: 'valkey',
