@@ -14,8 +14,12 @@ import { Construct } from 'constructs';
 /** Where lease-mode records are kept (DESIGN §3.1): the idempotency table, or a Valkey cache the construct provisions. */
 export type LeaseRecordsStore = 'dynamodb' | 'valkey';
 
+/** Where `LeaseRecordsNetwork` puts the consumer: `OncelyPipelineProps`' `vpc` and `vpcEndpoints`. */
 export interface LeaseRecordsNetworkProps {
-  /** The VPC to use; a new one when absent. */
+  /**
+   * The VPC to use.
+   * @default a new VPC of 2 AZs with private isolated subnets only: no internet gateway, no NAT gateway
+   */
   readonly vpc?: IVpc;
   /** Whether to add the DynamoDB gateway and SQS interface endpoints the consumer needs. */
   readonly vpcEndpoints: boolean;
@@ -29,6 +33,7 @@ export interface LeaseRecordsNetworkProps {
  * interface endpoint (DLQ sends, visibility changes), admitting the consumer's group only.
  */
 export class LeaseRecordsNetwork extends Construct {
+  /** The VPC of the consumer and the cache: the one given, or the one made. */
   readonly vpc: IVpc;
   /** The consumer's subnets: the VPC's private isolated ones, else its private ones with egress; one per AZ. */
   readonly subnets: SelectedSubnets;

@@ -27,12 +27,15 @@ export const VALKEY_READER_PORT = 6380;
  */
 export const VALKEY_ACCESS_STRING = `on ~${SERVERLESS_KEY_PREFIX}* -@all +@read +@write +@scripting +@connection -@dangerous +info`;
 
+/** Where `ValkeyLeaseCache` goes and whom it admits. */
 export interface ValkeyLeaseCacheProps {
+  /** The VPC of the cache's security group. */
   readonly vpc: IVpc;
   /** Where the cache's network interfaces go: the consumer's subnets, one per AZ, up to 3. */
   readonly subnets: SelectedSubnets;
   /** The consumer's security group: the only one the cache admits. */
   readonly clientSecurityGroup: ISecurityGroup;
+  /** The cache's on stack deletion: the pipeline's `removalPolicy`. */
   readonly removalPolicy: RemovalPolicy;
 }
 
@@ -43,8 +46,11 @@ export interface ValkeyLeaseCacheProps {
  * cache. TLS is always on for a serverless cache.
  */
 export class ValkeyLeaseCache extends Construct {
+  /** The serverless cache (engine `valkey`). */
   readonly cache: CfnServerlessCache;
+  /** The IAM-authenticated ElastiCache user the consumer connects as. */
   readonly user: CfnUser;
+  /** The cache's security group: ingress from the client's group only, on 6379–6380. */
   readonly securityGroup: SecurityGroup;
   /** The cache's name: the host of the IAM token's signed request. */
   readonly cacheName: string;
