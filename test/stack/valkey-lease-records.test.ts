@@ -81,6 +81,28 @@ describe('the cache', () => {
   });
 });
 
+describe('ElastiCache names (AWS refuses what breaks its rules: moto and cfn-lint do not check them)', () => {
+  it('are distinct for two pipelines in one stack, and valid whatever the stack and construct names', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new Stack(app, 'A-Very-Long-Stack-Name-For-A-Team-That-Likes-Long-Names');
+    const names = ['9Orders', 'Payments_Of_The_Whole_Company_Including_Refunds'].flatMap((id) => {
+      const cache = new OncelyPipeline(own, id, {
+        consumer: { entry: FIXTURE_CONSUMER },
+        leaseRecords: 'valkey',
+        outputPrefix: id.replace(/_/g, ''),
+        vpcEndpoints: id === '9Orders',
+      }).leaseRecordsCache;
+      return [cache?.cacheName, cache?.userId];
+    });
+    const groups = Object.values(Template.fromStack(own).findResources('AWS::ElastiCache::UserGroup')).map(
+      (group) => group.Properties.UserGroupId as string,
+    );
+    // Lowercase letters, digits and single hyphens, starting with a letter, at most 40 characters.
+    for (const name of [...names, ...groups]) expect(name).toMatch(/^(?!.*--)[a-z][a-z0-9-]{0,38}[a-z0-9]$/);
+    expect(new Set([...names, ...groups]).size).toBe(6);
+  });
+});
+
 describe('the network', () => {
   it('is a new VPC of 2 AZs, isolated subnets only: no internet gateway, no NAT gateway', () => {
     template.resourceCountIs('AWS::EC2::VPC', 1);
