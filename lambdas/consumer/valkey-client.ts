@@ -1,4 +1,4 @@
-import type { Redis, RedisOptions } from 'iovalkey';
+import type { Cluster, ClusterNode, ClusterOptions, Redis } from 'iovalkey';
 import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { elastiCacheIamToken, type SigningCredentials } from '../idempotency/elasticache-iam-token.js';
 import type { ValkeyScriptClient } from '../idempotency/valkey-store.js';
@@ -16,19 +16,23 @@ export interface ElastiCacheValkeyOptions {
   credentials: () => Promise<SigningCredentials>;
   /** @default Date.now */
   now?: () => number;
-  /** @default `import('iovalkey')`'s `Redis`; tests pass a fake */
-  loadClient?: () => Promise<new (options: RedisOptions) => Redis>;
+  /** @default `import('iovalkey')`'s `Cluster`; tests pass a fake */
+  loadClient?: () => Promise<ClusterClass>;
 }
+
+/** iovalkey's `Cluster` constructor: a serverless cache speaks the cluster protocol. */
+export type ClusterClass = new (nodes: ClusterNode[], options: ClusterOptions) => Cluster;
 
 /**
  * A Valkey client of an ElastiCache Serverless cache with IAM authentication, for the consumer's
- * default `ValkeyIdempotencyStore`: iovalkey, imported on the first command (a consumer whose records
- * stay in DynamoDB never loads it), over TLS (always on for serverless), its password a 15-minute
- * IAM token (`elastiCacheIamToken`) signed at each connection: the first, and every reconnection,
- * including the one after ElastiCache closes a connection at 12 hours.
+ * default `ValkeyIdempotencyStore`: iovalkey's cluster client (a serverless cache is only offered in
+ * cluster mode, and may answer MOVED), imported on the first command (a consumer whose records stay
+ * in DynamoDB never loads it), over TLS (always on for serverless), its password a 15-minute IAM
+ * token (`elastiCacheIamToken`) signed for each connection: the first to each node, and every
+ * reconnection, including the one after ElastiCache closes a connection at 12 hours.
  */
 export function elastiCacheValkeyClient(options: ElastiCacheValkeyOptions): ValkeyScriptClient {
-  let client: Promise<Redis> | undefined;
+  let client: Promise<Cluster> | undefined;
   const connected = () => {
     client ??= connect(options);
     // A failed import or credential read is tried again by the next command, not remembered.
@@ -43,8 +47,8 @@ export function elastiCacheValkeyClient(options: ElastiCacheValkeyOptions): Valk
   };
 }
 
-async function connect(options: ElastiCacheValkeyOptions): Promise<Redis> {
-  const RedisClient = await (options.loadClient ?? loadIovalkey)();
+async function connect(options: ElastiCacheValkeyOptions): Promise<Cluster> {
+  const ClusterClient = await (options.loadClient ?? loadIovalkey)();
   const now = options.now ?? Date.now;
   let credentials = await options.credentials();
   const token = () =>
@@ -55,30 +59,40 @@ async function connect(options: ElastiCacheValkeyOptions): Promise<Redis> {
       credentials,
       now: now(),
     });
-  const client = new RedisClient({
-    host: options.host,
-    port: options.port,
-    username: options.userId,
-    password: token(),
-    tls: { servername: options.host },
-  });
-  // iovalkey reads `options.password` at each connect, which follows this event: a fresh token then,
-  // with the credentials last resolved, and the next ones resolved meanwhile (they outlive a token).
-  client.on('reconnecting', () => {
-    client.options.password = token();
+  // The next credentials, resolved meanwhile (the function's outlive a token by hours).
+  const refreshCredentials = () =>
     options.credentials().then(
       (fresh) => {
         credentials = fresh;
       },
       () => {},
     );
+  const cluster = new ClusterClient([{ host: options.host, port: options.port }], {
+    // The endpoint's name, not its address: TLS checks the certificate against it.
+    dnsLookup: (address, callback) => callback(null, address),
+    redisOptions: {
+      username: options.userId,
+      // Read as each node's connection (and the slots refresher's) is made: a token signed then.
+      get password() {
+        return token();
+      },
+      tls: {},
+    },
   });
-  return client;
+  // The cluster replaces a lost node's connection (its nodes do not retry), which the getter above
+  // signs for; a node that does reconnect reads `options.password` after this event: a fresh token.
+  cluster.on('+node', (node: Redis) => {
+    node.on('reconnecting', () => {
+      node.options.password = token();
+      void refreshCredentials();
+    });
+  });
+  return cluster;
 }
 
-async function loadIovalkey(): Promise<new (options: RedisOptions) => Redis> {
+async function loadIovalkey(): Promise<ClusterClass> {
   try {
-    return (await import('iovalkey')).Redis;
+    return (await import('iovalkey')).Cluster;
   } catch (error) {
     throw new OncelyConfigurationError(
       ['IDEMPOTENCY_VALKEY_ENDPOINT'],

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { Redis, RedisOptions } from 'iovalkey';
+import type { ClusterNode, ClusterOptions, RedisOptions } from 'iovalkey';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { ConsumerSetup } from '../../lambdas/consumer/consumer-setup.js';
@@ -12,7 +12,7 @@ import {
   SERVERLESS_KEY_PREFIX,
 } from '../../lambdas/consumer/environment.js';
 import { fifoBatch, leaseOperation, transactionalOperation } from '../../lambdas/consumer/index.js';
-import { elastiCacheValkeyClient } from '../../lambdas/consumer/valkey-client.js';
+import { type ClusterClass, elastiCacheValkeyClient } from '../../lambdas/consumer/valkey-client.js';
 import { elastiCacheIamToken } from '../../lambdas/idempotency/elasticache-iam-token.js';
 import { TransactionalStoreError } from '../../lambdas/idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/store.js';
@@ -159,15 +159,22 @@ describe('the environment', () => {
   });
 });
 
-/** A stand-in for iovalkey's Redis: keeps its options, answers every script with its name. */
-function fakeRedis() {
-  const made: FakeRedis[] = [];
-  class FakeRedis extends EventEmitter {
-    readonly options: RedisOptions;
-    constructor(options: RedisOptions) {
+/** A node connection as iovalkey's cluster makes it: its own copy of the options (`defaults`). */
+class FakeNode extends EventEmitter {
+  readonly options: RedisOptions;
+  constructor(options: RedisOptions) {
+    super();
+    this.options = { ...options };
+  }
+}
+
+/** A stand-in for iovalkey's Cluster: keeps its nodes and options, answers every script with its name. */
+function fakeCluster() {
+  const made: { nodes: ClusterNode[]; options: ClusterOptions; cluster: EventEmitter }[] = [];
+  class FakeCluster extends EventEmitter {
+    constructor(nodes: ClusterNode[], options: ClusterOptions) {
       super();
-      this.options = { ...options };
-      made.push(this);
+      made.push({ nodes, options, cluster: this });
     }
     async evalsha(sha: string) {
       return sha;
@@ -176,12 +183,12 @@ function fakeRedis() {
       return script;
     }
   }
-  return { made, load: async () => FakeRedis as unknown as new (options: RedisOptions) => Redis };
+  return { made, load: async () => FakeCluster as unknown as ClusterClass };
 }
 
 describe('the client of the cache', () => {
-  it('connects on the first command, over TLS, as the user, with a token; a fresh one at each reconnection', async () => {
-    const { made, load } = fakeRedis();
+  it('connects on the first command, as a cluster client over TLS, as the user, with a token made for each connection', async () => {
+    const { made, load } = fakeCluster();
     let now = NOW;
     let resolved = 0;
     const client = elastiCacheValkeyClient({
@@ -201,15 +208,17 @@ describe('the client of the cache', () => {
     expect(await client.evalsha('abc', 0)).toBe('abc');
     expect(await client.eval('return 1', 0)).toBe('return 1');
     expect(made).toHaveLength(1);
-    const [redis] = made as unknown as [EventEmitter & { options: RedisOptions }];
-    expect(redis.options).toMatchObject({
-      host: 'orders.serverless.euw1.cache.amazonaws.com',
-      port: 6379,
-      username: 'orders-user',
-      tls: { servername: 'orders.serverless.euw1.cache.amazonaws.com' },
+    const [{ nodes, options, cluster }] = made as [(typeof made)[number]];
+    expect(nodes).toEqual([{ host: 'orders.serverless.euw1.cache.amazonaws.com', port: 6379 }]);
+    expect(options.redisOptions).toMatchObject({ username: 'orders-user', tls: {} });
+    // The endpoint's name is kept, for TLS to check the certificate against it.
+    options.dnsLookup?.('orders.serverless.euw1.cache.amazonaws.com', (error, address) => {
+      expect(error).toBeNull();
+      expect(address).toBe('orders.serverless.euw1.cache.amazonaws.com');
     });
-    const first = redis.options.password;
-    expect(first).toBe(
+    // A node made now copies a token signed now.
+    const node = new FakeNode({ ...options.redisOptions });
+    expect(node.options.password).toBe(
       elastiCacheIamToken({
         cacheName: 'orders-cache',
         userId: 'orders-user',
@@ -218,14 +227,18 @@ describe('the client of the cache', () => {
         now: NOW,
       }),
     );
+    cluster.emit('+node', node);
     now += 13 * 60 * 60 * 1000; // ElastiCache closed the connection at 12 hours
-    redis.emit('reconnecting');
-    expect(redis.options.password).toMatch(/X-Amz-Date=20261130T140203Z/);
+    node.emit('reconnecting');
+    expect(node.options.password).toMatch(/X-Amz-Date=20261130T140203Z/);
     expect(resolved).toBe(2);
+    // And a node made later (a slots refresh) copies a token of its own time.
+    now += 60_000;
+    expect({ ...options.redisOptions }.password).toMatch(/X-Amz-Date=20261130T140303Z/);
   });
 
   it('tries the import again on the next command after a failed one', async () => {
-    const { load } = fakeRedis();
+    const { load } = fakeCluster();
     let attempts = 0;
     const client = elastiCacheValkeyClient({
       host: 'h',
