@@ -107,8 +107,8 @@ export interface OncelyPipelineProps extends PipelineSettings {
    */
   readonly outputPrefix?: string;
   /**
-   * A customer-managed KMS key that encrypts the queue, the DLQ and the idempotency table; the
-   * pipeline's functions are granted its use. The key's policy must let SQS and DynamoDB use it
+   * A customer-managed KMS key that encrypts the queue, the DLQ and the idempotency table (and,
+   * with `leaseRecords: 'valkey'`, the cache's data at rest); the pipeline's functions are granted its use. The key's policy must let SQS and DynamoDB use it
    * (a key made with `new kms.Key(...)` in the same account does).
    * @default none: SQS-managed encryption for the queues, an AWS-owned key for the table
    */
@@ -249,6 +249,7 @@ export class OncelyPipeline extends Construct {
         subnets: this.leaseRecordsNetwork.subnets,
         clientSecurityGroup: this.leaseRecordsNetwork.consumerSecurityGroup,
         removalPolicy: settings.removalPolicy,
+        encryptionKey: this.encryptionKey,
       });
     }
     this.consumerEnvironment = this.#consumerEnvironmentOf(telemetryOf('consumer'));

@@ -9,6 +9,7 @@ import {
 } from 'aws-cdk-lib/aws-ec2';
 import { CfnServerlessCache, CfnUser, CfnUserGroup } from 'aws-cdk-lib/aws-elasticache';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { SERVERLESS_KEY_PREFIX } from '../../lambdas/consumer/environment.js';
 
@@ -37,6 +38,11 @@ export interface ValkeyLeaseCacheProps {
   readonly clientSecurityGroup: ISecurityGroup;
   /** The cache's on stack deletion: the pipeline's `removalPolicy`. */
   readonly removalPolicy: RemovalPolicy;
+  /**
+   * The customer-managed key encrypting the cache's data at rest: the pipeline's `encryptionKey`.
+   * @default an AWS-owned key
+   */
+  readonly encryptionKey?: IKey;
 }
 
 /**
@@ -94,6 +100,7 @@ export class ValkeyLeaseCache extends Construct {
       subnetIds: props.subnets.subnetIds.slice(0, 3),
       securityGroupIds: [this.securityGroup.securityGroupId],
       userGroupId: userGroup.ref,
+      kmsKeyId: props.encryptionKey?.keyArn,
     });
     this.cache.applyRemovalPolicy(props.removalPolicy);
   }

@@ -1,7 +1,8 @@
-import { App, Stack } from 'aws-cdk-lib';
+import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +50,21 @@ describe('the cache', () => {
     expect(isolated).toHaveLength(2);
     expect(cache.Properties.SubnetIds).toEqual(isolated.map((id) => ({ Ref: id })));
     expect(pipeline.leaseRecordsCache?.cacheName).toMatch(/^[a-z][a-z0-9-]{0,39}$/);
+  });
+
+  it("is encrypted at rest with the pipeline's encryptionKey when it has one, else an AWS-owned key", () => {
+    expect(only('AWS::ElastiCache::ServerlessCache')[1].Properties.KmsKeyId).toBeUndefined();
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new Stack(app, 'Keyed');
+    const key = new Key(own, 'Key');
+    new OncelyPipeline(own, 'Pipeline', {
+      consumer: { entry: FIXTURE_CONSUMER },
+      leaseRecords: 'valkey',
+      encryptionKey: key,
+    });
+    Template.fromStack(own).hasResourceProperties('AWS::ElastiCache::ServerlessCache', {
+      KmsKeyId: { 'Fn::GetAtt': [own.getLogicalId(key.node.defaultChild as CfnElement), 'Arn'] },
+    });
   });
 
   it('authenticates one IAM user, in the group attached to the cache', () => {
