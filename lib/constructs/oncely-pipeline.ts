@@ -172,7 +172,9 @@ function unknownPipelineProps(props: OncelyPipelineProps): string[] {
  * `queueType: 'standard'`, standard ones), the idempotency table with its index of unresolved
  * records, the publisher Lambda, the SQS event source with partial batch responses, the scheduled
  * monitor of unresolved records, least-privilege grants, alarms and stack outputs. Your consumer's
- * environment tells `fifoBatch` (or `standardBatch`) everything it needs.
+ * environment tells `fifoBatch` (or `standardBatch`) everything it needs. With
+ * `leaseRecords: 'valkey'`, also an ElastiCache Serverless cache for the consumer's lease records,
+ * and the VPC and endpoints the consumer reaches it and AWS through.
  * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
  *
  * @example
