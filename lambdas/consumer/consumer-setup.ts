@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
 import { loadTracing, type Tracing } from '../common/tracing.js';
@@ -9,7 +10,6 @@ import { IdempotencyConfigurationError, TransactionalStoreError } from '../idemp
 import type { LeaseStore } from '../idempotency/lease-store.js';
 import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import { storeName } from '../idempotency/transactional.js';
-import { ValkeyIdempotencyStore } from '../idempotency/valkey-store.js';
 import {
   DEAD_LETTER_QUEUE_OPTION_KEYS,
   DeadLetterQueue,
@@ -17,18 +17,17 @@ import {
   defaultSqsClient,
 } from './dead-letter-queue.js';
 import {
+  CONSUMER_ENVIRONMENT,
   type ConsumerEnvironment,
   type ConsumerVariable,
   DEFAULT_MAX_ATTEMPTS,
   readConsumerEnvironment,
-  SERVERLESS_KEY_PREFIX,
 } from './environment.js';
 import { CONSUMER_HOOK_KEYS } from './hooks.js';
 import type { MessageParser } from './message.js';
 import type { ConsumerOperation } from './operations.js';
 import type { RecordProcessorOptions } from './record-processor.js';
 import type { ConsumerLogger, MetricsSink } from './telemetry.js';
-import { elastiCacheValkeyClient } from './valkey-client.js';
 
 /**
  * The options `fifoBatch` and `standardBatch` share (each documents them on its own options type):
@@ -131,28 +130,44 @@ function defaultTableStore(environment: ConsumerEnvironment): DynamoDBIdempotenc
 }
 
 /**
- * The Valkey store on the environment's ElastiCache Serverless cache (`IDEMPOTENCY_VALKEY_ENDPOINT`,
- * as the OncelyPipeline construct sets it with `leaseRecords: 'valkey'`), or none without one. Its
- * client connects on the first command, with IAM authentication under the function's credentials.
- * Its keys carry the `{oncely}` hash tag: a serverless cache is a cluster, and each script's keys
- * must share a slot.
+ * Makes the default Valkey store from the environment's cache and the default DynamoDB client (its
+ * credentials sign the IAM token). `valkey-default-store.ts` provides it, and the OncelyPipeline
+ * construct bundles that module into a consumer only with `leaseRecords: 'valkey'`: a consumer
+ * whose records stay in DynamoDB carries neither the Valkey store's scripts nor iovalkey.
  */
-function defaultValkeyStore(environment: ConsumerEnvironment): ValkeyIdempotencyStore | undefined {
-  const { valkeyEndpoint, valkeyUserId, valkeyCacheName } = environment;
-  if (!valkeyEndpoint || !valkeyUserId || !valkeyCacheName) return undefined;
-  const dynamodb = defaultDynamoDBClient();
-  return new ValkeyIdempotencyStore({
-    client: elastiCacheValkeyClient({
-      ...valkeyEndpoint,
-      userId: valkeyUserId,
-      cacheName: valkeyCacheName,
-      region: process.env.AWS_REGION ?? '',
-      // The SDK's default chain, as the DynamoDB client resolved it: the function's role.
-      credentials: () => dynamodb.config.credentials(),
-    }),
-    keyPrefix: SERVERLESS_KEY_PREFIX,
-    ttlSeconds: environment.idempotencyTtlSeconds,
-  });
+export type ValkeyDefaultStore = (environment: ConsumerEnvironment, dynamodb: DynamoDBClient) => LeaseStore;
+
+/** On `globalThis`, so that a bundle holding two copies of this module still shares the one provided. */
+const VALKEY_DEFAULT_STORE = Symbol.for('oncely.consumer.valkeyDefaultStore');
+type WithValkeyDefault = typeof globalThis & { [VALKEY_DEFAULT_STORE]?: ValkeyDefaultStore };
+
+/**
+ * Provides (or, with `undefined`, withdraws) the factory of the default Valkey store; returns the
+ * previous one.
+ * @internal
+ */
+export function provideValkeyDefaultStore(
+  factory: ValkeyDefaultStore | undefined,
+): ValkeyDefaultStore | undefined {
+  const scope = globalThis as WithValkeyDefault;
+  const previous = scope[VALKEY_DEFAULT_STORE];
+  scope[VALKEY_DEFAULT_STORE] = factory;
+  return previous;
+}
+
+/** The default store on the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names, or none without one. */
+function defaultValkeyStore(environment: ConsumerEnvironment): LeaseStore | undefined {
+  if (!environment.valkeyEndpoint) return undefined;
+  const factory = (globalThis as WithValkeyDefault)[VALKEY_DEFAULT_STORE];
+  if (!factory) {
+    throw new OncelyConfigurationError(
+      [CONSUMER_ENVIRONMENT.valkeyEndpoint],
+      `${CONSUMER_ENVIRONMENT.valkeyEndpoint} is set, but this consumer was bundled without the Valkey store: ` +
+        "the OncelyPipeline construct adds it with leaseRecords: 'valkey'. Elsewhere, pass the consumer a " +
+        'store (a ValkeyIdempotencyStore of your client) and, for transactional operations, a transactionalStore.',
+    );
+  }
+  return factory(environment, defaultDynamoDBClient());
 }
 
 /** The line a consumer logs on its first batch, with the message types it handles (`messageTypes`). */

@@ -58,6 +58,9 @@ import {
 import { recordStatement } from './record-grants.js';
 import { ValkeyLeaseCache } from './valkey-lease-cache.js';
 
+/** The module that provides a consumer's default Valkey store (`leaseRecords: 'valkey'`). */
+const VALKEY_DEFAULT_STORE_ENTRY = '../../lambdas/consumer/valkey-default-store';
+
 /** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
 export interface OncelyConsumerEntry
   extends Omit<NodejsFunctionProps, 'entry' | 'role' | 'logGroup' | 'timeout' | 'memorySize' | 'runtime'> {
@@ -463,10 +466,15 @@ export class OncelyPipeline extends Construct {
       }
       return consumer.function;
     }
-    const { entry, handler, environment, ...options } = consumer;
+    const { entry, handler, environment, bundling, ...options } = consumer;
     const network = this.leaseRecordsNetwork;
     return this.#function('Consumer', entry, {
       ...options,
+      // The module providing the default Valkey store, which only this consumer's bundle carries:
+      // every other consumer's leaves out the store's scripts and iovalkey.
+      bundling: network
+        ? { ...bundling, inject: [...(bundling?.inject ?? []), packageEntry(VALKEY_DEFAULT_STORE_ENTRY)] }
+        : bundling,
       ...(network
         ? {
             vpc: network.vpc,

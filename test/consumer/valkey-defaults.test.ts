@@ -5,7 +5,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'iovalkey';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
-import { ConsumerSetup } from '../../lambdas/consumer/consumer-setup.js';
+import { ConsumerSetup, provideValkeyDefaultStore } from '../../lambdas/consumer/consumer-setup.js';
 import {
   CONSUMER_ENVIRONMENT,
   readConsumerEnvironment,
@@ -13,6 +13,8 @@ import {
 } from '../../lambdas/consumer/environment.js';
 import { fifoBatch, leaseOperation, transactionalOperation } from '../../lambdas/consumer/index.js';
 import { type ClusterClass, elastiCacheValkeyClient } from '../../lambdas/consumer/valkey-client.js';
+// What the construct injects into a consumer's bundle with leaseRecords: 'valkey'.
+import { serverlessValkeyStore } from '../../lambdas/consumer/valkey-default-store.js';
 import { elastiCacheIamToken } from '../../lambdas/idempotency/elasticache-iam-token.js';
 import { TransactionalStoreError } from '../../lambdas/idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/store.js';
@@ -286,6 +288,23 @@ describe('a consumer of the construct with leaseRecords: valkey', () => {
       expect(transactionalStore).toBeInstanceOf(DynamoDBIdempotencyStore);
       expect(transactionalStore?.tableName).toBe('idempotency');
     } finally {
+      process.env = saved;
+    }
+  });
+
+  it('refuses, naming the variable, an endpoint in a consumer bundled without the Valkey store', () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, ENVIRONMENT);
+    const provided = provideValkeyDefaultStore(undefined);
+    try {
+      expect(provided).toBe(serverlessValkeyStore);
+      const setup = new ConsumerSetup({ operations: { Mailed: mail } }, [], {});
+      expect(() => setup.settings()).toThrow(OncelyConfigurationError);
+      expect(() => setup.settings()).toThrow(
+        /IDEMPOTENCY_VALKEY_ENDPOINT is set, but this consumer was bundled without the Valkey store/,
+      );
+    } finally {
+      provideValkeyDefaultStore(provided);
       process.env = saved;
     }
   });

@@ -1,3 +1,7 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
@@ -5,16 +9,20 @@ import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { lambdaBuildOptions, lambdaBundleFile, lambdaBundling } from '../../lib/constructs/bundling.js';
 import { OncelyPipeline, type OncelyPipelineProps } from '../../lib/constructs/oncely-pipeline.js';
+import { packageEntry } from '../../lib/constructs/package-entries.js';
 import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
 // Issue 46, part 3: `leaseRecords: 'valkey'` provisions an ElastiCache Serverless cache for Valkey
 // and places the consumer beside it, reaching AWS through endpoints rather than a NAT gateway.
 const { app, stack, template, pipeline } = buildStack({ leaseRecords: 'valkey' });
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const only = (type: string) => {
   const found = Object.entries(template.findResources(type));
@@ -240,6 +248,34 @@ describe('the consumer', () => {
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'elasticache:Connect' })]) },
     });
   });
+});
+
+describe("the consumer's bundle", () => {
+  const bundled = async (inject: string[]) => {
+    const outdir = await mkdtemp(join(tmpdir(), 'oncely-valkey-bundle-'));
+    try {
+      const bundling = lambdaBundling({ inject });
+      await build({
+        ...lambdaBuildOptions({ projectRoot: PROJECT_ROOT, entry: FIXTURE_CONSUMER, outdir }, bundling),
+        logLevel: 'error',
+      });
+      return await readFile(join(outdir, lambdaBundleFile()), 'utf8');
+    } finally {
+      await rm(outdir, { recursive: true, force: true });
+    }
+  };
+
+  it("carries the Valkey store and iovalkey only with leaseRecords: 'valkey', which injects them", async () => {
+    // The module the construct injects (oncely-pipeline.ts), and what only it brings: the token's
+    // request, the store's Lua scripts, iovalkey's cluster client.
+    const injected = packageEntry('../../lambdas/consumer/valkey-default-store');
+    const marks = [/ResourceType/, /redis\.call/, /CLUSTER SLOTS|cluster slots|clusterRetryStrategy/i];
+    const [withValkey, without] = await Promise.all([bundled([injected]), bundled([])]);
+    for (const mark of marks) {
+      expect(withValkey).toMatch(mark);
+      expect(without).not.toMatch(mark);
+    }
+  }, 60_000);
 });
 
 describe('the default, DynamoDB', () => {
