@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -101,6 +101,24 @@ describe("leaseRecords: 'valkey' against moto", () => {
     const { Functions = [] } = await clients.lambda.send(new ListFunctionsCommand({}));
     const names = Functions.map((fn) => fn.FunctionName ?? '');
     expect(names.some((name) => name.startsWith(`${STACK}-PipelineConsumer`))).toBe(false);
+  });
+
+  it("bundled the Valkey store into the consumer's asset only (the construct's esbuild inject)", () => {
+    const template = JSON.parse(readFileSync(join(output, `${STACK}.template.json`), 'utf8')) as {
+      Resources: Record<string, { Type: string; Metadata?: Record<string, string> }>;
+    };
+    const code = (prefix: string) => {
+      const [, resource] = Object.entries(template.Resources).find(
+        ([id, { Type }]) => Type === 'AWS::Lambda::Function' && id.startsWith(prefix),
+      ) ?? ['', undefined];
+      const asset = resource?.Metadata?.['aws:asset:path'] as string;
+      return readFileSync(join(output, asset, 'index.mjs'), 'utf8');
+    };
+    // The token's request and the store's scripts.
+    for (const mark of [/ResourceType/, /redis\.call/]) {
+      expect(code('PipelineConsumer')).toMatch(mark);
+      expect(code('PipelinePublisher')).not.toMatch(mark);
+    }
   });
 
   it('is a template cfn-lint finds no error in, and only warnings cfn-lint-explained.ts explains', async () => {
