@@ -48,6 +48,19 @@ export class EnvironmentReader {
     return value;
   }
 
+  /** A `host:port` address (a port from 1 to 65535); required unless `optional`. */
+  endpoint(variable: string, presence?: 'optional'): { host: string; port: number } | undefined {
+    const value = presence === 'optional' ? this.optional(variable) : this.required(variable);
+    if (!value) return undefined;
+    const match = /^([^\s:/]+):(\d{1,5})$/.exec(value);
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65_535) {
+      this.#problem(variable, `must be host:port, not ${JSON.stringify(value)}`);
+      return undefined;
+    }
+    return { host: match[1] as string, port };
+  }
+
   /** An optional whole number in `range`: `fallback` when unset. */
   integer(variable: string, range: IntegerRange, fallback: number): number;
   integer(variable: string, range: IntegerRange): number | undefined;

@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
 import { loadTracing, type Tracing } from '../common/tracing.js';
@@ -16,6 +17,7 @@ import {
   defaultSqsClient,
 } from './dead-letter-queue.js';
 import {
+  CONSUMER_ENVIRONMENT,
   type ConsumerEnvironment,
   type ConsumerVariable,
   DEFAULT_MAX_ATTEMPTS,
@@ -34,6 +36,7 @@ import type { ConsumerLogger, MetricsSink } from './telemetry.js';
 export interface SharedConsumerOptions {
   operations: Readonly<Record<string, ConsumerOperation>>;
   store?: LeaseStore;
+  transactionalStore?: DynamoDBIdempotencyStore;
   deadLetterQueue?: DeadLetterQueueOptions;
   logger?: ConsumerLogger;
   metrics?: MetricsSink;
@@ -50,6 +53,7 @@ export interface SharedConsumerOptions {
 export const CONSUMER_OPTION_KEYS = {
   operations: true,
   store: true,
+  transactionalStore: true,
   deadLetterQueue: true,
   logger: true,
   metrics: true,
@@ -77,15 +81,24 @@ export function refuseUnknownConsumerKeys(
 }
 
 /**
- * Refuses, where the consumer is made, a store other than DynamoDB's for transactional operations:
- * their record commits in one DynamoDB transaction with their own writes (`TransactionalStoreError`).
+ * Refuses, where the consumer is made, transactional operations without a DynamoDB store: their
+ * record commits in one DynamoDB transaction with their own writes (`TransactionalStoreError`). A
+ * consumer given another `store` (Valkey's) runs them on its `transactionalStore`; one given neither
+ * runs them on the DynamoDB store of its environment (`IDEMPOTENCY_TABLE_NAME`), whatever keeps its
+ * lease records.
  */
-function refuseTransactionalStore({ store, operations }: SharedConsumerOptions): void {
-  if (!store || store instanceof DynamoDBIdempotencyStore) return;
+function refuseTransactionalStore({ store, transactionalStore, operations }: SharedConsumerOptions): void {
+  const given = transactionalStore ?? store;
+  if (!given || given instanceof DynamoDBIdempotencyStore) return;
   const transactional = Object.entries(operations ?? {})
     .filter(([, operation]) => operation.transactional)
     .map(([type, operation]) => `${type} (namespace ${operation.namespace})`);
-  if (transactional.length > 0) throw new TransactionalStoreError(transactional, storeName(store));
+  if (transactional.length > 0 || transactionalStore) {
+    throw new TransactionalStoreError(
+      transactional.length > 0 ? transactional : ['transactionalStore'],
+      storeName(given),
+    );
+  }
 }
 
 const TELEMETRY_CHOICES = ['powertools', 'off'] as const;
@@ -96,6 +109,65 @@ let dynamodbClient: DynamoDBClient | undefined;
 function defaultDynamoDBClient(): DynamoDBClient {
   dynamodbClient ??= new DynamoDBClient({});
   return dynamodbClient;
+}
+
+/** What the default stores read: the table, the records' lifetime, and the Valkey cache when there is one. */
+const STORE_VARIABLES = [
+  'idempotencyTableName',
+  'idempotencyTtlSeconds',
+  'valkeyEndpoint',
+  'valkeyUserId',
+  'valkeyCacheName',
+] as const satisfies readonly ConsumerVariable[];
+
+/** The DynamoDB store on the environment's table: the default store, and transactional operations' default. */
+function defaultTableStore(environment: ConsumerEnvironment): DynamoDBIdempotencyStore {
+  return new DynamoDBIdempotencyStore({
+    client: defaultDynamoDBClient(),
+    tableName: environment.idempotencyTableName,
+    ttlSeconds: environment.idempotencyTtlSeconds,
+  });
+}
+
+/**
+ * Makes the default Valkey store from the environment's cache and the default DynamoDB client (its
+ * credentials sign the IAM token). `valkey-default-store.ts` provides it, and the OncelyPipeline
+ * construct bundles that module into a consumer only with `leaseRecords: 'valkey'`: a consumer
+ * whose records stay in DynamoDB carries neither the Valkey store's scripts nor iovalkey.
+ */
+export type ValkeyDefaultStore = (environment: ConsumerEnvironment, dynamodb: DynamoDBClient) => LeaseStore;
+
+/** On `globalThis`, so that a bundle holding two copies of this module still shares the one provided. */
+const VALKEY_DEFAULT_STORE = Symbol.for('oncely.consumer.valkeyDefaultStore');
+type WithValkeyDefault = typeof globalThis & { [VALKEY_DEFAULT_STORE]?: ValkeyDefaultStore };
+
+/**
+ * Provides (or, with `undefined`, withdraws) the factory of the default Valkey store; returns the
+ * previous one.
+ * @internal
+ */
+export function provideValkeyDefaultStore(
+  factory: ValkeyDefaultStore | undefined,
+): ValkeyDefaultStore | undefined {
+  const scope = globalThis as WithValkeyDefault;
+  const previous = scope[VALKEY_DEFAULT_STORE];
+  scope[VALKEY_DEFAULT_STORE] = factory;
+  return previous;
+}
+
+/** The default store on the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names, or none without one. */
+function defaultValkeyStore(environment: ConsumerEnvironment): LeaseStore | undefined {
+  if (!environment.valkeyEndpoint) return undefined;
+  const factory = (globalThis as WithValkeyDefault)[VALKEY_DEFAULT_STORE];
+  if (!factory) {
+    throw new OncelyConfigurationError(
+      [CONSUMER_ENVIRONMENT.valkeyEndpoint],
+      `${CONSUMER_ENVIRONMENT.valkeyEndpoint} is set, but this consumer was bundled without the Valkey store: ` +
+        "the OncelyPipeline construct adds it with leaseRecords: 'valkey'. Elsewhere, pass the consumer a " +
+        'store (a ValkeyIdempotencyStore of your client) and, for transactional operations, a transactionalStore.',
+    );
+  }
+  return factory(environment, defaultDynamoDBClient());
 }
 
 /** The line a consumer logs on its first batch, with the message types it handles (`messageTypes`). */
@@ -249,25 +321,23 @@ export class ConsumerSetup<V extends ConsumerVariable> {
    */
   settings(): ConsumerSettings<V> {
     if (this.#settings) return this.#settings;
-    const { operations, store, deadLetterQueue, maxAttempts } = this.#options;
+    const { operations, store, transactionalStore, deadLetterQueue, maxAttempts } = this.#options;
     const variables: ConsumerVariable[] = [
-      ...(store ? [] : (['idempotencyTableName', 'idempotencyTtlSeconds'] as const)),
+      ...(store ? [] : STORE_VARIABLES),
       ...(deadLetterQueue ? [] : (['dlqUrl', 'queueUrl'] as const)),
       ...this.#ownVariables,
       ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
     ];
     const environment = readConsumerEnvironment(variables) as ConsumerEnvironment;
+    const tableStore = store ? undefined : defaultTableStore(environment);
     const resolvedStore =
-      store ??
-      new DynamoDBIdempotencyStore({
-        client: defaultDynamoDBClient(),
-        tableName: environment.idempotencyTableName,
-        ttlSeconds: environment.idempotencyTtlSeconds,
-      });
+      store ?? defaultValkeyStore(environment) ?? (tableStore as DynamoDBIdempotencyStore);
     this.#settings = {
       environment,
       processor: {
         store: resolvedStore,
+        transactionalStore:
+          transactionalStore ?? (store instanceof DynamoDBIdempotencyStore ? store : tableStore),
         operations,
         deadLetterQueue: new DeadLetterQueue(
           deadLetterQueue ?? {

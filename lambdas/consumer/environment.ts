@@ -20,7 +20,24 @@ export const CONSUMER_ENVIRONMENT = {
   maxAttempts: 'MAX_ATTEMPTS',
   /** Optional: how many records of a standard queue's batch run at once (`standardBatch`); 100 when unset. */
   maxConcurrentRecords: 'MAX_CONCURRENT_RECORDS',
+  /**
+   * Optional: `host:port` of the ElastiCache Serverless cache for Valkey that keeps the lease-mode
+   * records (TLS, IAM authentication); when set, the default `store` is a `ValkeyIdempotencyStore` on
+   * it, and transactional operations keep theirs in `IDEMPOTENCY_TABLE_NAME`.
+   */
+  valkeyEndpoint: 'IDEMPOTENCY_VALKEY_ENDPOINT',
+  /** With `IDEMPOTENCY_VALKEY_ENDPOINT`: the ElastiCache user the consumer connects as (IAM authentication). */
+  valkeyUserId: 'IDEMPOTENCY_VALKEY_USER_ID',
+  /** With `IDEMPOTENCY_VALKEY_ENDPOINT`: the serverless cache's name, which the IAM token is signed for. */
+  valkeyCacheName: 'IDEMPOTENCY_VALKEY_CACHE_NAME',
 } as const;
+
+/**
+ * The key prefix of the default Valkey store on the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names: a
+ * serverless cache is a cluster, and the keys one script writes (a record, its log, the unresolved
+ * index) must share a slot, which the `{oncely}` hash tag gives them.
+ */
+export const SERVERLESS_KEY_PREFIX = '{oncely}:';
 
 /** `maxAttempts` when neither the option nor `MAX_ATTEMPTS` sets it; the construct derives its `maxReceiveCount` from it. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
@@ -51,6 +68,18 @@ export interface ConsumerEnvironment {
   maxAttempts?: number;
   /** `MAX_CONCURRENT_RECORDS`: how many records of a standard queue's batch run at once; absent when unset. */
   maxConcurrentRecords?: number;
+  /** `IDEMPOTENCY_VALKEY_ENDPOINT`: the lease records cache's host and port; absent when unset. */
+  valkeyEndpoint?: ValkeyEndpoint;
+  /** `IDEMPOTENCY_VALKEY_USER_ID`: required with `IDEMPOTENCY_VALKEY_ENDPOINT`, ignored without. */
+  valkeyUserId?: string;
+  /** `IDEMPOTENCY_VALKEY_CACHE_NAME`: required with `IDEMPOTENCY_VALKEY_ENDPOINT`, ignored without. */
+  valkeyCacheName?: string;
+}
+
+/** A Valkey server's address, read from `host:port`. */
+export interface ValkeyEndpoint {
+  host: string;
+  port: number;
 }
 
 const ALL_VARIABLES = Object.keys(CONSUMER_ENVIRONMENT) as ConsumerVariable[];
@@ -73,7 +102,13 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
     maxConcurrentGroups,
     maxAttempts,
     maxConcurrentRecords,
+    valkeyEndpoint,
+    valkeyUserId,
+    valkeyCacheName,
   } = CONSUMER_ENVIRONMENT;
+  // The user and the cache are read (and required) only with an endpoint.
+  const withValkey = (readValue: () => string) => () =>
+    environment[valkeyEndpoint] ? readValue() : undefined;
   const readers: Record<ConsumerVariable, () => unknown> = {
     idempotencyTableName: () => read.required(idempotencyTableName),
     idempotencyTtlSeconds: () => read.integer(idempotencyTtlSeconds, { min: 1 }),
@@ -82,6 +117,9 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
     maxConcurrentGroups: () => read.integer(maxConcurrentGroups, { min: 1 }),
     maxAttempts: () => read.integer(maxAttempts, { min: 1 }),
     maxConcurrentRecords: () => read.integer(maxConcurrentRecords, { min: 1 }),
+    valkeyEndpoint: () => read.endpoint(valkeyEndpoint, 'optional'),
+    valkeyUserId: withValkey(() => read.required(valkeyUserId)),
+    valkeyCacheName: withValkey(() => read.required(valkeyCacheName)),
   };
   const values = Object.fromEntries(variables.map((variable) => [variable, readers[variable]()]));
   read.check(

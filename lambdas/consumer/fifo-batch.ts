@@ -2,6 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { KnownKeys } from '../common/known-keys.js';
 import type { LeaseStore } from '../idempotency/lease-store.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
   type BatchRecord,
   batchMiddleware,
@@ -38,13 +39,25 @@ export interface FifoBatchOptions {
   /** The operation for each message type; a message of another type goes to the DLQ. */
   operations: Readonly<Record<string, ConsumerOperation>>;
   /**
-   * Where the records are kept: the idempotency table, or a `ValkeyIdempotencyStore` when every
-   * operation is a lease operation (transactional ones need DynamoDB: `TransactionalStoreError`).
-   * @default a `DynamoDBIdempotencyStore` on the table `IDEMPOTENCY_TABLE_NAME`, whose records live
-   * `IDEMPOTENCY_TTL_SECONDS` (30 days when unset), through a `DynamoDBClient` with the function's
-   * region and credentials
+   * Where the records are kept: the idempotency table, or a `ValkeyIdempotencyStore` for the lease
+   * operations' records and DLQ marks (transactional operations then need a `transactionalStore`:
+   * `TransactionalStoreError`).
+   * @default with `IDEMPOTENCY_VALKEY_ENDPOINT` set (OncelyPipeline's `leaseRecords: 'valkey'`), a
+   * `ValkeyIdempotencyStore` on that ElastiCache Serverless cache, over TLS with IAM authentication as
+   * the user `IDEMPOTENCY_VALKEY_USER_ID` (iovalkey, imported on the first batch); otherwise a
+   * `DynamoDBIdempotencyStore` on the table `IDEMPOTENCY_TABLE_NAME`, through a `DynamoDBClient` with
+   * the function's region and credentials. Either's records live `IDEMPOTENCY_TTL_SECONDS` (30 days
+   * when unset).
    */
   store?: LeaseStore;
+  /**
+   * Where transactional operations keep their records when `store` is not DynamoDB's: their record
+   * commits in one DynamoDB transaction with their writes, so it must be a `DynamoDBIdempotencyStore`.
+   * @default `store` when it is a `DynamoDBIdempotencyStore`; without a `store`, the DynamoDB store on
+   * `IDEMPOTENCY_TABLE_NAME` (also when the lease records are in Valkey); otherwise none, and a
+   * transactional operation is refused (`TransactionalStoreError`)
+   */
+  transactionalStore?: DynamoDBIdempotencyStore;
   /**
    * Where non-retryable records go at once.
    * @default the queue `DLQ_URL` through an `SQSClient` with the function's region and credentials,

@@ -1,10 +1,13 @@
 import type { Context } from 'aws-lambda';
 import type { LeaseStore } from '../idempotency/lease-store.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import type { RecordTelemetry } from './telemetry.js';
 
 /** What the batch middleware gives an operation for one record. */
 export interface OperationRuntime {
   store: LeaseStore;
+  /** Where transactional operations keep their records, when `store` is not DynamoDB's. */
+  transactionalStore?: DynamoDBIdempotencyStore;
   telemetry: RecordTelemetry;
   lambdaContext: Context;
   /** Aborted when the batch fails as a whole: a lease acquired after that is released unused. */

@@ -230,8 +230,9 @@ export function transactionalOperation<P = unknown, T = unknown>(
     namespace,
     transactional: true,
     recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
-    async execute(message, { store, telemetry, lambdaContext }) {
+    async execute(message, { store: leaseStore, transactionalStore, telemetry, lambdaContext }) {
       // The consumer refused such a store when it was made (`refuseTransactionalStore`).
+      const store = transactionalStore ?? leaseStore;
       if (!(store instanceof DynamoDBIdempotencyStore)) {
         throw new TransactionalStoreError([namespace], storeName(store));
       }

@@ -8,6 +8,7 @@ import {
 } from '../idempotency/errors.js';
 import { DEFAULT_LEASE_MARGIN_MS } from '../idempotency/lease.js';
 import type { LeaseStore } from '../idempotency/lease-store.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import type { DeadLetterQueue, DeadLetterSend } from './dead-letter-queue.js';
 import {
   AttemptsExhaustedError,
@@ -25,6 +26,8 @@ import type { RecordTelemetry } from './telemetry.js';
 
 export interface RecordProcessorOptions {
   store: LeaseStore;
+  /** Transactional operations' store, when `store` is not DynamoDB's (DESIGN §3.1). */
+  transactionalStore?: DynamoDBIdempotencyStore;
   operations: Readonly<Record<string, ConsumerOperation>>;
   deadLetterQueue: DeadLetterQueue;
   horizon: DedupHorizon;
@@ -95,7 +98,13 @@ export async function processRecord(
       );
       return 'succeeded';
     }
-    const runtime = { store: options.store, telemetry, maxAttempts: options.maxAttempts, ...invocation };
+    const runtime = {
+      store: options.store,
+      transactionalStore: options.transactionalStore,
+      telemetry,
+      maxAttempts: options.maxAttempts,
+      ...invocation,
+    };
     if (!(operation instanceof LeaseOperation)) receiveCount = message.receiveCount;
     // Inside the record's span: the spans of the effect's own calls nest under it.
     const run = () =>

@@ -211,8 +211,9 @@ export class TransactionalStoreError extends OncelyError {
     super(
       `transactional mode needs a DynamoDBIdempotencyStore, not a ${storeName} (${operations.join(', ')}): it ` +
         "commits the record in one DynamoDB transaction with the handler's own writes, which a record kept " +
-        'elsewhere cannot join. Give these operations a consumer with a DynamoDBIdempotencyStore, or make them ' +
-        'lease operations (leaseOperation), which any store serves.',
+        'elsewhere cannot join. Give the consumer a DynamoDBIdempotencyStore for them (fifoBatch and ' +
+        "standardBatch's transactionalStore option, beside a Valkey store), or make them lease operations " +
+        '(leaseOperation), which any store serves.',
     );
   }
 }

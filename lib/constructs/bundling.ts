@@ -229,5 +229,8 @@ export function lambdaBuildOptions(
     banner: bundling.banner ? { js: bundling.banner } : undefined,
     define: bundling.define,
     logOverride: bundling.logOverride,
+    // NodejsFunction's `--inject:` (OncelyPipeline injects the Valkey store's module with
+    // `leaseRecords: 'valkey'`).
+    ...(bundling.inject?.length ? { inject: bundling.inject } : {}),
   };
 }

@@ -11,6 +11,11 @@ export { OncelyError } from '../../lambdas/idempotency/errors.js';
 export type { OutboxLayout } from '../../lambdas/outbox/layout.js';
 export { LAMBDA_BUNDLING, type LambdaBundling, oncelyBundling } from './bundling.js';
 export { describeDeployedPipeline } from './deployed-pipeline.js';
+export {
+  LeaseRecordsNetwork,
+  type LeaseRecordsNetworkProps,
+  type LeaseRecordsStore,
+} from './lease-records-network.js';
 export { OncelyOutbox, type OncelyOutboxProps } from './oncely-outbox.js';
 export {
   type OncelyConsumerEntry,
@@ -30,3 +35,4 @@ export {
 } from './pipeline-outputs.js';
 export type { PipelineQueueType, PipelineSettings, ResolvedSettings } from './pipeline-settings.js';
 export { SANDBOX_CONTEXT } from './sandbox-context.js';
+export { ValkeyLeaseCache, type ValkeyLeaseCacheProps } from './valkey-lease-cache.js';

@@ -7,6 +7,7 @@ import {
   Table,
   TableEncryption,
 } from 'aws-cdk-lib/aws-dynamodb';
+import type { IVpc } from 'aws-cdk-lib/aws-ec2';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -39,6 +40,8 @@ import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { PUBLISHER_ENVIRONMENT } from '../../lambdas/publisher/environment.js';
 import { constructScope } from './construct-scope.js';
 import { invalidProps, refuseUnknownProps } from './invalid-props.js';
+import { LeaseRecordsNetwork, type LeaseRecordsStore } from './lease-records-network.js';
+import { leaseRecordsProblems, vpcAccessStatement } from './lease-records-props.js';
 import { type OncelyFunctionOptions, oncelyFunction } from './oncely-function.js';
 import { outputPrefixProblems } from './output-prefix.js';
 import { packageEntry } from './package-entries.js';
@@ -53,6 +56,10 @@ import {
   resolveSettings,
 } from './pipeline-settings.js';
 import { recordStatement } from './record-grants.js';
+import { ValkeyLeaseCache } from './valkey-lease-cache.js';
+
+/** The module that provides a consumer's default Valkey store (`leaseRecords: 'valkey'`). */
+const VALKEY_DEFAULT_STORE_ENTRY = '../../lambdas/consumer/valkey-default-store';
 
 /** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
 export interface OncelyConsumerEntry
@@ -103,12 +110,36 @@ export interface OncelyPipelineProps extends PipelineSettings {
    */
   readonly outputPrefix?: string;
   /**
-   * A customer-managed KMS key that encrypts the queue, the DLQ and the idempotency table; the
-   * pipeline's functions are granted its use. The key's policy must let SQS and DynamoDB use it
+   * A customer-managed KMS key that encrypts the queue, the DLQ and the idempotency table (and,
+   * with `leaseRecords: 'valkey'`, the cache's data at rest); the pipeline's functions are granted its use. The key's policy must let SQS and DynamoDB use it
    * (a key made with `new kms.Key(...)` in the same account does).
    * @default none: SQS-managed encryption for the queues, an AWS-owned key for the table
    */
   readonly encryptionKey?: IKey;
+  /**
+   * Where the consumer keeps its lease-mode records (DESIGN §3.1). `'valkey'`: in an ElastiCache
+   * Serverless cache for Valkey the construct provisions, reached over TLS with IAM authentication,
+   * for consumers whose effects are not DynamoDB writes and who would rather pay Valkey's round trip
+   * than DynamoDB's. The consumer then runs in a VPC (`vpc`); transactional operations still keep
+   * their records in the idempotency table, as do the publisher and the monitor. Needs a
+   * `consumer.entry` (the construct must place the function in the VPC). docs/construct.md says
+   * what it provisions and costs.
+   * @default 'dynamodb': the idempotency table, and no VPC
+   */
+  readonly leaseRecords?: LeaseRecordsStore;
+  /**
+   * With `leaseRecords: 'valkey'`: the VPC of the cache and the consumer, which go in its private
+   * isolated subnets (else its private subnets with egress), one per AZ.
+   * @default a new VPC of 2 AZs with private isolated subnets only: no internet gateway, no NAT gateway
+   */
+  readonly vpc?: IVpc;
+  /**
+   * With `leaseRecords: 'valkey'`: add the VPC endpoints the consumer reaches AWS through (a DynamoDB
+   * gateway endpoint, an SQS interface endpoint). Set `false` when your `vpc` has them already, or a
+   * NAT gateway: a second SQS endpoint with private DNS in one VPC fails to deploy.
+   * @default true
+   */
+  readonly vpcEndpoints?: boolean;
 }
 
 const PIPELINE_PROP_KEYS = {
@@ -118,6 +149,9 @@ const PIPELINE_PROP_KEYS = {
   serviceName: true,
   outputPrefix: true,
   encryptionKey: true,
+  leaseRecords: true,
+  vpc: true,
+  vpcEndpoints: true,
 } satisfies KnownKeys<OncelyPipelineProps>;
 
 const CONSUMER_FUNCTION_KEYS = { function: true } satisfies KnownKeys<OncelyConsumerFunction>;
@@ -141,7 +175,9 @@ function unknownPipelineProps(props: OncelyPipelineProps): string[] {
  * `queueType: 'standard'`, standard ones), the idempotency table with its index of unresolved
  * records, the publisher Lambda, the SQS event source with partial batch responses, the scheduled
  * monitor of unresolved records, least-privilege grants, alarms and stack outputs. Your consumer's
- * environment tells `fifoBatch` (or `standardBatch`) everything it needs.
+ * environment tells `fifoBatch` (or `standardBatch`) everything it needs. With
+ * `leaseRecords: 'valkey'`, also an ElastiCache Serverless cache for the consumer's lease records,
+ * and the VPC and endpoints the consumer reaches it and AWS through.
  * `grantPublish` lets another service publish; `grantIdempotency` lets another function use the core.
  *
  * @example
@@ -175,6 +211,10 @@ export class OncelyPipeline extends Construct {
   readonly encryptionKey?: IKey;
   /** The environment the consumer reads (`CONSUMER_ENVIRONMENT`): set on it by the construct when it can. */
   readonly consumerEnvironment: Readonly<Record<string, string>>;
+  /** With `leaseRecords: 'valkey'`: the cache keeping the consumer's lease records, its security group and user. */
+  readonly leaseRecordsCache?: ValkeyLeaseCache;
+  /** With `leaseRecords: 'valkey'`: the consumer's VPC, its subnets, security group and endpoints. */
+  readonly leaseRecordsNetwork?: LeaseRecordsNetwork;
 
   constructor(scope: Construct, id: string, props: OncelyPipelineProps) {
     super(scope, id);
@@ -186,6 +226,7 @@ export class OncelyPipeline extends Construct {
         ? passedConsumerProblems(props.consumer.function, settings)
         : reservedConcurrencyProblems(props.consumer.reservedConcurrentExecutions, settings.maxConcurrency)),
       ...outputPrefixProblems(props.outputPrefix),
+      ...leaseRecordsProblems(props),
     ];
     if (problems.length > 0) throw invalidProps('OncelyPipeline', this, problems);
     this.settings = settings;
@@ -203,6 +244,19 @@ export class OncelyPipeline extends Construct {
     this.queue = queue;
     this.idempotencyTable = this.#idempotencyTable();
     this.publisher = this.#publisher(telemetryOf('publisher'));
+    if (props.leaseRecords === 'valkey') {
+      this.leaseRecordsNetwork = new LeaseRecordsNetwork(this, 'LeaseRecordsNetwork', {
+        vpc: props.vpc,
+        vpcEndpoints: props.vpcEndpoints ?? true,
+      });
+      this.leaseRecordsCache = new ValkeyLeaseCache(this, 'LeaseRecordsCache', {
+        vpc: this.leaseRecordsNetwork.vpc,
+        subnets: this.leaseRecordsNetwork.subnets,
+        clientSecurityGroup: this.leaseRecordsNetwork.consumerSecurityGroup,
+        removalPolicy: settings.removalPolicy,
+        encryptionKey: this.encryptionKey,
+      });
+    }
     this.consumerEnvironment = this.#consumerEnvironmentOf(telemetryOf('consumer'));
     this.consumer = this.#consumer(props.consumer);
     this.#feedConsumer();
@@ -342,6 +396,13 @@ export class OncelyPipeline extends Construct {
         ? { [CONSUMER_ENVIRONMENT.maxConcurrentGroups]: String(settings.maxConcurrentGroups) }
         : { [CONSUMER_ENVIRONMENT.maxConcurrentRecords]: String(settings.maxConcurrentRecords) }),
       [CONSUMER_ENVIRONMENT.maxAttempts]: String(settings.maxAttempts),
+      ...(this.leaseRecordsCache
+        ? {
+            [CONSUMER_ENVIRONMENT.valkeyEndpoint]: this.leaseRecordsCache.endpoint,
+            [CONSUMER_ENVIRONMENT.valkeyUserId]: this.leaseRecordsCache.userId,
+            [CONSUMER_ENVIRONMENT.valkeyCacheName]: this.leaseRecordsCache.cacheName,
+          }
+        : {}),
       ...telemetry,
     };
   }
@@ -405,9 +466,22 @@ export class OncelyPipeline extends Construct {
       }
       return consumer.function;
     }
-    const { entry, handler, environment, ...options } = consumer;
+    const { entry, handler, environment, bundling, ...options } = consumer;
+    const network = this.leaseRecordsNetwork;
     return this.#function('Consumer', entry, {
       ...options,
+      // The module providing the default Valkey store, which only this consumer's bundle carries:
+      // every other consumer's leaves out the store's scripts and iovalkey.
+      bundling: network
+        ? { ...bundling, inject: [...(bundling?.inject ?? []), packageEntry(VALKEY_DEFAULT_STORE_ENTRY)] }
+        : bundling,
+      ...(network
+        ? {
+            vpc: network.vpc,
+            vpcSubnets: { subnets: network.subnets.subnets },
+            securityGroups: [network.consumerSecurityGroup],
+          }
+        : {}),
       handler: handler ?? 'handler',
       timeout: this.settings.consumerTimeout,
       memorySize: this.settings.consumerMemoryMiB,
@@ -457,6 +531,11 @@ export class OncelyPipeline extends Construct {
     // Poison records go to the DLQ at once; the event source's own grant covers the queue.
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
     this.consumer.addToRolePolicy(recordStatement('consumer', this.idempotencyTable.tableArn));
+    if (this.leaseRecordsCache) {
+      this.leaseRecordsCache.grantConnect(this.consumer);
+      // Its own role has no AWS managed policy: the network interfaces Lambda makes in the VPC.
+      this.consumer.addToRolePolicy(vpcAccessStatement(this.consumer));
+    }
     // The monitor counts unresolved records on the sparse index and never reads the table itself;
     // it only removes the expiry an older version gave them.
     allow(
