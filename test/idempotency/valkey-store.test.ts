@@ -394,6 +394,25 @@ describe('Valkey: configuration', () => {
     );
   });
 
+  it('refuses a waitForReplicas without positive integers, or for a client without wait()', () => {
+    const client = { evalsha: async () => null, eval: async () => null, wait: async () => 1 };
+    for (const waitForReplicas of [
+      { replicas: 0, timeoutMs: 100 },
+      { replicas: 1, timeoutMs: 0 },
+      { replicas: 1.5, timeoutMs: 100 },
+    ]) {
+      expect(() => new ValkeyIdempotencyStore({ client, waitForReplicas })).toThrow(/positive integer/);
+    }
+    expect(
+      () => new ValkeyIdempotencyStore({ client, waitForReplicas: { replica: 1, timeoutMs: 100 } as never }),
+    ).toThrow(OncelyConfigurationError);
+    const { wait: _, ...withoutWait } = client;
+    expect(
+      () =>
+        new ValkeyIdempotencyStore({ client: withoutWait, waitForReplicas: { replicas: 1, timeoutMs: 100 } }),
+    ).toThrow(/wait\(\)/);
+  });
+
   it('refuses transactional mode: in a consumer when it is made, and in TransactionalIdempotency', () => {
     const store = new ValkeyIdempotencyStore({
       client: { evalsha: async () => null, eval: async () => null },
