@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'iovalkey';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../harness/tcp-fault-proxy.js';
+import { replicasCaughtUp, startValkey, type ValkeyServer } from '../../harness/valkey-server.js';
 import {
   type IdempotencyMode,
   LeaseIdempotency,
@@ -11,7 +12,6 @@ import {
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/index.js';
 import { VALKEY_SCRIPTS } from '../../lambdas/idempotency/valkey-scripts.js';
-import { replicasCaughtUp, startValkey, type ValkeyServer } from '../support/valkey.js';
 import { manualClock, recordingObserver } from './lease-contract.js';
 
 // What Valkey can lose (DESIGN §3.1), against real redis-servers: its persistence is periodic and

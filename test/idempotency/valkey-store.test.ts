@@ -4,6 +4,7 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Redis } from 'iovalkey';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../harness/tcp-fault-proxy.js';
+import { startValkey, type ValkeyServer } from '../../harness/valkey-server.js';
 import {
   fifoBatch,
   leaseOperation,
@@ -32,7 +33,7 @@ import {
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/valkey-store.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { countScripts, startValkey, type ValkeyServer } from '../support/valkey.js';
+import { countScripts } from '../support/valkey.js';
 import { clockSkewContract } from './clock-skew-contract.js';
 import { historyContract } from './history-contract.js';
 import { leaseContract, manualClock, recordingObserver, type StoreHarness } from './lease-contract.js';
