@@ -10,32 +10,29 @@ import { trackProcessGroup } from '../sandbox/process-group.js';
 /** Debian's redis-server 7: the Valkey store's scripts run on it as on Valkey 7 and 8. */
 const REDIS_SERVER = '/usr/bin/redis-server';
 
-/** A redis-server of a test's or a run's own, on a free loopback port, without persistence unless asked. */
+/**
+ * A redis-server of a test's or a run's own, on a free loopback port, in a folder of its own: no
+ * periodic snapshot, no AOF; a snapshot only when a client sends `SAVE`.
+ */
 export interface ValkeyServer {
   port: number;
   /** A client of it; each is the caller's to `disconnect()`. */
   client(options?: RedisOptions): Redis;
   /**
-   * A crash and a restart (`snapshots` only): kill -9, then the server again on its port, from the
-   * snapshot its last `SAVE` wrote. Every write since that SAVE is gone, as after a restart of a
-   * node whose persistence is periodic.
+   * A crash and a restart: kill -9, then the server again on its port, from the snapshot its last
+   * `SAVE` wrote (empty without one). Every write since is gone, as after a restart of a node whose
+   * persistence is periodic.
    */
   crashAndRestart(): Promise<void>;
   /** SIGSTOP: it keeps its connections but answers nothing, nor acknowledges its primary's stream. */
   freeze(): void;
   /** SIGCONT: it goes on where it stopped. */
   thaw(): void;
-  /** Stops the server and its process group, and deletes its snapshot's folder. */
+  /** Stops the server and its process group, and deletes its folder. */
   stop(): Promise<void>;
 }
 
 export interface ValkeyServerOptions {
-  /**
-   * Keep a snapshot on disk: written by `SAVE` only (no periodic save, no AOF), loaded by
-   * `crashAndRestart`.
-   * @default false: nothing is written to disk
-   */
-  snapshots?: boolean;
   /**
    * Start as a replica of this server (`--replicaof`).
    * @default none: a primary
@@ -46,12 +43,14 @@ export interface ValkeyServerOptions {
 /** Starts redis-server in its own process group and resolves once it says it accepts connections. */
 export async function startValkey(options: ValkeyServerOptions = {}): Promise<ValkeyServer> {
   const port = await freePort();
-  const folder = options.snapshots ? mkdtempSync(join(tmpdir(), 'oncely-valkey-')) : undefined;
+  // Its own folder: a replica writes the data it syncs there, and a server loads whatever dump.rdb
+  // it finds in its folder when it starts.
+  const folder = mkdtempSync(join(tmpdir(), 'oncely-valkey-'));
   const args = [
     ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     // A replica (re)joining is synced at once, not after the 5 s a primary waits for more to join.
     ...['--repl-diskless-sync-delay', '0'],
-    ...(folder ? ['--dir', folder, '--dbfilename', 'dump.rdb'] : []),
+    ...['--dir', folder, '--dbfilename', 'dump.rdb'],
     ...(options.replicaOf ? ['--replicaof', '127.0.0.1', String(options.replicaOf.port)] : []),
   ];
   let running = await spawnReady(args);
@@ -60,7 +59,6 @@ export async function startValkey(options: ValkeyServerOptions = {}): Promise<Va
     client: (clientOptions = {}) =>
       new Redis({ host: '127.0.0.1', port, lazyConnect: false, ...clientOptions }),
     async crashAndRestart() {
-      if (!folder) throw new Error('crashAndRestart needs a server started with snapshots');
       signal(running.child, 'SIGKILL');
       await running.group.stop();
       running = await spawnReady(args);
@@ -70,7 +68,7 @@ export async function startValkey(options: ValkeyServerOptions = {}): Promise<Va
     async stop() {
       signal(running.child, 'SIGCONT'); // a frozen server would hold its SIGTERM until the grace runs out
       await running.group.stop();
-      if (folder) rmSync(folder, { recursive: true, force: true });
+      rmSync(folder, { recursive: true, force: true });
     },
   };
 }

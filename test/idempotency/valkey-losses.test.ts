@@ -106,7 +106,7 @@ describe('a restart from an earlier snapshot: one node, persistence by snapshot,
   let node: ValkeyServer;
   let admin: Redis;
   beforeEach(async () => {
-    node = await server({ snapshots: true });
+    node = await server();
     admin = clientOf(node.port);
   });
 
