@@ -11,7 +11,7 @@ const LEASE_MS = 1_000;
 /** Deliveries of an unacknowledged message before the run gives up on it (a violation). */
 const MAX_DELIVERIES = 4;
 /** A replica attached acknowledges within this, even on a busy machine; one cut off never does. */
-const WAIT_FOR_ONE = { replicas: 1, timeoutMs: 200 };
+const WAIT_FOR_ONE = { replicas: 1, timeoutMs: 1_000 };
 const POINTS: readonly RunPoint[] = ['before-acquire', 'during-effect', 'after-completion'];
 const SILENT: IdempotencyObserver = {
   completionWriteFailed: () => undefined,

@@ -17,22 +17,27 @@ export interface ValkeyReplicaWait {
 
 const REPLICA_WAIT_KEYS = { replicas: true, timeoutMs: true } satisfies KnownKeys<ValkeyReplicaWait>;
 
-/** `WAIT numreplicas timeout` on the connection the writes went down: how many replicas have them. */
-export type WaitCommand = (numreplicas: number, timeout: number) => Promise<number>;
+/** What the store sends to wait for replicas, down the connection its writes go down. */
+export interface ReplicaCommands {
+  /** `WAIT numreplicas timeout`: how many replicas hold this connection's writes. */
+  wait(numreplicas: number, timeout: number): Promise<number>;
+  /** `CLIENT ID`: the connection's id on the server. */
+  connectionId(): Promise<number>;
+}
 
 /** What the store waits for, and how it asks. */
 export interface ReplicaWaiting {
   wait: ValkeyReplicaWait;
-  command: WaitCommand;
+  commands: ReplicaCommands;
 }
 
 /**
  * The store's `waitForReplicas`, checked: both numbers positive integers (a timeout of 0 would make
- * the server wait for ever), and a client that can send WAIT.
+ * the server wait for ever), and a client that can send WAIT and CLIENT ID.
  */
 export function replicaWaiting(
   wait: ValkeyReplicaWait | undefined,
-  command: WaitCommand | undefined,
+  commands: Partial<ReplicaCommands>,
 ): ReplicaWaiting | undefined {
   if (wait === undefined) return undefined;
   const where = 'new ValkeyIdempotencyStore({ waitForReplicas })';
@@ -44,37 +49,50 @@ export function replicaWaiting(
       );
     }
   }
-  if (typeof command !== 'function') {
+  const { wait: waitCommand, connectionId } = commands;
+  if (typeof waitCommand !== 'function' || typeof connectionId !== 'function') {
     throw new IdempotencyConfigurationError(
-      `${where}: the client must have wait() (WAIT), as iovalkey's \`Redis\` has; a cluster client does not ` +
-        'do: WAIT must go down the connection the write went down.',
+      `${where}: the client must have wait() (WAIT) and client('ID') (CLIENT ID), as iovalkey's \`Redis\` ` +
+        'has; a cluster client does not do: WAIT must go down the connection the write went down.',
     );
   }
-  return { wait: { replicas: wait.replicas, timeoutMs: wait.timeoutMs }, command };
+  return {
+    wait: { replicas: wait.replicas, timeoutMs: wait.timeoutMs },
+    commands: { wait: waitCommand, connectionId },
+  };
 }
 
 /**
- * Sends `write`, and WAIT right behind it on the same connection, before its reply: one round trip
- * plus the replicas' acknowledgement. WAIT counts the replicas holding every write this connection
- * made, so it covers the script's write, or, when the script wrote nothing, the connection's last
- * one. Resolves to the write's reply once `wait.replicas` have it; else throws
- * `RecordNotReplicatedError`: the write is on the primary, but a failover may lose it.
+ * Sends `write` with WAIT right behind it, before its reply (one round trip plus the replicas'
+ * acknowledgement), bracketed by CLIENT ID. WAIT counts the replicas holding every write its
+ * connection made: so it covers the script's write (or, when the script wrote nothing, the
+ * connection's last one) only on the write's connection. A client that reconnects sends again what
+ * was unanswered, on a new connection: after a failover, a WAIT sent again there would count the
+ * promoted node's replicas, which never had the write. The two ids tell: the same, and every
+ * command went down one connection. Resolves to the write's reply once `wait.replicas` have it;
+ * else throws `RecordNotReplicatedError`: the write is on the primary, but a failover may lose it.
  */
 export async function acknowledgedByReplicas<T>(
   write: () => Promise<T>,
-  { wait, command }: ReplicaWaiting,
+  { wait, commands }: ReplicaWaiting,
   id: string,
 ): Promise<T> {
+  const before = commands.connectionId();
   const reply = write();
-  const acknowledged = command(wait.replicas, wait.timeoutMs);
-  let value: T;
-  try {
-    value = await reply;
-  } catch (error) {
-    acknowledged.catch(() => undefined); // the write's error is the one to tell
-    throw error;
+  const acknowledged = commands.wait(wait.replicas, wait.timeoutMs);
+  const after = commands.connectionId();
+  const [first, value, count, last] = await Promise.allSettled([before, reply, acknowledged, after]);
+  // The write's error first: the others are about a write that failed.
+  for (const settled of [value, count, first, last]) if (settled.status === 'rejected') throw settled.reason;
+  // Two ids: the WAIT went down another connection than the write, and counted none of it.
+  const replicas = fulfilled(first) === fulfilled(last) ? fulfilled(count) : 0;
+  if (replicas < wait.replicas) {
+    throw new RecordNotReplicatedError(id, replicas, wait.replicas, wait.timeoutMs);
   }
-  const count = await acknowledged;
-  if (count < wait.replicas) throw new RecordNotReplicatedError(id, count, wait.replicas, wait.timeoutMs);
-  return value;
+  return fulfilled(value);
+}
+
+/** The value of a result known to be fulfilled. */
+function fulfilled<V>(settled: PromiseSettledResult<V>): V {
+  return (settled as PromiseFulfilledResult<V>).value;
 }

@@ -42,6 +42,11 @@ export interface ValkeyScriptClient {
    * `waitForReplicas`.
    */
   wait?(numreplicas: number, timeout: number): Promise<number>;
+  /**
+   * `CLIENT ID`: the connection's id, which tells that a WAIT went down its write's connection.
+   * Needed only with `waitForReplicas`.
+   */
+  client?(subcommand: 'ID'): Promise<number>;
 }
 
 /** The Valkey server (or Redis OSS 7, or ElastiCache) a `ValkeyIdempotencyStore` keeps its records in. */
@@ -78,7 +83,8 @@ export interface ValkeyIdempotencyStoreOptions {
    * followed by `WAIT replicas timeoutMs` in the same round trip, and reported done only once that
    * many replicas acknowledged it; fewer is `RecordNotReplicatedError`, a store failure: no effect
    * starts on the write, no message is acknowledged on it. Needs a client of one node that sends
-   * WAIT down the write's connection (`iovalkey`'s `Redis`), and a primary with replicas.
+   * WAIT down the write's connection and has `wait()` and `client('ID')` (`iovalkey`'s `Redis`),
+   * and a primary with replicas.
    * @default none: a write is done once the primary applied it
    */
   waitForReplicas?: ValkeyReplicaWait;
@@ -173,7 +179,10 @@ export class ValkeyIdempotencyStore implements LeaseStore {
       );
     }
     this.#client = options.client;
-    this.#replicas = replicaWaiting(options.waitForReplicas, options.client.wait?.bind(options.client));
+    this.#replicas = replicaWaiting(options.waitForReplicas, {
+      wait: options.client.wait?.bind(options.client),
+      connectionId: options.client.client?.bind(options.client, 'ID'),
+    });
     this.keyPrefix = options.keyPrefix ?? DEFAULT_VALKEY_KEY_PREFIX;
     this.ttlSeconds = ttlSeconds;
     this.now = options.now ?? Date.now;

@@ -115,7 +115,7 @@ const CASES: [entry: string, call: () => unknown, misspelt: string, meant: strin
     "ValkeyIdempotencyStore's waitForReplicas",
     () =>
       new ValkeyIdempotencyStore({
-        client: { ...valkey, wait: async () => 1 },
+        client: { ...valkey, wait: async () => 1, client: async () => 1 },
         waitForReplicas: { replicas: 1, timeoutMS: 100 },
       } as never),
     'timeoutMS',

@@ -265,7 +265,7 @@ describe('a failover to a replica cut off before the last writes', () => {
     expect(lease.runs).toEqual({ a: 1, b: 1 });
   });
 
-  it('sends WAIT behind the script before its reply: the acknowledgement costs no round trip of its own', async () => {
+  it('sends WAIT behind the script before its reply: the acknowledgement takes no round trip of its own', async () => {
     await toPrimary.script('LOAD', VALKEY_SCRIPTS.acquire.source);
     const order: string[] = [];
     const recording: ValkeyScriptClient = {
@@ -278,10 +278,45 @@ describe('a failover to a replica cut off before the last writes', () => {
         order.push('wait sent');
         return client.wait(...args);
       },
+      client: (subcommand) => {
+        order.push('client id sent');
+        return client.client(subcommand);
+      },
     };
     const lease = leaseCore(recording, 'at-most-once', WAIT_FOR_ONE);
     await lease.core.start({ key: 'k', payload: 'k' });
-    expect(order).toEqual(['evalsha sent', 'wait sent', 'evalsha answered']);
+    // Bracketed by the connection's id, which tells that WAIT went down the write's connection.
+    expect(order).toEqual([
+      'client id sent',
+      'evalsha sent',
+      'wait sent',
+      'client id sent',
+      'evalsha answered',
+    ]);
+  });
+
+  it('a WAIT the client sends again after a failover counts nothing of the write made before it: no effect runs on that write', async () => {
+    await toPrimary.script('LOAD', VALKEY_SCRIPTS.acquire.source);
+    await cutOff();
+    let failedOver: Promise<void> | undefined;
+    // The script answered; its WAIT waits for the replica cut off; the failover comes then, and the
+    // client sends the WAIT again, to the promoted replica, whose own replica is attached.
+    const failingOver: ValkeyScriptClient = {
+      evalsha: (...args) =>
+        client.evalsha(...args).then((reply) => {
+          failedOver ??= failOver();
+          return reply;
+        }),
+      eval: (...args) => client.eval(...args),
+      wait: (...args) => client.wait(...args),
+      client: (subcommand) => client.client(subcommand),
+    };
+    const lease = leaseCore(failingOver, 'at-most-once', { replicas: 1, timeoutMs: 10_000 });
+    await expect(lease.deliver('k')).rejects.toThrow(RecordNotReplicatedError);
+    await failedOver;
+    expect(lease.runs).toEqual({});
+    expect(await lease.deliver('k')).toMatchObject({ status: 'executed', recorded: true });
+    expect(lease.runs.k).toBe(1);
   });
 
   it('an acquire whose answer was lost and which the client sends again waits for the replicas to hold its first try', async () => {

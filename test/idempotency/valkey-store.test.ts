@@ -395,8 +395,13 @@ describe('Valkey: configuration', () => {
     );
   });
 
-  it('refuses a waitForReplicas without positive integers, or for a client without wait()', () => {
-    const client = { evalsha: async () => null, eval: async () => null, wait: async () => 1 };
+  it('refuses a waitForReplicas without positive integers, or for a client without wait() and client()', () => {
+    const client = {
+      evalsha: async () => null,
+      eval: async () => null,
+      wait: async () => 1,
+      client: async () => 1,
+    };
     for (const waitForReplicas of [
       { replicas: 0, timeoutMs: 100 },
       { replicas: 1, timeoutMs: 0 },
@@ -408,10 +413,13 @@ describe('Valkey: configuration', () => {
       () => new ValkeyIdempotencyStore({ client, waitForReplicas: { replica: 1, timeoutMs: 100 } as never }),
     ).toThrow(OncelyConfigurationError);
     const { wait: _, ...withoutWait } = client;
-    expect(
-      () =>
-        new ValkeyIdempotencyStore({ client: withoutWait, waitForReplicas: { replicas: 1, timeoutMs: 100 } }),
-    ).toThrow(/wait\(\)/);
+    const { client: __, ...withoutClientId } = client;
+    for (const lacking of [withoutWait, withoutClientId]) {
+      expect(
+        () =>
+          new ValkeyIdempotencyStore({ client: lacking, waitForReplicas: { replicas: 1, timeoutMs: 100 } }),
+      ).toThrow(/wait\(\) \(WAIT\) and client\('ID'\)/);
+    }
   });
 
   it('refuses transactional mode: in a consumer when it is made, and in TransactionalIdempotency', () => {
