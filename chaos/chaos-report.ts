@@ -1,10 +1,12 @@
 import type { OperatorCheckReport } from './check-operator-schedules.js';
 import type { OutboxCheckReport } from './check-outbox-schedules.js';
 import type { ScheduleCheckReport } from './check-schedules.js';
+import type { ValkeyCheckReport, ValkeyTally } from './check-valkey-schedules.js';
 import { unexpectedDeadLetters } from './dead-letter-causes.js';
 import { SENDER_CLOCK_SKEW_MS } from './outbox-schedule.js';
 import type { PipelineChaosReport } from './pipeline-run.js';
 import { CONSUMER_CLOCK_SKEW_MS } from './schedule.js';
+import { VALKEY_FAULT_KINDS } from './valkey-schedule.js';
 
 export interface ChaosRun {
   date: string;
@@ -16,6 +18,8 @@ export interface ChaosRun {
   standard?: ScheduleCheckReport;
   /** The operator's commands' schedules (issue 42). */
   operator?: OperatorCheckReport;
+  /** The Valkey store's losses (issue 46). */
+  valkey?: ValkeyCheckReport;
 }
 
 /** Whether the run kept every promise: no violation, and no IN_DOUBT that no crash explains. */
@@ -25,10 +29,12 @@ export function chaosPassed(run: {
   outbox?: OutboxCheckReport;
   standard?: ScheduleCheckReport;
   operator?: OperatorCheckReport;
+  valkey?: ValkeyCheckReport;
 }): boolean {
-  const { schedules, pipeline, outbox, standard, operator } = run;
+  const { schedules, pipeline, outbox, standard, operator, valkey } = run;
   const outboxPassed = !outbox || (outbox.violations === 0 && !outbox.counterexample);
   const operatorPassed = !operator || (operator.violations === 0 && !operator.counterexample);
+  const valkeyPassed = !valkey || (valkey.violations === 0 && !valkey.counterexample);
   const schedulesPassed = (report: ScheduleCheckReport) =>
     report.violations === 0 && report.unexplainedNeedlessInDoubt === 0 && !report.counterexample;
   return (
@@ -36,7 +42,8 @@ export function chaosPassed(run: {
     (!standard || schedulesPassed(standard)) &&
     (!pipeline || pipelinePassed(pipeline)) &&
     outboxPassed &&
-    operatorPassed
+    operatorPassed &&
+    valkeyPassed
   );
 }
 
@@ -81,6 +88,7 @@ export function chaosMarkdown(run: ChaosRun): string {
   if (run.outbox) lines.push('', ...outboxMarkdown(run.outbox));
   if (run.standard) lines.push('', ...standardMarkdown(run.standard));
   if (run.operator) lines.push('', ...operatorMarkdown(run.operator));
+  if (run.valkey) lines.push('', ...valkeyMarkdown(run.valkey));
   if (s.counterexample) {
     lines.push(
       '',
@@ -191,7 +199,7 @@ function counts(figures: Record<string, number>): string {
   );
 }
 
-/** The outbox schedules' section of bench/CHAOS.md. */
+/** The operator schedules' section of bench/CHAOS.md. */
 function operatorMarkdown(o: OperatorCheckReport): string[] {
   const lines = [
     "## The operator's commands",
@@ -279,4 +287,31 @@ function counterexampleLines(replay: string, counterexample: unknown): string[] 
     JSON.stringify(counterexample, null, 2),
     '```',
   ];
+}
+
+/** The Valkey schedules' section of bench/CHAOS.md: effects run twice by fault, without and with the defence. */
+function valkeyMarkdown(v: ValkeyCheckReport): string[] {
+  const twice = (tally: ValkeyTally | undefined) =>
+    tally
+      ? `${tally.twice['at-least-once']} / ${tally.twice['at-most-once']} | ${tally.inDoubt}`
+      : 'not run: one node has no replica to wait for | —';
+  const lines = [
+    '## The Valkey store',
+    '',
+    'A few keys through the lease core on real redis-servers, one fault on one key: a lost answer, a restart',
+    'from an earlier snapshot, or a failover to a replica cut off before the last writes; each run without',
+    'and with `waitForReplicas` (issue 46; DESIGN §3.1, docs/faults.md). Effects run twice without the',
+    'defence are the losses DESIGN §3.1 documents, not violations.',
+    '',
+    '| fault | schedules | keys | run twice, at-least-once / at-most-once: without | in doubt: without | with `waitForReplicas` | in doubt: with |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    ...VALKEY_FAULT_KINDS.map((kind) => {
+      const f = v.byFault[kind];
+      return `| ${kind} | ${f.schedules} | ${f.keys} | ${twice(f.without)} | ${twice(f.with)} |`;
+    }),
+    '',
+    `${v.schedules.toLocaleString('en')} schedules (fast-check seed ${v.seed}) in ${(v.durationMs / 1000).toFixed(0)} s; violations: ${v.violations}.`,
+  ];
+  if (v.counterexample) lines.push('', `Counterexample: \`${JSON.stringify(v.counterexample)}\``);
+  return lines;
 }

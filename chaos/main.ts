@@ -1,9 +1,10 @@
 /**
- * `npm run chaos [-- --schedules N --outbox-schedules N --standard-schedules N --operator-schedules N --seed S --workers W
- * --path P --outbox-path P --standard-path P --quick --no-pipeline --pipeline-only]`: runs the
- * generated fault schedules (10,000 by default), the outbox's (2,000), the standard queue's (5,000),
- * the operator's commands' (300) and the whole pipeline under faults in the sandbox, prints the figures and writes them to
- * bench/CHAOS.md (`--quick`: 300, 100, 300 and 30 schedules, a smaller pipeline, written to
+ * `npm run chaos [-- --schedules N --outbox-schedules N --standard-schedules N --operator-schedules N
+ * --valkey-schedules N --seed S --workers W --path P --outbox-path P --standard-path P --quick --no-pipeline
+ * --pipeline-only]`: runs the generated fault schedules (10,000 by default), the outbox's (2,000), the
+ * standard queue's (5,000), the operator's commands' (300), the Valkey store's (300) and the whole pipeline
+ * under faults in the sandbox, prints the figures and writes them to
+ * bench/CHAOS.md (`--quick`: 300, 100, 300, 30 and 30 schedules, a smaller pipeline, written to
  * .oncely/chaos-quick/). `--pipeline-only`: the pipeline alone (seed `--seed`, a random one by
  * default), its section of the file rewritten and the rest kept. Exit code 1 if any invariant broke.
  */
@@ -24,6 +25,7 @@ import {
 import { checkOperatorSchedules, type OperatorCheckReport } from './check-operator-schedules.js';
 import { checkOutboxSchedules, type OutboxCheckReport } from './check-outbox-schedules.js';
 import { checkSchedules, type ScheduleCheckReport } from './check-schedules.js';
+import { checkValkeySchedules, type ValkeyCheckReport } from './check-valkey-schedules.js';
 import { type PipelineChaosReport, runPipelineChaos } from './pipeline-run.js';
 import { standardScheduleArbitrary } from './standard-schedule.js';
 
@@ -38,6 +40,7 @@ const { values } = parseArgs({
     'standard-schedules': { type: 'string' },
     'standard-path': { type: 'string' },
     'operator-schedules': { type: 'string' },
+    'valkey-schedules': { type: 'string' },
     workers: { type: 'string', default: '4' },
     quick: { type: 'boolean', default: false },
     'no-pipeline': { type: 'boolean', default: false },
@@ -48,6 +51,7 @@ const schedules = Number(values.schedules ?? (values.quick ? 300 : 10_000));
 const outboxSchedules = Number(values['outbox-schedules'] ?? (values.quick ? 100 : 2_000));
 const standardSchedules = Number(values['standard-schedules'] ?? (values.quick ? 300 : 5_000));
 const operatorSchedules = Number(values['operator-schedules'] ?? (values.quick ? 30 : 300));
+const valkeySchedules = Number(values['valkey-schedules'] ?? (values.quick ? 30 : 300));
 const seed = values.seed === undefined ? undefined : Number(values.seed);
 const output = values.quick ? '.oncely/chaos-quick/CHAOS.md' : 'bench/CHAOS.md';
 const machine = `${cpus().length} cores, Node ${process.versions.node}`;
@@ -197,6 +201,14 @@ async function runEverything(): Promise<boolean> {
   if (operator.counterexample)
     console.log(`  OPERATOR COUNTEREXAMPLE: ${JSON.stringify(operator.counterexample)}`);
 
+  console.log(`Valkey schedules: ${valkeySchedules.toLocaleString('en')}, one at a time …`);
+  const valkey: ValkeyCheckReport = await checkValkeySchedules({ schedules: valkeySchedules, seed });
+  console.log(
+    `  ${valkey.schedules.toLocaleString('en')} Valkey schedules in ${(valkey.durationMs / 1000).toFixed(0)} s ` +
+      `(seed ${valkey.seed}): ${valkey.violations} violations, by fault ${JSON.stringify(valkey.byFault)}`,
+  );
+  if (valkey.counterexample) console.log(`  VALKEY COUNTEREXAMPLE: ${JSON.stringify(valkey.counterexample)}`);
+
   const pipeline = values['no-pipeline'] ? undefined : await runPipeline(seed ?? r.seed);
 
   const replaying = [values.path, values['outbox-path'], values['standard-path']].some(
@@ -211,12 +223,13 @@ async function runEverything(): Promise<boolean> {
       outbox,
       standard,
       operator,
+      valkey,
     };
     mkdirSync(dirname(output), { recursive: true });
     writeFileSync(output, chaosMarkdown(run));
     console.log(`\nWritten to ${output}.`);
   }
-  return chaosPassed({ schedules: r, pipeline, outbox, standard, operator });
+  return chaosPassed({ schedules: r, pipeline, outbox, standard, operator, valkey });
 }
 
 const passed = values['pipeline-only'] ? await runPipelineOnly() : await runEverything();

@@ -15,11 +15,20 @@ export interface TcpFaultProxy {
    * RESP's names and arguments read as written). Counts the replies lost.
    */
   loseReplies(match: (request: string) => boolean, times?: number): { lost(): number };
+  /**
+   * A failover behind a primary endpoint: every connection is closed, and new ones go to
+   * `upstreamPort` (the promoted replica), as ElastiCache points its primary endpoint at it.
+   */
+  failOver(upstreamPort: number): void;
   /** Stops listening and closes every connection. */
   close(): Promise<void>;
 }
 
-export async function startTcpFaultProxy(upstreamPort: number, host = '127.0.0.1'): Promise<TcpFaultProxy> {
+export async function startTcpFaultProxy(
+  firstUpstreamPort: number,
+  host = '127.0.0.1',
+): Promise<TcpFaultProxy> {
+  let upstreamPort = firstUpstreamPort;
   let fault: { match: (request: string) => boolean; remaining: number; lost: number } | undefined;
   const sockets = new Set<Socket>();
   const track = (socket: Socket) => {
@@ -60,6 +69,10 @@ export async function startTcpFaultProxy(upstreamPort: number, host = '127.0.0.1
       const armed = { match, remaining: times, lost: 0 };
       fault = armed;
       return { lost: () => armed.lost };
+    },
+    failOver(port) {
+      upstreamPort = port;
+      for (const socket of sockets) socket.destroy();
     },
     async close() {
       for (const socket of sockets) socket.destroy();

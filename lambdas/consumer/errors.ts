@@ -92,19 +92,21 @@ export class MissingMessageGroupError extends OncelyError {
 }
 
 /**
- * DynamoDB failed a request the idempotency core made for a record (unreachable, missing table,
- * throttled, access denied). Every record needs that table, so this fails the whole batch.
+ * The idempotency store failed a request the core made for a record: DynamoDB (unreachable,
+ * missing table, throttled, access denied) or Valkey (unreachable, or a write too few replicas
+ * acknowledged, `RecordNotReplicatedError`). Every record needs that store, so this fails the
+ * whole batch.
  */
 export class IdempotencyStoreUnavailableError extends OncelyError {
   /** {@inheritDoc OncelyError.errorName} */
   static override readonly errorName: string = 'IdempotencyStoreUnavailableError';
-  /** `true`: nothing was applied, and DynamoDB may answer the next delivery. */
+  /** `true`: the store may answer the next delivery. */
   readonly retryable = true;
   constructor(idempotencyKey: string, cause: unknown) {
     super(
-      `DynamoDB failed while recording "${idempotencyKey}" (${describeError(cause)}); nothing of this record was ` +
-        'applied. Check that the tables exist, the function may use them and DynamoDB is reachable: the whole ' +
-        'batch fails so that SQS redelivers it.',
+      `the idempotency store failed while recording "${idempotencyKey}" (${describeError(cause)}); nothing is ` +
+        'acknowledged on it. Check that the store is reachable (DynamoDB: the tables exist and the function may use ' +
+        'them; Valkey: the server and its replicas): the whole batch fails so that SQS redelivers it.',
       { cause },
     );
   }

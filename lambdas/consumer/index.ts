@@ -24,6 +24,7 @@ export {
   type TransactionWrite,
 } from '../idempotency/store.js';
 export type { TransactionalIdempotencyOptions, TransactionPlan } from '../idempotency/transactional.js';
+export type { ValkeyReplicaWait } from '../idempotency/valkey-replicas.js';
 export {
   ValkeyIdempotencyStore,
   type ValkeyIdempotencyStoreOptions,

@@ -175,6 +175,37 @@ export class RecordNotWrittenError extends OncelyError {
 }
 
 /**
+ * A `ValkeyIdempotencyStore` with `waitForReplicas` wrote a step an effect's safety rests on (a
+ * lease, a start mark, a completion), and fewer replicas than it waits for acknowledged the write
+ * in time (DESIGN §3.1). The write is on the primary, but a failover could lose it: it is treated
+ * as a write whose answer was lost, and not acted on — no effect starts on it, no message is
+ * acknowledged on it.
+ */
+export class RecordNotReplicatedError extends OncelyError {
+  /** {@inheritDoc OncelyError.errorName} */
+  static override readonly errorName: string = 'RecordNotReplicatedError';
+  /** `true`: once the replicas catch up, or a failover ends, the same step succeeds. */
+  readonly retryable = true;
+  constructor(
+    /** The record's id: `namespace#key`. */
+    readonly id: string,
+    /** How many replicas acknowledged the write. */
+    readonly acknowledged: number,
+    /** How many replicas the store waits for (`waitForReplicas.replicas`). */
+    readonly replicas: number,
+    /** How long the server waited for them, in milliseconds (`waitForReplicas.timeoutMs`). */
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `"${id}": the write was applied on the Valkey primary, but ${acknowledged} of the ${replicas} replica(s) the ` +
+        `store waits for acknowledged it within ${timeoutMs} ms, so a failover could lose it: it is not acted on. ` +
+        "Check the replication group's replicas (ReplicationLag, failover events); a retry succeeds once they " +
+        'catch up.',
+    );
+  }
+}
+
+/**
  * DynamoDB refused this record's own writes as invalid (ValidationException: an item over 400 KB,
  * an invalid expression): no retry can fix it, and no other record is affected.
  */

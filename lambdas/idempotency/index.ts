@@ -15,6 +15,7 @@ export {
   NonRetryableError,
   OncelyError,
   OutcomeUnknownError,
+  RecordNotReplicatedError,
   RecordNotWrittenError,
   ResultTooLargeError,
   type StoredError,
@@ -44,6 +45,7 @@ export {
   type TransactionalOutcome,
   type TransactionPlan,
 } from './transactional.js';
+export type { ValkeyReplicaWait } from './valkey-replicas.js';
 export {
   ValkeyIdempotencyStore,
   type ValkeyIdempotencyStoreOptions,

@@ -104,8 +104,14 @@ if old == nil then
   save(nil, r)
   return reply({ r = 'created' })
 end
--- Our own earlier try, applied with its answer lost and sent again: the lease is ours.
-if old.status == 'IN_PROGRESS' and old.leaseToken == a.token then return reply({ r = 'own', old = old }) end
+-- Our own earlier try, applied with its answer lost and sent again: the lease is ours. Written
+-- again: sent again on a new connection, this try has no write of its own there for a WAIT behind
+-- it to count (WAIT counts the replicas holding the connection's writes); the same record written
+-- anew follows the first try's write in the replication stream, so a replica holding it holds both.
+if old.status == 'IN_PROGRESS' and old.leaseToken == a.token then
+  save(old, old)
+  return reply({ r = 'own', old = old })
+end
 local takeover = old.status == 'IN_PROGRESS' and (old.leaseExpiresAt or 0) <= a.nowMs and (a.takeOverExpired or
   (old.unstarted and (old.after == nil or (a.takeOverUnstarted ~= nil and old.leaseToken == a.takeOverUnstarted))))
 if not (dead(old) or (old.payloadHash == a.hash and (old.status == 'FAILED' or takeover))) then
@@ -138,7 +144,11 @@ const OUTCOME = `
 local old = load()
 if not fenced(old, a.token) then
   -- Our own earlier try already wrote this very status: done. The token stays on the record for that.
-  if old ~= nil and old.status == a.status and old.leaseToken == a.token then return reply({ r = 'own' }) end
+  -- Written again for a WAIT behind this try, as in ACQUIRE.
+  if old ~= nil and old.status == a.status and old.leaseToken == a.token then
+    save(old, old)
+    return reply({ r = 'own' })
+  end
   return reply({ r = 'lost' })
 end
 local r = copy(old)

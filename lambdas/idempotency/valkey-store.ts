@@ -18,19 +18,35 @@ import {
   type RecordStatus,
   type UnresolvedReason,
 } from './record.js';
+import {
+  acknowledgedByReplicas,
+  type ReplicaWaiting,
+  replicaWaiting,
+  type ValkeyReplicaWait,
+} from './valkey-replicas.js';
 import { VALKEY_SCRIPTS, type ValkeyScript } from './valkey-scripts.js';
 
 /**
- * What the store needs of a Valkey client: EVALSHA and EVAL, answering with the script's reply.
- * `iovalkey`'s `Redis` (the client Oncely is tested with, bench/VALKEY-CLIENTS.md) and `ioredis`'
- * have both; the store imports neither, so a consumer that keeps its records in DynamoDB never
- * loads one.
+ * What the store needs of a Valkey client: EVALSHA and EVAL, answering with the script's reply,
+ * and WAIT with `waitForReplicas`. `iovalkey`'s `Redis` (the client Oncely is tested with,
+ * bench/VALKEY-CLIENTS.md) and `ioredis`' have them; the store imports neither, so a consumer that
+ * keeps its records in DynamoDB never loads one.
  */
 export interface ValkeyScriptClient {
   /** Runs the script the server holds under `sha1` on `numkeys` keys, then its arguments; fails `NOSCRIPT` if it holds none. */
   evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   /** Runs (and loads) `script` on `numkeys` keys, then its arguments. */
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /**
+   * `WAIT numreplicas timeout`: how many replicas hold this connection's writes. Needed only with
+   * `waitForReplicas`.
+   */
+  wait?(numreplicas: number, timeout: number): Promise<number>;
+  /**
+   * `CLIENT ID`: the connection's id, which tells that a WAIT went down its write's connection.
+   * Needed only with `waitForReplicas`.
+   */
+  client?(subcommand: 'ID'): Promise<number>;
 }
 
 /** The Valkey server (or Redis OSS 7, or ElastiCache) a `ValkeyIdempotencyStore` keeps its records in. */
@@ -60,6 +76,18 @@ export interface ValkeyIdempotencyStoreOptions {
    * @default Date.now
    */
   now?: () => number;
+  /**
+   * Valkey replicates asynchronously: a failover can lose the primary's last writes, and with them
+   * a lease or a completion, so that an effect runs again (DESIGN §3.1). With this, each write an
+   * effect's safety rests on — the acquire, the at-most-once start mark, the completion — is
+   * followed by `WAIT replicas timeoutMs` in the same round trip, and reported done only once that
+   * many replicas acknowledged it; fewer is `RecordNotReplicatedError`, a store failure: no effect
+   * starts on the write, no message is acknowledged on it. Needs a client of one node that sends
+   * WAIT down the write's connection and has `wait()` and `client('ID')` (`iovalkey`'s `Redis`),
+   * and a primary with replicas.
+   * @default none: a write is done once the primary applied it
+   */
+  waitForReplicas?: ValkeyReplicaWait;
 }
 
 const VALKEY_STORE_OPTION_KEYS = {
@@ -67,6 +95,7 @@ const VALKEY_STORE_OPTION_KEYS = {
   keyPrefix: true,
   ttlSeconds: true,
   now: true,
+  waitForReplicas: true,
 } satisfies KnownKeys<ValkeyIdempotencyStoreOptions>;
 
 /** `ValkeyIdempotencyStoreOptions.keyPrefix` when none is given. */
@@ -81,6 +110,18 @@ export const DEFAULT_VALKEY_KEY_PREFIX = 'oncely:';
 export const VALKEY_KEY_GRACE_MS = 60 * 60 * 1000;
 
 const IN_PROGRESS = 'IN_PROGRESS';
+
+/**
+ * Marks the writes an effect's safety rests on, which `waitForReplicas` makes wait for the replicas
+ * (DESIGN §3.1): the acquire (the lease, and at a record's turn at-most-once, the mark that its
+ * effect may have started), the start mark of a lease taken ahead, and the completion (the message
+ * is acknowledged on it; its `startedNext` starts the next effect). Every other write, lost in a
+ * failover, leaves the record as before it, which the next delivery settles as it settles that
+ * write failing: a lost FAILED, REJECTED or IN_DOUBT leaves the lease, which expires (re-run, or
+ * parked IN_DOUBT); a lost give-back leaves a lease no effect ran under. A write before a waited one
+ * on the same connection (the fence before a takeover, §4.1) is covered by its WAIT.
+ */
+const REPLICATED = true;
 
 /** What a script answered: what it did, and the record it found when the caller needs it. */
 interface ScriptReply {
@@ -120,6 +161,7 @@ export class ValkeyIdempotencyStore implements LeaseStore {
   /** @internal */
   readonly now: () => number;
   readonly #client: ValkeyScriptClient;
+  readonly #replicas: ReplicaWaiting | undefined;
 
   constructor(options: ValkeyIdempotencyStoreOptions) {
     refuseUnknownKeys('new ValkeyIdempotencyStore()', options, VALKEY_STORE_OPTION_KEYS);
@@ -137,6 +179,10 @@ export class ValkeyIdempotencyStore implements LeaseStore {
       );
     }
     this.#client = options.client;
+    this.#replicas = replicaWaiting(options.waitForReplicas, {
+      wait: options.client.wait?.bind(options.client),
+      connectionId: options.client.client?.bind(options.client, 'ID'),
+    });
     this.keyPrefix = options.keyPrefix ?? DEFAULT_VALKEY_KEY_PREFIX;
     this.ttlSeconds = ttlSeconds;
     this.now = options.now ?? Date.now;
@@ -154,7 +200,8 @@ export class ValkeyIdempotencyStore implements LeaseStore {
    * Takes the lease as `DynamoDBIdempotencyStore.acquire` does, in one script: it creates an absent
    * record, takes an expired, FAILED or expired-lease one, or answers with the record in the way.
    * A try sent again after its answer was lost finds its own token: the lease is ours. A try that
-   * fails otherwise may have been applied: the lease is given back and the error thrown.
+   * fails otherwise (or that too few replicas acknowledged) may have been applied: the lease is
+   * given back and the error thrown.
    * @internal
    */
   async acquire(input: AcquireInput): Promise<AcquireResult> {
@@ -186,22 +233,27 @@ export class ValkeyIdempotencyStore implements LeaseStore {
     });
     let reply: ScriptReply;
     try {
-      reply = await this.#run(VALKEY_SCRIPTS.acquire, input.id, {
-        id: input.id,
-        token,
-        hash: input.payloadHash,
-        nowMs: now,
-        leaseExpiresAt,
-        expiresAt: recordExpiresAt,
-        run: runCounted ? 1 : 0,
-        unstarted: input.unstarted === true,
-        after: input.unstarted ? input.after : undefined,
-        takeOverExpired: input.takeOverExpiredLease,
-        takeOverUnstarted: input.takeOverUnstarted,
-        firstEntry: acquireEntry(now, token, input.delivery, true),
-        entry: acquireEntry(now, token, input.delivery),
-        maxHistory: MAX_HISTORY_ENTRIES,
-      });
+      reply = await this.#run(
+        VALKEY_SCRIPTS.acquire,
+        input.id,
+        {
+          id: input.id,
+          token,
+          hash: input.payloadHash,
+          nowMs: now,
+          leaseExpiresAt,
+          expiresAt: recordExpiresAt,
+          run: runCounted ? 1 : 0,
+          unstarted: input.unstarted === true,
+          after: input.unstarted ? input.after : undefined,
+          takeOverExpired: input.takeOverExpiredLease,
+          takeOverUnstarted: input.takeOverUnstarted,
+          firstEntry: acquireEntry(now, token, input.delivery, true),
+          entry: acquireEntry(now, token, input.delivery),
+          maxHistory: MAX_HISTORY_ENTRIES,
+        },
+        REPLICATED,
+      );
     } catch (error) {
       await this.releaseWithRetries({ id: input.id, token } as Lease);
       throw error;
@@ -231,11 +283,16 @@ export class ValkeyIdempotencyStore implements LeaseStore {
 
   /** Lets an unstarted lease's effect start: removes `unstarted`, fenced. @internal */
   async markStarted(lease: Lease): Promise<boolean> {
-    const reply = await this.#run(VALKEY_SCRIPTS.touch, lease.id, {
-      token: lease.token,
-      set: { updatedAt: this.now() },
-      unset: ['unstarted'],
-    });
+    const reply = await this.#run(
+      VALKEY_SCRIPTS.touch,
+      lease.id,
+      {
+        token: lease.token,
+        set: { updatedAt: this.now() },
+        unset: ['unstarted'],
+      },
+      REPLICATED,
+    );
     return reply.r === 'written';
   }
 
@@ -251,11 +308,17 @@ export class ValkeyIdempotencyStore implements LeaseStore {
 
   /** Records the effect as done; with `next`, the same write starts that lease. @internal */
   complete(lease: Lease, outcome: { result?: string; resultBytes?: number }, next?: Lease): Promise<boolean> {
-    return this.#outcome(lease, 'COMPLETED', {
-      result: outcome.result,
-      resultBytes: outcome.resultBytes,
-      startedNext: next ? { id: next.id, token: next.token } : undefined,
-    });
+    return this.#outcome(
+      lease,
+      'COMPLETED',
+      {
+        result: outcome.result,
+        resultBytes: outcome.resultBytes,
+        startedNext: next ? { id: next.id, token: next.token } : undefined,
+      },
+      [],
+      REPLICATED,
+    );
   }
 
   /** Records a retryable failure; with `deadLetteredMessageId`, the message sent to the DLQ for it. @internal */
@@ -392,6 +455,7 @@ export class ValkeyIdempotencyStore implements LeaseStore {
     status: RecordStatus,
     fields: Record<string, unknown>,
     unset: readonly string[] = [],
+    replicated = false,
   ): Promise<boolean> {
     const now = this.now();
     const error = fields.error as StoredError | undefined;
@@ -404,30 +468,45 @@ export class ValkeyIdempotencyStore implements LeaseStore {
       ...(error ? { x: error.name } : {}),
       ...(deadLettered ? { d: deadLettered } : {}),
     };
-    const reply = await this.#run(VALKEY_SCRIPTS.outcome, lease.id, {
-      token: lease.token,
-      status,
-      nowMs: now,
-      attempt: lease.attempt,
-      // JSON leaves the undefined ones out: a field not given is not written.
-      set: fields,
-      unset,
-      entry,
-    });
+    const reply = await this.#run(
+      VALKEY_SCRIPTS.outcome,
+      lease.id,
+      {
+        token: lease.token,
+        status,
+        nowMs: now,
+        attempt: lease.attempt,
+        // JSON leaves the undefined ones out: a field not given is not written.
+        set: fields,
+        unset,
+        entry,
+      },
+      replicated,
+    );
     return reply.r === 'written' || reply.r === 'own';
   }
 
   /** Runs a record's script and reads its JSON answer. */
-  async #run(script: ValkeyScript, id: string, args: Record<string, unknown>): Promise<ScriptReply> {
-    return JSON.parse(String(await this.#eval(script, id, args))) as ScriptReply;
+  async #run(
+    script: ValkeyScript,
+    id: string,
+    args: Record<string, unknown>,
+    replicated = false,
+  ): Promise<ScriptReply> {
+    return JSON.parse(String(await this.#eval(script, id, args, replicated))) as ScriptReply;
   }
 
   /**
    * One round trip: EVALSHA, and EVAL only if the server has not the script (a restart, a failover,
    * SCRIPT FLUSH), which also loads it for the next EVALSHA. The store's clock and grace go with
-   * every call.
+   * every call. `REPLICATED`, with `waitForReplicas`: WAIT goes right behind each.
    */
-  async #eval(script: ValkeyScript, id: string, args: Record<string, unknown>): Promise<unknown> {
+  async #eval(
+    script: ValkeyScript,
+    id: string,
+    args: Record<string, unknown>,
+    replicated = false,
+  ): Promise<unknown> {
     const keys = [
       `${this.keyPrefix}${id}`,
       this.unresolvedKey('IN_DOUBT'),
@@ -441,11 +520,14 @@ export class ValkeyIdempotencyStore implements LeaseStore {
       nowSec: Math.floor(nowMs / 1000),
       graceMs: VALKEY_KEY_GRACE_MS,
     });
+    const replicas = replicated ? this.#replicas : undefined;
+    const send = (write: () => Promise<unknown>) =>
+      replicas ? acknowledgedByReplicas(write, replicas, id) : write();
     try {
-      return await this.#client.evalsha(script.sha, keys.length, ...keys, json);
+      return await send(() => this.#client.evalsha(script.sha, keys.length, ...keys, json));
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return this.#client.eval(script.source, keys.length, ...keys, json);
+      return send(() => this.#client.eval(script.source, keys.length, ...keys, json));
     }
   }
 

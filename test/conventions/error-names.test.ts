@@ -37,6 +37,7 @@ const ARGUMENTS: Record<string, unknown[]> = {
   TransactionConditionFailedError: ['k-1', [{ index: 0, code: 'ConditionalCheckFailed' }]],
   TransactionContentionError: ['k-1', 3],
   RecordNotWrittenError: ['k-1', 'COMPLETED', new Error('throttled')],
+  RecordNotReplicatedError: ['k-1', 0, 1, 100],
   InvalidRecordWriteError: ['k-1', new Error('too large')],
   TransactionalStoreError: [['ledger'], 'ValkeyIdempotencyStore'],
   PublishValidationError: [[{ path: 'messages[0].groupId', message: 'is missing' }]],

@@ -112,6 +112,16 @@ const CASES: [entry: string, call: () => unknown, misspelt: string, meant: strin
     'keyPrefix',
   ],
   [
+    "ValkeyIdempotencyStore's waitForReplicas",
+    () =>
+      new ValkeyIdempotencyStore({
+        client: { ...valkey, wait: async () => 1, client: async () => 1 },
+        waitForReplicas: { replicas: 1, timeoutMS: 100 },
+      } as never),
+    'timeoutMS',
+    'timeoutMs',
+  ],
+  [
     'LeaseIdempotency',
     () => new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-most-once', leaseMargin: 1 } as never),
     'leaseMargin',

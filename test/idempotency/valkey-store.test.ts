@@ -4,6 +4,7 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Redis } from 'iovalkey';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../harness/tcp-fault-proxy.js';
+import { startValkey, type ValkeyServer } from '../../harness/valkey-server.js';
 import {
   fifoBatch,
   leaseOperation,
@@ -32,7 +33,7 @@ import {
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/valkey-store.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { countScripts, startValkey, type ValkeyServer } from '../support/valkey.js';
+import { countScripts } from '../support/valkey.js';
 import { clockSkewContract } from './clock-skew-contract.js';
 import { historyContract } from './history-contract.js';
 import { leaseContract, manualClock, recordingObserver, type StoreHarness } from './lease-contract.js';
@@ -392,6 +393,33 @@ describe('Valkey: configuration', () => {
     expect(() => new ValkeyIdempotencyStore({ client, keyprefix: 'x' } as never)).toThrow(
       OncelyConfigurationError,
     );
+  });
+
+  it('refuses a waitForReplicas without positive integers, or for a client without wait() and client()', () => {
+    const client = {
+      evalsha: async () => null,
+      eval: async () => null,
+      wait: async () => 1,
+      client: async () => 1,
+    };
+    for (const waitForReplicas of [
+      { replicas: 0, timeoutMs: 100 },
+      { replicas: 1, timeoutMs: 0 },
+      { replicas: 1.5, timeoutMs: 100 },
+    ]) {
+      expect(() => new ValkeyIdempotencyStore({ client, waitForReplicas })).toThrow(/positive integer/);
+    }
+    expect(
+      () => new ValkeyIdempotencyStore({ client, waitForReplicas: { replica: 1, timeoutMs: 100 } as never }),
+    ).toThrow(OncelyConfigurationError);
+    const { wait: _, ...withoutWait } = client;
+    const { client: __, ...withoutClientId } = client;
+    for (const lacking of [withoutWait, withoutClientId]) {
+      expect(
+        () =>
+          new ValkeyIdempotencyStore({ client: lacking, waitForReplicas: { replicas: 1, timeoutMs: 100 } }),
+      ).toThrow(/wait\(\) \(WAIT\) and client\('ID'\)/);
+    }
   });
 
   it('refuses transactional mode: in a consumer when it is made, and in TransactionalIdempotency', () => {

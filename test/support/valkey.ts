@@ -1,8 +1,5 @@
 import type { ValkeyScriptClient } from '../../lambdas/idempotency/valkey-store.js';
 
-// The server is the harness's, which the benchmarks start too.
-export { startValkey, type ValkeyServer } from '../../harness/valkey-server.js';
-
 /** Counts a client's EVALSHA and EVAL calls: each is one round trip to the server. */
 export function countScripts(client: ValkeyScriptClient) {
   const calls: { command: 'evalsha' | 'eval'; sha?: string }[] = [];
