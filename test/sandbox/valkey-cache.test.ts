@@ -1,5 +1,9 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -164,4 +168,22 @@ describe('a serverless cache without redis-server', () => {
     }
     expect(caches.started).toEqual([]);
   });
+});
+
+describe('interrupting a process that runs a serverless cache', () => {
+  it('takes its redis-server down on SIGINT', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/hold-valkey-cache.ts'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+    const { pid, certificate } = JSON.parse(line) as { pid: number; certificate: string };
+    try {
+      expect(groupAlive(pid)).toBe(true);
+      child.kill('SIGINT');
+      await once(child, 'exit');
+      await expect.poll(() => groupAlive(pid), { timeout: 30_000 }).toBe(false);
+    } finally {
+      rmSync(dirname(certificate), { recursive: true, force: true });
+    }
+  }, 60_000);
 });
