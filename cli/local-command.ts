@@ -205,6 +205,11 @@ function printDescription(description: LocalDescription): void {
   console.log(`  Lambda Invoke  ${endpoints.lambda}   (AWS_ENDPOINT_URL_LAMBDA)`);
   console.log(`  SQS            ${endpoints.sqs}   (AWS_ENDPOINT_URL_SQS)`);
   console.log(`  DynamoDB       ${endpoints.dynamodb}   (AWS_ENDPOINT_URL_DYNAMODB)`);
+  for (const cache of description.caches ?? []) {
+    console.log(
+      `  Valkey         ${cache.endpoint}   (TLS; ${cache.logicalId}, CA ${cache.caCertificateFile})`,
+    );
+  }
   if (description.traces) {
     console.log(
       `  Traces         ${description.traces.endpoint}   (OTLP/HTTP JSON: your exporter may send here too)`,

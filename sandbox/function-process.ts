@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,7 +82,7 @@ export function startContainer(options: ContainerOptions): Container {
     ? isolatedCommand(
         privateTmp,
         options.codeDirectory,
-        [options.codeDirectory, WORKER, options.node.path],
+        [options.codeDirectory, WORKER, options.node.path, ...filesNodeReadsAtStart(options.environment)],
         node,
       )
     : deathSignalWorks()
@@ -99,6 +99,16 @@ export function startContainer(options: ContainerOptions): Container {
     logStreamName,
     cleanUp: () => rmSync(privateTmp, { recursive: true, force: true }),
   };
+}
+
+/**
+ * The files the environment names for Node to read as it starts, before any code runs: the extra CA
+ * certificates (`NODE_EXTRA_CA_CERTS`; the sandbox's serverless caches' certificate, or one of
+ * `--env`), which a private `/tmp` would hide.
+ */
+function filesNodeReadsAtStart(environment: Record<string, string>): string[] {
+  const file = environment.NODE_EXTRA_CA_CERTS;
+  return file && existsSync(file) ? [file] : [];
 }
 
 /**

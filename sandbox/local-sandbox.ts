@@ -33,6 +33,7 @@ import {
 import { provideRuntimeModules } from './runtime-modules.js';
 import type { LocalSchedule } from './schedule-rules.js';
 import { startScheduleRunner } from './schedule-runner.js';
+import { LocalServerlessCaches } from './serverless-cache.js';
 import { type SqsEmulator, startSqsEmulator } from './sqs-emulator.js';
 import { type StreamBatchReport, startStreamPoller } from './stream-poller.js';
 import type { LocalStreamSource } from './stream-source.js';
@@ -145,6 +146,18 @@ export interface SandboxDescription {
   outputs: Record<string, string>;
   notEmulated: ProvisionedStack['notEmulated'];
   /**
+   * The app's serverless caches (`AWS::ElastiCache::ServerlessCache`, OncelyPipeline's
+   * `leaseRecords: 'valkey'`), each a local redis-server: its `host:port` (TLS only, the certificate
+   * `caCertificateFile`). Absent when the app has none.
+   */
+  caches?: {
+    stackName: string;
+    logicalId: string;
+    name: string;
+    endpoint: string;
+    caCertificateFile: string;
+  }[];
+  /**
    * Where the functions' spans go (`endpoint`, OTLP/HTTP JSON: your own process may export there
    * too) and where they are kept (`file`, one OTLP JSON export per line). Absent without `traces`.
    */
@@ -165,6 +178,8 @@ export interface Sandbox {
   readonly provisioned: ProvisionedApp;
   /** The cloud assembly the functions run from; removed on stop unless it was given (`cloudAssembly`). */
   readonly assemblyDirectory: string;
+  /** The process group leader of each serverless cache's server, by the cache's logical id. */
+  readonly cachePids: ReadonlyMap<string, number>;
   /** The pipeline's resources; throws {@link NoPipelineError} when the app has no OncelyPipeline. */
   pipelineResources(): PipelineResources;
   /** What the functions and the emulators use now: `npm run soak` samples it through its run. */
@@ -227,10 +242,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     // configuration is AWS_ENDPOINT_URL then sends to the host of a queue's URL what it would
     // anyway (the SDK prefers that host to its endpoint when the two differ).
     sqsEmulator.nameQueuesAt(edge.port);
-    const provisioned = await provisionApp(assembly.stacks, clients);
+    const caches = new LocalServerlessCaches();
+    teardown.add(() => caches.stop());
+    const provisioned = await provisionApp(assembly.stacks, clients, caches);
     const environmentOf = await functionEnvironments(provisioned.queues, emulators, edge.endpoint, {
       ...options,
       tracesEndpoint: traces?.endpoint,
+      caCertificateFile: caches.caCertificateFile,
     });
     const functions = startAppFunctions(provisioned.functions, {
       appDirectory,
@@ -255,6 +273,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       functions,
       dynamodbLocalPid: dynamodbLocal.pid,
       traces,
+      caches,
       teardown,
     });
   } catch (error) {
@@ -367,6 +386,7 @@ async function startEndpoints(teardown: Teardown, emulators: ServiceEndpoints, s
 async function provisionApp(
   stacks: readonly AssemblyStack[],
   clients: LocalClients,
+  caches: LocalServerlessCaches,
 ): Promise<ProvisionedApp> {
   const provisionedStacks: ProvisionedStack[] = [];
   const exports = new Map<string, string>();
@@ -379,6 +399,7 @@ async function provisionApp(
       accountId: LOCAL_ACCOUNT_ID,
       assemblyDirectory: stack.assemblyDirectory,
       exports,
+      startServerlessCache: caches.start,
     });
     for (const [name, value] of provisioned.exports) exports.set(name, value);
     provisionedStacks.push(provisioned);
@@ -403,7 +424,7 @@ async function functionEnvironments(
   queues: readonly LocalQueue[],
   emulators: ServiceEndpoints,
   edgeEndpoint: string,
-  options: SandboxOptions & { tracesEndpoint?: string },
+  options: SandboxOptions & { tracesEndpoint?: string; caCertificateFile?: string },
 ): Promise<(fn: LocalFunction) => Record<string, string>> {
   const routed = options.routeFunctions ? await options.routeFunctions(emulators) : emulators;
   const awsEnvironment = {
@@ -417,6 +438,9 @@ async function functionEnvironments(
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     // The switch of function-worker.mjs's trace layer: where the functions export their spans.
     ...(options.tracesEndpoint ? { ONCELY_LOCAL_TRACES: options.tracesEndpoint } : {}),
+    // The local serverless caches' self-signed certificate, trusted as ElastiCache's CA is on AWS:
+    // the consumer's TLS connection checks it as it checks the deployed cache's.
+    ...(options.caCertificateFile ? { NODE_EXTRA_CA_CERTS: options.caCertificateFile } : {}),
   };
   // A function's queue URLs name the SQS endpoint it is given, as on AWS: the SDK would send to
   // the URL's host instead (with a warning on every request), past a routed proxy.
@@ -522,7 +546,9 @@ function describeSandbox(
   pipeline: ReturnType<typeof findPipeline>,
   endpoints: SandboxDescription['endpoints'],
   traces: TraceCollector | undefined,
+  caches: LocalServerlessCaches,
 ): SandboxDescription {
+  const caCertificateFile = caches.caCertificateFile;
   const { stacks } = provisioned;
   const outputs = Object.fromEntries(
     stacks.flatMap((stack) => stack.outputs.map((output) => [output.OutputKey, output.OutputValue])),
@@ -534,6 +560,15 @@ function describeSandbox(
     ...(pipeline && { resources: pipeline.resources }),
     outputs,
     notEmulated: provisioned.notEmulated,
+    ...(caCertificateFile && {
+      caches: caches.started.map(({ stackName, logicalId, name, address, port }) => ({
+        stackName,
+        logicalId,
+        name,
+        endpoint: `${address}:${port}`,
+        caCertificateFile,
+      })),
+    }),
     ...(traces && { traces: { endpoint: traces.endpoint, file: traces.file } }),
   };
 }
@@ -547,6 +582,7 @@ interface SandboxParts {
   functions: AppFunctions;
   dynamodbLocalPid: number;
   traces: TraceCollector | undefined;
+  caches: LocalServerlessCaches;
   teardown: Teardown;
 }
 
@@ -554,9 +590,10 @@ function runningSandbox(parts: SandboxParts): Sandbox {
   const { appDirectory, provisioned, functions, teardown } = parts;
   const pipeline = findPipeline(provisioned.stacks);
   return {
-    description: describeSandbox(provisioned, pipeline, parts.endpoints, parts.traces),
+    description: describeSandbox(provisioned, pipeline, parts.endpoints, parts.traces, parts.caches),
     provisioned,
     assemblyDirectory: parts.assemblyDirectory,
+    cachePids: new Map(parts.caches.started.map(({ logicalId, pid }) => [logicalId, pid])),
     pipelineResources: () => {
       if (pipeline) return pipeline.resources;
       throw new NoPipelineError(

@@ -20,6 +20,7 @@ import { describeEventInvokeConfigs } from './event-invoke-configs.js';
 import type { LocalQueue, LocalTable } from './local-resources.js';
 import { describeQueueSource, type LocalEventSource } from './queue-source.js';
 import { describeScheduleRules, type LocalSchedule } from './schedule-rules.js';
+import type { ServerlessCacheSpec, StartServerlessCache } from './serverless-cache.js';
 import { describeStreamSource, type LocalStreamSource } from './stream-source.js';
 
 /** A Lambda function of the template, to be run in-process from its asset: the code `cdk deploy` uploads. */
@@ -95,6 +96,11 @@ export interface ProvisionOptions {
   assemblyDirectory: string;
   /** What the stacks provisioned before this one export (`Fn::ImportValue`). */
   exports?: ReadonlyMap<string, string>;
+  /**
+   * Starts a local server for each `AWS::ElastiCache::ServerlessCache` (serverless-cache.ts), whose
+   * attributes then resolve to it. Without it, a cache is not emulated.
+   */
+  startServerlessCache?: StartServerlessCache;
 }
 
 const EMULATED = new Set([
@@ -102,6 +108,7 @@ const EMULATED = new Set([
   'AWS::DynamoDB::Table',
   'AWS::Lambda::Function',
   'AWS::Lambda::EventSourceMapping',
+  'AWS::ElastiCache::ServerlessCache',
 ]);
 
 /**
@@ -116,6 +123,7 @@ export async function provisionTemplate(
   const stack = startProvisioning(template, options);
   const queues = await createQueues(stack);
   const tables = await createTables(stack);
+  await startCaches(stack);
   const functions = describeFunctions(stack);
   const invokeConfigs = applyEventInvokeConfigs(stack, functions);
   nameLogGroups(stack);
@@ -192,6 +200,64 @@ async function createTables(stack: Provisioning): Promise<LocalTable[]> {
     tables.push(table);
   }
   return tables;
+}
+
+/**
+ * Each serverless cache started on a local server (its users and user group named as deployed, but
+ * not emulated), its endpoint and reader endpoint the server's. Without a starter, a cache is listed
+ * as not emulated.
+ */
+async function startCaches(stack: Provisioning): Promise<void> {
+  const { options, resources, notRun, resolve, ofType } = stack;
+  const caches = ofType('AWS::ElastiCache::ServerlessCache');
+  if (caches.length === 0) return;
+  const users = new Map<string, { userName: string; accessString: string }>();
+  for (const [logicalId, resource] of ofType('AWS::ElastiCache::User')) {
+    const properties = resource.Properties ?? {};
+    const userId = resolve<string>(properties.UserId);
+    resources.set(logicalId, { ref: userId, attributes: {} });
+    users.set(userId, {
+      userName: resolve<string>(properties.UserName ?? properties.UserId),
+      accessString: resolve<string>(properties.AccessString ?? ''),
+    });
+  }
+  const groups = new Map<string, string[]>();
+  for (const [logicalId, resource] of ofType('AWS::ElastiCache::UserGroup')) {
+    const groupId = resolve<string>(resource.Properties?.UserGroupId);
+    resources.set(logicalId, { ref: groupId, attributes: {} });
+    groups.set(groupId, resolve<string[]>(resource.Properties?.UserIds ?? []));
+  }
+  for (const [logicalId, resource] of caches) {
+    if (!options.startServerlessCache) {
+      notRun.set(logicalId, 'the sandbox was given no way to start a local server for it');
+      continue;
+    }
+    const properties = resource.Properties ?? {};
+    const name =
+      properties.ServerlessCacheName === undefined
+        ? physicalName(options.stackName, logicalId, 40).toLowerCase()
+        : resolve<string>(properties.ServerlessCacheName);
+    const groupId =
+      properties.UserGroupId === undefined ? undefined : resolve<string>(properties.UserGroupId);
+    const spec: ServerlessCacheSpec = {
+      stackName: options.stackName,
+      logicalId,
+      name,
+      users: (groups.get(groupId ?? '') ?? []).flatMap((userId) => users.get(userId) ?? []),
+    };
+    const { address, port } = await options.startServerlessCache(spec);
+    const endpoint = { Address: address, Port: String(port) };
+    resources.set(logicalId, {
+      ref: spec.name,
+      attributes: {
+        ARN: `arn:aws:elasticache:${options.region}:${options.accountId}:serverlesscache:${spec.name}`,
+        'Endpoint.Address': endpoint.Address,
+        'Endpoint.Port': endpoint.Port,
+        'ReaderEndpoint.Address': endpoint.Address,
+        'ReaderEndpoint.Port': endpoint.Port,
+      },
+    });
+  }
 }
 
 /** The functions that run locally, named as deployed; the others go to `notRun` with the reason. */

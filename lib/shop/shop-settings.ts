@@ -1,5 +1,10 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { OncelyConfigurationError, type PipelineSettings, SANDBOX_CONTEXT } from 'oncely/cdk';
+import {
+  type LeaseRecordsStore,
+  OncelyConfigurationError,
+  type PipelineSettings,
+  SANDBOX_CONTEXT,
+} from 'oncely/cdk';
 import type { IdempotencyMode } from 'oncely/idempotency';
 
 /** Until you point it at your gateway, notifications fail as retryable and end in the DLQ. */
@@ -24,6 +29,8 @@ export interface ShopSettings {
   notificationUrl: string;
   /** `at-most-once` (the default) or `at-least-once`. */
   notificationMode?: IdempotencyMode;
+  /** Where the consumer keeps its lease records (the notifications'): `dynamodb` (the default) or `valkey`. */
+  leaseRecords: LeaseRecordsStore;
 }
 
 /**
@@ -64,12 +71,20 @@ export function shopSettingsFromContext(tryGet: (key: string) => unknown): ShopS
       `Context value queueType must be fifo or standard, got ${JSON.stringify(queueType)}.`,
     );
   }
+  const leaseRecords = get('leaseRecords') ?? 'dynamodb';
+  if (leaseRecords !== 'dynamodb' && leaseRecords !== 'valkey') {
+    throw new OncelyConfigurationError(
+      ['leaseRecords'],
+      `Context value leaseRecords must be dynamodb or valkey, got ${JSON.stringify(leaseRecords)}.`,
+    );
+  }
   const stage = String(get('stage') ?? 'dev');
   const production = stage === 'prod';
   return {
     stage,
     notificationUrl: String(get('notificationUrl') ?? PLACEHOLDER_NOTIFICATION_URL),
     notificationMode: mode,
+    leaseRecords,
     pipeline: {
       queueType,
       maxReceiveCount: number('maxReceiveCount'),

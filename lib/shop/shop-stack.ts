@@ -43,6 +43,7 @@ export class ShopStack extends Stack {
     this.pipeline = new OncelyPipeline(this, 'Pipeline', {
       ...settings.pipeline,
       serviceName: 'shop',
+      leaseRecords: settings.leaseRecords,
       consumer: {
         // One entry per queue type, so that the bundle carries one middleware.
         entry: fileURLToPath(

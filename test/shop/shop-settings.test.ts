@@ -59,4 +59,12 @@ describe('the shop’s settings from CDK context', () => {
     expect(from({}).pipeline.queueType).toBe('fifo');
     expect(from({ queueType: 'standard' }).pipeline.queueType).toBe('standard');
   });
+
+  it('keeps lease records in the table unless told valkey', () => {
+    expect(from({}).leaseRecords).toBe('dynamodb');
+    expect(from({ leaseRecords: 'valkey' }).leaseRecords).toBe('valkey');
+    expect(() => from({ leaseRecords: 'redis' })).toThrow(
+      'Context value leaseRecords must be dynamodb or valkey, got "redis".',
+    );
+  });
 });

@@ -24,7 +24,7 @@ import {
   readOutboxItems,
   readPendingMarkers,
 } from './orders-service.js';
-import { declaredQueueType, type E2eTarget, startTarget } from './target.js';
+import { declaredLeaseRecords, declaredQueueType, type E2eTarget, startTarget } from './target.js';
 
 // The whole pipeline, end to end: client → Invoke → publisher → SQS → event source → consumer
 // → ledger, and the orders service's path: PlaceOrder → its table's outbox → relay → SQS.
@@ -37,6 +37,9 @@ import { declaredQueueType, type E2eTarget, startTarget } from './target.js';
 let target: E2eTarget;
 // The cases are chosen before the target is reached: startTarget checks it is of this type.
 const queueType = declaredQueueType();
+// With `valkey` (ONCELY_LEASE_RECORDS), the consumer's DLQ marks and log are in the cache, which
+// `oncely history` does not read yet (docs/construct.md, "Not yet on Valkey").
+const leaseRecords = declaredLeaseRecords();
 const run = randomUUID().slice(0, 8);
 // A wide bound: on a busy machine 320 messages through the sandbox took longer than a minute.
 const WAIT = { timeout: 120_000, interval: 200 };
@@ -238,13 +241,21 @@ describe('Oncely end to end', { timeout: 300_000 }, () => {
     // Its story, from the command: published, dead-lettered, redriven, applied — in that order.
     const story = await historyOf(purchase.placed.key, LEDGER_NAMESPACE);
     const recordId = `${LEDGER_NAMESPACE}#${purchase.placed.key}`;
-    expect(story.steps.map((step) => [step.source, step.event])).toEqual([
-      ['envelope', 'published'],
-      ['dlq', 'sent to the DLQ'],
-      ['record', 'delivered (a redriven copy): effect applied in one transaction'],
-    ]);
-    expect(story.steps[1]).toMatchObject({ recordId, detail: 'BusinessRuleViolationError' });
-    expect(story.steps[2]?.messageId).not.toBe(story.steps[1]?.messageId);
+    if (leaseRecords === 'valkey') {
+      // The ledger's transactional record, in the table, still tells the effect applied once.
+      expect(story.steps.map((step) => [step.source, step.event])).toEqual([
+        ['envelope', 'published'],
+        ['record', 'delivered: effect applied in one transaction'],
+      ]);
+    } else {
+      expect(story.steps.map((step) => [step.source, step.event])).toEqual([
+        ['envelope', 'published'],
+        ['dlq', 'sent to the DLQ'],
+        ['record', 'delivered (a redriven copy): effect applied in one transaction'],
+      ]);
+      expect(story.steps[1]).toMatchObject({ recordId, detail: 'BusinessRuleViolationError' });
+      expect(story.steps[2]?.messageId).not.toBe(story.steps[1]?.messageId);
+    }
     expect(story.records).toEqual([
       expect.objectContaining({ id: recordId, status: 'COMPLETED', attempts: 1 }),
     ]);

@@ -51,6 +51,18 @@ export function declaredQueueType(env: NodeJS.ProcessEnv = process.env): 'fifo' 
   return queueType;
 }
 
+/**
+ * Where the sandbox's shop keeps its consumer's lease records: `ONCELY_LEASE_RECORDS` (`dynamodb` by
+ * default, or `valkey`: the shop's `leaseRecords=valkey` context, its cache on a local redis-server).
+ */
+export function declaredLeaseRecords(env: NodeJS.ProcessEnv = process.env): 'dynamodb' | 'valkey' {
+  const leaseRecords = env.ONCELY_LEASE_RECORDS ?? 'dynamodb';
+  if (leaseRecords !== 'dynamodb' && leaseRecords !== 'valkey') {
+    throw new Error(`ONCELY_LEASE_RECORDS must be dynamodb (the default) or valkey, not ${leaseRecords}.`);
+  }
+  return leaseRecords;
+}
+
 const queueTypeOf = (resources: PipelineResources) =>
   isFifoQueueUrl(resources.queueUrl) ? ('fifo' as const) : ('standard' as const);
 
@@ -99,12 +111,16 @@ export async function startTarget(env: NodeJS.ProcessEnv = process.env): Promise
     throw new Error(`ONCELY_TARGET must be sandbox (the default) or stack, not ${env.ONCELY_TARGET}.`);
   }
   const queueType = declaredQueueType(env);
+  const leaseRecords = declaredLeaseRecords(env);
   let receivedRecords = 0;
   const sandbox = await startSandbox({
     appDirectory: SHOP_APP,
     functionOutput: () => undefined,
-    // One synthesis of each queue type for the whole test run.
-    cloudAssembly: await sharedAssembly(SHOP_APP, queueType === 'standard' ? { queueType } : {}),
+    // One synthesis of each queue type (and lease records' store) for the whole test run.
+    cloudAssembly: await sharedAssembly(SHOP_APP, {
+      ...(queueType === 'standard' ? { queueType } : {}),
+      ...(leaseRecords === 'valkey' ? { leaseRecords } : {}),
+    }),
     ...(queueType === 'standard' ? { duplicateDeliveries: true } : {}),
     onBatch: (_functionName, report) => {
       receivedRecords += report.received;

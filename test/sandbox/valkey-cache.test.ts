@@ -1,0 +1,189 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { Cluster } from 'iovalkey';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { createEnvelope } from '../../lambdas/common/envelope.js';
+import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
+import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js';
+import { localAwsConfig } from '../../sandbox/local-aws-config.js';
+import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
+import { LocalServerlessCaches, ValkeyServerMissingError } from '../../sandbox/serverless-cache.js';
+import { groupAlive } from '../support/process-group.js';
+
+// Issue 46, part 4: an app whose OncelyPipeline keeps its lease records in Valkey
+// (fixtures/apps/valkey-leases, `leaseRecords: 'valkey'`) run by the sandbox: the serverless cache
+// on a local redis-server (one cluster node, TLS, the template's user), the consumer's bundle the
+// deployed one (iovalkey's cluster client, TLS checked, an IAM token as password).
+
+let sandbox: Sandbox;
+let documents: DynamoDBDocumentClient;
+let sqs: SQSClient;
+let valkey: Cluster;
+/** What the functions wrote: the hooks' lines, and shown when a test fails. */
+const output: string[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({
+    appDirectory: 'test/sandbox/fixtures/apps/valkey-leases',
+    functionOutput: (line, functionName) => output.push(`${functionName}: ${line}`),
+  });
+  const { endpoints, caches = [] } = sandbox.description;
+  documents = DynamoDBDocumentClient.from(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)));
+  sqs = new SQSClient(localAwsConfig(endpoints.sqs));
+  const [host, port] = caches[0].endpoint.split(':');
+  // As the consumer connects: the cache's user, any password (the sandbox checks no IAM token).
+  valkey = new Cluster([{ host, port: Number(port) }], {
+    dnsLookup: (address, callback) => callback(null, address),
+    redisOptions: {
+      username: consumerEnvironment()[CONSUMER_ENVIRONMENT.valkeyUserId],
+      password: 'not-an-iam-token',
+      tls: { ca: readFileSync(caches[0].caCertificateFile) },
+    },
+  });
+}, 240_000);
+
+afterAll(async () => {
+  valkey?.disconnect();
+  documents?.destroy();
+  sqs?.destroy();
+  await sandbox?.stop();
+});
+
+function consumerEnvironment(): Record<string, string> {
+  const { consumerFunctionName } = sandbox.pipelineResources();
+  const consumer = sandbox.provisioned.functions.find((fn) => fn.name === consumerFunctionName);
+  if (!consumer) throw new Error(`no local function ${consumerFunctionName}`);
+  return consumer.environment;
+}
+
+/** Each key's count of runs, by key. */
+async function runs(): Promise<Record<string, number>> {
+  const { Items = [] } = await documents.send(
+    new ScanCommand({ TableName: sandbox.description.outputs.RunsTableName, ConsistentRead: true }),
+  );
+  return Object.fromEntries(Items.map((item) => [item.id as string, Number(item.runs)]));
+}
+
+async function publish(key: string): Promise<void> {
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: sandbox.pipelineResources().queueUrl,
+      MessageBody: JSON.stringify(
+        createEnvelope({ type: 'Signup', groupId: 'signups', key, payload: { key } }),
+      ),
+      MessageGroupId: 'signups',
+      // A new message each time, as a producer's retry past the deduplication window is.
+      MessageDeduplicationId: randomUUID(),
+    }),
+  );
+}
+
+const keysIn = (word: string) =>
+  output.flatMap((line) => line.match(new RegExp(`: ${word} (\\S+)$`))?.slice(1) ?? []);
+
+describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
+  it('runs the cache on a local server the consumer’s variables name; the network and users are not emulated', () => {
+    const [cache] = sandbox.description.caches ?? [];
+    expect(cache).toMatchObject({
+      stackName: 'ValkeyLeases',
+      endpoint: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+    });
+    const environment = consumerEnvironment();
+    expect(environment[CONSUMER_ENVIRONMENT.valkeyEndpoint]).toBe(cache.endpoint);
+    expect(environment[CONSUMER_ENVIRONMENT.valkeyCacheName]).toBe(cache.name);
+    const notEmulated = new Set(sandbox.description.notEmulated.map(({ type }) => type));
+    expect(notEmulated).not.toContain('AWS::ElastiCache::ServerlessCache');
+    for (const type of [
+      'AWS::ElastiCache::User',
+      'AWS::ElastiCache::UserGroup',
+      'AWS::EC2::VPC',
+      'AWS::EC2::SecurityGroup',
+      'AWS::EC2::VPCEndpoint',
+    ]) {
+      expect(notEmulated).toContain(type);
+    }
+  });
+
+  it('keeps the consumer’s lease records in Valkey, not in DynamoDB, and answers a duplicate from them', async () => {
+    onTestFailed(() => console.error(`The functions wrote:\n${output.join('\n')}`));
+    const keys = ['ada', 'grace', 'edsger'];
+    for (const key of keys) await publish(key);
+    await expect
+      .poll(async () => Object.keys(await runs()).length, { timeout: 60_000, interval: 250 })
+      .toBe(keys.length);
+
+    for (const key of keys) {
+      const record = JSON.parse((await valkey.get(`{oncely}:signup#${key}`)) ?? 'null');
+      expect(record).toMatchObject({ id: `signup#${key}`, status: 'COMPLETED' });
+    }
+    const { Items = [] } = await documents.send(
+      new ScanCommand({ TableName: sandbox.pipelineResources().idempotencyTableName, ConsistentRead: true }),
+    );
+    expect(Items.filter((item) => String(item.id).startsWith('signup#'))).toEqual([]);
+
+    // A new message with a key already done: its run is skipped, from the record in Valkey (the
+    // consumer keeps no cache of completed keys).
+    await publish('ada');
+    await expect.poll(() => keysIn('DUPLICATE'), { timeout: 60_000, interval: 250 }).toEqual(['ada']);
+    await expect.poll(() => messagesInQueue(sqs, sandbox.pipelineResources().queueUrl)).toBe(0);
+    expect(await runs()).toEqual({ ada: 1, grace: 1, edsger: 1 });
+    expect(keysIn('COMPLETED').sort()).toEqual([...keys].sort());
+  }, 120_000);
+
+  it('gives the cache’s user the template’s access string: its own keys only', async () => {
+    expect(VALKEY_ACCESS_STRING).toContain('~{oncely}:*');
+    await expect(valkey.set('{oncely}:probe', '1')).resolves.toBe('OK');
+    await expect(valkey.set('elsewhere', '1')).rejects.toThrow(/NOPERM/);
+  });
+
+  it('stops the server, its process group, with the sandbox', async () => {
+    const [pid] = sandbox.cachePids.values();
+    expect(groupAlive(pid)).toBe(true);
+    valkey.disconnect();
+    await sandbox.stop();
+    expect(groupAlive(pid)).toBe(false);
+  }, 60_000);
+});
+
+describe('a serverless cache without redis-server', () => {
+  it('fails at start, saying what to install', async () => {
+    const caches = new LocalServerlessCaches();
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      const starting = caches.start({ stackName: 'S', logicalId: 'Cache', name: 'cache', users: [] });
+      await expect(starting).rejects.toThrow(ValkeyServerMissingError);
+      await expect(starting).rejects.toThrow(/apt-get install redis-server/);
+    } finally {
+      process.env.PATH = path;
+      await caches.stop();
+    }
+    expect(caches.started).toEqual([]);
+  });
+});
+
+describe('interrupting a process that runs a serverless cache', () => {
+  it('takes its redis-server down on SIGINT', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/hold-valkey-cache.ts'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+    const { pid, certificate } = JSON.parse(line) as { pid: number; certificate: string };
+    try {
+      expect(groupAlive(pid)).toBe(true);
+      child.kill('SIGINT');
+      await once(child, 'exit');
+      await expect.poll(() => groupAlive(pid), { timeout: 30_000 }).toBe(false);
+    } finally {
+      rmSync(dirname(certificate), { recursive: true, force: true });
+    }
+  }, 60_000);
+});
