@@ -17,15 +17,6 @@ export const MINIMUM_REDIS_MAJOR = 7;
 const HOST = '127.0.0.1';
 /** Every hash slot of a cluster. */
 const LAST_SLOT = 16383;
-/**
- * The commands iovalkey's cluster client sends to learn the topology, on connecting and on MOVED:
- * CLUSTER SLOTS, and CLUSTER INFO for its ready check. The consumer's access string grants neither,
- * and without them the client never connects ("Failed to refresh slots cache"), so the local user
- * gets them beside it. Whether a serverless cache answers them to that user regardless is not
- * verified (a self-designed cluster does not: ioredis#1902).
- */
-const TOPOLOGY_COMMANDS = ['+cluster|slots', '+cluster|info'];
-
 /** Raised before a serverless cache is started when no usable redis-server (or openssl) is on PATH. */
 export class ValkeyServerMissingError extends OncelyError {
   static override readonly errorName: string = 'ValkeyServerMissingError';
@@ -238,7 +229,7 @@ async function configure(port: number, ca: Buffer, users: readonly CacheUser[]):
     await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', String(LAST_SLOT));
     for (const { userName, accessString } of users) {
       const rules = accessString.split(/\s+/).filter(Boolean);
-      await admin.call('ACL', 'SETUSER', userName, 'reset', 'nopass', ...rules, ...TOPOLOGY_COMMANDS);
+      await admin.call('ACL', 'SETUSER', userName, 'reset', 'nopass', ...rules);
     }
     const deadline = Date.now() + 10_000;
     while (!String(await admin.call('CLUSTER', 'INFO')).includes('cluster_state:ok')) {

@@ -24,9 +24,12 @@ export const VALKEY_READER_PORT = 6380;
 /**
  * What the consumer's ElastiCache user may do (its keys: the default store's, `SERVERLESS_KEY_PREFIX`): the commands of the store's scripts and of the
  * client's connection, on its own keys only. `-@dangerous` (FLUSHALL, KEYS, CONFIG…) is taken back
- * after the categories that would grant some of it; `info` is given back for iovalkey's ready check.
+ * after the categories that would grant some of it; `info` is given back for iovalkey's ready check,
+ * and CLUSTER SLOTS and CLUSTER INFO, which its cluster client asks on connecting and on MOVED:
+ * without them it never connects ("Failed to refresh slots cache"; the sandbox shows it, and a
+ * node-based cluster refuses them to such a user, ioredis#1902).
  */
-export const VALKEY_ACCESS_STRING = `on ~${SERVERLESS_KEY_PREFIX}* -@all +@read +@write +@scripting +@connection -@dangerous +info`;
+export const VALKEY_ACCESS_STRING = `on ~${SERVERLESS_KEY_PREFIX}* -@all +@read +@write +@scripting +@connection -@dangerous +info +cluster|slots +cluster|info`;
 
 /** Where `ValkeyLeaseCache` goes and whom it admits. */
 export interface ValkeyLeaseCacheProps {
