@@ -38,6 +38,34 @@ export type AcquireResult =
   | { acquired: true; lease: Lease }
   | { acquired: false; existing: IdempotencyRecord };
 
+/**
+ * The lease an acquire took, from the record it replaced (`old`: none for a new record): the next
+ * attempt, and a takeover when `old` was IN_PROGRESS, unless the caller knows better (a retried
+ * acquire that finds its own write). One definition for every store.
+ */
+export function grantedLease(
+  input: AcquireInput,
+  taken: Pick<Lease, 'token' | 'expiresAt' | 'recordExpiresAt' | 'runCounted'>,
+  old: Partial<IdempotencyRecord>,
+  attempt = (old.attempts ?? 0) + 1,
+  tookOver = old.status === 'IN_PROGRESS',
+): AcquireResult {
+  return {
+    acquired: true,
+    lease: {
+      id: input.id,
+      payloadHash: input.payloadHash,
+      ...taken,
+      attempt,
+      attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
+      tookOver,
+      deadLettered: old.deadLetteredMessageId
+        ? { messageId: old.deadLetteredMessageId, error: old.error }
+        : undefined,
+    },
+  };
+}
+
 /** What `LeaseStore.acquire` is asked for. */
 export interface AcquireInput {
   id: string;

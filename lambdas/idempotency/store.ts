@@ -29,7 +29,13 @@ import {
   shortToken,
   trimmedHistory,
 } from './history.js';
-import type { AcquireInput, AcquireResult, Lease, LeaseStore } from './lease-store.js';
+import {
+  type AcquireInput,
+  type AcquireResult,
+  grantedLease,
+  type Lease,
+  type LeaseStore,
+} from './lease-store.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
   type DeadLetterClaim,
@@ -155,27 +161,14 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     const runCounted = input.countRun ?? true;
     // What the acquire's UpdateItem does to the history: known once the PutItem found the record.
     let history = historyUpdate(undefined, acquireEntry(now, token, input.delivery));
-    const lease = (
-      old: Partial<IdempotencyRecord>,
-      attempt = (old.attempts ?? 0) + 1,
-      tookOver = old.status === IN_PROGRESS,
-    ): AcquireResult => ({
-      acquired: true,
-      lease: {
-        id: input.id,
-        token,
-        payloadHash: input.payloadHash,
-        expiresAt: leaseExpiresAt,
-        recordExpiresAt,
+    const lease = (old: Partial<IdempotencyRecord>, attempt?: number, tookOver?: boolean) =>
+      grantedLease(
+        input,
+        { token, expiresAt: leaseExpiresAt, recordExpiresAt, runCounted },
+        old,
         attempt,
-        attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
-        runCounted,
         tookOver,
-        deadLettered: old.deadLetteredMessageId
-          ? { messageId: old.deadLetteredMessageId, error: old.error }
-          : undefined,
-      },
-    });
+      );
     // Put first: a first delivery, the common case, costs DynamoDB less as a PutItem than as the
     // UpdateItem below, and a failed PutItem returns the record, which settles a duplicate.
     try {

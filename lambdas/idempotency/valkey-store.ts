@@ -3,7 +3,13 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { IdempotencyConfigurationError, type StoredError } from './errors.js';
 import { acquireEntry, MAX_HISTORY_ENTRIES, shortToken } from './history.js';
-import type { AcquireInput, AcquireResult, Lease, LeaseStore } from './lease-store.js';
+import {
+  type AcquireInput,
+  type AcquireResult,
+  grantedLease,
+  type Lease,
+  type LeaseStore,
+} from './lease-store.js';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
   type DeadLetterClaim,
@@ -109,8 +115,6 @@ export const DEFAULT_VALKEY_KEY_PREFIX = 'oncely:';
  */
 export const VALKEY_KEY_GRACE_MS = 60 * 60 * 1000;
 
-const IN_PROGRESS = 'IN_PROGRESS';
-
 /**
  * Marks the writes an effect's safety rests on, which `waitForReplicas` makes wait for the replicas
  * (DESIGN §3.1): the acquire (the lease, and at a record's turn at-most-once, the mark that its
@@ -210,27 +214,14 @@ export class ValkeyIdempotencyStore implements LeaseStore {
     const leaseExpiresAt = now + input.leaseMs;
     const recordExpiresAt = this.#recordExpiresAt(now);
     const runCounted = input.countRun ?? true;
-    const lease = (
-      old: Partial<IdempotencyRecord>,
-      attempt = (old.attempts ?? 0) + 1,
-      tookOver = old.status === IN_PROGRESS,
-    ): AcquireResult => ({
-      acquired: true,
-      lease: {
-        id: input.id,
-        token,
-        payloadHash: input.payloadHash,
-        expiresAt: leaseExpiresAt,
-        recordExpiresAt,
+    const lease = (old: Partial<IdempotencyRecord>, attempt?: number, tookOver?: boolean) =>
+      grantedLease(
+        input,
+        { token, expiresAt: leaseExpiresAt, recordExpiresAt, runCounted },
+        old,
         attempt,
-        attemptsAtDeadLetter: old.attemptsAtDeadLetter ?? 0,
-        runCounted,
         tookOver,
-        deadLettered: old.deadLetteredMessageId
-          ? { messageId: old.deadLetteredMessageId, error: old.error }
-          : undefined,
-      },
-    });
+      );
     let reply: ScriptReply;
     try {
       reply = await this.#run(
