@@ -8,6 +8,7 @@ import {
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { loseAnswers, setsStatus } from '../support/sdk-middleware.js';
+import { dynamoDbHarness } from './dynamodb-harness.js';
 import { delivery, historyContract, statuses } from './history-contract.js';
 
 // DESIGN §3, the history: each write that changes a record's status appends one entry in the same
@@ -15,18 +16,7 @@ import { delivery, historyContract, statuses } from './history-contract.js';
 // (history-contract.ts) on DynamoDB Local, then DynamoDB's own: a transaction's entry, and the
 // SDK's retries of writes whose answers were lost.
 
-historyContract('DynamoDB', async () => {
-  const client = localDynamoClient();
-  const table = await createTable(client, 'history');
-  return {
-    store: (options) => new DynamoDBIdempotencyStore({ client, tableName: table, ...options }),
-    read: (id) => readItem(table, id),
-    roundTrips: () => 0,
-    resetRoundTrips: () => undefined,
-    reads: () => 0,
-    close: () => client.destroy(),
-  };
-});
+historyContract('DynamoDB', () => dynamoDbHarness('history'));
 
 describe('DynamoDB: its own history writes', () => {
   let client: DynamoDBClient;

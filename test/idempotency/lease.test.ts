@@ -4,24 +4,13 @@ import { DynamoDBIdempotencyStore, LeaseIdempotency } from '../../lambdas/idempo
 import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { failRequests } from '../support/sdk-middleware.js';
+import { dynamoDbHarness } from './dynamodb-harness.js';
 import { leaseContract, manualClock, recordingObserver } from './lease-contract.js';
 
 // Lease mode on DynamoDB Local: the contract every store keeps (lease-contract.ts), then what is
 // DynamoDB's own — which requests each step costs, and the SDK's failures.
 
-leaseContract('DynamoDB', async () => {
-  const client = localDynamoClient();
-  const table = await createTable(client, 'idem');
-  const requests = countRequests(client);
-  return {
-    store: (options) => new DynamoDBIdempotencyStore({ client, tableName: table, ...options }),
-    read: (id) => readItem(table, id),
-    roundTrips: () => requests.total(),
-    resetRoundTrips: () => requests.reset(),
-    reads: () => requests.counts.GetItem ?? 0,
-    close: () => client.destroy(),
-  };
-});
+leaseContract('DynamoDB', () => dynamoDbHarness('idem'));
 
 describe('DynamoDB: the requests of lease mode', () => {
   let client: DynamoDBClient;
