@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { redriveDeadLetters } from '../../cli/dead-letter-redrive.js';
 import { describeRedrive } from '../../cli/operations-report.js';
 import { createEnvelope, parseReceivedEnvelope } from '../../lambdas/common/envelope.js';
 import { type ConsumerOperation, leaseOperation, processFifoBatch } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { type FifoQueue, receiveMessages, sendBody } from '../support/sqs.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -20,11 +20,7 @@ import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 // so the consumer's DLQ copy carries the key in its body, and the redrive moves no envelope without
 // one, since it would run under a key that is not its own.
 
-const world = consumerTestWorld('consumer-dlq-key');
-let table: string;
-beforeAll(() => {
-  [table] = world.tables as [string];
-});
+const world = consumerTestWorld();
 
 /** A keyless envelope's body, with a payload whose text JSON.parse would not give back (a big integer). */
 function keylessBody(type: string): string {
@@ -47,7 +43,12 @@ function failingOnce() {
   return { keys, operations: { Keyless: operation } };
 }
 
-async function consumeOne(queue: FifoQueue, dlq: FifoQueue, operations: Record<string, ConsumerOperation>) {
+async function consumeOne(
+  records: LeaseRecords,
+  queue: FifoQueue,
+  dlq: FifoQueue,
+  operations: Record<string, ConsumerOperation>,
+) {
   const messages = await receiveMessages(world.sqs, queue.url, 1);
   expect(messages).toHaveLength(1);
   const event: SQSEvent = {
@@ -55,7 +56,7 @@ async function consumeOne(queue: FifoQueue, dlq: FifoQueue, operations: Record<s
   };
   return processFifoBatch(event, lambdaContext(), {
     operations,
-    store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+    store: records.store(),
     deadLetterQueue: { client: world.sqs, queueUrl: dlq.url, sourceQueueUrl: queue.url },
     maxAttempts: 1,
     logger: silentLogger(),
@@ -69,7 +70,9 @@ const resourcesOf = (queue: FifoQueue, dlq: FifoQueue) => ({
   idempotencyTtlSeconds: String(19 * 86_400),
 });
 
-describe('an envelope without a key, through the DLQ', () => {
+describe.each(LEASE_STORES)('an envelope without a key, through the DLQ (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+
   it("keeps its deduplication id as its key: in the consumer's DLQ copy, and after a redrive", async () => {
     const { queue, dlq } = await world.queuePair();
     const key = `producer-${randomUUID()}`;
@@ -77,7 +80,7 @@ describe('an envelope without a key, through the DLQ', () => {
     await sendBody(world.sqs, queue.url, body, 'g', key);
     const { keys, operations } = failingOnce();
 
-    expect((await consumeOne(queue, dlq, operations)).batchItemFailures).toEqual([]);
+    expect((await consumeOne(records, queue, dlq, operations)).batchItemFailures).toEqual([]);
     const [copy] = await receiveMessages(world.sqs, dlq.url, 1);
     expect(parseReceivedEnvelope(String(copy?.Body)).key).toBe(key);
     // The key is written in; nothing else of the body changes, to the byte.
@@ -94,10 +97,12 @@ describe('an envelope without a key, through the DLQ', () => {
     // Redriven, the consumer runs it under the same key.
     const redrive = await redriveDeadLetters(world.sqs, resourcesOf(queue, dlq), { timeoutMs: 30_000 });
     expect(redrive).toMatchObject({ finished: true, moved: 1, skipped: [] });
-    expect((await consumeOne(queue, dlq, operations)).batchItemFailures).toEqual([]);
+    expect((await consumeOne(records, queue, dlq, operations)).batchItemFailures).toEqual([]);
     expect(keys).toEqual([key, key]);
   });
+});
 
+describe('an envelope without a key, in the DLQ', () => {
   it('is left in the DLQ by a redrive once its key is gone (SQS moved it), and says why', async () => {
     const { queue, dlq } = await world.queuePair();
     // As SQS moves a message to a FIFO DLQ after maxReceiveCount: its deduplication id replaced.

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
+import { startValkey } from '../../harness/valkey-server.js';
 import { startDynamoDbLocal } from '../../sandbox/dynamodb-local.js';
 import { installLambdaNode } from '../../sandbox/node-binary.js';
 import { startSqsEmulator } from '../../sandbox/sqs-emulator.js';
@@ -11,6 +12,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
     sqsEndpoint: string;
+    /** The run's redis-server (Valkey's protocol): the consumer suites' Valkey store keeps its records there. */
+    valkeyPort: number;
     /** Where test/support/shared-assembly.ts keeps the run's cloud assemblies, one per app and context. */
     assemblyCache: string;
   }
@@ -19,6 +22,7 @@ declare module 'vitest' {
 interface Emulators {
   dynamodbEndpoint: string;
   sqsEndpoint: string;
+  valkeyPort: number;
   assemblyCache: string;
   stop: () => Promise<void>;
 }
@@ -39,12 +43,19 @@ async function startEmulators(): Promise<Emulators> {
     await dynamodb.stop();
     throw error;
   });
+  const valkey = await startValkey().catch(async (error) => {
+    await sqs.stop();
+    await dynamodb.stop();
+    throw error;
+  });
   const assemblyCache = mkdtempSync(join(tmpdir(), 'oncely-test-assemblies-'));
   return {
     dynamodbEndpoint: dynamodb.endpoint,
     sqsEndpoint: sqs.endpoint,
+    valkeyPort: valkey.port,
     assemblyCache,
     stop: async () => {
+      await valkey.stop();
       await sqs.stop();
       await dynamodb.stop();
       rmSync(assemblyCache, { recursive: true, force: true });
@@ -63,6 +74,7 @@ export default async function setup(project: TestProject) {
   const emulators = await entry.started;
   project.provide('dynamodbEndpoint', emulators.dynamodbEndpoint);
   project.provide('sqsEndpoint', emulators.sqsEndpoint);
+  project.provide('valkeyPort', emulators.valkeyPort);
   project.provide('assemblyCache', emulators.assemblyCache);
   return async () => {
     entry.users -= 1;
