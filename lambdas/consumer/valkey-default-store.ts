@@ -1,39 +1,6 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { IdempotencyConfigurationError } from '../idempotency/errors.js';
-import { ValkeyIdempotencyStore } from '../idempotency/valkey-store.js';
 import { provideValkeyDefaultStore } from './consumer-setup.js';
-import { type ConsumerEnvironment, SERVERLESS_KEY_PREFIX } from './environment.js';
-import { elastiCacheValkeyClient } from './valkey-client.js';
+import { serverlessValkeyStore } from './serverless-valkey-store.js';
 
-/**
- * The consumer's default store on the ElastiCache Serverless cache `IDEMPOTENCY_VALKEY_ENDPOINT`
- * names (OncelyPipeline's `leaseRecords: 'valkey'`): its client connects on the first command, as
- * `IDEMPOTENCY_VALKEY_USER_ID` with an IAM token signed by the function's credentials (the default
- * DynamoDB client's, the SDK's default chain); its keys carry the `{oncely}` hash tag, since a
- * serverless cache is a cluster and each script's keys must share a slot.
- */
-export function serverlessValkeyStore(
-  environment: ConsumerEnvironment,
-  dynamodb: DynamoDBClient,
-): ValkeyIdempotencyStore {
-  const { valkeyEndpoint, valkeyUserId, valkeyCacheName } = environment;
-  if (!valkeyEndpoint || !valkeyUserId || !valkeyCacheName) {
-    throw new IdempotencyConfigurationError(
-      'serverlessValkeyStore: the environment names no cache (readConsumerEnvironment checks it).',
-    );
-  }
-  return new ValkeyIdempotencyStore({
-    client: elastiCacheValkeyClient({
-      ...valkeyEndpoint,
-      userId: valkeyUserId,
-      cacheName: valkeyCacheName,
-      region: process.env.AWS_REGION ?? '',
-      credentials: () => dynamodb.config.credentials(),
-    }),
-    keyPrefix: SERVERLESS_KEY_PREFIX,
-    ttlSeconds: environment.idempotencyTtlSeconds,
-  });
-}
-
-// Importing this module (the construct injects it into a consumer's bundle) provides the default.
+// Importing this module (OncelyPipeline injects it into a `leaseRecords: 'valkey'` consumer's
+// bundle) provides the consumer's default Valkey store: the others carry neither it nor iovalkey.
 provideValkeyDefaultStore(serverlessValkeyStore);

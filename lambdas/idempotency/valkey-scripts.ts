@@ -271,6 +271,11 @@ save(old, r)
 return reply({ r = 'logged' })
 `;
 
+/** The unresolved index's sizes: the monitor's counts (an unresolved record never expires). */
+const COUNT_UNRESOLVED = `
+return reply({ r = 'counted', inDoubt = redis.call('ZCARD', KEYS[2]), retryPending = redis.call('ZCARD', KEYS[3]) })
+`;
+
 function script(name: string, ...parts: string[]): ValkeyScript {
   const source = [PRELUDE, ...parts].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
@@ -293,4 +298,5 @@ export const VALKEY_SCRIPTS = {
   releaseDeadLetterClaim: /* @__PURE__ */ script('releaseDeadLetterClaim', RELEASE_DEAD_LETTER_CLAIM),
   markDeadLettered: /* @__PURE__ */ script('markDeadLettered', MARK_DEAD_LETTERED),
   logDeadLetter: /* @__PURE__ */ script('logDeadLetter', LOG_DEAD_LETTER),
+  countUnresolved: /* @__PURE__ */ script('countUnresolved', COUNT_UNRESOLVED),
 } as const;

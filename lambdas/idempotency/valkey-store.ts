@@ -438,6 +438,20 @@ export class ValkeyIdempotencyStore implements LeaseStore {
   }
 
   /**
+   * How many records each unresolved reason holds: the unresolved index's sets, read in one script
+   * (the monitor's counts, DESIGN §3.1). Every member is live: an unresolved record has no expiry.
+   * @internal
+   */
+  async countUnresolved(): Promise<{ inDoubt: number; retryPending: number }> {
+    // A script names a record's key first; this one reads only the index's (the prefix stands in).
+    const reply = (await this.#run(VALKEY_SCRIPTS.countUnresolved, '', {})) as ScriptReply & {
+      inDoubt: number;
+      retryPending: number;
+    };
+    return { inDoubt: reply.inDoubt, retryPending: reply.retryPending };
+  }
+
+  /**
    * An outcome fenced on the lease. A fence failing because our own earlier try (applied, its
    * answer lost) already wrote this very status is a success: the token stays on the record for that.
    */

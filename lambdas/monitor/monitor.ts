@@ -9,14 +9,25 @@ export interface MonitorDependencies {
   dynamodb: DynamoDBClient;
   idempotencyTableName: string;
   /**
+   * With `leaseRecords: 'valkey'`: the cache keeping the lease-mode records, whose unresolved ones
+   * are counted with the table's (which keeps the transactional ones).
+   * @default none: the table keeps every record
+   */
+  valkey?: UnresolvedCounter;
+  /**
    * Powertools reads its namespace and service from the environment when not given; the default
    * also carries the pipeline's dimension (`ONCELY_PIPELINE`).
    */
   metrics?: Metrics;
 }
 
+/** A store that counts its own unresolved records: `ValkeyIdempotencyStore`. */
+export interface UnresolvedCounter {
+  countUnresolved(): Promise<UnresolvedCounts>;
+}
+
 /**
- * The unresolved-records monitor (DESIGN §3): on each scheduled run it counts the live IN_DOUBT and
+ * The unresolved-records monitor (DESIGN §3, §3.1): on each scheduled run it counts the live IN_DOUBT and
  * RETRY_PENDING records and publishes both counts, zeros included, so an alarm on them stays raised
  * while any record exists and a missing data point means the monitor did not run. First it removes
  * the expiry of any such record parked by an older version, which gave them one: unresolved, a
@@ -27,15 +38,19 @@ export interface MonitorDependencies {
 export function createMonitorHandler({
   dynamodb,
   idempotencyTableName,
+  valkey,
   metrics = new Metrics({ defaultDimensions: metricsScope() }),
 }: MonitorDependencies): () => Promise<UnresolvedCounts> {
   return async () => {
-    const { counts, expiring } = await surveyUnresolved(
-      dynamodb,
-      idempotencyTableName,
-      Math.floor(Date.now() / 1000),
-    );
+    const [{ counts: tableCounts, expiring }, valkeyCounts] = await Promise.all([
+      surveyUnresolved(dynamodb, idempotencyTableName, Math.floor(Date.now() / 1000)),
+      valkey?.countUnresolved(),
+    ]);
     await removeUnresolvedExpiries(dynamodb, idempotencyTableName, expiring, Math.floor(Date.now() / 1000));
+    const counts: UnresolvedCounts = {
+      inDoubt: tableCounts.inDoubt + (valkeyCounts?.inDoubt ?? 0),
+      retryPending: tableCounts.retryPending + (valkeyCounts?.retryPending ?? 0),
+    };
     metrics.addMetric(UNRESOLVED_METRICS.inDoubt, MetricUnit.Count, counts.inDoubt);
     metrics.addMetric(UNRESOLVED_METRICS.retryPending, MetricUnit.Count, counts.retryPending);
     metrics.publishStoredMetrics();

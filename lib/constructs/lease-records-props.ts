@@ -50,7 +50,7 @@ export function vpcAccessStatement(fn: IFunction): PolicyStatement {
     Validations.of(fn.role as IRole).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'The network-interface actions Lambda needs to place the consumer in the VPC (those of AWS’s ' +
+        'The network-interface actions Lambda needs to place the function (the consumer, the monitor) in the VPC (those of AWS’s ' +
         'AWSLambdaVPCAccessExecutionRole): EC2 authorises DescribeNetworkInterfaces on no resource, and the ' +
         'interfaces are created before their ids exist.',
     });

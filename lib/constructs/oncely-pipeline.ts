@@ -60,6 +60,8 @@ import { ValkeyLeaseCache } from './valkey-lease-cache.js';
 
 /** The module that provides a consumer's default Valkey store (`leaseRecords: 'valkey'`). */
 const VALKEY_DEFAULT_STORE_ENTRY = '../../lambdas/consumer/valkey-default-store';
+/** The module that lets the monitor count the cache's unresolved records (`leaseRecords: 'valkey'`). */
+const VALKEY_DEFAULT_COUNTER_ENTRY = '../../lambdas/monitor/valkey-default-counter';
 
 /** Your consumer, built by the construct: the handler's file and the NodejsFunction options you want. */
 export interface OncelyConsumerEntry
@@ -420,11 +422,31 @@ export class OncelyPipeline extends Construct {
   }
 
   #unresolvedMonitor(telemetry: Record<string, string>): NodejsFunction {
+    const network = this.leaseRecordsNetwork;
+    const cache = this.leaseRecordsCache;
     return this.#function('Monitor', packageEntry('../../lambdas/monitor/handler'), {
       timeout: Duration.minutes(1),
       memorySize: 256,
+      // With the lease records in Valkey, the monitor counts the cache's unresolved records too: it
+      // goes where the consumer is, in its security group (the only one the cache admits), and only
+      // its bundle then carries a Valkey client.
+      ...(network && cache
+        ? {
+            bundling: { inject: [packageEntry(VALKEY_DEFAULT_COUNTER_ENTRY)] },
+            vpc: network.vpc,
+            vpcSubnets: { subnets: network.subnets.subnets },
+            securityGroups: [network.consumerSecurityGroup],
+          }
+        : {}),
       environment: {
         [MONITOR_ENVIRONMENT.idempotencyTableName]: this.idempotencyTable.tableName,
+        ...(cache
+          ? {
+              [MONITOR_ENVIRONMENT.valkeyEndpoint]: cache.endpoint,
+              [MONITOR_ENVIRONMENT.valkeyUserId]: cache.userId,
+              [MONITOR_ENVIRONMENT.valkeyCacheName]: cache.cacheName,
+            }
+          : {}),
         ...telemetry,
       },
     });
@@ -532,9 +554,11 @@ export class OncelyPipeline extends Construct {
     allow(this.consumer, ['sqs:SendMessage'], [this.deadLetterQueue.queueArn]);
     this.consumer.addToRolePolicy(recordStatement('consumer', this.idempotencyTable.tableArn));
     if (this.leaseRecordsCache) {
-      this.leaseRecordsCache.grantConnect(this.consumer);
-      // Its own role has no AWS managed policy: the network interfaces Lambda makes in the VPC.
-      this.consumer.addToRolePolicy(vpcAccessStatement(this.consumer));
+      for (const fn of [this.consumer, this.unresolvedMonitor]) {
+        this.leaseRecordsCache.grantConnect(fn);
+        // Its own role has no AWS managed policy: the network interfaces Lambda makes in the VPC.
+        fn.addToRolePolicy(vpcAccessStatement(fn));
+      }
     }
     // The monitor counts unresolved records on the sparse index and never reads the table itself;
     // it only removes the expiry an older version gave them.

@@ -12,9 +12,11 @@ import {
   SERVERLESS_KEY_PREFIX,
 } from '../../lambdas/consumer/environment.js';
 import { fifoBatch, leaseOperation, transactionalOperation } from '../../lambdas/consumer/index.js';
-import { type ClusterClass, elastiCacheValkeyClient } from '../../lambdas/consumer/valkey-client.js';
 // What the construct injects into a consumer's bundle with leaseRecords: 'valkey'.
-import { serverlessValkeyStore } from '../../lambdas/consumer/valkey-default-store.js';
+import { serverlessValkeyStore } from '../../lambdas/consumer/serverless-valkey-store.js';
+// Provides the default store, as the construct's inject does in a 'valkey' consumer's bundle.
+import '../../lambdas/consumer/valkey-default-store.js';
+import { type ClusterClass, elastiCacheValkeyClient } from '../../lambdas/consumer/valkey-client.js';
 import { elastiCacheIamToken } from '../../lambdas/idempotency/elasticache-iam-token.js';
 import { TransactionalStoreError } from '../../lambdas/idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/store.js';

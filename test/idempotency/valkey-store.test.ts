@@ -383,6 +383,23 @@ describe('Valkey: the unresolved index', () => {
       client.disconnect();
     }
   });
+
+  it("counts each reason's records in one script, for the monitor: none, then those parked", async () => {
+    const client = server.client();
+    const scripts = countScripts(client);
+    try {
+      const { store } = valkeyStore(scripts.client);
+      expect(await store.countUnresolved()).toEqual({ inDoubt: 0, retryPending: 0 });
+      const error = { name: 'OutcomeUnknownError', message: 'timed out' };
+      for (const key of ['one', 'two']) await store.markInDoubt(await acquired(store, key), error);
+      await acquired(store, 'completed').then((lease) => store.complete(lease, {}));
+      scripts.reset();
+      expect(await store.countUnresolved()).toEqual({ inDoubt: 2, retryPending: 0 });
+      expect(scripts.total()).toBe(1);
+    } finally {
+      client.disconnect();
+    }
+  });
 });
 
 describe('Valkey: configuration', () => {

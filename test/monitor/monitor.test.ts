@@ -7,13 +7,16 @@ import {
   UNRESOLVED_INDEX_NAME,
   type UnresolvedReason,
 } from '../../lambdas/idempotency/record.js';
+import { ValkeyIdempotencyStore } from '../../lambdas/idempotency/valkey-store.js';
 import { MONITOR_ENVIRONMENT, readMonitorEnvironment } from '../../lambdas/monitor/environment.js';
 import { handler } from '../../lambdas/monitor/handler.js';
 import { UNRESOLVED_METRICS } from '../../lambdas/monitor/metrics.js';
 import { createMonitorHandler } from '../../lambdas/monitor/monitor.js';
+import { provideValkeyCounter, valkeyCounter } from '../../lambdas/monitor/valkey-counter.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
+import { leaseRecords } from '../support/lease-stores.js';
 import { capturingStdout } from '../support/telemetry.js';
 
 const dynamodb = localDynamoClient();
@@ -187,5 +190,95 @@ describe('unresolved-records monitor', () => {
     expect(() => readMonitorEnvironment({})).toThrow(
       /^The unresolved-records monitor cannot start: IDEMPOTENCY_TABLE_NAME is not set\. The OncelyPipeline construct/,
     );
+  });
+});
+
+describe("unresolved-records monitor, with the lease records in Valkey (leaseRecords: 'valkey')", () => {
+  const valkey = leaseRecords('Valkey');
+
+  it("counts the cache's unresolved records with the table's, which keeps the transactional ones", async () => {
+    const table = await createTable(dynamodb, 'monitor-valkey');
+    await put(table, 'ledger#1', unresolved('IN_DOUBT', nowSeconds() + 3600));
+    const store = valkey.store();
+    if (!(store instanceof ValkeyIdempotencyStore)) throw new Error('not the Valkey store');
+    const error = { name: 'OutcomeUnknownError', message: 'timed out' };
+    for (const key of ['mail#1', 'mail#2']) {
+      const acquired = await store.acquire({
+        id: key,
+        payloadHash: 'h',
+        leaseMs: 60_000,
+        takeOverExpiredLease: true,
+      });
+      if (!acquired.acquired) throw new Error(`${key} not acquired`);
+      await store.markInDoubt(acquired.lease, error);
+    }
+    const monitor = createMonitorHandler({
+      dynamodb,
+      idempotencyTableName: table,
+      valkey: store,
+    });
+
+    const { result, lines } = await capturingStdout(() => monitor());
+
+    expect(result).toEqual({ inDoubt: 3, retryPending: 0 });
+    expect(lines.find((line) => '_aws' in line)).toMatchObject({ [UNRESOLVED_METRICS.inDoubt]: 3 });
+  });
+
+  it('publishes nothing when the cache cannot be read, so that its silence raises the alarm', async () => {
+    const table = await createTable(dynamodb, 'monitor-valkey-down');
+    const monitor = createMonitorHandler({
+      dynamodb,
+      idempotencyTableName: table,
+      valkey: { countUnresolved: () => Promise.reject(new Error('injected: the cache did not answer')) },
+    });
+    const written: string[] = [];
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      await expect(monitor()).rejects.toThrow('injected: the cache did not answer');
+    } finally {
+      stdout.mockRestore();
+    }
+    expect(written.join('')).not.toContain(UNRESOLVED_METRICS.inDoubt);
+  });
+
+  it("reads the cache's variables, naming the user and the cache when the endpoint is set without them", () => {
+    const base = { [MONITOR_ENVIRONMENT.idempotencyTableName]: 'table' };
+    expect(readMonitorEnvironment(base)).toEqual({ idempotencyTableName: 'table' });
+    expect(() =>
+      readMonitorEnvironment({ ...base, [MONITOR_ENVIRONMENT.valkeyEndpoint]: 'cache.example:6379' }),
+    ).toThrow(/IDEMPOTENCY_VALKEY_USER_ID is not set.*IDEMPOTENCY_VALKEY_CACHE_NAME is not set/);
+    expect(
+      readMonitorEnvironment({
+        ...base,
+        [MONITOR_ENVIRONMENT.valkeyEndpoint]: 'cache.example:6379',
+        [MONITOR_ENVIRONMENT.valkeyUserId]: 'oncely-user',
+        [MONITOR_ENVIRONMENT.valkeyCacheName]: 'oncely-cache',
+      }),
+    ).toEqual({
+      idempotencyTableName: 'table',
+      valkeyEndpoint: { host: 'cache.example', port: 6379 },
+      valkeyUserId: 'oncely-user',
+      valkeyCacheName: 'oncely-cache',
+    });
+  });
+
+  it('refuses a cache its bundle has no client for, saying which module provides one', () => {
+    const environment = {
+      idempotencyTableName: 'table',
+      valkeyEndpoint: { host: 'cache.example', port: 6379 },
+      valkeyUserId: 'oncely-user',
+      valkeyCacheName: 'oncely-cache',
+    };
+    const previous = provideValkeyCounter(undefined);
+    try {
+      expect(valkeyCounter({ idempotencyTableName: 'table' }, dynamodb)).toBeUndefined();
+      expect(() => valkeyCounter(environment, dynamodb)).toThrow(OncelyConfigurationError);
+      expect(() => valkeyCounter(environment, dynamodb)).toThrow(/valkey-default-counter/);
+    } finally {
+      provideValkeyCounter(previous);
+    }
   });
 });

@@ -11,7 +11,8 @@ import { Cluster } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
-import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { CONSUMER_ENVIRONMENT, SERVERLESS_KEY_PREFIX } from '../../lambdas/consumer/environment.js';
+import { ValkeyIdempotencyStore } from '../../lambdas/idempotency/valkey-store.js';
 import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
@@ -143,6 +144,29 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     await expect(valkey.set('{oncely}:probe', '1')).resolves.toBe('OK');
     await expect(valkey.set('elsewhere', '1')).rejects.toThrow(/NOPERM/);
   });
+
+  it("has its monitor count the cache's unresolved records, through the deployed bundle", async () => {
+    const monitor = sandbox.provisioned.functions.find((fn) => fn.logicalId.includes('Monitor'));
+    if (!monitor) throw new Error('no local monitor');
+    expect(await sandbox.invoke(monitor.name, {})).toEqual({
+      ok: true,
+      result: { inDoubt: 0, retryPending: 0 },
+    });
+    // An at-most-once effect whose outcome is unknown, parked by the consumer's store on the cache.
+    const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
+    const acquired = await store.acquire({
+      id: `signup#unknown-${randomUUID()}`,
+      payloadHash: 'h',
+      leaseMs: 60_000,
+      takeOverExpiredLease: false,
+    });
+    if (!acquired.acquired) throw new Error('not acquired');
+    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    expect(await sandbox.invoke(monitor.name, {})).toEqual({
+      ok: true,
+      result: { inDoubt: 1, retryPending: 0 },
+    });
+  }, 60_000);
 
   it('stops the server, its process group, with the sandbox', async () => {
     const [pid] = sandbox.cachePids.values();

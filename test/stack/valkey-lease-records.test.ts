@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, type CfnElement, Stack } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Template } from 'aws-cdk-lib/assertions';
 import { SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -13,6 +13,7 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { OncelyConfigurationError } from '../../lambdas/common/configuration-error.js';
 import { CONSUMER_ENVIRONMENT } from '../../lambdas/consumer/environment.js';
+import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { lambdaBuildOptions, lambdaBundleFile, lambdaBundling } from '../../lib/constructs/bundling.js';
 import { OncelyPipeline, type OncelyPipelineProps } from '../../lib/constructs/oncely-pipeline.js';
 import { packageEntry } from '../../lib/constructs/package-entries.js';
@@ -37,12 +38,14 @@ const securityGroupOf = (description: RegExp) => {
   );
   return found as [string, { Properties: Record<string, unknown> }];
 };
-const consumerFunction = () => {
+const pipelineFunction = (prefix: string) => {
   const [, fn] = Object.entries(template.findResources('AWS::Lambda::Function')).find(([id]) =>
-    id.startsWith('PipelineConsumer'),
+    id.startsWith(prefix),
   ) as [string, { Properties: { VpcConfig: unknown; Environment: { Variables: Record<string, unknown> } } }];
   return fn.Properties;
 };
+const consumerFunction = () => pipelineFunction('PipelineConsumer');
+const monitorFunction = () => pipelineFunction('PipelineMonitor');
 
 describe('the cache', () => {
   it('is a serverless Valkey cache in the private subnets, behind its own security group', () => {
@@ -215,48 +218,63 @@ describe('the consumer', () => {
 
   it('may connect to the cache as its user only: elasticache:Connect on the two ARNs', () => {
     const [cacheId] = only('AWS::ElastiCache::ServerlessCache');
-    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
-      (policy) => policy.Properties.PolicyDocument.Statement,
-    );
-    const connects = statements.filter((s) => JSON.stringify(s.Action).includes('elasticache:'));
-    expect(connects).toEqual([
-      {
-        Effect: 'Allow',
-        Action: 'elasticache:Connect',
-        Resource: [
-          { 'Fn::GetAtt': [cacheId, 'ARN'] },
-          {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':elasticache:',
-                { Ref: 'AWS::Region' },
-                ':',
-                { Ref: 'AWS::AccountId' },
-                `:user:${pipeline.leaseRecordsCache?.userId}`,
-              ],
+    const connect = {
+      Effect: 'Allow',
+      Action: 'elasticache:Connect',
+      Resource: [
+        { 'Fn::GetAtt': [cacheId, 'ARN'] },
+        {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':elasticache:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              `:user:${pipeline.leaseRecordsCache?.userId}`,
             ],
-          },
-        ],
-      },
-    ]);
-    // Granted to the consumer's role, not the publisher's or the monitor's.
-    template.hasResourceProperties('AWS::IAM::Policy', {
-      Roles: [{ Ref: Match.stringLikeRegexp('PipelineConsumerRole') }],
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'elasticache:Connect' })]) },
-    });
+          ],
+        },
+      ],
+    };
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')).map((policy) => ({
+      roles: JSON.stringify(policy.Properties.Roles),
+      connects: policy.Properties.PolicyDocument.Statement.filter((s: { Action: unknown }) =>
+        JSON.stringify(s.Action).includes('elasticache:'),
+      ),
+    }));
+    // Granted to the consumer's role and the monitor's, which counts the cache's unresolved
+    // records; not to the publisher's.
+    const granted = policies.filter((policy) => policy.connects.length > 0);
+    expect(granted.map((policy) => policy.connects)).toEqual([[connect], [connect]]);
+    expect(granted.map((policy) => policy.roles.match(/Pipeline(Consumer|Monitor)Role/)?.[1]).sort()).toEqual(
+      ['Consumer', 'Monitor'],
+    );
   });
 });
 
-describe("the consumer's bundle", () => {
-  const bundled = async (inject: string[]) => {
+describe('the monitor', () => {
+  it("counts the cache's unresolved records: told the cache's variables, in the consumer's subnets and security group", () => {
+    expect(monitorFunction().Environment.Variables).toMatchObject({
+      [MONITOR_ENVIRONMENT.valkeyEndpoint]:
+        consumerFunction().Environment.Variables[CONSUMER_ENVIRONMENT.valkeyEndpoint],
+      [MONITOR_ENVIRONMENT.valkeyUserId]: pipeline.leaseRecordsCache?.userId,
+      [MONITOR_ENVIRONMENT.valkeyCacheName]: pipeline.leaseRecordsCache?.cacheName,
+      [MONITOR_ENVIRONMENT.idempotencyTableName]: { Ref: expect.stringMatching(/^PipelineIdempotencyTable/) },
+    });
+    expect(monitorFunction().VpcConfig).toEqual(consumerFunction().VpcConfig);
+  });
+});
+
+describe("the consumer's and the monitor's bundles", () => {
+  const bundled = async (inject: string[], entry = FIXTURE_CONSUMER) => {
     const outdir = await mkdtemp(join(tmpdir(), 'oncely-valkey-bundle-'));
     try {
       const bundling = lambdaBundling({ inject });
       await build({
-        ...lambdaBuildOptions({ projectRoot: PROJECT_ROOT, entry: FIXTURE_CONSUMER, outdir }, bundling),
+        ...lambdaBuildOptions({ projectRoot: PROJECT_ROOT, entry, outdir }, bundling),
         logLevel: 'error',
       });
       return await readFile(join(outdir, lambdaBundleFile()), 'utf8');
@@ -276,15 +294,33 @@ describe("the consumer's bundle", () => {
       expect(without).not.toMatch(mark);
     }
   }, 60_000);
+
+  it("carry the monitor's Valkey counter only with leaseRecords: 'valkey', which injects it", async () => {
+    const entry = packageEntry('../../lambdas/monitor/handler');
+    const injected = packageEntry('../../lambdas/monitor/valkey-default-counter');
+    const marks = [/ZCARD/, /CLUSTER SLOTS|cluster slots|clusterRetryStrategy/i];
+    const [withValkey, without] = await Promise.all([bundled([injected], entry), bundled([], entry)]);
+    for (const mark of marks) {
+      expect(withValkey).toMatch(mark);
+      expect(without).not.toMatch(mark);
+    }
+  }, 60_000);
 });
 
 describe('the default, DynamoDB', () => {
-  it('provisions no VPC, no cache and no endpoint, and tells the consumer no Valkey variable', () => {
+  it('provisions no VPC, no cache and no endpoint, and tells the consumer and the monitor no Valkey variable', () => {
     const { template: plain, pipeline: dynamo } = buildStack();
     for (const type of ['AWS::EC2::VPC', 'AWS::ElastiCache::ServerlessCache', 'AWS::EC2::VPCEndpoint']) {
       plain.resourceCountIs(type, 0);
     }
     expect(dynamo.consumerEnvironment[CONSUMER_ENVIRONMENT.valkeyEndpoint]).toBeUndefined();
+    const functions = Object.values(plain.findResources('AWS::Lambda::Function'));
+    for (const fn of functions) {
+      expect(fn.Properties.VpcConfig).toBeUndefined();
+      expect(Object.keys(fn.Properties.Environment?.Variables ?? {})).not.toContain(
+        MONITOR_ENVIRONMENT.valkeyEndpoint,
+      );
+    }
   });
 });
 
@@ -342,7 +378,9 @@ describe('cdk-nag', () => {
       .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
     // CloudFormation-Validate::W3010 (the VPC's subnets name their AZs) is the CDK's own acknowledgement.
     const ours = acknowledged.filter(([id]) => !id.startsWith('CloudFormation-Validate::'));
+    // The network interfaces' acknowledgement is on each role placed in the VPC: the consumer's, the monitor's.
     expect(ours.map(([id]) => id.replace(/^annotation::/i, '')).sort()).toEqual([
+      'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-VPC7',
     ]);
