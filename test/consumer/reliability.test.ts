@@ -25,17 +25,17 @@ import {
 import * as idempotencyExports from '../../lambdas/idempotency/index.js';
 import {
   DynamoDBIdempotencyStore,
-  type IdempotencyStoreOptions,
   MAX_RESULT_BYTES,
   NonRetryableError,
   OncelyError,
   OutcomeUnknownError,
 } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { namedPayload, recordingOperation } from '../support/recording-operation.js';
-import { failRequests, isAcquire, setsStatus } from '../support/sdk-middleware.js';
 import {
   createFifoQueue,
   type FifoQueue,
@@ -45,11 +45,13 @@ import {
   sendBody,
 } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { steppedStore } from '../support/store-steps.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // Reliability rules of the FIFO batch middleware (DESIGN §2 dedup horizon, §3 no acknowledgement
 // without a record, §5 deadline, per-record errors, DLQ once and at the size limit), against the SQS
-// emulator and DynamoDB Local. Each test owns its queues and keys, so they run concurrently.
+// emulator, with the lease records in DynamoDB Local and in Valkey. Each test owns its queues and
+// keys, so they run concurrently.
 
 const world = consumerTestWorld('reliability-idem', 'reliability-business');
 let dynamodb: DynamoDBClient;
@@ -78,23 +80,32 @@ async function smallQueuePair(maximumMessageSize: number) {
 }
 
 interface ConsumerSetup {
-  /** The DynamoDB client of the store; a dedicated one when a test injects failures into it. */
-  client?: DynamoDBClient;
-  store?: Pick<IdempotencyStoreOptions, 'ttlSeconds' | 'now'>;
+  store?: { ttlSeconds?: number; now?: () => number };
+  /** A store of the test's own (one whose steps it faults), instead of one made with `store`. */
+  leaseStore?: LeaseStore;
   batch?: Pick<FifoBatchOptions, 'recordTimeReserveMs' | 'dedupHorizonMarginSeconds' | 'maxConcurrentGroups'>;
   sourceQueueUrl?: string;
 }
 
-function consumer(operations: Record<string, ConsumerOperation>, dlqUrl: string, setup: ConsumerSetup = {}) {
+/**
+ * A FIFO consumer on the records of `records`, or (without them) on the file's DynamoDB table. With
+ * Valkey lease records, transactional operations keep theirs in the table, as OncelyPipeline's
+ * `leaseRecords: 'valkey'` deploys them.
+ */
+function consumer(
+  records: LeaseRecords | undefined,
+  operations: Record<string, ConsumerOperation>,
+  dlqUrl: string,
+  setup: ConsumerSetup = {},
+) {
   const metrics = metricsRecorder();
-  const store = new DynamoDBIdempotencyStore({
-    client: setup.client ?? dynamodb,
-    tableName: idempotencyTable,
-    ...setup.store,
-  });
+  const tableStore = (options: ConsumerSetup['store']) =>
+    new DynamoDBIdempotencyStore({ client: dynamodb, tableName: idempotencyTable, ...options });
+  const store = setup.leaseStore ?? records?.store(setup.store) ?? tableStore(setup.store);
   const handler = middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
       store,
+      transactionalStore: store.kind === 'valkey' ? tableStore({}) : undefined,
       operations,
       deadLetterQueue: { client: sqs, queueUrl: dlqUrl, sourceQueueUrl: setup.sourceQueueUrl },
       logger: silentLogger(),
@@ -153,7 +164,9 @@ async function dlqCopiesById(dlq: FifoQueue, count: number) {
   return Object.fromEntries(copies.map((copy) => [copy.originalMessageId, copy]));
 }
 
-describe.concurrent('consumer reliability', () => {
+describe.concurrent.each(LEASE_STORES)('consumer reliability (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+
   // ── §2 the dedup horizon ──────────────────────────────────────────────────────────────────────
 
   it('dead-letters a message past the dedup horizon without running it, and runs one just inside', async () => {
@@ -162,7 +175,9 @@ describe.concurrent('consumer reliability', () => {
     const { queue, dlq } = await queuePair(5, 10);
     const { ran, operation } = recordingOperation();
     // TTL 600 s, default margin min(1 h, TTL/10) = 60 s: the horizon is 540 s.
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, { store: { ttlSeconds: 600 } });
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
+      store: { ttlSeconds: 600 },
+    });
     const past = named('P', 'P1');
     const ids = {
       past: await publishAged(queue, past, 545),
@@ -180,7 +195,7 @@ describe.concurrent('consumer reliability', () => {
     expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
     expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(2);
     // Never run, not even acquired: nothing proves its record (if any) still protects the key.
-    expect(await readItem(idempotencyTable, `${operation.namespace}#${past.key}`)).toBeUndefined();
+    expect(await records.read(`${operation.namespace}#${past.key}`)).toBeUndefined();
 
     const [dead] = await receiveMessages(sqs, dlq.url, 1);
     expect(dlqCopy(dead)).toMatchObject({
@@ -196,7 +211,7 @@ describe.concurrent('consumer reliability', () => {
     const { queue, dlq } = await queuePair();
     const { ran, operation } = recordingOperation();
     // TTL 600 s less a 300 s margin: the horizon is 300 s (the default margin would make it 540 s).
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
       store: { ttlSeconds: 600 },
       batch: { dedupHorizonMarginSeconds: 300 },
     });
@@ -216,7 +231,7 @@ describe.concurrent('consumer reliability', () => {
   it('starts no record with less time left than a fixed recordTimeReserveMs, and runs them with enough', async () => {
     const { queue, dlq } = await queuePair();
     const { ran, operation } = recordingOperation();
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
       batch: { recordTimeReserveMs: 5_000 },
     });
     const ids = [
@@ -265,7 +280,7 @@ describe.concurrent('consumer reliability', () => {
       },
     });
     // One group at a time, so A1 finishes before B1 is considered.
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
       batch: { maxConcurrentGroups: 1 },
     });
     const a1 = await publish(sqs, queue.url, named('A', 'A1'));
@@ -283,7 +298,7 @@ describe.concurrent('consumer reliability', () => {
     expect(poll.deleted).toEqual([a1]);
     expect(ran).toEqual(['A1']);
     expect(metrics.counts[CONSUMER_METRICS.deferredAtDeadline]).toBe(2);
-    expect(await readItem(idempotencyTable, `${operation.namespace}#${b1Message.key}`)).toBeUndefined();
+    expect(await records.read(`${operation.namespace}#${b1Message.key}`)).toBeUndefined();
 
     // The container keeps what it learnt; with time enough the deferred group runs, in order.
     await pollUntil(sqs, queue, handler, (polls) => polls.flatMap((p) => p.deleted).length === 2, {
@@ -292,6 +307,354 @@ describe.concurrent('consumer reliability', () => {
     expect(ran).toEqual(['A1', 'B1', 'B2']);
   });
 
+  // ── §5 errors that belong to one record ───────────────────────────────────────────────────────
+
+  it('records a lease-mode effect whose result is too large to store as done, never dead-letters it', async () => {
+    const { queue, dlq } = await queuePair();
+    const large = { blob: 'x'.repeat(MAX_RESULT_BYTES + 10 * 1024) };
+    const { ran, operation } = recordingOperation({
+      run: async (message) => {
+        ran.push(message.payload.name);
+        return large;
+      },
+    });
+    const first = consumer(records, { Named: operation }, dlq.url);
+    const message = named('G', 'large');
+    const id = await publish(sqs, queue.url, message);
+
+    const poll = await pollOnce(sqs, queue, first.handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted).toEqual([id]);
+    expect(first.metrics.counts[CONSUMER_METRICS.resultNotStored]).toBe(1);
+    expect(first.metrics.counts[CONSUMER_METRICS.processed]).toBe(1);
+    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+    const record = await records.read(`${operation.namespace}#${message.key}`);
+    expect(record).toMatchObject({
+      status: 'COMPLETED',
+      resultBytes: Buffer.byteLength(JSON.stringify(large)),
+    });
+    expect(record?.result).toBeUndefined();
+
+    // The same message after SQS's dedup window, in the same container and in a fresh one.
+    const again = recordingOperation({ namespace: operation.namespace });
+    const fresh = consumer(records, { Named: again.operation }, dlq.url);
+    for (const handler of [first.handler, fresh.handler]) {
+      const duplicateId = await publish(sqs, queue.url, message, randomUUID());
+      const duplicate = await pollOnce(sqs, queue, handler);
+      expect(failureIds(duplicate.response)).toEqual([]);
+      expect(duplicate.deleted).toEqual([duplicateId]);
+    }
+    expect(first.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(fresh.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
+    expect(ran).toEqual(['large']);
+    expect(again.ran).toEqual([]);
+    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(0);
+  });
+
+  // ── the DLQ: at the size limit, and once ──────────────────────────────────────────────────────
+
+  it('gets a poison message at the queue’s size limit into the DLQ, with fewer attributes or none', async () => {
+    const maxBytes = 2_048;
+    const { queue, dlq } = await smallQueuePair(maxBytes);
+    const { operation } = recordingOperation({
+      fail: (name) => {
+        if (name.startsWith('refused')) throw new NonRetryableError('the gateway refused it for good');
+      },
+    });
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url);
+    /** An envelope body of exactly `length` characters (ASCII). */
+    const bodyOf = (message: OutgoingMessage & { key: string }, length: number) => {
+      const padded = (pad: string) =>
+        JSON.stringify(createEnvelope({ ...message, payload: { ...(message.payload as object), pad } }));
+      const body = padded('x'.repeat(length - padded('').length));
+      expect(body).toHaveLength(length);
+      return body;
+    };
+    const atLimit = named('A', 'at-limit', 'NoSuchType');
+    const nearLimit = named('B', 'refused-near-limit');
+    // Without a key, keyed by its deduplication id: no room to write the key in (dead-letter-body.ts).
+    const keyless = named('C', 'keyless-at-limit', 'NoSuchType');
+    const bodies = {
+      atLimit: bodyOf(atLimit, maxBytes),
+      nearLimit: bodyOf(nearLimit, maxBytes - 100),
+      keyless: bodyOf(keyless, maxBytes).replace(
+        `"key":"${keyless.key}",`,
+        `"kez":"${'y'.repeat(keyless.key.length)}",`,
+      ),
+    };
+    const ids = {
+      atLimit: await sendBody(sqs, queue.url, bodies.atLimit, 'A', atLimit.key),
+      nearLimit: await sendBody(sqs, queue.url, bodies.nearLimit, 'B', nearLimit.key),
+      keyless: await sendBody(sqs, queue.url, bodies.keyless, 'C', keyless.key),
+    };
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(3);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(poll.deleted.sort()).toEqual(Object.values(ids).sort());
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(3);
+    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBeUndefined();
+
+    const dead = (await receiveMessages(sqs, dlq.url, 3)).map(dlqCopy);
+    const atLimitCopy = dead.find((copy) => copy.body === bodies.atLimit);
+    const nearLimitCopy = dead.find((copy) => copy.body === bodies.nearLimit);
+    // At the limit, not even the error's name fits: the body alone, in its group.
+    expect(atLimitCopy).toMatchObject({ group: 'A', attributeNames: [] });
+    // 100 bytes short of it: the error's name fits, the other attributes do not.
+    expect(nearLimitCopy).toMatchObject({
+      group: 'B',
+      attributeNames: [DLQ_ATTRIBUTES.errorName],
+      errorName: 'NonRetryableError',
+    });
+    // Its key does not fit in: it goes as it came, and a redrive will say its key is gone.
+    expect(dead.find((copy) => copy.group === 'C')).toMatchObject({
+      body: bodies.keyless,
+      attributeNames: [],
+    });
+  });
+
+  it('sends a dead-lettered record to the DLQ once when its batch then fails, deleting it from the source queue', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const a2 = named('A', 'A2');
+    const stepped = steppedStore(records.store());
+    const failing = stepped.fail(
+      'acquire',
+      (call) => call.id === `${operation.namespace}#${a2.key}`,
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
+      leaseStore: stepped.store,
+      sourceQueueUrl: queue.url,
+    });
+    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
+    const a2Id = await publish(sqs, queue.url, a2);
+
+    // A1 goes to the DLQ, then A2's acquire meets an unreachable table: the whole batch fails.
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
+    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    expect(first.deleted).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    failing.stop();
+
+    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(a2Id)),
+    );
+    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([a2Id]);
+    expect(ran).toEqual(['A2']);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    // Counted, not received: a FIFO queue would hide a second copy of the group behind the first.
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
+    const dead = await receiveMessages(sqs, dlq.url, 1);
+    expect(dead.map(dlqCopy)).toMatchObject([
+      {
+        originalMessageId: poisonId,
+        errorName: 'UnknownMessageTypeError',
+        deduplicationId: sha256Hex(poisonId),
+      },
+    ]);
+  });
+
+  it('without sourceQueueUrl, a dead-lettered record back with its failed batch is not sent to the DLQ again', async () => {
+    const { queue, dlq } = await queuePair();
+    const { ran, operation } = recordingOperation();
+    const a2 = named('A', 'A2');
+    const stepped = steppedStore(records.store());
+    const failing = stepped.fail(
+      'acquire',
+      (call) => call.id === `${operation.namespace}#${a2.key}`,
+      connectionRefused,
+    );
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
+      leaseStore: stepped.store,
+    });
+    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
+    const a2Id = await publish(sqs, queue.url, a2);
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+    failing.stop();
+
+    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
+      polls.some((poll) => poll.deleted.includes(a2Id)),
+    );
+    // The poison message came back with its batch; its mark says it is in the DLQ already …
+    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
+      poisonId,
+      a2Id,
+    ]);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    expect(await records.read(`oncely/dead-lettered#${poisonId}`)).toMatchObject({
+      deadLetteredAt: expect.any(Number),
+    });
+    expect(ran).toEqual(['A2']);
+    // … so the DLQ holds one copy, whatever SQS's 5-minute window (dead-letter-once.test.ts).
+    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
+    const dead = await receiveMessages(sqs, dlq.url, 1);
+    expect(dead.map(dlqCopy)).toMatchObject([
+      { originalMessageId: poisonId, deduplicationId: sha256Hex(poisonId) },
+    ]);
+  });
+
+  // ── §3 no acknowledgement without a record ────────────────────────────────────────────────────
+
+  it('does not acknowledge an outcome-unknown effect whose IN_DOUBT write fails; the redelivery parks it', async () => {
+    const { queue, dlq } = await queuePair();
+    const clock = movableClock();
+    const { ran, operation } = recordingOperation({
+      mode: 'at-most-once',
+      fail: () => {
+        throw new OutcomeUnknownError('POST /charge timed out after the request went out');
+      },
+    });
+    const stepped = steppedStore(records.store({ now: clock.now }));
+    const inDoubtWrites = stepped.fail('markInDoubt', () => true, connectionRefused);
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
+      leaseStore: stepped.store,
+    });
+    const message = named('G', 'charge');
+    const id = await publish(sqs, queue.url, message);
+    const recordId = `${operation.namespace}#${message.key}`;
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeUndefined();
+    expect(failureIds(first.response)).toEqual([id]);
+    expect(first.deleted).toEqual([]);
+    expect(inDoubtWrites.failures).toBeGreaterThan(0);
+    expect(ran).toEqual(['charge']);
+    expect(metrics.counts[CONSUMER_METRICS.failureWriteFailed]).toBe(1);
+    expect(await records.read(recordId)).toMatchObject({ status: 'IN_PROGRESS' });
+
+    inDoubtWrites.stop();
+    clock.advance(60_000); // past the lease: the 30 s the context had left, plus the margin
+    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
+    expect(ran).toEqual(['charge']);
+    expect(await records.read(recordId)).toMatchObject({
+      status: 'IN_DOUBT',
+      unresolved: 'IN_DOUBT',
+      message: { body: expect.stringContaining(message.key), groupId: 'G' },
+    });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
+  });
+
+  it('does not acknowledge an effect whose COMPLETED write keeps failing; the redelivery parks it at-most-once', async () => {
+    const { queue, dlq } = await queuePair();
+    const clock = movableClock();
+    const { ran, operation } = recordingOperation({ mode: 'at-most-once' });
+    const stepped = steppedStore(records.store({ now: clock.now }));
+    const completions = stepped.fail('complete', () => true, connectionRefused);
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url, {
+      leaseStore: stepped.store,
+    });
+    const message = named('G', 'pay');
+    const id = await publish(sqs, queue.url, message);
+    const recordId = `${operation.namespace}#${message.key}`;
+
+    const first = await pollOnce(sqs, queue, handler);
+    expect(first.error).toBeUndefined();
+    expect(failureIds(first.response)).toEqual([id]);
+    expect(completions.failures).toBeGreaterThan(0);
+    expect(metrics.counts[CONSUMER_METRICS.completionWriteFailed]).toBe(1);
+    expect(await records.read(recordId)).toMatchObject({ status: 'IN_PROGRESS' });
+
+    completions.stop();
+    clock.advance(60_000);
+    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
+    expect(ran).toEqual(['pay']);
+    expect(await records.read(recordId)).toMatchObject({
+      status: 'IN_DOUBT',
+      unresolved: 'IN_DOUBT',
+      message: { body: expect.stringContaining(message.key), groupId: 'G' },
+    });
+    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
+  });
+
+  // ── §10 fixed error names ─────────────────────────────────────────────────────────────────────
+
+  it('names every dead-lettered error by its fixed name, and a user subclass by its class', async () => {
+    class PaymentDeclined extends NonRetryableError {}
+    class CardBlocked extends NonRetryableError {
+      static override readonly errorName: string = 'CardBlockedByIssuer';
+    }
+    class CardExpired extends CardBlocked {}
+    const { queue, dlq } = await queuePair();
+    const thrown: Record<string, () => Error> = {
+      plain: () => new NonRetryableError('no'),
+      declined: () => new PaymentDeclined('the card was declined'),
+      blocked: () => new CardBlocked('the issuer blocked the card'),
+      expired: () => new CardExpired('the card expired'),
+    };
+    const { operation } = recordingOperation({
+      fail: (name) => {
+        const error = thrown[name];
+        if (error) throw error();
+      },
+    });
+    // A write whose condition fails: a business rule, described or not.
+    const outOfStock = (message: { key: string }) => ({
+      writes: [
+        {
+          ConditionCheck: {
+            TableName: businessTable,
+            Key: { id: `missing-${message.key}` },
+            ConditionExpression: 'attribute_exists(id)',
+          },
+        },
+      ],
+    });
+    const stock = transactionalOperation({
+      namespace: `stock-${randomUUID().slice(0, 8)}`,
+      plan: outOfStock,
+    });
+    const describedStock = transactionalOperation({
+      namespace: `described-${randomUUID().slice(0, 8)}`,
+      plan: outOfStock,
+      describeViolation: () => 'the item is out of stock',
+    });
+    const { handler } = consumer(
+      records,
+      { Named: operation, Stock: stock, Described: describedStock },
+      dlq.url,
+    );
+    const declined = named('declined', 'declined');
+    const expected: Record<string, string> = {};
+    const send = async (name: string, sent: Promise<string>) => {
+      expected[await sent] = name;
+    };
+    await send('NonRetryableError', publish(sqs, queue.url, named('plain', 'plain')));
+    await send('PaymentDeclined', publish(sqs, queue.url, declined));
+    await send('CardBlockedByIssuer', publish(sqs, queue.url, named('blocked', 'blocked')));
+    await send('CardExpired', publish(sqs, queue.url, named('expired', 'expired')));
+    await send('UnknownMessageTypeError', publish(sqs, queue.url, named('unknown', 'u', 'NoSuchType')));
+    await send(
+      'InvalidPayloadError',
+      publish(sqs, queue.url, { type: 'Named', groupId: 'invalid', key: randomUUID(), payload: { name: 7 } }),
+    );
+    await send(
+      'InvalidEnvelopeError',
+      sendBody(sqs, queue.url, '{"not":"an envelope"}', 'envelope', randomUUID()),
+    );
+    await send('TransactionConditionFailedError', publish(sqs, queue.url, named('stock', 's', 'Stock')));
+    await send('BusinessRuleViolationError', publish(sqs, queue.url, named('described', 'd', 'Described')));
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(poll.records).toHaveLength(9);
+    expect(failureIds(poll.response)).toEqual([]);
+    const dead = await dlqCopiesById(dlq, 9);
+    const names = Object.fromEntries(Object.keys(expected).map((id) => [id, dead[id]?.errorName]));
+    expect(names).toEqual(expected);
+    expect(await records.read(`${operation.namespace}#${declined.key}`)).toMatchObject({
+      status: 'REJECTED',
+      error: { name: 'PaymentDeclined' },
+    });
+  });
+});
+
+// Transactional mode commits its record with its writes in one DynamoDB transaction: it takes no Valkey store.
+describe.concurrent('consumer reliability in transactional mode (records in DynamoDB)', () => {
   // ── §5 errors that belong to one record ───────────────────────────────────────────────────────
 
   it('dead-letters a record whose own DynamoDB writes are invalid, and the rest of the batch goes on', async () => {
@@ -328,7 +691,7 @@ describe.concurrent('consumer reliability', () => {
         }
       },
     });
-    const { handler, metrics } = consumer({ Write: writes }, dlq.url);
+    const { handler, metrics } = consumer(undefined, { Write: writes }, dlq.url);
     const message = (groupId: string, kind: string) => ({
       type: 'Write',
       groupId,
@@ -391,7 +754,7 @@ describe.concurrent('consumer reliability', () => {
       plan: grow,
       describeViolation: () => 'the account is overdrawn',
     });
-    const { handler } = consumer({ Grow: plain, GrowDescribed: described }, dlq.url);
+    const { handler } = consumer(undefined, { Grow: plain, GrowDescribed: described }, dlq.url);
     const item = () => randomUUID();
     const items = { plain: item(), described: item() };
     // Two items of 300 KB: valid on their own, too large once the update adds 200 KB.
@@ -425,361 +788,9 @@ describe.concurrent('consumer reliability', () => {
       described: 'InvalidRecordWriteError',
     });
   });
+});
 
-  it('records a lease-mode effect whose result is too large to store as done, never dead-letters it', async () => {
-    const { queue, dlq } = await queuePair();
-    const large = { blob: 'x'.repeat(MAX_RESULT_BYTES + 10 * 1024) };
-    const { ran, operation } = recordingOperation({
-      run: async (message) => {
-        ran.push(message.payload.name);
-        return large;
-      },
-    });
-    const first = consumer({ Named: operation }, dlq.url);
-    const message = named('G', 'large');
-    const id = await publish(sqs, queue.url, message);
-
-    const poll = await pollOnce(sqs, queue, first.handler);
-    expect(failureIds(poll.response)).toEqual([]);
-    expect(poll.deleted).toEqual([id]);
-    expect(first.metrics.counts[CONSUMER_METRICS.resultNotStored]).toBe(1);
-    expect(first.metrics.counts[CONSUMER_METRICS.processed]).toBe(1);
-    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
-    const record = await readItem(idempotencyTable, `${operation.namespace}#${message.key}`);
-    expect(record).toMatchObject({
-      status: 'COMPLETED',
-      resultBytes: Buffer.byteLength(JSON.stringify(large)),
-    });
-    expect(record?.result).toBeUndefined();
-
-    // The same message after SQS's dedup window, in the same container and in a fresh one.
-    const again = recordingOperation({ namespace: operation.namespace });
-    const fresh = consumer({ Named: again.operation }, dlq.url);
-    for (const handler of [first.handler, fresh.handler]) {
-      const duplicateId = await publish(sqs, queue.url, message, randomUUID());
-      const duplicate = await pollOnce(sqs, queue, handler);
-      expect(failureIds(duplicate.response)).toEqual([]);
-      expect(duplicate.deleted).toEqual([duplicateId]);
-    }
-    expect(first.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
-    expect(fresh.metrics.counts[CONSUMER_METRICS.duplicate]).toBe(1);
-    expect(ran).toEqual(['large']);
-    expect(again.ran).toEqual([]);
-    expect(first.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
-    expect(await messagesInQueue(sqs, dlq.url)).toBe(0);
-  });
-
-  // ── the DLQ: at the size limit, and once ──────────────────────────────────────────────────────
-
-  it('gets a poison message at the queue’s size limit into the DLQ, with fewer attributes or none', async () => {
-    const maxBytes = 2_048;
-    const { queue, dlq } = await smallQueuePair(maxBytes);
-    const { operation } = recordingOperation({
-      fail: (name) => {
-        if (name.startsWith('refused')) throw new NonRetryableError('the gateway refused it for good');
-      },
-    });
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
-    /** An envelope body of exactly `length` characters (ASCII). */
-    const bodyOf = (message: OutgoingMessage & { key: string }, length: number) => {
-      const padded = (pad: string) =>
-        JSON.stringify(createEnvelope({ ...message, payload: { ...(message.payload as object), pad } }));
-      const body = padded('x'.repeat(length - padded('').length));
-      expect(body).toHaveLength(length);
-      return body;
-    };
-    const atLimit = named('A', 'at-limit', 'NoSuchType');
-    const nearLimit = named('B', 'refused-near-limit');
-    // Without a key, keyed by its deduplication id: no room to write the key in (dead-letter-body.ts).
-    const keyless = named('C', 'keyless-at-limit', 'NoSuchType');
-    const bodies = {
-      atLimit: bodyOf(atLimit, maxBytes),
-      nearLimit: bodyOf(nearLimit, maxBytes - 100),
-      keyless: bodyOf(keyless, maxBytes).replace(
-        `"key":"${keyless.key}",`,
-        `"kez":"${'y'.repeat(keyless.key.length)}",`,
-      ),
-    };
-    const ids = {
-      atLimit: await sendBody(sqs, queue.url, bodies.atLimit, 'A', atLimit.key),
-      nearLimit: await sendBody(sqs, queue.url, bodies.nearLimit, 'B', nearLimit.key),
-      keyless: await sendBody(sqs, queue.url, bodies.keyless, 'C', keyless.key),
-    };
-
-    const poll = await pollOnce(sqs, queue, handler);
-    expect(poll.records).toHaveLength(3);
-    expect(failureIds(poll.response)).toEqual([]);
-    expect(poll.deleted.sort()).toEqual(Object.values(ids).sort());
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(3);
-    expect(metrics.counts[CONSUMER_METRICS.dlqSendFailed]).toBeUndefined();
-
-    const dead = (await receiveMessages(sqs, dlq.url, 3)).map(dlqCopy);
-    const atLimitCopy = dead.find((copy) => copy.body === bodies.atLimit);
-    const nearLimitCopy = dead.find((copy) => copy.body === bodies.nearLimit);
-    // At the limit, not even the error's name fits: the body alone, in its group.
-    expect(atLimitCopy).toMatchObject({ group: 'A', attributeNames: [] });
-    // 100 bytes short of it: the error's name fits, the other attributes do not.
-    expect(nearLimitCopy).toMatchObject({
-      group: 'B',
-      attributeNames: [DLQ_ATTRIBUTES.errorName],
-      errorName: 'NonRetryableError',
-    });
-    // Its key does not fit in: it goes as it came, and a redrive will say its key is gone.
-    expect(dead.find((copy) => copy.group === 'C')).toMatchObject({
-      body: bodies.keyless,
-      attributeNames: [],
-    });
-  });
-
-  it('sends a dead-lettered record to the DLQ once when its batch then fails, deleting it from the source queue', async () => {
-    const { queue, dlq } = await queuePair();
-    const client = localDynamoClient();
-    const { ran, operation } = recordingOperation();
-    const a2 = named('A', 'A2');
-    const failing = failRequests(
-      client,
-      (name, input) =>
-        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
-      connectionRefused,
-    );
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
-      client,
-      sourceQueueUrl: queue.url,
-    });
-    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
-    const a2Id = await publish(sqs, queue.url, a2);
-
-    // A1 goes to the DLQ, then A2's acquire meets an unreachable table: the whole batch fails.
-    const first = await pollOnce(sqs, queue, handler);
-    expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
-    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
-    expect(first.deleted).toEqual([]);
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
-    failing.stop();
-
-    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
-      polls.some((poll) => poll.deleted.includes(a2Id)),
-    );
-    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([a2Id]);
-    expect(ran).toEqual(['A2']);
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
-    // Counted, not received: a FIFO queue would hide a second copy of the group behind the first.
-    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
-    const dead = await receiveMessages(sqs, dlq.url, 1);
-    expect(dead.map(dlqCopy)).toMatchObject([
-      {
-        originalMessageId: poisonId,
-        errorName: 'UnknownMessageTypeError',
-        deduplicationId: sha256Hex(poisonId),
-      },
-    ]);
-    client.destroy();
-  });
-
-  it('without sourceQueueUrl, a dead-lettered record back with its failed batch is not sent to the DLQ again', async () => {
-    const { queue, dlq } = await queuePair();
-    const client = localDynamoClient();
-    const { ran, operation } = recordingOperation();
-    const a2 = named('A', 'A2');
-    const failing = failRequests(
-      client,
-      (name, input) =>
-        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
-      connectionRefused,
-    );
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, { client });
-    const poisonId = await publish(sqs, queue.url, named('A', 'A1', 'NoSuchType'));
-    const a2Id = await publish(sqs, queue.url, a2);
-
-    const first = await pollOnce(sqs, queue, handler);
-    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
-    failing.stop();
-
-    const redelivered = await pollUntil(sqs, queue, handler, (polls) =>
-      polls.some((poll) => poll.deleted.includes(a2Id)),
-    );
-    // The poison message came back with its batch; its mark says it is in the DLQ already …
-    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
-      poisonId,
-      a2Id,
-    ]);
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
-    expect(await readItem(idempotencyTable, `oncely/dead-lettered#${poisonId}`)).toMatchObject({
-      deadLetteredAt: expect.any(Number),
-    });
-    expect(ran).toEqual(['A2']);
-    // … so the DLQ holds one copy, whatever SQS's 5-minute window (dead-letter-once.test.ts).
-    expect(await messagesInQueue(sqs, dlq.url)).toBe(1);
-    const dead = await receiveMessages(sqs, dlq.url, 1);
-    expect(dead.map(dlqCopy)).toMatchObject([
-      { originalMessageId: poisonId, deduplicationId: sha256Hex(poisonId) },
-    ]);
-    client.destroy();
-  });
-
-  // ── §3 no acknowledgement without a record ────────────────────────────────────────────────────
-
-  it('does not acknowledge an outcome-unknown effect whose IN_DOUBT write fails; the redelivery parks it', async () => {
-    const { queue, dlq } = await queuePair();
-    const client = localDynamoClient();
-    const clock = movableClock();
-    const { ran, operation } = recordingOperation({
-      mode: 'at-most-once',
-      fail: () => {
-        throw new OutcomeUnknownError('POST /charge timed out after the request went out');
-      },
-    });
-    const inDoubtWrites = failRequests(
-      client,
-      (name, input) =>
-        name === 'UpdateItem' && JSON.stringify(input.ExpressionAttributeValues ?? {}).includes('"IN_DOUBT"'),
-      connectionRefused,
-    );
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
-      client,
-      store: { now: clock.now },
-    });
-    const message = named('G', 'charge');
-    const id = await publish(sqs, queue.url, message);
-    const recordId = `${operation.namespace}#${message.key}`;
-
-    const first = await pollOnce(sqs, queue, handler);
-    expect(first.error).toBeUndefined();
-    expect(failureIds(first.response)).toEqual([id]);
-    expect(first.deleted).toEqual([]);
-    expect(inDoubtWrites.failures).toBeGreaterThan(0);
-    expect(ran).toEqual(['charge']);
-    expect(metrics.counts[CONSUMER_METRICS.failureWriteFailed]).toBe(1);
-    expect(await readItem(idempotencyTable, recordId)).toMatchObject({ status: 'IN_PROGRESS' });
-
-    inDoubtWrites.stop();
-    clock.advance(60_000); // past the lease: the 30 s the context had left, plus the margin
-    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
-    expect(ran).toEqual(['charge']);
-    expect(await readItem(idempotencyTable, recordId)).toMatchObject({
-      status: 'IN_DOUBT',
-      unresolved: 'IN_DOUBT',
-      message: { body: expect.stringContaining(message.key), groupId: 'G' },
-    });
-    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
-    expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined();
-    client.destroy();
-  });
-
-  it('does not acknowledge an effect whose COMPLETED write keeps failing; the redelivery parks it at-most-once', async () => {
-    const { queue, dlq } = await queuePair();
-    const client = localDynamoClient();
-    const clock = movableClock();
-    const { ran, operation } = recordingOperation({ mode: 'at-most-once' });
-    const completions = failRequests(
-      client,
-      (name, input) => name === 'UpdateItem' && setsStatus(input, 'COMPLETED'),
-      connectionRefused,
-    );
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url, {
-      client,
-      store: { now: clock.now },
-    });
-    const message = named('G', 'pay');
-    const id = await publish(sqs, queue.url, message);
-    const recordId = `${operation.namespace}#${message.key}`;
-
-    const first = await pollOnce(sqs, queue, handler);
-    expect(first.error).toBeUndefined();
-    expect(failureIds(first.response)).toEqual([id]);
-    expect(completions.failures).toBeGreaterThan(0);
-    expect(metrics.counts[CONSUMER_METRICS.completionWriteFailed]).toBe(1);
-    expect(await readItem(idempotencyTable, recordId)).toMatchObject({ status: 'IN_PROGRESS' });
-
-    completions.stop();
-    clock.advance(60_000);
-    await pollUntil(sqs, queue, handler, (polls) => polls.some((poll) => poll.deleted.includes(id)));
-    expect(ran).toEqual(['pay']);
-    expect(await readItem(idempotencyTable, recordId)).toMatchObject({
-      status: 'IN_DOUBT',
-      unresolved: 'IN_DOUBT',
-      message: { body: expect.stringContaining(message.key), groupId: 'G' },
-    });
-    expect(metrics.counts[CONSUMER_METRICS.inDoubt]).toBe(1);
-    client.destroy();
-  });
-
-  // ── §10 fixed error names ─────────────────────────────────────────────────────────────────────
-
-  it('names every dead-lettered error by its fixed name, and a user subclass by its class', async () => {
-    class PaymentDeclined extends NonRetryableError {}
-    class CardBlocked extends NonRetryableError {
-      static override readonly errorName: string = 'CardBlockedByIssuer';
-    }
-    class CardExpired extends CardBlocked {}
-    const { queue, dlq } = await queuePair();
-    const thrown: Record<string, () => Error> = {
-      plain: () => new NonRetryableError('no'),
-      declined: () => new PaymentDeclined('the card was declined'),
-      blocked: () => new CardBlocked('the issuer blocked the card'),
-      expired: () => new CardExpired('the card expired'),
-    };
-    const { operation } = recordingOperation({
-      fail: (name) => {
-        const error = thrown[name];
-        if (error) throw error();
-      },
-    });
-    // A write whose condition fails: a business rule, described or not.
-    const outOfStock = (message: { key: string }) => ({
-      writes: [
-        {
-          ConditionCheck: {
-            TableName: businessTable,
-            Key: { id: `missing-${message.key}` },
-            ConditionExpression: 'attribute_exists(id)',
-          },
-        },
-      ],
-    });
-    const stock = transactionalOperation({
-      namespace: `stock-${randomUUID().slice(0, 8)}`,
-      plan: outOfStock,
-    });
-    const describedStock = transactionalOperation({
-      namespace: `described-${randomUUID().slice(0, 8)}`,
-      plan: outOfStock,
-      describeViolation: () => 'the item is out of stock',
-    });
-    const { handler } = consumer({ Named: operation, Stock: stock, Described: describedStock }, dlq.url);
-    const declined = named('declined', 'declined');
-    const expected: Record<string, string> = {};
-    const send = async (name: string, sent: Promise<string>) => {
-      expected[await sent] = name;
-    };
-    await send('NonRetryableError', publish(sqs, queue.url, named('plain', 'plain')));
-    await send('PaymentDeclined', publish(sqs, queue.url, declined));
-    await send('CardBlockedByIssuer', publish(sqs, queue.url, named('blocked', 'blocked')));
-    await send('CardExpired', publish(sqs, queue.url, named('expired', 'expired')));
-    await send('UnknownMessageTypeError', publish(sqs, queue.url, named('unknown', 'u', 'NoSuchType')));
-    await send(
-      'InvalidPayloadError',
-      publish(sqs, queue.url, { type: 'Named', groupId: 'invalid', key: randomUUID(), payload: { name: 7 } }),
-    );
-    await send(
-      'InvalidEnvelopeError',
-      sendBody(sqs, queue.url, '{"not":"an envelope"}', 'envelope', randomUUID()),
-    );
-    await send('TransactionConditionFailedError', publish(sqs, queue.url, named('stock', 's', 'Stock')));
-    await send('BusinessRuleViolationError', publish(sqs, queue.url, named('described', 'd', 'Described')));
-
-    const poll = await pollOnce(sqs, queue, handler);
-    expect(poll.records).toHaveLength(9);
-    expect(failureIds(poll.response)).toEqual([]);
-    const dead = await dlqCopiesById(dlq, 9);
-    const names = Object.fromEntries(Object.keys(expected).map((id) => [id, dead[id]?.errorName]));
-    expect(names).toEqual(expected);
-    expect(await readItem(idempotencyTable, `${operation.namespace}#${declined.key}`)).toMatchObject({
-      status: 'REJECTED',
-      error: { name: 'PaymentDeclined' },
-    });
-  });
-
+describe('consumer reliability: error names', () => {
   it('fixes the name of every Oncely error class, so a minified bundle keeps it', () => {
     const classes = [
       ...Object.values(consumerExports),

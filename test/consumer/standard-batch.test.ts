@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   ChangeMessageVisibilityCommand,
@@ -27,11 +26,12 @@ import {
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, leaseRecords } from '../support/lease-stores.js';
 import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
 import {
   createStandardQueueWithDlq,
@@ -42,11 +42,12 @@ import {
   receiveMessages,
 } from '../support/sqs.js';
 import { pollUntil } from '../support/sqs-event-source.js';
+import { steppedStore } from '../support/store-steps.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
-// Issue 32, item 1 (DESIGN §5.1): `standardBatch` on a standard queue of the SQS emulator and
-// DynamoDB Local, through the real SDK. The visibility a record is given is read from the
-// ChangeMessageVisibilityBatch the consumer sends, never from a time.
+// Issue 32, item 1 (DESIGN §5.1): `standardBatch` on a standard queue of the SQS emulator, with its
+// lease records in DynamoDB Local and in Valkey, through the real clients. The visibility a record
+// is given is read from the ChangeMessageVisibilityBatch the consumer sends, never from a time.
 
 const world = consumerTestWorld('consumer-standard');
 let table: string;
@@ -116,21 +117,16 @@ async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void>
  * Holds chosen requests of a client before they leave it, until `release`: an outage's requests
  * that hang. Counts how many are held at once.
  */
-function holdRequests(
-  client: DynamoDBClient | SQSClient,
-  select: (operation: string, input: Record<string, unknown>) => boolean,
-) {
+function holdRequests(client: SQSClient, select: (operation: string) => boolean) {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
   let held = 0;
   let maxHeld = 0;
-  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
+  client.middlewareStack.add(
     (next, context) => async (args) => {
-      if (
-        select(String(context.commandName).replace(/Command$/, ''), args.input as Record<string, unknown>)
-      ) {
+      if (select(String(context.commandName).replace(/Command$/, ''))) {
         held++;
         maxHeld = Math.max(maxHeld, held);
         await released;
@@ -197,28 +193,39 @@ function countingOperation(fails: (name: string) => boolean = () => false, gate?
   };
 }
 
-function options(
-  operations: Record<string, ConsumerOperation>,
-  { queue, dlq }: { queue: FifoQueue; dlq: FifoQueue },
-  sqs: SQSClient,
-  extra: Partial<StandardBatchOptions> = {},
-) {
-  const metrics = metricsRecorder();
-  const consumerOptions: StandardBatchOptions = {
-    operations,
-    store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
-    deadLetterQueue: { client: sqs, queueUrl: dlq.url, sourceQueueUrl: queue.url },
-    logger: silentLogger(),
-    metrics,
-    ...extra,
+/** A consumer's options, with a store made by `store` for each. */
+const optionsOn =
+  (store: () => LeaseStore) =>
+  (
+    operations: Record<string, ConsumerOperation>,
+    { queue, dlq }: { queue: FifoQueue; dlq: FifoQueue },
+    sqs: SQSClient,
+    extra: Partial<StandardBatchOptions> = {},
+  ) => {
+    const metrics = metricsRecorder();
+    const consumerOptions: StandardBatchOptions = {
+      operations,
+      store: store(),
+      deadLetterQueue: { client: sqs, queueUrl: dlq.url, sourceQueueUrl: queue.url },
+      logger: silentLogger(),
+      metrics,
+      ...extra,
+    };
+    return { consumerOptions, metrics };
   };
-  return { consumerOptions, metrics };
-}
+
+/** Options whose records are in the file's DynamoDB table. */
+const dynamoDbOptions = optionsOn(
+  () => new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+);
 
 const failedIds = (response: { batchItemFailures: { itemIdentifier: string }[] }) =>
   response.batchItemFailures.map(({ itemIdentifier }) => itemIdentifier).sort();
 
-describe('standardBatch', () => {
+describe.each(LEASE_STORES)('standardBatch (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+  const options = optionsOn(() => records.store());
+
   it('runs copies of one key in a batch once: the others answer from its record', async () => {
     const pair = await standardPair();
     const recording = recordingSqs();
@@ -309,33 +316,6 @@ describe('standardBatch', () => {
     expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(40);
   });
 
-  it('runs copies of one key in a batch once in transactional mode too', async () => {
-    const pair = await standardPair();
-    const recording = recordingSqs();
-    const planned: string[] = [];
-    const ledger = transactionalOperation<{ name: string }>({
-      namespace: `standard-tx-${randomUUID().slice(0, 8)}`,
-      plan: ({ payload: { name } }) => {
-        planned.push(name);
-        return { writes: [] };
-      },
-    });
-    const { consumerOptions, metrics } = options({ Named: ledger }, pair, recording.client);
-    const key = `dup-${randomUUID()}`;
-    for (let copy = 0; copy < 3; copy++) await send(pair.queue, key, 'credit');
-
-    const response = await processStandardBatch(
-      await receiveEvent(pair.queue, 3),
-      lambdaContext(),
-      consumerOptions,
-    );
-
-    expect(response.batchItemFailures).toEqual([]);
-    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(1);
-    expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(2);
-    expect(planned).toEqual(['credit']);
-  });
-
   it('a copy whose key is in flight on another invocation comes back within seconds, then answers from the record', async () => {
     const pair = await standardPair(30);
     const recording = recordingSqs();
@@ -423,18 +403,10 @@ describe('standardBatch', () => {
       });
       const counting = countingOperation(() => false, gate);
       const first = options({ Named: counting.operation }, pair, recording.client);
-      const dynamodb = localDynamoClient();
-      let reads = 0;
-      dynamodb.middlewareStack.add(
-        (next, context) => async (args) => {
-          if (context.commandName === 'GetItemCommand') reads++;
-          return next(args);
-        },
-        { step: 'initialize', name: 'countReads' },
-      );
-      const failing = failReads ? failRequests(dynamodb, (operation) => operation === 'GetItem') : undefined;
+      const stepped = steppedStore(records.store());
+      const failing = failReads ? stepped.fail('read') : undefined;
       const second = options({ Named: counting.operation }, pair, recording.client, {
-        store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table }),
+        store: stepped.store,
         inFlightWaitMs,
       });
       const key = `waited-${randomUUID()}`;
@@ -455,12 +427,11 @@ describe('standardBatch', () => {
         open,
         failing,
         get reads() {
-          return reads;
+          return stepped.count('read');
         },
         done: async () => {
           open();
           expect((await running).batchItemFailures).toEqual([]);
-          dynamodb.destroy();
         },
       };
     }
@@ -609,18 +580,23 @@ describe('standardBatch', () => {
   it('bounds the end of a failed batch, and answers before the deadline while its requests hang (issue 40, item 4)', async () => {
     const pair = await standardPair(30);
     const recording = recordingSqs();
-    const dynamodb = localDynamoClient();
     const heldChanges = holdRequests(
       recording.client,
       (operation) => operation === 'ChangeMessageVisibilityBatch',
     );
-    const heldWrites = holdRequests(
-      dynamodb,
-      (operation, input) => operation === 'UpdateItem' && input.UpdateExpression === 'SET expiresAt = :until',
+    // The store's keepUntil writes hang until the end: each one asked for is held at once.
+    const stepped = steppedStore(records.store());
+    let releaseWrites: () => void = () => {};
+    stepped.hold(
+      'keepUntil',
+      () => true,
+      new Promise<void>((resolve) => {
+        releaseWrites = resolve;
+      }),
     );
     const counting = countingOperation(() => true);
     const { consumerOptions, metrics } = options({ Named: counting.operation }, pair, recording.client, {
-      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: table }),
+      store: stepped.store,
       maxConcurrentRecords: 2,
     });
     await Promise.all(
@@ -637,16 +613,15 @@ describe('standardBatch', () => {
 
       expect(failedIds(response)).toEqual(event.Records.map((record) => record.messageId).sort());
       // The records' bound, not one request per record at once: 2 keepUntil writes, 2 visibility batches.
-      expect(heldWrites.maxHeld).toBe(2);
+      expect(stepped.count('keepUntil')).toBe(2);
       expect(heldChanges.maxHeld).toBe(2);
       // What the deadline left unsent is counted: 28 writes, and the third batch's 10 records.
       expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(28);
       expect(metrics.counts[CONSUMER_METRICS.visibilityChangeFailed]).toBe(10);
     } finally {
-      heldWrites.release();
+      releaseWrites();
       heldChanges.release();
     }
-    dynamodb.destroy();
   });
 
   it('a visibility change that fails leaves the record failed: it comes back after the visibility timeout', async () => {
@@ -741,8 +716,8 @@ describe('standardBatch', () => {
       consumerOptions,
     );
     await until(() => counting.inFlight === 3);
-    // A round trip to DynamoDB: a fourth record's lease, were it being taken, would be answered by then.
-    await readItem(table, 'no-such-record');
+    // A round trip to the store: a fourth record's lease, were it being taken, would be answered by then.
+    await records.read('no-such-record');
     for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(counting.inFlight).toBe(3); // the others wait for a slot
     open();
@@ -848,7 +823,7 @@ describe('standardBatch', () => {
     const handler = (event: SQSEvent) =>
       processFifoBatch(event, lambdaContext(), {
         operations: { Named: counting.operation },
-        store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+        store: records.store(),
         deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
         logger: silentLogger(),
         metrics: metricsRecorder(),
@@ -931,19 +906,6 @@ describe('standardBatch', () => {
     expect((await receiveEvent(pair.queue, 1)).Records[0]?.messageId).toBe(event.Records[0]?.messageId);
   });
 
-  it('checks its options when it is made', () => {
-    const operations = { Named: countingOperation().operation };
-    expect(() => standardBatch({ operations, maxConcurrentRecords: 0 })).toThrow(
-      /maxConcurrentRecords must be a positive integer/,
-    );
-    expect(() => standardBatch({ operations, retryBaseDelaySeconds: 1.5 })).toThrow(/retryBaseDelaySeconds/);
-    expect(() => standardBatch({ operations, retryMaxDelaySeconds: 43_201 })).toThrow(/at most 43200/);
-    expect(() => standardBatch({ operations, inFlightWaitMs: -1 })).toThrow(/inFlightWaitMs/);
-    expect(() =>
-      standardBatch({ operations, inFlightWaitMs: 0, retryMaxDelaySeconds: 43_200 }),
-    ).not.toThrow();
-  });
-
   it('is what a standard queue needs: fifoBatch fails the batch of a record from one (StandardQueueRecordError)', async () => {
     const pair = await standardPair();
     const { consumerOptions } = options({ Named: countingOperation().operation }, pair, world.sqs);
@@ -956,6 +918,55 @@ describe('standardBatch', () => {
     expect((await processStandardBatch(event, lambdaContext(), consumerOptions)).batchItemFailures).toEqual(
       [],
     );
+  });
+});
+
+// Transactional mode commits its record with its writes in one DynamoDB transaction: it takes no Valkey store.
+describe('standardBatch in transactional mode (records in DynamoDB)', () => {
+  const options = dynamoDbOptions;
+
+  it('runs copies of one key in a batch once in transactional mode too', async () => {
+    const pair = await standardPair();
+    const recording = recordingSqs();
+    const planned: string[] = [];
+    const ledger = transactionalOperation<{ name: string }>({
+      namespace: `standard-tx-${randomUUID().slice(0, 8)}`,
+      plan: ({ payload: { name } }) => {
+        planned.push(name);
+        return { writes: [] };
+      },
+    });
+    const { consumerOptions, metrics } = options({ Named: ledger }, pair, recording.client);
+    const key = `dup-${randomUUID()}`;
+    for (let copy = 0; copy < 3; copy++) await send(pair.queue, key, 'credit');
+
+    const response = await processStandardBatch(
+      await receiveEvent(pair.queue, 3),
+      lambdaContext(),
+      consumerOptions,
+    );
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(metrics.counts[CONSUMER_METRICS.processed]).toBe(1);
+    expect(metrics.counts[CONSUMER_METRICS.duplicate]).toBe(2);
+    expect(planned).toEqual(['credit']);
+  });
+});
+
+describe('standardBatch, before any record reaches a store', () => {
+  const options = dynamoDbOptions;
+
+  it('checks its options when it is made', () => {
+    const operations = { Named: countingOperation().operation };
+    expect(() => standardBatch({ operations, maxConcurrentRecords: 0 })).toThrow(
+      /maxConcurrentRecords must be a positive integer/,
+    );
+    expect(() => standardBatch({ operations, retryBaseDelaySeconds: 1.5 })).toThrow(/retryBaseDelaySeconds/);
+    expect(() => standardBatch({ operations, retryMaxDelaySeconds: 43_201 })).toThrow(/at most 43200/);
+    expect(() => standardBatch({ operations, inFlightWaitMs: -1 })).toThrow(/inFlightWaitMs/);
+    expect(() =>
+      standardBatch({ operations, inFlightWaitMs: 0, retryMaxDelaySeconds: 43_200 }),
+    ).not.toThrow();
   });
 
   it('refuses a batch from a FIFO queue, whose groups it would run out of order', async () => {
