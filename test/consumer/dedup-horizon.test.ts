@@ -308,5 +308,43 @@ describe.concurrent.each(LEASE_STORES)(
       });
       expect((await record())?.expiresAt).toBe(Math.ceil(republishedAt / 1000) + TTL_SECONDS);
     });
+
+    // The SDK's resend of the keep is DynamoDB's own (above); here the consumer meets the lost answer.
+    it('applied with its answer lost, keeps the record all the same and leaves the batch’s answer; the next delivery finds it kept', async () => {
+      const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5, visibilityTimeoutSeconds: 1 });
+      const { operation, effects, namespace } = countingOperation('at-least-once');
+      const group = `G-${randomUUID().slice(0, 8)}`;
+      const order = named(group, 'K');
+      const id = `${namespace}#${order.key}`;
+      const steps = steppedStore(records.store({ ttlSeconds: TTL_SECONDS }));
+      const lost = steps.loseAnswers('keepUntil', (call) => call.id === id);
+      const { handler, metrics } = consumerOf(operation, dlq.url, steps.store);
+      await publishAt(queue, order, Date.now(), 'first');
+      await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
+      await publishAt(queue, named(group, 'poison-pill'), Date.now(), 'pill');
+      const republishedAt = Date.now() + 120_000; // a producer whose clock is ahead: a later horizon
+      await publishAt(queue, order, republishedAt, 'again');
+
+      const first = await pollUntil(world.sqs, queue, handler, (polls) =>
+        polls.some((poll) => poll.records.length === 2),
+      );
+      const both = first.find((poll) => poll.records.length === 2);
+      expect(both?.error).toBeUndefined();
+      expect(both?.response?.batchItemFailures).toHaveLength(2);
+      expect(lost.lost).toBe(1);
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(1);
+      const kept = Math.ceil(republishedAt / 1000) + TTL_SECONDS;
+      expect((await records.read(id))?.expiresAt).toBe(kept);
+
+      // Its next delivery keeps it again: found long enough, not a failure, and not shortened.
+      const keeps = steps.count('keepUntil', (call) => call.id === id);
+      await pollUntil(world.sqs, queue, handler, (polls) => polls.some((poll) => poll.records.length === 2), {
+        timeoutMs: 60_000,
+      });
+      expect(steps.count('keepUntil', (call) => call.id === id)).toBeGreaterThan(keeps);
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(1);
+      expect((await records.read(id))?.expiresAt).toBe(kept);
+      expect(await effects('K')).toBe(1);
+    });
   },
 );
