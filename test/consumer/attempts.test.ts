@@ -263,7 +263,7 @@ describe.concurrent.each(LEASE_STORES)(
   },
 );
 
-describe.concurrent('a record’s own attempts (maxAttempts), records in DynamoDB', () => {
+describe.concurrent('a record’s own attempts (maxAttempts), DynamoDB only', () => {
   const dynamoStore = (client = dynamodb) => new DynamoDBIdempotencyStore({ client, tableName: table });
 
   // DynamoDB's own: the SDK resends the applied write inside one `fail` call, which the step-level test above does not reach.

@@ -203,7 +203,7 @@ describe.concurrent.each(LEASE_STORES)(
 );
 
 // Transactional mode refuses a Valkey store: its records are DynamoDB's (one transaction with the effect).
-describe.concurrent('the dedup horizon of a re-publication (records in DynamoDB)', () => {
+describe.concurrent('the dedup horizon of a re-publication, transactional (DynamoDB only)', () => {
   it(
     `transactional: ${LATE_REPUBLICATION}`,
     () =>

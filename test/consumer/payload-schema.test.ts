@@ -88,7 +88,7 @@ describe.each(LEASE_STORES)('payload schemas (records in %s)', (storeName) => {
 });
 
 // Transactional mode refuses a Valkey store: its records are DynamoDB's (one transaction with the effect).
-describe('payload schemas, transactional (records in DynamoDB)', () => {
+describe('payload schemas, transactional (DynamoDB only)', () => {
   it('awaits a schema whose validation is asynchronous', async () => {
     const planned: number[] = [];
     const credit = transactionalOperation({

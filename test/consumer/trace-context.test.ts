@@ -82,7 +82,7 @@ describe.each(LEASE_STORES)('a message parked IN_DOUBT (records in %s)', (storeN
 });
 
 // `oncely in-doubt resolve` reads and writes the table: the CLI resolves DynamoDB's records only.
-describe('a message parked IN_DOUBT in DynamoDB', () => {
+describe('a message parked IN_DOUBT, resolved by the CLI (DynamoDB only)', () => {
   it('keeps its trace context, and --as retry sends it back with it', async () => {
     const { queue, id } = await parkInDoubt(
       new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
