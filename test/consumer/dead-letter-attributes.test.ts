@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type MessageAttributeValue, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { awsTraceHeaderOf } from '../../lambdas/common/trace-context.js';
 import {
@@ -11,11 +11,11 @@ import {
   processFifoBatch,
   processStandardBatch,
 } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { createStandardQueueWithDlq, type FifoQueue, receiveMessages } from '../support/sqs.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
@@ -23,11 +23,7 @@ import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 // attributes (a redrive hands them back to the consumers), beside the consumer's own four, within
 // SQS's 10 per message. Both DLQ paths, fifoBatch's and standardBatch's, through the emulator.
 
-const world = consumerTestWorld('consumer-dlq-attributes');
-let table: string;
-beforeAll(() => {
-  [table] = world.tables as [string];
-});
+const world = consumerTestWorld();
 
 const operations: Record<string, ConsumerOperation> = {
   Named: leaseOperation({ namespace: 'dlq-attributes', mode: 'at-least-once', run: () => ({}) }),
@@ -68,10 +64,11 @@ async function receiveEvent(queue: FifoQueue): Promise<SQSEvent> {
   return { Records: messages.map((message) => toSqsRecord(message, queue.arn, LOCAL_REGION)) };
 }
 
-function consumerOptions(dlq: FifoQueue) {
+/** The consumer claims and marks its DLQ sends in the store's records (DESIGN §5). */
+function consumerOptions(records: LeaseRecords, dlq: FifoQueue) {
   return {
     operations,
-    store: new DynamoDBIdempotencyStore({ client: world.dynamodb, tableName: table }),
+    store: records.store(),
     deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
     logger: silentLogger(),
     metrics: metricsRecorder(),
@@ -98,7 +95,9 @@ function expectProducerAttributes(attributes: Record<string, MessageAttributeVal
   expect(attributes.traceparent).toMatchObject({ DataType: 'String.w3c', StringValue: '00-abc-def-01' });
 }
 
-describe("the consumer's DLQ copy", () => {
+describe.each(LEASE_STORES)("the consumer's DLQ copy (records in %s)", (storeName) => {
+  const records = leaseRecords(storeName);
+
   it("standardBatch's keeps the producer's attributes beside its own", async () => {
     const { queue, dlq } = await createStandardQueueWithDlq(world.sqs, {
       visibilityTimeoutSeconds: 30,
@@ -110,7 +109,7 @@ describe("the consumer's DLQ copy", () => {
     const response = await processStandardBatch(
       await receiveEvent(queue),
       lambdaContext(),
-      consumerOptions(dlq),
+      consumerOptions(records, dlq),
     );
 
     expect(response.batchItemFailures).toEqual([]);
@@ -124,7 +123,11 @@ describe("the consumer's DLQ copy", () => {
     const { queue, dlq } = await world.queuePair();
     await sendPoison(queue, PRODUCER_ATTRIBUTES);
 
-    const response = await processFifoBatch(await receiveEvent(queue), lambdaContext(), consumerOptions(dlq));
+    const response = await processFifoBatch(
+      await receiveEvent(queue),
+      lambdaContext(),
+      consumerOptions(records, dlq),
+    );
 
     expect(response.batchItemFailures).toEqual([]);
     const attributes = await deadLetterAttributes(dlq);
@@ -138,7 +141,11 @@ describe("the consumer's DLQ copy", () => {
     const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
     await sendPoison(queue, PRODUCER_ATTRIBUTES, header);
 
-    const response = await processFifoBatch(await receiveEvent(queue), lambdaContext(), consumerOptions(dlq));
+    const response = await processFifoBatch(
+      await receiveEvent(queue),
+      lambdaContext(),
+      consumerOptions(records, dlq),
+    );
 
     expect(response.batchItemFailures).toEqual([]);
     expect(await deadLetterTraceHeader(dlq)).toBe(header);
@@ -160,7 +167,7 @@ describe("the consumer's DLQ copy", () => {
     const response = await processStandardBatch(
       await receiveEvent(queue),
       lambdaContext(),
-      consumerOptions(dlq),
+      consumerOptions(records, dlq),
     );
 
     expect(response.batchItemFailures).toEqual([]);

@@ -12,20 +12,20 @@ import {
   IdempotencyStoreUnavailableError,
   leaseOperation,
 } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type SqsEmulator, startSqsEmulator } from '../../sandbox/sqs-emulator.js';
-import { createTable, localDynamoClient } from '../support/dynamodb.js';
-import { failRequests, isAcquire } from '../support/sdk-middleware.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
+import { failRequests } from '../support/sdk-middleware.js';
 import { createQueueWithDlq, deleteQueues, type FifoQueue, named, publish } from '../support/sqs.js';
 import { type Poll, pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { type StepCall, type StepSelect, type StoreStep, steppedStore } from '../support/store-steps.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // DESIGN §5: a record the consumer dead-letters is in the DLQ once, even when it comes back more
 // than 5 minutes after its DLQ send, past SQS's deduplication window. The SQS emulator runs in this
 // file's own process, so that moving this process's clock (`pastDedupWindow`) moves the emulator's
 // window: a visibility timeout longer than 5 minutes, without waiting for it. The tests run one
-// after the other, as they share that clock.
+// after the other, as they share that clock; the DLQ claims and marks are in DynamoDB or Valkey.
 
 const DEDUP_WINDOW_MS = 5 * 60_000;
 const realNow = Date.now;
@@ -41,21 +41,13 @@ const CLAIM_MS = 30_000 + 2_000;
 const pastTheClaim = () => {
   skippedMs += CLAIM_MS + 1_000;
 };
-/** The write that marks a message sent to the DLQ (not the claim before the send). */
-const sentMark = (name: string, input: Record<string, unknown>) =>
-  name === 'PutItem' && JSON.stringify(input).includes('"deadLetteredAt"');
-
 let emulator: SqsEmulator;
 let sqs: SQSClient;
-let dynamodb: DynamoDBClient;
-let table: string;
 const queues: FifoQueue[] = [];
 
 beforeAll(async () => {
   emulator = await startSqsEmulator();
   sqs = new SQSClient(localAwsConfig(emulator.endpoint));
-  dynamodb = localDynamoClient();
-  table = await createTable(dynamodb, 'dlq-once');
   vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skippedMs);
 });
 
@@ -63,7 +55,6 @@ afterAll(async () => {
   vi.restoreAllMocks();
   await deleteQueues(sqs, queues);
   sqs.destroy();
-  dynamodb.destroy();
   await emulator.stop();
 });
 
@@ -88,15 +79,17 @@ function recordingOperation() {
 }
 
 /**
- * A consumer container: its own clients, so that a test can fail or crash its requests. `crashAt`
- * makes the container die at the first request it selects: the request never answers, and
- * `died` resolves, as when Lambda's container is killed mid-request.
+ * A consumer container: its own SQS client and store, so that a test can fail or crash its
+ * requests and its store's steps. `crashAt` and `crashAtStep` make the container die at the first
+ * request or step they select: it never answers, and `died` resolves, as when Lambda's container
+ * is killed mid-request.
  */
 function container(
+  records: LeaseRecords,
   operations: Parameters<typeof fifoBatch>[0]['operations'],
   queues: { queue: FifoQueue; dlq: FifoQueue },
 ) {
-  const client = localDynamoClient();
+  const steps = steppedStore(records.store());
   const dlqClient = new SQSClient(localAwsConfig(emulator.endpoint));
   const metrics = metricsRecorder();
   let dead = false;
@@ -109,20 +102,16 @@ function container(
   });
   const handler = middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
-      store: new DynamoDBIdempotencyStore({ client, tableName: table }),
+      store: steps.store,
       operations,
       deadLetterQueue: { client: dlqClient, queueUrl: queues.dlq.url, sourceQueueUrl: queues.queue.url },
       logger: silentLogger(),
       metrics,
     }),
   );
-  /** From now on, the container dies at the first request `select` picks. */
-  const crashAt = (
-    target: 'dynamodb' | 'sqs',
-    select: (operation: string, input: Record<string, unknown>) => boolean,
-  ) => {
-    const stack = target === 'dynamodb' ? client.middlewareStack : dlqClient.middlewareStack;
-    (stack as DynamoDBClient['middlewareStack']).add(
+  /** From now on, the container dies at the first DLQ request `select` picks. */
+  const crashAt = (select: (operation: string, input: Record<string, unknown>) => boolean) => {
+    (dlqClient.middlewareStack as DynamoDBClient['middlewareStack']).add(
       (next, context) => async (args) => {
         const operation = String(context.commandName).replace(/Command$/, '');
         if (!select(operation, args.input as Record<string, unknown>)) return next(args);
@@ -131,6 +120,17 @@ function container(
       },
       { step: 'build', name: `crash${Math.random()}` },
     );
+  };
+  /** From now on, the container dies at the first call of `step` that `select` picks, before it is applied. */
+  const crashAtStep = (step: StoreStep, select: StepSelect = () => true) => {
+    const never = new Promise<void>(() => undefined);
+    // Picked, the call dies here: held for ever before the step is applied.
+    const dying = (call: StepCall) => {
+      if (!select(call)) return false;
+      die();
+      return true;
+    };
+    steps.hold(step, dying, never);
   };
   /** One poll of the event source; a container that died acknowledges nothing. */
   const poll = async (): Promise<Poll | 'died'> => {
@@ -142,131 +142,135 @@ function container(
     );
     return dead ? 'died' : answer;
   };
-  return { handler, metrics, client, dlqClient, crashAt, poll };
+  return { handler, metrics, steps, dlqClient, crashAt, crashAtStep, poll };
 }
 
 const connectionRefused = () =>
   Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
 
-describe('a dead-lettered record in the DLQ once, past SQS’s deduplication window', () => {
-  it('a failed source delete, then a whole-batch failure, then a redelivery after 5 minutes: one DLQ copy', async () => {
-    const pair = await queuePair();
-    const { ran, operation } = recordingOperation();
-    const consumer = container({ Named: operation }, pair);
-    const a2 = named('A', 'A2');
-    const deletes = failRequests(consumer.dlqClient, (name) => name === 'DeleteMessage', connectionRefused);
-    const acquires = failRequests(
-      consumer.client,
-      (name, input) =>
-        isAcquire(name, input) && JSON.stringify(input).includes(`${operation.namespace}#${a2.key}`),
-      connectionRefused,
-    );
-    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
-    const a2Id = await publish(sqs, pair.queue.url, a2);
+describe.each(LEASE_STORES)(
+  'a dead-lettered record in the DLQ once, past SQS’s deduplication window (records in %s)',
+  (storeName) => {
+    const records = leaseRecords(storeName);
 
-    // A1 goes to the DLQ, its delete from the queue fails, then A2's acquire fails the whole batch.
-    const first = await pollOnce(sqs, pair.queue, consumer.handler);
-    expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
-    expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
-    expect(deletes.failures).toBeGreaterThan(0);
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
-    deletes.stop();
-    acquires.stop();
+    it('a failed source delete, then a whole-batch failure, then a redelivery after 5 minutes: one DLQ copy', async () => {
+      const pair = await queuePair();
+      const { ran, operation } = recordingOperation();
+      const consumer = container(records, { Named: operation }, pair);
+      const a2 = named('A', 'A2');
+      const deletes = failRequests(consumer.dlqClient, (name) => name === 'DeleteMessage', connectionRefused);
+      const acquires = consumer.steps.fail(
+        'acquire',
+        (call) => call.id === `${operation.namespace}#${a2.key}`,
+        connectionRefused,
+      );
+      const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+      const a2Id = await publish(sqs, pair.queue.url, a2);
 
-    pastDedupWindow();
-    const redelivered = await pollUntil(sqs, pair.queue, consumer.handler, (polls) =>
-      polls.some((poll) => poll.deleted.includes(a2Id)),
-    );
-    expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
-      poisonId,
-      a2Id,
-    ]);
-    expect(ran).toEqual(['A2']);
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
-    expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
-  });
+      // A1 goes to the DLQ, its delete from the queue fails, then A2's acquire fails the whole batch.
+      const first = await pollOnce(sqs, pair.queue, consumer.handler);
+      expect(first.records.map((record) => record.messageId)).toEqual([poisonId, a2Id]);
+      expect(first.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+      expect(deletes.failures).toBeGreaterThan(0);
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+      deletes.stop();
+      acquires.stop();
 
-  it('a crash between the DLQ send and the source delete, then a redelivery after 5 minutes: one DLQ copy', async () => {
-    const pair = await queuePair();
-    const { operation } = recordingOperation();
-    const dying = container({ Named: operation }, pair);
-    dying.crashAt('sqs', (name) => name === 'DeleteMessage');
-    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+      pastDedupWindow();
+      const redelivered = await pollUntil(sqs, pair.queue, consumer.handler, (polls) =>
+        polls.some((poll) => poll.deleted.includes(a2Id)),
+      );
+      expect(redelivered.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([
+        poisonId,
+        a2Id,
+      ]);
+      expect(ran).toEqual(['A2']);
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+      expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+    });
 
-    expect(await dying.poll()).toBe('died');
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    it('a crash between the DLQ send and the source delete, then a redelivery after 5 minutes: one DLQ copy', async () => {
+      const pair = await queuePair();
+      const { operation } = recordingOperation();
+      const dying = container(records, { Named: operation }, pair);
+      dying.crashAt((name) => name === 'DeleteMessage');
+      const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
 
-    pastDedupWindow();
-    const fresh = container({ Named: operation }, pair);
-    const polls = await pollUntil(sqs, pair.queue, fresh.handler, (done) =>
-      done.some((poll) => poll.deleted.includes(poisonId)),
-    );
-    expect(polls.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([poisonId]);
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
-  });
+      expect(await dying.poll()).toBe('died');
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
 
-  // The residue (DESIGN §5): between the DLQ send and its mark, the claim holds a resend off until it
-  // expires; then only SQS's window dedupes it.
-  const crashBeforeTheMark = async (pastTheWindow: boolean) => {
-    const pair = await queuePair();
-    const { operation } = recordingOperation();
-    const dying = container({ Named: operation }, pair);
-    dying.crashAt('dynamodb', sentMark);
-    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
-    expect(await dying.poll()).toBe('died');
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+      pastDedupWindow();
+      const fresh = container(records, { Named: operation }, pair);
+      const polls = await pollUntil(sqs, pair.queue, fresh.handler, (done) =>
+        done.some((poll) => poll.deleted.includes(poisonId)),
+      );
+      expect(polls.flatMap((poll) => poll.records.map((record) => record.messageId))).toEqual([poisonId]);
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    });
 
-    if (pastTheWindow) pastDedupWindow();
-    else pastTheClaim();
-    const fresh = container({ Named: operation }, pair);
-    await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
-      polls.some((poll) => poll.deleted.includes(poisonId)),
-    );
-    return messagesInQueue(sqs, pair.dlq.url);
-  };
+    // The residue (DESIGN §5): between the DLQ send and its mark, the claim holds a resend off until it
+    // expires; then only SQS's window dedupes it.
+    const crashBeforeTheMark = async (pastTheWindow: boolean) => {
+      const pair = await queuePair();
+      const { operation } = recordingOperation();
+      const dying = container(records, { Named: operation }, pair);
+      dying.crashAtStep('markDeadLettered');
+      const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+      expect(await dying.poll()).toBe('died');
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
 
-  it('a crash between the DLQ send and its mark, redelivered within 5 minutes: one copy, SQS drops the resend', async () => {
-    expect(await crashBeforeTheMark(false)).toBe(1);
-  });
+      if (pastTheWindow) pastDedupWindow();
+      else pastTheClaim();
+      const fresh = container(records, { Named: operation }, pair);
+      await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+        polls.some((poll) => poll.deleted.includes(poisonId)),
+      );
+      return messagesInQueue(sqs, pair.dlq.url);
+    };
 
-  it('the residue: a crash between the DLQ send and its mark, redelivered after 5 minutes, leaves two copies', async () => {
-    expect(await crashBeforeTheMark(true)).toBe(2);
-  });
+    it('a crash between the DLQ send and its mark, redelivered within 5 minutes: one copy, SQS drops the resend', async () => {
+      expect(await crashBeforeTheMark(false)).toBe(1);
+    });
 
-  it('a crash between the claim and the DLQ send loses nothing: once the claim expired, a redelivery sends it', async () => {
-    const pair = await queuePair();
-    const { operation } = recordingOperation();
-    const dying = container({ Named: operation }, pair);
-    dying.crashAt('sqs', (name) => name === 'SendMessage');
-    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
-    expect(await dying.poll()).toBe('died');
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(0);
+    it('the residue: a crash between the DLQ send and its mark, redelivered after 5 minutes, leaves two copies', async () => {
+      expect(await crashBeforeTheMark(true)).toBe(2);
+    });
 
-    // While the claim runs, a redelivery leaves the send to its claimer; then it takes the claim over.
-    const fresh = container({ Named: operation }, pair);
-    const held = await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
-      polls.some((poll) => poll.records.length > 0),
-    );
-    expect(held.flatMap((poll) => poll.deleted)).toEqual([]);
-    pastTheClaim();
-    await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
-      polls.some((poll) => poll.deleted.includes(poisonId)),
-    );
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
-  });
+    it('a crash between the claim and the DLQ send loses nothing: once the claim expired, a redelivery sends it', async () => {
+      const pair = await queuePair();
+      const { operation } = recordingOperation();
+      const dying = container(records, { Named: operation }, pair);
+      dying.crashAt((name) => name === 'SendMessage');
+      const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+      expect(await dying.poll()).toBe('died');
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(0);
 
-  it('a mark that cannot be written is counted, and the record is acknowledged: it is in the DLQ', async () => {
-    const pair = await queuePair();
-    const { operation } = recordingOperation();
-    const consumer = container({ Named: operation }, pair);
-    const marks = failRequests(consumer.client, sentMark, connectionRefused);
-    const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+      // While the claim runs, a redelivery leaves the send to its claimer; then it takes the claim over.
+      const fresh = container(records, { Named: operation }, pair);
+      const held = await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+        polls.some((poll) => poll.records.length > 0),
+      );
+      expect(held.flatMap((poll) => poll.deleted)).toEqual([]);
+      pastTheClaim();
+      await pollUntil(sqs, pair.queue, fresh.handler, (polls) =>
+        polls.some((poll) => poll.deleted.includes(poisonId)),
+      );
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    });
 
-    const poll = await pollOnce(sqs, pair.queue, consumer.handler);
-    expect(poll.deleted).toEqual([poisonId]);
-    expect(marks.failures).toBe(3); // RECORD_WRITE_RETRY's tries
-    expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
-    expect(consumer.metrics.counts[CONSUMER_METRICS.dlqMarkNotWritten]).toBe(1);
-    expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
-  });
-});
+    it('a mark that cannot be written is counted, and the record is acknowledged: it is in the DLQ', async () => {
+      const pair = await queuePair();
+      const { operation } = recordingOperation();
+      const consumer = container(records, { Named: operation }, pair);
+      const marks = consumer.steps.fail('markDeadLettered', () => true, connectionRefused);
+      const poisonId = await publish(sqs, pair.queue.url, named('A', 'A1', 'NoSuchType'));
+
+      const poll = await pollOnce(sqs, pair.queue, consumer.handler);
+      expect(poll.deleted).toEqual([poisonId]);
+      expect(marks.failures).toBe(3); // RECORD_WRITE_RETRY's tries
+      expect(consumer.metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(1);
+      expect(consumer.metrics.counts[CONSUMER_METRICS.dlqMarkNotWritten]).toBe(1);
+      expect(await messagesInQueue(sqs, pair.dlq.url)).toBe(1);
+    });
+  },
+);

@@ -16,23 +16,29 @@ import {
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
+import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
-import { failRequests, loseAnswers } from '../support/sdk-middleware.js';
+import { LEASE_STORES, leaseRecords } from '../support/lease-stores.js';
+import { loseAnswers } from '../support/sdk-middleware.js';
 import type { FifoQueue } from '../support/sqs.js';
 import { named, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollUntil } from '../support/sqs-event-source.js';
+import { steppedStore } from '../support/store-steps.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // DESIGN §2: no copy of a key takes effect twice, whatever its publishedAt and however it reached
 // the DLQ. A re-publication gets a fresh publishedAt, so its horizon can outlive the record of the
 // key's first completion; a copy that goes back to SQS unacknowledged must keep that record alive
-// for as long as its own horizon lasts. Against the SQS emulator and DynamoDB Local.
+// for as long as its own horizon lasts. Against the SQS emulator, and the records in DynamoDB Local
+// or Valkey (transactional mode's in DynamoDB only).
 
 const world = consumerTestWorld('horizon-idem', 'horizon-business');
 
 const TTL_SECONDS = 600; // default margin: a tenth, 60 s; the horizon is 540 s after publication
-type Mode = 'at-least-once' | 'at-most-once' | 'transactional';
+type LeaseMode = 'at-least-once' | 'at-most-once';
+type Mode = LeaseMode | 'transactional';
 
 /**
  * An operation of `mode` whose effect counts per name; the name `poison-pill` always fails
@@ -100,21 +106,21 @@ async function redrive(dlq: FifoQueue, queue: FifoQueue, key: string) {
   await world.sqs.send(new DeleteMessageCommand({ QueueUrl: dlq.url, ReceiptHandle: dead.ReceiptHandle }));
 }
 
-/** A consumer of `operation` on its own store (the table's, through `client`), dead-lettering to `dlqUrl`. */
-function consumerOf(
-  operation: ConsumerOperation,
-  dlqUrl: string,
-  store: { client?: DynamoDBClient; now?: () => number } = {},
-) {
+/** A store on the table, its records living TTL_SECONDS: transactional mode's, and DynamoDB's own tests'. */
+const tableStore = (options: { client?: DynamoDBClient; now?: () => number } = {}) =>
+  new DynamoDBIdempotencyStore({
+    client: options.client ?? world.dynamodb,
+    tableName: world.tables[0] as string,
+    ttlSeconds: TTL_SECONDS,
+    now: options.now,
+  });
+
+/** A consumer of `operation` on `store` (its records living TTL_SECONDS), dead-lettering to `dlqUrl`. */
+function consumerOf(operation: ConsumerOperation, dlqUrl: string, store: LeaseStore) {
   const metrics = metricsRecorder();
   const handler = middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
-      store: new DynamoDBIdempotencyStore({
-        client: store.client ?? world.dynamodb,
-        tableName: world.tables[0] as string,
-        ttlSeconds: TTL_SECONDS,
-        now: store.now,
-      }),
+      store,
       operations: { Named: operation },
       deadLetterQueue: { client: world.sqs, queueUrl: dlqUrl },
       logger: silentLogger(),
@@ -124,60 +130,88 @@ function consumerOf(
   return { handler, metrics };
 }
 
-describe.concurrent('the dedup horizon of a re-publication', () => {
-  it.each<Mode>(['at-least-once', 'at-most-once', 'transactional'])(
-    '%s: a late re-publication, dead-lettered behind a failing record and redriven after the first record expired, does not run again',
-    async (mode) => {
-      const { queue, dlq } = await world.queuePair({ maxReceiveCount: 2, visibilityTimeoutSeconds: 1 });
-      const clock = movableClock();
-      const { operation, effects, namespace } = countingOperation(mode);
-      const { handler, metrics } = consumerOf(operation, dlq.url, { now: clock.now });
-      const group = `G-${randomUUID().slice(0, 8)}`;
-      const order = named(group, 'K');
+const LATE_REPUBLICATION =
+  'a late re-publication, dead-lettered behind a failing record and redriven after the first record expired, does not run again';
 
-      // K is published and completed: its record lives TTL_SECONDS from now.
-      await publishAt(queue, order, clock.now(), 'first');
-      await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
+/**
+ * A key completed, re-published 300 s later behind a record of its group that keeps failing (SQS
+ * dead-letters both), redriven 400 s later: past the first record's expiry, within the copy's horizon.
+ * `storeOn` makes the consumer's store on the test's clock, `read` reads its record.
+ */
+async function lateRepublication(
+  mode: Mode,
+  storeOn: (now: () => number) => LeaseStore,
+  read: (id: string) => Promise<IdempotencyRecord | undefined>,
+) {
+  const { queue, dlq } = await world.queuePair({ maxReceiveCount: 2, visibilityTimeoutSeconds: 1 });
+  const clock = movableClock();
+  const { operation, effects, namespace } = countingOperation(mode);
+  const { handler, metrics } = consumerOf(operation, dlq.url, storeOn(clock.now));
+  const group = `G-${randomUUID().slice(0, 8)}`;
+  const order = named(group, 'K');
 
-      // 300 s later the producer publishes K again: a fresh publishedAt, whose horizon ends 840 s
-      // after the first publication, past the record's expiry at 600 s. It sits behind a record of
-      // its group that keeps failing, so SQS dead-letters it after maxReceiveCount receives.
-      clock.advance(300);
-      const pill = named(group, 'poison-pill');
-      await publishAt(queue, pill, clock.now(), 'pill');
-      const republishedAt = clock.now();
-      await publishAt(queue, order, republishedAt, 'again');
-      await pollUntil(
-        world.sqs,
-        queue,
-        handler,
-        async () => (await messagesInQueue(world.sqs, dlq.url)) === 2,
-        {
-          timeoutMs: 60_000,
-        },
-      );
-      expect(metrics.counts[CONSUMER_METRICS.skipped]).toBeGreaterThanOrEqual(2);
+  // K is published and completed: its record lives TTL_SECONDS from now.
+  await publishAt(queue, order, clock.now(), 'first');
+  await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
 
-      // 400 s later the first record has expired by its own expiresAt, but the copy is still
-      // inside its horizon. An operator redrives it.
-      clock.advance(400);
-      await redrive(dlq, queue, order.key as string);
-      const polls = await pollUntil(
-        world.sqs,
-        queue,
-        handler,
-        (done) => done.some((poll) => poll.deleted.length > 0),
-        {
-          timeoutMs: 60_000,
-        },
-      );
-      expect(polls.flatMap((poll) => poll.records)).not.toHaveLength(0);
-      expect(await effects('K')).toBe(1);
-      // The record that answered it lives until the copy's horizon has passed.
-      const record = await readItem(world.tables[0] as string, `${namespace}#${order.key}`);
-      expect(record?.status).toBe('COMPLETED');
-      expect(record?.expiresAt).toBeGreaterThanOrEqual(Math.floor(republishedAt / 1000) + TTL_SECONDS);
+  // 300 s later the producer publishes K again: a fresh publishedAt, whose horizon ends 840 s
+  // after the first publication, past the record's expiry at 600 s. It sits behind a record of
+  // its group that keeps failing, so SQS dead-letters it after maxReceiveCount receives.
+  clock.advance(300);
+  const pill = named(group, 'poison-pill');
+  await publishAt(queue, pill, clock.now(), 'pill');
+  const republishedAt = clock.now();
+  await publishAt(queue, order, republishedAt, 'again');
+  await pollUntil(world.sqs, queue, handler, async () => (await messagesInQueue(world.sqs, dlq.url)) === 2, {
+    timeoutMs: 60_000,
+  });
+  expect(metrics.counts[CONSUMER_METRICS.skipped]).toBeGreaterThanOrEqual(2);
+
+  // 400 s later the first record has expired by its own expiresAt, but the copy is still
+  // inside its horizon. An operator redrives it.
+  clock.advance(400);
+  await redrive(dlq, queue, order.key as string);
+  const polls = await pollUntil(
+    world.sqs,
+    queue,
+    handler,
+    (done) => done.some((poll) => poll.deleted.length > 0),
+    {
+      timeoutMs: 60_000,
     },
+  );
+  expect(polls.flatMap((poll) => poll.records)).not.toHaveLength(0);
+  expect(await effects('K')).toBe(1);
+  // The record that answered it lives until the copy's horizon has passed.
+  const record = await read(`${namespace}#${order.key}`);
+  expect(record?.status).toBe('COMPLETED');
+  expect(record?.expiresAt).toBeGreaterThanOrEqual(Math.floor(republishedAt / 1000) + TTL_SECONDS);
+}
+
+describe.concurrent.each(LEASE_STORES)(
+  'the dedup horizon of a re-publication (records in %s)',
+  (storeName) => {
+    const records = leaseRecords(storeName);
+
+    it.each<LeaseMode>(['at-least-once', 'at-most-once'])(
+      `%s: ${LATE_REPUBLICATION}`,
+      (mode) =>
+        lateRepublication(mode, (now) => records.store({ ttlSeconds: TTL_SECONDS, now }), records.read),
+      60_000,
+    );
+  },
+);
+
+// Transactional mode refuses a Valkey store: its records are DynamoDB's (one transaction with the effect).
+describe.concurrent('the dedup horizon of a re-publication, transactional (DynamoDB only)', () => {
+  it(
+    `transactional: ${LATE_REPUBLICATION}`,
+    () =>
+      lateRepublication(
+        'transactional',
+        (now) => tableStore({ now }),
+        (id) => readItem(world.tables[0] as string, id),
+      ),
     60_000,
   );
 });
@@ -193,6 +227,8 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 const isKeep = (operation: string, input: Record<string, unknown>) =>
   operation === 'UpdateItem' && input.UpdateExpression === 'SET expiresAt = :until';
 
+// The store's own: the first test writes bare DynamoDB items (test/idempotency/valkey-store.test.ts
+// has Valkey's keepUntil), the second loses an answer inside the SDK's retry loop.
 describe.concurrent('keeping a record for a returning copy (DynamoDBIdempotencyStore.keepUntil)', () => {
   it('lengthens a live record of any status, and never shortens, revives or creates one', async () => {
     const client = localDynamoClient();
@@ -234,37 +270,81 @@ describe.concurrent('keeping a record for a returning copy (DynamoDBIdempotencyS
     expect((await readItem(world.tables[0] as string, id))?.expiresAt).toBe(until);
     client.destroy();
   });
-
-  it('failing, leaves the batch’s answer as it was and counts the copy; the next delivery keeps the record', async () => {
-    const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5, visibilityTimeoutSeconds: 1 });
-    const client = localDynamoClient();
-    const failure = failRequests(client, isKeep);
-    const { operation, effects, namespace } = countingOperation('at-least-once');
-    const { handler, metrics } = consumerOf(operation, dlq.url, { client });
-    const group = `G-${randomUUID().slice(0, 8)}`;
-    const order = named(group, 'K');
-    await publishAt(queue, order, Date.now(), 'first');
-    await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
-    const pill = named(group, 'poison-pill');
-    await publishAt(queue, pill, Date.now(), 'pill');
-    const republishedAt = Date.now() + 120_000; // a producer whose clock is ahead: a later horizon
-    await publishAt(queue, order, republishedAt, 'again');
-
-    const [failed] = await pollUntil(world.sqs, queue, handler, (polls) =>
-      polls.some((poll) => poll.records.length === 2),
-    );
-    expect(failed?.error).toBeUndefined();
-    expect(failed?.response?.batchItemFailures).toHaveLength(2);
-    expect(failure.failures).toBeGreaterThanOrEqual(1);
-    expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBeGreaterThanOrEqual(1);
-    const record = () => readItem(world.tables[0] as string, `${namespace}#${order.key}`);
-    expect((await record())?.expiresAt).toBeLessThan(Math.floor(republishedAt / 1000) + TTL_SECONDS);
-
-    failure.stop();
-    await pollUntil(world.sqs, queue, handler, (polls) => polls.some((poll) => poll.records.length === 2), {
-      timeoutMs: 60_000,
-    });
-    expect((await record())?.expiresAt).toBe(Math.ceil(republishedAt / 1000) + TTL_SECONDS);
-    client.destroy();
-  });
 });
+
+describe.concurrent.each(LEASE_STORES)(
+  'keeping a record for a returning copy (records in %s)',
+  (storeName) => {
+    const records = leaseRecords(storeName);
+
+    it('failing, leaves the batch’s answer as it was and counts the copy; the next delivery keeps the record', async () => {
+      const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5, visibilityTimeoutSeconds: 1 });
+      const steps = steppedStore(records.store({ ttlSeconds: TTL_SECONDS }));
+      const failure = steps.fail('keepUntil');
+      const { operation, effects, namespace } = countingOperation('at-least-once');
+      const { handler, metrics } = consumerOf(operation, dlq.url, steps.store);
+      const group = `G-${randomUUID().slice(0, 8)}`;
+      const order = named(group, 'K');
+      await publishAt(queue, order, Date.now(), 'first');
+      await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
+      const pill = named(group, 'poison-pill');
+      await publishAt(queue, pill, Date.now(), 'pill');
+      const republishedAt = Date.now() + 120_000; // a producer whose clock is ahead: a later horizon
+      await publishAt(queue, order, republishedAt, 'again');
+
+      const [failed] = await pollUntil(world.sqs, queue, handler, (polls) =>
+        polls.some((poll) => poll.records.length === 2),
+      );
+      expect(failed?.error).toBeUndefined();
+      expect(failed?.response?.batchItemFailures).toHaveLength(2);
+      expect(failure.failures).toBeGreaterThanOrEqual(1);
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBeGreaterThanOrEqual(1);
+      const record = () => records.read(`${namespace}#${order.key}`);
+      expect((await record())?.expiresAt).toBeLessThan(Math.floor(republishedAt / 1000) + TTL_SECONDS);
+
+      failure.stop();
+      await pollUntil(world.sqs, queue, handler, (polls) => polls.some((poll) => poll.records.length === 2), {
+        timeoutMs: 60_000,
+      });
+      expect((await record())?.expiresAt).toBe(Math.ceil(republishedAt / 1000) + TTL_SECONDS);
+    });
+
+    // The SDK's resend of the keep is DynamoDB's own (above); here the consumer meets the lost answer.
+    it('applied with its answer lost, keeps the record all the same and leaves the batch’s answer; the next delivery finds it kept', async () => {
+      const { queue, dlq } = await world.queuePair({ maxReceiveCount: 5, visibilityTimeoutSeconds: 1 });
+      const { operation, effects, namespace } = countingOperation('at-least-once');
+      const group = `G-${randomUUID().slice(0, 8)}`;
+      const order = named(group, 'K');
+      const id = `${namespace}#${order.key}`;
+      const steps = steppedStore(records.store({ ttlSeconds: TTL_SECONDS }));
+      const lost = steps.loseAnswers('keepUntil', (call) => call.id === id);
+      const { handler, metrics } = consumerOf(operation, dlq.url, steps.store);
+      await publishAt(queue, order, Date.now(), 'first');
+      await pollUntil(world.sqs, queue, handler, async () => (await effects('K')) === 1);
+      await publishAt(queue, named(group, 'poison-pill'), Date.now(), 'pill');
+      const republishedAt = Date.now() + 120_000; // a producer whose clock is ahead: a later horizon
+      await publishAt(queue, order, republishedAt, 'again');
+
+      const first = await pollUntil(world.sqs, queue, handler, (polls) =>
+        polls.some((poll) => poll.records.length === 2),
+      );
+      const both = first.find((poll) => poll.records.length === 2);
+      expect(both?.error).toBeUndefined();
+      expect(both?.response?.batchItemFailures).toHaveLength(2);
+      expect(lost.lost).toBe(1);
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(1);
+      const kept = Math.ceil(republishedAt / 1000) + TTL_SECONDS;
+      expect((await records.read(id))?.expiresAt).toBe(kept);
+
+      // Its next delivery keeps it again: found long enough, not a failure, and not shortened.
+      const keeps = steps.count('keepUntil', (call) => call.id === id);
+      await pollUntil(world.sqs, queue, handler, (polls) => polls.some((poll) => poll.records.length === 2), {
+        timeoutMs: 60_000,
+      });
+      expect(steps.count('keepUntil', (call) => call.id === id)).toBeGreaterThan(keeps);
+      expect(metrics.counts[CONSUMER_METRICS.recordLifeNotExtended]).toBe(1);
+      expect((await records.read(id))?.expiresAt).toBe(kept);
+      expect(await effects('K')).toBe(1);
+    });
+  },
+);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   SendMessageCommand,
@@ -21,13 +20,13 @@ import {
   OncelyConfigurationError,
   standardBatch,
 } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, leaseRecords } from '../support/lease-stores.js';
 import { createStandardQueueWithDlq, named, publish, receiveMessages } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 
@@ -36,11 +35,10 @@ import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
 // change process.env, so they run one at a time.
 
 const world = consumerTestWorld('defaults-idem');
-let dynamodb: DynamoDBClient;
 let sqs: SQSClient;
 let idempotencyTable: string;
 beforeAll(() => {
-  ({ dynamodb, sqs } = world);
+  ({ sqs } = world);
   [idempotencyTable] = world.tables as [string];
 });
 
@@ -181,12 +179,19 @@ describe('fifoBatch with only its operations', () => {
     expect(redelivered.map((poll) => poll.error)).toEqual(redelivered.map(() => undefined));
     expect(ran).toEqual(['A1']);
   });
+});
+
+// A store passed in, DynamoDB's or Valkey's, stands for the store's variables. The tests above and
+// below are about the default store, DynamoDB's, made from IDEMPOTENCY_TABLE_NAME: they stay on it
+// (test/consumer/valkey-defaults.test.ts covers the Valkey store the construct's environment makes).
+describe.each(LEASE_STORES)('fifoBatch with its store passed in (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
 
   it('reads only the variables its options leave to the environment, and leaves metrics passed in to their owner', async () => {
     const { queue, dlq } = await consumerQueues();
     stubConsumerEnvironment({ dlqUrl: dlq.url, maxConcurrentGroups: '0' });
     const { ran, operation } = recordingOperation();
-    const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName: idempotencyTable });
+    const store = records.store();
     const metrics = new Metrics();
     // Neither IDEMPOTENCY_TABLE_NAME nor a valid MAX_CONCURRENT_GROUPS: the options stand for them.
     const handler = middy<SQSEvent, SQSBatchResponse>().use(

@@ -11,14 +11,17 @@ import {
   transactionalOperation,
 } from '../../lambdas/consumer/index.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, leaseRecords } from '../support/lease-stores.js';
 import { deadLetters, eventRecord } from '../support/sqs.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
 // `payload` takes any Standard Schema, not only zod's classic schemas: zod/mini's, or one whose
 // validation is asynchronous.
 
+/** The transactional test's table: transactional mode keeps its records in DynamoDB only. */
 let dynamodb: DynamoDBClient;
 let tableName: string;
 
@@ -31,11 +34,11 @@ afterAll(() => {
   dynamodb.destroy();
 });
 
-function consume(operations: FifoBatchOptions['operations'], payloads: unknown[]) {
+function consume(operations: FifoBatchOptions['operations'], payloads: unknown[], store: LeaseStore) {
   const dlq = deadLetters();
   const options: FifoBatchOptions = {
     operations,
-    store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
+    store,
     deadLetterQueue: { client: dlq.client, queueUrl: 'https://sqs.local/dlq.fifo' },
     logger: silentLogger(),
     metrics: metricsRecorder(),
@@ -58,7 +61,9 @@ const positiveCents: StandardSchemaV1<unknown, { cents: number }> = {
   },
 };
 
-describe('payload schemas', () => {
+describe.each(LEASE_STORES)('payload schemas (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+
   it('takes a zod/mini schema: its output reaches the effect, its problems the DLQ', async () => {
     const seen: number[] = [];
     const credit = leaseOperation({
@@ -69,14 +74,21 @@ describe('payload schemas', () => {
         seen.push(payload.cents);
       },
     });
-    const { dlq, response } = consume({ Credit: credit }, [{ cents: '250' }, { cents: 250 }]);
+    const { dlq, response } = consume(
+      { Credit: credit },
+      [{ cents: '250' }, { cents: 250 }],
+      records.store(),
+    );
     expect(await response).toEqual({ batchItemFailures: [] });
     expect(seen).toEqual([250]);
     expect(dlq.sent.map((input) => input.MessageAttributes?.[DLQ_ATTRIBUTES.errorName]?.StringValue)).toEqual(
       ['InvalidPayloadError'],
     );
   });
+});
 
+// Transactional mode refuses a Valkey store: its records are DynamoDB's (one transaction with the effect).
+describe('payload schemas, transactional (DynamoDB only)', () => {
   it('awaits a schema whose validation is asynchronous', async () => {
     const planned: number[] = [];
     const credit = transactionalOperation({
@@ -87,7 +99,11 @@ describe('payload schemas', () => {
         return { writes: [] };
       },
     });
-    const { dlq, response } = consume({ Credit: credit }, [{ cents: 5 }, { cents: -5 }]);
+    const { dlq, response } = consume(
+      { Credit: credit },
+      [{ cents: 5 }, { cents: -5 }],
+      new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
+    );
     expect(await response).toEqual({ batchItemFailures: [] });
     expect(planned).toEqual([5]);
     expect(

@@ -3,7 +3,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { sqsTraceAttributes, type TraceContext } from '../../lambdas/common/trace-context.js';
 import {
@@ -14,14 +14,14 @@ import {
   processFifoBatch,
   processStandardBatch,
 } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { toSqsRecord } from '../../sandbox/sqs-event.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { localDynamoClient } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
-import { failRequests } from '../support/sdk-middleware.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { createStandardQueueWithDlq, type FifoQueue, receiveMessages } from '../support/sqs.js';
+import { type StoreStep, steppedStore } from '../support/store-steps.js';
 import { metricsRecorder } from '../support/telemetry.js';
 import { linksOf, recordingSpans, traceparentOf } from '../support/tracing.js';
 
@@ -31,11 +31,7 @@ import { linksOf, recordingSpans, traceparentOf } from '../support/tracing.js';
 // as the ADOT layer registers it.
 
 const spans = recordingSpans();
-const world = consumerTestWorld('record-spans');
-let table: string;
-beforeAll(() => {
-  [table] = world.tables as [string];
-});
+const world = consumerTestWorld();
 
 const PRODUCER: TraceContext = {
   traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
@@ -83,15 +79,14 @@ function capturingLogger(): ConsumerLogger & {
   return { lines, debug: write, info: write, warn: write, error: write };
 }
 
-const store = (client = world.dynamodb) => new DynamoDBIdempotencyStore({ client, tableName: table });
-
 const consumerOptions = (
+  records: LeaseRecords,
   operations: Record<string, ConsumerOperation>,
   dlq: FifoQueue,
-  extra: { logger?: ConsumerLogger; store?: DynamoDBIdempotencyStore } = {},
+  extra: { logger?: ConsumerLogger; store?: LeaseStore } = {},
 ) => ({
   operations,
-  store: extra.store ?? store(),
+  store: extra.store ?? records.store(),
   deadLetterQueue: { client: world.sqs, queueUrl: dlq.url },
   logger: extra.logger ?? capturingLogger(),
   metrics: metricsRecorder(),
@@ -116,7 +111,30 @@ const outcomes = (found: ReadableSpan[]) =>
 
 const key = (name: string) => `${name}-${randomUUID()}`;
 
-describe('a record span (DESIGN §6)', () => {
+/** Every step of the store that writes: all but `read`. */
+const WRITES = {
+  acquire: true,
+  markStarted: true,
+  countRun: true,
+  complete: true,
+  fail: true,
+  reject: true,
+  markInDoubt: true,
+  parkExpiredLease: true,
+  claimInDoubtReport: true,
+  release: true,
+  releaseWithRetries: true,
+  releaseUnstarted: true,
+  keepUntil: true,
+  claimDeadLetter: true,
+  releaseDeadLetterClaim: true,
+  markDeadLettered: true,
+  logDeadLetter: true,
+} satisfies Record<Exclude<StoreStep, 'read'>, true>;
+
+describe.each(LEASE_STORES)('a record span (DESIGN §6) (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+
   it('links to its producer, names the record, and holds the effect; its redelivery says duplicate', async () => {
     const { queue, dlq } = await world.queuePair();
     const charge = key('charge');
@@ -128,10 +146,11 @@ describe('a record span (DESIGN §6)', () => {
       mode: 'at-most-once',
       run: async () => {
         // The effect's own call, as an instrumented HTTP client would trace it.
-        trace.getTracer('card-network').startSpan('POST /charges').end();
+        // Named by the charge: the file's blocks (one per store) each make one.
+        trace.getTracer('card-network').startSpan('POST /charges', { attributes: { charge } }).end();
       },
     });
-    const options = consumerOptions({ Charge: operation }, dlq, { logger });
+    const options = consumerOptions(records, { Charge: operation }, dlq, { logger });
     expect((await processFifoBatch(event, lambdaContext(), options)).batchItemFailures).toEqual([]);
 
     const [span] = recordSpans(charge);
@@ -153,7 +172,9 @@ describe('a record span (DESIGN §6)', () => {
     });
     // Linked, not parented: the producer's trace is not this one.
     expect(span?.spanContext().traceId).not.toBe(PRODUCER.traceparent?.split('-')[1]);
-    const effect = spans.getFinishedSpans().find(({ name }) => name === 'POST /charges');
+    const effect = spans
+      .getFinishedSpans()
+      .find(({ name, attributes }) => name === 'POST /charges' && attributes.charge === charge);
     expect(effect?.parentSpanContext?.spanId).toBe(span?.spanContext().spanId);
     expect(effect?.spanContext().traceId).toBe(span?.spanContext().traceId);
     const processed = logger.lines.find(({ message }) => message === 'processed');
@@ -197,7 +218,7 @@ describe('a record span (DESIGN §6)', () => {
     const response = await processFifoBatch(
       event,
       lambdaContext(),
-      consumerOptions({ Flaky: flaky }, dlq, { logger }),
+      consumerOptions(records, { Flaky: flaky }, dlq, { logger }),
     );
     expect(response.batchItemFailures).toHaveLength(2);
     const found = recordSpans(failing, behind, poison);
@@ -240,11 +261,15 @@ describe('a record span (DESIGN §6)', () => {
         await held;
       },
     });
-    const options = consumerOptions({ Mail: operation }, dlq);
+    const options = consumerOptions(records, { Mail: operation }, dlq);
     // The first invocation holds the key while the same record reaches a second one.
     const first = processFifoBatch(event, lambdaContext(), options);
     await running;
-    const second = await processFifoBatch(event, lambdaContext(), consumerOptions({ Mail: operation }, dlq));
+    const second = await processFifoBatch(
+      event,
+      lambdaContext(),
+      consumerOptions(records, { Mail: operation }, dlq),
+    );
     release();
     await first;
     expect(second.batchItemFailures).toHaveLength(1);
@@ -267,7 +292,11 @@ describe('a record span (DESIGN §6)', () => {
     });
     const event = await batchOf(queue, 1);
     const logger = capturingLogger();
-    await processFifoBatch(event, lambdaContext(), consumerOptions({ Charge: uncertain }, dlq, { logger }));
+    await processFifoBatch(
+      event,
+      lambdaContext(),
+      consumerOptions(records, { Charge: uncertain }, dlq, { logger }),
+    );
     expect(outcomes(recordSpans(charge))).toEqual([[charge, 'in-doubt']]);
     expect(loggedOutcome(logger, charge)).toBe('in-doubt');
   });
@@ -291,7 +320,7 @@ describe('a record span (DESIGN §6)', () => {
     const event = await batchOf(queue, 2);
     const context = { ...lambdaContext(), getRemainingTimeInMillis: () => remainingMs };
     const response = await processFifoBatch(event, context, {
-      ...consumerOptions({ Mail: mail }, dlq),
+      ...consumerOptions(records, { Mail: mail }, dlq),
       recordTimeReserveMs: 5_000,
       maxConcurrentGroups: 1,
     });
@@ -309,22 +338,25 @@ describe('a record span (DESIGN §6)', () => {
       { type: 'Mail', groupId: 'a', key: one },
       { type: 'Mail', groupId: 'b', key: two },
     ]);
-    const client = localDynamoClient();
-    failRequests(
-      client,
-      (operation) => operation !== 'GetItem',
-      () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' }),
-    );
+    // The store unreachable for every write: reads alone answer.
+    const steps = steppedStore(records.store());
+    for (const step of Object.keys(WRITES) as StoreStep[]) {
+      steps.fail(
+        step,
+        () => true,
+        () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' }),
+      );
+    }
     const mail = leaseOperation({ namespace: 'spans', mode: 'at-least-once', run: () => undefined });
     const event = await batchOf(queue, 2);
     await expect(
       processFifoBatch(
         event,
         lambdaContext(),
-        consumerOptions({ Mail: mail }, dlq, { store: store(client) }),
+        consumerOptions(records, { Mail: mail }, dlq, { store: steps.store }),
       ),
     ).rejects.toThrow();
-    client.destroy();
+    expect(steps.count('acquire')).toBeGreaterThan(0);
     const found = recordSpans(one, two);
     expect(found.map((span) => span.attributes['oncely.outcome'])).toEqual(['given-back', 'given-back']);
   });
@@ -339,7 +371,7 @@ describe('a record span (DESIGN §6)', () => {
     await send(queue, [{ type: 'Mail', groupId: 'tenant-1', key: mail, trace: PRODUCER }]);
     const operation = leaseOperation({ namespace: 'spans', mode: 'at-least-once', run: () => undefined });
     const event = await batchOf(queue, 1);
-    await processStandardBatch(event, lambdaContext(), consumerOptions({ Mail: operation }, dlq));
+    await processStandardBatch(event, lambdaContext(), consumerOptions(records, { Mail: operation }, dlq));
     const [span] = recordSpans(mail);
     expect(span?.attributes).toMatchObject({
       'oncely.outcome': 'applied',

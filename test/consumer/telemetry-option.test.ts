@@ -15,10 +15,12 @@ import {
 } from '../../lambdas/consumer/index.js';
 import { IdempotencyConfigurationError } from '../../lambdas/idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
+import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
 import { lambdaContext } from '../support/lambda-context.js';
+import { LEASE_STORES, leaseRecords } from '../support/lease-stores.js';
 import { deadLetters, eventRecord } from '../support/sqs.js';
 
 // `telemetry: 'off'`: the consumer makes no Powertools Logger or Metrics, and loads no Powertools
@@ -27,6 +29,7 @@ import { deadLetters, eventRecord } from '../support/sqs.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
 
+/** The table of the consumer made from the environment (its default store is DynamoDB's). */
 let dynamodb: DynamoDBClient;
 let tableName: string;
 
@@ -57,7 +60,7 @@ function batch(): SQSEvent {
 }
 
 /** Options with everything but telemetry given, and an operation that notes what it ran. */
-function consumerOptions(more: Partial<FifoBatchOptions>) {
+function consumerOptions(store: LeaseStore, more: Partial<FifoBatchOptions>) {
   const ran: string[] = [];
   const dlq = deadLetters();
   const options: FifoBatchOptions = {
@@ -70,7 +73,7 @@ function consumerOptions(more: Partial<FifoBatchOptions>) {
         },
       }),
     },
-    store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName }),
+    store,
     deadLetterQueue: { client: dlq.client, queueUrl: 'https://sqs.local/dlq.fifo' },
     ...more,
   };
@@ -89,9 +92,11 @@ function captureOutput(): string[] {
   return lines;
 }
 
-describe("fifoBatch's telemetry option", () => {
+describe.each(LEASE_STORES)("fifoBatch's telemetry option (records in %s)", (storeName) => {
+  const records = leaseRecords(storeName);
+
   it("'off': the batch is processed and dead-lettered as ever, with nothing logged or counted", async () => {
-    const { ran, dlq, options } = consumerOptions({ telemetry: 'off' });
+    const { ran, dlq, options } = consumerOptions(records.store(), { telemetry: 'off' });
     const output = captureOutput();
 
     const response = await processFifoBatch(batch(), lambdaContext(), options);
@@ -111,7 +116,7 @@ describe("fifoBatch's telemetry option", () => {
           logged.push({ level, message, ...(message === CONSUMER_READY_MESSAGE && { fields }) }),
       ]),
     ) as unknown as FifoBatchOptions['logger'];
-    const { ran, options } = consumerOptions({ logger });
+    const { ran, options } = consumerOptions(records.store(), { logger });
     const output = captureOutput();
 
     await processFifoBatch(batch(), lambdaContext(), options);
@@ -138,9 +143,13 @@ describe("fifoBatch's telemetry option", () => {
       },
     ]);
   });
+});
 
+describe("fifoBatch's telemetry option, checked", () => {
   it('refuses a value it does not know, when the consumer is made', () => {
-    const { options } = consumerOptions({ telemetry: 'on' as FifoBatchOptions['telemetry'] });
+    // Refused before its store is used: any store will do.
+    const store = new DynamoDBIdempotencyStore({ client: dynamodb, tableName });
+    const { options } = consumerOptions(store, { telemetry: 'on' as FifoBatchOptions['telemetry'] });
     expect(() => fifoBatch(options)).toThrow(IdempotencyConfigurationError);
     expect(() => fifoBatch(options)).toThrow("telemetry must be 'powertools' or 'off', not \"on\".");
   });
@@ -198,6 +207,8 @@ async function consumeInFreshProcess(telemetry: string): Promise<{ lines: string
   return { lines, result: JSON.parse(lines.at(-1) ?? '') };
 }
 
+// The consumer's defaults: its store made from the environment, DynamoDB's (IDEMPOTENCY_TABLE_NAME).
+// test/consumer/valkey-defaults.test.ts covers the Valkey store a construct's environment makes.
 describe('Powertools modules in a fresh process (the built package)', () => {
   it("'off': not one is loaded, and the record is processed", async () => {
     const { lines, result } = await consumeInFreshProcess('off');
