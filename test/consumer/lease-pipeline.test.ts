@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'iovalkey';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import {
   CONSUMER_METRICS,
@@ -19,6 +20,8 @@ import {
   LeaseIdempotency,
 } from '../../lambdas/idempotency/index.js';
 import type { Lease, LeaseStore } from '../../lambdas/idempotency/lease-store.js';
+import { VALKEY_SCRIPTS } from '../../lambdas/idempotency/valkey-scripts.js';
+import { ValkeyIdempotencyStore, type ValkeyScriptClient } from '../../lambdas/idempotency/valkey-store.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
 import { localDynamoClient, readItem } from '../support/dynamodb.js';
 import { lambdaContext } from '../support/lambda-context.js';
@@ -426,7 +429,7 @@ describe.concurrent.each(LEASE_STORES)(
 describe.concurrent('lease mode on DynamoDB: a group’s records pipelined', () => {
   // The SDK sends an applied write again after its answer was lost, and the store finds its own
   // token: a retry below the store's steps (a step whose answer is lost reaches the consumer as a
-  // store failure). Valkey's counterpart, iovalkey's resend, is the describe after this one.
+  // store failure). Valkey's counterpart, iovalkey's resend, is in the describe after this one.
   it('answers lost after the new requests were applied change nothing: each effect once, every record COMPLETED', async () => {
     const { queue, dlq } = await queuePair();
     const client = localDynamoClient();
@@ -522,6 +525,81 @@ describe.concurrent('lease mode on DynamoDB: a group’s records pipelined', () 
     // after an at-least-once record, are marked started on their own.
     expect(startedByCompletion).toEqual(['A4']);
     client.destroy();
+  });
+});
+
+// iovalkey sends a command again after its reply was lost with its connection (its
+// autoResendUnfulfilledCommands), and the store's scripts find their own token: Valkey's
+// counterpart of the SDK's retry above, below the store's steps too.
+describe.concurrent('lease mode on Valkey: a group’s records pipelined', () => {
+  let client: Redis;
+  let reader: Redis;
+  beforeAll(() => {
+    const port = inject('valkeyPort');
+    client = new Redis({ host: '127.0.0.1', port });
+    reader = new Redis({ host: '127.0.0.1', port });
+  });
+  afterAll(() => {
+    client.disconnect();
+    reader.disconnect();
+  });
+
+  /**
+   * A client that sends each script `resend` picks twice, as iovalkey does after a reconnect: the
+   * first is applied and its reply lost, the second's reply is the one the store gets. (EVALSHA, or
+   * the EVAL of a script the server did not have yet.)
+   */
+  function resending(resend: (script: string, args: Record<string, unknown>) => boolean) {
+    const lost: Record<string, number> = {};
+    const twice = async (
+      name: string | undefined,
+      rest: (string | number)[],
+      send: () => Promise<unknown>,
+    ) => {
+      if (name && resend(name, JSON.parse(String(rest.at(-1))) as Record<string, unknown>)) {
+        await send();
+        lost[name] = (lost[name] ?? 0) + 1;
+      }
+      return send();
+    };
+    const scriptNamed = (sha: string) =>
+      Object.values(VALKEY_SCRIPTS).find((script) => script.sha === sha)?.name;
+    const resent: ValkeyScriptClient = {
+      evalsha: (sha, numkeys, ...rest) =>
+        twice(scriptNamed(sha), rest, () => client.evalsha(sha, numkeys, ...rest)),
+      eval: (source, numkeys, ...rest) =>
+        twice(scriptNamed(createHash('sha1').update(source).digest('hex')), rest, () =>
+          client.eval(source, numkeys, ...rest),
+        ),
+    };
+    return { client: resent, lost };
+  }
+
+  it('answers lost after the new scripts were applied change nothing: each effect once, every record COMPLETED', async () => {
+    const { queue, dlq } = await queuePair();
+    const keyPrefix = `t-${randomUUID().slice(0, 8)}:`;
+    const { ran, operation, idOf } = loggingOperation('at-most-once');
+    const scripts = resending(
+      (script, args) =>
+        script === 'acquire' ||
+        (script === 'touch' && (args.unset as string[]).includes('unstarted')) ||
+        (script === 'outcome' && (args.set as { startedNext?: unknown }).startedNext !== undefined),
+    );
+    const store = new ValkeyIdempotencyStore({ client: scripts.client, keyPrefix });
+    const { handler } = consumer({ Named: operation }, dlq.url, store);
+    // A0 has no operation and goes to the DLQ: A1's lease, taken ahead, is then marked started on its own.
+    await publish(sqs, queue.url, named('A', 'A0', 'NoSuchType'));
+    const { messages } = await publishGroup(queue, 'A', 3);
+
+    const poll = await pollOnce(sqs, queue, handler);
+    expect(failureIds(poll.response)).toEqual([]);
+    expect(ran).toEqual(['A1', 'A2', 'A3']);
+    // Three acquires, A1's start mark, the two completions that start A2 and A3.
+    expect(scripts.lost).toEqual({ acquire: 3, touch: 1, outcome: 2 });
+    for (const message of messages) {
+      const raw = await reader.get(`${keyPrefix}${idOf(message)}`);
+      expect(raw === null ? undefined : JSON.parse(raw)).toMatchObject({ status: 'COMPLETED' });
+    }
   });
 });
 
