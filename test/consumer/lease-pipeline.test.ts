@@ -536,6 +536,10 @@ describe.concurrent('lease mode on Valkey: a group’s records pipelined', () =>
   let reader: Redis;
   beforeAll(() => {
     const port = inject('valkeyPort');
+    if (!port)
+      throw new Error(
+        "no valkeyPort: this file needs the run's redis-server (test/support/global-setup.ts).",
+      );
     client = new Redis({ host: '127.0.0.1', port });
     reader = new Redis({ host: '127.0.0.1', port });
   });
