@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -18,40 +17,37 @@ import {
   type ParsedMessage,
   processFifoBatch,
 } from '../../lambdas/consumer/index.js';
-import { DynamoDBIdempotencyStore, NonRetryableError } from '../../lambdas/idempotency/index.js';
+import { NonRetryableError } from '../../lambdas/idempotency/index.js';
 import { consumerTestWorld } from '../support/consumer-world.js';
-import { localDynamoClient, readItem } from '../support/dynamodb.js';
+import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { recordingOperation } from '../support/recording-operation.js';
-import { failRequests } from '../support/sdk-middleware.js';
 import { type FifoQueue, named, publish, receiveMessages, sendBody } from '../support/sqs.js';
 import { pollOnce, pollUntil } from '../support/sqs-event-source.js';
+import { steppedStore } from '../support/store-steps.js';
 import { metricsRecorder, silentLogger } from '../support/telemetry.js';
 
-// The FIFO batch middleware against the SQS emulator and DynamoDB Local, with in-memory effects:
-// each test owns its queues and its keys (one idempotency table for the file), so they run concurrently.
+// The FIFO batch middleware against the SQS emulator, its records in DynamoDB Local or Valkey, with
+// in-memory effects: each test owns its queues and its keys (one set of records per store), so they
+// run concurrently.
 
-const world = consumerTestWorld('consumer-idem');
-let dynamodb: DynamoDBClient;
+const world = consumerTestWorld();
 let sqs: SQSClient;
-let idempotencyTable: string;
 beforeAll(() => {
-  ({ dynamodb, sqs } = world);
-  [idempotencyTable] = world.tables as [string];
+  ({ sqs } = world);
 });
 
 const queuePair = (maxReceiveCount = 5) => world.queuePair({ maxReceiveCount });
 
 function consumer(
+  records: LeaseRecords,
   operations: Record<string, ConsumerOperation>,
   dlqUrl: string,
-  client: DynamoDBClient = dynamodb,
   overrides: Partial<FifoBatchOptions> = {},
 ) {
   const metrics = metricsRecorder();
-  const store = new DynamoDBIdempotencyStore({ client, tableName: idempotencyTable });
   const handler = middy<SQSEvent, SQSBatchResponse>().use(
     fifoBatch({
-      store,
+      store: records.store(),
       operations,
       deadLetterQueue: { client: sqs, queueUrl: dlqUrl },
       logger: silentLogger(),
@@ -65,7 +61,9 @@ function consumer(
 const failureIds = (response: SQSBatchResponse | undefined) =>
   response?.batchItemFailures.map((failure) => failure.itemIdentifier);
 
-describe.concurrent('FIFO batch middleware', () => {
+describe.concurrent.each(LEASE_STORES)('FIFO batch middleware (records in %s)', (storeName) => {
+  const records = leaseRecords(storeName);
+
   it('keeps group B going after a failure in group A, skips A’s later records, and redelivers A in order', async () => {
     const { queue, dlq } = await queuePair();
     const { ran, operation } = recordingOperation({
@@ -73,7 +71,7 @@ describe.concurrent('FIFO batch middleware', () => {
         if (name === 'A2' && attempt === 1) throw new Error('gateway 503');
       },
     });
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url);
     const ids: Record<string, string> = {};
     for (const [group, name] of [
       ['A', 'A1'],
@@ -108,13 +106,13 @@ describe.concurrent('FIFO batch middleware', () => {
     const { ran, operation } = recordingOperation();
     const message = named('G', 'once');
     await publish(sqs, queue.url, message);
-    const first = consumer({ Named: operation }, dlq.url);
+    const first = consumer(records, { Named: operation }, dlq.url);
     expect(failureIds((await pollOnce(sqs, queue, first.handler)).response)).toEqual([]);
 
     // The same message again after SQS's dedup window (another dedup id), to a new container (no cache).
     await publish(sqs, queue.url, message, randomUUID());
     const secondContainer = recordingOperation({ namespace: operation.namespace });
-    const second = consumer({ Named: secondContainer.operation }, dlq.url);
+    const second = consumer(records, { Named: secondContainer.operation }, dlq.url);
     const again = await pollOnce(sqs, queue, second.handler);
     expect(again.records).toHaveLength(1);
     expect(failureIds(again.response)).toEqual([]);
@@ -139,7 +137,7 @@ describe.concurrent('FIFO batch middleware', () => {
         await finish;
       },
     });
-    const { handler, metrics } = consumer({ Slow: slow }, dlq.url);
+    const { handler, metrics } = consumer(records, { Slow: slow }, dlq.url);
     const id = await publish(sqs, queue.url, { type: 'Slow', groupId: 'G', key: randomUUID(), payload: {} });
 
     const firstInvocation = pollOnce(sqs, queue, handler);
@@ -171,13 +169,13 @@ describe.concurrent('FIFO batch middleware', () => {
     await publish(sqs, queue.url, message);
 
     // The effect completes, but the delete fails: SQS moves the message to the DLQ on its next receive.
-    const { handler } = consumer({ Named: operation }, dlq.url);
+    const { handler } = consumer(records, { Named: operation }, dlq.url);
     expect(failureIds((await pollOnce(sqs, queue, handler, { acknowledge: false })).response)).toEqual([]);
     await pollUntil(sqs, queue, handler, async () => (await visibleMessages(dlq)) === 1);
 
     await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
     const freshContainer = recordingOperation({ namespace: operation.namespace });
-    const fresh = consumer({ Named: freshContainer.operation }, dlq.url);
+    const fresh = consumer(records, { Named: freshContainer.operation }, dlq.url);
     const [redrive] = await pollUntil(
       sqs,
       queue,
@@ -195,7 +193,7 @@ describe.concurrent('FIFO batch middleware', () => {
   it('sends poison records to the DLQ at once with their error, and their group goes on', async () => {
     const { queue, dlq } = await queuePair();
     const { ran, operation } = recordingOperation();
-    const { handler, metrics } = consumer({ Named: operation }, dlq.url);
+    const { handler, metrics } = consumer(records, { Named: operation }, dlq.url);
     const p1 = named('P', 'P1');
     const invalid = { type: 'Named', groupId: 'P', key: randomUUID(), payload: { name: 7 } };
     const ids = {
@@ -241,7 +239,7 @@ describe.concurrent('FIFO batch middleware', () => {
     expect(errorOf(ids.notJson)).toMatchObject({ group: 'Q', name: 'InvalidEnvelopeError' });
     expect(dead.find((m) => m.Body === 'not json')).toBeDefined();
     // Lease mode recorded the rejection: a redrive of the same message is refused without running.
-    expect(await readItem(idempotencyTable, `${operation.namespace}#${invalid.key}`)).toMatchObject({
+    expect(await records.read(`${operation.namespace}#${invalid.key}`)).toMatchObject({
       status: 'REJECTED',
       error: { name: 'InvalidPayloadError' },
     });
@@ -255,7 +253,7 @@ describe.concurrent('FIFO batch middleware', () => {
         if (name === 'X1') throw new NonRetryableError('the gateway refused it');
       },
     });
-    const { handler, metrics } = consumer({ Named: operation }, missingDlq);
+    const { handler, metrics } = consumer(records, { Named: operation }, missingDlq);
     const x1 = await publish(sqs, queue.url, named('X', 'X1'));
     const x2 = await publish(sqs, queue.url, named('X', 'X2'));
 
@@ -276,7 +274,7 @@ describe.concurrent('FIFO batch middleware', () => {
         throw new Error('the downstream service is unavailable');
       },
     });
-    const { handler, metrics } = consumer({ Flaky: flaky }, dlq.url);
+    const { handler, metrics } = consumer(records, { Flaky: flaky }, dlq.url);
     const key = randomUUID();
     await publish(sqs, queue.url, { type: 'Flaky', groupId: 'G', key, payload: {} });
 
@@ -284,34 +282,33 @@ describe.concurrent('FIFO batch middleware', () => {
     expect(receiveCounts).toEqual([1, 2]);
     expect(metrics.counts[CONSUMER_METRICS.failed]).toBe(2);
     expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBeUndefined(); // SQS moved it, not the consumer
-    expect(await readItem(idempotencyTable, `flaky#${key}`)).toMatchObject({ status: 'FAILED', attempts: 2 });
+    expect(await records.read(`flaky#${key}`)).toMatchObject({ status: 'FAILED', attempts: 2 });
   });
 
-  it('fails the whole batch when the table fails, after releasing the leases it took meanwhile', async () => {
+  it('fails the whole batch when the store fails, after releasing the leases it took meanwhile', async () => {
     const { queue, dlq } = await queuePair();
-    const client = localDynamoClient();
+    const steps = steppedStore(records.store());
     const { ran, operation } = recordingOperation();
     const a1 = named('A', 'A1');
     const b1 = named('B', 'B1');
     const idOf = (message: { key: string }) => `${operation.namespace}#${message.key}`;
-    // A1's acquire is held until B1's has failed for good — its acquire, then the three tries to give
-    // back the lease it might have taken: A1 then holds a lease in a batch that is failing. (The
-    // failure reaches the batch in microtasks, before A1's answer can come back from DynamoDB.)
+    // A1's acquire is held until B1's has failed: A1 then holds a lease in a batch that is failing.
+    // (The failure reaches the batch in microtasks, before A1's answer can come back from the store.)
     let b1Failed!: () => void;
-    const afterB1Failed = new Promise<void>((resolve) => (b1Failed = resolve));
-    holdAcquire(client, idOf(a1), afterB1Failed);
-    let b1GiveBacks = 0;
-    failRequests(
-      client,
-      (operationName, input) =>
-        (operationName === 'PutItem' || operationName === 'UpdateItem' || operationName === 'DeleteItem') &&
-        JSON.stringify(input).includes(idOf(b1)),
+    steps.hold(
+      'acquire',
+      (call) => call.id === idOf(a1),
+      new Promise<void>((resolve) => (b1Failed = resolve)),
+    );
+    const unreachable = steps.fail(
+      'acquire',
+      (call) => call.id === idOf(b1),
       () => {
-        if (++b1GiveBacks === 4) b1Failed();
+        b1Failed();
         return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
       },
     );
-    const { handler } = consumer({ Named: operation }, dlq.url, client);
+    const { handler } = consumer(records, { Named: operation }, dlq.url, { store: steps.store });
     const a2 = named('A', 'A2');
     await publish(sqs, queue.url, a1);
     await publish(sqs, queue.url, a2);
@@ -319,14 +316,15 @@ describe.concurrent('FIFO batch middleware', () => {
 
     const poll = await pollOnce(sqs, queue, handler);
     expect(poll.records).toHaveLength(3);
+    expect(unreachable.failures).toBe(1);
+    expect(steps.count('acquire', (call) => call.id === idOf(a1))).toBe(1); // held, then applied
     expect(poll.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
     expect(String(poll.error)).toContain('ECONNREFUSED');
     expect(poll.deleted).toEqual([]);
     expect(ran).toEqual([]);
-    expect(await readItem(idempotencyTable, idOf(a1))).toBeUndefined(); // released, not left IN_PROGRESS
+    expect(await records.read(idOf(a1))).toBeUndefined(); // released, not left IN_PROGRESS
     // A2's lease, taken ahead with A1's when group A started, is given back too.
-    expect(await readItem(idempotencyTable, idOf(a2))).toBeUndefined();
-    client.destroy();
+    expect(await records.read(idOf(a2))).toBeUndefined();
   });
 
   it('keys a message by its envelope key, by its dedup id when the body has none, or by an extractor', async () => {
@@ -335,7 +333,11 @@ describe.concurrent('FIFO batch middleware', () => {
     const byOrder = recordingOperation({
       key: (message) => `order-${(message.payload as { name: string }).name}`,
     });
-    const { handler } = consumer({ Default: byDefault.operation, ByOrder: byOrder.operation }, dlq.url);
+    const { handler } = consumer(
+      records,
+      { Default: byDefault.operation, ByOrder: byOrder.operation },
+      dlq.url,
+    );
     const withKey = named('G', 'keyed', 'Default');
     await publish(sqs, queue.url, withKey, randomUUID());
     const { key: _omitted, ...withoutKey } = {
@@ -349,7 +351,7 @@ describe.concurrent('FIFO batch middleware', () => {
     await publish(sqs, queue.url, named('G', orderName, 'ByOrder'));
 
     expect(failureIds((await pollOnce(sqs, queue, handler)).response)).toEqual([]);
-    const statusOf = async (id: string) => (await readItem(idempotencyTable, id))?.status;
+    const statusOf = async (id: string) => (await records.read(id))?.status;
     expect(await statusOf(`${byDefault.operation.namespace}#${withKey.key}`)).toBe('COMPLETED');
     expect(await statusOf(`${byDefault.operation.namespace}#${dedupId}`)).toBe('COMPLETED');
     expect(await statusOf(`${byOrder.operation.namespace}#order-${orderName}`)).toBe('COMPLETED');
@@ -365,7 +367,7 @@ describe.concurrent('FIFO batch middleware', () => {
     const metrics = metricsRecorder();
     // One options object for the container's life: the consumer keeps its state with it.
     const options: FifoBatchOptions = {
-      store: new DynamoDBIdempotencyStore({ client: dynamodb, tableName: idempotencyTable }),
+      store: records.store(),
       operations: { Named: operation },
       deadLetterQueue: { client: sqs, queueUrl: dlq.url },
       logger: silentLogger(),
@@ -414,7 +416,7 @@ describe.concurrent('FIFO batch middleware', () => {
         publishedAt: new Date(Number(record.attributes.SentTimestamp)).toISOString(),
       };
     };
-    const { handler, metrics } = consumer({ OrderPlaced: operation }, dlq.url, dynamodb, { parse });
+    const { handler, metrics } = consumer(records, { OrderPlaced: operation }, dlq.url, { parse });
     const dedupId = randomUUID();
     await sendBody(sqs, queue.url, JSON.stringify({ orderId: 'o-1' }), 'customer-1', dedupId);
     const ids = {
@@ -426,7 +428,7 @@ describe.concurrent('FIFO batch middleware', () => {
     expect(poll.records).toHaveLength(3);
     expect(failureIds(poll.response)).toEqual([]);
     expect(payloads).toEqual([{ orderId: 'o-1', groupId: 'customer-1', key: dedupId }]);
-    expect(await readItem(idempotencyTable, `${operation.namespace}#${dedupId}`)).toMatchObject({
+    expect(await records.read(`${operation.namespace}#${dedupId}`)).toMatchObject({
       status: 'COMPLETED',
     });
     expect(metrics.counts[CONSUMER_METRICS.sentToDlq]).toBe(2);
@@ -468,7 +470,7 @@ describe.concurrent('FIFO batch middleware', () => {
       mode: 'at-least-once',
       run: (_message, context) => context.logger.info('charging', { amountCents: 1250 }),
     });
-    const { handler } = consumer({ Named: operation }, dlq.url, dynamodb, { logger });
+    const { handler } = consumer(records, { Named: operation }, dlq.url, { logger });
     const message = named('G', 'logged');
     const id = await publish(sqs, queue.url, message);
     const poisonId = await publish(sqs, queue.url, named('H', 'poison', 'NoSuchType'));
@@ -502,18 +504,4 @@ async function visibleMessages(queue: FifoQueue): Promise<number> {
     new GetQueueAttributesCommand({ QueueUrl: queue.url, AttributeNames: ['ApproximateNumberOfMessages'] }),
   );
   return Number(Attributes?.ApproximateNumberOfMessages);
-}
-
-/** Holds the PutItem of record `id` until `release` resolves. */
-function holdAcquire(client: DynamoDBClient, id: string, release: Promise<void>): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      // The acquire's writes: the put that creates the record, the update that takes one.
-      if (/^(Put|Update)(Item)?Command$/.test(String(context.commandName))) {
-        if (JSON.stringify((args as { input: unknown }).input).includes(id)) await release;
-      }
-      return next(args);
-    },
-    { step: 'build', name: 'holdAcquire' },
-  );
 }

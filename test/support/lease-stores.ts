@@ -1,11 +1,13 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Redis } from 'iovalkey';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
 import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
-import { ValkeyIdempotencyStore } from '../../lambdas/idempotency/valkey-store.js';
+import { VALKEY_SCRIPTS } from '../../lambdas/idempotency/valkey-scripts.js';
+import { ValkeyIdempotencyStore, type ValkeyScriptClient } from '../../lambdas/idempotency/valkey-store.js';
+import { countRequests } from '../../sandbox/request-counter.js';
 import { createTable, localDynamoClient, readItem } from './dynamodb.js';
 
 /**
@@ -23,6 +25,18 @@ export interface LeaseRecords {
   store(options?: { now?: () => number; ttlSeconds?: number }): LeaseStore;
   /** A record as stored, read outside every store's counts and faults. */
   read(id: string): Promise<IdempotencyRecord | undefined>;
+  /**
+   * A store on the block's records whose round trips are counted, for the tests that assert the
+   * store's own requests: DynamoDB's by operation (`PutItem`, each SDK attempt), Valkey's by script
+   * (`acquire`, `outcome`: each EVALSHA or EVAL the server answered).
+   */
+  countedStore(options?: { now?: () => number; ttlSeconds?: number }): CountedStore;
+}
+
+/** A store and its round trips so far (see {@link LeaseRecords.countedStore}). */
+export interface CountedStore {
+  readonly store: LeaseStore;
+  requests(): Record<string, number>;
 }
 
 /**
@@ -40,16 +54,31 @@ export function leaseRecords(name: LeaseStoreName): LeaseRecords {
     name,
     store: (options) => opened.store(options),
     read: (id) => opened.read(id),
+    countedStore: (options) => opened.countedStore(options),
   };
 }
 
 async function dynamoDbRecords() {
   const client: DynamoDBClient = localDynamoClient();
   const tableName = await createTable(client, 'lease-records');
+  // A client of its own for each counted store, so that it counts its store's requests only.
+  const counted: DynamoDBClient[] = [];
   return {
     store: (options = {}) => new DynamoDBIdempotencyStore({ client, tableName, ...options }),
     read: (id: string) => readItem(tableName, id),
-    close: () => client.destroy(),
+    countedStore: (options = {}): CountedStore => {
+      const own = localDynamoClient();
+      counted.push(own);
+      const requests = countRequests(own);
+      return {
+        store: new DynamoDBIdempotencyStore({ client: own, tableName, ...options }),
+        requests: () => ({ ...requests.counts }),
+      };
+    },
+    close: () => {
+      client.destroy();
+      for (const own of counted) own.destroy();
+    },
   };
 }
 
@@ -69,9 +98,35 @@ function valkeyRecords() {
       const raw = await reader.get(`${keyPrefix}${id}`);
       return raw === null ? undefined : (JSON.parse(raw) as IdempotencyRecord);
     },
+    countedStore: (options = {}): CountedStore => {
+      const counts: Record<string, number> = {};
+      const count = (name: string) => (counts[name] = (counts[name] ?? 0) + 1);
+      const counted: ValkeyScriptClient = {
+        // An EVALSHA the server answers NOSCRIPT (the run's first of that script) is not counted: the
+        // EVAL the store sends then is the step's round trip, so the counts do not hang on which test ran first.
+        evalsha: async (sha, ...args) => {
+          const reply = await client.evalsha(sha, ...args);
+          count(SCRIPT_NAMES.get(sha) ?? sha);
+          return reply;
+        },
+        eval: async (source, ...args) => {
+          const reply = await client.eval(source, ...args);
+          count(SCRIPT_NAMES.get(sha1(String(source))) ?? 'eval');
+          return reply;
+        },
+      };
+      return {
+        store: new ValkeyIdempotencyStore({ client: counted, keyPrefix, ...options }),
+        requests: () => ({ ...counts }),
+      };
+    },
     close: () => {
       client.disconnect();
       reader.disconnect();
     },
   };
 }
+
+/** Each Valkey script's name by its hash. */
+const SCRIPT_NAMES = new Map(Object.values(VALKEY_SCRIPTS).map((script) => [script.sha, script.name]));
+const sha1 = (source: string) => createHash('sha1').update(source).digest('hex');

@@ -41,7 +41,9 @@ type Rule = {
   /** Before the step is applied; throwing fails it unapplied. */
   before?: (call: StepCall) => Promise<void> | void;
   /** After it was applied; throwing loses its answer. */
-  after?: (call: StepCall) => Promise<void> | void;
+  after?: (call: StepCall, result: unknown) => Promise<void> | void;
+  /** Answers the call in its stead: it is not applied. */
+  instead?: (call: StepCall) => unknown;
 };
 
 /**
@@ -64,8 +66,10 @@ export function steppedStore(inner: LeaseStore) {
         calls.push(call);
         const applying = rules.filter((rule) => rule.step === step && rule.select(call));
         for (const rule of applying) await rule.before?.(call);
+        const answering = applying.find((rule) => rule.instead);
+        if (answering?.instead) return answering.instead(call);
         const result = await value.apply(target, args);
-        for (const rule of applying) await rule.after?.(call);
+        for (const rule of applying) await rule.after?.(call, result);
         return result;
       };
     },
@@ -116,13 +120,55 @@ export function steppedStore(inner: LeaseStore) {
         },
       };
     },
-    /** Holds the chosen calls until `release` resolves, before they are applied. */
-    hold(step: StoreStep, select: StepSelect, release: Promise<void>) {
-      rules.push({ step, select, before: () => release });
+    /**
+     * Holds the chosen calls until `release` resolves, before they are applied; a function is called
+     * for each such call, for a hold of its own (a step that takes its time).
+     */
+    hold(step: StoreStep, select: StepSelect, release: Promise<void> | ((call: StepCall) => Promise<void>)) {
+      rules.push({
+        step,
+        select,
+        before: (call) => (typeof release === 'function' ? release(call) : release),
+      });
     },
     /** Holds the chosen calls' answers until `release` resolves, after they were applied. */
     holdAnswers(step: StoreStep, select: StepSelect, release: Promise<void>) {
       rules.push({ step, select, after: () => release });
+    },
+    /**
+     * Calls `before` as each chosen call is asked for, and `after` with its answer once it was applied
+     * and answered (not when it failed, nor when a fault registered before this watch lost its answer).
+     */
+    watch(
+      step: StoreStep,
+      select: StepSelect,
+      watcher: { before?: (call: StepCall) => void; after?: (call: StepCall, result: unknown) => void },
+    ) {
+      rules.push({ step, select, before: watcher.before, after: watcher.after });
+    },
+    /**
+     * Fails the chosen give-backs as the store does once all its tries failed: `releaseWithRetries`
+     * answers `{ error }` (it never throws), unapplied. `stop` ends it.
+     */
+    failGiveBacks(select: StepSelect = () => true, error = () => new Error('injected failure')) {
+      let active = true;
+      let failures = 0;
+      rules.push({
+        step: 'releaseWithRetries',
+        select: (call) => active && select(call),
+        instead: () => {
+          failures++;
+          return { error: error() };
+        },
+      });
+      return {
+        get failures() {
+          return failures;
+        },
+        stop: () => {
+          active = false;
+        },
+      };
     },
   };
 }
