@@ -62,7 +62,8 @@ export const USAGE = `Usage:
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
       --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
       --output-prefix picks the outbox by its outputPrefix when the target has several.
-  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
+  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX]
+                 [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]]
       Serve the console on 127.0.0.1 (--port, default: a free one) until Ctrl-C: the queues, the
       records to resolve and the outbox, updated every 2 s; the latest messages and a message's
       story (from the spans, in a sandbox that collects them); the DLQ. On a sandbox it also acts
@@ -82,8 +83,8 @@ export const USAGE = `Usage:
   --output-prefix PREFIX picks the pipeline whose outputs carry that prefix (its outputPrefix)
   when the target has several; default: the one without a prefix.
   --valkey-endpoint HOST:PORT: a stack whose lease records are in Valkey (leaseRecords: 'valkey')
-  keeps them in a cache inside its VPC, which in-doubt and history read through a tunnel listening
-  at HOST:PORT (default: none, and those commands refuse to run; docs/operations.md). TLS checks
+  keeps them in a cache inside its VPC, which in-doubt, history and console read through a tunnel
+  listening at HOST:PORT (default: none, and those refuse to run; docs/operations.md). TLS checks
   the cache's own name; you connect as its user with an IAM token of your credentials. A sandbox's
   ready file says where its cache is.
   --json prints the result as JSON.`;

@@ -32,6 +32,34 @@ export interface OpenedLeaseRecordsCache {
   close(): void;
 }
 
+/**
+ * `pipeline` with its lease records cache's records as `valkey` (what `oncely in-doubt`, `oncely
+ * history` and the console read beside the table), connected; `close()` closes the cache's client
+ * and then the pipeline's. A pipeline without a cache is given back as it is. If the cache cannot be
+ * opened (no `--valkey-endpoint` on a stack, no iovalkey), the pipeline's clients are closed and the
+ * error thrown.
+ */
+export async function withLeaseRecords<P extends { leaseRecordsCache?: LeaseRecordsCache; close(): void }>(
+  pipeline: P,
+): Promise<P & { valkey?: ValkeyOperatorRecords }> {
+  if (!pipeline.leaseRecordsCache) return pipeline;
+  let cache: OpenedLeaseRecordsCache;
+  try {
+    cache = await pipeline.leaseRecordsCache.open();
+  } catch (error) {
+    pipeline.close();
+    throw error;
+  }
+  return {
+    ...pipeline,
+    valkey: cache.records,
+    close: () => {
+      cache.close();
+      pipeline.close();
+    },
+  };
+}
+
 /** How a client gets to the cache: where it connects, as whom, and how TLS checks it. */
 interface CacheConnection {
   name: string;

@@ -10,7 +10,7 @@ import { describeHistory } from './history-report.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
 import { describeRecordToResolve, readRecordToResolve } from './in-doubt-show.js';
-import type { OpenedLeaseRecordsCache } from './lease-records-cache.js';
+import { withLeaseRecords } from './lease-records-cache.js';
 import { readMessageHistory } from './message-history.js';
 import {
   describeDeadLetters,
@@ -25,7 +25,7 @@ import { findOutbox } from './outbox-target.js';
 import { readReadyFile } from './ready-file.js';
 import { acquireRedriveLease } from './redrive-lease.js';
 import { stackLogs } from './stack-logs.js';
-import { connect, connectToOutputs, type PipelineConnection } from './target.js';
+import { connect, connectToOutputs } from './target.js';
 import { processTerminal, type Terminal } from './terminal.js';
 
 /** How much of each body `dlq list`'s table shows. */
@@ -67,11 +67,10 @@ export async function runOperation(
     }
   }
   const connected = await connect(command.target);
-  const { resources } = connected;
   // The records' commands read the lease records cache too, when the pipeline keeps them there
   // (DESIGN §3.1): connected to here, or the error says how to reach it; never the table's alone.
-  const cache = await openCacheFor(command, connected);
-  const pipeline = { ...connected, ...(cache ? { valkey: cache.records } : {}) };
+  const pipeline = RECORD_COMMANDS.has(command.name) ? await withLeaseRecords(connected) : connected;
+  const { resources } = pipeline;
   try {
     switch (command.name) {
       case 'dlq-list': {
@@ -192,27 +191,9 @@ export async function runOperation(
     // Every command is one of the cases above.
     return command satisfies never;
   } finally {
-    cache?.close();
-    connected.close();
+    pipeline.close();
   }
 }
 
 /** The commands that read and write records: `in-doubt` and `history`. */
 const RECORD_COMMANDS: ReadonlySet<string> = new Set(['in-doubt-list', 'in-doubt-resolve', 'history']);
-
-/**
- * The lease records cache, connected, when `command` reads records and the pipeline keeps some
- * there; its error (no `--valkey-endpoint`, no iovalkey) closes the pipeline's clients first.
- */
-async function openCacheFor(
-  command: OperationsCommand,
-  pipeline: PipelineConnection,
-): Promise<OpenedLeaseRecordsCache | undefined> {
-  if (!RECORD_COMMANDS.has(command.name) || !pipeline.leaseRecordsCache) return undefined;
-  try {
-    return await pipeline.leaseRecordsCache.open();
-  } catch (error) {
-    pipeline.close();
-    throw error;
-  }
-}

@@ -12,6 +12,8 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { Cluster } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
+import { runConsole } from '../../cli/console-command.js';
+import { TOKEN_HEADER } from '../../cli/console-server.js';
 import type { MessageHistory } from '../../cli/history-story.js';
 import type { UnresolvedPage } from '../../cli/in-doubt-records.js';
 import { runOperation } from '../../cli/operations-command.js';
@@ -324,6 +326,50 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     });
     const listedAgain = await runBin(env, 'in-doubt', 'list', '--stack', stackName, ...tunnel, '--json');
     expect(JSON.parse(listedAgain.stdout)).toEqual({ records: [] });
+  }, 60_000);
+
+  it('has `oncely console` list and resolve the cache’s records too', async () => {
+    const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
+    const id = `signup#console-${randomUUID().slice(0, 8)}`;
+    const acquired = await store.acquire({
+      id,
+      payloadHash: 'h',
+      leaseMs: 60_000,
+      takeOverExpiredLease: false,
+    });
+    if (!acquired.acquired) throw new Error('not acquired');
+    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    let stop: () => void = () => undefined;
+    const until = new Promise<void>((resolve) => {
+      stop = resolve;
+    });
+    let address = '';
+    const command = parseCommandLine(['console', '--ready-file', readyFile], {});
+    if (command.name !== 'console') throw new Error(`parsed as ${command.name}`);
+    const served = runConsole(command, {
+      print: (text) => {
+        address = text;
+      },
+      until,
+    });
+    try {
+      await expect.poll(() => address, { timeout: 30_000 }).toMatch(/#token=/);
+      const [, url, token] = /(http:\S+)\/#token=([\w-]+)/.exec(address) ?? [];
+      const listed = (await (await fetch(`${url}/api/in-doubt`)).json()) as UnresolvedPage;
+      expect(listed.records).toEqual([expect.objectContaining({ id, status: 'IN_DOUBT' })]);
+      const resolved = await fetch(`${url}/api/in-doubt/resolve`, {
+        method: 'POST',
+        headers: { [TOKEN_HEADER]: token, 'content-type': 'application/json' },
+        body: JSON.stringify({ id, as: 'completed' }),
+      });
+      expect(resolved.status).toBe(200);
+    } finally {
+      stop();
+    }
+    expect(await served).toBe(0);
+    expect(JSON.parse((await valkey.get(`${SERVERLESS_KEY_PREFIX}${id}`)) ?? 'null')).toMatchObject({
+      status: 'COMPLETED',
+    });
   }, 60_000);
 
   it('stops the server, its process group, with the sandbox', async () => {
