@@ -1,6 +1,7 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { OperatorRecords } from './operator-records.js';
-import type { PipelineConnection } from './target.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
+import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 
 /** BatchGetItem's most keys per request. */
 const BATCH_GET_KEYS = 100;
@@ -43,7 +44,12 @@ export async function readRecordsByKey(
  * of 100 at most; with `valkey`, the lease records cache's too, one read each).
  */
 export async function recordsInProgress(
-  pipeline: Pick<PipelineConnection, 'dynamodb' | 'resources'> & { valkey?: OperatorRecords },
+  pipeline: {
+    dynamodb: DynamoDBClient;
+    resources: Pick<PipelineResources, 'idempotencyTableName'>;
+    /** The lease records cache's records (an `OperatorRecords`), when the pipeline has one. */
+    valkey?: { read(id: string): Promise<IdempotencyRecord | undefined> };
+  },
   ids: readonly string[],
   nowMs = Date.now(),
 ): Promise<Set<string>> {
