@@ -326,6 +326,42 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     });
     const listedAgain = await runBin(env, 'in-doubt', 'list', '--stack', stackName, ...tunnel, '--json');
     expect(JSON.parse(listedAgain.stdout)).toEqual({ records: [] });
+
+    // iovalkey is an optional peer: without it, the cache's commands say what to install.
+    // A module hook that resolves every import but iovalkey's, registered before the command starts.
+    writeFileSync(
+      join(directory, 'no-iovalkey-hooks.mjs'),
+      'export async function resolve(specifier, context, next) {\n' +
+        "  if (specifier === 'iovalkey') throw new Error('Cannot find package iovalkey');\n" +
+        '  return next(specifier, context);\n}\n',
+    );
+    const hooks = join(directory, 'no-iovalkey.mjs');
+    writeFileSync(
+      hooks,
+      "import { register } from 'node:module';\nregister('./no-iovalkey-hooks.mjs', import.meta.url);\n",
+    );
+    const missing = await runBin(
+      { ...env, NODE_OPTIONS: `--import=${hooks}` },
+      'in-doubt',
+      'list',
+      '--stack',
+      stackName,
+      ...tunnel,
+    );
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toMatch(
+      /^ValkeyClientMissingError: The pipeline keeps its lease records in Valkey \(the lease records cache .*\); reading them needs the package iovalkey, which cannot be imported \(Cannot find package iovalkey\)\. Install it/,
+    );
+    // Commands that read no records never import it.
+    const dlq = await runBin(
+      { ...env, NODE_OPTIONS: `--import=${hooks}` },
+      'dlq',
+      'list',
+      '--stack',
+      stackName,
+      '--json',
+    );
+    expect(dlq).toMatchObject({ code: 0, stderr: '' });
   }, 60_000);
 
   it('has `oncely console` list and resolve the cache’s records too', async () => {
