@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, checkServerIdentity } from 'node:tls';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Cluster, ClusterNode, ClusterOptions } from 'iovalkey';
+import type { Cluster, ClusterNode, ClusterOptions, Redis } from 'iovalkey';
 import { SERVERLESS_KEY_PREFIX } from '../lambdas/consumer/environment.js';
 import { elastiCacheIamToken } from '../lambdas/idempotency/elasticache-iam-token.js';
 import type { ValkeyScriptClient } from '../lambdas/idempotency/valkey-store.js';
@@ -66,7 +66,8 @@ interface CacheConnection {
   /** Where the client connects: the cache's endpoint, or the operator's tunnel to it. */
   connectTo: { host: string; port: number };
   userId: string;
-  password: () => Promise<string>;
+  /** What signs each connection's password (a connection made later, by a long-lived console, too). */
+  password: () => Promise<() => string>;
   tls: ConnectionOptions;
   /** What to check when nothing answers. */
   unreachableHint: string;
@@ -100,7 +101,7 @@ export function sandboxLeaseRecordsCache(
         name,
         connectTo: cache.endpoint,
         userId: cache.userId,
-        password: async () => 'sandbox',
+        password: async () => () => 'sandbox',
         tls: { ca: readFileSync(local.caCertificateFile) },
         unreachableHint: `Is the sandbox running? Start it with \`oncely local --ready-file ${readyFile}\`.`,
       });
@@ -138,14 +139,21 @@ export function stackLeaseRecordsCache(
         name,
         connectTo: tunnel,
         userId: cache.userId,
-        password: async () =>
-          elastiCacheIamToken({
-            cacheName: cache.name,
-            userId: cache.userId,
-            region: await dynamodb.config.region(),
-            credentials: await dynamodb.config.credentials(),
-            now: Date.now(),
-          }),
+        // A 15-minute token, signed as each connection is made: the console's outlive one.
+        password: async () => {
+          const [region, credentials] = await Promise.all([
+            dynamodb.config.region(),
+            dynamodb.config.credentials(),
+          ]);
+          return () =>
+            elastiCacheIamToken({
+              cacheName: cache.name,
+              userId: cache.userId,
+              region,
+              credentials,
+              now: Date.now(),
+            });
+        },
         // The certificate names the cache's endpoint, not the tunnel's end.
         tls: {
           ...(isIP(host) ? {} : { servername: host }),
@@ -163,6 +171,7 @@ export function stackLeaseRecordsCache(
 async function openCache(connection: CacheConnection): Promise<OpenedLeaseRecordsCache> {
   const ClusterClient = await loadCluster(connection.name);
   const { host, port } = connection.connectTo;
+  const password = await connection.password();
   const cluster = new ClusterClient([{ host, port }], {
     // The endpoint's name, not its address: TLS checks the certificate against it.
     dnsLookup: (address, callback) => callback(null, address),
@@ -172,12 +181,21 @@ async function openCache(connection: CacheConnection): Promise<OpenedLeaseRecord
     clusterRetryStrategy: (times) => (times > 2 ? null : 100 * times),
     redisOptions: {
       username: connection.userId,
-      password: await connection.password(),
+      // Read as each node's connection is made (the consumer's client does the same).
+      get password() {
+        return password();
+      },
       tls: connection.tls,
       connectTimeout: 10_000,
     },
   });
   cluster.on('error', () => undefined);
+  // A node that reconnects (the console lives longer than a token) reads its options' password.
+  cluster.on('+node', (node: Redis) => {
+    node.on('reconnecting', () => {
+      node.options.password = password();
+    });
+  });
   const unreachable = (error: unknown) => {
     // The server's own answers (NOSCRIPT, NOPERM, a script's error) are what they say.
     if ((error as Error | undefined)?.name === 'ReplyError') return error;
