@@ -117,10 +117,11 @@ async function sentTo(groupId: string): Promise<string[]> {
  */
 function faulty(
   script: { sha: string },
-  fault: { before?: () => Promise<unknown>; loseAnswer?: boolean },
+  fault: { before?: () => Promise<unknown>; loseAnswer?: boolean; downAfter?: boolean },
 ): ValkeyScriptClient & { readonly fired: boolean } {
   const server = redis as unknown as ValkeyScriptClient;
   let armed = true;
+  let down = false;
   const hit = (sha: string) => {
     const now = armed && sha === script.sha;
     if (now) armed = false;
@@ -128,10 +129,12 @@ function faulty(
   };
   return {
     evalsha: async (sha, ...args) => {
+      if (down) throw new Error('Connection is closed.');
       const first = hit(sha);
       if (first && fault.before) await fault.before();
       const answer = await server.evalsha(sha, ...args);
-      if (first && fault.loseAnswer) throw new Error('Connection is closed.');
+      if (first && fault.downAfter) down = true;
+      if (first && (fault.loseAnswer || fault.downAfter)) throw new Error('Connection is closed.');
       return answer;
     },
     eval: (source, ...args) => server.eval(source, ...args),
@@ -360,6 +363,22 @@ describe('the cache out of reach', () => {
     expect(await stored(id)).toMatchObject({ status: 'IN_DOUBT' });
     expect(await indexedAs(id)).toEqual(['IN_DOUBT']);
     expect(await sentTo('group-down')).toEqual([]);
+  });
+
+  it('going down once the retry’s mark is written: nothing sent, RETRY_PENDING and listed; run again, sent once', async () => {
+    const id = await parkInValkey('down-after-mark');
+    const client = faulty(VALKEY_OPERATOR_SCRIPTS.markRetryPending, { downAfter: true });
+    await expect(resolveAsRetry(withClient(client), id)).rejects.toThrow('Connection is closed.');
+    expect(client.fired).toBe(true);
+    expect(await stored(id)).toMatchObject({ status: 'FAILED', unresolved: 'RETRY_PENDING' });
+    expect(await indexedAs(id)).toEqual(['RETRY_PENDING']);
+    expect(await sentTo('group-down-after-mark')).toEqual([]);
+    const [listed] = (await listUnresolved(target)).records.filter((record) => record.id === id);
+    expect(listed).toMatchObject({ status: 'RETRY_PENDING', groupId: 'group-down-after-mark' });
+
+    expect(await resolveAsRetry(target, id)).toMatchObject({ status: 'FAILED' });
+    expect(await sentTo('group-down-after-mark')).toHaveLength(1);
+    expect(await indexedAs(id)).toEqual([]);
   });
 
   it('on a stack without --valkey-endpoint: a clear error before anything is read', async () => {
