@@ -43,13 +43,14 @@ export const USAGE = `Usage:
       (oncely/discarded#MESSAGE_ID, with its body and the reason). Waits up to --timeout seconds
       (default 60) for messages in flight elsewhere. Exit code 3 if one was not found (one
       discarded before is found: by its record).
-  oncely in-doubt list [--limit N] [--after TOKEN] [--ready-file PATH | --stack NAME] [--json]
+  oncely in-doubt list [--limit N] [--after TOKEN] [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]]
+                       [--json]
       Show the records to resolve, oldest first: IN_DOUBT (effects that may or may not have
       happened) and RETRY_PENDING (a \`resolve --as retry\` that did not finish). At most --limit
       (default 100); when more follow it prints a token, and --after TOKEN shows the next page.
       Exit code 3 when more follow.
   oncely in-doubt resolve ID --as completed|retry [--republish] [--yes]
-                       [--ready-file PATH | --stack NAME] [--json]
+                       [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]] [--json]
       ID as \`in-doubt list\` shows it (namespace#key). --as completed: it happened, never run it;
       --as retry: it did not happen, send the message again so that the consumer runs it (run it
       again to finish a retry listed as RETRY_PENDING). A message published past the dedup horizon
@@ -61,14 +62,16 @@ export const USAGE = `Usage:
       Show the outbox's pending messages, oldest first: age, attempts, last error, who sends them.
       --stuck: only those pending longer than the outbox's stuck bound; --older-than: than SECONDS.
       --output-prefix picks the outbox by its outputPrefix when the target has several.
-  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX] [--ready-file PATH | --stack NAME]
+  oncely console [--port PORT] [--allow-actions] [--output-prefix PREFIX]
+                 [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]]
       Serve the console on 127.0.0.1 (--port, default: a free one) until Ctrl-C: the queues, the
       records to resolve and the outbox, updated every 2 s; the latest messages and a message's
       story (from the spans, in a sandbox that collects them); the DLQ. On a sandbox it also acts
       (redrive, discard, resolve: each asks first; publish), with the token in the address it
       prints; on a stack it only reads unless --allow-actions. \`oncely local\` serves it too.
-  oncely history KEY --namespace NS [--namespace NS]... [--ready-file PATH | --stack NAME] [--json]
-  oncely history NS#KEY [--ready-file PATH | --stack NAME] [--json]
+  oncely history KEY --namespace NS [--namespace NS]...
+                       [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]] [--json]
+  oncely history NS#KEY [--ready-file PATH | --stack NAME [--valkey-endpoint HOST:PORT]] [--json]
       Tell what happened to one message, in time order: its publish, its outbox item and send, each
       delivery with its lease, each outcome and error, dead-lettering, redrives, an operator's
       resolutions, and in the sandbox its spans; then what you can do next. NS is the namespace of
@@ -79,6 +82,11 @@ export const USAGE = `Usage:
   name, with your usual AWS credentials). ONCELY_READY_FILE or ONCELY_STACK_NAME may stand in.
   --output-prefix PREFIX picks the pipeline whose outputs carry that prefix (its outputPrefix)
   when the target has several; default: the one without a prefix.
+  --valkey-endpoint HOST:PORT: a stack whose lease records are in Valkey (leaseRecords: 'valkey')
+  keeps them in a cache inside its VPC, which in-doubt, history and console read through a tunnel
+  listening at HOST:PORT (default: none, and those refuse to run; docs/operations.md). TLS checks
+  the cache's own name; you connect as its user with an IAM token of your credentials. A sandbox's
+  ready file says where its cache is.
   --json prints the result as JSON.`;
 
 /** The command line is wrong; the message says how. */
@@ -91,7 +99,18 @@ export class CliUsageError extends OncelyError {
  * Where an operations command finds the pipeline; `outputPrefix` picks one of several by its
  * outputs' prefix (the construct's `outputPrefix`): the unprefixed one by default.
  */
-export type Target = ({ kind: 'sandbox'; readyFile: string } | { kind: 'stack'; stackName: string }) & {
+export type Target = (
+  | { kind: 'sandbox'; readyFile: string }
+  | {
+      kind: 'stack';
+      stackName: string;
+      /**
+       * `--valkey-endpoint`: where the stack's lease records cache is reached from here (a tunnel),
+       * as `host:port`; TLS still checks the cache's own name.
+       */
+      valkeyEndpoint?: { host: string; port: number };
+    }
+) & {
   outputPrefix?: string;
 };
 
@@ -332,6 +351,7 @@ function parse(argv: string[]) {
         stuck: { type: 'boolean' },
         'older-than': { type: 'string' },
         'output-prefix': { type: 'string' },
+        'valkey-endpoint': { type: 'string' },
         namespace: { type: 'string', multiple: true },
         port: { type: 'string' },
         'allow-actions': { type: 'boolean' },
@@ -389,19 +409,43 @@ function seconds(value: string | undefined, flag: string): number | undefined {
 }
 
 function targetOf(
-  values: { 'ready-file'?: string; stack?: string; 'output-prefix'?: string },
+  values: { 'ready-file'?: string; stack?: string; 'output-prefix'?: string; 'valkey-endpoint'?: string },
   env: NodeJS.ProcessEnv,
 ): Target {
   if (values['ready-file'] && values.stack)
     throw new CliUsageError('Give --ready-file or --stack, not both.');
   const prefix = values['output-prefix'] === undefined ? {} : { outputPrefix: values['output-prefix'] };
   const readyFile = values['ready-file'] ?? (values.stack ? undefined : env.ONCELY_READY_FILE);
-  if (readyFile) return { kind: 'sandbox', readyFile, ...prefix };
+  const valkeyEndpoint = values['valkey-endpoint'];
+  if (readyFile) {
+    if (valkeyEndpoint !== undefined) {
+      throw new CliUsageError(
+        "--valkey-endpoint goes with --stack: the sandbox's ready file says where its cache is.",
+      );
+    }
+    return { kind: 'sandbox', readyFile, ...prefix };
+  }
   const stackName = values.stack ?? env.ONCELY_STACK_NAME;
-  if (stackName) return { kind: 'stack', stackName, ...prefix };
+  if (stackName) {
+    const tunnel = valkeyEndpoint === undefined ? {} : { valkeyEndpoint: hostAndPort(valkeyEndpoint) };
+    return { kind: 'stack', stackName, ...tunnel, ...prefix };
+  }
   throw new CliUsageError(
     'Which pipeline? Give --ready-file PATH (a running `oncely local`) or --stack NAME (a deployed stack).',
   );
+}
+
+/** `--valkey-endpoint`'s `host:port` (an IPv6 host in brackets: `[::1]:6379`). */
+function hostAndPort(value: string): { host: string; port: number } {
+  const at = value.lastIndexOf(':');
+  const host = value.slice(0, Math.max(at, 0)).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(value.slice(at + 1));
+  if (at <= 0 || host === '' || !Number.isInteger(port) || port < 1 || port > 65_535) {
+    throw new CliUsageError(
+      `--valkey-endpoint takes HOST:PORT, where your tunnel to the lease records cache listens (e.g. localhost:6379), got "${value}".`,
+    );
+  }
+  return { host, port };
 }
 
 function expectNoMore(words: (string | undefined)[]): void {

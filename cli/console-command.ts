@@ -3,6 +3,7 @@ import type { Target } from './command-line.js';
 import { type PipelineFigures, pipelineFigures } from './console-metrics.js';
 import { type ConsolePublisher, sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
+import { withLeaseRecords } from './lease-records-cache.js';
 import { readReadyFile } from './ready-file.js';
 import { type StackLogs, stackLogs } from './stack-logs.js';
 import { connect } from './target.js';
@@ -24,7 +25,8 @@ export async function runConsole(
   options: ConsoleCommandOptions = {},
 ): Promise<number> {
   const print = options.print ?? ((text: string) => console.log(text));
-  const pipeline = await connect(command.target);
+  // On a pipeline with leaseRecords: 'valkey', its cache's records too (a stack's through --valkey-endpoint).
+  const pipeline = await withLeaseRecords(await connect(command.target));
   let publisher: ConsolePublisher | undefined;
   let metrics: PipelineFigures | undefined;
   let logs: StackLogs | undefined;

@@ -21,6 +21,7 @@ import { listDeadLetters } from './dead-letter-list.js';
 import { listUnresolved } from './in-doubt-records.js';
 import { readRecordToResolve } from './in-doubt-show.js';
 import { type HistoryQuery, readMessageHistory } from './message-history.js';
+import type { OperatorRecords } from './operator-records.js';
 import { listPendingOutbox } from './outbox-list.js';
 import { findOutbox } from './outbox-target.js';
 import { recordsInProgress } from './record-batches.js';
@@ -103,7 +104,8 @@ class ConsoleRequestError extends OncelyError {
  * 127.0.0.1 (DNS rebinding); one without the token cannot change anything.
  */
 export async function startConsole(
-  pipeline: PipelineConnection,
+  /** With `valkey`, the lease records cache's records beside the table's (`withLeaseRecords`). */
+  pipeline: PipelineConnection & { valkey?: OperatorRecords },
   options: ConsoleOptions = {},
 ): Promise<ConsoleServer> {
   const hosts = new Set<string>();

@@ -1,24 +1,14 @@
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { APPEND_HISTORY, appendValues } from '../lambdas/idempotency/history.js';
 import type { StoredError } from '../lambdas/idempotency/index.js';
 import {
   type IdempotencyRecord,
   isExpired,
   MAX_KEPT_MESSAGE_BYTES,
-  UNRESOLVED_ATTRIBUTE,
   UNRESOLVED_REASONS,
   type UnresolvedReason,
 } from '../lambdas/idempotency/record.js';
-import { onUnresolvedIndex } from '../lambdas/idempotency/unresolved-index.js';
 import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
-import { keptGroups } from './in-doubt-groups.js';
 import {
   DedupHorizonUnknownError,
   InvalidPageTokenError,
@@ -27,6 +17,9 @@ import {
   ResolutionConflictError,
   UnknownRecordError,
 } from './operations-errors.js';
+import { DynamoDBOperatorRecords, type IndexPosition, type OperatorRecords } from './operator-records.js';
+
+export { itemOf } from './operator-records.js';
 
 /** A record an operator must resolve, as `oncely in-doubt list` shows it. */
 export interface UnresolvedRecord {
@@ -72,11 +65,43 @@ export type Resolution =
       republished?: true;
     };
 
-/** What in-doubt operations need: the idempotency table, and the queue a retry goes to. */
+/**
+ * What in-doubt operations need: the idempotency table, the queue a retry goes to, and for a
+ * pipeline whose lease records are in Valkey (`leaseRecords: 'valkey'`), that cache's records.
+ */
 export interface InDoubtTarget {
   dynamodb: DynamoDBClient;
   sqs: SQSClient;
   resources: Pick<PipelineResources, 'idempotencyTableName' | 'queueUrl' | 'idempotencyTtlSeconds'>;
+  /** The lease records cache's records (DESIGN §3.1); absent: every record is in the table. */
+  valkey?: OperatorRecords;
+}
+
+/** The stores the target's records are in: the table, then the cache if it has one. */
+export function recordStores(target: InDoubtTarget): OperatorRecords[] {
+  const table = new DynamoDBOperatorRecords(target.dynamodb, target.resources.idempotencyTableName);
+  return target.valkey ? [table, target.valkey] : [table];
+}
+
+/**
+ * The record `id` and the store that holds it, read (strongly consistent) in each store at once: a
+ * record is in one of them (a namespace is a lease operation's, in the cache, or a transactional
+ * one's, in the table); should both hold one, the one to resolve, else the live one.
+ */
+export async function locateRecord(
+  target: InDoubtTarget,
+  id: string,
+  nowMs: number,
+): Promise<{ store: OperatorRecords; record: IdempotencyRecord | undefined }> {
+  const found = await Promise.all(
+    recordStores(target).map(async (store) => ({ store, record: await store.read(id) })),
+  );
+  const state = (record: IdempotencyRecord | undefined) => stateOf(record, nowMs);
+  return (
+    found.find(({ record }) => state(record) === 'IN_DOUBT' || state(record) === 'RETRY_PENDING') ??
+    found.find(({ record }) => state(record) !== 'gone') ??
+    found[0]
+  );
 }
 
 /** How many records `oncely in-doubt list` shows at once unless given `--limit`. */
@@ -100,12 +125,10 @@ export interface ListUnresolvedOptions {
   after?: string;
 }
 
-/** Where one status's listing stopped: the last record shown, as the index orders it. */
-interface IndexPosition {
-  id: string;
-  updatedAt: number;
-}
-type PageToken = Partial<Record<UnresolvedReason, IndexPosition>>;
+/** Where each status's listing stopped in one store. */
+type Positions = Partial<Record<UnresolvedReason, IndexPosition>>;
+/** The table's positions at the top (as before the cache was read), the cache's under `valkey`. */
+type PageToken = Positions & { valkey?: Positions };
 
 /**
  * The records an operator must resolve, oldest first, `limit` at a time: those IN_DOUBT and those
@@ -121,31 +144,46 @@ export async function listUnresolved(
   const limit = options.limit ?? DEFAULT_UNRESOLVED_LIMIT;
   const after = options.after === undefined ? {} : decodePageToken(options.after);
   const nowMs = Date.now();
+  const positionsOf = (token: PageToken, store: OperatorRecords): Positions =>
+    (store.kind === 'valkey' ? token.valkey : token) ?? {};
+  const stores = recordStores(target);
   const listings = await Promise.all(
-    UNRESOLVED_REASONS.map(async (reason) => ({
-      reason,
-      ...(await onUnresolvedIndex((indexName) =>
-        unresolvedOn(target, indexName, reason, { limit, after: after[reason], nowMs }),
-      )),
-    })),
+    stores.flatMap((store) =>
+      UNRESOLVED_REASONS.map(async (reason) => {
+        const listed = await store.unresolved(reason, {
+          limit,
+          after: positionsOf(after, store)[reason],
+          nowMs,
+        });
+        return { store, reason, more: listed.more, items: listed.items.map((item) => ({ store, item })) };
+      }),
+    ),
   );
-  const items = listings
+  const shown = listings
     .flatMap((listing) => listing.items)
-    .sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0))
+    .sort((a, b) => (a.item.updatedAt ?? 0) - (b.item.updatedAt ?? 0))
     .slice(0, limit);
-  const next: PageToken = { ...after };
-  for (const item of items) {
-    next[item.unresolved as UnresolvedReason] = { id: String(item.id), updatedAt: Number(item.updatedAt) };
+  const { valkey: valkeyAfter, ...tableAfter } = after;
+  const next: Positions = { ...tableAfter };
+  const nextInCache: Positions = { ...valkeyAfter };
+  for (const { store, item } of shown) {
+    const positions = store.kind === 'valkey' ? nextInCache : next;
+    positions[item.unresolved as UnresolvedReason] = {
+      id: String(item.id),
+      updatedAt: Number(item.updatedAt),
+    };
   }
   const more = listings.some(
-    (listing) => listing.more || listing.items.some((item) => !items.includes(item)),
+    (listing) => listing.more || listing.items.some((each) => !shown.includes(each)),
   );
-  const groups = await keptGroups(
-    DynamoDBDocumentClient.from(target.dynamodb),
-    target.resources.idempotencyTableName,
-    items.map((item) => String(item.id)),
-  );
-  const records = items.map((item) => ({
+  const groups = new Map<string, string>();
+  for (const store of stores) {
+    const ids = shown.filter((each) => each.store === store).map(({ item }) => String(item.id));
+    // Each store is read only for the records it shows: none, no read.
+    if (ids.length === 0) continue;
+    for (const [id, group] of await store.keptGroups(ids)) groups.set(id, group);
+  }
+  const records = shown.map(({ item }) => ({
     id: String(item.id),
     status: item.unresolved as UnresolvedReason,
     reason: item.error,
@@ -154,47 +192,8 @@ export async function listUnresolved(
     groupId: groups.get(String(item.id)),
     ...(item.expiresAt === undefined ? {} : { expiresAt: new Date(item.expiresAt * 1000).toISOString() }),
   }));
-  return more ? { records, next: encodePageToken(next) } : { records };
-}
-
-/**
- * The oldest `limit` live records of `reason` on the index `indexName` after `after`, with what the
- * index projects; `more` when the index may hold further ones.
- */
-async function unresolvedOn(
-  target: InDoubtTarget,
-  indexName: string,
-  reason: UnresolvedReason,
-  { limit, after, nowMs }: { limit: number; after: IndexPosition | undefined; nowMs: number },
-): Promise<{ items: Partial<IdempotencyRecord>[]; more: boolean }> {
-  const documents = DynamoDBDocumentClient.from(target.dynamodb);
-  const items: Partial<IdempotencyRecord>[] = [];
-  let startKey: Record<string, unknown> | undefined = after && {
-    id: after.id,
-    [UNRESOLVED_ATTRIBUTE]: reason,
-    updatedAt: after.updatedAt,
-  };
-  do {
-    const page = await documents.send(
-      new QueryCommand({
-        TableName: target.resources.idempotencyTableName,
-        IndexName: indexName,
-        KeyConditionExpression: '#unresolved = :reason',
-        // No expiresAt: parked by this version, it does not expire. TTL deletion is lazy: an expired
-        // record (parked by an older version) is gone for the consumer, so for us too.
-        FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :nowSec',
-        ProjectionExpression: 'id, #unresolved, #error, updatedAt, attempts, expiresAt',
-        ExpressionAttributeNames: { '#unresolved': UNRESOLVED_ATTRIBUTE, '#error': 'error' },
-        ExpressionAttributeValues: { ':reason': reason, ':nowSec': Math.floor(nowMs / 1000) },
-        // Evaluated before the filter: never more than the page still needs.
-        Limit: limit - items.length,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    items.push(...((page.Items ?? []) as Partial<IdempotencyRecord>[]));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && items.length < limit);
-  return { items, more: startKey !== undefined };
+  const token: PageToken = target.valkey || valkeyAfter ? { ...next, valkey: nextInCache } : next;
+  return more ? { records, next: encodePageToken(token) } : { records };
 }
 
 function encodePageToken(token: PageToken): string {
@@ -213,11 +212,21 @@ function decodePageToken(text: string): PageToken {
   } catch {
     throw invalid();
   }
-  if (typeof token !== 'object' || token === null || Array.isArray(token)) throw invalid();
-  for (const [reason, position] of Object.entries(token)) {
-    const { id, updatedAt } = (position ?? {}) as Partial<IndexPosition>;
-    const known = (UNRESOLVED_REASONS as readonly string[]).includes(reason);
-    if (!known || typeof id !== 'string' || !Number.isFinite(updatedAt)) throw invalid();
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === 'object' && value !== null && !Array.isArray(value);
+  const checkPositions = (positions: Record<string, unknown>) => {
+    for (const [reason, position] of Object.entries(positions)) {
+      const { id, updatedAt } = (position ?? {}) as Partial<IndexPosition>;
+      const known = (UNRESOLVED_REASONS as readonly string[]).includes(reason);
+      if (!known || typeof id !== 'string' || !Number.isFinite(updatedAt)) throw invalid();
+    }
+  };
+  if (!isObject(token)) throw invalid();
+  const { valkey, ...table } = token;
+  checkPositions(table);
+  if (valkey !== undefined) {
+    if (!isObject(valkey)) throw invalid();
+    checkPositions(valkey);
   }
   return token as PageToken;
 }
@@ -230,50 +239,17 @@ function decodePageToken(text: string): PageToken {
  * or the consumer running a re-sent message is reported, never overwritten.
  */
 export async function resolveAsCompleted(target: InDoubtTarget, id: string): Promise<Resolution> {
-  const documents = DynamoDBDocumentClient.from(target.dynamodb);
-  const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
   const expiresAt = resolvedExpiresAt(target, nowMs);
-  const { Item } = await documents.send(
-    new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
-  );
-  const record = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
-  try {
-    await documents.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: { id },
-        UpdateExpression:
-          `SET #status = :completed, updatedAt = :nowMs, expiresAt = :expiresAt, ${APPEND_HISTORY} ` +
-          'REMOVE #unresolved, #message, leaseToken, leaseExpiresAt',
-        ConditionExpression:
-          '#status = :readStatus AND ' +
-          (record.unresolved ? '#unresolved = :readUnresolved' : 'attribute_not_exists(#unresolved)') +
-          (record.updatedAt === undefined ? '' : ' AND updatedAt = :readUpdatedAt'),
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#unresolved': UNRESOLVED_ATTRIBUTE,
-          '#message': 'message',
-        },
-        ExpressionAttributeValues: {
-          ':completed': 'COMPLETED',
-          ':nowMs': nowMs,
-          ':expiresAt': expiresAt,
-          ...appendValues({ s: 'COMPLETED', t: nowMs, o: 'resolved-completed' }),
-          ':readStatus': record.status,
-          ...(record.unresolved ? { ':readUnresolved': record.unresolved } : {}),
-          ...(record.updatedAt === undefined ? {} : { ':readUpdatedAt': record.updatedAt }),
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+  const { store, record: found } = await locateRecord(target, id, nowMs);
+  const record = resolvable(found, id, nowMs);
+  const write = await store.resolveCompleted(record, { nowMs, expiresAt });
+  if (!write.written) {
     throw new ResolutionConflictError(
-      `${id} changed while this command resolved it: it is now ${stateOf(itemOf(error), nowMs)} (another ` +
+      `${id} changed while this command resolved it: it is now ${stateOf(write.now, nowMs)} (another ` +
         '`oncely in-doubt resolve`, or the consumer running a re-sent message, got there first). This command ' +
         'changed nothing; `oncely in-doubt list` shows whether it still needs resolving.',
-      { cause: error },
+      { cause: write.cause },
     );
   }
   return { id, as: 'completed' };
@@ -332,13 +308,6 @@ export function messageNotKept(id: string): MessageNotKeptError {
       `their message, or the message was larger than ${MAX_KEPT_MESSAGE_BYTES / 1024} KB). Publish the ` +
       `message again under a new key, then resolve this record with \`oncely in-doubt resolve ${id} --as completed\`.`,
   );
-}
-
-/** The record a failed conditional write returned (ALL_OLD), if there was one. */
-export function itemOf(error: ConditionalCheckFailedException): IdempotencyRecord | undefined {
-  return error.Item
-    ? (unmarshall(error.Item as Record<string, AttributeValue>) as IdempotencyRecord)
-    : undefined;
 }
 
 /** A record's state as an operator sees it: its status, RETRY_PENDING for a FAILED one pending a retry. */

@@ -1,20 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import { groupingFor } from '../lambdas/common/queue-type.js';
 import { sqsTraceAttributes } from '../lambdas/common/trace-context.js';
-import { APPEND_HISTORY, appendValues } from '../lambdas/idempotency/history.js';
-import {
-  type IdempotencyRecord,
-  type KeptMessage,
-  UNRESOLVED_ATTRIBUTE,
-} from '../lambdas/idempotency/record.js';
+import type { IdempotencyRecord, KeptMessage } from '../lambdas/idempotency/record.js';
 import { refusePastHorizon, restamped } from './in-doubt-horizon.js';
 import {
   type InDoubtTarget,
-  itemOf,
+  locateRecord,
   messageNotKept,
   type Resolution,
   resolvable,
@@ -23,6 +16,7 @@ import {
   ttlSecondsOf,
 } from './in-doubt-records.js';
 import { ResendFailedError, ResolutionConflictError } from './operations-errors.js';
+import type { OperatorRecords } from './operator-records.js';
 
 export interface RetryOptions {
   /** Send the message stamped with `publishedAt` = now: for one past the dedup horizon (`--republish`). */
@@ -47,19 +41,15 @@ export async function resolveAsRetry(
   id: string,
   options: RetryOptions = {},
 ): Promise<Resolution> {
-  const documents = DynamoDBDocumentClient.from(target.dynamodb);
-  const tableName = target.resources.idempotencyTableName;
   const nowMs = Date.now();
   const expiresAt = resolvedExpiresAt(target, nowMs);
   // Read before any write, so that a retry the consumer would never run is refused unchanged. The
-  // kept message never changes while the record is unresolved.
-  const { Item } = await documents.send(
-    new GetCommand({ TableName: tableName, Key: { id }, ConsistentRead: true }),
-  );
-  const read = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
+  // kept message never changes while the record is unresolved. The writes go to the store holding it.
+  const { store, record } = await locateRecord(target, id, nowMs);
+  const read = resolvable(record, id, nowMs);
   if (!read.message) throw messageNotKept(id);
   if (!options.republish) refusePastHorizon(id, read.message.body, ttlSecondsOf(target), nowMs);
-  const message = await markRetryPending(documents, tableName, id, nowMs);
+  const message = await markRetryPending(store, id, nowMs);
   const body = options.republish ? restamped(message.body, nowMs) : message.body;
   let messageId: string;
   try {
@@ -85,7 +75,7 @@ export async function resolveAsRetry(
       { cause: error },
     );
   }
-  const { status, notCleared } = await clearRetryPending(documents, tableName, id, expiresAt, nowMs);
+  const { status, notCleared } = await clearRetryPending(store, id, expiresAt, nowMs);
   return {
     id,
     as: 'retry',
@@ -98,57 +88,26 @@ export async function resolveAsRetry(
 }
 
 /** Step (a); returns the kept message. A record already RETRY_PENDING is left as it is. */
-async function markRetryPending(
-  documents: DynamoDBDocumentClient,
-  tableName: string,
-  id: string,
-  nowMs: number,
-): Promise<KeptMessage> {
+async function markRetryPending(store: OperatorRecords, id: string, nowMs: number): Promise<KeptMessage> {
   let record: IdempotencyRecord | undefined;
-  try {
-    const { Attributes } = await documents.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: { id },
-        // An older version's IN_DOUBT record still has an expiry: unresolved, it must not expire.
-        UpdateExpression: `SET #status = :failed, #unresolved = :retryPending, updatedAt = :nowMs, ${APPEND_HISTORY} REMOVE expiresAt`,
-        ConditionExpression:
-          '#status = :inDoubt AND (attribute_not_exists(expiresAt) OR expiresAt > :nowSec) AND ' +
-          'attribute_exists(#message)',
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#unresolved': UNRESOLVED_ATTRIBUTE,
-          '#message': 'message',
-        },
-        ExpressionAttributeValues: {
-          ':failed': 'FAILED',
-          ':retryPending': 'RETRY_PENDING',
-          ':inDoubt': 'IN_DOUBT',
-          ':nowMs': nowMs,
-          ':nowSec': Math.floor(nowMs / 1000),
-          ...appendValues({ s: 'FAILED', t: nowMs, o: 'resolved-retry' }),
-        },
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    record = Attributes as IdempotencyRecord;
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+  const write = await store.markRetryPending(id, nowMs);
+  if (write.written) {
+    record = write.record;
+  } else {
     // Not IN_DOUBT with a message: an earlier run's RETRY_PENDING is finished; anything else changed
     // since this command read it (IN_DOUBT, or RETRY_PENDING): someone else got there first.
-    const now = itemOf(error);
+    const now = write.now;
     if (stateOf(now, nowMs) !== 'RETRY_PENDING') {
       throw new ResolutionConflictError(
         `${id} changed while this command resolved it: it is now ${stateOf(now, nowMs)} (another ` +
           '`oncely in-doubt resolve`, or the consumer, got there first). Nothing was sent; ' +
           '`oncely in-doubt list` shows whether it still needs resolving.',
-        { cause: error },
+        { cause: write.cause },
       );
     }
     record = resolvable(now, id, nowMs);
   }
-  if (!record.message) throw messageNotKept(id);
+  if (!record?.message) throw messageNotKept(id);
   return record.message;
 }
 
@@ -161,51 +120,15 @@ async function markRetryPending(
  * consumer runs it. A try applied with its answer lost finds the mark gone: FAILED, done.
  */
 async function clearRetryPending(
-  documents: DynamoDBDocumentClient,
-  tableName: string,
+  store: OperatorRecords,
   id: string,
   expiresAt: number,
   nowMs: number,
 ): Promise<{ status: string; notCleared?: string }> {
-  const cleared = await retried(RECORD_WRITE_RETRY, () =>
-    clearOnce(documents, tableName, id, expiresAt, nowMs),
-  );
+  const cleared = await retried(RECORD_WRITE_RETRY, async () => {
+    const write = await store.clearRetryPending(id, expiresAt);
+    return { status: write.written ? 'FAILED' : stateOf(write.now, nowMs) };
+  });
   if (cleared.value) return cleared.value;
   return { status: 'RETRY_PENDING', notCleared: String(cleared.error) };
-}
-
-/** One try of step (c): the record's state after it, or the error of a write that was not applied. */
-async function clearOnce(
-  documents: DynamoDBDocumentClient,
-  tableName: string,
-  id: string,
-  expiresAt: number,
-  nowMs: number,
-): Promise<{ status: string }> {
-  try {
-    await documents.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: { id },
-        UpdateExpression: `SET expiresAt = :expiresAt, ${APPEND_HISTORY} REMOVE #unresolved, #message`,
-        ConditionExpression: '#status = :failed AND #unresolved = :retryPending',
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#unresolved': UNRESOLVED_ATTRIBUTE,
-          '#message': 'message',
-        },
-        ExpressionAttributeValues: {
-          ':failed': 'FAILED',
-          ':retryPending': 'RETRY_PENDING',
-          ':expiresAt': expiresAt,
-          ...appendValues({ s: 'FAILED', t: Date.now(), o: 'retry-sent' }),
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    return { status: 'FAILED' };
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return { status: stateOf(itemOf(error), nowMs) };
-    throw error;
-  }
 }

@@ -1,7 +1,5 @@
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoredError } from '../lambdas/idempotency/index.js';
-import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
-import { type InDoubtTarget, resolvable, stateOf } from './in-doubt-records.js';
+import { type InDoubtTarget, locateRecord, resolvable, stateOf } from './in-doubt-records.js';
 
 /** A record as `oncely in-doubt resolve` shows it before asking. */
 export interface RecordToResolve {
@@ -20,16 +18,8 @@ export interface RecordToResolve {
 
 /** Reads the record to resolve (strongly consistent); an unknown or settled one is the error `resolve` gives. */
 export async function readRecordToResolve(target: InDoubtTarget, id: string): Promise<RecordToResolve> {
-  const documents = DynamoDBDocumentClient.from(target.dynamodb);
   const nowMs = Date.now();
-  const { Item } = await documents.send(
-    new GetCommand({
-      TableName: target.resources.idempotencyTableName,
-      Key: { id },
-      ConsistentRead: true,
-    }),
-  );
-  const record = resolvable(Item as IdempotencyRecord | undefined, id, nowMs);
+  const record = resolvable((await locateRecord(target, id, nowMs)).record, id, nowMs);
   return {
     id,
     status: stateOf(record, nowMs),

@@ -9,6 +9,7 @@ import { missingTracePackages } from '../sandbox/trace-packages.js';
 import { pipelineFigures } from './console-metrics.js';
 import { sandboxPublisher } from './console-publish.js';
 import { startConsole } from './console-server.js';
+import { withLeaseRecords } from './lease-records-cache.js';
 import { connectToSandboxPipeline } from './target.js';
 
 export interface LocalOptions {
@@ -163,10 +164,10 @@ async function serveConsole(
 ): Promise<{ url: string; token?: string; close(): Promise<void> } | undefined> {
   const { resources } = description;
   if (!resources) return undefined;
-  const pipeline = connectToSandboxPipeline(readyFile ?? 'this `oncely local`', {
-    ...description,
-    resources,
-  });
+  // With leaseRecords: 'valkey', the records of its local cache too.
+  const pipeline = await withLeaseRecords(
+    connectToSandboxPipeline(readyFile ?? 'this `oncely local`', { ...description, resources }),
+  );
   const publisher = await sandboxPublisher(description, resources.publisherFunctionName);
   // Its edge answers CloudWatch's GetMetricData from what the sandbox measures.
   const figures = await pipelineFigures(pipeline, localAwsConfig(description.endpoints.edge), (text) =>

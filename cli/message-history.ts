@@ -1,16 +1,26 @@
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { deadLetterLogId, type HistoryEntry, type IdempotencyRecord } from '../lambdas/idempotency/record.js';
+import {
+  deadLetterLogId,
+  type HistoryEntry,
+  type IdempotencyRecord,
+  isExpired,
+} from '../lambdas/idempotency/record.js';
 import { OUTBOX_ATTRIBUTES as A, itemKey } from '../lambdas/outbox/layout.js';
 import { outboxFromOutputs } from '../lib/constructs/outbox-outputs.js';
 import type { LoggedEntry } from '../sandbox/function-log.js';
 import type { TraceFileReader } from '../sandbox/trace-file.js';
 import { type HistorySources, type MessageHistory, tellHistory } from './history-story.js';
+import type { OperatorRecords } from './operator-records.js';
 import { outboxPrefixes } from './outbox-target.js';
 import type { PipelineConnection } from './target.js';
 
-/** What the story reads from: a pipeline's idempotency table, and its target's outputs for the outboxes. */
+/**
+ * What the story reads from: a pipeline's idempotency table, its lease records cache when it has one
+ * (`valkey`, DESIGN §3.1), and its target's outputs for the outboxes.
+ */
 export type HistoryTarget = Pick<PipelineConnection, 'name' | 'outputs' | 'dynamodb'> & {
   resources: Pick<PipelineConnection['resources'], 'idempotencyTableName'>;
+  valkey?: OperatorRecords;
 };
 
 export interface HistoryQuery {
@@ -46,12 +56,21 @@ export async function readMessageHistory(
     (await documents.send(new GetCommand({ TableName, Key, ConsistentRead: true }))).Item;
   const records: HistorySources['records'] = await Promise.all(
     query.recordIds.map(async (id) => {
-      const [record, log] = await Promise.all([
+      // A record is in the table or in the cache (a lease operation's, with leaseRecords: 'valkey');
+      // its dead-letter log is in the store of the consumer that dead-lettered it.
+      const [record, log, cached, cachedLog] = await Promise.all([
         read(table, { id }),
         read(table, { id: deadLetterLogId(id) }),
+        pipeline.valkey?.read(id),
+        pipeline.valkey?.read(deadLetterLogId(id)),
       ]);
-      const deadLetters = ((log as IdempotencyRecord | undefined)?.history ?? []) as HistoryEntry[];
-      return { id, record: record as IdempotencyRecord | undefined, deadLetters };
+      const deadLetters = [
+        ...((log as IdempotencyRecord | undefined)?.history ?? []),
+        ...(cachedLog?.history ?? []),
+      ] as HistoryEntry[];
+      const inTable = record as IdempotencyRecord | undefined;
+      const live = cached && (!inTable || isExpired(inTable, now())) ? cached : inTable;
+      return { id, record: live, deadLetters };
     }),
   );
   const outbox = await readOutboxItem(pipeline, query.key, read);

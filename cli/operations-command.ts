@@ -10,6 +10,7 @@ import { describeHistory } from './history-report.js';
 import { listUnresolved, resolveAsCompleted } from './in-doubt-records.js';
 import { resolveAsRetry } from './in-doubt-retry.js';
 import { describeRecordToResolve, readRecordToResolve } from './in-doubt-show.js';
+import { withLeaseRecords } from './lease-records-cache.js';
 import { readMessageHistory } from './message-history.js';
 import {
   describeDeadLetters,
@@ -65,7 +66,10 @@ export async function runOperation(
       target.close();
     }
   }
-  const pipeline = await connect(command.target);
+  const connected = await connect(command.target);
+  // The records' commands read the lease records cache too, when the pipeline keeps them there
+  // (DESIGN §3.1): connected to here, or the error says how to reach it; never the table's alone.
+  const pipeline = RECORD_COMMANDS.has(command.name) ? await withLeaseRecords(connected) : connected;
   const { resources } = pipeline;
   try {
     switch (command.name) {
@@ -184,7 +188,12 @@ export async function runOperation(
         return EXIT_CODES.done;
       }
     }
+    // Every command is one of the cases above.
+    return command satisfies never;
   } finally {
     pipeline.close();
   }
 }
+
+/** The commands that read and write records: `in-doubt` and `history`. */
+const RECORD_COMMANDS: ReadonlySet<string> = new Set(['in-doubt-list', 'in-doubt-resolve', 'history']);

@@ -106,3 +106,18 @@ export class InvalidPageTokenError extends OncelyError {
   static override readonly errorName: string = 'InvalidPageTokenError';
   readonly retryable = false;
 }
+
+/**
+ * The stack keeps its lease records in a Valkey cache inside its VPC (`leaseRecords: 'valkey'`), and
+ * the command line names no way in: `--valkey-endpoint HOST:PORT`, a tunnel to the cache.
+ */
+export class ValkeyEndpointRequiredError extends OncelyError {
+  static override readonly errorName: string = 'ValkeyEndpointRequiredError';
+  readonly retryable = false;
+}
+
+/** The pipeline keeps its lease records in Valkey, and the optional peer `iovalkey` cannot be imported. */
+export class ValkeyClientMissingError extends OncelyError {
+  static override readonly errorName: string = 'ValkeyClientMissingError';
+  readonly retryable = false;
+}

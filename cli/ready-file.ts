@@ -20,6 +20,15 @@ export interface ReadyFile {
   readonly traces?: { readonly endpoint: string; readonly file: string };
   /** Where `oncely local` keeps the functions' output, one JSON line each. */
   readonly logs?: { readonly file: string };
+  /**
+   * The app's serverless caches, each a local redis-server (`leaseRecords: 'valkey'`): its name and
+   * the certificate its TLS presents. Absent when the app has none.
+   */
+  readonly caches?: readonly {
+    readonly name: string;
+    readonly endpoint: string;
+    readonly caCertificateFile: string;
+  }[];
 }
 
 /** A ready file whose sandbox runs a pipeline: its resources, by output key. */

@@ -1,5 +1,7 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { PipelineConnection } from './target.js';
+import type { IdempotencyRecord } from '../lambdas/idempotency/record.js';
+import type { PipelineResources } from '../lib/constructs/pipeline-outputs.js';
 
 /** BatchGetItem's most keys per request. */
 const BATCH_GET_KEYS = 100;
@@ -37,19 +39,35 @@ export async function readRecordsByKey(
   return items;
 }
 
-/** Of the records `ids`, those IN_PROGRESS under a lease that has not run out: running now (two reads of 100 at most). */
+/**
+ * Of the records `ids`, those IN_PROGRESS under a lease that has not run out: running now (two reads
+ * of 100 at most; with `valkey`, the lease records cache's too, one read each).
+ */
 export async function recordsInProgress(
-  pipeline: Pick<PipelineConnection, 'dynamodb' | 'resources'>,
+  pipeline: {
+    dynamodb: DynamoDBClient;
+    resources: Pick<PipelineResources, 'idempotencyTableName'>;
+    /** The lease records cache's records (an `OperatorRecords`), when the pipeline has one. */
+    valkey?: { read(id: string): Promise<IdempotencyRecord | undefined> };
+  },
   ids: readonly string[],
   nowMs = Date.now(),
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const items = await readRecordsByKey(
-    DynamoDBDocumentClient.from(pipeline.dynamodb),
-    pipeline.resources.idempotencyTableName,
-    ids,
-    { expression: 'id, #status, leaseExpiresAt', names: { '#status': 'status' } },
-  );
+  const { valkey } = pipeline;
+  const [inTable, inCache] = await Promise.all([
+    readRecordsByKey(
+      DynamoDBDocumentClient.from(pipeline.dynamodb),
+      pipeline.resources.idempotencyTableName,
+      ids,
+      { expression: 'id, #status, leaseExpiresAt', names: { '#status': 'status' } },
+    ),
+    valkey ? Promise.all(ids.map((id) => valkey.read(id))) : [],
+  ]);
+  const items: Record<string, unknown>[] = [
+    ...inTable,
+    ...inCache.flatMap((record) => (record ? [record as unknown as Record<string, unknown>] : [])),
+  ];
   return new Set(
     items
       .filter((item) => item.status === 'IN_PROGRESS' && Number(item.leaseExpiresAt) > nowMs)

@@ -3,6 +3,8 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MiddlewareStack } from '@smithy/types';
 import { createCloudFormationClient, describeStackOutputs } from '../lib/constructs/deployed-pipeline.js';
 import {
+  type LeaseRecordsCacheOutputs,
+  leaseRecordsCacheFromOutputs,
   MissingStackOutputsError,
   PIPELINE_OUTPUTS,
   type PipelineResources,
@@ -10,6 +12,11 @@ import {
 } from '../lib/constructs/pipeline-outputs.js';
 import { localAwsConfig } from '../sandbox/local-aws-config.js';
 import type { Target } from './command-line.js';
+import {
+  type LeaseRecordsCache,
+  sandboxLeaseRecordsCache,
+  stackLeaseRecordsCache,
+} from './lease-records-cache.js';
 import {
   MissingCredentialsError,
   PipelineUnreachableError,
@@ -25,12 +32,19 @@ export interface TargetConnection {
   readonly outputs: Readonly<Record<string, string>>;
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
+  /** How to reach the lease records cache its outputs name (`leaseRecords: 'valkey'`). */
+  readonly cacheOf: (cache: LeaseRecordsCacheOutputs) => LeaseRecordsCache;
   close(): void;
 }
 
 /** A running pipeline, ready to operate on: its resources and clients for them. */
 export interface PipelineConnection extends TargetConnection {
   readonly resources: PipelineResources;
+  /**
+   * Where its lease records are kept besides the table: the Valkey cache of `leaseRecords: 'valkey'`
+   * (DESIGN §3.1), not connected to until `open()`. Absent: every record is in the table.
+   */
+  readonly leaseRecordsCache?: LeaseRecordsCache;
 }
 
 /**
@@ -46,7 +60,8 @@ export async function connect(target: Target): Promise<PipelineConnection> {
   // A pipeline picked by its prefix: found among every output, of the sandbox's stacks or the stack's.
   const connection = await connectToOutputs(target);
   try {
-    return { ...connection, resources: pipelineOf(connection, target.outputPrefix ?? '') };
+    const prefix = target.outputPrefix ?? '';
+    return withCache({ ...connection, resources: pipelineOf(connection, prefix) }, prefix);
   } catch (error) {
     connection.close();
     throw error;
@@ -55,7 +70,19 @@ export async function connect(target: Target): Promise<PipelineConnection> {
 
 /** Connects to the pipeline of a running sandbox, from what its ready file holds (`readyFile` names it in errors). */
 export function connectToSandboxPipeline(readyFile: string, file: PipelineReadyFile): PipelineConnection {
-  return { ...connectToSandbox(readyFile, file), resources: file.resources };
+  const connection = connectToSandbox(readyFile, file);
+  try {
+    return withCache({ ...connection, resources: file.resources }, '');
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
+}
+
+/** The pipeline with its lease records cache, when the outputs of the pipeline of `prefix` name one. */
+function withCache(pipeline: PipelineConnection, prefix: string): PipelineConnection {
+  const cache = leaseRecordsCacheFromOutputs(pipeline.name, pipeline.outputs, prefix);
+  return cache ? { ...pipeline, leaseRecordsCache: pipeline.cacheOf(cache) } : pipeline;
 }
 
 /** The resources of the pipeline whose outputs carry `prefix`; missing, the error names the prefixes there are. */
@@ -86,18 +113,18 @@ export async function connectToOutputs(target: Target): Promise<TargetConnection
   if (target.kind === 'sandbox') {
     return connectToSandbox(target.readyFile, await readReadyFile(target.readyFile, 'outputs'));
   }
-  return connectToStack(target.stackName, await readStackOutputs(target.stackName));
+  return connectToStack(target.stackName, await readStackOutputs(target.stackName), target.valkeyEndpoint);
 }
 
-function connectToSandbox(
-  readyFile: string,
-  { region, endpoints, outputs = {} }: ReadyFile,
-): TargetConnection {
+function connectToSandbox(readyFile: string, file: ReadyFile): TargetConnection {
+  const { region, endpoints, outputs = {} } = file;
   const sqs = new SQSClient({ ...localAwsConfig(endpoints.sqs), region });
   translateErrors(sqs, sandboxNotRunning(readyFile, 'SQS', endpoints.sqs));
   const dynamodb = new DynamoDBClient({ ...localAwsConfig(endpoints.dynamodb), region });
   translateErrors(dynamodb, sandboxNotRunning(readyFile, 'DynamoDB', endpoints.dynamodb));
-  return connection(`the sandbox of ${readyFile}`, outputs, sqs, dynamodb);
+  return connection(`the sandbox of ${readyFile}`, outputs, sqs, dynamodb, (cache) =>
+    sandboxLeaseRecordsCache(readyFile, file, cache),
+  );
 }
 
 function sandboxNotRunning(readyFile: string, service: string, endpoint: string) {
@@ -151,7 +178,11 @@ async function readStackOutputs(stackName: string): Promise<Record<string, strin
   }
 }
 
-function connectToStack(stackName: string, outputs: Record<string, string>): TargetConnection {
+function connectToStack(
+  stackName: string,
+  outputs: Record<string, string>,
+  valkeyEndpoint?: { host: string; port: number },
+): TargetConnection {
   // An endpoint the environment names (LocalStack, moto) must win over the host of the stack's
   // queue URLs, which the SDK would otherwise call and which may not resolve there.
   const endpointGiven = Boolean(process.env.AWS_ENDPOINT_URL_SQS ?? process.env.AWS_ENDPOINT_URL);
@@ -159,7 +190,9 @@ function connectToStack(stackName: string, outputs: Record<string, string>): Tar
   translateErrors(sqs, stackUnreachable(stackName, 'SQS'));
   const dynamodb = new DynamoDBClient({});
   translateErrors(dynamodb, stackUnreachable(stackName, 'DynamoDB'));
-  return connection(`stack ${stackName}`, outputs, sqs, dynamodb);
+  return connection(`stack ${stackName}`, outputs, sqs, dynamodb, (cache) =>
+    stackLeaseRecordsCache(stackName, cache, valkeyEndpoint, dynamodb),
+  );
 }
 
 function connection(
@@ -167,12 +200,14 @@ function connection(
   outputs: Record<string, string>,
   sqs: SQSClient,
   dynamodb: DynamoDBClient,
+  cacheOf: TargetConnection['cacheOf'],
 ): TargetConnection {
   return {
     name,
     outputs,
     sqs,
     dynamodb,
+    cacheOf,
     close: () => {
       sqs.destroy();
       dynamodb.destroy();

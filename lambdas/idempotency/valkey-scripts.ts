@@ -18,8 +18,12 @@ export interface ValkeyScript {
   readonly sha: string;
 }
 
-/** What every script shares: reading, judging and writing a record, and keeping the index. */
-const PRELUDE = `
+/**
+ * What every script shares: reading, judging and writing a record, and keeping the index. Exported
+ * for the operator's scripts (cli/valkey-operator-scripts.ts), which write records by the same rules.
+ * @internal
+ */
+export const VALKEY_SCRIPT_PRELUDE = `
 local key = KEYS[1]
 local a = cjson.decode(ARGV[1])
 local function load()
@@ -277,7 +281,7 @@ return reply({ r = 'counted', inDoubt = redis.call('ZCARD', KEYS[2]), retryPendi
 `;
 
 function script(name: string, ...parts: string[]): ValkeyScript {
-  const source = [PRELUDE, ...parts].join('\n');
+  const source = [VALKEY_SCRIPT_PRELUDE, ...parts].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 

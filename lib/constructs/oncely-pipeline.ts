@@ -47,7 +47,12 @@ import { outputPrefixProblems } from './output-prefix.js';
 import { packageEntry } from './package-entries.js';
 import { assertGrantable, passedConsumerProblems, reservedConcurrencyProblems } from './passed-function.js';
 import { PipelineAlarms } from './pipeline-alarms.js';
-import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS, type PipelineOutputKey } from './pipeline-outputs.js';
+import {
+  PIPELINE_CACHE_OUTPUTS,
+  PIPELINE_LOG_GROUP_OUTPUTS,
+  PIPELINE_OUTPUTS,
+  type PipelineOutputKey,
+} from './pipeline-outputs.js';
 import {
   PIPELINE_SETTINGS_KEYS,
   type PipelineSettings,
@@ -532,7 +537,19 @@ export class OncelyPipeline extends Construct {
       PIPELINE_OUTPUTS[key as PipelineOutputKey],
       value,
     ]);
-    for (const [name, value] of [...named, ...Object.entries(logGroups)] as [string, string][]) {
+    // With the lease records in Valkey, where `oncely in-doubt` and `oncely history` find them.
+    const cache = this.leaseRecordsCache;
+    const cacheOutputs = cache
+      ? {
+          [PIPELINE_CACHE_OUTPUTS.endpoint]: cache.endpoint,
+          [PIPELINE_CACHE_OUTPUTS.name]: cache.cacheName,
+          [PIPELINE_CACHE_OUTPUTS.userId]: cache.userId,
+        }
+      : {};
+    for (const [name, value] of [...named, ...Object.entries(logGroups), ...Object.entries(cacheOutputs)] as [
+      string,
+      string,
+    ][]) {
       // Stable, short names other services and tools look up: not the construct path's hash.
       new CfnOutput(this, name, { value }).overrideLogicalId(`${prefix}${name}`);
     }

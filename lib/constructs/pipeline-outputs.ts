@@ -29,6 +29,56 @@ export const PIPELINE_LOG_GROUP_OUTPUTS = {
   monitor: 'MonitorLogGroupName',
 } as const;
 
+/**
+ * The lease records cache of a pipeline with `leaseRecords: 'valkey'` (DESIGN §3.1), for `oncely
+ * in-doubt` and `oncely history`, which read and resolve its records: beside {@link PIPELINE_OUTPUTS},
+ * present only on such a pipeline. `endpoint` is the cache's `host:port` (TLS; inside the VPC, so
+ * reached from outside through a tunnel: docs/operations.md); `name`, the serverless cache's name,
+ * which an IAM token is signed for; `userId`, the ElastiCache user the consumer connects as.
+ */
+export const PIPELINE_CACHE_OUTPUTS = {
+  endpoint: 'LeaseRecordsCacheEndpoint',
+  name: 'LeaseRecordsCacheName',
+  userId: 'LeaseRecordsCacheUserId',
+} as const;
+
+/** Where a pipeline's lease records cache is and who connects to it, from its outputs. */
+export interface LeaseRecordsCacheOutputs {
+  /** The cache's own endpoint: TLS names its certificate by `host`. */
+  endpoint: { host: string; port: number };
+  name: string;
+  userId: string;
+}
+
+/**
+ * The lease records cache of the pipeline whose outputs carry `prefix`, or undefined when it keeps
+ * its records in the table (no `LeaseRecordsCacheEndpoint`). One output missing of three, or an
+ * endpoint that is not `host:port`, is a `MissingStackOutputsError`.
+ */
+export function leaseRecordsCacheFromOutputs(
+  stackName: string,
+  outputs: Readonly<Record<string, string>>,
+  prefix = '',
+): LeaseRecordsCacheOutputs | undefined {
+  const value = (key: keyof typeof PIPELINE_CACHE_OUTPUTS) =>
+    outputs[`${prefix}${PIPELINE_CACHE_OUTPUTS[key]}`];
+  const [endpoint, name, userId] = [value('endpoint'), value('name'), value('userId')];
+  if (!endpoint && !name && !userId) return undefined;
+  const at = endpoint?.lastIndexOf(':') ?? -1;
+  const port = Number(endpoint?.slice(at + 1));
+  if (!endpoint || !name || !userId || at <= 0 || !Number.isInteger(port) || port <= 0) {
+    throw new MissingStackOutputsError(
+      `Stack ${stackName} has a lease records cache but not its outputs ${Object.values(
+        PIPELINE_CACHE_OUTPUTS,
+      )
+        .map((key) => `${prefix}${key}`)
+        .join(', ')} as this version writes them (${prefix}${PIPELINE_CACHE_OUTPUTS.endpoint} is ` +
+        `"${endpoint ?? ''}", expected host:port). Deploy it with \`npx cdk deploy\` and try again.`,
+    );
+  }
+  return { endpoint: { host: endpoint.slice(0, at), port }, name, userId };
+}
+
 /** A resource of `PIPELINE_OUTPUTS`, e.g. `queueUrl`. */
 export type PipelineOutputKey = keyof typeof PIPELINE_OUTPUTS;
 

@@ -8,7 +8,11 @@ import { OUTBOX_METRICS } from '../../lambdas/outbox/metrics.js';
 import { SHOP_ENVIRONMENT } from '../../lambdas/shop/consumer/environment.js';
 import { OUTBOX_LOG_GROUP_OUTPUTS, OUTBOX_OUTPUTS } from '../../lib/constructs/outbox-outputs.js';
 import { resolveOutboxSettings } from '../../lib/constructs/outbox-settings.js';
-import { PIPELINE_LOG_GROUP_OUTPUTS, PIPELINE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
+import {
+  PIPELINE_CACHE_OUTPUTS,
+  PIPELINE_LOG_GROUP_OUTPUTS,
+  PIPELINE_OUTPUTS,
+} from '../../lib/constructs/pipeline-outputs.js';
 import { resolveSettings } from '../../lib/constructs/pipeline-settings.js';
 
 // Where the docs list names the code defines, they must list exactly those; and every relative
@@ -104,9 +108,13 @@ describe('the docs list what the code defines', () => {
     );
   });
 
-  it('docs/construct.md: the outputs table lists exactly PIPELINE_OUTPUTS and the log groups', () => {
+  it("docs/construct.md: the outputs table lists exactly PIPELINE_OUTPUTS, the log groups and the cache's", () => {
     expect(sorted(tableUnder('docs/construct.md', 'Outputs'))).toEqual(
-      sorted([...Object.values(PIPELINE_OUTPUTS), ...Object.values(PIPELINE_LOG_GROUP_OUTPUTS)]),
+      sorted([
+        ...Object.values(PIPELINE_OUTPUTS),
+        ...Object.values(PIPELINE_LOG_GROUP_OUTPUTS),
+        ...Object.values(PIPELINE_CACHE_OUTPUTS),
+      ]),
     );
   });
 

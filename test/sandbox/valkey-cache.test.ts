@@ -1,17 +1,26 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { Cluster } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { type OperationsCommand, parseCommandLine } from '../../cli/command-line.js';
+import { runConsole } from '../../cli/console-command.js';
+import { TOKEN_HEADER } from '../../cli/console-server.js';
+import type { MessageHistory } from '../../cli/history-story.js';
+import type { UnresolvedPage } from '../../cli/in-doubt-records.js';
+import { runOperation } from '../../cli/operations-command.js';
 import { createEnvelope } from '../../lambdas/common/envelope.js';
 import { messagesInQueue } from '../../lambdas/common/queue-depth.js';
 import { CONSUMER_ENVIRONMENT, SERVERLESS_KEY_PREFIX } from '../../lambdas/consumer/environment.js';
+import { payloadHash } from '../../lambdas/idempotency/keys.js';
 import { ValkeyIdempotencyStore } from '../../lambdas/idempotency/valkey-store.js';
 import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js';
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
@@ -24,10 +33,16 @@ import { groupAlive } from '../support/process-group.js';
 // on a local redis-server (one cluster node, TLS, the template's user), the consumer's bundle the
 // deployed one (iovalkey's cluster client, TLS checked, an IAM token as password).
 
+/** The package's `oncely` command as `npm run build` leaves it. */
+const ONCELY_COMMAND = fileURLToPath(new URL('../../dist/bin/oncely.js', import.meta.url));
+
 let sandbox: Sandbox;
 let documents: DynamoDBDocumentClient;
 let sqs: SQSClient;
 let valkey: Cluster;
+let directory: string;
+/** The sandbox's ready file, as `oncely local --ready-file` writes it. */
+let readyFile: string;
 /** What the functions wrote: the hooks' lines, and shown when a test fails. */
 const output: string[] = [];
 
@@ -39,6 +54,9 @@ beforeAll(async () => {
   const { endpoints, caches = [] } = sandbox.description;
   documents = DynamoDBDocumentClient.from(new DynamoDBClient(localAwsConfig(endpoints.dynamodb)));
   sqs = new SQSClient(localAwsConfig(endpoints.sqs));
+  directory = mkdtempSync(join(tmpdir(), 'oncely-valkey-cli-'));
+  readyFile = join(directory, 'ready.json');
+  writeFileSync(readyFile, JSON.stringify(sandbox.description));
   const [host, port] = caches[0].endpoint.split(':');
   // As the consumer connects: the cache's user, any password (the sandbox checks no IAM token).
   valkey = new Cluster([{ host, port: Number(port) }], {
@@ -56,6 +74,7 @@ afterAll(async () => {
   documents?.destroy();
   sqs?.destroy();
   await sandbox?.stop();
+  if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
 function consumerEnvironment(): Record<string, string> {
@@ -63,6 +82,35 @@ function consumerEnvironment(): Record<string, string> {
   const consumer = sandbox.provisioned.functions.find((fn) => fn.name === consumerFunctionName);
   if (!consumer) throw new Error(`no local function ${consumerFunctionName}`);
   return consumer.environment;
+}
+
+/** Runs `oncely ARGS --ready-file …` in-process, as the command does (resolve with --yes); returns what it printed. */
+async function oncely(...args: string[]): Promise<string> {
+  const yes = args[1] === 'resolve' ? ['--yes'] : [];
+  const command = parseCommandLine([...args, ...yes, '--ready-file', readyFile], {}) as OperationsCommand;
+  const printed: string[] = [];
+  expect(await runOperation(command, { print: (text) => printed.push(text) })).toBe(0);
+  return printed.join('\n');
+}
+
+/** The package's `oncely` command as `npm run build` leaves it, run in a child process with `env`. */
+function runBin(
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [ONCELY_COMMAND, ...args], { env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 /** Each key's count of runs, by key. */
@@ -165,6 +213,198 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     expect(await sandbox.invoke(monitor.name, {})).toEqual({
       ok: true,
       result: { inDoubt: 1, retryPending: 0 },
+    });
+  }, 60_000);
+
+  it('lets `oncely in-doubt` list and resolve the cache’s records, and `oncely history` tell their story', async () => {
+    onTestFailed(() => console.error(`The functions wrote:\n${output.join('\n')}`));
+    // A record parked IN_DOUBT by the consumer's store, keeping its message, as at-most-once parks one.
+    const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
+    const key = `doubt-${randomUUID().slice(0, 8)}`;
+    const id = `signup#${key}`;
+    const body = JSON.stringify(
+      createEnvelope({ type: 'Signup', groupId: 'signups', key, payload: { key } }),
+    );
+    const acquired = await store.acquire({
+      id,
+      payloadHash: payloadHash({ type: 'Signup', payload: { key } }),
+      leaseMs: 60_000,
+      takeOverExpiredLease: false,
+    });
+    if (!acquired.acquired) throw new Error('not acquired');
+    await store.markInDoubt(
+      acquired.lease,
+      { name: 'OutcomeUnknownError', message: 'timed out' },
+      { body, groupId: 'signups' },
+    );
+
+    const listed = JSON.parse(await oncely('in-doubt', 'list', '--json')) as UnresolvedPage;
+    expect(listed.records).toContainEqual({
+      id,
+      status: 'IN_DOUBT',
+      reason: { name: 'OutcomeUnknownError', message: 'timed out' },
+      since: expect.any(String),
+      attempts: 1,
+      groupId: 'signups',
+    });
+
+    // --as retry: the message goes back to the queue, and the consumer runs it against the record in Valkey.
+    expect(await oncely('in-doubt', 'resolve', id, '--as', 'retry')).toContain('(group signups,');
+    await expect.poll(async () => (await runs())[key], { timeout: 60_000, interval: 250 }).toBe(1);
+    await expect
+      .poll(async () => JSON.parse((await valkey.get(`${SERVERLESS_KEY_PREFIX}${id}`)) ?? 'null')?.status)
+      .toBe('COMPLETED');
+    // What else is parked there (the monitor's test parked one without a message): --as completed.
+    const { records: others } = JSON.parse(await oncely('in-doubt', 'list', '--json')) as UnresolvedPage;
+    expect(others.map((record) => record.id)).not.toContain(id);
+    for (const other of others) await oncely('in-doubt', 'resolve', other.id, '--as', 'completed');
+    expect(await oncely('in-doubt', 'list')).toMatch(/^No records are IN_DOUBT or pending a retry/);
+
+    const story = JSON.parse(await oncely('history', id, '--json')) as MessageHistory;
+    expect(story.records).toEqual([expect.objectContaining({ id, status: 'COMPLETED' })]);
+    expect(story.steps.map((step) => step.event)).toEqual(
+      expect.arrayContaining(['resolved by an operator: retry']),
+    );
+  }, 120_000);
+
+  it('on the sandbox as a stack: asks for --valkey-endpoint, and works through it with TLS checking the cache’s name', async () => {
+    const { endpoints, region, stackName } = sandbox.description;
+    const [cache] = sandbox.description.caches ?? [];
+    const port = cache.endpoint.split(':')[1];
+    const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
+    const id = `signup#stack-${randomUUID().slice(0, 8)}`;
+    const acquired = await store.acquire({
+      id,
+      payloadHash: 'h',
+      leaseMs: 60_000,
+      takeOverExpiredLease: false,
+    });
+    if (!acquired.acquired) throw new Error('not acquired');
+    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...inherited } = process.env;
+    const env = {
+      ...inherited,
+      AWS_ENDPOINT_URL: endpoints.edge,
+      AWS_REGION: region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      // The sandbox's cache presents its own certificate, as a deployed one presents Amazon's.
+      NODE_EXTRA_CA_CERTS: cache.caCertificateFile,
+    };
+
+    const refused = await runBin(env, 'in-doubt', 'list', '--stack', stackName);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^ValkeyEndpointRequiredError: Stack ${stackName} keeps its lease records in Valkey: .*` +
+          `at ${cache.endpoint.replace(/\./g, '\\.')}, inside the stack's VPC.*--valkey-endpoint HOST:PORT`,
+      ),
+    );
+
+    // "localhost", not the 127.0.0.1 the outputs name: a tunnel's end, while TLS checks the cache's name.
+    const tunnel = ['--valkey-endpoint', `localhost:${port}`];
+    const listed = await runBin(env, 'in-doubt', 'list', '--stack', stackName, ...tunnel, '--json');
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    expect((JSON.parse(listed.stdout) as UnresolvedPage).records).toEqual([
+      expect.objectContaining({ id, status: 'IN_DOUBT' }),
+    ]);
+    const resolved = await runBin(
+      env,
+      'in-doubt',
+      'resolve',
+      id,
+      '--as',
+      'completed',
+      '--yes',
+      '--stack',
+      stackName,
+      ...tunnel,
+    );
+    expect(resolved).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse((await valkey.get(`${SERVERLESS_KEY_PREFIX}${id}`)) ?? 'null')).toMatchObject({
+      status: 'COMPLETED',
+    });
+    const listedAgain = await runBin(env, 'in-doubt', 'list', '--stack', stackName, ...tunnel, '--json');
+    expect(JSON.parse(listedAgain.stdout)).toEqual({ records: [] });
+
+    // iovalkey is an optional peer: without it, the cache's commands say what to install.
+    // A module hook that resolves every import but iovalkey's, registered before the command starts.
+    writeFileSync(
+      join(directory, 'no-iovalkey-hooks.mjs'),
+      'export async function resolve(specifier, context, next) {\n' +
+        "  if (specifier === 'iovalkey') throw new Error('Cannot find package iovalkey');\n" +
+        '  return next(specifier, context);\n}\n',
+    );
+    const hooks = join(directory, 'no-iovalkey.mjs');
+    writeFileSync(
+      hooks,
+      "import { register } from 'node:module';\nregister('./no-iovalkey-hooks.mjs', import.meta.url);\n",
+    );
+    const missing = await runBin(
+      { ...env, NODE_OPTIONS: `--import=${hooks}` },
+      'in-doubt',
+      'list',
+      '--stack',
+      stackName,
+      ...tunnel,
+    );
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toMatch(
+      /^ValkeyClientMissingError: The pipeline keeps its lease records in Valkey \(the lease records cache .*\); reading them needs the package iovalkey, which cannot be imported \(Cannot find package iovalkey\)\. Install it/,
+    );
+    // Commands that read no records never import it.
+    const dlq = await runBin(
+      { ...env, NODE_OPTIONS: `--import=${hooks}` },
+      'dlq',
+      'list',
+      '--stack',
+      stackName,
+      '--json',
+    );
+    expect(dlq).toMatchObject({ code: 0, stderr: '' });
+  }, 60_000);
+
+  it('has `oncely console` list and resolve the cache’s records too', async () => {
+    const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
+    const id = `signup#console-${randomUUID().slice(0, 8)}`;
+    const acquired = await store.acquire({
+      id,
+      payloadHash: 'h',
+      leaseMs: 60_000,
+      takeOverExpiredLease: false,
+    });
+    if (!acquired.acquired) throw new Error('not acquired');
+    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    let stop: () => void = () => undefined;
+    const until = new Promise<void>((resolve) => {
+      stop = resolve;
+    });
+    let address = '';
+    const command = parseCommandLine(['console', '--ready-file', readyFile], {});
+    if (command.name !== 'console') throw new Error(`parsed as ${command.name}`);
+    const served = runConsole(command, {
+      print: (text) => {
+        address = text;
+      },
+      until,
+    });
+    try {
+      await expect.poll(() => address, { timeout: 30_000 }).toMatch(/#token=/);
+      const [, url, token] = /(http:\S+)\/#token=([\w-]+)/.exec(address) ?? [];
+      const listed = (await (await fetch(`${url}/api/in-doubt`)).json()) as UnresolvedPage;
+      expect(listed.records).toEqual([expect.objectContaining({ id, status: 'IN_DOUBT' })]);
+      const resolved = await fetch(`${url}/api/in-doubt/resolve`, {
+        method: 'POST',
+        headers: { [TOKEN_HEADER]: token, 'content-type': 'application/json' },
+        body: JSON.stringify({ id, as: 'completed' }),
+      });
+      expect(resolved.status).toBe(200);
+    } finally {
+      stop();
+    }
+    expect(await served).toBe(0);
+    expect(JSON.parse((await valkey.get(`${SERVERLESS_KEY_PREFIX}${id}`)) ?? 'null')).toMatchObject({
+      status: 'COMPLETED',
     });
   }, 60_000);
 

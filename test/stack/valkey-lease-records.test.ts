@@ -17,6 +17,7 @@ import { MONITOR_ENVIRONMENT } from '../../lambdas/monitor/environment.js';
 import { lambdaBuildOptions, lambdaBundleFile, lambdaBundling } from '../../lib/constructs/bundling.js';
 import { OncelyPipeline, type OncelyPipelineProps } from '../../lib/constructs/oncely-pipeline.js';
 import { packageEntry } from '../../lib/constructs/package-entries.js';
+import { PIPELINE_CACHE_OUTPUTS } from '../../lib/constructs/pipeline-outputs.js';
 import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js';
 import { buildStack, FIXTURE_CONSUMER } from './build-stack.js';
 
@@ -305,6 +306,26 @@ describe("the consumer's and the monitor's bundles", () => {
       expect(without).not.toMatch(mark);
     }
   }, 60_000);
+});
+
+describe('the outputs', () => {
+  it("name the cache's endpoint, its name and its user, for oncely in-doubt and history; not on a DynamoDB pipeline", () => {
+    const [cacheId] = only('AWS::ElastiCache::ServerlessCache');
+    const outputs = template.findOutputs('*');
+    expect(outputs[PIPELINE_CACHE_OUTPUTS.endpoint]?.Value).toEqual({
+      'Fn::Join': [
+        '',
+        [{ 'Fn::GetAtt': [cacheId, 'Endpoint.Address'] }, ':', { 'Fn::GetAtt': [cacheId, 'Endpoint.Port'] }],
+      ],
+    });
+    expect(outputs[PIPELINE_CACHE_OUTPUTS.name]?.Value).toBe(pipeline.leaseRecordsCache?.cacheName);
+    expect(outputs[PIPELINE_CACHE_OUTPUTS.userId]?.Value).toBe(pipeline.leaseRecordsCache?.userId);
+    const prefixed = buildStack({ leaseRecords: 'valkey', outputPrefix: 'Orders' }).template.findOutputs('*');
+    for (const name of Object.values(PIPELINE_CACHE_OUTPUTS))
+      expect(prefixed).toHaveProperty(`Orders${name}`);
+    const plain = buildStack().template.findOutputs('*');
+    for (const name of Object.values(PIPELINE_CACHE_OUTPUTS)) expect(plain).not.toHaveProperty(name);
+  });
 });
 
 describe('the default, DynamoDB', () => {
