@@ -77,9 +77,9 @@ return redis.call('GET', key)
 `;
 
 /**
- * \`--as completed\`, conditioned as DynamoDB's update: the status, \`unresolved\` and \`updatedAt\` as
+ * `--as completed`, conditioned as DynamoDB's update: the status, `unresolved` and `updatedAt` as
  * read. A try applied whose answer was lost, sent again, finds its own entry (its time and
- * \`resolved-completed\` last on a COMPLETED record): done.
+ * `resolved-completed` last on a COMPLETED record): done.
  */
 const RESOLVE_COMPLETED = `
 local old = load()
@@ -104,7 +104,7 @@ save(old, r)
 return reply({ r = 'written' })
 `;
 
-/** \`--as retry\` step (a): IN_DOUBT, alive, keeping its message. Unresolved, it must not expire. */
+/** `--as retry` step (a): IN_DOUBT, alive, keeping its message. Unresolved, it must not expire. */
 const MARK_RETRY_PENDING = `
 local old = load()
 if old == nil or old.status ~= 'IN_DOUBT' or dead(old) or old.message == nil then
@@ -120,7 +120,7 @@ save(old, r)
 return reply({ r = 'written', record = r })
 `;
 
-/** \`--as retry\` step (c): FAILED and RETRY_PENDING; off the list, its message gone, a full TTL. */
+/** `--as retry` step (c): FAILED and RETRY_PENDING; off the list, its message gone, a full TTL. */
 const CLEAR_RETRY_PENDING = `
 local old = load()
 if old == nil or old.status ~= 'FAILED' or old.unresolved ~= 'RETRY_PENDING' then
