@@ -204,8 +204,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     try {
       const output = await this.#documents.send(
         new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: input.id },
+          ...this.#record(input.id),
           // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
           // The answer holds the old values of what this sets or removes (UPDATED_OLD): attempts,
           // and attemptsAtDeadLetter (set to itself for that), deadLetteredMessageId and the error.
@@ -274,9 +273,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
 
   /** The record as it is now (a strongly consistent read), or undefined if there is none. @internal */
   async read(id: string): Promise<IdempotencyRecord | undefined> {
-    const output = await this.#documents.send(
-      new GetCommand({ TableName: this.tableName, Key: { id }, ConsistentRead: true }),
-    );
+    const output = await this.#documents.send(new GetCommand({ ...this.#record(id), ConsistentRead: true }));
     return output.Item as IdempotencyRecord | undefined;
   }
 
@@ -305,8 +302,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new UpdateCommand({
-            TableName: this.tableName,
-            Key: { id: lease.id },
+            ...this.#record(lease.id),
             UpdateExpression: 'SET attempts = :attempt, updatedAt = :nowMs',
             ConditionExpression: FENCED,
             ExpressionAttributeNames: STATUS_NAMES,
@@ -380,8 +376,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new UpdateCommand({
-            TableName: this.tableName,
-            Key: { id: record.id },
+            ...this.#record(record.id),
             UpdateExpression:
               `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
               `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one), ${APPEND_HISTORY}${kept ? ', #message = :message' : ''} ` +
@@ -430,8 +425,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new UpdateCommand({
-            TableName: this.tableName,
-            Key: { id },
+            ...this.#record(id),
             UpdateExpression: `SET ${IN_DOUBT_REPORT} = :report${kept ? ', #message = :message' : ''}`,
             ConditionExpression: `#status = :inDoubt AND ${IN_DOUBT_REPORT} = :pending`,
             ExpressionAttributeNames: { ...STATUS_NAMES, ...(kept ? { '#message': 'message' } : {}) },
@@ -481,8 +475,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new DeleteCommand({
-            TableName: this.tableName,
-            Key: { id },
+            ...this.#record(id),
             ConditionExpression: also ? `${FENCED} AND ${also.condition}` : FENCED,
             ExpressionAttributeNames: STATUS_NAMES,
             ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': token, ...also?.values },
@@ -547,8 +540,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new DeleteCommand({
-            TableName: this.tableName,
-            Key: { id: deadLetterMarkId(messageId) },
+            ...this.#record(deadLetterMarkId(messageId)),
             ConditionExpression: 'claimToken = :token AND attribute_not_exists(deadLetteredAt)',
             ExpressionAttributeValues: { ':token': token },
           }),
@@ -589,8 +581,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new UpdateCommand({
-            TableName: this.tableName,
-            Key: { id: deadLetterLogId(recordId) },
+            ...this.#record(deadLetterLogId(recordId)),
             UpdateExpression: `SET ${APPEND_HISTORY}, ${EXPIRES_AT_ATTRIBUTE} = :expiresAt`,
             ConditionExpression: `attribute_not_exists(${HISTORY_ATTRIBUTE}) OR size(${HISTORY_ATTRIBUTE}) < :max`,
             ExpressionAttributeValues: {
@@ -735,8 +726,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       () =>
         this.#documents.send(
           new UpdateCommand({
-            TableName: this.tableName,
-            Key: { id },
+            ...this.#record(id),
             UpdateExpression: 'SET expiresAt = :until',
             // A record past its expiresAt is dead though not yet deleted: it must stay dead.
             ConditionExpression: 'attribute_exists(id) AND expiresAt > :nowSec AND expiresAt < :until',
@@ -783,8 +773,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       sets.push(`#${name} = :${name}`);
     }
     return {
-      TableName: this.tableName,
-      Key: { id: lease.id },
+      ...this.#record(lease.id),
       // The outcome is the record's now: the marks of a lease taken ahead say nothing more.
       UpdateExpression: `SET ${sets.join(', ')} REMOVE ${[...remove, 'leaseExpiresAt', UNSTARTED, '#after'].join(', ')}`,
       ConditionExpression: FENCED,
@@ -796,8 +785,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
   /** The UpdateItem of a start mark: removes `unstarted`, fenced on the lease. */
   #startMark(lease: Lease) {
     return {
-      TableName: this.tableName,
-      Key: { id: lease.id },
+      ...this.#record(lease.id),
       UpdateExpression: `SET updatedAt = :nowMs REMOVE ${UNSTARTED}`,
       ConditionExpression: FENCED,
       ExpressionAttributeNames: STATUS_NAMES,
@@ -818,6 +806,11 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     const existing = existingItem(error);
     if (!existing) throw error;
     return existing;
+  }
+
+  /** The table and key of the record (or mark, or log) `id`: what each request of it starts with. */
+  #record(id: string) {
+    return { TableName: this.tableName, Key: { id } };
   }
 
   #recordExpiresAt(nowMs: number): number {
