@@ -97,6 +97,8 @@ const DEAD_LETTERED_MESSAGE_ID = 'deadLetteredMessageId';
 /** Who reported an IN_DOUBT record (`IdempotencyRecord.inDoubtReport`). */
 const IN_DOUBT_REPORT = 'inDoubtReport';
 const STATUS_NAMES = { '#status': 'status' };
+/** What a conditional write asks to get back when its condition fails: the record in the way (`existingItem`). */
+const RETURN_EXISTING = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
 const FENCED = '#status = :inProgress AND leaseToken = :token';
@@ -190,7 +192,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
             [HISTORY_ATTRIBUTE]: [acquireEntry(now, token, input.delivery, true)],
           },
           ConditionExpression: 'attribute_not_exists(id)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return lease({});
@@ -243,7 +245,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
             ...history.values,
           },
           ReturnValues: 'UPDATED_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return lease((output.Attributes ?? {}) as Partial<IdempotencyRecord>);
@@ -400,7 +402,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
               ...appendValues({ s: 'IN_DOUBT', t: now, l: shortToken(record.leaseToken), x: reason.name }),
               ...(kept ? { ':message': kept } : {}),
             },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            ...RETURN_EXISTING,
           }),
         ),
       (error) => {
@@ -435,7 +437,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
               ':report': report,
               ...(kept ? { ':message': kept } : {}),
             },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            ...RETURN_EXISTING,
           }),
         ),
       (error) => existingItem(error)?.inDoubtReport === report,
@@ -479,7 +481,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
             ConditionExpression: also ? `${FENCED} AND ${also.condition}` : FENCED,
             ExpressionAttributeNames: STATUS_NAMES,
             ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': token, ...also?.values },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            ...RETURN_EXISTING,
           }),
         ),
       (error) => existingItem(error) === undefined,
@@ -519,7 +521,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
           },
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (attribute_not_exists(deadLetteredAt) AND claimExpiresAt <= :nowMs)`,
           ExpressionAttributeValues: { ':nowSec': Math.floor(nowMs / 1000), ':nowMs': nowMs },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return { status: 'claimed', token };
@@ -637,7 +639,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
                 },
                 ConditionExpression: ABSENT_OR_EXPIRED,
                 ExpressionAttributeValues: { ':nowSec': Math.floor(now / 1000) },
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+                ...RETURN_EXISTING,
               },
             },
             ...input.writes,
@@ -686,7 +688,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
         this.#documents.send(
           new UpdateCommand({
             ...this.#fencedUpdateInput(lease, status, fields, remove),
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            ...RETURN_EXISTING,
           }),
         ),
       (error) => {
