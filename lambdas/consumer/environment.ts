@@ -131,7 +131,7 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
       return read.integer(maxConcurrentRecords, { min: 1 });
     },
     valkeyEndpoint() {
-      return read.endpoint(valkeyEndpoint, 'optional');
+      return read.endpoint(valkeyEndpoint);
     },
     // The user and the cache are read (and required) only with an endpoint.
     valkeyUserId() {
