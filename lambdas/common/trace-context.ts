@@ -103,8 +103,9 @@ export function sqsTraceAttributes(context: TraceContext | undefined): {
 } {
   if (!context) return {};
   const messageAttributes: Record<string, MessageAttributeValue> = {};
-  if (context.traceparent) messageAttributes.traceparent = text(context.traceparent);
-  if (context.traceparent && context.tracestate) messageAttributes.tracestate = text(context.tracestate);
+  if (context.traceparent) messageAttributes.traceparent = stringAttribute(context.traceparent);
+  if (context.traceparent && context.tracestate)
+    messageAttributes.tracestate = stringAttribute(context.tracestate);
   return {
     ...(Object.keys(messageAttributes).length > 0 ? { MessageAttributes: messageAttributes } : {}),
     ...awsTraceHeaderOf(context.awsTraceHeader),
@@ -123,7 +124,10 @@ export function traceAttributeBytes(context: TraceContext | undefined): number {
 export function awsTraceHeaderOf(header: string | undefined): {
   MessageSystemAttributes?: Record<'AWSTraceHeader', MessageSystemAttributeValue>;
 } {
-  return header ? { MessageSystemAttributes: { AWSTraceHeader: text(header) } } : {};
+  return header ? { MessageSystemAttributes: { AWSTraceHeader: stringAttribute(header) } } : {};
 }
 
-const text = (value: string) => ({ DataType: 'String', StringValue: value });
+/** An SQS message attribute of type String. */
+export function stringAttribute(value: string) {
+  return { DataType: 'String', StringValue: value };
+}

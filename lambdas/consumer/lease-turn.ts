@@ -52,7 +52,11 @@ export class LeaseTurn {
   readonly id: string;
   readonly #parts: LeaseTurnParts;
   #start: Promise<AheadStart<unknown>> | undefined;
-  #place: TurnPlace = { held: () => undefined };
+  #place: TurnPlace = {
+    held() {
+      return undefined;
+    },
+  };
   /** The lease it holds, once acquired: the group's other turns may need to know it is this invocation's. */
   #lease: Lease | undefined;
   /** Whether the predecessor's completion started this lease. */

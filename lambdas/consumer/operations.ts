@@ -228,7 +228,9 @@ export function transactionalOperation<P = unknown, T = unknown>(
   return {
     namespace,
     transactional: true,
-    recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
+    recordIdOf(message) {
+      return recordId(namespace, idempotencyInput(message, options.key).key);
+    },
     async execute(message, { store: leaseStore, transactionalStore, telemetry, lambdaContext }) {
       // The consumer refused another store when it was made (`refuseTransactionalStore`), and
       // TransactionalIdempotency refuses one too (`TransactionalStoreError`, naming this namespace).
