@@ -5,7 +5,7 @@ import { CompletedRecordCache } from '../idempotency/completed-cache.js';
 import { TransactionConditionFailedError } from '../idempotency/errors.js';
 import type { Delivery } from '../idempotency/history.js';
 import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
-import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
+import { LeaseCore, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
 import type { KeptMessage } from '../idempotency/record.js';
 import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
@@ -166,16 +166,11 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
   turn(message: ConsumerMessage, runtime: OperationRuntime): LeaseTurn {
     const { namespace, mode, leaseMs, leaseMarginMs, completionAttempts, payload, run } = this.#options;
     const { store, telemetry, lambdaContext } = runtime;
-    const idempotency = new LeaseIdempotency({
-      store,
-      namespace,
-      mode,
-      leaseMs,
-      leaseMarginMs,
-      completionAttempts,
-      cache: this.#cache,
-      observer: telemetry,
-    });
+    // The core, not LeaseIdempotency: its telemetry is the observer, and it never calls `run`.
+    const idempotency = new LeaseCore(
+      { store, namespace, mode, leaseMs, leaseMarginMs, completionAttempts, cache: this.#cache },
+      telemetry,
+    );
     const input = {
       ...idempotencyInput(message, this.#options.key),
       context: lambdaContext,
