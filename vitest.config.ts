@@ -28,6 +28,7 @@ const FAST_TESTS = [
   'test/consumer/middy-major.test.ts',
   'test/consumer/namespaces.test.ts',
   'test/consumer/retry-delay.test.ts',
+  'test/consumer/store-failure.test.ts',
   'test/conventions/error-names.test.ts',
   'test/conventions/unknown-option-keys.test.ts',
   'test/docs/design-references.test.ts',

@@ -73,12 +73,13 @@ export const sqsIdRule =
 
 /** The envelope's rules for its strings, which the publisher applies to what it is given too. */
 export const ENVELOPE_RULES = {
-  type: (value: string) =>
-    value.length < 1
+  type(value: string) {
+    return value.length < 1
       ? 'type must not be empty'
       : value.length > 128
         ? 'type must be at most 128 characters'
-        : undefined,
+        : undefined;
+  },
   key: sqsIdRule('key'),
   groupId: sqsIdRule('groupId'),
 } satisfies Record<string, StringRule>;

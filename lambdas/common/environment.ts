@@ -48,9 +48,9 @@ export class EnvironmentReader {
     return value;
   }
 
-  /** A `host:port` address (a port from 1 to 65535); required unless `optional`. */
-  endpoint(variable: string, presence?: 'optional'): { host: string; port: number } | undefined {
-    const value = presence === 'optional' ? this.optional(variable) : this.required(variable);
+  /** An optional `host:port` address (a port from 1 to 65535). */
+  endpoint(variable: string): { host: string; port: number } | undefined {
+    const value = this.optional(variable);
     if (!value) return undefined;
     const match = /^([^\s:/]+):(\d{1,5})$/.exec(value);
     const port = Number(match?.[2]);

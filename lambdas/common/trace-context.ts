@@ -35,17 +35,23 @@ const MAX_AWS_TRACE_HEADER_LENGTH = 2_048;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const X_RAY_ROOT = /(^|;)\s*Root=1-[0-9a-f]{8}-[0-9a-f]{24}(;|$)/;
 
+/** Methods, not arrow functions: a minifying bundler that keeps names wraps each of those. */
 const RULES: Record<(typeof TRACE_CONTEXT_FIELDS)[number], (value: string) => string | undefined> = {
-  traceparent: (value) =>
-    TRACEPARENT.test(value) ? undefined : 'must be a W3C traceparent, 00-<32 hex>-<16 hex>-<2 hex>',
-  tracestate: (value) =>
-    value.length <= MAX_TRACESTATE_LENGTH && PRINTABLE_ASCII.test(value)
+  traceparent(value) {
+    return TRACEPARENT.test(value) ? undefined : 'must be a W3C traceparent, 00-<32 hex>-<16 hex>-<2 hex>';
+  },
+  tracestate(value) {
+    return value.length <= MAX_TRACESTATE_LENGTH && PRINTABLE_ASCII.test(value)
       ? undefined
-      : `must be printable ASCII of at most ${MAX_TRACESTATE_LENGTH} characters`,
-  awsTraceHeader: (value) =>
-    value.length <= MAX_AWS_TRACE_HEADER_LENGTH && PRINTABLE_ASCII.test(value) && X_RAY_ROOT.test(value)
+      : `must be printable ASCII of at most ${MAX_TRACESTATE_LENGTH} characters`;
+  },
+  awsTraceHeader(value) {
+    return value.length <= MAX_AWS_TRACE_HEADER_LENGTH &&
+      PRINTABLE_ASCII.test(value) &&
+      X_RAY_ROOT.test(value)
       ? undefined
-      : `must be an X-Ray trace header with a Root=1-<8 hex>-<24 hex>, of at most ${MAX_AWS_TRACE_HEADER_LENGTH} characters`,
+      : `must be an X-Ray trace header with a Root=1-<8 hex>-<24 hex>, of at most ${MAX_AWS_TRACE_HEADER_LENGTH} characters`;
+  },
 };
 
 /** Each problem of a request's `traceContext`, as `[field, reason]`; none for a valid one or none at all. */
@@ -97,8 +103,9 @@ export function sqsTraceAttributes(context: TraceContext | undefined): {
 } {
   if (!context) return {};
   const messageAttributes: Record<string, MessageAttributeValue> = {};
-  if (context.traceparent) messageAttributes.traceparent = text(context.traceparent);
-  if (context.traceparent && context.tracestate) messageAttributes.tracestate = text(context.tracestate);
+  if (context.traceparent) messageAttributes.traceparent = stringAttribute(context.traceparent);
+  if (context.traceparent && context.tracestate)
+    messageAttributes.tracestate = stringAttribute(context.tracestate);
   return {
     ...(Object.keys(messageAttributes).length > 0 ? { MessageAttributes: messageAttributes } : {}),
     ...awsTraceHeaderOf(context.awsTraceHeader),
@@ -117,7 +124,10 @@ export function traceAttributeBytes(context: TraceContext | undefined): number {
 export function awsTraceHeaderOf(header: string | undefined): {
   MessageSystemAttributes?: Record<'AWSTraceHeader', MessageSystemAttributeValue>;
 } {
-  return header ? { MessageSystemAttributes: { AWSTraceHeader: text(header) } } : {};
+  return header ? { MessageSystemAttributes: { AWSTraceHeader: stringAttribute(header) } } : {};
 }
 
-const text = (value: string) => ({ DataType: 'String', StringValue: value });
+/** An SQS message attribute of type String. */
+export function stringAttribute(value: string) {
+  return { DataType: 'String', StringValue: value };
+}

@@ -36,7 +36,9 @@ export const NO_SPAN: OncelySpan = {
   setAttributes() {},
   fail() {},
   end() {},
-  within: (work) => work(),
+  within(work) {
+    return work();
+  },
 };
 
 export interface SpanOptions {
@@ -102,7 +104,9 @@ function openTelemetrySpan(api: OpenTelemetryApi, span: Span): OncelySpan {
     logFields: api.trace.isSpanContextValid(spanContext)
       ? { trace_id: spanContext.traceId, span_id: spanContext.spanId }
       : undefined,
-    setAttributes: (attributes) => span.setAttributes(definedAttributes(attributes)),
+    setAttributes(attributes) {
+      span.setAttributes(definedAttributes(attributes));
+    },
     fail(error) {
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({
@@ -115,7 +119,9 @@ function openTelemetrySpan(api: OpenTelemetryApi, span: Span): OncelySpan {
       ended = true;
       span.end();
     },
-    within: (work) => api.context.with(api.trace.setSpan(api.context.active(), span), work),
+    within(work) {
+      return api.context.with(api.trace.setSpan(api.context.active(), span), work);
+    },
   };
 }
 

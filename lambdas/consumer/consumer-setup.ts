@@ -120,15 +120,6 @@ const STORE_VARIABLES = [
   'valkeyCacheName',
 ] as const satisfies readonly ConsumerVariable[];
 
-/** The DynamoDB store on the environment's table: the default store, and transactional operations' default. */
-function defaultTableStore(environment: ConsumerEnvironment): DynamoDBIdempotencyStore {
-  return new DynamoDBIdempotencyStore({
-    client: defaultDynamoDBClient(),
-    tableName: environment.idempotencyTableName,
-    ttlSeconds: environment.idempotencyTtlSeconds,
-  });
-}
-
 /**
  * Makes the default Valkey store from the environment's cache and the default DynamoDB client (its
  * credentials sign the IAM token). `valkey-default-store.ts` provides it, and the OncelyPipeline
@@ -329,7 +320,14 @@ export class ConsumerSetup<V extends ConsumerVariable> {
       ...(maxAttempts === undefined ? (['maxAttempts'] as const) : []),
     ];
     const environment = readConsumerEnvironment(variables) as ConsumerEnvironment;
-    const tableStore = store ? undefined : defaultTableStore(environment);
+    // The DynamoDB store on the environment's table: the default store, and transactional operations' default.
+    const tableStore = store
+      ? undefined
+      : new DynamoDBIdempotencyStore({
+          client: defaultDynamoDBClient(),
+          tableName: environment.idempotencyTableName,
+          ttlSeconds: environment.idempotencyTtlSeconds,
+        });
     const resolvedStore =
       store ?? defaultValkeyStore(environment) ?? (tableStore as DynamoDBIdempotencyStore);
     this.#settings = {

@@ -4,7 +4,7 @@ import { RECORD_WRITE_RETRY, retried } from '../common/backoff.js';
 import type { KnownKeys } from '../common/known-keys.js';
 import { sha256Hex } from '../common/message-key.js';
 import { groupingFor, type MessageGrouping } from '../common/queue-type.js';
-import { awsTraceHeaderOf } from '../common/trace-context.js';
+import { awsTraceHeaderOf, stringAttribute } from '../common/trace-context.js';
 import type { StoredError } from '../idempotency/errors.js';
 import type { DeadLetterClaim } from '../idempotency/record.js';
 import { deadLetterAttributes } from './dead-letter-attributes.js';
@@ -147,11 +147,10 @@ export class DeadLetterQueue {
    * as it came, when even that is too long: the key is then lost, and a redrive says so.
    */
   async #sendFitting(record: SQSRecord, groupId: string, error: StoredError): Promise<void> {
-    const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
     const all: Record<string, MessageAttributeValue> = {
-      [DLQ_ATTRIBUTES.errorName]: text(error.name),
-      [DLQ_ATTRIBUTES.errorMessage]: text(error.message.slice(0, MAX_ERROR_MESSAGE_LENGTH)),
-      [DLQ_ATTRIBUTES.originalMessageId]: text(record.messageId),
+      [DLQ_ATTRIBUTES.errorName]: stringAttribute(error.name),
+      [DLQ_ATTRIBUTES.errorMessage]: stringAttribute(error.message.slice(0, MAX_ERROR_MESSAGE_LENGTH)),
+      [DLQ_ATTRIBUTES.originalMessageId]: stringAttribute(record.messageId),
       [DLQ_ATTRIBUTES.receiveCount]: {
         DataType: 'Number',
         StringValue: record.attributes.ApproximateReceiveCount,

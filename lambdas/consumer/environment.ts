@@ -106,20 +106,40 @@ export function readConsumerEnvironment<V extends ConsumerVariable = ConsumerVar
     valkeyUserId,
     valkeyCacheName,
   } = CONSUMER_ENVIRONMENT;
-  // The user and the cache are read (and required) only with an endpoint.
-  const withValkey = (readValue: () => string) => () =>
-    environment[valkeyEndpoint] ? readValue() : undefined;
+  // Methods, not arrow functions: a minifying bundler that keeps names (the construct's) wraps each
+  // arrow function in a call that names it, and leaves a method as it is.
   const readers: Record<ConsumerVariable, () => unknown> = {
-    idempotencyTableName: () => read.required(idempotencyTableName),
-    idempotencyTtlSeconds: () => read.integer(idempotencyTtlSeconds, { min: 1 }),
-    dlqUrl: () => read.url(dlqUrl),
-    queueUrl: () => read.url(queueUrl, 'optional'),
-    maxConcurrentGroups: () => read.integer(maxConcurrentGroups, { min: 1 }),
-    maxAttempts: () => read.integer(maxAttempts, { min: 1 }),
-    maxConcurrentRecords: () => read.integer(maxConcurrentRecords, { min: 1 }),
-    valkeyEndpoint: () => read.endpoint(valkeyEndpoint, 'optional'),
-    valkeyUserId: withValkey(() => read.required(valkeyUserId)),
-    valkeyCacheName: withValkey(() => read.required(valkeyCacheName)),
+    idempotencyTableName() {
+      return read.required(idempotencyTableName);
+    },
+    idempotencyTtlSeconds() {
+      return read.integer(idempotencyTtlSeconds, { min: 1 });
+    },
+    dlqUrl() {
+      return read.url(dlqUrl);
+    },
+    queueUrl() {
+      return read.url(queueUrl, 'optional');
+    },
+    maxConcurrentGroups() {
+      return read.integer(maxConcurrentGroups, { min: 1 });
+    },
+    maxAttempts() {
+      return read.integer(maxAttempts, { min: 1 });
+    },
+    maxConcurrentRecords() {
+      return read.integer(maxConcurrentRecords, { min: 1 });
+    },
+    valkeyEndpoint() {
+      return read.endpoint(valkeyEndpoint);
+    },
+    // The user and the cache are read (and required) only with an endpoint.
+    valkeyUserId() {
+      return environment[valkeyEndpoint] ? read.required(valkeyUserId) : undefined;
+    },
+    valkeyCacheName() {
+      return environment[valkeyEndpoint] ? read.required(valkeyCacheName) : undefined;
+    },
   };
   const values = Object.fromEntries(variables.map((variable) => [variable, readers[variable]()]));
   read.check(

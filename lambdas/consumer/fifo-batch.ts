@@ -280,7 +280,12 @@ class FifoBatchConsumer {
             else step.settling.then(finished, finished);
             return step;
           };
-          return { processRecord: processGroupRecord, done: () => leases.close() };
+          return {
+            processRecord: processGroupRecord,
+            done() {
+              return leases.close();
+            },
+          };
         },
       );
       reportSkipped(

@@ -4,8 +4,12 @@ import type { IdempotencyInProgressError } from '../idempotency/errors.js';
 import type { RemainingTime } from '../idempotency/lease.js';
 import type { LeaseStore } from '../idempotency/lease-store.js';
 
-/** The reads of a held key's record: 100 ms apart at first, doubling to 1 s, jittered. */
-const READS: RetryPolicy = { maxAttempts: Number.POSITIVE_INFINITY, baseDelayMs: 100, maxDelayMs: 1_000 };
+/**
+ * The reads of a held key's record: 100 ms apart at first, doubling to 1 s, jittered. `Infinity`
+ * rather than `Number.POSITIVE_INFINITY`, which esbuild cannot tell is free of side effects: it
+ * would keep the object in a bundle that never waits (a FIFO consumer's).
+ */
+const READS: RetryPolicy = { maxAttempts: Infinity, baseDelayMs: 100, maxDelayMs: 1_000 };
 
 /** What a wait for a key held elsewhere may use. */
 export interface InFlightWait {

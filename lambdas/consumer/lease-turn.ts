@@ -5,7 +5,7 @@ import type {
   CompletionVerdict,
   HeldLeases,
   IdempotencyMode,
-  LeaseIdempotency,
+  LeaseCore,
   LeaseInput,
   LeaseStart,
 } from '../idempotency/lease.js';
@@ -20,7 +20,7 @@ export type OperationStep = OperationOutcome | { settling: Promise<OperationOutc
 /** What a lease-mode record's turn is made of: its operation's core, its input, and its effect. */
 export interface LeaseTurnParts {
   namespace: string;
-  idempotency: LeaseIdempotency;
+  idempotency: LeaseCore;
   input: LeaseInput;
   /** The SQS message id of the record's delivery: one the consumer dead-lettered is not run again. */
   messageId: string;
@@ -52,7 +52,11 @@ export class LeaseTurn {
   readonly id: string;
   readonly #parts: LeaseTurnParts;
   #start: Promise<AheadStart<unknown>> | undefined;
-  #place: TurnPlace = { held: () => undefined };
+  #place: TurnPlace = {
+    held() {
+      return undefined;
+    },
+  };
   /** The lease it holds, once acquired: the group's other turns may need to know it is this invocation's. */
   #lease: Lease | undefined;
   /** Whether the predecessor's completion started this lease. */

@@ -2,14 +2,13 @@ import type { Context } from 'aws-lambda';
 import { type KnownKeys, refuseUnknownKeys } from '../common/known-keys.js';
 import { describeIssues, type StandardSchemaV1 } from '../common/standard-schema.js';
 import { CompletedRecordCache } from '../idempotency/completed-cache.js';
-import { TransactionalStoreError, TransactionConditionFailedError } from '../idempotency/errors.js';
+import { TransactionConditionFailedError } from '../idempotency/errors.js';
 import type { Delivery } from '../idempotency/history.js';
 import { assertOperationNamespace, recordId } from '../idempotency/keys.js';
-import { LeaseIdempotency, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
+import { LeaseCore, type LeaseIdempotencyOptions } from '../idempotency/lease.js';
 import type { KeptMessage } from '../idempotency/record.js';
-import { DynamoDBIdempotencyStore } from '../idempotency/store.js';
+import type { DynamoDBIdempotencyStore } from '../idempotency/store.js';
 import {
-  storeName,
   TransactionalIdempotency,
   type TransactionalIdempotencyOptions,
   type TransactionPlan,
@@ -167,16 +166,11 @@ export class LeaseOperation<P = unknown, T = unknown> implements ConsumerOperati
   turn(message: ConsumerMessage, runtime: OperationRuntime): LeaseTurn {
     const { namespace, mode, leaseMs, leaseMarginMs, completionAttempts, payload, run } = this.#options;
     const { store, telemetry, lambdaContext } = runtime;
-    const idempotency = new LeaseIdempotency({
-      store,
-      namespace,
-      mode,
-      leaseMs,
-      leaseMarginMs,
-      completionAttempts,
-      cache: this.#cache,
-      observer: telemetry,
-    });
+    // The core, not LeaseIdempotency: its telemetry is the observer, and it never calls `run`.
+    const idempotency = new LeaseCore(
+      { store, namespace, mode, leaseMs, leaseMarginMs, completionAttempts, cache: this.#cache },
+      telemetry,
+    );
     const input = {
       ...idempotencyInput(message, this.#options.key),
       context: lambdaContext,
@@ -229,13 +223,13 @@ export function transactionalOperation<P = unknown, T = unknown>(
   return {
     namespace,
     transactional: true,
-    recordIdOf: (message) => recordId(namespace, idempotencyInput(message, options.key).key),
+    recordIdOf(message) {
+      return recordId(namespace, idempotencyInput(message, options.key).key);
+    },
     async execute(message, { store: leaseStore, transactionalStore, telemetry, lambdaContext }) {
-      // The consumer refused such a store when it was made (`refuseTransactionalStore`).
-      const store = transactionalStore ?? leaseStore;
-      if (!(store instanceof DynamoDBIdempotencyStore)) {
-        throw new TransactionalStoreError([namespace], storeName(store));
-      }
+      // The consumer refused another store when it was made (`refuseTransactionalStore`), and
+      // TransactionalIdempotency refuses one too (`TransactionalStoreError`, naming this namespace).
+      const store = (transactionalStore ?? leaseStore) as DynamoDBIdempotencyStore;
       const idempotency = new TransactionalIdempotency({ store, namespace, cache, contentionRetries });
       const input = { ...idempotencyInput(message, options.key), delivery: deliveryOf(message) };
       let planned: ConsumerMessage<P> | undefined;

@@ -1,4 +1,4 @@
-import { InvalidRecordWriteError, OncelyError, RecordNotReplicatedError } from '../idempotency/errors.js';
+import { InvalidRecordWriteError, isStoreFailure, OncelyError } from '../idempotency/errors.js';
 import { recordId } from '../idempotency/keys.js';
 import { IdempotencyStoreUnavailableError } from './errors.js';
 
@@ -9,7 +9,7 @@ import { IdempotencyStoreUnavailableError } from './errors.js';
  * well, for the replicas every record's writes wait for are the same.
  */
 export function asStoreFailure(namespace: string, key: string, error: unknown): unknown {
-  if (error instanceof OncelyError && !(error instanceof RecordNotReplicatedError)) return error;
+  if (error instanceof OncelyError && !isStoreFailure(error)) return error;
   if (error instanceof Error && error.name === 'ValidationException') {
     return new InvalidRecordWriteError(recordId(namespace, key), error);
   }

@@ -175,6 +175,21 @@ export class RecordNotWrittenError extends OncelyError {
 }
 
 /**
+ * The Oncely errors that are the store failing rather than the record: a consumer fails the whole
+ * batch on them (`asStoreFailure`). Their constructors add them, so that the check needs none of
+ * their classes: a consumer whose store never throws one (DynamoDB's) does not bundle them.
+ */
+const storeFailures = new WeakSet<object>();
+
+/**
+ * Whether `error` is an Oncely error of the store's, not of the record's (`RecordNotReplicatedError`).
+ * @internal
+ */
+export function isStoreFailure(error: unknown): boolean {
+  return storeFailures.has(error as object); // false for anything but an object it holds
+}
+
+/**
  * A `ValkeyIdempotencyStore` with `waitForReplicas` wrote a step an effect's safety rests on (a
  * lease, a start mark, a completion), and fewer replicas than it waits for acknowledged the write
  * in time (DESIGN §3.1). The write is on the primary, but a failover could lose it: it is treated
@@ -202,6 +217,7 @@ export class RecordNotReplicatedError extends OncelyError {
         "Check the replication group's replicas (ReplicationLag, failover events); a retry succeeds once they " +
         'catch up.',
     );
+    storeFailures.add(this);
   }
 }
 

@@ -161,65 +161,26 @@ export const DEFAULT_LEASE_MS = 15 * 60 * 1000;
 export const DEFAULT_LEASE_MARGIN_MS = 2_000;
 
 /**
- * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first
- * delivery, 1 failed conditional write (0 from the cache) for a duplicate. In an SQS consumer,
- * `leaseOperation` (`oncely/consumer`) drives it for you.
- *
- * @example
- * ```ts
- * const mail = new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-most-once' });
- * const outcome = await mail.run({ key: order.id, payload: order, context }, ({ idempotencyKey }) =>
- *   sendMail(order, { headers: { 'Idempotency-Key': idempotencyKey } }),
- * );
- * if (outcome.status === 'in-doubt') console.warn('left for an operator', outcome.reason);
- * ```
+ * Lease mode's steps, which {@link LeaseIdempotency} runs for its `run`, given the observer. A
+ * consumer's lease operations take these steps themselves, their telemetry the observer, so that
+ * their bundle carries neither `run` nor the console observer they never use. No entry point
+ * exports it.
  */
-export class LeaseIdempotency {
+export class LeaseCore {
   readonly #options: LeaseIdempotencyOptions;
   readonly #cache: CompletedRecordCache | undefined;
   readonly #observer: IdempotencyObserver;
 
-  constructor(options: LeaseIdempotencyOptions) {
-    refuseUnknownKeys('new LeaseIdempotency()', options, LEASE_IDEMPOTENCY_OPTION_KEYS);
+  constructor(options: LeaseIdempotencyOptions, observer: IdempotencyObserver) {
     recordId(options.namespace, 'probe'); // fail fast on a bad namespace
     this.#options = options;
     this.#cache = options.cache === false ? undefined : (options.cache ?? new CompletedRecordCache());
-    this.#observer = options.observer ?? consoleObserver;
+    this.#observer = observer;
   }
 
   /** The mode it was built with. */
   get mode(): IdempotencyMode {
     return this.#options.mode;
-  }
-
-  /**
-   * Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once).
-   * Throws the effect's error after recording it (a `NonRetryableError` is replayed to duplicates);
-   * `IdempotencyConflictError` for the same key with another payload, `IdempotencyInProgressError`
-   * while another invocation holds the lease.
-   */
-  async run<T>(
-    input: LeaseInput,
-    effect: (context: EffectContext) => Promise<T> | T,
-  ): Promise<LeaseOutcome<T>> {
-    const start = await this.start<T>(input);
-    if (start.status === 'duplicate') {
-      // The caller wants the result: one too large to store cannot be replayed.
-      const tooLarge = tooLargeError(recordId(this.#options.namespace, input.key), start);
-      if (tooLarge) throw tooLarge;
-    }
-    if (start.status !== 'acquired') return start;
-    const { lease } = start;
-    let result: T;
-    try {
-      result = await effect({ idempotencyKey: lease.id, attempt: lease.attempt });
-    } catch (error) {
-      const verdict = await this.recordFailure(lease, error, input.message);
-      if (verdict === 'in-doubt') return { status: 'in-doubt', reason: toStoredError(error) };
-      throw error;
-    }
-    const completion = await this.recordCompletion(lease, result);
-    return { status: 'executed', result, recorded: completion === 'recorded' };
   }
 
   /**
@@ -505,6 +466,114 @@ export class LeaseIdempotency {
   #remember(id: string, hash: string, result: string | undefined, expiresAtSec: number | undefined): void {
     if (expiresAtSec === undefined) return;
     this.#cache?.set(id, { payloadHash: hash, result, expiresAtMs: expiresAtSec * 1000 });
+  }
+}
+
+/**
+ * Lease mode (DESIGN §4), for any side effect: acquire → run → complete. 2 writes for a first
+ * delivery, 1 failed conditional write (0 from the cache) for a duplicate. In an SQS consumer,
+ * `leaseOperation` (`oncely/consumer`) drives it for you.
+ *
+ * @example
+ * ```ts
+ * const mail = new LeaseIdempotency({ store, namespace: 'mail', mode: 'at-most-once' });
+ * const outcome = await mail.run({ key: order.id, payload: order, context }, ({ idempotencyKey }) =>
+ *   sendMail(order, { headers: { 'Idempotency-Key': idempotencyKey } }),
+ * );
+ * if (outcome.status === 'in-doubt') console.warn('left for an operator', outcome.reason);
+ * ```
+ */
+export class LeaseIdempotency {
+  readonly #core: LeaseCore;
+  readonly #namespace: string;
+
+  constructor(options: LeaseIdempotencyOptions) {
+    refuseUnknownKeys('new LeaseIdempotency()', options, LEASE_IDEMPOTENCY_OPTION_KEYS);
+    this.#core = new LeaseCore(options, options.observer ?? consoleObserver);
+    this.#namespace = options.namespace;
+  }
+
+  /** The mode it was built with. */
+  get mode(): IdempotencyMode {
+    return this.#core.mode;
+  }
+
+  /**
+   * Runs `effect` at most once per key (at-most-once) or until it completes once (at-least-once).
+   * Throws the effect's error after recording it (a `NonRetryableError` is replayed to duplicates);
+   * `IdempotencyConflictError` for the same key with another payload, `IdempotencyInProgressError`
+   * while another invocation holds the lease.
+   */
+  async run<T>(
+    input: LeaseInput,
+    effect: (context: EffectContext) => Promise<T> | T,
+  ): Promise<LeaseOutcome<T>> {
+    const start = await this.#core.start<T>(input);
+    if (start.status === 'duplicate') {
+      // The caller wants the result: one too large to store cannot be replayed.
+      const tooLarge = tooLargeError(recordId(this.#namespace, input.key), start);
+      if (tooLarge) throw tooLarge;
+    }
+    if (start.status !== 'acquired') return start;
+    const { lease } = start;
+    let result: T;
+    try {
+      result = await effect({ idempotencyKey: lease.id, attempt: lease.attempt });
+    } catch (error) {
+      const verdict = await this.#core.recordFailure(lease, error, input.message);
+      if (verdict === 'in-doubt') return { status: 'in-doubt', reason: toStoredError(error) };
+      throw error;
+    }
+    const completion = await this.#core.recordCompletion(lease, result);
+    return { status: 'executed', result, recorded: completion === 'recorded' };
+  }
+
+  /** {@link LeaseCore.start}. @internal */
+  start<T>(input: LeaseInput, options?: { held?: HeldLeases }): Promise<LeaseStart<T>> {
+    return this.#core.start<T>(input, options);
+  }
+
+  /** {@link LeaseCore.startAhead}. @internal */
+  startAhead<T>(input: LeaseInput, options?: { after?: string }): Promise<AheadStart<T>> {
+    return this.#core.startAhead<T>(input, options);
+  }
+
+  /** {@link LeaseCore.countRun}. @internal */
+  countRun(lease: Lease): Promise<boolean> {
+    return this.#core.countRun(lease);
+  }
+
+  /** {@link LeaseCore.markStarted}. @internal */
+  markStarted(lease: Lease): Promise<boolean> {
+    return this.#core.markStarted(lease);
+  }
+
+  /** {@link LeaseCore.recordCompletion}. @internal */
+  recordCompletion(lease: Lease, result: unknown): Promise<CompletionVerdict>;
+  /** @internal */
+  recordCompletion(
+    lease: Lease,
+    result: unknown,
+    next: Lease,
+  ): Promise<{ completion: CompletionVerdict; next: StartVerdict }>;
+  recordCompletion(
+    lease: Lease,
+    result: unknown,
+    next?: Lease,
+  ): Promise<CompletionVerdict | { completion: CompletionVerdict; next: StartVerdict }> {
+    return next
+      ? this.#core.recordCompletion(lease, result, next)
+      : this.#core.recordCompletion(lease, result);
+  }
+
+  /** {@link LeaseCore.recordFailure}. @internal */
+  recordFailure(
+    lease: Lease,
+    error: unknown,
+    message?: KeptMessage,
+    deadLetteredMessageId?: string,
+  ): Promise<FailureVerdict> {
+    return this.#core.recordFailure(lease, error, message, deadLetteredMessageId);
   }
 }
 

@@ -28,12 +28,6 @@ export interface IdempotentRequestOptions<TEvent> extends Omit<LeaseIdempotencyO
   mode?: IdempotencyMode;
 }
 
-const IDEMPOTENT_REQUEST_OPTION_KEYS = {
-  ...LEASE_IDEMPOTENCY_OPTION_KEYS,
-  key: true,
-  payload: true,
-} satisfies KnownKeys<IdempotentRequestOptions<unknown>>;
-
 /**
  * Request-level idempotency for single-event handlers (the publisher). A repeat gets the stored
  * response without running the handler — also when that response is `undefined`; a concurrent
@@ -75,7 +69,13 @@ export function requestIdempotency<TEvent, TResult>(
   middleware: MiddlewareObj<TEvent, TResult, Error, Context>;
   attemptOf(request: Request<TEvent, TResult, Error, Context>): number | undefined;
 } {
-  refuseUnknownKeys('idempotentRequest()', options, IDEMPOTENT_REQUEST_OPTION_KEYS);
+  // Written here rather than beside the options: esbuild keeps an unused object spread at the top
+  // of a module, in every bundle of the package's idempotency entry.
+  refuseUnknownKeys('idempotentRequest()', options, {
+    ...LEASE_IDEMPOTENCY_OPTION_KEYS,
+    key: true,
+    payload: true,
+  } satisfies KnownKeys<IdempotentRequestOptions<unknown>>);
   // Its own options stay here: the lease refuses keys it does not take.
   const { key: _key, payload: _payload, ...leaseOptions } = options;
   const idempotency = new LeaseIdempotency({ ...leaseOptions, mode: options.mode ?? 'at-least-once' });

@@ -24,21 +24,30 @@ function log(message: string, fields: Record<string, unknown>): void {
   console.warn(JSON.stringify({ level: 'WARN', message, ...fields }));
 }
 
-/** Structured JSON lines on stderr: what a Lambda without other wiring gets. */
+/**
+ * Structured JSON lines on stderr: what a Lambda without other wiring gets. Methods rather than
+ * arrow functions, which a minifying bundler that keeps names (the construct's) wraps one by one.
+ */
 export const consoleObserver: IdempotencyObserver = {
-  completionWriteFailed: (id, error) =>
+  completionWriteFailed(id, error) {
     log('effect completed but its completion could not be recorded; the lease will expire', {
       id,
       error: String(error),
-    }),
-  resultNotStored: (id, bytes) =>
-    log('effect completed and recorded, but its result was too large to store for duplicates', { id, bytes }),
-  leaseLost: (id, operation) =>
-    log('lease lost: another invocation took this record over', { id, operation }),
-  inDoubt: (id, reason) => log('record is IN_DOUBT and needs an operator', { id, reason }),
-  failureWriteFailed: (id, error) =>
+    });
+  },
+  resultNotStored(id, bytes) {
+    log('effect completed and recorded, but its result was too large to store for duplicates', { id, bytes });
+  },
+  leaseLost(id, operation) {
+    log('lease lost: another invocation took this record over', { id, operation });
+  },
+  inDoubt(id, reason) {
+    log('record is IN_DOUBT and needs an operator', { id, reason });
+  },
+  failureWriteFailed(id, error) {
     log('could not record a failure; the record stays IN_PROGRESS until its lease expires', {
       id,
       error: String(error),
-    }),
+    });
+  },
 };

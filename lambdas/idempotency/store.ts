@@ -97,6 +97,8 @@ const DEAD_LETTERED_MESSAGE_ID = 'deadLetteredMessageId';
 /** Who reported an IN_DOUBT record (`IdempotencyRecord.inDoubtReport`). */
 const IN_DOUBT_REPORT = 'inDoubtReport';
 const STATUS_NAMES = { '#status': 'status' };
+/** What a conditional write asks to get back when its condition fails: the record in the way (`existingItem`). */
+const RETURN_EXISTING = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
 const ABSENT_OR_EXPIRED = 'attribute_not_exists(id) OR expiresAt <= :nowSec';
 /** The condition of every write after the acquire: the record is still IN_PROGRESS under this lease. */
 const FENCED = '#status = :inProgress AND leaseToken = :token';
@@ -190,7 +192,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
             [HISTORY_ATTRIBUTE]: [acquireEntry(now, token, input.delivery, true)],
           },
           ConditionExpression: 'attribute_not_exists(id)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return lease({});
@@ -204,8 +206,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     try {
       const output = await this.#documents.send(
         new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: input.id },
+          ...this.#record(input.id),
           // A record past its TTL that DynamoDB has not deleted yet goes on counting its attempts.
           // The answer holds the old values of what this sets or removes (UPDATED_OLD): attempts,
           // and attemptsAtDeadLetter (set to itself for that), deadLetteredMessageId and the error.
@@ -244,7 +245,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
             ...history.values,
           },
           ReturnValues: 'UPDATED_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return lease((output.Attributes ?? {}) as Partial<IdempotencyRecord>);
@@ -274,9 +275,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
 
   /** The record as it is now (a strongly consistent read), or undefined if there is none. @internal */
   async read(id: string): Promise<IdempotencyRecord | undefined> {
-    const output = await this.#documents.send(
-      new GetCommand({ TableName: this.tableName, Key: { id }, ConsistentRead: true }),
-    );
+    const output = await this.#documents.send(new GetCommand({ ...this.#record(id), ConsistentRead: true }));
     return output.Item as IdempotencyRecord | undefined;
   }
 
@@ -287,14 +286,11 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * the lease was lost: another owner has the record now.
    * @internal
    */
-  async markStarted(lease: Lease): Promise<boolean> {
-    try {
-      await this.#documents.send(new UpdateCommand(this.#startMark(lease)));
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return false;
-    }
+  markStarted(lease: Lease): Promise<boolean> {
+    return this.#conditional(
+      () => this.#documents.send(new UpdateCommand(this.#startMark(lease))),
+      () => false,
+    );
   }
 
   /**
@@ -303,28 +299,25 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * same. False if the lease was lost.
    * @internal
    */
-  async countRun(lease: Lease): Promise<boolean> {
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: lease.id },
-          UpdateExpression: 'SET attempts = :attempt, updatedAt = :nowMs',
-          ConditionExpression: FENCED,
-          ExpressionAttributeNames: STATUS_NAMES,
-          ExpressionAttributeValues: {
-            ':inProgress': IN_PROGRESS,
-            ':token': lease.token,
-            ':attempt': lease.attempt,
-            ':nowMs': this.now(),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return false;
-    }
+  countRun(lease: Lease): Promise<boolean> {
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#record(lease.id),
+            UpdateExpression: 'SET attempts = :attempt, updatedAt = :nowMs',
+            ConditionExpression: FENCED,
+            ExpressionAttributeNames: STATUS_NAMES,
+            ExpressionAttributeValues: {
+              ':inProgress': IN_PROGRESS,
+              ':token': lease.token,
+              ':attempt': lease.attempt,
+              ':nowMs': this.now(),
+            },
+          }),
+        ),
+      () => false,
+    );
   }
 
   /**
@@ -381,45 +374,44 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     const now = this.now();
     const kept = fence ? undefined : keepable(message);
     const report = fence ? IN_DOUBT_REPORT_PENDING : randomUUID();
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: record.id },
-          UpdateExpression:
-            `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
-            `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one), ${APPEND_HISTORY}${kept ? ', #message = :message' : ''} ` +
-            // Unresolved, it must not expire (see markInDoubt).
-            `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
-          ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
-          ExpressionAttributeNames: {
-            ...STATUS_NAMES,
-            '#error': 'error',
-            '#after': AFTER,
-            ...(kept ? { '#message': 'message' } : {}),
-          },
-          ExpressionAttributeValues: {
-            ':inDoubt': 'IN_DOUBT',
-            ':inProgress': IN_PROGRESS,
-            ':token': record.leaseToken,
-            ':error': reason,
-            ':report': report,
-            ':nowMs': now,
-            ':one': 1,
-            ...appendValues({ s: 'IN_DOUBT', t: now, l: shortToken(record.leaseToken), x: reason.name }),
-            ...(kept ? { ':message': kept } : {}),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = existingItem(error);
-      // Our own earlier try, applied with its answer lost, already parked it: its token says so.
-      if (report !== IN_DOUBT_REPORT_PENDING && existing?.inDoubtReport === report) return true;
-      return existing;
-    }
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#record(record.id),
+            UpdateExpression:
+              `SET #status = :inDoubt, #error = :error, updatedAt = :nowMs, ${UNRESOLVED_ATTRIBUTE} = :inDoubt, ` +
+              `${IN_DOUBT_REPORT} = :report, attempts = if_not_exists(attempts, :one), ${APPEND_HISTORY}${kept ? ', #message = :message' : ''} ` +
+              // Unresolved, it must not expire (see markInDoubt).
+              `REMOVE ${EXPIRES_AT_ATTRIBUTE}, leaseExpiresAt, ${UNSTARTED}, #after`,
+            ConditionExpression: '#status = :inProgress AND leaseToken = :token AND leaseExpiresAt <= :nowMs',
+            ExpressionAttributeNames: {
+              ...STATUS_NAMES,
+              '#error': 'error',
+              '#after': AFTER,
+              ...(kept ? { '#message': 'message' } : {}),
+            },
+            ExpressionAttributeValues: {
+              ':inDoubt': 'IN_DOUBT',
+              ':inProgress': IN_PROGRESS,
+              ':token': record.leaseToken,
+              ':error': reason,
+              ':report': report,
+              ':nowMs': now,
+              ':one': 1,
+              ...appendValues({ s: 'IN_DOUBT', t: now, l: shortToken(record.leaseToken), x: reason.name }),
+              ...(kept ? { ':message': kept } : {}),
+            },
+            ...RETURN_EXISTING,
+          }),
+        ),
+      (error) => {
+        const existing = existingItem(error);
+        // Our own earlier try, applied with its answer lost, already parked it: its token says so.
+        if (report !== IN_DOUBT_REPORT_PENDING && existing?.inDoubtReport === report) return true;
+        return existing;
+      },
+    );
   }
 
   /**
@@ -431,28 +423,25 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
   async claimInDoubtReport(id: string, message?: KeptMessage): Promise<boolean> {
     const kept = keepable(message);
     const report = randomUUID();
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id },
-          UpdateExpression: `SET ${IN_DOUBT_REPORT} = :report${kept ? ', #message = :message' : ''}`,
-          ConditionExpression: `#status = :inDoubt AND ${IN_DOUBT_REPORT} = :pending`,
-          ExpressionAttributeNames: { ...STATUS_NAMES, ...(kept ? { '#message': 'message' } : {}) },
-          ExpressionAttributeValues: {
-            ':inDoubt': 'IN_DOUBT',
-            ':pending': IN_DOUBT_REPORT_PENDING,
-            ':report': report,
-            ...(kept ? { ':message': kept } : {}),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return existingItem(error)?.inDoubtReport === report;
-    }
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#record(id),
+            UpdateExpression: `SET ${IN_DOUBT_REPORT} = :report${kept ? ', #message = :message' : ''}`,
+            ConditionExpression: `#status = :inDoubt AND ${IN_DOUBT_REPORT} = :pending`,
+            ExpressionAttributeNames: { ...STATUS_NAMES, ...(kept ? { '#message': 'message' } : {}) },
+            ExpressionAttributeValues: {
+              ':inDoubt': 'IN_DOUBT',
+              ':pending': IN_DOUBT_REPORT_PENDING,
+              ':report': report,
+              ...(kept ? { ':message': kept } : {}),
+            },
+            ...RETURN_EXISTING,
+          }),
+        ),
+      (error) => existingItem(error)?.inDoubtReport === report,
+    );
   }
 
   /** Gives the record up untouched by any effect, so the next delivery starts afresh. @internal */
@@ -479,27 +468,24 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * deleted now, or by our own earlier try whose answer was lost (no record left); false if another
    * owner's record is there.
    */
-  async #fencedDelete(
+  #fencedDelete(
     id: string,
     token: string,
     also?: { condition: string; values: Record<string, unknown> },
   ): Promise<boolean> {
-    try {
-      await this.#documents.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { id },
-          ConditionExpression: also ? `${FENCED} AND ${also.condition}` : FENCED,
-          ExpressionAttributeNames: STATUS_NAMES,
-          ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': token, ...also?.values },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return existingItem(error) === undefined;
-    }
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new DeleteCommand({
+            ...this.#record(id),
+            ConditionExpression: also ? `${FENCED} AND ${also.condition}` : FENCED,
+            ExpressionAttributeNames: STATUS_NAMES,
+            ExpressionAttributeValues: { ':inProgress': IN_PROGRESS, ':token': token, ...also?.values },
+            ...RETURN_EXISTING,
+          }),
+        ),
+      (error) => existingItem(error) === undefined,
+    );
   }
 
   /**
@@ -535,7 +521,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
           },
           ConditionExpression: `${ABSENT_OR_EXPIRED} OR (attribute_not_exists(deadLetteredAt) AND claimExpiresAt <= :nowMs)`,
           ExpressionAttributeValues: { ':nowSec': Math.floor(nowMs / 1000), ':nowMs': nowMs },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...RETURN_EXISTING,
         }),
       );
       return { status: 'claimed', token };
@@ -552,18 +538,17 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * than after the claim expires. Only the claim under `token`, never a sent mark. @internal
    */
   async releaseDeadLetterClaim(messageId: string, token: string): Promise<void> {
-    try {
-      await this.#documents.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { id: deadLetterMarkId(messageId) },
-          ConditionExpression: 'claimToken = :token AND attribute_not_exists(deadLetteredAt)',
-          ExpressionAttributeValues: { ':token': token },
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+    await this.#conditional(
+      () =>
+        this.#documents.send(
+          new DeleteCommand({
+            ...this.#record(deadLetterMarkId(messageId)),
+            ConditionExpression: 'claimToken = :token AND attribute_not_exists(deadLetteredAt)',
+            ExpressionAttributeValues: { ':token': token },
+          }),
+        ),
+      () => false,
+    );
   }
 
   /**
@@ -594,23 +579,22 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    */
   async logDeadLetter(recordId: string, messageId: string, error: StoredError): Promise<void> {
     const now = this.now();
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id: deadLetterLogId(recordId) },
-          UpdateExpression: `SET ${APPEND_HISTORY}, ${EXPIRES_AT_ATTRIBUTE} = :expiresAt`,
-          ConditionExpression: `attribute_not_exists(${HISTORY_ATTRIBUTE}) OR size(${HISTORY_ATTRIBUTE}) < :max`,
-          ExpressionAttributeValues: {
-            ...appendValues({ s: 'FAILED', t: now, m: messageId, x: error.name }),
-            ':expiresAt': this.#recordExpiresAt(now),
-            ':max': MAX_HISTORY_ENTRIES,
-          },
-        }),
-      );
-    } catch (failure) {
-      if (!(failure instanceof ConditionalCheckFailedException)) throw failure;
-    }
+    await this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#record(deadLetterLogId(recordId)),
+            UpdateExpression: `SET ${APPEND_HISTORY}, ${EXPIRES_AT_ATTRIBUTE} = :expiresAt`,
+            ConditionExpression: `attribute_not_exists(${HISTORY_ATTRIBUTE}) OR size(${HISTORY_ATTRIBUTE}) < :max`,
+            ExpressionAttributeValues: {
+              ...appendValues({ s: 'FAILED', t: now, m: messageId, x: error.name }),
+              ':expiresAt': this.#recordExpiresAt(now),
+              ':max': MAX_HISTORY_ENTRIES,
+            },
+          }),
+        ),
+      () => false, // a full log: nothing is written
+    );
   }
 
   /**
@@ -655,7 +639,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
                 },
                 ConditionExpression: ABSENT_OR_EXPIRED,
                 ExpressionAttributeValues: { ':nowSec': Math.floor(now / 1000) },
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+                ...RETURN_EXISTING,
               },
             },
             ...input.writes,
@@ -693,24 +677,42 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * write it. A condition failing because our own earlier try (applied, its answer lost, retried by
    * the SDK) already wrote this very status is a success; the token stays on the record for that.
    */
-  async #fencedUpdate(
+  #fencedUpdate(
     lease: Lease,
     status: RecordStatus,
     fields: Record<string, unknown>,
     remove: readonly string[] = [],
   ): Promise<boolean> {
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#fencedUpdateInput(lease, status, fields, remove),
+            ...RETURN_EXISTING,
+          }),
+        ),
+      (error) => {
+        const existing = existingItem(error);
+        return existing?.status === status && existing.leaseToken === lease.token;
+      },
+    );
+  }
+
+  /**
+   * Sends a conditional write: true once it is applied. When its condition fails, what `failed`
+   * makes of that (with ALL_OLD, the record in the way: {@link existingItem}); any other error is
+   * thrown.
+   */
+  async #conditional<T>(
+    write: () => Promise<unknown>,
+    failed: (error: ConditionalCheckFailedException) => T,
+  ): Promise<true | T> {
     try {
-      await this.#documents.send(
-        new UpdateCommand({
-          ...this.#fencedUpdateInput(lease, status, fields, remove),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      await write();
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = existingItem(error);
-      return existing?.status === status && existing.leaseToken === lease.token;
+      return failed(error);
     }
   }
 
@@ -721,23 +723,20 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
    * enough is left as it is (false). One conditional UpdateItem.
    * @internal
    */
-  async keepUntil(id: string, untilSec: number): Promise<boolean> {
-    try {
-      await this.#documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { id },
-          UpdateExpression: 'SET expiresAt = :until',
-          // A record past its expiresAt is dead though not yet deleted: it must stay dead.
-          ConditionExpression: 'attribute_exists(id) AND expiresAt > :nowSec AND expiresAt < :until',
-          ExpressionAttributeValues: { ':until': untilSec, ':nowSec': Math.floor(this.now() / 1000) },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+  keepUntil(id: string, untilSec: number): Promise<boolean> {
+    return this.#conditional(
+      () =>
+        this.#documents.send(
+          new UpdateCommand({
+            ...this.#record(id),
+            UpdateExpression: 'SET expiresAt = :until',
+            // A record past its expiresAt is dead though not yet deleted: it must stay dead.
+            ConditionExpression: 'attribute_exists(id) AND expiresAt > :nowSec AND expiresAt < :until',
+            ExpressionAttributeValues: { ':until': untilSec, ':nowSec': Math.floor(this.now() / 1000) },
+          }),
+        ),
+      () => false,
+    );
   }
 
   /** The UpdateItem of {@link #fencedUpdate}: sets `status` and the fields given, fenced on the lease. */
@@ -776,8 +775,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
       sets.push(`#${name} = :${name}`);
     }
     return {
-      TableName: this.tableName,
-      Key: { id: lease.id },
+      ...this.#record(lease.id),
       // The outcome is the record's now: the marks of a lease taken ahead say nothing more.
       UpdateExpression: `SET ${sets.join(', ')} REMOVE ${[...remove, 'leaseExpiresAt', UNSTARTED, '#after'].join(', ')}`,
       ConditionExpression: FENCED,
@@ -789,8 +787,7 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
   /** The UpdateItem of a start mark: removes `unstarted`, fenced on the lease. */
   #startMark(lease: Lease) {
     return {
-      TableName: this.tableName,
-      Key: { id: lease.id },
+      ...this.#record(lease.id),
       UpdateExpression: `SET updatedAt = :nowMs REMOVE ${UNSTARTED}`,
       ConditionExpression: FENCED,
       ExpressionAttributeNames: STATUS_NAMES,
@@ -811,6 +808,11 @@ export class DynamoDBIdempotencyStore implements LeaseStore {
     const existing = existingItem(error);
     if (!existing) throw error;
     return existing;
+  }
+
+  /** The table and key of the record (or mark, or log) `id`: what each request of it starts with. */
+  #record(id: string) {
+    return { TableName: this.tableName, Key: { id } };
   }
 
   #recordExpiresAt(nowMs: number): number {

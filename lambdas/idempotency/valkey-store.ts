@@ -113,7 +113,7 @@ export const DEFAULT_VALKEY_KEY_PREFIX = 'oncely:';
  * grace keeps a server clock running up to an hour ahead of the consumers' from deleting a record
  * they still count as alive (DynamoDB's TTL deletion lags by hours for the same reason, §3).
  */
-export const VALKEY_KEY_GRACE_MS = 60 * 60 * 1000;
+export const VALKEY_KEY_GRACE_MS = 3_600_000; // not 60 * 60 * 1000, which esbuild keeps in every consumer's bundle
 
 /**
  * Marks the writes an effect's safety rests on, which `waitForReplicas` makes wait for the replicas

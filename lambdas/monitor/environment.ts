@@ -33,7 +33,7 @@ export function readMonitorEnvironment(environment: Environment = process.env): 
   const withValkey = Boolean(environment[MONITOR_ENVIRONMENT.valkeyEndpoint]);
   const values = {
     idempotencyTableName: read.required(MONITOR_ENVIRONMENT.idempotencyTableName),
-    valkeyEndpoint: read.endpoint(MONITOR_ENVIRONMENT.valkeyEndpoint, 'optional'),
+    valkeyEndpoint: read.endpoint(MONITOR_ENVIRONMENT.valkeyEndpoint),
     valkeyUserId: withValkey ? read.required(MONITOR_ENVIRONMENT.valkeyUserId) : undefined,
     valkeyCacheName: withValkey ? read.required(MONITOR_ENVIRONMENT.valkeyCacheName) : undefined,
   };

@@ -73,7 +73,7 @@ const CODE: Record<string, CodeUnderTest> = {
     where: (request) => (request.action.startsWith('sqs:') ? 'queue' : idempotency(request)),
     notCalled: {
       // It would read (GetItem) the record before an expired lease taken ahead (DESIGN §4.1).
-      'LeaseIdempotency.#settleUnstarted':
+      'LeaseCore.#settleUnstarted':
         'the at-most-once chain’s recovery: the publisher’s request records are at-least-once leases, never ' +
         'taken ahead (and only its own, publish#…)',
     },
