@@ -1,7 +1,7 @@
 import { RECORD_WRITE_RETRY, retried } from '../lambdas/common/backoff.js';
 import type { HistoryEntry, IdempotencyRecord, UnresolvedReason } from '../lambdas/idempotency/record.js';
 import type { ValkeyScript } from '../lambdas/idempotency/valkey-scripts.js';
-import { VALKEY_KEY_GRACE_MS, type ValkeyScriptClient } from '../lambdas/idempotency/valkey-store.js';
+import { evalScript, scriptCall, type ValkeyScriptClient } from '../lambdas/idempotency/valkey-store.js';
 import type { IndexPosition, OperatorRecords, OperatorWrite } from './operator-records.js';
 import { VALKEY_OPERATOR_SCRIPTS as SCRIPTS } from './valkey-operator-scripts.js';
 
@@ -101,25 +101,8 @@ export class ValkeyOperatorRecords implements OperatorRecords {
   }
 
   /** EVALSHA, and EVAL if the server lacks the script, as the store sends its own. */
-  async #eval(script: ValkeyScript, id: string, args: Record<string, unknown>): Promise<unknown> {
-    const keys = [
-      `${this.#keyPrefix}${id}`,
-      `${this.#keyPrefix}unresolved:IN_DOUBT`,
-      `${this.#keyPrefix}unresolved:RETRY_PENDING`,
-    ];
-    const nowMs = typeof args.nowMs === 'number' ? args.nowMs : Date.now();
-    const json = JSON.stringify({
-      ...args,
-      nowMs,
-      nowSec: Math.floor(nowMs / 1000),
-      graceMs: VALKEY_KEY_GRACE_MS,
-    });
-    try {
-      return await this.#client.evalsha(script.sha, keys.length, ...keys, json);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return this.#client.eval(script.source, keys.length, ...keys, json);
-    }
+  #eval(script: ValkeyScript, id: string, args: Record<string, unknown>): Promise<unknown> {
+    return evalScript(this.#client, script, scriptCall(this.#keyPrefix, id, args, Date.now));
   }
 }
 

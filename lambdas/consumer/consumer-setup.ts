@@ -5,6 +5,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { OncelyConfigurationError } from '../common/configuration-error.js';
 import { refuseUnknownKeys } from '../common/known-keys.js';
 import { metricsScope } from '../common/metrics-scope.js';
+import { providedModule } from '../common/provided-module.js';
 import { loadTracing, type Tracing } from '../common/tracing.js';
 import { IdempotencyConfigurationError, TransactionalStoreError } from '../idempotency/errors.js';
 import type { LeaseStore } from '../idempotency/lease-store.js';
@@ -128,9 +129,9 @@ const STORE_VARIABLES = [
  */
 export type ValkeyDefaultStore = (environment: ConsumerEnvironment, dynamodb: DynamoDBClient) => LeaseStore;
 
-/** On `globalThis`, so that a bundle holding two copies of this module still shares the one provided. */
-const VALKEY_DEFAULT_STORE = Symbol.for('oncely.consumer.valkeyDefaultStore');
-type WithValkeyDefault = typeof globalThis & { [VALKEY_DEFAULT_STORE]?: ValkeyDefaultStore };
+const valkeyDefaultStore = /* @__PURE__ */ providedModule<ValkeyDefaultStore>(
+  'oncely.consumer.valkeyDefaultStore',
+);
 
 /**
  * Provides (or, with `undefined`, withdraws) the factory of the default Valkey store; returns the
@@ -140,16 +141,13 @@ type WithValkeyDefault = typeof globalThis & { [VALKEY_DEFAULT_STORE]?: ValkeyDe
 export function provideValkeyDefaultStore(
   factory: ValkeyDefaultStore | undefined,
 ): ValkeyDefaultStore | undefined {
-  const scope = globalThis as WithValkeyDefault;
-  const previous = scope[VALKEY_DEFAULT_STORE];
-  scope[VALKEY_DEFAULT_STORE] = factory;
-  return previous;
+  return valkeyDefaultStore.provide(factory);
 }
 
 /** The default store on the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names, or none without one. */
 function defaultValkeyStore(environment: ConsumerEnvironment): LeaseStore | undefined {
   if (!environment.valkeyEndpoint) return undefined;
-  const factory = (globalThis as WithValkeyDefault)[VALKEY_DEFAULT_STORE];
+  const factory = valkeyDefaultStore.get();
   if (!factory) {
     throw new OncelyConfigurationError(
       [CONSUMER_ENVIRONMENT.valkeyEndpoint],

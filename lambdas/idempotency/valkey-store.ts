@@ -512,28 +512,11 @@ export class ValkeyIdempotencyStore implements LeaseStore {
     args: Record<string, unknown>,
     replicated = false,
   ): Promise<unknown> {
-    const keys = [
-      `${this.keyPrefix}${id}`,
-      this.unresolvedKey('IN_DOUBT'),
-      this.unresolvedKey('RETRY_PENDING'),
-    ];
-    // One instant for the whole step: the caller's, when it took one for the values it sends.
-    const nowMs = typeof args.nowMs === 'number' ? args.nowMs : this.now();
-    const json = JSON.stringify({
-      ...args,
-      nowMs,
-      nowSec: Math.floor(nowMs / 1000),
-      graceMs: VALKEY_KEY_GRACE_MS,
-    });
+    const call = scriptCall(this.keyPrefix, id, args, this.now);
     const replicas = replicated ? this.#replicas : undefined;
-    const send = (write: () => Promise<unknown>) =>
-      replicas ? acknowledgedByReplicas(write, replicas, id) : write();
-    try {
-      return await send(() => this.#client.evalsha(script.sha, keys.length, ...keys, json));
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return send(() => this.#client.eval(script.source, keys.length, ...keys, json));
-    }
+    return evalScript(this.#client, script, call, (write) =>
+      replicas ? acknowledgedByReplicas(write, replicas, id) : write(),
+    );
   }
 
   #recordExpiresAt(nowMs: number): number {
@@ -544,4 +527,43 @@ export class ValkeyIdempotencyStore implements LeaseStore {
 /** The server's answer to EVALSHA of a script it does not hold. */
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * A script's call on `id`'s record, as every script takes it (valkey-scripts.ts): KEYS, the record's
+ * key and the unresolved index's sets under `keyPrefix`; ARGV[1], `args` with one instant for the
+ * whole step (the caller's `nowMs`, when it took one for the values it sends, else `now()`) and the
+ * key grace.
+ * @internal
+ */
+export function scriptCall(
+  keyPrefix: string,
+  id: string,
+  args: Record<string, unknown>,
+  now: () => number,
+): { keys: string[]; json: string } {
+  const nowMs = typeof args.nowMs === 'number' ? args.nowMs : now();
+  return {
+    keys: [`${keyPrefix}${id}`, `${keyPrefix}unresolved:IN_DOUBT`, `${keyPrefix}unresolved:RETRY_PENDING`],
+    json: JSON.stringify({ ...args, nowMs, nowSec: Math.floor(nowMs / 1000), graceMs: VALKEY_KEY_GRACE_MS }),
+  };
+}
+
+/**
+ * One round trip: EVALSHA, and EVAL only if the server has not the script (a restart, a failover,
+ * SCRIPT FLUSH), which also loads it for the next EVALSHA. `send` wraps each (WAIT behind it).
+ * @internal
+ */
+export async function evalScript(
+  client: ValkeyScriptClient,
+  script: ValkeyScript,
+  { keys, json }: { keys: string[]; json: string },
+  send: (write: () => Promise<unknown>) => Promise<unknown> = (write) => write(),
+): Promise<unknown> {
+  try {
+    return await send(() => client.evalsha(script.sha, keys.length, ...keys, json));
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    return send(() => client.eval(script.source, keys.length, ...keys, json));
+  }
 }

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OncelyConfigurationError } from '../common/configuration-error.js';
+import { providedModule } from '../common/provided-module.js';
 import { MONITOR_ENVIRONMENT, type MonitorEnvironment } from './environment.js';
 import type { UnresolvedCounter } from './monitor.js';
 
@@ -9,9 +10,9 @@ export type ValkeyCounterFactory = (
   dynamodb: DynamoDBClient,
 ) => UnresolvedCounter;
 
-/** On `globalThis`, so that a bundle holding two copies of this module still shares the one provided. */
-const VALKEY_COUNTER = Symbol.for('oncely.monitor.valkeyCounter');
-type WithValkeyCounter = typeof globalThis & { [VALKEY_COUNTER]?: ValkeyCounterFactory };
+const valkeyCounterFactory = /* @__PURE__ */ providedModule<ValkeyCounterFactory>(
+  'oncely.monitor.valkeyCounter',
+);
 
 /**
  * Provides (or, with `undefined`, withdraws) the factory of the monitor's Valkey counter; returns
@@ -22,10 +23,7 @@ type WithValkeyCounter = typeof globalThis & { [VALKEY_COUNTER]?: ValkeyCounterF
 export function provideValkeyCounter(
   factory: ValkeyCounterFactory | undefined,
 ): ValkeyCounterFactory | undefined {
-  const scope = globalThis as WithValkeyCounter;
-  const previous = scope[VALKEY_COUNTER];
-  scope[VALKEY_COUNTER] = factory;
-  return previous;
+  return valkeyCounterFactory.provide(factory);
 }
 
 /** The counter of the cache `IDEMPOTENCY_VALKEY_ENDPOINT` names, or none without one. */
@@ -34,7 +32,7 @@ export function valkeyCounter(
   dynamodb: DynamoDBClient,
 ): UnresolvedCounter | undefined {
   if (!environment.valkeyEndpoint) return undefined;
-  const factory = (globalThis as WithValkeyCounter)[VALKEY_COUNTER];
+  const factory = valkeyCounterFactory.get();
   if (!factory) {
     throw new OncelyConfigurationError(
       [MONITOR_ENVIRONMENT.valkeyEndpoint],

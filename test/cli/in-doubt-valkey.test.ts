@@ -23,6 +23,7 @@ import {
   type ValkeyScriptClient,
 } from '../../lambdas/idempotency/valkey-store.js';
 import { freePort } from '../../sandbox/free-port.js';
+import { parkInDoubt } from '../support/lease-stores.js';
 import { envelope, inDoubtPipeline, park, TTL_SECONDS } from './in-doubt-support.js';
 
 // `oncely in-doubt` and `oncely history` on a pipeline whose lease records are in Valkey (DESIGN
@@ -62,19 +63,11 @@ function consumerStore(now?: () => number): ValkeyIdempotencyStore {
 async function parkInValkey(key: string, at?: number): Promise<string> {
   const id = `notifications#${key}-${randomUUID().slice(0, 6)}`;
   const store = consumerStore(at === undefined ? undefined : () => at);
-  const acquired = await store.acquire({
-    id,
+  await parkInDoubt(store, id, {
     payloadHash: 'hash',
-    leaseMs: 60_000,
-    takeOverExpiredLease: false,
+    error: { name: 'OutcomeUnknownError', message: 'POST /send failed after the request was sent' },
+    message: { body: envelope(key, `group-${key}`), groupId: `group-${key}` },
   });
-  if (!acquired.acquired) throw new Error('not acquired');
-  const body = envelope(key, `group-${key}`);
-  await store.markInDoubt(
-    acquired.lease,
-    { name: 'OutcomeUnknownError', message: 'POST /send failed after the request was sent' },
-    { body, groupId: `group-${key}` },
-  );
   return id;
 }
 

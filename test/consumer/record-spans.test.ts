@@ -21,7 +21,7 @@ import { consumerTestWorld } from '../support/consumer-world.js';
 import { lambdaContext } from '../support/lambda-context.js';
 import { LEASE_STORES, type LeaseRecords, leaseRecords } from '../support/lease-stores.js';
 import { createStandardQueueWithDlq, type FifoQueue, receiveMessages } from '../support/sqs.js';
-import { type StoreStep, steppedStore } from '../support/store-steps.js';
+import { STORE_STEPS, steppedStore } from '../support/store-steps.js';
 import { metricsRecorder } from '../support/telemetry.js';
 import { linksOf, recordingSpans, traceparentOf } from '../support/tracing.js';
 
@@ -112,25 +112,7 @@ const outcomes = (found: ReadableSpan[]) =>
 const key = (name: string) => `${name}-${randomUUID()}`;
 
 /** Every step of the store that writes: all but `read`. */
-const WRITES = {
-  acquire: true,
-  markStarted: true,
-  countRun: true,
-  complete: true,
-  fail: true,
-  reject: true,
-  markInDoubt: true,
-  parkExpiredLease: true,
-  claimInDoubtReport: true,
-  release: true,
-  releaseWithRetries: true,
-  releaseUnstarted: true,
-  keepUntil: true,
-  claimDeadLetter: true,
-  releaseDeadLetterClaim: true,
-  markDeadLettered: true,
-  logDeadLetter: true,
-} satisfies Record<Exclude<StoreStep, 'read'>, true>;
+const WRITES = STORE_STEPS.filter((step) => step !== 'read');
 
 describe.each(LEASE_STORES)('a record span (DESIGN §6) (records in %s)', (storeName) => {
   const records = leaseRecords(storeName);
@@ -340,7 +322,7 @@ describe.each(LEASE_STORES)('a record span (DESIGN §6) (records in %s)', (store
     ]);
     // The store unreachable for every write: reads alone answer.
     const steps = steppedStore(records.store());
-    for (const step of Object.keys(WRITES) as StoreStep[]) {
+    for (const step of WRITES) {
       steps.fail(
         step,
         () => true,

@@ -16,7 +16,7 @@ import { provideValkeyCounter, valkeyCounter } from '../../lambdas/monitor/valke
 import { LOCAL_REGION } from '../../sandbox/local-aws-config.js';
 import { createTable, localDynamoClient, readItem } from '../support/dynamodb.js';
 import { emulatorEndpoint } from '../support/emulator-endpoint.js';
-import { leaseRecords } from '../support/lease-stores.js';
+import { leaseRecords, parkInDoubt } from '../support/lease-stores.js';
 import { capturingStdout } from '../support/telemetry.js';
 
 const dynamodb = localDynamoClient();
@@ -201,17 +201,7 @@ describe("unresolved-records monitor, with the lease records in Valkey (leaseRec
     await put(table, 'ledger#1', unresolved('IN_DOUBT', nowSeconds() + 3600));
     const store = valkey.store();
     if (!(store instanceof ValkeyIdempotencyStore)) throw new Error('not the Valkey store');
-    const error = { name: 'OutcomeUnknownError', message: 'timed out' };
-    for (const key of ['mail#1', 'mail#2']) {
-      const acquired = await store.acquire({
-        id: key,
-        payloadHash: 'h',
-        leaseMs: 60_000,
-        takeOverExpiredLease: true,
-      });
-      if (!acquired.acquired) throw new Error(`${key} not acquired`);
-      await store.markInDoubt(acquired.lease, error);
-    }
+    for (const id of ['mail#1', 'mail#2']) await parkInDoubt(store, id);
     const monitor = createMonitorHandler({
       dynamodb,
       idempotencyTableName: table,

@@ -26,6 +26,7 @@ import { VALKEY_ACCESS_STRING } from '../../lib/constructs/valkey-lease-cache.js
 import { localAwsConfig } from '../../sandbox/local-aws-config.js';
 import { type Sandbox, startSandbox } from '../../sandbox/local-sandbox.js';
 import { LocalServerlessCaches, ValkeyServerMissingError } from '../../sandbox/serverless-cache.js';
+import { parkInDoubt } from '../support/lease-stores.js';
 import { groupAlive } from '../support/process-group.js';
 
 // Issue 46, part 4: an app whose OncelyPipeline keeps its lease records in Valkey
@@ -202,14 +203,7 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     });
     // An at-most-once effect whose outcome is unknown, parked by the consumer's store on the cache.
     const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
-    const acquired = await store.acquire({
-      id: `signup#unknown-${randomUUID()}`,
-      payloadHash: 'h',
-      leaseMs: 60_000,
-      takeOverExpiredLease: false,
-    });
-    if (!acquired.acquired) throw new Error('not acquired');
-    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    await parkInDoubt(store, `signup#unknown-${randomUUID()}`);
     expect(await sandbox.invoke(monitor.name, {})).toEqual({
       ok: true,
       result: { inDoubt: 1, retryPending: 0 },
@@ -225,18 +219,10 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     const body = JSON.stringify(
       createEnvelope({ type: 'Signup', groupId: 'signups', key, payload: { key } }),
     );
-    const acquired = await store.acquire({
-      id,
+    await parkInDoubt(store, id, {
       payloadHash: payloadHash({ type: 'Signup', payload: { key } }),
-      leaseMs: 60_000,
-      takeOverExpiredLease: false,
+      message: { body, groupId: 'signups' },
     });
-    if (!acquired.acquired) throw new Error('not acquired');
-    await store.markInDoubt(
-      acquired.lease,
-      { name: 'OutcomeUnknownError', message: 'timed out' },
-      { body, groupId: 'signups' },
-    );
 
     const listed = JSON.parse(await oncely('in-doubt', 'list', '--json')) as UnresolvedPage;
     expect(listed.records).toContainEqual({
@@ -273,14 +259,7 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
     const port = cache.endpoint.split(':')[1];
     const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
     const id = `signup#stack-${randomUUID().slice(0, 8)}`;
-    const acquired = await store.acquire({
-      id,
-      payloadHash: 'h',
-      leaseMs: 60_000,
-      takeOverExpiredLease: false,
-    });
-    if (!acquired.acquired) throw new Error('not acquired');
-    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    await parkInDoubt(store, id);
     const { ONCELY_READY_FILE: _file, ONCELY_STACK_NAME: _stack, ...inherited } = process.env;
     const env = {
       ...inherited,
@@ -367,14 +346,7 @@ describe("an app with leaseRecords: 'valkey' in the sandbox", () => {
   it('has `oncely console` list and resolve the cache’s records too', async () => {
     const store = new ValkeyIdempotencyStore({ client: valkey, keyPrefix: SERVERLESS_KEY_PREFIX });
     const id = `signup#console-${randomUUID().slice(0, 8)}`;
-    const acquired = await store.acquire({
-      id,
-      payloadHash: 'h',
-      leaseMs: 60_000,
-      takeOverExpiredLease: false,
-    });
-    if (!acquired.acquired) throw new Error('not acquired');
-    await store.markInDoubt(acquired.lease, { name: 'OutcomeUnknownError', message: 'timed out' });
+    await parkInDoubt(store, id);
     let stop: () => void = () => undefined;
     const until = new Promise<void>((resolve) => {
       stop = resolve;

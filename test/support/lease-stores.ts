@@ -2,9 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Redis } from 'iovalkey';
 import { afterAll, beforeAll, inject } from 'vitest';
+import type { StoredError } from '../../lambdas/idempotency/errors.js';
 import { DynamoDBIdempotencyStore } from '../../lambdas/idempotency/index.js';
 import type { LeaseStore } from '../../lambdas/idempotency/lease-store.js';
-import type { IdempotencyRecord } from '../../lambdas/idempotency/record.js';
+import type { IdempotencyRecord, KeptMessage } from '../../lambdas/idempotency/record.js';
 import { VALKEY_SCRIPTS } from '../../lambdas/idempotency/valkey-scripts.js';
 import { ValkeyIdempotencyStore, type ValkeyScriptClient } from '../../lambdas/idempotency/valkey-store.js';
 import { countRequests } from '../../sandbox/request-counter.js';
@@ -130,3 +131,23 @@ function valkeyRecords() {
 /** Each Valkey script's name by its hash. */
 const SCRIPT_NAMES = new Map(Object.values(VALKEY_SCRIPTS).map((script) => [script.sha, script.name]));
 const sha1 = (source: string) => createHash('sha1').update(source).digest('hex');
+
+/**
+ * Parks a fresh lease on `id` IN_DOUBT, as at-most-once does when its effect's outcome is unknown:
+ * keeping `message` when given (what `--as retry` sends back).
+ */
+export async function parkInDoubt(
+  store: LeaseStore,
+  id: string,
+  options: { payloadHash?: string; error?: StoredError; message?: KeptMessage } = {},
+): Promise<void> {
+  const acquired = await store.acquire({
+    id,
+    payloadHash: options.payloadHash ?? 'h',
+    leaseMs: 60_000,
+    takeOverExpiredLease: false,
+  });
+  if (!acquired.acquired) throw new Error(`${id}: not acquired`);
+  const error = options.error ?? { name: 'OutcomeUnknownError', message: 'timed out' };
+  await store.markInDoubt(acquired.lease, error, options.message);
+}

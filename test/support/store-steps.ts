@@ -25,6 +25,9 @@ const STEP_NAMES: Record<StoreStep, true> = {
   logDeadLetter: true,
 };
 
+/** Every step of the seam. */
+export const STORE_STEPS = Object.keys(STEP_NAMES) as StoreStep[];
+
 /** One call of a step: the record (or DLQ message) it names, and its arguments. */
 export interface StepCall {
   step: StoreStep;
