@@ -272,7 +272,7 @@ describe('standardBatch with only its operations', () => {
 
     const running = handler(event, lambdaContext());
     // MAX_CONCURRENT_RECORDS: two of the four runnable records run, the others wait for a slot.
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 30_000;
     while (inFlight < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
     // A round trip to DynamoDB: a third record's lease, were it being taken, would be answered by then.
     await readItem(idempotencyTable, 'no-such-record');

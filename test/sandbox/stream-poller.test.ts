@@ -443,7 +443,7 @@ describe('the stream poller', () => {
       peak = Math.max(peak, ++running);
       concurrent.push(ids(event.Records).map(String));
       // Each batch stays out until another one runs beside it (or a bound passes).
-      const deadline = Date.now() + 1_000;
+      const deadline = Date.now() + 10_000;
       while (peak < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
       running--;
       return ok();
